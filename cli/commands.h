@@ -1,0 +1,37 @@
+// commands.h — the `pipesmith` subcommands. Each cli/cmd_<name>.cpp registers one subcommand:
+// it declares its options on the CLI::App and returns the function that runs it (exit code).
+// No logic here that a library user would also need: commands parse flags, call the libraries,
+// print, and map Status codes to exit codes (0 ok, 1 bad input/usage, 2 infeasible, 3 invalid
+// schedule, 4 runtime failure).
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <string>
+
+#include "ir/status.h"
+
+namespace ps::cli {
+
+using Runner = std::function<int()>;
+
+Runner add_lower(CLI::App& app);
+Runner add_convert(CLI::App& app);
+Runner add_verify(CLI::App& app);
+Runner add_simulate(CLI::App& app);
+Runner add_render(CLI::App& app);
+Runner add_baseline(CLI::App& app);
+Runner add_bound(CLI::App& app);
+Runner add_synth(CLI::App& app);
+Runner add_run(CLI::App& app);
+Runner add_profile(CLI::App& app);
+
+// Registers a subcommand that is not implemented yet: it says which issue fills it and exits 1.
+Runner pending_command(CLI::App& app, const char* name, const char* what, int issue);
+
+// Prints "pipesmith: error: <status>" to stderr and returns its exit code.
+int report_error(const Status& st);
+// Writes text to a file (or stdout for "-"); errors become a Status.
+Status write_text_file(const std::string& path, const std::string& text);
+
+}  // namespace ps::cli

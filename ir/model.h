@@ -1,0 +1,110 @@
+// model.h — the inputs: model (layer types and layers), cluster, pipeline settings.
+//
+// Semantics of a layer's numbers (see docs/inputs.md for the full schema):
+//  * An F (forward) of a layer for one microbatch takes forward_ms and allocates activation_mb that
+//    stay live until the backward frees them.
+//  * An I (backward for inputs) takes backward_input_ms and frees all of activation_mb except
+//    wgrad_stash_mb, which the W (backward for weights, backward_weight_ms) frees. A fused B (= I+W)
+//    takes both times and frees everything.
+//  * output_mb is the tensor that crosses a stage boundary after this layer (the gradient going back has
+//    the same size). params_m is millions of parameters; model states cost params_m * bytes_per_param MB.
+// Units: ms, MB = 1e6 bytes, GB = 1e9 bytes, GB/s = 1e9 bytes/s.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/status.h"
+
+namespace ps {
+
+struct LayerType {
+  char symbol = '?';             // 'M'
+  std::string name;              // "mamba"
+  double forward_ms = 0;         // 3.73
+  double backward_input_ms = 0;  // 5.68
+  double backward_weight_ms = 0; // 1.62
+  double activation_mb = 0;      // 900
+  double wgrad_stash_mb = 0;     // 120 (<= activation_mb)
+  double output_mb = 0;          // 32
+  double params_m = 0;           // 210 (millions of parameters)
+  bool split_backward = true;    // false: the backward cannot be split into I and W (use B)
+  SourceLoc loc;                 // where the type is defined
+};
+
+struct Layer {
+  int id = 0;               // position in the layer list, 0-based
+  char type = '?';          // symbol of its LayerType
+  std::vector<int> inputs;  // producers; by default {id-1} (none for layer 0)
+  SourceLoc loc;
+};
+
+struct Model {
+  std::string name;                    // "nemotron-h-like"
+  std::map<char, LayerType> types;     // by symbol (ordered: deterministic output)
+  std::vector<Layer> layers;           // in topological order
+  SourceLoc loc;
+
+  const LayerType& type_of(int layer) const { return types.at(layers.at(layer).type); }
+};
+
+// Point-to-point link: transfer time = latency + bytes / bandwidth.
+struct LinkModel {
+  double bandwidth_gb_per_s = 200;  // GB/s
+  double latency_us = 5;            // microseconds
+  // Milliseconds to move `mb` megabytes (1 MB / (1 GB/s) = 1 ms).
+  double transfer_ms(double mb) const {
+    return latency_us / 1000.0 + (bandwidth_gb_per_s > 0 ? mb / bandwidth_gb_per_s : 0.0);
+  }
+};
+
+struct Cluster {
+  std::string name;            // "8xH100-80GB"
+  int devices = 0;             // 8
+  double memory_gb = 0;        // 80 per device; 0 = unlimited
+  LinkModel link;              // within a node
+  int devices_per_node = 0;    // 0 = all devices in one node
+  LinkModel inter_node_link;   // between nodes (used when devices_per_node > 0)
+  SourceLoc loc;
+
+  // Link between two devices.
+  const LinkModel& link_between(int a, int b) const {
+    if (devices_per_node > 0 && a / devices_per_node != b / devices_per_node) return inter_node_link;
+    return link;
+  }
+};
+
+struct PipelineConfig {
+  int microbatches = 0;        // 16
+  double bytes_per_param = 18; // weights + grads + fp32 master + Adam
+  SourceLoc loc;
+};
+
+// Everything read from the input YAML files.
+struct Spec {
+  Model model;
+  Cluster cluster;
+  PipelineConfig pipeline;
+};
+
+// Command-line overrides applied after reading the files (unset = keep the file's value).
+struct SpecOverrides {
+  std::optional<int> devices;
+  std::optional<int> microbatches;
+  std::optional<double> memory_gb;
+};
+
+// Reads a model file (which may also hold `cluster:` and `pipeline:`) and an optional separate
+// cluster file, applies overrides and validates everything. Errors carry file:line:col.
+Result<Spec> load_spec(const std::string& model_path, const std::string& cluster_path = "",
+                       const SpecOverrides& overrides = {});
+// Same, from YAML text (file name used only for messages).
+Result<Spec> parse_spec(const std::string& yaml_text, const std::string& file_name);
+Result<Cluster> load_cluster(const std::string& path);
+
+// Validates cross-field invariants (devices > 0, costs >= 0, stash <= activation, ...).
+Status validate(const Spec& spec);
+
+}  // namespace ps

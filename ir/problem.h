@@ -1,0 +1,70 @@
+// problem.h — a pipeline problem at stage granularity: what a schedule is checked against.
+//
+// A Problem is self-contained (a schedule file embeds it): per-stage costs and memory, the
+// stage → device placement, device count, microbatches, per-device memory and the link model.
+// Stage s feeds stage s+1 (the stage graph is a chain). Tensors that skip stages in a DAG model are
+// carried through the intermediate stages, so their bytes are added to each boundary they cross.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ir/model.h"
+#include "ir/status.h"
+
+namespace ps {
+
+// A contiguous range of layers [first_layer, last_layer] with its aggregated costs.
+struct StageSpec {
+  int first_layer = -1;          // -1: unknown (e.g. a PyTorch CSV without a model)
+  int last_layer = -1;
+  int device = 0;                // placement
+  double fwd_ms = 0;             // F time
+  double bwd_input_ms = 0;       // I time
+  double bwd_weight_ms = 0;      // W time; B takes bwd_input_ms + bwd_weight_ms
+  double activation_mb = 0;      // allocated by F, per microbatch
+  double wgrad_stash_mb = 0;     // kept by I until W
+  double output_mb = 0;          // sent to stage s+1 (and the gradient back from it)
+  double params_m = 0;           // millions of parameters
+  bool split_backward = true;    // false: only fused B is allowed
+
+  double bwd_ms() const { return bwd_input_ms + bwd_weight_ms; }
+};
+
+struct Problem {
+  std::string name;               // model name
+  int devices = 0;
+  int microbatches = 0;
+  double memory_gb = 0;           // per device; 0 = unlimited
+  double bytes_per_param = 18;
+  LinkModel link;
+  int devices_per_node = 0;       // 0 = one node
+  LinkModel inter_node_link;
+  std::vector<StageSpec> stages;  // stage id = index
+  bool unit_costs = false;        // true when costs are the F=I=W=1 defaults (CSV without model)
+
+  int num_stages() const { return static_cast<int>(stages.size()); }
+  int device_of(int stage) const { return stages.at(stage).device; }
+  // Model-state memory of one stage, MB.
+  double model_state_mb(int stage) const { return stages.at(stage).params_m * bytes_per_param; }
+  // Transfer time between stage s and s+1 (either direction), ms. Zero on the same device.
+  double boundary_transfer_ms(int stage) const;
+};
+
+// A partition: stage → [first, last] layer range, contiguous and covering all layers in order.
+struct LayerRange {
+  int first = 0;
+  int last = 0;
+};
+using Partition = std::vector<LayerRange>;
+
+// Aggregates layer costs into stages. placement[s] is the device of stage s (size == partition size).
+// Errors: ranges not contiguous/covering, placement out of range.
+Result<Problem> make_problem(const Spec& spec, const Partition& partition,
+                             const std::vector<int>& placement);
+
+// A problem with unit costs (F=I=W=1, B=2, comm 0, activation 1 MB, no model states): used for
+// schedules that come without a model (PyTorch CSV).
+Problem unit_problem(int devices, int microbatches, const std::vector<int>& placement);
+
+}  // namespace ps

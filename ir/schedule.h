@@ -1,0 +1,107 @@
+// schedule.h — the schedule IR.
+//
+// SEMANTICS (normative; docs/schedule-format.md repeats it for users)
+//
+// A schedule is a Problem (stages with their costs, stage → device placement, microbatch count,
+// memory and links) plus, for every device, a *program*: the ordered list of ops that device runs.
+//
+// Ops. For stage s and microbatch m:
+//   F(s,m)  forward.                        Needs the output of F(s-1,m) (s > 0).
+//   I(s,m)  backward for inputs.            Needs F(s,m) and, unless s is last, I/B(s+1,m).
+//   W(s,m)  backward for weights.           Needs I(s,m).
+//   B(s,m)  fused backward = I then W.      Same inputs as I(s,m).
+// A (stage, microbatch) uses either B, or both I and W — never a mix.
+// Communication, when stage s and s+1 sit on different devices:
+//   SEND_F(s,m) on device(s) sends F(s,m)'s output;   RECV_F(s+1,m) on device(s+1) receives it.
+//   SEND_B(s,m) on device(s) sends I/B(s,m)'s input-gradient; RECV_B(s-1,m) on device(s-1) receives it.
+// Text form is PyTorch's action syntax: STAGE TYPE MICROBATCH, e.g. "3F1", "0SEND_B2", "2RECV_F0".
+//
+// Time. Each device has one compute stream and one comm stream. Compute ops run one at a time in
+// program order; a compute op starts when the previous compute op on its device has ended and the
+// tensors it needs are there (local producers have ended, received tensors have arrived). Comm ops run
+// in program order on the comm stream; a SEND is ready when its producing compute has ended. Under
+// *rendezvous* semantics a SEND/RECV pair transfers only when both sides have reached it on their comm
+// streams: it starts at the later of the two and takes latency + bytes / bandwidth; both complete then.
+// *grouped*: consecutive comm ops between two computes form a group issued together (like an NCCL group
+// or batch_isend_irecv); the next group starts when the whole group has completed. *buffered*: a SEND
+// completes as soon as it is issued (the transfer proceeds in the background); a RECV completes when
+// the data has arrived.
+//
+// Memory. Each device holds the model states of its stages (params_m * bytes_per_param MB) for the
+// whole iteration. F(s,m) allocates activation_mb(s); I(s,m) frees all but wgrad_stash_mb(s); W(s,m)
+// frees the stash; B(s,m) frees all. Memory changes in compute program order, so a device's peak is
+// a property of its program, not of timing. Comm buffers are not counted separately (the activation
+// of a stage includes its input).
+//
+// Compute-only schedules (no SEND/RECV) get comms inserted by one rule (ir/comm_insert.h), shared by
+// the checker and the runtime.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ir/problem.h"
+#include "ir/status.h"
+
+namespace ps {
+
+enum class OpType : unsigned char { F, I, W, B, SEND_F, RECV_F, SEND_B, RECV_B };
+
+inline bool is_compute(OpType t) { return t == OpType::F || t == OpType::I || t == OpType::W || t == OpType::B; }
+inline bool is_comm(OpType t) { return !is_compute(t); }
+inline bool is_send(OpType t) { return t == OpType::SEND_F || t == OpType::SEND_B; }
+inline bool is_recv(OpType t) { return t == OpType::RECV_F || t == OpType::RECV_B; }
+const char* op_type_name(OpType t);  // "F", "SEND_B", ...
+
+struct Action {
+  OpType type = OpType::F;
+  int stage = 0;  // 3
+  int mb = 0;     // 1
+  SourceLoc loc;  // where it was read from (not part of equality)
+
+  bool operator==(const Action& o) const { return type == o.type && stage == o.stage && mb == o.mb; }
+};
+
+// "3F1", "0SEND_B2".
+std::string to_string(const Action& a);
+// Parses one action, matching the whole text (rejects "2BW0", "F1", "3F"). `loc` is attached to the
+// result and used in errors.
+Result<Action> parse_action(std::string_view text, const SourceLoc& loc = {});
+
+// The certificate written by the checker (verify/certificate.h fills it). Figures are recomputed by
+// the checker on read; `extra` holds what the synthesizer adds (optimal, solver status, seed, ...).
+struct Certificate {
+  std::string verdict;                 // "valid"
+  std::string semantics;               // "rendezvous"
+  double makespan_ms = 0;
+  double lower_bound_ms = 0;
+  double bubble_ratio = 0;
+  std::vector<double> peak_memory_gb;  // per device
+  std::string digest;                  // "sha256:<hex>" of the canonical schedule
+  std::map<std::string, std::string> extra;  // "optimal": "true", "z3_version": "4.8.12", ...
+  SourceLoc loc;
+};
+
+// Optional predicted times per op (same shape as Schedule::programs).
+struct OpTime {
+  double start_ms = 0;
+  double end_ms = 0;
+};
+
+struct Schedule {
+  Problem problem;
+  std::vector<std::vector<Action>> programs;  // programs[d] = ordered ops of device d
+  std::optional<Certificate> certificate;
+  std::vector<std::vector<OpTime>> predicted;  // empty, or same shape as programs
+  std::string source;                          // file it came from (for messages)
+  std::string generator;                       // "pipesmith baseline 1f1b", "pytorch-csv", ...
+
+  int num_devices() const { return static_cast<int>(programs.size()); }
+  bool has_comms() const;  // any SEND/RECV in any program
+  size_t num_ops() const;
+};
+
+}  // namespace ps

@@ -1,0 +1,45 @@
+// schedule_io.h — schedule files: `pipesmith-schedule/1` YAML and PyTorch pipelining CSV.
+//
+// Guarantees: writers are deterministic (identical schedule → byte-identical file); readers keep
+// file:line:col on every action; readers reject malformed cells instead of guessing.
+#pragma once
+
+#include <string>
+
+#include "ir/schedule.h"
+#include "ir/status.h"
+
+namespace ps {
+
+// ---- pipesmith-schedule/1 (docs/schedule-format.md) ----
+Result<Schedule> read_schedule_yaml(const std::string& path);
+Result<Schedule> parse_schedule_yaml(const std::string& text, const std::string& file_name);
+std::string format_schedule_yaml(const Schedule& s);
+Status write_schedule_yaml(const Schedule& s, const std::string& path);
+
+// ---- PyTorch torch.distributed.pipelining CSV (../shared/examples/pytorch/README.md) ----
+struct CsvReadResult {
+  Schedule schedule;            // problem filled with unit costs; placement inferred from rows
+  std::vector<std::string> notes;  // e.g. "ignored 4 UNSHARD/RESHARD/REDUCE_GRAD actions"
+};
+struct CsvReadOptions {
+  int microbatches = -1;  // -1: infer (max mb + 1); else checked against the file
+  int stages = -1;        // -1: infer (max stage + 1); else checked against the file
+};
+Result<CsvReadResult> read_pytorch_csv(const std::string& path, const CsvReadOptions& opt = {});
+Result<CsvReadResult> parse_pytorch_csv(const std::string& text, const std::string& file_name,
+                                        const CsvReadOptions& opt = {});
+// Compute-only schedules are written with idle cells where a device waits (from `predicted` times
+// if present, else without idle cells); schedules with comms are written as-is.
+std::string format_pytorch_csv(const Schedule& s);
+Status write_pytorch_csv(const Schedule& s, const std::string& path);
+
+// Reads either format, chosen by content/extension (".csv" → CSV, otherwise YAML).
+Result<Schedule> read_schedule_any(const std::string& path, const CsvReadOptions& opt = {},
+                                   std::vector<std::string>* notes = nullptr);
+
+// Canonical text of a schedule (problem + placement + programs, no certificate, no predicted
+// times): the input of the certificate digest.
+std::string canonical_text(const Schedule& s);
+
+}  // namespace ps

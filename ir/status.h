@@ -1,0 +1,107 @@
+// status.h — Status, Result<T>, SourceLoc and the internal-invariant assert.
+//
+// Guarantees: every fallible function in pipesmith returns a Status or Result<T> that carries an
+// exit-code class (ErrorCode), a human message and, when the error comes from an input file, the
+// file:line:col it points at. PS_ASSERT is for our own bugs only: it aborts with file:line.
+#pragma once
+
+#include <cstdio>
+#include <cstdlib>
+#include <optional>
+#include <string>
+#include <utility>
+#include <variant>
+
+namespace ps {
+
+// Position in an input file. line/col are 1-based; 0 means "unknown".
+struct SourceLoc {
+  std::string file;  // "configs/models/llama2-7b.yaml"; empty if not from a file
+  int line = 0;      // 14
+  int col = 0;       // 7
+
+  bool valid() const { return !file.empty() || line > 0; }
+  // "file:line:col" (parts that are unknown are left out).
+  std::string str() const;
+};
+
+// Exit-code classes of the `pipesmith` command (DEVELOPERS.md / issue 2).
+enum class ErrorCode : int {
+  kOk = 0,
+  kBadInput = 1,         // bad input or usage
+  kInfeasible = 2,       // no schedule exists under the given limits
+  kInvalidSchedule = 3,  // the checker rejected a schedule
+  kRuntime = 4,          // runtime failure (watchdog, backend error)
+};
+
+class Status {
+ public:
+  Status() = default;  // ok
+  static Status ok() { return Status(); }
+  static Status error(ErrorCode code, std::string message, SourceLoc loc = {}) {
+    Status s;
+    s.code_ = code;
+    s.message_ = std::move(message);
+    s.loc_ = std::move(loc);
+    return s;
+  }
+  static Status bad_input(std::string message, SourceLoc loc = {}) {
+    return error(ErrorCode::kBadInput, std::move(message), std::move(loc));
+  }
+
+  bool is_ok() const { return code_ == ErrorCode::kOk; }
+  explicit operator bool() const { return is_ok(); }
+  ErrorCode code() const { return code_; }
+  int exit_code() const { return static_cast<int>(code_); }
+  const std::string& message() const { return message_; }
+  const SourceLoc& loc() const { return loc_; }
+  // "file:line:col: message" (or just the message when there is no location).
+  std::string str() const;
+
+ private:
+  ErrorCode code_ = ErrorCode::kOk;
+  std::string message_;
+  SourceLoc loc_;
+};
+
+template <class T>
+class Result {
+ public:
+  Result(T value) : v_(std::move(value)) {}  // NOLINT: implicit on purpose
+  Result(Status status) : v_(std::move(status)) {  // NOLINT
+    if (std::get<Status>(v_).is_ok()) std::abort();  // an error Result needs an error Status
+  }
+  bool ok() const { return std::holds_alternative<T>(v_); }
+  explicit operator bool() const { return ok(); }
+  const Status& status() const {
+    static const Status kOk;
+    return ok() ? kOk : std::get<Status>(v_);
+  }
+  T& value() & { return std::get<T>(v_); }
+  const T& value() const& { return std::get<T>(v_); }
+  T&& value() && { return std::get<T>(std::move(v_)); }
+  T* operator->() { return &value(); }
+  const T* operator->() const { return &value(); }
+  T& operator*() & { return value(); }
+  const T& operator*() const& { return value(); }
+
+ private:
+  std::variant<T, Status> v_;
+};
+
+[[noreturn]] void assert_fail(const char* expr, const char* file, int line, const std::string& msg);
+
+}  // namespace ps
+
+// Internal invariant (our bug, not the user's): aborts with file:line and the message.
+#define PS_ASSERT(cond, msg)                                                  \
+  do {                                                                        \
+    if (!(cond)) ::ps::assert_fail(#cond, __FILE__, __LINE__, (msg));         \
+  } while (0)
+
+// Propagate an error Status from an expression returning Status.
+#define PS_RETURN_IF_ERROR(expr)          \
+  do {                                    \
+    ::ps::Status _ps_st = (expr);         \
+    if (!_ps_st.is_ok()) return _ps_st;   \
+  } while (0)

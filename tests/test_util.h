@@ -1,0 +1,47 @@
+// test_util.h — helpers shared by the test suites: paths, running the CLI, reading files.
+#pragma once
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace pstest {
+
+inline std::string source_path(const std::string& rel) { return std::string(PIPESMITH_SOURCE_DIR) + "/" + rel; }
+inline std::string shared_path(const std::string& rel) { return std::string(PIPESMITH_SHARED_DIR) + "/" + rel; }
+
+inline std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+struct CliResult {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr together
+};
+
+// Runs `pipesmith ARGS` through the shell (as a user would) and captures its output.
+inline CliResult run_cli(const std::string& args) {
+  std::string cmd = std::string(PIPESMITH_CLI) + " " + args + " 2>&1";
+  CliResult r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  std::array<char, 4096> buf{};
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.output.append(buf.data(), n);
+  int st = pclose(p);
+  r.exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
+
+inline std::string temp_path(const std::string& name) {
+  return std::string("/tmp/pipesmith-test-") + std::to_string(getpid()) + "-" + name;
+}
+
+}  // namespace pstest
