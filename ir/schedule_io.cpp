@@ -1,0 +1,1004 @@
+// schedule_io.cpp — pipesmith-schedule/1 YAML (our own emitter, yaml-cpp reader), PyTorch CSV, and the
+// canonical text. docs/schedule-format.md is the user-facing description of everything here.
+#include "ir/schedule_io.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "ir/yaml_util.h"
+
+namespace ps {
+
+namespace {
+
+constexpr std::string_view kFormat = "pipesmith-schedule/1";
+constexpr size_t kOpsPerLine = 16;    // actions per line in `ops: [...]`
+constexpr size_t kTimesPerLine = 8;   // [start, end] pairs per line in `times: [...]`
+constexpr int kMaxDevices = 1 << 20;  // sanity bounds on counts read from files
+constexpr int kMaxMicrobatches = 1 << 24;
+constexpr int kMaxStages = 1 << 16;
+
+Result<std::string> read_text_file(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    return Status::bad_input(fmt::format("cannot read '{}': it is a directory", path));
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return Status::bad_input(fmt::format("cannot open '{}': {}", path, std::strerror(errno)));
+  }
+  std::stringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) return Status::bad_input(fmt::format("failed reading '{}'", path));
+  return ss.str();
+}
+
+Status write_text(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  if (!out) return Status::bad_input(fmt::format("cannot open '{}' for writing: {}", path, std::strerror(errno)));
+  out << text;
+  out.close();
+  if (!out) return Status::bad_input(fmt::format("failed writing '{}'", path));
+  return Status::ok();
+}
+
+std::string num(double v) { return yamlu::format_number(v); }
+const char* boolstr(bool b) { return b ? "true" : "false"; }
+
+// ---------------------------------------------------------------------------------------------
+// YAML writer
+// ---------------------------------------------------------------------------------------------
+
+std::string link_flow(const LinkModel& l) {
+  return fmt::format("{{bandwidth_gb_per_s: {}, latency_us: {}}}", num(l.bandwidth_gb_per_s),
+                     num(l.latency_us));
+}
+
+// Writes `key: [a, b, c, ...]` wrapping every `per_line` items; continuation lines align under the
+// first item.
+void write_flow_list(std::string& out, std::string_view indent_key, const std::vector<std::string>& items,
+                     size_t per_line) {
+  out += indent_key;
+  out += '[';
+  std::string cont(indent_key.size() + 1, ' ');
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (i > 0) {
+      out += ',';
+      out += (i % per_line == 0) ? "\n" + cont : " ";
+    }
+    out += items[i];
+  }
+  out += "]\n";
+}
+
+}  // namespace
+
+std::string format_schedule_yaml(const Schedule& s) {
+  const Problem& p = s.problem;
+  std::string out;
+  out += fmt::format("format: {}\n", kFormat);
+  if (!s.generator.empty()) out += fmt::format("generator: {}\n", yamlu::quote_scalar(s.generator));
+  out += "problem:\n";
+  out += fmt::format("  name: {}\n", yamlu::quote_scalar(p.name));
+  out += fmt::format("  devices: {}\n", p.devices);
+  out += fmt::format("  microbatches: {}\n", p.microbatches);
+  out += fmt::format("  memory_gb: {}\n", num(p.memory_gb));
+  out += fmt::format("  bytes_per_param: {}\n", num(p.bytes_per_param));
+  out += fmt::format("  link: {}\n", link_flow(p.link));
+  out += fmt::format("  devices_per_node: {}\n", p.devices_per_node);
+  out += fmt::format("  inter_node_link: {}\n", link_flow(p.inter_node_link));
+  out += fmt::format("  unit_costs: {}\n", boolstr(p.unit_costs));
+  out += "stages:\n";
+  for (size_t i = 0; i < p.stages.size(); ++i) {
+    const StageSpec& st = p.stages[i];
+    out += fmt::format(
+        "  - {{id: {}, device: {}, layers: [{}, {}], fwd_ms: {}, bwd_input_ms: {}, bwd_weight_ms: {}, "
+        "activation_mb: {}, wgrad_stash_mb: {}, output_mb: {}, params_m: {}, split_backward: {}}}\n",
+        i, st.device, st.first_layer, st.last_layer, num(st.fwd_ms), num(st.bwd_input_ms),
+        num(st.bwd_weight_ms), num(st.activation_mb), num(st.wgrad_stash_mb), num(st.output_mb),
+        num(st.params_m), boolstr(st.split_backward));
+  }
+  out += "programs:\n";
+  for (size_t d = 0; d < s.programs.size(); ++d) {
+    out += fmt::format("  - device: {}\n", d);
+    std::vector<std::string> items;
+    items.reserve(s.programs[d].size());
+    for (const Action& a : s.programs[d]) items.push_back(to_string(a));
+    write_flow_list(out, "    ops: ", items, kOpsPerLine);
+  }
+  if (!s.predicted.empty()) {
+    out += "predicted:\n";
+    for (size_t d = 0; d < s.predicted.size(); ++d) {
+      out += fmt::format("  - device: {}\n", d);
+      std::vector<std::string> items;
+      items.reserve(s.predicted[d].size());
+      for (const OpTime& t : s.predicted[d]) items.push_back(fmt::format("[{}, {}]", num(t.start_ms), num(t.end_ms)));
+      write_flow_list(out, "    times: ", items, kTimesPerLine);
+    }
+  }
+  if (s.certificate) {
+    const Certificate& c = *s.certificate;
+    out += "certificate:\n";
+    out += fmt::format("  verdict: {}\n", yamlu::quote_scalar(c.verdict));
+    out += fmt::format("  semantics: {}\n", yamlu::quote_scalar(c.semantics));
+    out += fmt::format("  makespan_ms: {}\n", num(c.makespan_ms));
+    out += fmt::format("  lower_bound_ms: {}\n", num(c.lower_bound_ms));
+    out += fmt::format("  bubble_ratio: {}\n", num(c.bubble_ratio));
+    std::vector<std::string> peaks;
+    for (double g : c.peak_memory_gb) peaks.push_back(num(g));
+    write_flow_list(out, "  peak_memory_gb: ", peaks, kOpsPerLine);
+    out += fmt::format("  digest: {}\n", yamlu::quote_scalar(c.digest));
+    if (!c.extra.empty()) {
+      out += "  extra:\n";
+      for (const auto& [k, v] : c.extra) {
+        out += fmt::format("    {}: {}\n", yamlu::quote_scalar(k), yamlu::double_quoted(v));
+      }
+    }
+  }
+  return out;
+}
+
+Status write_schedule_yaml(const Schedule& s, const std::string& path) {
+  return write_text(path, format_schedule_yaml(s));
+}
+
+// ---------------------------------------------------------------------------------------------
+// YAML reader
+// ---------------------------------------------------------------------------------------------
+
+namespace {
+
+using yamlu::Field;
+using yamlu::Fields;
+
+// Reads the fields of one map with located, field-named errors. `what` prefixes messages.
+class FieldReader {
+ public:
+  FieldReader(const std::string& file, const YAML::Node& map, const Fields& fields, std::string what)
+      : file_(file), map_(map), fields_(fields), what_(std::move(what)) {}
+
+  const Field* get(std::string_view key) const { return yamlu::find(fields_, key); }
+
+  Status missing(std::string_view key) const {
+    return Status::bad_input(fmt::format("{}: missing required key '{}'", what_, key),
+                             yamlu::loc_of(map_, file_));
+  }
+
+  Status read_int(std::string_view key, bool required, long long min, long long max, int& out) const {
+    const Field* f = get(key);
+    if (!f) return required ? missing(key) : Status::ok();
+    auto v = yamlu::to_int(f->value, file_, name(key));
+    if (!v) return v.status();
+    if (*v < min || *v > max) {
+      return Status::bad_input(
+          fmt::format("{}: must be in [{}, {}], got {}", name(key), min, max, *v),
+          yamlu::loc_of(f->value, file_));
+    }
+    out = static_cast<int>(*v);
+    return Status::ok();
+  }
+
+  Status read_nonneg(std::string_view key, bool required, double& out) const {
+    const Field* f = get(key);
+    if (!f) return required ? missing(key) : Status::ok();
+    auto v = yamlu::to_double(f->value, file_, name(key));
+    if (!v) return v.status();
+    if (*v < 0) {
+      return Status::bad_input(fmt::format("{}: must be >= 0, got {}", name(key), num(*v)),
+                               yamlu::loc_of(f->value, file_));
+    }
+    out = *v;
+    return Status::ok();
+  }
+
+  Status read_double(std::string_view key, double& out) const {
+    const Field* f = get(key);
+    if (!f) return Status::ok();
+    auto v = yamlu::to_double(f->value, file_, name(key));
+    if (!v) return v.status();
+    out = *v;
+    return Status::ok();
+  }
+
+  Status read_bool(std::string_view key, bool& out) const {
+    const Field* f = get(key);
+    if (!f) return Status::ok();
+    auto v = yamlu::to_bool(f->value, file_, name(key));
+    if (!v) return v.status();
+    out = *v;
+    return Status::ok();
+  }
+
+  Status read_string(std::string_view key, bool required, std::string& out) const {
+    const Field* f = get(key);
+    if (!f) return required ? missing(key) : Status::ok();
+    auto v = yamlu::to_string(f->value, file_, name(key));
+    if (!v) return v.status();
+    out = *v;
+    return Status::ok();
+  }
+
+  std::string name(std::string_view key) const { return fmt::format("{}.{}", what_, key); }
+
+ private:
+  const std::string& file_;
+  const YAML::Node& map_;
+  const Fields& fields_;
+  std::string what_;
+};
+
+Status read_link(const std::string& file, const YAML::Node& n, const std::string& what, LinkModel& out) {
+  auto fields = yamlu::read_map(n, {"bandwidth_gb_per_s", "latency_us"}, file, what);
+  if (!fields) return fields.status();
+  FieldReader r(file, n, *fields, what);
+  PS_RETURN_IF_ERROR(r.read_nonneg("bandwidth_gb_per_s", false, out.bandwidth_gb_per_s));
+  PS_RETURN_IF_ERROR(r.read_nonneg("latency_us", false, out.latency_us));
+  return Status::ok();
+}
+
+Status read_problem(const std::string& file, const YAML::Node& n, Problem& p) {
+  auto fields = yamlu::read_map(n,
+                                {"name", "devices", "microbatches", "memory_gb", "bytes_per_param", "link",
+                                 "devices_per_node", "inter_node_link", "unit_costs"},
+                                file, "problem");
+  if (!fields) return fields.status();
+  FieldReader r(file, n, *fields, "problem");
+  PS_RETURN_IF_ERROR(r.read_string("name", false, p.name));
+  PS_RETURN_IF_ERROR(r.read_int("devices", true, 1, kMaxDevices, p.devices));
+  PS_RETURN_IF_ERROR(r.read_int("microbatches", true, 1, kMaxMicrobatches, p.microbatches));
+  PS_RETURN_IF_ERROR(r.read_nonneg("memory_gb", false, p.memory_gb));
+  PS_RETURN_IF_ERROR(r.read_nonneg("bytes_per_param", false, p.bytes_per_param));
+  if (const Field* f = r.get("link")) PS_RETURN_IF_ERROR(read_link(file, f->value, "problem.link", p.link));
+  PS_RETURN_IF_ERROR(r.read_int("devices_per_node", false, 0, kMaxDevices, p.devices_per_node));
+  if (const Field* f = r.get("inter_node_link")) {
+    PS_RETURN_IF_ERROR(read_link(file, f->value, "problem.inter_node_link", p.inter_node_link));
+  }
+  PS_RETURN_IF_ERROR(r.read_bool("unit_costs", p.unit_costs));
+  return Status::ok();
+}
+
+Status read_stage(const std::string& file, const YAML::Node& n, int index, int devices, StageSpec& st) {
+  std::string what = fmt::format("stage {}", index);
+  auto fields = yamlu::read_map(n,
+                                {"id", "device", "layers", "fwd_ms", "bwd_input_ms", "bwd_weight_ms",
+                                 "activation_mb", "wgrad_stash_mb", "output_mb", "params_m", "split_backward"},
+                                file, what);
+  if (!fields) return fields.status();
+  FieldReader r(file, n, *fields, what);
+  int id = -1;
+  PS_RETURN_IF_ERROR(r.read_int("id", true, 0, kMaxDevices * 64LL, id));
+  if (id != index) {
+    return Status::bad_input(
+        fmt::format("stages: entry {} has id {}; stages must be listed in order with ids 0, 1, 2, ...", index, id),
+        yamlu::loc_of(r.get("id")->value, file));
+  }
+  PS_RETURN_IF_ERROR(r.read_int("device", true, 0, kMaxDevices, st.device));
+  if (st.device >= devices) {
+    return Status::bad_input(
+        fmt::format("{}.device: device {} is out of range (problem.devices is {})", what, st.device, devices),
+        yamlu::loc_of(r.get("device")->value, file));
+  }
+  if (const Field* f = r.get("layers")) {
+    const YAML::Node& l = f->value;
+    if (!l.IsSequence() || l.size() != 2) {
+      return Status::bad_input(
+          fmt::format("{}.layers: expected [first, last] (two integers), got {}", what, yamlu::kind_name(l)),
+          yamlu::loc_of(l, file));
+    }
+    auto a = yamlu::to_int(l[0], file, what + ".layers[0]");
+    if (!a) return a.status();
+    auto b = yamlu::to_int(l[1], file, what + ".layers[1]");
+    if (!b) return b.status();
+    bool unknown = *a == -1 && *b == -1;
+    if (!unknown && (*a < 0 || *b < *a || *b > (1LL << 30))) {
+      return Status::bad_input(
+          fmt::format("{}.layers: expected 0 <= first <= last (or [-1, -1] for unknown), got [{}, {}]", what,
+                      *a, *b),
+          yamlu::loc_of(l, file));
+    }
+    st.first_layer = static_cast<int>(*a);
+    st.last_layer = static_cast<int>(*b);
+  }
+  PS_RETURN_IF_ERROR(r.read_nonneg("fwd_ms", true, st.fwd_ms));
+  PS_RETURN_IF_ERROR(r.read_nonneg("bwd_input_ms", true, st.bwd_input_ms));
+  PS_RETURN_IF_ERROR(r.read_nonneg("bwd_weight_ms", true, st.bwd_weight_ms));
+  PS_RETURN_IF_ERROR(r.read_nonneg("activation_mb", false, st.activation_mb));
+  PS_RETURN_IF_ERROR(r.read_nonneg("wgrad_stash_mb", false, st.wgrad_stash_mb));
+  PS_RETURN_IF_ERROR(r.read_nonneg("output_mb", false, st.output_mb));
+  PS_RETURN_IF_ERROR(r.read_nonneg("params_m", false, st.params_m));
+  PS_RETURN_IF_ERROR(r.read_bool("split_backward", st.split_backward));
+  if (st.wgrad_stash_mb > st.activation_mb) {
+    const Field* f = r.get("wgrad_stash_mb");
+    return Status::bad_input(fmt::format("{}: wgrad_stash_mb ({}) must be <= activation_mb ({})", what,
+                                         num(st.wgrad_stash_mb), num(st.activation_mb)),
+                             yamlu::loc_of(f ? f->value : n, file));
+  }
+  return Status::ok();
+}
+
+// Checks a per-device list (programs / predicted): a sequence of maps {device: d, <list_key>: [...]},
+// one per device in order. Returns the maps' fields in device order.
+Result<std::vector<Fields>> read_device_list(const std::string& file, const Field& field, std::string_view what,
+                                             std::string_view list_key, int devices) {
+  const YAML::Node& seq = field.value;
+  if (!seq.IsSequence()) {
+    return Status::bad_input(fmt::format("{}: expected a sequence of {{device, {}}} entries, got {}", what,
+                                         list_key, yamlu::kind_name(seq)),
+                             yamlu::loc_of(seq, file, yamlu::loc_of(field.key, file)));
+  }
+  std::vector<Fields> out;
+  for (size_t i = 0; i < seq.size(); ++i) {
+    const YAML::Node& e = seq[i];
+    std::string ewhat = fmt::format("{}[{}]", what, i);
+    auto fields = yamlu::read_map(e, {"device", list_key}, file, ewhat);
+    if (!fields) return fields.status();
+    FieldReader r(file, e, *fields, ewhat);
+    int d = -1;
+    PS_RETURN_IF_ERROR(r.read_int("device", true, 0, kMaxDevices, d));
+    if (d != static_cast<int>(i)) {
+      return Status::bad_input(fmt::format("{}: entry {} is for device {}; expected device {} (one entry per "
+                                           "device, in device order)",
+                                           what, i, d, i),
+                               yamlu::loc_of(r.get("device")->value, file));
+    }
+    if (!r.get(list_key)) return r.missing(list_key);
+    out.push_back(std::move(*fields));
+  }
+  if (static_cast<int>(out.size()) != devices) {
+    return Status::bad_input(fmt::format("{}: has {} device entries, but problem.devices is {}", what,
+                                         out.size(), devices),
+                             yamlu::loc_of(field.key, file));
+  }
+  return out;
+}
+
+Status read_programs(const std::string& file, const Field& field, int devices, Schedule& s) {
+  auto entries = read_device_list(file, field, "programs", "ops", devices);
+  if (!entries) return entries.status();
+  s.programs.assign(entries->size(), {});
+  for (size_t d = 0; d < entries->size(); ++d) {
+    const YAML::Node& ops = yamlu::find((*entries)[d], "ops")->value;
+    if (!ops.IsSequence()) {
+      return Status::bad_input(
+          fmt::format("programs[{}].ops: expected a sequence of actions like [0F0, 0SEND_F0], got {}", d,
+                      yamlu::kind_name(ops)),
+          yamlu::loc_of(ops, file, yamlu::loc_of(yamlu::find((*entries)[d], "ops")->key, file)));
+    }
+    auto& prog = s.programs[d];
+    prog.reserve(ops.size());
+    for (size_t k = 0; k < ops.size(); ++k) {
+      const YAML::Node& e = ops[k];
+      SourceLoc loc = yamlu::loc_of(e, file);
+      if (!e.IsScalar()) {
+        return Status::bad_input(
+            fmt::format("programs[{}].ops[{}]: expected an action like '3F1', got {}", d, k, yamlu::kind_name(e)),
+            loc);
+      }
+      auto a = parse_action(e.Scalar(), loc);
+      if (!a) return a.status();
+      prog.push_back(std::move(*a));
+    }
+  }
+  return Status::ok();
+}
+
+Status read_predicted(const std::string& file, const Field& field, Schedule& s) {
+  auto entries = read_device_list(file, field, "predicted", "times", s.num_devices());
+  if (!entries) return entries.status();
+  s.predicted.assign(entries->size(), {});
+  for (size_t d = 0; d < entries->size(); ++d) {
+    const Field& tf = *yamlu::find((*entries)[d], "times");
+    const YAML::Node& times = tf.value;
+    if (!times.IsSequence()) {
+      return Status::bad_input(
+          fmt::format("predicted[{}].times: expected a sequence of [start_ms, end_ms] pairs, got {}", d,
+                      yamlu::kind_name(times)),
+          yamlu::loc_of(times, file, yamlu::loc_of(tf.key, file)));
+    }
+    if (times.size() != s.programs[d].size()) {
+      return Status::bad_input(
+          fmt::format("predicted[{}].times: has {} entries, but device {}'s program has {} ops (one "
+                      "[start_ms, end_ms] per op, in program order)",
+                      d, times.size(), d, s.programs[d].size()),
+          yamlu::loc_of(times, file, yamlu::loc_of(tf.key, file)));
+    }
+    auto& out = s.predicted[d];
+    out.reserve(times.size());
+    for (size_t k = 0; k < times.size(); ++k) {
+      const YAML::Node& e = times[k];
+      std::string what = fmt::format("predicted[{}].times[{}] ({})", d, k, to_string(s.programs[d][k]));
+      if (!e.IsSequence() || e.size() != 2) {
+        return Status::bad_input(fmt::format("{}: expected [start_ms, end_ms], got {}", what, yamlu::kind_name(e)),
+                                 yamlu::loc_of(e, file));
+      }
+      auto a = yamlu::to_double(e[0], file, what + " start_ms");
+      if (!a) return a.status();
+      auto b = yamlu::to_double(e[1], file, what + " end_ms");
+      if (!b) return b.status();
+      if (*b < *a) {
+        return Status::bad_input(fmt::format("{}: end_ms {} is before start_ms {}", what, num(*b), num(*a)),
+                                 yamlu::loc_of(e, file));
+      }
+      out.push_back(OpTime{*a, *b});
+    }
+  }
+  return Status::ok();
+}
+
+Status read_certificate(const std::string& file, const Field& field, Certificate& c) {
+  const YAML::Node& n = field.value;
+  auto fields = yamlu::read_map(n,
+                                {"verdict", "semantics", "makespan_ms", "lower_bound_ms", "bubble_ratio",
+                                 "peak_memory_gb", "digest", "extra"},
+                                file, "certificate");
+  if (!fields) return fields.status();
+  c.loc = yamlu::loc_of(field.key, file);
+  FieldReader r(file, n, *fields, "certificate");
+  PS_RETURN_IF_ERROR(r.read_string("verdict", false, c.verdict));
+  PS_RETURN_IF_ERROR(r.read_string("semantics", false, c.semantics));
+  PS_RETURN_IF_ERROR(r.read_double("makespan_ms", c.makespan_ms));
+  PS_RETURN_IF_ERROR(r.read_double("lower_bound_ms", c.lower_bound_ms));
+  PS_RETURN_IF_ERROR(r.read_double("bubble_ratio", c.bubble_ratio));
+  PS_RETURN_IF_ERROR(r.read_string("digest", false, c.digest));
+  if (const Field* f = r.get("peak_memory_gb")) {
+    if (!f->value.IsSequence()) {
+      return Status::bad_input(fmt::format("certificate.peak_memory_gb: expected a sequence of numbers, got {}",
+                                           yamlu::kind_name(f->value)),
+                               yamlu::loc_of(f->value, file, yamlu::loc_of(f->key, file)));
+    }
+    for (size_t i = 0; i < f->value.size(); ++i) {
+      auto v = yamlu::to_double(f->value[i], file, fmt::format("certificate.peak_memory_gb[{}]", i));
+      if (!v) return v.status();
+      c.peak_memory_gb.push_back(*v);
+    }
+  }
+  if (const Field* f = r.get("extra")) {
+    const YAML::Node& m = f->value;
+    if (!m.IsMap()) {
+      return Status::bad_input(
+          fmt::format("certificate.extra: expected a map of names to values, got {}", yamlu::kind_name(m)),
+          yamlu::loc_of(m, file, yamlu::loc_of(f->key, file)));
+    }
+    for (const auto& kv : m) {
+      auto k = yamlu::to_string(kv.first, file, "certificate.extra key");
+      if (!k) return k.status();
+      auto v = yamlu::to_string(kv.second, file, fmt::format("certificate.extra.{}", *k));
+      if (!v) return v.status();
+      if (c.extra.count(*k) > 0) {
+        return Status::bad_input(fmt::format("certificate.extra: duplicate key '{}'", *k),
+                                 yamlu::loc_of(kv.first, file));
+      }
+      c.extra[*k] = *v;
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Result<Schedule> parse_schedule_yaml(const std::string& text, const std::string& file_name) {
+  const std::string& file = file_name;
+  auto doc = yamlu::load_document(text, file);
+  if (!doc) return doc.status();
+  const YAML::Node& root = *doc;
+  if (root.IsNull()) {
+    return Status::bad_input(fmt::format("empty schedule file; expected a map starting with 'format: {}'", kFormat),
+                             SourceLoc{file, 1, 1});
+  }
+  if (!root.IsMap()) {
+    return Status::bad_input(fmt::format("expected a map starting with 'format: {}', got {}", kFormat,
+                                         yamlu::kind_name(root)),
+                             yamlu::loc_of(root, file, SourceLoc{file, 1, 1}));
+  }
+  // The format version first: a file of another version may well have keys this reader does not know.
+  YAML::Node format_node;
+  for (const auto& kv : root) {
+    if (kv.first.IsScalar() && kv.first.Scalar() == "format") {
+      format_node = kv.second;
+      break;
+    }
+  }
+  if (!format_node.IsDefined()) {
+    return Status::bad_input(fmt::format("missing 'format: {}' (is this a pipesmith schedule?)", kFormat),
+                             yamlu::loc_of(root, file, SourceLoc{file, 1, 1}));
+  }
+  auto fmt_text = yamlu::to_string(format_node, file, "format");
+  if (!fmt_text) return fmt_text.status();
+  if (*fmt_text != kFormat) {
+    std::string why = fmt_text->rfind("pipesmith-schedule/", 0) == 0
+                          ? fmt::format("unsupported format version '{}'; this pipesmith reads {}", *fmt_text, kFormat)
+                          : fmt::format("format is '{}', expected '{}'", *fmt_text, kFormat);
+    return Status::bad_input(why, yamlu::loc_of(format_node, file));
+  }
+
+  auto fields = yamlu::read_map(
+      root, {"format", "generator", "problem", "stages", "programs", "predicted", "certificate"}, file,
+      "top level");
+  if (!fields) return fields.status();
+  FieldReader r(file, root, *fields, "top level");
+
+  Schedule s;
+  s.source = file;
+  PS_RETURN_IF_ERROR(r.read_string("generator", false, s.generator));
+
+  const Field* pf = r.get("problem");
+  if (!pf) return r.missing("problem");
+  PS_RETURN_IF_ERROR(read_problem(file, pf->value, s.problem));
+
+  const Field* sf = r.get("stages");
+  if (!sf) return r.missing("stages");
+  if (!sf->value.IsSequence() || sf->value.size() == 0) {
+    return Status::bad_input(
+        fmt::format("stages: expected a non-empty sequence of stage maps, got {}", yamlu::kind_name(sf->value)),
+        yamlu::loc_of(sf->value, file, yamlu::loc_of(sf->key, file)));
+  }
+  for (size_t i = 0; i < sf->value.size(); ++i) {
+    StageSpec st;
+    PS_RETURN_IF_ERROR(read_stage(file, sf->value[i], static_cast<int>(i), s.problem.devices, st));
+    s.problem.stages.push_back(st);
+  }
+
+  const Field* prf = r.get("programs");
+  if (!prf) return r.missing("programs");
+  PS_RETURN_IF_ERROR(read_programs(file, *prf, s.problem.devices, s));
+
+  if (const Field* f = r.get("predicted")) PS_RETURN_IF_ERROR(read_predicted(file, *f, s));
+  if (const Field* f = r.get("certificate")) {
+    Certificate c;
+    PS_RETURN_IF_ERROR(read_certificate(file, *f, c));
+    s.certificate = std::move(c);
+  }
+  return s;
+}
+
+Result<Schedule> read_schedule_yaml(const std::string& path) {
+  auto text = read_text_file(path);
+  if (!text) return text.status();
+  return parse_schedule_yaml(*text, path);
+}
+
+// ---------------------------------------------------------------------------------------------
+// PyTorch CSV
+// ---------------------------------------------------------------------------------------------
+
+namespace {
+
+bool is_blank(char c) { return c == ' ' || c == '\t'; }
+
+// 1-based character column of byte offset `byte` in `line` (UTF-8 continuation bytes do not count).
+int char_column(std::string_view line, size_t byte) {
+  int col = 1;
+  for (size_t i = 0; i < byte && i < line.size(); ++i) {
+    if ((static_cast<unsigned char>(line[i]) & 0xC0) != 0x80) ++col;
+  }
+  return col;
+}
+
+// `2UNSHARD`, `0RESHARD`, `1REDUCE_GRAD`: true if `cell` is exactly one of those.
+bool is_fsdp_action(std::string_view cell) {
+  size_t i = 0;
+  while (i < cell.size() && std::isdigit(static_cast<unsigned char>(cell[i]))) ++i;
+  if (i == 0 || i > 9) return false;
+  std::string_view rest = cell.substr(i);
+  return rest == "UNSHARD" || rest == "RESHARD" || rest == "REDUCE_GRAD";
+}
+
+struct IdleCell {
+  int row = 0;
+  int cell = 0;  // 0-based cell index in the row
+  SourceLoc loc;
+};
+
+std::string list_cells(const std::vector<int>& cells) {
+  std::string s;
+  size_t shown = std::min<size_t>(cells.size(), 12);
+  for (size_t i = 0; i < shown; ++i) s += fmt::format("{}{}", i ? ", " : "", cells[i] + 1);
+  if (cells.size() > shown) s += fmt::format(", ... ({} more)", cells.size() - shown);
+  return s;
+}
+
+}  // namespace
+
+Result<CsvReadResult> parse_pytorch_csv(const std::string& text_in, const std::string& file_name,
+                                        const CsvReadOptions& opt) {
+  const std::string& file = file_name;
+  std::string_view text = text_in;
+  if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);  // UTF-8 byte-order mark
+  if (text.empty()) return Status::bad_input("empty CSV file: expected one row of actions per rank", SourceLoc{file, 0, 0});
+
+  // Rows: lines split at '\n' (a final newline does not start a new row); '\r' before '\n' dropped.
+  std::vector<std::string_view> rows;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t nl = text.find('\n', start);
+    size_t end = nl == std::string_view::npos ? text.size() : nl;
+    std::string_view line = text.substr(start, end - start);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    rows.push_back(line);
+    if (nl == std::string_view::npos) break;
+    start = nl + 1;
+  }
+
+  CsvReadResult res;
+  Schedule& s = res.schedule;
+  s.source = file;
+  s.generator = "pytorch-csv";
+  s.programs.assign(rows.size(), {});
+  std::vector<IdleCell> idle;
+  int fsdp_count = 0, overlap_count = 0;
+  SourceLoc first_comm;
+
+  for (size_t r = 0; r < rows.size(); ++r) {
+    std::string_view line = rows[r];
+    const int line_no = static_cast<int>(r) + 1;
+    // Split into cells, remembering where each starts.
+    struct Cell {
+      std::string_view text;
+      size_t byte = 0;  // offset of its first non-blank character (or of the cell if empty)
+    };
+    std::vector<Cell> cells;
+    size_t pos = 0;
+    while (true) {
+      size_t comma = line.find(',', pos);
+      size_t end = comma == std::string_view::npos ? line.size() : comma;
+      size_t a = pos, b = end;
+      while (a < b && is_blank(line[a])) ++a;
+      while (b > a && is_blank(line[b - 1])) --b;
+      cells.push_back(Cell{line.substr(a, b - a), a});
+      if (comma == std::string_view::npos) break;
+      pos = comma + 1;
+    }
+    while (!cells.empty() && cells.back().text.empty()) cells.pop_back();  // trailing commas / blank row
+
+    auto& prog = s.programs[r];
+    for (size_t c = 0; c < cells.size(); ++c) {
+      const Cell& cell = cells[c];
+      SourceLoc loc{file, line_no, char_column(line, cell.byte)};
+      std::string_view t = cell.text;
+      if (t.empty()) {
+        idle.push_back(IdleCell{static_cast<int>(r), static_cast<int>(c), loc});
+        continue;
+      }
+      if (is_fsdp_action(t)) {
+        ++fsdp_count;
+        continue;
+      }
+      constexpr std::string_view kOverlap = ")OVERLAP_F_B";
+      if (t.front() == '(' || t.find("OVERLAP_F_B") != std::string_view::npos) {
+        if (t.front() != '(' || t.size() < kOverlap.size() + 1 ||
+            t.substr(t.size() - kOverlap.size()) != kOverlap) {
+          return Status::bad_input(
+              fmt::format("bad action '{}': an overlapped action is written '(A;B)OVERLAP_F_B', e.g. "
+                          "'(0F1;1B0)OVERLAP_F_B'",
+                          t),
+              loc);
+        }
+        std::string_view inner = t.substr(1, t.size() - 1 - kOverlap.size());
+        size_t inner_byte = cell.byte + 1;
+        std::vector<Action> subs;
+        size_t p = 0;
+        while (true) {
+          size_t semi = inner.find(';', p);
+          size_t e = semi == std::string_view::npos ? inner.size() : semi;
+          size_t a = p, b = e;
+          while (a < b && is_blank(inner[a])) ++a;
+          while (b > a && is_blank(inner[b - 1])) --b;
+          SourceLoc sub_loc{file, line_no, char_column(line, inner_byte + a)};
+          std::string_view sub = inner.substr(a, b - a);
+          if (sub.empty()) {
+            return Status::bad_input(fmt::format("bad action '{}': empty sub-action in OVERLAP_F_B", t), sub_loc);
+          }
+          auto act = parse_action(sub, sub_loc);
+          if (!act) {
+            return Status::bad_input(
+                fmt::format("in '{}': {}", t, act.status().message()), sub_loc);
+          }
+          subs.push_back(std::move(*act));
+          if (semi == std::string_view::npos) break;
+          p = semi + 1;
+        }
+        if (subs.size() < 2) {
+          return Status::bad_input(
+              fmt::format("bad action '{}': OVERLAP_F_B needs at least two sub-actions '(A;B)'", t), loc);
+        }
+        ++overlap_count;
+        for (auto& a : subs) prog.push_back(std::move(a));
+        continue;
+      }
+      auto act = parse_action(t, loc);
+      if (!act) return act.status();
+      prog.push_back(std::move(*act));
+    }
+  }
+
+  // Whole-file checks.
+  int max_stage = -1, max_mb = -1;
+  const Action* max_stage_at = nullptr;
+  const Action* max_mb_at = nullptr;
+  size_t total = 0;
+  for (const auto& prog : s.programs) {
+    for (const Action& a : prog) {
+      ++total;
+      if (a.stage > max_stage) {
+        max_stage = a.stage;
+        max_stage_at = &a;
+      }
+      if (a.mb > max_mb) {
+        max_mb = a.mb;
+        max_mb_at = &a;
+      }
+      if (is_comm(a.type) && !first_comm.valid()) first_comm = a.loc;
+    }
+  }
+  if (total == 0) {
+    return Status::bad_input("no pipeline actions in the file (only idle cells or UNSHARD/RESHARD/REDUCE_GRAD)",
+                             SourceLoc{file, 0, 0});
+  }
+  if (first_comm.valid() && !idle.empty()) {
+    return Status::bad_input(
+        fmt::format("empty cell (idle slot) in a file with SEND/RECV actions (the first is at {}); idle "
+                    "slots are only allowed in compute-only files",
+                    first_comm.str()),
+        idle.front().loc);
+  }
+  if (max_stage >= kMaxStages) {
+    return Status::bad_input(fmt::format("action '{}' uses stage {}; pipesmith supports at most {} stages",
+                                         to_string(*max_stage_at), max_stage, kMaxStages),
+                             max_stage_at->loc);
+  }
+  if (max_mb >= kMaxMicrobatches) {
+    return Status::bad_input(fmt::format("action '{}' uses microbatch {}; pipesmith supports at most {} "
+                                         "microbatches",
+                                         to_string(*max_mb_at), max_mb, kMaxMicrobatches),
+                             max_mb_at->loc);
+  }
+  int stages = max_stage + 1;
+  if (opt.stages >= 0 && opt.stages != stages) {
+    if (stages > opt.stages) {
+      return Status::bad_input(
+          fmt::format("action '{}' uses stage {}, but --stages is {} (stages 0..{})", to_string(*max_stage_at),
+                      max_stage, opt.stages, opt.stages - 1),
+          max_stage_at->loc);
+    }
+    return Status::bad_input(fmt::format("--stages is {}, but the highest stage in the file is {} ({} stages)",
+                                         opt.stages, max_stage, stages),
+                             SourceLoc{file, 0, 0});
+  }
+  int mbs = max_mb + 1;
+  if (opt.microbatches >= 0 && opt.microbatches != mbs) {
+    if (mbs > opt.microbatches) {
+      return Status::bad_input(
+          fmt::format("action '{}' uses microbatch {}, but --microbatches is {} (microbatches 0..{})",
+                      to_string(*max_mb_at), max_mb, opt.microbatches, opt.microbatches - 1),
+          max_mb_at->loc);
+    }
+    return Status::bad_input(
+        fmt::format("--microbatches is {}, but the highest microbatch in the file is {} ({} microbatches)",
+                    opt.microbatches, max_mb, mbs),
+        SourceLoc{file, 0, 0});
+  }
+
+  // Placement: the first row (rank) each stage appears in.
+  std::vector<int> placement(stages, -1);
+  std::map<int, std::vector<int>> extra_rows;  // stage -> other rows it also appears in
+  for (size_t d = 0; d < s.programs.size(); ++d) {
+    for (const Action& a : s.programs[d]) {
+      int& p = placement[a.stage];
+      if (p < 0) {
+        p = static_cast<int>(d);
+      } else if (p != static_cast<int>(d)) {
+        auto& v = extra_rows[a.stage];
+        if (std::find(v.begin(), v.end(), static_cast<int>(d)) == v.end()) v.push_back(static_cast<int>(d));
+      }
+    }
+  }
+  for (int st = 0; st < stages; ++st) {
+    if (placement[st] < 0) {
+      placement[st] = st > 0 ? placement[st - 1] : 0;
+      res.notes.push_back(fmt::format("stage {} appears in no row; placed on rank {} (next to stage {})", st,
+                                      placement[st], st > 0 ? st - 1 : 0));
+    }
+  }
+  for (const auto& [st, rows_also] : extra_rows) {
+    std::string list;
+    for (int d : rows_also) list += fmt::format("{}{}", list.empty() ? "" : ", ", d);
+    res.notes.push_back(fmt::format("stage {} appears on rank {} and also on rank(s) {}; placed on rank {} "
+                                    "(first appearance), actions left where they are",
+                                    st, placement[st], list, placement[st]));
+  }
+
+  s.problem = unit_problem(static_cast<int>(s.programs.size()), mbs, placement);
+  std::filesystem::path fp(file);
+  s.problem.name = fp.stem().string();
+
+  for (size_t d = 0; d < s.programs.size(); ++d) {
+    if (s.programs[d].empty()) res.notes.push_back(fmt::format("rank {} (line {}) has no actions", d, d + 1));
+  }
+  if (!idle.empty()) {
+    std::map<int, std::vector<int>> by_row;
+    for (const auto& c : idle) by_row[c.row].push_back(c.cell);
+    std::string detail;
+    for (const auto& [row, cells] : by_row) {
+      detail += fmt::format("{}rank {}: cell {}", detail.empty() ? "" : "; ", row, list_cells(cells));
+    }
+    res.notes.push_back(fmt::format("{} idle cell(s) ({}); a schedule keeps only the order of actions, so "
+                                    "idle slots are not stored",
+                                    idle.size(), detail));
+  }
+  if (fsdp_count > 0) {
+    res.notes.push_back(fmt::format("ignored {} UNSHARD/RESHARD/REDUCE_GRAD action(s) (not pipeline ops)", fsdp_count));
+  }
+  if (overlap_count > 0) {
+    res.notes.push_back(fmt::format("expanded {} OVERLAP_F_B action(s) into their sub-actions, in order", overlap_count));
+  }
+  return res;
+}
+
+Result<CsvReadResult> read_pytorch_csv(const std::string& path, const CsvReadOptions& opt) {
+  auto text = read_text_file(path);
+  if (!text) return text.status();
+  return parse_pytorch_csv(*text, path, opt);
+}
+
+std::string format_pytorch_csv(const Schedule& s) {
+  // Column of each action. Compute-only schedules with predicted times: columns are the distinct
+  // (start_us, k) keys over all devices, where start_us = round(start_ms * 1000) and k counts earlier
+  // ops of the same device with the same start_us; a device leaves empty cells where it has no op.
+  // Otherwise actions are written back to back.
+  const bool spread = !s.has_comms() && !s.predicted.empty() && s.predicted.size() == s.programs.size();
+  std::vector<std::vector<long long>> col(s.programs.size());
+  if (spread) {
+    bool shapes_ok = true;
+    for (size_t d = 0; d < s.programs.size(); ++d) shapes_ok &= s.predicted[d].size() == s.programs[d].size();
+    if (shapes_ok) {
+      using Key = std::pair<long long, int>;
+      std::vector<std::vector<Key>> keys(s.programs.size());
+      std::vector<Key> all;
+      for (size_t d = 0; d < s.programs.size(); ++d) {
+        std::map<long long, int> seen;
+        for (const OpTime& t : s.predicted[d]) {
+          double us = t.start_ms * 1000.0;
+          long long k = std::isfinite(us) && std::fabs(us) < 9e18 ? std::llround(us) : 0;
+          Key key{k, seen[k]++};
+          keys[d].push_back(key);
+          all.push_back(key);
+        }
+      }
+      std::sort(all.begin(), all.end());
+      all.erase(std::unique(all.begin(), all.end()), all.end());
+      for (size_t d = 0; d < s.programs.size(); ++d) {
+        long long prev = -1;
+        for (const Key& k : keys[d]) {
+          long long c = std::lower_bound(all.begin(), all.end(), k) - all.begin();
+          c = std::max(c, prev + 1);  // program order wins if predicted starts are out of order
+          col[d].push_back(c);
+          prev = c;
+        }
+      }
+    }
+  }
+  std::string out;
+  for (size_t d = 0; d < s.programs.size(); ++d) {
+    long long next = 0;
+    for (size_t i = 0; i < s.programs[d].size(); ++i) {
+      long long c = col[d].empty() ? static_cast<long long>(i) : col[d][i];
+      for (; next < c; ++next) out += (next > 0 ? "," : "");
+      if (next > 0) out += ',';
+      out += to_string(s.programs[d][i]);
+      next = c + 1;
+    }
+    out += '\n';
+  }
+  return out;
+}
+
+Status write_pytorch_csv(const Schedule& s, const std::string& path) { return write_text(path, format_pytorch_csv(s)); }
+
+// ---------------------------------------------------------------------------------------------
+// Either format; canonical text
+// ---------------------------------------------------------------------------------------------
+
+namespace {
+
+bool ends_with_ci(const std::string& s, std::string_view suffix) {
+  if (s.size() < suffix.size()) return false;
+  for (size_t i = 0; i < suffix.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(s[s.size() - suffix.size() + i])) != suffix[i]) return false;
+  }
+  return true;
+}
+
+// Content sniffing for files without a known extension: YAML if a line starts with "format:" or the
+// text starts with a YAML marker; CSV otherwise.
+bool looks_like_yaml(std::string_view text) {
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t nl = text.find('\n', pos);
+    std::string_view line = text.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
+    if (line.rfind("format:", 0) == 0 || line.rfind("---", 0) == 0 || line.rfind("#", 0) == 0) return true;
+    if (nl == std::string_view::npos) break;
+    pos = nl + 1;
+  }
+  return false;
+}
+
+Status check_against(const Schedule& s, const CsvReadOptions& opt) {
+  SourceLoc loc{s.source, 0, 0};
+  if (opt.microbatches >= 0 && opt.microbatches != s.problem.microbatches) {
+    return Status::bad_input(fmt::format("--microbatches is {}, but the schedule's problem has {} microbatches",
+                                         opt.microbatches, s.problem.microbatches),
+                             loc);
+  }
+  if (opt.stages >= 0 && opt.stages != s.problem.num_stages()) {
+    return Status::bad_input(
+        fmt::format("--stages is {}, but the schedule's problem has {} stages", opt.stages, s.problem.num_stages()),
+        loc);
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Result<Schedule> read_schedule_any(const std::string& path, const CsvReadOptions& opt,
+                                   std::vector<std::string>* notes) {
+  auto text = read_text_file(path);
+  if (!text) return text.status();
+  bool csv;
+  if (ends_with_ci(path, ".csv")) {
+    csv = true;
+  } else if (ends_with_ci(path, ".yaml") || ends_with_ci(path, ".yml")) {
+    csv = false;
+  } else {
+    csv = !looks_like_yaml(*text);
+  }
+  if (csv) {
+    auto r = parse_pytorch_csv(*text, path, opt);
+    if (!r) return r.status();
+    if (notes) notes->insert(notes->end(), r->notes.begin(), r->notes.end());
+    return std::move(r->schedule);
+  }
+  auto r = parse_schedule_yaml(*text, path);
+  if (!r) return r.status();
+  PS_RETURN_IF_ERROR(check_against(*r, opt));
+  return r;
+}
+
+std::string canonical_text(const Schedule& s) {
+  const Problem& p = s.problem;
+  auto link = [](const LinkModel& l) { return fmt::format("{},{}", num(l.bandwidth_gb_per_s), num(l.latency_us)); };
+  std::string out = "pipesmith-canonical/1\n";
+  out += fmt::format("name {}\n", yamlu::double_quoted(p.name));
+  out += fmt::format(
+      "problem devices={} microbatches={} memory_gb={} bytes_per_param={} link={} devices_per_node={} "
+      "inter_node_link={} unit_costs={}\n",
+      p.devices, p.microbatches, num(p.memory_gb), num(p.bytes_per_param), link(p.link), p.devices_per_node,
+      link(p.inter_node_link), boolstr(p.unit_costs));
+  for (size_t i = 0; i < p.stages.size(); ++i) {
+    const StageSpec& st = p.stages[i];
+    out += fmt::format(
+        "stage {} device={} layers={},{} fwd_ms={} bwd_input_ms={} bwd_weight_ms={} activation_mb={} "
+        "wgrad_stash_mb={} output_mb={} params_m={} split_backward={}\n",
+        i, st.device, st.first_layer, st.last_layer, num(st.fwd_ms), num(st.bwd_input_ms), num(st.bwd_weight_ms),
+        num(st.activation_mb), num(st.wgrad_stash_mb), num(st.output_mb), num(st.params_m),
+        boolstr(st.split_backward));
+  }
+  for (size_t d = 0; d < s.programs.size(); ++d) {
+    out += fmt::format("program {}", d);
+    for (const Action& a : s.programs[d]) {
+      out += ' ';
+      out += to_string(a);
+    }
+    out += '\n';
+  }
+  return out;
+}
+
+}  // namespace ps

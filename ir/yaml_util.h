@@ -1,0 +1,67 @@
+// yaml_util.h — small helpers for reading YAML with yaml-cpp and writing it with our own emitter.
+//
+// Guarantees:
+//  * Reading: every yaml-cpp exception is caught here and becomes a Status located at file:line:col
+//    (1-based); scalars are converted strictly (an integer field rejects "2.5" and "two", a number
+//    field rejects "inf" and "nan") with messages that name the field and the text found; unknown
+//    and duplicate keys are errors that name the key (and suggest the closest allowed one).
+//  * Writing: format_number prints the shortest text that reads back to the same double, and
+//    quote_scalar prints a string so that yaml-cpp reads back exactly that string; both are pure
+//    functions of their input, so output built from them is deterministic.
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include <functional>
+#include <initializer_list>
+#include <map>
+#include <string>
+#include <string_view>
+
+#include "ir/status.h"
+
+namespace ps::yamlu {
+
+// Location of a node in `file` (1-based line/col); `fallback` when yaml-cpp has no mark for it
+// (e.g. an absent value).
+SourceLoc loc_of(const YAML::Node& n, const std::string& file, const SourceLoc& fallback = {});
+
+// Parses `text` that must hold exactly one YAML document (empty text is a document holding null).
+// A syntax error, or a second document, is a located bad-input Status.
+Result<YAML::Node> load_document(const std::string& text, const std::string& file);
+
+// The entries of a YAML map by key (key order in the file is not kept: look fields up by name).
+struct Field {
+  YAML::Node key;
+  YAML::Node value;
+};
+using Fields = std::map<std::string, Field, std::less<>>;
+
+// Reads `map`, which must be a map whose keys are scalars, all in `allowed`, each appearing once.
+// `what` names the map in messages ("problem", "stage 3"). Errors point at the offending key (an
+// unknown key's message suggests the closest allowed one) or at the node that is not a map.
+Result<Fields> read_map(const YAML::Node& map, std::initializer_list<std::string_view> allowed,
+                        const std::string& file, std::string_view what);
+// The field `key`, or nullptr when absent.
+const Field* find(const Fields& f, std::string_view key);
+
+// Strict scalar conversions. `what` names the field in messages ("problem.devices").
+Result<long long> to_int(const YAML::Node& n, const std::string& file, std::string_view what);
+Result<double> to_double(const YAML::Node& n, const std::string& file, std::string_view what);
+Result<bool> to_bool(const YAML::Node& n, const std::string& file, std::string_view what);
+Result<std::string> to_string(const YAML::Node& n, const std::string& file, std::string_view what);
+
+// Kind of a node in words, for messages: "a map", "a sequence", "a scalar", "empty (null)".
+std::string kind_name(const YAML::Node& n);
+
+// Shortest round-trip text of a double ("0.1", "1e+20", "-0"); non-finite values are printed as YAML's
+// ".inf", "-.inf", ".nan" (our readers reject them, so they never round-trip silently).
+std::string format_number(double v);
+
+// A YAML scalar for `s`: plain when that is unambiguous (e.g. `llama2-7b`, `pipesmith baseline`),
+// otherwise double-quoted with escapes ("sha256:ab", "true", "", "1f1b", strings with control chars).
+std::string quote_scalar(std::string_view s);
+// Always double-quoted, with the same escapes as quote_scalar.
+std::string double_quoted(std::string_view s);
+
+}  // namespace ps::yamlu
