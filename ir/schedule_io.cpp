@@ -500,13 +500,15 @@ Result<Schedule> parse_schedule_yaml(const std::string& text, const std::string&
   }
   // The format version first: a file of another version may well have keys this reader does not know.
   YAML::Node format_node;
+  bool has_format = false;
   for (const auto& kv : root) {
     if (kv.first.IsScalar() && kv.first.Scalar() == "format") {
       format_node = kv.second;
+      has_format = true;
       break;
     }
   }
-  if (!format_node.IsDefined()) {
+  if (!has_format) {
     return Status::bad_input(fmt::format("missing 'format: {}' (is this a pipesmith schedule?)", kFormat),
                              yamlu::loc_of(root, file, SourceLoc{file, 1, 1}));
   }
@@ -827,7 +829,7 @@ Result<CsvReadResult> parse_pytorch_csv(const std::string& text_in, const std::s
     for (const auto& c : idle) by_row[c.row].push_back(c.cell);
     std::string detail;
     for (const auto& [row, cells] : by_row) {
-      detail += fmt::format("{}rank {}: cell {}", detail.empty() ? "" : "; ", row, list_cells(cells));
+      detail += fmt::format("{}rank {}: cells {}", detail.empty() ? "" : "; ", row, list_cells(cells));
     }
     res.notes.push_back(fmt::format("{} idle cell(s) ({}); a schedule keeps only the order of actions, so "
                                     "idle slots are not stored",
@@ -975,7 +977,6 @@ std::string canonical_text(const Schedule& s) {
   const Problem& p = s.problem;
   auto link = [](const LinkModel& l) { return fmt::format("{},{}", num(l.bandwidth_gb_per_s), num(l.latency_us)); };
   std::string out = "pipesmith-canonical/1\n";
-  out += fmt::format("name {}\n", yamlu::double_quoted(p.name));
   out += fmt::format(
       "problem devices={} microbatches={} memory_gb={} bytes_per_param={} link={} devices_per_node={} "
       "inter_node_link={} unit_costs={}\n",

@@ -69,6 +69,28 @@ size_t edit_distance(std::string_view a, std::string_view b) {
   return prev[b.size()];
 }
 
+// The allowed key a typo most likely meant: one that extends it ("fwd" -> "fwd_ms") or that it
+// extends ("latency_usec" -> "latency_us"), else one within a few edits ("programz" -> "programs");
+// empty when nothing is close.
+std::string_view suggest(std::string_view key, std::initializer_list<std::string_view> allowed) {
+  std::string_view best;
+  for (auto a : allowed) {
+    bool extends = key.size() >= 3 && a.substr(0, key.size()) == key;
+    bool extended = a.size() >= 3 && key.substr(0, a.size()) == a;
+    if ((extends || extended) && (best.empty() || a.size() < best.size())) best = a;
+  }
+  if (!best.empty()) return best;
+  size_t best_d = std::min<size_t>(3, key.size() / 2 + 1);
+  for (auto a : allowed) {
+    size_t d = edit_distance(key, a);
+    if (d < best_d) {
+      best_d = d;
+      best = a;
+    }
+  }
+  return best;
+}
+
 std::string join(std::initializer_list<std::string_view> xs) {
   std::string s;
   for (auto x : xs) {
@@ -95,15 +117,7 @@ Result<Fields> read_map(const YAML::Node& map, std::initializer_list<std::string
     }
     const std::string& key = k.Scalar();
     if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
-      std::string_view best;
-      size_t best_d = 3;  // suggest only close matches (at most 2 edits)
-      for (auto a : allowed) {
-        size_t d = edit_distance(key, a);
-        if (d < best_d) {
-          best_d = d;
-          best = a;
-        }
-      }
+      std::string_view best = suggest(key, allowed);
       std::string hint = best.empty() ? "" : fmt::format(" (did you mean '{}'?)", best);
       return Status::bad_input(fmt::format("{}: unknown key '{}'{}; allowed keys: {}", what, key, hint,
                                            join(allowed)),
