@@ -31,6 +31,7 @@ struct LayerType {
   double output_mb = 0;          // 32
   double params_m = 0;           // 210 (millions of parameters)
   bool split_backward = true;    // false: the backward cannot be split into I and W (use B)
+  std::string kind;              // "attention+mlp": analytic kind named in the file; "" if none
   SourceLoc loc;                 // where the type is defined
 };
 

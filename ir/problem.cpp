@@ -1,1 +1,123 @@
-// Placeholder until the foundation lands (see issue #2): make_problem lives here.
+// problem.cpp — aggregating layer costs into stages (make_problem), unit-cost problems, and the
+// boundary transfer time.
+//
+// Guarantees: make_problem accepts exactly the partitions that are contiguous, in order, non-empty
+// and cover every layer, and placements with one device in [0, devices) per stage; a stage's numbers
+// are sums over its layers, except output_mb, which counts every tensor produced at or before the
+// stage's last layer and consumed after it (each tensor once, however many later layers read it), so
+// skip edges of a DAG model are carried through every boundary they cross.
+#include <fmt/format.h>
+
+#include "ir/problem.h"
+
+namespace ps {
+
+double Problem::boundary_transfer_ms(int stage) const {
+  PS_ASSERT(stage >= 0 && stage < num_stages(), fmt::format("stage {} out of range", stage));
+  if (stage + 1 >= num_stages()) return 0.0;  // nothing after the last stage
+  int a = stages[stage].device, b = stages[stage + 1].device;
+  if (a == b) return 0.0;
+  const LinkModel& l =
+      devices_per_node > 0 && a / devices_per_node != b / devices_per_node ? inter_node_link : link;
+  return l.transfer_ms(stages[stage].output_mb);
+}
+
+Result<Problem> make_problem(const Spec& spec, const Partition& partition, const std::vector<int>& placement) {
+  PS_RETURN_IF_ERROR(validate(spec));
+  const Model& m = spec.model;
+  const int n = static_cast<int>(m.layers.size());
+  if (partition.empty()) return Status::bad_input("partition: no stages (need at least one)");
+  int expect_first = 0;
+  for (size_t s = 0; s < partition.size(); ++s) {
+    const LayerRange& r = partition[s];
+    if (r.first != expect_first) {
+      return Status::bad_input(fmt::format("partition: stage {} starts at layer {}, expected {} (stages must be "
+                                           "contiguous, in order, and cover layers 0..{})",
+                                           s, r.first, expect_first, n - 1));
+    }
+    if (r.last < r.first) {
+      return Status::bad_input(fmt::format("partition: stage {} is empty (layers {}..{})", s, r.first, r.last));
+    }
+    if (r.last >= n) {
+      return Status::bad_input(
+          fmt::format("partition: stage {} ends at layer {}, but the model has layers 0..{}", s, r.last, n - 1));
+    }
+    expect_first = r.last + 1;
+  }
+  if (expect_first != n) {
+    return Status::bad_input(fmt::format("partition: the stages cover layers 0..{}, but the model has layers 0..{}",
+                                         expect_first - 1, n - 1));
+  }
+  if (placement.size() != partition.size()) {
+    return Status::bad_input(fmt::format("placement: {} devices given for {} stages (need one per stage)",
+                                         placement.size(), partition.size()));
+  }
+  for (size_t s = 0; s < placement.size(); ++s) {
+    if (placement[s] < 0 || placement[s] >= spec.cluster.devices) {
+      return Status::bad_input(fmt::format("placement: stage {} is on device {}, but the cluster has devices 0..{}",
+                                           s, placement[s], spec.cluster.devices - 1));
+    }
+  }
+
+  // last_use[u]: the last layer that reads layer u's output (u itself when nobody does).
+  std::vector<int> last_use(n);
+  for (int u = 0; u < n; ++u) last_use[u] = u;
+  for (const Layer& l : m.layers) {
+    for (int u : l.inputs) last_use[u] = std::max(last_use[u], l.id);
+  }
+
+  Problem p;
+  p.name = m.name;
+  p.devices = spec.cluster.devices;
+  p.microbatches = spec.pipeline.microbatches;
+  p.memory_gb = spec.cluster.memory_gb;
+  p.bytes_per_param = spec.pipeline.bytes_per_param;
+  p.link = spec.cluster.link;
+  p.devices_per_node = spec.cluster.devices_per_node;
+  p.inter_node_link = spec.cluster.inter_node_link;
+  for (size_t s = 0; s < partition.size(); ++s) {
+    const LayerRange& r = partition[s];
+    StageSpec st;
+    st.first_layer = r.first;
+    st.last_layer = r.last;
+    st.device = placement[s];
+    for (int i = r.first; i <= r.last; ++i) {
+      const LayerType& t = m.type_of(i);
+      st.fwd_ms += t.forward_ms;
+      st.bwd_input_ms += t.backward_input_ms;
+      st.bwd_weight_ms += t.backward_weight_ms;
+      st.activation_mb += t.activation_mb;
+      st.wgrad_stash_mb += t.wgrad_stash_mb;
+      st.params_m += t.params_m;
+      st.split_backward = st.split_backward && t.split_backward;
+    }
+    for (int u = 0; u <= r.last; ++u) {
+      if (last_use[u] > r.last) st.output_mb += m.type_of(u).output_mb;
+    }
+    p.stages.push_back(st);
+  }
+  return p;
+}
+
+Problem unit_problem(int devices, int microbatches, const std::vector<int>& placement) {
+  Problem p;
+  p.name = "unit";
+  p.devices = devices;
+  p.microbatches = microbatches;
+  p.memory_gb = 0;  // unlimited
+  p.link = LinkModel{1, 0};  // with output_mb = 0 and no latency, every transfer takes 0 ms
+  p.unit_costs = true;
+  for (int d : placement) {
+    StageSpec st;
+    st.device = d;
+    st.fwd_ms = st.bwd_input_ms = st.bwd_weight_ms = 1;
+    st.activation_mb = 1;
+    st.wgrad_stash_mb = 0;
+    st.output_mb = 0;
+    st.params_m = 0;
+    p.stages.push_back(st);
+  }
+  return p;
+}
+
+}  // namespace ps

@@ -1,0 +1,1047 @@
+// model.cpp — reading model / cluster / pipeline YAML (schema 1) into a Spec, and validating a Spec.
+//
+// Guarantees: every rejection is a bad-input Status located at the offending key or value
+// (file:line:col, 1-based); yaml-cpp exceptions never escape; unknown keys are errors; a layer type
+// with a `kind:` gets the numbers it does not give explicitly from ir/cost_model.h. docs/inputs.md is
+// the user-facing description of everything accepted here.
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "ir/cost_model.h"
+#include "ir/model.h"
+
+namespace ps {
+
+namespace {
+
+constexpr int kSchemaVersion = 1;
+constexpr long long kMaxLayers = 100000;
+
+// ---------------------------------------------------------------------------------------------
+// YAML access with locations.
+
+struct Ctx {
+  std::string file;       // name used in messages
+  std::string_view text;  // the source text (to locate symbols inside the layer string)
+};
+
+SourceLoc file_loc(const Ctx& c) { return SourceLoc{c.file, 0, 0}; }
+
+SourceLoc loc_of(const Ctx& c, const YAML::Node& n, const SourceLoc& fallback) {
+  if (!n.IsDefined()) return fallback;
+  YAML::Mark m = n.Mark();
+  if (m.is_null() || m.line < 0) return fallback;
+  return SourceLoc{c.file, m.line + 1, m.column + 1};
+}
+
+// What a node holds, in words, for "expected X, got Y" messages.
+std::string describe(const YAML::Node& n) {
+  if (!n.IsDefined() || n.IsNull()) return "nothing";
+  if (n.IsSequence()) return "a list";
+  if (n.IsMap()) return "a map";
+  std::string s = n.Scalar();
+  if (s.size() > 40) s = s.substr(0, 40) + "...";
+  return fmt::format("'{}'", s);
+}
+
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t sub = prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1);
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, sub});
+    }
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+std::string join(const std::vector<std::string>& v, const char* sep = ", ") {
+  std::string s;
+  for (const std::string& x : v) {
+    if (!s.empty()) s += sep;
+    s += x;
+  }
+  return s;
+}
+
+struct Entry {
+  std::string key;
+  YAML::Node value;
+  SourceLoc key_loc;
+  SourceLoc value_loc;  // falls back to key_loc when the value has no mark (e.g. empty)
+};
+
+class MapView {
+ public:
+  const Entry* find(std::string_view key) const {
+    for (const Entry& e : entries) {
+      if (e.key == key) return &e;
+    }
+    return nullptr;
+  }
+  std::vector<Entry> entries;  // in file order
+  SourceLoc loc;               // of the map itself
+};
+
+// Reads a map whose keys must all be in `allowed` and appear once. `what` prefixes messages.
+Result<MapView> read_map(const Ctx& c, const YAML::Node& node, const SourceLoc& node_loc,
+                         const std::string& what, const std::vector<std::string>& allowed) {
+  if (!node.IsMap()) {
+    return Status::bad_input(fmt::format("{}: expected a map, got {}", what, describe(node)),
+                             loc_of(c, node, node_loc));
+  }
+  MapView mv;
+  mv.loc = loc_of(c, node, node_loc);
+  for (auto it = node.begin(); it != node.end(); ++it) {
+    const YAML::Node& k = it->first;
+    SourceLoc kloc = loc_of(c, k, mv.loc);
+    if (!k.IsScalar()) {
+      return Status::bad_input(fmt::format("{}: keys must be plain names, got {}", what, describe(k)), kloc);
+    }
+    std::string key = k.Scalar();
+    if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
+      std::string msg = fmt::format("{}: unknown key '{}' (expected one of: {})", what, key, join(allowed));
+      size_t best = 3;
+      std::string best_key;
+      for (const std::string& a : allowed) {
+        size_t d = edit_distance(key, a);
+        if (d < best && d * 3 <= std::max(a.size(), key.size())) {
+          best = d;
+          best_key = a;
+        }
+      }
+      if (!best_key.empty()) msg += fmt::format("; did you mean '{}'?", best_key);
+      return Status::bad_input(std::move(msg), kloc);
+    }
+    if (const Entry* prev = mv.find(key)) {
+      return Status::bad_input(fmt::format("{}: duplicate key '{}' (first given at line {})", what, key,
+                                           prev->key_loc.line),
+                               kloc);
+    }
+    mv.entries.push_back(Entry{key, it->second, kloc, loc_of(c, it->second, kloc)});
+  }
+  return mv;
+}
+
+// Strict scalar conversions: the whole text must be the value.
+Result<double> get_number(const Entry& e, const std::string& what) {
+  auto bad = [&] {
+    return Status::bad_input(
+        fmt::format("{}: {} must be a number, got {}", what, e.key, describe(e.value)), e.value_loc);
+  };
+  if (!e.value.IsScalar()) return bad();
+  std::string_view t = e.value.Scalar();
+  if (!t.empty() && t.front() == '+') t.remove_prefix(1);
+  double v = 0;
+  auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+  if (t.empty() || ec != std::errc() || end != t.data() + t.size()) return bad();
+  if (!std::isfinite(v)) {
+    return Status::bad_input(fmt::format("{}: {} must be finite, got '{}'", what, e.key, e.value.Scalar()),
+                             e.value_loc);
+  }
+  return v;
+}
+
+Result<long long> get_int(const Entry& e, const std::string& what) {
+  auto bad = [&] {
+    return Status::bad_input(
+        fmt::format("{}: {} must be an integer, got {}", what, e.key, describe(e.value)), e.value_loc);
+  };
+  if (!e.value.IsScalar()) return bad();
+  std::string_view t = e.value.Scalar();
+  if (!t.empty() && t.front() == '+') t.remove_prefix(1);
+  long long v = 0;
+  auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+  if (t.empty() || ec != std::errc() || end != t.data() + t.size()) return bad();
+  return v;
+}
+
+Result<bool> get_bool(const Entry& e, const std::string& what) {
+  if (e.value.IsScalar()) {
+    const std::string& t = e.value.Scalar();
+    if (t == "true") return true;
+    if (t == "false") return false;
+  }
+  return Status::bad_input(
+      fmt::format("{}: {} must be true or false, got {}", what, e.key, describe(e.value)), e.value_loc);
+}
+
+Result<std::string> get_string(const Entry& e, const std::string& what) {
+  if (!e.value.IsScalar() || e.value.Scalar().empty()) {
+    return Status::bad_input(
+        fmt::format("{}: {} must be a non-empty string, got {}", what, e.key, describe(e.value)),
+        e.value_loc);
+  }
+  return e.value.Scalar();
+}
+
+// Number with a lower bound: strict (> min) or not (>= min).
+Result<double> get_number_min(const Entry& e, const std::string& what, double min, bool strict) {
+  Result<double> v = get_number(e, what);
+  if (!v.ok()) return v;
+  if (strict ? !(*v > min) : !(*v >= min)) {
+    return Status::bad_input(fmt::format("{}: {} must be {} {}, got {}", what, e.key, strict ? ">" : ">=",
+                                         min, e.value.Scalar()),
+                             e.value_loc);
+  }
+  return v;
+}
+
+Result<long long> get_int_min(const Entry& e, const std::string& what, long long min) {
+  Result<long long> v = get_int(e, what);
+  if (!v.ok()) return v;
+  if (*v < min) {
+    return Status::bad_input(fmt::format("{}: {} must be >= {}, got {}", what, e.key, min, *v), e.value_loc);
+  }
+  return v;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Analytic blocks.
+
+struct ArchInt {
+  const char* key;
+  std::optional<long long> Architecture::*field;
+  long long min;
+};
+const std::vector<ArchInt>& arch_ints() {
+  static const std::vector<ArchInt> k = {
+      {"hidden_size", &Architecture::hidden_size, 1},
+      {"ffn_hidden_size", &Architecture::ffn_hidden_size, 1},
+      {"num_attention_heads", &Architecture::num_attention_heads, 1},
+      {"num_kv_heads", &Architecture::num_kv_heads, 1},
+      {"head_dim", &Architecture::head_dim, 1},
+      {"vocab_size", &Architecture::vocab_size, 1},
+      {"seq_length", &Architecture::seq_length, 1},
+      {"micro_batch_size", &Architecture::micro_batch_size, 1},
+      {"moe_num_experts", &Architecture::moe_num_experts, 1},
+      {"moe_top_k", &Architecture::moe_top_k, 1},
+      {"moe_ffn_hidden_size", &Architecture::moe_ffn_hidden_size, 1},
+      {"moe_shared_experts", &Architecture::moe_shared_experts, 0},
+      {"mamba_state_size", &Architecture::mamba_state_size, 1},
+      {"mamba_expand", &Architecture::mamba_expand, 1},
+      {"mamba_head_dim", &Architecture::mamba_head_dim, 1},
+      {"mamba_groups", &Architecture::mamba_groups, 1},
+      {"mamba_conv_kernel", &Architecture::mamba_conv_kernel, 1},
+      {"mamba_chunk_size", &Architecture::mamba_chunk_size, 1},
+      {"attention_window", &Architecture::attention_window, 0},
+      {"linear_attention_block", &Architecture::linear_attention_block, 1},
+  };
+  return k;
+}
+struct ArchBool {
+  const char* key;
+  std::optional<bool> Architecture::*field;
+};
+const std::vector<ArchBool>& arch_bools() {
+  static const std::vector<ArchBool> k = {
+      {"causal", &Architecture::causal},
+      {"gated_mlp", &Architecture::gated_mlp},
+      {"flash_attention", &Architecture::flash_attention},
+      {"dropout", &Architecture::dropout},
+  };
+  return k;
+}
+
+Result<Architecture> parse_architecture(const Ctx& c, const Entry& e, const std::string& what) {
+  std::vector<std::string> allowed;
+  for (const ArchInt& f : arch_ints()) allowed.push_back(f.key);
+  for (const ArchBool& f : arch_bools()) allowed.push_back(f.key);
+  allowed.push_back("dtype_bytes");
+  Result<MapView> m = read_map(c, e.value, e.value_loc, what, allowed);
+  if (!m.ok()) return m.status();
+  Architecture a;
+  for (const Entry& x : m->entries) {
+    bool done = false;
+    for (const ArchInt& f : arch_ints()) {
+      if (x.key != f.key) continue;
+      Result<long long> v = get_int_min(x, what, f.min);
+      if (!v.ok()) return v.status();
+      a.*(f.field) = *v;
+      done = true;
+    }
+    for (const ArchBool& f : arch_bools()) {
+      if (x.key != f.key) continue;
+      Result<bool> v = get_bool(x, what);
+      if (!v.ok()) return v.status();
+      a.*(f.field) = *v;
+      done = true;
+    }
+    if (!done) {  // dtype_bytes
+      Result<double> v = get_number_min(x, what, 0, true);
+      if (!v.ok()) return v.status();
+      a.dtype_bytes = *v;
+    }
+  }
+  return a;
+}
+
+Result<Hardware> parse_hardware(const Ctx& c, const Entry& e, const std::string& what) {
+  Result<MapView> m = read_map(c, e.value, e.value_loc, what,
+                               {"peak_tflops", "achievable_fraction", "hbm_gb_per_s", "moe_achievable_fraction"});
+  if (!m.ok()) return m.status();
+  Hardware h;
+  for (const Entry& x : m->entries) {
+    Result<double> v = get_number_min(x, what, 0, true);
+    if (!v.ok()) return v.status();
+    bool fraction = x.key == "achievable_fraction" || x.key == "moe_achievable_fraction";
+    if (fraction && *v > 1) {
+      return Status::bad_input(fmt::format("{}: {} must be in (0, 1], got {}", what, x.key, x.value.Scalar()),
+                               x.value_loc);
+    }
+    if (x.key == "peak_tflops") h.peak_tflops = *v;
+    if (x.key == "achievable_fraction") h.achievable_fraction = *v;
+    if (x.key == "hbm_gb_per_s") h.hbm_gb_per_s = *v;
+    if (x.key == "moe_achievable_fraction") h.moe_achievable_fraction = *v;
+  }
+  return h;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Drafts: what the files say, before derivation, overrides and validation.
+
+struct CostField {
+  const char* key;
+  double LayerType::*field;
+  double DerivedCosts::*derived;
+};
+constexpr int kNumCostFields = 7;
+const std::array<CostField, kNumCostFields>& cost_fields() {
+  static const std::array<CostField, kNumCostFields> k = {{
+      {"forward_ms", &LayerType::forward_ms, &DerivedCosts::forward_ms},
+      {"backward_input_ms", &LayerType::backward_input_ms, &DerivedCosts::backward_input_ms},
+      {"backward_weight_ms", &LayerType::backward_weight_ms, &DerivedCosts::backward_weight_ms},
+      {"activation_mb", &LayerType::activation_mb, &DerivedCosts::activation_mb},
+      {"wgrad_stash_mb", &LayerType::wgrad_stash_mb, &DerivedCosts::wgrad_stash_mb},
+      {"output_mb", &LayerType::output_mb, &DerivedCosts::output_mb},
+      {"params_m", &LayerType::params_m, &DerivedCosts::params_m},
+  }};
+  return k;
+}
+constexpr int kActivationField = 3;
+constexpr int kStashField = 4;
+
+struct TypeDraft {
+  LayerType type;
+  std::array<std::optional<SourceLoc>, kNumCostFields> given;  // where each explicit number is
+  std::vector<Component> components;                            // from `kind:`
+  SourceLoc kind_loc;
+  Architecture arch;  // the type's own architecture block
+};
+
+struct ClusterDraft {
+  Cluster cluster;
+  Hardware hw;
+  bool devices_given = false;
+};
+
+struct Draft {
+  Spec spec;
+  std::vector<TypeDraft> types;  // in file order
+  Architecture arch;
+  Hardware model_hw;
+  bool has_cluster = false;
+  ClusterDraft cluster;
+  bool microbatches_given = false;
+};
+
+std::string type_what(char sym) { return fmt::format("layer type '{}'", sym); }
+
+Result<TypeDraft> parse_layer_type(const Ctx& c, char sym, const Entry& e) {
+  std::string what = type_what(sym);
+  std::vector<std::string> allowed = {"name", "kind"};
+  for (const CostField& f : cost_fields()) allowed.push_back(f.key);
+  allowed.push_back("split_backward");
+  allowed.push_back("architecture");
+  Result<MapView> m = read_map(c, e.value, e.value_loc, what, allowed);
+  if (!m.ok()) return m.status();
+  TypeDraft d;
+  d.type.symbol = sym;
+  d.type.loc = e.key_loc;
+  for (const Entry& x : m->entries) {
+    if (x.key == "name") {
+      Result<std::string> v = get_string(x, what);
+      if (!v.ok()) return v.status();
+      d.type.name = *v;
+    } else if (x.key == "kind") {
+      Result<std::string> v = get_string(x, what);
+      if (!v.ok()) return v.status();
+      Result<std::vector<Component>> k = parse_kind(*v);
+      if (!k.ok()) return Status::bad_input(fmt::format("{}: {}", what, k.status().message()), x.value_loc);
+      d.type.kind = *v;
+      d.components = *k;
+      d.kind_loc = x.value_loc;
+    } else if (x.key == "split_backward") {
+      Result<bool> v = get_bool(x, what);
+      if (!v.ok()) return v.status();
+      d.type.split_backward = *v;
+    } else if (x.key == "architecture") {
+      Result<Architecture> a = parse_architecture(c, x, what + " architecture");
+      if (!a.ok()) return a.status();
+      d.arch = *a;
+    } else {
+      for (int i = 0; i < kNumCostFields; ++i) {
+        if (x.key != cost_fields()[i].key) continue;
+        Result<double> v = get_number_min(x, what, 0, false);
+        if (!v.ok()) return v.status();
+        d.type.*(cost_fields()[i].field) = *v;
+        d.given[i] = x.value_loc;
+      }
+    }
+  }
+  if (d.type.name.empty()) d.type.name = d.type.kind.empty() ? std::string(1, sym) : d.type.kind;
+  return d;
+}
+
+// Location of the index-th non-whitespace symbol of a layer string, found in the source text.
+// Falls back to the scalar's own location when the text cannot be matched (escapes, folding).
+SourceLoc symbol_loc(const Ctx& c, const YAML::Node& scalar, const std::string& symbols, size_t index,
+                     const SourceLoc& fallback) {
+  YAML::Mark m = scalar.Mark();
+  if (m.is_null() || m.pos < 0 || static_cast<size_t>(m.pos) >= c.text.size()) return fallback;
+  size_t pos = static_cast<size_t>(m.pos);
+  int line = m.line + 1, col = m.column + 1;
+  auto advance = [&] {
+    if (c.text[pos] == '\n') {
+      ++line;
+      col = 1;
+    } else {
+      ++col;
+    }
+    ++pos;
+  };
+  char quote = 0;
+  if (c.text[pos] == '"' || c.text[pos] == '\'') {
+    quote = c.text[pos];
+    advance();
+  } else if (c.text[pos] == '|' || c.text[pos] == '>') {
+    while (pos < c.text.size() && c.text[pos] != '\n') advance();
+  }
+  size_t k = 0;
+  while (pos < c.text.size() && k < symbols.size()) {
+    char ch = c.text[pos];
+    if (quote && ch == quote) return fallback;
+    if (ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r') {
+      advance();
+      continue;
+    }
+    if (ch != symbols[k]) return fallback;
+    if (k == index) return SourceLoc{c.file, line, col};
+    ++k;
+    advance();
+  }
+  return fallback;
+}
+
+struct PendingInput {
+  int layer;
+  long long producer;
+  SourceLoc loc;
+};
+
+std::string symbol_list(const Draft& d) {
+  std::vector<std::string> syms;
+  for (const TypeDraft& t : d.types) syms.push_back(std::string(1, t.type.symbol));
+  return join(syms);
+}
+
+Status parse_layers(const Ctx& c, const Entry& e, Draft& d) {
+  std::vector<Layer>& layers = d.spec.model.layers;
+  auto known = [&](char s) { return d.spec.model.types.count(s) > 0; };
+  std::vector<PendingInput> pending;
+  if (e.value.IsScalar()) {
+    std::string symbols;
+    for (char ch : e.value.Scalar()) {
+      if (ch != ' ' && ch != '\t' && ch != '\n' && ch != '\r') symbols.push_back(ch);
+    }
+    if (symbols.size() > static_cast<size_t>(kMaxLayers)) {
+      return Status::bad_input(fmt::format("model.layers: at most {} layers are supported", kMaxLayers),
+                               e.value_loc);
+    }
+    for (size_t i = 0; i < symbols.size(); ++i) {
+      SourceLoc sloc = symbol_loc(c, e.value, symbols, i, e.value_loc);
+      if (!known(symbols[i])) {
+        return Status::bad_input(fmt::format("model.layers: unknown layer type '{}' at layer {} (defined "
+                                             "types: {})",
+                                             symbols[i], i, symbol_list(d)),
+                                 sloc);
+      }
+      Layer l;
+      l.id = static_cast<int>(i);
+      l.type = symbols[i];
+      l.loc = sloc;
+      layers.push_back(l);
+    }
+  } else if (e.value.IsSequence()) {
+    int index = 0;
+    for (const YAML::Node& item : e.value) {
+      std::string what = fmt::format("model.layers[{}]", index++);
+      SourceLoc iloc = loc_of(c, item, e.value_loc);
+      Result<MapView> m = read_map(c, item, iloc, what, {"type", "repeat", "inputs"});
+      if (!m.ok()) return m.status();
+      const Entry* te = m->find("type");
+      if (!te) return Status::bad_input(fmt::format("{}: missing 'type' (a layer type symbol)", what), iloc);
+      if (!te->value.IsScalar() || te->value.Scalar().size() != 1) {
+        return Status::bad_input(
+            fmt::format("{}: type must be one layer type symbol, got {}", what, describe(te->value)),
+            te->value_loc);
+      }
+      char sym = te->value.Scalar()[0];
+      if (!known(sym)) {
+        return Status::bad_input(
+            fmt::format("{}: unknown layer type '{}' (defined types: {})", what, sym, symbol_list(d)),
+            te->value_loc);
+      }
+      long long repeat = 1;
+      if (const Entry* re = m->find("repeat")) {
+        Result<long long> r = get_int_min(*re, what, 1);
+        if (!r.ok()) return r.status();
+        if (*r > kMaxLayers) {
+          return Status::bad_input(fmt::format("{}: repeat must be <= {}, got {}", what, kMaxLayers, *r),
+                                   re->value_loc);
+        }
+        repeat = *r;
+      }
+      std::vector<std::pair<long long, SourceLoc>> extra;
+      if (const Entry* ie = m->find("inputs")) {
+        if (!ie->value.IsSequence()) {
+          return Status::bad_input(
+              fmt::format("{}: inputs must be a list of layer indices, got {}", what, describe(ie->value)),
+              ie->value_loc);
+        }
+        for (const YAML::Node& u : ie->value) {
+          Entry ue{"inputs", u, ie->value_loc, loc_of(c, u, ie->value_loc)};
+          Result<long long> v = get_int(ue, what);
+          if (!v.ok()) {
+            return Status::bad_input(
+                fmt::format("{}: inputs must hold layer indices (integers), got {}", what, describe(u)),
+                ue.value_loc);
+          }
+          extra.emplace_back(*v, ue.value_loc);
+        }
+      }
+      if (static_cast<long long>(layers.size()) + repeat > kMaxLayers) {
+        return Status::bad_input(fmt::format("{}: at most {} layers are supported", what, kMaxLayers), iloc);
+      }
+      for (long long r = 0; r < repeat; ++r) {
+        Layer l;
+        l.id = static_cast<int>(layers.size());
+        l.type = sym;
+        l.loc = iloc;
+        for (const auto& [u, uloc] : extra) pending.push_back(PendingInput{l.id, u, uloc});
+        layers.push_back(l);
+      }
+    }
+  } else {
+    return Status::bad_input(
+        fmt::format("model.layers must be a string of layer type symbols or a list of {{type: X, repeat: "
+                    "N, inputs: [...]}} entries, got {}",
+                    describe(e.value)),
+        e.value_loc);
+  }
+  if (layers.empty()) {
+    return Status::bad_input("model.layers is empty: a model needs at least one layer", e.value_loc);
+  }
+  const long long n = static_cast<long long>(layers.size());
+  for (Layer& l : layers) {
+    if (l.id > 0) l.inputs.push_back(l.id - 1);
+  }
+  for (const PendingInput& p : pending) {
+    Layer& l = layers[static_cast<size_t>(p.layer)];
+    std::string what = fmt::format("layer {} (type '{}')", p.layer, l.type);
+    if (p.producer < 0) {
+      return Status::bad_input(fmt::format("{}: input {} is not a layer index (must be >= 0)", what, p.producer),
+                               p.loc);
+    }
+    if (p.producer == p.layer) {
+      return Status::bad_input(fmt::format("{}: lists itself as an input (self edge)", what), p.loc);
+    }
+    if (p.producer >= n) {
+      return Status::bad_input(
+          fmt::format("{}: input {} is an unknown producer (the model has layers 0..{})", what, p.producer, n - 1),
+          p.loc);
+    }
+    if (p.producer > p.layer) {
+      return Status::bad_input(
+          fmt::format("{}: input {} is a later layer; with the chain {} -> ... -> {} that is a cycle (inputs "
+                      "must name earlier layers: a forward reference)",
+                      what, p.producer, p.layer, p.producer),
+          p.loc);
+    }
+    l.inputs.push_back(static_cast<int>(p.producer));
+  }
+  for (Layer& l : layers) {
+    std::sort(l.inputs.begin(), l.inputs.end());
+    l.inputs.erase(std::unique(l.inputs.begin(), l.inputs.end()), l.inputs.end());
+  }
+  return Status::ok();
+}
+
+std::string file_stem(const std::string& path) {
+  size_t slash = path.find_last_of('/');
+  std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+  size_t dot = base.find_last_of('.');
+  return dot == std::string::npos || dot == 0 ? base : base.substr(0, dot);
+}
+
+Status parse_model(const Ctx& c, const Entry& e, Draft& d) {
+  Result<MapView> m = read_map(c, e.value, e.value_loc, "model",
+                               {"name", "architecture", "hardware", "layer_types", "layers"});
+  if (!m.ok()) return m.status();
+  Model& model = d.spec.model;
+  model.loc = e.key_loc;
+  model.name = file_stem(c.file);
+  if (const Entry* x = m->find("name")) {
+    Result<std::string> v = get_string(*x, "model");
+    if (!v.ok()) return v.status();
+    model.name = *v;
+  }
+  if (const Entry* x = m->find("architecture")) {
+    Result<Architecture> a = parse_architecture(c, *x, "model.architecture");
+    if (!a.ok()) return a.status();
+    d.arch = *a;
+  }
+  if (const Entry* x = m->find("hardware")) {
+    Result<Hardware> h = parse_hardware(c, *x, "model.hardware");
+    if (!h.ok()) return h.status();
+    d.model_hw = *h;
+  }
+  const Entry* types = m->find("layer_types");
+  if (!types) {
+    return Status::bad_input("model: missing 'layer_types' (a map from one-character symbols to layer types)",
+                             e.key_loc);
+  }
+  if (!types->value.IsMap()) {
+    return Status::bad_input(
+        fmt::format("model.layer_types: expected a map from symbols to layer types, got {}", describe(types->value)),
+        types->value_loc);
+  }
+  std::vector<std::string> any_key;  // symbols are free-form: check them here instead of read_map
+  for (auto it = types->value.begin(); it != types->value.end(); ++it) {
+    SourceLoc kloc = loc_of(c, it->first, types->value_loc);
+    std::string key = it->first.IsScalar() ? it->first.Scalar() : "";
+    if (key.size() != 1 || key[0] <= ' ' || key[0] > '~') {
+      return Status::bad_input(
+          fmt::format("model.layer_types: a layer type symbol must be one printable character (quote "
+                      "symbols such as '*' or '-'), got {}",
+                      describe(it->first)),
+          kloc);
+    }
+    char sym = key[0];
+    if (model.types.count(sym)) {
+      return Status::bad_input(fmt::format("model.layer_types: duplicate symbol '{}' (first defined at line {})",
+                                           sym, model.types.at(sym).loc.line),
+                               kloc);
+    }
+    Entry te{key, it->second, kloc, loc_of(c, it->second, kloc)};
+    Result<TypeDraft> t = parse_layer_type(c, sym, te);
+    if (!t.ok()) return t.status();
+    model.types[sym] = t->type;
+    d.types.push_back(*t);
+  }
+  if (d.types.empty()) {
+    return Status::bad_input("model.layer_types is empty: define at least one layer type", types->value_loc);
+  }
+  const Entry* layers = m->find("layers");
+  if (!layers) {
+    return Status::bad_input("model: missing 'layers' (a string of layer type symbols, or a list of {type: X, "
+                             "repeat: N} entries)",
+                             e.key_loc);
+  }
+  return parse_layers(c, *layers, d);
+}
+
+Result<LinkModel> parse_link(const Ctx& c, const Entry& e, const std::string& what) {
+  Result<MapView> m = read_map(c, e.value, e.value_loc, what, {"bandwidth_gb_per_s", "latency_us"});
+  if (!m.ok()) return m.status();
+  LinkModel link;
+  for (const Entry& x : m->entries) {
+    bool bw = x.key == "bandwidth_gb_per_s";
+    Result<double> v = get_number_min(x, what, 0, bw);
+    if (!v.ok()) return v.status();
+    (bw ? link.bandwidth_gb_per_s : link.latency_us) = *v;
+  }
+  if (!m->find("bandwidth_gb_per_s")) {
+    return Status::bad_input(fmt::format("{}: missing 'bandwidth_gb_per_s'", what), m->loc);
+  }
+  return link;
+}
+
+Result<ClusterDraft> parse_cluster(const Ctx& c, const Entry& e) {
+  Result<MapView> m = read_map(c, e.value, e.value_loc, "cluster",
+                               {"name", "devices", "memory_gb", "link", "devices_per_node", "inter_node_link",
+                                "hardware"});
+  if (!m.ok()) return m.status();
+  ClusterDraft d;
+  Cluster& cl = d.cluster;
+  cl.loc = e.key_loc;
+  cl.name = file_stem(c.file);
+  for (const Entry& x : m->entries) {
+    if (x.key == "name") {
+      Result<std::string> v = get_string(x, "cluster");
+      if (!v.ok()) return v.status();
+      cl.name = *v;
+    } else if (x.key == "devices") {
+      Result<long long> v = get_int_min(x, "cluster", 1);
+      if (!v.ok()) return v.status();
+      if (*v > 1000000) return Status::bad_input("cluster: devices must be <= 1000000", x.value_loc);
+      cl.devices = static_cast<int>(*v);
+      d.devices_given = true;
+    } else if (x.key == "memory_gb") {
+      Result<double> v = get_number_min(x, "cluster", 0, false);
+      if (!v.ok()) return v.status();
+      cl.memory_gb = *v;
+    } else if (x.key == "devices_per_node") {
+      Result<long long> v = get_int_min(x, "cluster", 1);
+      if (!v.ok()) return v.status();
+      if (*v > 1000000) return Status::bad_input("cluster: devices_per_node must be <= 1000000", x.value_loc);
+      cl.devices_per_node = static_cast<int>(*v);
+    } else if (x.key == "link" || x.key == "inter_node_link") {
+      Result<LinkModel> l = parse_link(c, x, "cluster." + x.key);
+      if (!l.ok()) return l.status();
+      (x.key == "link" ? cl.link : cl.inter_node_link) = *l;
+    } else if (x.key == "hardware") {
+      Result<Hardware> h = parse_hardware(c, x, "cluster.hardware");
+      if (!h.ok()) return h.status();
+      d.hw = *h;
+    }
+  }
+  if (cl.devices_per_node > 0 && !m->find("inter_node_link")) {
+    return Status::bad_input(
+        "cluster: devices_per_node is set but inter_node_link is missing (give {bandwidth_gb_per_s, "
+        "latency_us} of the link between nodes)",
+        m->find("devices_per_node")->key_loc);
+  }
+  if (m->find("inter_node_link") && cl.devices_per_node == 0) {
+    return Status::bad_input("cluster: inter_node_link is given but devices_per_node is not",
+                             m->find("inter_node_link")->key_loc);
+  }
+  return d;
+}
+
+Status parse_pipeline(const Entry& e, const Ctx& c, Draft& d) {
+  Result<MapView> m = read_map(c, e.value, e.value_loc, "pipeline", {"microbatches", "bytes_per_param"});
+  if (!m.ok()) return m.status();
+  PipelineConfig& p = d.spec.pipeline;
+  p.loc = e.key_loc;
+  for (const Entry& x : m->entries) {
+    if (x.key == "microbatches") {
+      Result<long long> v = get_int_min(x, "pipeline", 1);
+      if (!v.ok()) return v.status();
+      if (*v > 1000000) return Status::bad_input("pipeline: microbatches must be <= 1000000", x.value_loc);
+      p.microbatches = static_cast<int>(*v);
+      d.microbatches_given = true;
+    } else {
+      Result<double> v = get_number_min(x, "pipeline", 0, true);
+      if (!v.ok()) return v.status();
+      p.bytes_per_param = *v;
+    }
+  }
+  return Status::ok();
+}
+
+Result<YAML::Node> load_yaml(const Ctx& c) {
+  try {
+    std::vector<YAML::Node> docs = YAML::LoadAll(std::string(c.text));
+    if (docs.size() > 1) {
+      return Status::bad_input("expected one YAML document, found several (remove the extra '---')",
+                               loc_of(c, docs[1], file_loc(c)));
+    }
+    return docs.empty() ? YAML::Node() : docs[0];
+  } catch (const YAML::Exception& ex) {
+    SourceLoc loc = file_loc(c);
+    if (!ex.mark.is_null() && ex.mark.line >= 0) loc = SourceLoc{c.file, ex.mark.line + 1, ex.mark.column + 1};
+    return Status::bad_input(fmt::format("YAML syntax error: {}", ex.msg), loc);
+  }
+}
+
+// Reads the top level of a model file (is_cluster_file = false) or of a cluster file.
+Result<MapView> read_top(const Ctx& c, const YAML::Node& root, bool is_cluster_file) {
+  SourceLoc at{c.file, 1, 1};
+  if (!root.IsDefined() || root.IsNull()) {
+    return Status::bad_input(is_cluster_file ? "empty file: expected a map with 'cluster:'"
+                                             : "empty file: expected a map with 'model:' (and optionally "
+                                               "'cluster:' and 'pipeline:')",
+                             at);
+  }
+  std::vector<std::string> allowed = is_cluster_file ? std::vector<std::string>{"schema", "cluster"}
+                                                     : std::vector<std::string>{"schema", "model", "cluster",
+                                                                                "pipeline"};
+  Result<MapView> m = read_map(c, root, at, is_cluster_file ? "cluster file" : "top level", allowed);
+  if (!m.ok()) return m;
+  if (const Entry* s = m->find("schema")) {
+    Result<long long> v = get_int(*s, "top level");
+    if (!v.ok()) return v.status();
+    if (*v != kSchemaVersion) {
+      return Status::bad_input(
+          fmt::format("unsupported schema version {} (this pipesmith reads schema {})", *v, kSchemaVersion),
+          s->value_loc);
+    }
+  }
+  return m;
+}
+
+Result<std::string> read_text(const std::string& path, const char* what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return Status::bad_input(fmt::format("cannot read {} file: {}", what, std::strerror(errno)),
+                             SourceLoc{path, 0, 0});
+  }
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+Result<ClusterDraft> parse_cluster_text(const std::string& text, const std::string& file) {
+  Ctx c{file, text};
+  Result<YAML::Node> root = load_yaml(c);
+  if (!root.ok()) return root.status();
+  try {
+    Result<MapView> top = read_top(c, *root, true);
+    if (!top.ok()) return top.status();
+    const Entry* ce = top->find("cluster");
+    if (!ce) return Status::bad_input("cluster file: missing 'cluster:'", SourceLoc{file, 1, 1});
+    return parse_cluster(c, *ce);
+  } catch (const YAML::Exception& ex) {  // defensive: we check node types before use
+    return Status::bad_input(fmt::format("cannot read YAML: {}", ex.what()), file_loc(c));
+  }
+}
+
+Result<Draft> parse_draft(const std::string& text, const std::string& file) {
+  Ctx c{file, text};
+  Result<YAML::Node> root = load_yaml(c);
+  if (!root.ok()) return root.status();
+  try {
+    Result<MapView> top = read_top(c, *root, false);
+    if (!top.ok()) return top.status();
+    Draft d;
+    const Entry* me = top->find("model");
+    if (!me) {
+      return Status::bad_input("missing 'model:' section (a model file holds model:, and optionally cluster: "
+                               "and pipeline:)",
+                               SourceLoc{file, 1, 1});
+    }
+    PS_RETURN_IF_ERROR(parse_model(c, *me, d));
+    if (const Entry* ce = top->find("cluster")) {
+      Result<ClusterDraft> cl = parse_cluster(c, *ce);
+      if (!cl.ok()) return cl.status();
+      d.cluster = *cl;
+      d.has_cluster = true;
+    }
+    if (const Entry* pe = top->find("pipeline")) PS_RETURN_IF_ERROR(parse_pipeline(*pe, c, d));
+    return d;
+  } catch (const YAML::Exception& ex) {  // defensive: we check node types before use
+    return Status::bad_input(fmt::format("cannot read YAML: {}", ex.what()), file_loc(c));
+  }
+}
+
+// Fills the numbers a layer type does not give from its kind, and checks stash <= activation.
+Status derive_types(Draft& d) {
+  Hardware hw = d.model_hw.merged_with(d.cluster.hw);
+  for (TypeDraft& t : d.types) {
+    LayerType& lt = d.spec.model.types.at(t.type.symbol);
+    std::vector<std::string> missing;
+    for (int i = 0; i < kNumCostFields; ++i) {
+      if (!t.given[i]) missing.push_back(cost_fields()[i].key);
+    }
+    std::string what = type_what(lt.symbol);
+    if (!missing.empty()) {
+      if (t.components.empty()) {
+        return Status::bad_input(
+            fmt::format("{}: missing {} (give {}, or give 'kind:' plus an 'architecture:' and 'hardware:' block "
+                        "to derive {})",
+                        what, join(missing), missing.size() == 1 ? "it" : "them",
+                        missing.size() == 1 ? "it" : "them"),
+            lt.loc);
+      }
+      Result<DerivedCosts> dc = derive_costs(t.components, d.arch.merged_with(t.arch), hw);
+      if (!dc.ok()) {
+        std::string msg = dc.status().message();
+        if (msg.rfind("hardware.", 0) == 0) msg += " (add a 'hardware:' block to the model or the cluster)";
+        return Status::bad_input(fmt::format("{} (kind {}): {}", what, lt.kind, msg), t.kind_loc);
+      }
+      for (int i = 0; i < kNumCostFields; ++i) {
+        if (!t.given[i]) lt.*(cost_fields()[i].field) = (*dc).*(cost_fields()[i].derived);
+      }
+    }
+    if (lt.wgrad_stash_mb > lt.activation_mb) {
+      auto origin = [&](int i) { return t.given[i] ? "" : ", derived"; };
+      SourceLoc at = t.given[kStashField]        ? *t.given[kStashField]
+                     : t.given[kActivationField] ? *t.given[kActivationField]
+                                                 : lt.loc;
+      return Status::bad_input(fmt::format("{}: wgrad_stash_mb ({}{}) must be <= activation_mb ({}{})", what,
+                                           lt.wgrad_stash_mb, origin(kStashField), lt.activation_mb,
+                                           origin(kActivationField)),
+                               at);
+    }
+  }
+  return Status::ok();
+}
+
+Status check_overrides(const SpecOverrides& o) {
+  if (o.devices && *o.devices < 1) return Status::bad_input(fmt::format("--devices must be >= 1, got {}", *o.devices));
+  if (o.microbatches && *o.microbatches < 1) {
+    return Status::bad_input(fmt::format("--microbatches must be >= 1, got {}", *o.microbatches));
+  }
+  if (o.memory_gb && (!(*o.memory_gb >= 0) || !std::isfinite(*o.memory_gb))) {
+    return Status::bad_input(fmt::format("--memory-limit-gb must be >= 0, got {}", *o.memory_gb));
+  }
+  return Status::ok();
+}
+
+// Derives, applies overrides, checks that devices and microbatches came from somewhere, validates.
+Result<Spec> finish(Draft d, const std::string& model_file, const SpecOverrides& o) {
+  PS_RETURN_IF_ERROR(check_overrides(o));
+  PS_RETURN_IF_ERROR(derive_types(d));
+  d.spec.cluster = d.cluster.cluster;
+  bool devices_given = d.cluster.devices_given;
+  if (o.devices) {
+    d.spec.cluster.devices = *o.devices;
+    devices_given = true;
+  }
+  if (o.microbatches) {
+    d.spec.pipeline.microbatches = *o.microbatches;
+    d.microbatches_given = true;
+  }
+  if (o.memory_gb) d.spec.cluster.memory_gb = *o.memory_gb;
+  if (!devices_given) {
+    SourceLoc at = d.has_cluster ? d.cluster.cluster.loc : SourceLoc{model_file, 0, 0};
+    return Status::bad_input(
+        "the number of devices is not given: set 'devices:' under 'cluster:' (in the model file or a cluster "
+        "file passed with --cluster), or pass --devices N",
+        at);
+  }
+  if (!d.microbatches_given) {
+    SourceLoc at = d.spec.pipeline.loc.valid() ? d.spec.pipeline.loc : SourceLoc{model_file, 0, 0};
+    return Status::bad_input(
+        "the number of microbatches is not given: set 'microbatches:' under 'pipeline:' in the model file, "
+        "or pass --microbatches M",
+        at);
+  }
+  if (d.spec.cluster.name.empty()) d.spec.cluster.name = "cluster";
+  PS_RETURN_IF_ERROR(validate(d.spec));
+  return d.spec;
+}
+
+Status check_cost(const std::string& what, const char* field, double v, const SourceLoc& loc) {
+  if (!(v >= 0) || !std::isfinite(v)) {
+    return Status::bad_input(fmt::format("{}: {} must be >= 0, got {}", what, field, v), loc);
+  }
+  return Status::ok();
+}
+
+Status check_link(const LinkModel& l, const char* what, const SourceLoc& loc) {
+  if (!(l.bandwidth_gb_per_s > 0) || !std::isfinite(l.bandwidth_gb_per_s)) {
+    return Status::bad_input(fmt::format("{}: bandwidth_gb_per_s must be > 0, got {}", what, l.bandwidth_gb_per_s),
+                             loc);
+  }
+  if (!(l.latency_us >= 0) || !std::isfinite(l.latency_us)) {
+    return Status::bad_input(fmt::format("{}: latency_us must be >= 0, got {}", what, l.latency_us), loc);
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Result<Spec> parse_spec(const std::string& yaml_text, const std::string& file_name) {
+  Result<Draft> d = parse_draft(yaml_text, file_name);
+  if (!d.ok()) return d.status();
+  return finish(std::move(*d), file_name, {});
+}
+
+Result<Cluster> load_cluster(const std::string& path) {
+  Result<std::string> text = read_text(path, "cluster");
+  if (!text.ok()) return text.status();
+  Result<ClusterDraft> d = parse_cluster_text(*text, path);
+  if (!d.ok()) return d.status();
+  if (!d->devices_given) {
+    return Status::bad_input("cluster: missing 'devices' (the number of devices, >= 1)", d->cluster.loc);
+  }
+  return d->cluster;
+}
+
+Result<Spec> load_spec(const std::string& model_path, const std::string& cluster_path,
+                       const SpecOverrides& overrides) {
+  Result<std::string> text = read_text(model_path, "model");
+  if (!text.ok()) return text.status();
+  Result<Draft> d = parse_draft(*text, model_path);
+  if (!d.ok()) return d.status();
+  if (!cluster_path.empty()) {
+    Result<std::string> ctext = read_text(cluster_path, "cluster");
+    if (!ctext.ok()) return ctext.status();
+    Result<ClusterDraft> cl = parse_cluster_text(*ctext, cluster_path);
+    if (!cl.ok()) return cl.status();
+    d->cluster = *cl;  // a cluster file replaces the model file's cluster section
+    d->has_cluster = true;
+  }
+  return finish(std::move(*d), model_path, overrides);
+}
+
+Status validate(const Spec& spec) {
+  const Model& m = spec.model;
+  if (m.types.empty()) return Status::bad_input("model has no layer types", m.loc);
+  if (m.layers.empty()) return Status::bad_input("model has no layers", m.loc);
+  for (const auto& [sym, t] : m.types) {
+    std::string what = type_what(sym);
+    if (t.symbol != sym) {
+      return Status::bad_input(fmt::format("{}: its symbol field says '{}'", what, t.symbol), t.loc);
+    }
+    for (const CostField& f : cost_fields()) PS_RETURN_IF_ERROR(check_cost(what, f.key, t.*(f.field), t.loc));
+    if (t.wgrad_stash_mb > t.activation_mb) {
+      return Status::bad_input(fmt::format("{}: wgrad_stash_mb ({}) must be <= activation_mb ({})", what,
+                                           t.wgrad_stash_mb, t.activation_mb),
+                               t.loc);
+    }
+  }
+  for (size_t i = 0; i < m.layers.size(); ++i) {
+    const Layer& l = m.layers[i];
+    if (l.id != static_cast<int>(i)) {
+      return Status::bad_input(fmt::format("layer at position {} has id {} (ids must be 0..n-1 in order)", i, l.id),
+                               l.loc);
+    }
+    if (!m.types.count(l.type)) {
+      return Status::bad_input(fmt::format("layer {}: unknown layer type '{}'", l.id, l.type), l.loc);
+    }
+    for (int u : l.inputs) {
+      if (u < 0 || u >= l.id) {
+        return Status::bad_input(fmt::format("layer {}: input {} must name an earlier layer (0..{})", l.id, u,
+                                             l.id - 1),
+                                 l.loc);
+      }
+    }
+  }
+  const Cluster& c = spec.cluster;
+  if (c.devices < 1) return Status::bad_input(fmt::format("cluster: devices must be >= 1, got {}", c.devices), c.loc);
+  if (!(c.memory_gb >= 0) || !std::isfinite(c.memory_gb)) {
+    return Status::bad_input(fmt::format("cluster: memory_gb must be >= 0, got {}", c.memory_gb), c.loc);
+  }
+  if (c.devices_per_node < 0) {
+    return Status::bad_input(fmt::format("cluster: devices_per_node must be >= 0, got {}", c.devices_per_node),
+                             c.loc);
+  }
+  PS_RETURN_IF_ERROR(check_link(c.link, "cluster.link", c.loc));
+  if (c.devices_per_node > 0) PS_RETURN_IF_ERROR(check_link(c.inter_node_link, "cluster.inter_node_link", c.loc));
+  const PipelineConfig& p = spec.pipeline;
+  if (p.microbatches < 1) {
+    return Status::bad_input(fmt::format("pipeline: microbatches must be >= 1, got {}", p.microbatches), p.loc);
+  }
+  if (!(p.bytes_per_param > 0) || !std::isfinite(p.bytes_per_param)) {
+    return Status::bad_input(fmt::format("pipeline: bytes_per_param must be > 0, got {}", p.bytes_per_param), p.loc);
+  }
+  return Status::ok();
+}
+
+}  // namespace ps
