@@ -114,7 +114,7 @@ Result<MapView> read_map(const Ctx& c, const YAML::Node& node, const SourceLoc& 
     std::string key = k.Scalar();
     if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
       std::string msg = fmt::format("{}: unknown key '{}' (expected one of: {})", what, key, join(allowed));
-      size_t best = 3;
+      size_t best = 4;  // suggest keys within 3 edits (and a third of the length)
       std::string best_key;
       for (const std::string& a : allowed) {
         size_t d = edit_distance(key, a);
