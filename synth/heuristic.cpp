@@ -1,0 +1,243 @@
+// heuristic.cpp — event-ordered list scheduling with priority policies and memory admission.
+#include "synth/heuristic.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace ps {
+
+std::string ListPolicy::name() const {
+  if (serial) return "serial";
+  const char* w = w_mode == WMode::kFillGaps ? "fill" : w_mode == WMode::kStrictGaps ? "strict" : "eager";
+  std::string inflight = inflight_factor > 0 ? fmt::format("{:g}", inflight_factor) : "mem";
+  return fmt::format("{}/{}/inflight={}/{}", backward_first ? "bwd-first" : "fwd-first", w, inflight,
+                     oldest_first ? "oldest" : "stage");
+}
+
+namespace {
+
+constexpr int64_t kNever = std::numeric_limits<int64_t>::max() / 4;
+
+struct Scheduler {
+  const OpDag& dag;
+  const ListPolicy& pol;
+  int n = 0;
+  std::vector<int> missing;                // predecessors not yet scheduled
+  std::vector<int64_t> ready;              // max over scheduled preds of end + delay
+  std::vector<std::vector<int>> avail;     // per device: ops whose predecessors are all scheduled
+  std::vector<int64_t> free_at;            // per device
+  std::vector<int64_t> mem;                // per device: live activations + stashes
+  std::vector<int64_t> reserve;            // per stage: activation of later stages on its device
+  std::vector<int> inflight, inflight_cap; // per stage
+  std::vector<int> left_of_mb;             // serial: ops not yet scheduled per microbatch
+  int oldest_open_mb = 0;
+  TimedOrder out;
+
+  Scheduler(const OpDag& d, const ListPolicy& p) : dag(d), pol(p) {}
+
+  // Priority class: lower runs first.
+  int klass(int op) const {
+    const OpType t = dag.ops[op].type;
+    const bool bwd = t == OpType::I || t == OpType::B;
+    if (pol.w_mode == ListPolicy::WMode::kEager) {
+      if (bwd) return pol.backward_first ? 0 : 1;
+      if (t == OpType::W) return pol.backward_first ? 1 : 2;
+      return pol.backward_first ? 2 : 0;
+    }
+    if (t == OpType::W) return 2;
+    if (bwd) return pol.backward_first ? 0 : 1;
+    return pol.backward_first ? 1 : 0;
+  }
+
+  // Total order among ops of one device (lower = preferred).
+  bool better(int a, int b) const {
+    const int ka = klass(a), kb = klass(b);
+    if (ka != kb) return ka < kb;
+    const DagOp &oa = dag.ops[a], &ob = dag.ops[b];
+    if (oa.type == OpType::F && ob.type == OpType::F && !pol.oldest_first) {
+      if (oa.stage != ob.stage) return oa.stage < ob.stage;
+      return oa.mb < ob.mb;
+    }
+    if (oa.mb != ob.mb) return oa.mb < ob.mb;
+    // Same microbatch: forwards deeper stage first is impossible (dependency); backwards prefer the
+    // later stage (closer to the loss), which is also the dependency order.
+    if (oa.stage != ob.stage) return oa.type == OpType::F ? oa.stage < ob.stage : oa.stage > ob.stage;
+    return a < b;
+  }
+
+  bool allowed(int op) const {
+    const DagOp& o = dag.ops[op];
+    if (pol.serial && o.mb != oldest_open_mb) return false;
+    if (o.type != OpType::F) return true;
+    if (inflight_cap[o.stage] > 0 && inflight[o.stage] >= inflight_cap[o.stage]) return false;
+    if (dag.mem_limited && mem[o.device] + o.alloc_mem + reserve[o.stage] > dag.cap_mem[o.device]) {
+      // The reserve keeps room for the device's later stages; the oldest microbatch may use it.
+      if (mem[o.device] + o.alloc_mem > dag.cap_mem[o.device]) return false;
+      if (inflight[o.stage] > 0) return false;
+    }
+    return true;
+  }
+
+  struct Choice {
+    int op = -1;
+    int64_t start = kNever;
+  };
+
+  Choice choose(int d) const {
+    Choice c;
+    int64_t t0 = kNever;
+    for (int op : avail[d])
+      if (allowed(op)) t0 = std::min(t0, std::max(free_at[d], ready[op]));
+    if (t0 == kNever) return c;
+    int best = -1;
+    for (int op : avail[d])
+      if (ready[op] <= t0 && allowed(op) && (best < 0 || better(op, best))) best = op;
+    c.op = best;
+    c.start = t0;
+    if (pol.w_mode == ListPolicy::WMode::kStrictGaps && dag.ops[best].type == OpType::W) {
+      // Do not let a W delay an I/B/F that arrives before the W would end.
+      const int64_t w_end = t0 + dag.ops[best].dur;
+      int alt = -1;
+      for (int op : avail[d]) {
+        if (dag.ops[op].type == OpType::W || !allowed(op) || ready[op] >= w_end) continue;
+        if (alt < 0 || ready[op] < ready[alt] || (ready[op] == ready[alt] && better(op, alt))) alt = op;
+      }
+      if (alt >= 0) {
+        c.op = alt;
+        c.start = ready[alt];
+      }
+    }
+    return c;
+  }
+
+  void place(int op, int64_t start) {
+    const DagOp& o = dag.ops[op];
+    const int d = o.device;
+    auto& av = avail[d];
+    av.erase(std::find(av.begin(), av.end(), op));
+    out.start[op] = start;
+    out.order[d].push_back(op);
+    free_at[d] = start + o.dur;
+    out.makespan = std::max(out.makespan, free_at[d]);
+    mem[d] += o.alloc_mem;
+    out.peak_mem[d] = std::max(out.peak_mem[d], mem[d]);
+    mem[d] -= o.free_mem;
+    if (o.type == OpType::F) ++inflight[o.stage];
+    if (o.type == OpType::I || o.type == OpType::B) --inflight[o.stage];
+    if (--left_of_mb[o.mb] == 0) {
+      while (oldest_open_mb < dag.microbatches && left_of_mb[oldest_open_mb] == 0) ++oldest_open_mb;
+    }
+    for (const DagEdge& e : dag.succ[op]) {
+      ready[e.op] = std::max(ready[e.op], free_at[d] + e.delay);
+      if (--missing[e.op] == 0) avail[dag.ops[e.op].device].push_back(e.op);
+    }
+  }
+
+  Result<TimedOrder> run() {
+    n = dag.num_ops();
+    missing.assign(n, 0);
+    ready.assign(n, 0);
+    avail.assign(dag.devices, {});
+    free_at.assign(dag.devices, 0);
+    mem.assign(dag.devices, 0);
+    out.order.assign(dag.devices, {});
+    out.start.assign(n, -1);
+    out.peak_mem.assign(dag.devices, 0);
+    reserve.assign(dag.stages, 0);
+    inflight.assign(dag.stages, 0);
+    inflight_cap.assign(dag.stages, 0);
+    left_of_mb.assign(dag.microbatches, 0);
+    for (int i = 0; i < n; ++i) ++left_of_mb[dag.ops[i].mb];
+    for (int s = 0; s < dag.stages; ++s) {
+      const int d = dag.ops[dag.f_op(s, 0)].device;
+      for (int s2 = s + 1; s2 < dag.stages; ++s2)
+        if (dag.ops[dag.f_op(s2, 0)].device == d) reserve[s] += dag.ops[dag.f_op(s2, 0)].alloc_mem;
+      if (pol.inflight_factor > 0)
+        inflight_cap[s] = std::max(1, static_cast<int>(std::ceil(pol.inflight_factor * (dag.stages - s) - 1e-9)));
+    }
+    for (int i = 0; i < n; ++i) {
+      missing[i] = static_cast<int>(dag.pred[i].size());
+      if (missing[i] == 0) avail[dag.ops[i].device].push_back(i);
+    }
+    for (int placed = 0; placed < n; ++placed) {
+      int best_dev = -1;
+      Choice best;
+      for (int d = 0; d < dag.devices; ++d) {
+        Choice c = choose(d);
+        if (c.op < 0) continue;
+        if (best_dev < 0 || c.start < best.start) {
+          best = c;
+          best_dev = d;
+        }
+      }
+      if (best_dev < 0) {
+        return Status::error(ErrorCode::kInfeasible,
+                             fmt::format("policy {} got stuck after {} of {} ops", pol.name(), placed, n));
+      }
+      place(best.op, best.start);
+    }
+    return std::move(out);
+  }
+};
+
+}  // namespace
+
+Result<TimedOrder> list_schedule(const OpDag& dag, const ListPolicy& policy) {
+  Scheduler s(dag, policy);
+  return s.run();
+}
+
+std::vector<ListPolicy> heuristic_policies(const OpDag& dag) {
+  (void)dag;
+  std::vector<ListPolicy> out;
+  using WM = ListPolicy::WMode;
+  for (double f : {0.0, 1.0, 2.0}) {
+    for (WM w : {WM::kFillGaps, WM::kStrictGaps, WM::kEager}) {
+      for (bool oldest : {true, false}) {
+        ListPolicy p;
+        p.inflight_factor = f;
+        p.w_mode = w;
+        p.oldest_first = oldest;
+        out.push_back(p);
+      }
+    }
+  }
+  ListPolicy fwd;
+  fwd.backward_first = false;
+  out.push_back(fwd);
+  return out;
+}
+
+Result<HeuristicResult> heuristic_schedule(const OpDag& dag, const HeuristicOptions& options) {
+  std::vector<ListPolicy> policies = heuristic_policies(dag);
+  if (!options.portfolio) policies.resize(1);
+  ListPolicy serial;
+  serial.serial = true;
+  HeuristicResult res;
+  bool have = false;
+  auto consider = [&](const ListPolicy& p) {
+    ++res.tried;
+    Result<TimedOrder> r = list_schedule(dag, p);
+    if (!r.ok()) {
+      ++res.failed;
+      return;
+    }
+    if (!have || r->makespan < res.best.makespan) {
+      res.best = std::move(r).value();
+      res.policy = p.name();
+      have = true;
+    }
+  };
+  for (const ListPolicy& p : policies) consider(p);
+  if (!have || dag.mem_limited) consider(serial);
+  if (!have) {
+    return Status::error(ErrorCode::kInfeasible,
+                         "no policy (not even one microbatch at a time) respects the memory caps");
+  }
+  return res;
+}
+
+}  // namespace ps

@@ -1,0 +1,55 @@
+// heuristic.h — greedy memory-aware list scheduler: the fast incumbent (and the tuner's inner loop).
+//
+// Guarantees:
+//  * list_schedule() runs one priority policy in O(ops × devices); its result respects every edge of
+//    the DAG (data, symmetry, memory) and every device's memory cap, or it fails (the policy got
+//    stuck: every device waits on memory that only its own later ops could free).
+//  * heuristic_schedule() runs a small fixed portfolio of policies (backward first vs forward first,
+//    W filling bubbles vs W right after I, in-flight limits like 1F1B/ZB-H1/ZB-H2) and always ends
+//    with the serial policy (one microbatch at a time), which succeeds whenever the cap admits any
+//    schedule. It returns the shortest; ties go to the earlier policy. Deterministic.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ir/status.h"
+#include "synth/op_dag.h"
+
+namespace ps {
+
+struct ListPolicy {
+  enum class WMode : unsigned char {
+    kFillGaps,    // W runs whenever no I/B/F is ready (fills bubbles)
+    kStrictGaps,  // ... and only if it ends before the next known I/B/F arrival
+    kEager,       // W right after its I (like a fused backward)
+  };
+  bool backward_first = true;   // I/B before F when both are ready
+  WMode w_mode = WMode::kFillGaps;
+  double inflight_factor = 0;   // > 0: stage s keeps at most ceil(f·(S−s)) microbatches in flight
+  bool oldest_first = true;     // among ready F: oldest microbatch first (else lowest stage first)
+  bool serial = false;          // one microbatch at a time through the whole pipeline
+
+  std::string name() const;     // "bwd-first/fill/inflight=1/oldest"
+};
+
+Result<TimedOrder> list_schedule(const OpDag& dag, const ListPolicy& policy);
+
+struct HeuristicOptions {
+  bool portfolio = true;  // false: only the first policy (plus the serial fallback if it fails)
+};
+
+struct HeuristicResult {
+  TimedOrder best;
+  std::string policy;  // name of the winning policy
+  int tried = 0;
+  int failed = 0;      // policies that got stuck on memory
+};
+
+// The portfolio's policies in the order they are tried.
+std::vector<ListPolicy> heuristic_policies(const OpDag& dag);
+
+// Fails (kInfeasible) only if even the serial policy cannot respect the caps.
+Result<HeuristicResult> heuristic_schedule(const OpDag& dag, const HeuristicOptions& options = {});
+
+}  // namespace ps

@@ -1,0 +1,462 @@
+// op_dag.cpp — building the op DAG: ids, edges, integer time/memory scales, longest paths.
+#include "synth/op_dag.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <queue>
+
+namespace ps {
+
+namespace {
+
+// Finds 10^j (j = 0..max_pow) such that every value is an integer multiple of 1/10^j, then divides
+// by the gcd of the integers. Returns the size of one unit in the values' own unit, and whether the
+// representation is exact.
+struct Scale {
+  double unit = 1;
+  bool exact = true;
+};
+
+Scale choose_scale(const std::vector<double>& values, int max_pow, double max_units) {
+  double vmax = 0;
+  for (double v : values) vmax = std::max(vmax, std::abs(v));
+  int chosen = -1;
+  double k = 1;
+  for (int j = 0; j <= max_pow; ++j, k *= 10) {
+    if (vmax * k > max_units) break;
+    bool ok = true;
+    for (double v : values) {
+      double x = v * k;
+      if (std::abs(x - std::round(x)) > 1e-7 * std::max(1.0, std::abs(x))) {
+        ok = false;
+        break;
+      }
+    }
+    if (ok) {
+      chosen = j;
+      break;
+    }
+  }
+  Scale s;
+  if (chosen < 0) {
+    // Not exactly representable: use the finest power that fits.
+    int j = max_pow;
+    k = std::pow(10.0, j);
+    while (j > 0 && vmax * k > max_units) {
+      --j;
+      k /= 10;
+    }
+    s.unit = 1 / k;
+    s.exact = false;
+    return s;
+  }
+  k = std::pow(10.0, chosen);
+  int64_t g = 0;
+  for (double v : values) {
+    auto x = static_cast<int64_t>(std::llround(std::abs(v) * k));
+    if (x != 0) g = std::gcd(g, x);
+  }
+  if (g == 0) g = 1;
+  s.unit = static_cast<double>(g) / k;
+  s.exact = true;
+  return s;
+}
+
+int64_t floor_units(double v, double unit, bool exact) {
+  double x = v / unit;
+  if (exact) return std::llround(x);
+  return static_cast<int64_t>(std::floor(x + 1e-9));
+}
+int64_t ceil_units(double v, double unit, bool exact) {
+  double x = v / unit;
+  if (exact) return std::llround(x);
+  return static_cast<int64_t>(std::ceil(x - 1e-9));
+}
+
+}  // namespace
+
+int64_t OpDag::to_units(double ms) const { return floor_units(ms, ms_per_unit, time_exact); }
+
+int64_t OpDag::device_work(int device) const {
+  int64_t w = 0;
+  for (int i : device_ops[device]) w += ops[i].dur;
+  return w;
+}
+
+int64_t OpDag::critical_path() const {
+  int64_t cp = 0;
+  for (int i = 0; i < num_ops(); ++i) cp = std::max(cp, head[i] + ops[i].dur + tail[i]);
+  return cp;
+}
+
+std::string OpDag::op_name(int op) const {
+  const DagOp& o = ops[op];
+  return fmt::format("{}(s{},m{})", op_type_name(o.type), o.stage, o.mb);
+}
+
+void OpDag::add_edge(int from, int to, int64_t delay, EdgeKind kind) {
+  for (DagEdge& e : succ[from]) {
+    if (e.op == to) {
+      if (delay > e.delay) {
+        e.delay = delay;
+        for (DagEdge& p : pred[to])
+          if (p.op == from) p.delay = delay;
+      }
+      return;
+    }
+  }
+  succ[from].push_back({to, delay, kind});
+  pred[to].push_back({from, delay, kind});
+}
+
+Status OpDag::recompute_paths() {
+  const int n = num_ops();
+  // Kahn's algorithm with a min-heap on op id: deterministic.
+  std::vector<int> indeg(n, 0);
+  for (int i = 0; i < n; ++i) indeg[i] = static_cast<int>(pred[i].size());
+  std::priority_queue<int, std::vector<int>, std::greater<int>> q;
+  for (int i = 0; i < n; ++i)
+    if (indeg[i] == 0) q.push(i);
+  topo.clear();
+  topo.reserve(n);
+  while (!q.empty()) {
+    int u = q.top();
+    q.pop();
+    topo.push_back(u);
+    for (const DagEdge& e : succ[u])
+      if (--indeg[e.op] == 0) q.push(e.op);
+  }
+  if (static_cast<int>(topo.size()) != n) {
+    for (int i = 0; i < n; ++i) {
+      if (indeg[i] > 0) {
+        return Status::error(ErrorCode::kInfeasible,
+                             fmt::format("precedences form a cycle through {} on device {}",
+                                         op_name(i), ops[i].device));
+      }
+    }
+  }
+  head.assign(n, 0);
+  tail.assign(n, 0);
+  for (int u : topo)
+    for (const DagEdge& e : succ[u]) head[e.op] = std::max(head[e.op], head[u] + ops[u].dur + e.delay);
+  for (auto it = topo.rbegin(); it != topo.rend(); ++it) {
+    int u = *it;
+    for (const DagEdge& e : succ[u]) tail[u] = std::max(tail[u], e.delay + ops[e.op].dur + tail[e.op]);
+  }
+  return Status::ok();
+}
+
+Result<OpDag> build_op_dag(const Problem& p, const DagOptions& options) {
+  if (p.num_stages() == 0 || p.microbatches <= 0 || p.devices <= 0) {
+    return Status::bad_input(fmt::format("cannot schedule an empty problem ({} stages, {} microbatches, {} devices)",
+                                         p.num_stages(), p.microbatches, p.devices));
+  }
+  const int S = p.num_stages();
+  const int M = p.microbatches;
+  std::vector<double> times, mems;
+  for (int s = 0; s < S; ++s) {
+    const StageSpec& st = p.stages[s];
+    if (st.device < 0 || st.device >= p.devices) {
+      return Status::bad_input(fmt::format("stage {} is placed on device {}, but there are {} devices", s,
+                                           st.device, p.devices));
+    }
+    if (!(st.fwd_ms >= 0 && st.bwd_input_ms >= 0 && st.bwd_weight_ms >= 0 && st.activation_mb >= 0 &&
+          st.wgrad_stash_mb >= 0 && st.params_m >= 0)) {
+      return Status::bad_input(fmt::format("stage {} has a negative (or NaN) cost or size", s));
+    }
+    if (st.split_backward) {
+      times.push_back(st.fwd_ms);
+      times.push_back(st.bwd_input_ms);
+      times.push_back(st.bwd_weight_ms);
+    } else {
+      times.push_back(st.fwd_ms);
+      times.push_back(st.bwd_ms());
+    }
+    if (s + 1 < S) times.push_back(p.boundary_transfer_ms(s));
+    mems.push_back(st.activation_mb);
+    mems.push_back(st.split_backward ? std::min(st.wgrad_stash_mb, st.activation_mb) : 0.0);
+  }
+  OpDag dag;
+  dag.devices = p.devices;
+  dag.stages = S;
+  dag.microbatches = M;
+  const bool limited = p.memory_gb > 0;
+  std::vector<double> state_mb(p.devices, 0);
+  for (int s = 0; s < S; ++s) state_mb[p.stages[s].device] += p.model_state_mb(s);
+  if (limited) {
+    mems.push_back(p.memory_gb * 1000);
+    for (double v : state_mb) mems.push_back(v);
+  }
+  Scale ts = choose_scale(times, 6, 1e12);
+  dag.ms_per_unit = ts.unit;
+  dag.time_exact = ts.exact;
+  Scale mscale = choose_scale(mems, 3, 1e9);
+  dag.mb_per_mem_unit = mscale.unit;
+  dag.mem_exact = mscale.exact;
+
+  auto tu = [&](double ms) { return floor_units(ms, ts.unit, ts.exact); };
+  dag.f_id_.assign(S * M, -1);
+  dag.b_id_.assign(S * M, -1);
+  dag.w_id_.assign(S * M, -1);
+  for (int s = 0; s < S; ++s) {
+    const StageSpec& st = p.stages[s];
+    const double stash = st.split_backward ? std::min(st.wgrad_stash_mb, st.activation_mb) : 0.0;
+    const int64_t act_u = ceil_units(st.activation_mb, mscale.unit, mscale.exact);
+    int64_t stash_u = floor_units(stash, mscale.unit, mscale.exact);
+    stash_u = std::min(stash_u, act_u);
+    for (int m = 0; m < M; ++m) {
+      DagOp f{OpType::F, s, m, st.device, tu(st.fwd_ms), act_u, 0};
+      dag.f_id_[s * M + m] = dag.num_ops();
+      dag.ops.push_back(f);
+      if (st.split_backward) {
+        DagOp i{OpType::I, s, m, st.device, tu(st.bwd_input_ms), 0, act_u - stash_u};
+        dag.b_id_[s * M + m] = dag.num_ops();
+        dag.ops.push_back(i);
+        DagOp w{OpType::W, s, m, st.device, tu(st.bwd_weight_ms), 0, stash_u};
+        dag.w_id_[s * M + m] = dag.num_ops();
+        dag.ops.push_back(w);
+      } else {
+        DagOp b{OpType::B, s, m, st.device, tu(st.bwd_ms()), 0, act_u};
+        dag.b_id_[s * M + m] = dag.num_ops();
+        dag.ops.push_back(b);
+      }
+    }
+  }
+  const int n = dag.num_ops();
+  dag.succ.assign(n, {});
+  dag.pred.assign(n, {});
+  dag.device_ops.assign(p.devices, {});
+  for (int i = 0; i < n; ++i) dag.device_ops[dag.ops[i].device].push_back(i);
+
+  for (int s = 0; s < S; ++s) {
+    const int64_t link = s + 1 < S ? tu(p.boundary_transfer_ms(s)) : 0;
+    for (int m = 0; m < M; ++m) {
+      const int f = dag.f_op(s, m), b = dag.bwd_op(s, m), w = dag.w_op(s, m);
+      dag.add_edge(f, b, 0, EdgeKind::kData);
+      if (w >= 0) dag.add_edge(b, w, 0, EdgeKind::kData);
+      if (s + 1 < S) {
+        dag.add_edge(f, dag.f_op(s + 1, m), link, EdgeKind::kData);
+        dag.add_edge(dag.bwd_op(s + 1, m), b, link, EdgeKind::kData);
+      }
+      if (options.symmetry && m + 1 < M) {
+        dag.add_edge(f, dag.f_op(s, m + 1), 0, EdgeKind::kSymmetry);
+        dag.add_edge(b, dag.bwd_op(s, m + 1), 0, EdgeKind::kSymmetry);
+        if (w >= 0) dag.add_edge(w, dag.w_op(s, m + 1), 0, EdgeKind::kSymmetry);
+      }
+    }
+  }
+  dag.state_mem.assign(p.devices, 0);
+  dag.cap_mem.assign(p.devices, 0);
+  dag.mem_limited = limited;
+  for (int d = 0; d < p.devices; ++d) {
+    dag.state_mem[d] = ceil_units(state_mb[d], mscale.unit, mscale.exact);
+    if (limited) {
+      int64_t cap = floor_units(p.memory_gb * 1000, mscale.unit, mscale.exact);
+      if (!mscale.exact) cap -= static_cast<int64_t>(dag.device_ops[d].size()) + 1;
+      dag.cap_mem[d] = cap - dag.state_mem[d];
+    }
+  }
+  PS_RETURN_IF_ERROR(dag.recompute_paths());
+  if (options.symmetry && options.memory_edges && limited) PS_RETURN_IF_ERROR(add_memory_edges(dag));
+  return dag;
+}
+
+Status add_memory_edges(OpDag& dag) {
+  const int M = dag.microbatches;
+  bool added = false;
+  for (int d = 0; d < dag.devices; ++d) {
+    if (!dag.mem_limited) return Status::ok();
+    const int64_t capx = dag.cap_mem[d];
+    if (capx < 0) {
+      return Status::error(ErrorCode::kInfeasible,
+                           fmt::format("device {} cannot hold the model states of its stages", d));
+    }
+    // Stages of this device in chain order.
+    std::vector<int> stages;
+    for (int s = 0; s < dag.stages; ++s)
+      if (dag.ops[dag.f_op(s, 0)].device == d) stages.push_back(s);
+    int64_t upstream_act = 0;  // A: activation of the device's stages up to and including s
+    for (int s : stages) {
+      const int64_t act = dag.ops[dag.f_op(s, 0)].alloc_mem;
+      upstream_act += act;
+      const int w0 = dag.w_op(s, 0);
+      const int64_t stash = w0 >= 0 ? dag.ops[w0].free_mem : 0;
+      for (int m = 0; m < M; ++m) {
+        const int f = dag.f_op(s, m);
+        if (upstream_act > 0) {
+          // (m+1)·A − nI·A ≤ capx  ⇒  nI ≥ ceil(((m+1)·A − capx) / A)
+          const int64_t need = (m + 1) * upstream_act - capx;
+          if (need > 0) {
+            const int64_t r = (need + upstream_act - 1) / upstream_act;
+            if (r > m) {
+              return Status::error(ErrorCode::kInfeasible,
+                                   fmt::format("device {} cannot hold the memory of {}", d, dag.op_name(f)));
+            }
+            dag.add_edge(dag.bwd_op(s, static_cast<int>(r - 1)), f, 0, EdgeKind::kMemory);
+            added = true;
+          }
+        }
+        if (stash > 0 && m > 0) {
+          // At most m I's precede F(s,m): (m+1)·A − m·(A − stash) − nW·stash ≤ capx.
+          const int64_t need = upstream_act + m * stash - capx;
+          if (need > 0) {
+            const int64_t wcount = (need + stash - 1) / stash;
+            if (wcount > m) {
+              return Status::error(ErrorCode::kInfeasible,
+                                   fmt::format("device {} cannot hold the memory of {}", d, dag.op_name(f)));
+            }
+            dag.add_edge(dag.w_op(s, static_cast<int>(wcount - 1)), f, 0, EdgeKind::kMemory);
+            added = true;
+          }
+        }
+      }
+    }
+  }
+  if (added) return dag.recompute_paths();
+  return Status::ok();
+}
+
+DeviceReach::DeviceReach(const OpDag& dag) {
+  const int n = dag.num_ops();
+  local_.assign(n, 0);
+  words_.assign(dag.devices, 0);
+  for (int d = 0; d < dag.devices; ++d) {
+    const auto& ops = dag.device_ops[d];
+    for (size_t k = 0; k < ops.size(); ++k) local_[ops[k]] = static_cast<int>(k);
+    words_[d] = static_cast<int>((ops.size() + 63) / 64);
+  }
+  // Full reachability per op over all devices is needed to compose paths; store it as one row per
+  // device per op: rows[op][d] covers device d's ops.
+  std::vector<size_t> dev_off(dag.devices + 1, 0);
+  for (int d = 0; d < dag.devices; ++d) dev_off[d + 1] = dev_off[d] + words_[d];
+  const size_t row_words = dev_off[dag.devices];
+  std::vector<uint64_t> full(static_cast<size_t>(n) * row_words, 0);
+  for (auto it = dag.topo.rbegin(); it != dag.topo.rend(); ++it) {
+    const int u = *it;
+    uint64_t* row = &full[static_cast<size_t>(u) * row_words];
+    for (const DagEdge& e : dag.succ[u]) {
+      const uint64_t* r2 = &full[static_cast<size_t>(e.op) * row_words];
+      for (size_t k = 0; k < row_words; ++k) row[k] |= r2[k];
+      const int dv = dag.ops[e.op].device;
+      const int li = local_[e.op];
+      row[dev_off[dv] + li / 64] |= uint64_t{1} << (li % 64);
+    }
+  }
+  // Keep only each op's own device slice.
+  row_base_.assign(n, 0);
+  size_t total = 0;
+  for (int i = 0; i < n; ++i) {
+    row_base_[i] = total;
+    total += words_[dag.ops[i].device];
+  }
+  bits_.assign(total, 0);
+  for (int i = 0; i < n; ++i) {
+    const int d = dag.ops[i].device;
+    std::copy_n(&full[static_cast<size_t>(i) * row_words + dev_off[d]], words_[d], &bits_[row_base_[i]]);
+  }
+}
+
+bool DeviceReach::reaches(int a, int b) const {
+  const int lb = local_[b];
+  return (bits_[row_base_[a] + lb / 64] >> (lb % 64)) & 1;
+}
+
+}  // namespace ps
+
+namespace ps {
+
+Result<TimedOrder> evaluate_order(const OpDag& dag, std::vector<std::vector<int>> order, EdgeSet edges,
+                                  bool check_memory) {
+  const int n = dag.num_ops();
+  if (static_cast<int>(order.size()) != dag.devices) {
+    return Status::error(ErrorCode::kInvalidSchedule,
+                         fmt::format("order has {} devices, expected {}", order.size(), dag.devices));
+  }
+  std::vector<int> pos(n, -1);
+  for (int d = 0; d < dag.devices; ++d) {
+    for (size_t k = 0; k < order[d].size(); ++k) {
+      const int op = order[d][k];
+      if (op < 0 || op >= n) {
+        return Status::error(ErrorCode::kInvalidSchedule, fmt::format("device {}: op id {} out of range", d, op));
+      }
+      if (dag.ops[op].device != d) {
+        return Status::error(ErrorCode::kInvalidSchedule,
+                             fmt::format("device {}: {} belongs to device {}", d, dag.op_name(op), dag.ops[op].device));
+      }
+      if (pos[op] >= 0) {
+        return Status::error(ErrorCode::kInvalidSchedule, fmt::format("device {}: {} appears twice", d, dag.op_name(op)));
+      }
+      pos[op] = static_cast<int>(k);
+    }
+  }
+  for (int i = 0; i < n; ++i) {
+    if (pos[i] < 0) {
+      return Status::error(ErrorCode::kInvalidSchedule,
+                           fmt::format("device {}: {} is missing", dag.ops[i].device, dag.op_name(i)));
+    }
+  }
+  // Event-free evaluation: repeatedly advance every device whose next op has all predecessors timed.
+  TimedOrder t;
+  t.start.assign(n, -1);
+  std::vector<size_t> next(dag.devices, 0);
+  std::vector<int64_t> free_at(dag.devices, 0);
+  size_t done = 0;
+  bool progress = true;
+  while (done < static_cast<size_t>(n) && progress) {
+    progress = false;
+    for (int d = 0; d < dag.devices; ++d) {
+      while (next[d] < order[d].size()) {
+        const int op = order[d][next[d]];
+        int64_t ready = free_at[d];
+        bool ok = true;
+        for (const DagEdge& e : dag.pred[op]) {
+          if (edges == EdgeSet::kDataOnly && e.kind != EdgeKind::kData) continue;
+          if (t.start[e.op] < 0) {
+            ok = false;
+            break;
+          }
+          ready = std::max(ready, t.start[e.op] + dag.ops[e.op].dur + e.delay);
+        }
+        if (!ok) break;
+        t.start[op] = ready;
+        free_at[d] = ready + dag.ops[op].dur;
+        t.makespan = std::max(t.makespan, free_at[d]);
+        ++next[d];
+        ++done;
+        progress = true;
+      }
+    }
+  }
+  if (done < static_cast<size_t>(n)) {
+    for (int d = 0; d < dag.devices; ++d) {
+      if (next[d] < order[d].size()) {
+        return Status::error(ErrorCode::kInvalidSchedule,
+                             fmt::format("the order waits forever: device {} is blocked on {} (op {} of its list)", d,
+                                         dag.op_name(order[d][next[d]]), next[d]));
+      }
+    }
+  }
+  t.peak_mem.assign(dag.devices, 0);
+  for (int d = 0; d < dag.devices; ++d) {
+    int64_t mem = 0, peak = 0;
+    for (int op : order[d]) {
+      mem += dag.ops[op].alloc_mem;
+      peak = std::max(peak, mem);
+      mem -= dag.ops[op].free_mem;
+    }
+    t.peak_mem[d] = peak;
+    if (check_memory && dag.mem_limited && peak > dag.cap_mem[d]) {
+      return Status::error(ErrorCode::kInfeasible,
+                           fmt::format("device {}: activations and stashes peak at {:.1f} MB, over the {:.1f} MB left "
+                                       "after model states",
+                                       d, dag.mem_to_mb(peak), dag.mem_to_mb(dag.cap_mem[d])));
+    }
+  }
+  t.order = std::move(order);
+  return t;
+}
+
+}  // namespace ps
