@@ -1,0 +1,92 @@
+// exec_model.h — the executable model: a small real network built from a Problem (and its Model when
+// the stages know their layers), whose per-stage sizes reflect the layer costs.
+//
+// Mapping (docs/runtime.md has the full text and the reasons):
+//  * Every stage is a chain of blocks. With layer information (a Model and stage layer ranges) each
+//    layer is one block: a layer type named like "embedding" → Embedding (token ids → vectors),
+//    named like "head"/"loss" → Head (projection + softmax cross-entropy), anything else → an MLP
+//    residual block y = x + W2·gelu(W1·x). Without layer information each stage is one MLP block.
+//    Stage 0 always starts with an Embedding and the last stage always ends with a Head (added when
+//    the layers do not provide them).
+//  * MLP hidden width = hidden·scale × (forward_ms of the type / forward_ms of the cheapest MLP type),
+//    the ratio clamped to [1, max_width_ratio]; a Head has max(vocab, 2·hidden·ratio) classes, where
+//    ratio is its forward_ms over the cheapest MLP type's (its GEMM then costs what the layer costs
+//    relative to an MLP block). Embeddings have `vocab` rows. d_model, hidden, vocab scale with `scale`.
+//  * Parameters: deterministic from (seed, global block index, parameter index, element index), so
+//    the same model on any placement starts from the same numbers. Microbatch data (token ids and
+//    targets) is deterministic from (seed, microbatch).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ir/model.h"
+#include "ir/problem.h"
+#include "ir/status.h"
+
+namespace ps::rt {
+
+enum class BlockKind : unsigned char { kEmbedding, kMlp, kHead };
+const char* block_kind_name(BlockKind k);  // "embedding", "mlp", "head"
+
+struct BlockSpec {
+  BlockKind kind = BlockKind::kMlp;
+  int index = 0;      // global block index, 0-based over all stages (seeds the init)
+  int layer = -1;     // model layer it stands for (-1: added by the runtime)
+  char type = '?';    // layer type symbol ('?' without layer information)
+  int hidden = 0;     // MLP hidden width: 512
+  int classes = 0;    // Head: number of classes (vocabulary): 256; Embedding: rows
+};
+
+struct ParamSpec {
+  std::string name;  // "s1.b0.w1"
+  int rows = 0;      // 512
+  int cols = 0;      // 64
+  size_t count() const { return static_cast<size_t>(rows) * static_cast<size_t>(cols); }
+};
+
+struct ExecModelOptions {
+  double scale = 1.0;             // multiplies d_model, hidden and vocab
+  uint64_t seed = 1;
+  int tokens = 32;                // tokens per microbatch (rows of every activation)
+  int d_model = 64;               // width of the activations that flow between blocks
+  int hidden = 256;               // MLP hidden width of the cheapest MLP type
+  int vocab = 256;                // embedding rows, minimum head classes
+  double max_width_ratio = 16;    // caps the cost-derived width ratios
+};
+
+struct ExecModel {
+  int tokens = 32;     // rows of an activation
+  int d_model = 64;    // columns of an activation
+  int vocab_in = 256;  // embedding rows (token ids are < vocab_in)
+  int vocab_out = 256; // head classes (targets are < vocab_out)
+  int microbatches = 1;
+  uint64_t seed = 1;
+  std::vector<std::vector<BlockSpec>> stages;  // stages[s] = blocks in order
+  std::vector<std::string> notes;              // how the mapping was decided
+
+  int num_stages() const { return static_cast<int>(stages.size()); }
+  // Parameters of one block / of a whole stage in order (block order, then param order).
+  std::vector<ParamSpec> block_params(int stage, int block) const;
+  std::vector<ParamSpec> stage_params(int stage) const;
+  size_t stage_param_count(int stage) const;
+  // Elements of the activation that crosses a stage boundary (and of its gradient).
+  size_t boundary_count() const { return static_cast<size_t>(tokens) * d_model; }
+  // One line per stage: "stage 1: mlp(h=512, layer 3 'M') mlp(h=256, layer 4 '-')".
+  std::string describe() const;
+};
+
+// Builds the executable model. `model` may be null (then one MLP block per stage, sized by the
+// stage's fwd_ms); when given and the stages carry layer ranges, one block per layer.
+Result<ExecModel> build_exec_model(const Problem& problem, const Model* model,
+                                   const ExecModelOptions& options);
+
+// Deterministic initial values of one parameter (count == spec.count()).
+std::vector<float> init_param(const ExecModel& m, const BlockSpec& block, int param_index,
+                              const ParamSpec& spec);
+// Token ids (< vocab_in) and targets (< vocab_out) of a microbatch; `tokens` entries each.
+std::vector<int32_t> microbatch_tokens(const ExecModel& m, int mb);
+std::vector<int32_t> microbatch_targets(const ExecModel& m, int mb);
+
+}  // namespace ps::rt

@@ -1,0 +1,456 @@
+#include "runtime/executor.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "runtime/stage_compute.h"
+
+namespace ps::rt {
+
+namespace {
+
+using Key = std::pair<int, int>;  // (stage, microbatch)
+using Clock = std::chrono::steady_clock;
+
+Status op_error(int device, int index, const Action& a, const std::string& msg) {
+  return Status::error(ErrorCode::kRuntime,
+                       fmt::format("device {} op {} '{}': {}", device, index, to_string(a), msg), a.loc);
+}
+
+Action make_action(OpType t, int stage, int mb) {
+  Action a;
+  a.type = t;
+  a.stage = stage;
+  a.mb = mb;
+  return a;
+}
+
+// One device's replay state.
+struct Worker {
+  Worker(int d, const std::vector<Action>& prog, DeviceContext& c, const ExecModel& m)
+      : device(d), program(prog), ctx(c), sc(m, c.ops()) {}
+  int device;
+  const std::vector<Action>& program;
+  DeviceContext& ctx;
+  StageCompute sc;
+  std::map<Key, Tensor> pending_f;  // F(s,m) output waiting for SEND_F or a local F(s+1,m)
+  std::map<Key, Tensor> pending_b;  // I(s,m) input-gradient waiting for SEND_B or a local I(s-1,m)
+  std::map<Key, Tensor> inbox_f;    // RECV_F(s,m) data waiting for F(s,m)
+  std::map<Key, Tensor> inbox_b;    // RECV_B(s,m) data waiting for I/B(s,m)
+  std::atomic<int> returned{0};     // ops whose call has returned
+  std::atomic<bool> done{false};
+  std::atomic<long> failed_seq{-1}; // order in which workers failed (first failure wins)
+  Status status;
+  DeviceRun run;
+};
+
+Result<Tensor> take(std::map<Key, Tensor>& m, Key k) {
+  auto it = m.find(k);
+  if (it == m.end()) return Status::error(ErrorCode::kRuntime, "missing");
+  Tensor t = std::move(it->second);
+  m.erase(it);
+  return t;
+}
+
+Status run_op(Worker& w, const Problem& p, const ExecModel& model, int index, const Action& a) {
+  const int d = w.device;
+  const int S = p.num_stages();
+  const int s = a.stage, m = a.mb;
+  if (s < 0 || s >= S) return op_error(d, index, a, fmt::format("stage {} does not exist (0..{})", s, S - 1));
+  if (m < 0 || m >= p.microbatches)
+    return op_error(d, index, a, fmt::format("microbatch {} does not exist (0..{})", m, p.microbatches - 1));
+  if (p.device_of(s) != d)
+    return op_error(d, index, a, fmt::format("stage {} is placed on device {}, not on device {}", s, p.device_of(s), d));
+  auto err = [&](const std::string& msg) { return op_error(d, index, a, msg); };
+  switch (a.type) {
+    case OpType::F: {
+      Tensor in;
+      if (s > 0) {
+        const bool local = p.device_of(s - 1) == d;
+        auto t = local ? take(w.pending_f, {s - 1, m}) : take(w.inbox_f, {s, m});
+        if (!t.ok())
+          return err(local ? fmt::format("its input comes from F({},{}) on this device, which has not run", s - 1, m)
+                           : fmt::format("its input was not received: no {}RECV_F{} before it", s, m));
+        in = std::move(*t);
+      }
+      auto out = w.sc.forward(s, m, std::move(in));
+      if (!out.ok()) return err(out.status().message());
+      if (s + 1 < S) w.pending_f[{s, m}] = std::move(*out);
+      return Status::ok();
+    }
+    case OpType::I:
+    case OpType::B: {
+      Tensor dy;
+      if (s + 1 < S) {
+        const bool local = p.device_of(s + 1) == d;
+        auto t = local ? take(w.pending_b, {s + 1, m}) : take(w.inbox_b, {s, m});
+        if (!t.ok())
+          return err(local ? fmt::format("its output gradient comes from the backward of stage {} mb {} on this "
+                                         "device, which has not run", s + 1, m)
+                           : fmt::format("its output gradient was not received: no {}RECV_B{} before it", s, m));
+        dy = std::move(*t);
+      }
+      auto dx = w.sc.backward_input(s, m, std::move(dy));
+      if (!dx.ok()) return err(dx.status().message());
+      if (s > 0) w.pending_b[{s, m}] = std::move(*dx);
+      if (a.type == OpType::B) {
+        Status st = w.sc.backward_weight(s, m);
+        if (!st.is_ok()) return err(st.message());
+      }
+      return Status::ok();
+    }
+    case OpType::W: {
+      Status st = w.sc.backward_weight(s, m);
+      return st.is_ok() ? st : err(st.message());
+    }
+    case OpType::SEND_F: {
+      if (s + 1 >= S || p.device_of(s + 1) == d)
+        return err("nothing to send: the next stage does not exist or is on this device");
+      auto t = take(w.pending_f, {s, m});
+      if (!t.ok()) return err(fmt::format("F({},{}) has not produced the tensor yet", s, m));
+      Status st = w.ctx.send(a, p.device_of(s + 1), *t, make_action(OpType::RECV_F, s + 1, m));
+      return st.is_ok() || is_aborted(st) ? st : err(st.message());
+    }
+    case OpType::SEND_B: {
+      if (s == 0 || p.device_of(s - 1) == d)
+        return err("nothing to send: the previous stage does not exist or is on this device");
+      auto t = take(w.pending_b, {s, m});
+      if (!t.ok()) return err(fmt::format("the backward of stage {} mb {} has not produced the gradient yet", s, m));
+      Status st = w.ctx.send(a, p.device_of(s - 1), *t, make_action(OpType::RECV_B, s - 1, m));
+      return st.is_ok() || is_aborted(st) ? st : err(st.message());
+    }
+    case OpType::RECV_F: {
+      if (s == 0 || p.device_of(s - 1) == d)
+        return err("nothing to receive: the previous stage does not exist or is on this device");
+      if (w.inbox_f.count({s, m})) return err("received twice");
+      auto t = w.ctx.recv(a, p.device_of(s - 1), make_action(OpType::SEND_F, s - 1, m), model.boundary_count());
+      if (!t.ok()) return is_aborted(t.status()) ? t.status() : err(t.status().message());
+      w.inbox_f[{s, m}] = std::move(*t);
+      return Status::ok();
+    }
+    case OpType::RECV_B: {
+      if (s + 1 >= S || p.device_of(s + 1) == d)
+        return err("nothing to receive: the next stage does not exist or is on this device");
+      if (w.inbox_b.count({s, m})) return err("received twice");
+      auto t = w.ctx.recv(a, p.device_of(s + 1), make_action(OpType::SEND_B, s + 1, m), model.boundary_count());
+      if (!t.ok()) return is_aborted(t.status()) ? t.status() : err(t.status().message());
+      w.inbox_b[{s, m}] = std::move(*t);
+      return Status::ok();
+    }
+  }
+  return err("unknown op type");
+}
+
+std::string keys_text(const char* what, const std::map<Key, Tensor>& m) {
+  std::string out;
+  for (const auto& [k, t] : m) out += fmt::format("{}{}({},{})", out.empty() ? "" : ", ", what, k.first, k.second);
+  return out;
+}
+
+void worker_main(Worker& w, const Problem& p, const ExecModel& model, std::atomic<long>& fail_counter) {
+  auto fail = [&](Status st) {
+    w.status = std::move(st);
+    w.failed_seq.store(fail_counter.fetch_add(1));
+  };
+  try {
+    for (int s = 0; s < p.num_stages(); ++s)
+      if (p.device_of(s) == w.device) {
+        Status st = w.sc.add_stage(s);
+        if (!st.is_ok()) {
+          fail(st);
+          w.done.store(true);
+          return;
+        }
+      }
+    const int n = static_cast<int>(w.program.size());
+    w.run.held_bytes.assign(n, 0);
+    for (int i = 0; i < n; ++i) {
+      const Action& a = w.program[i];
+      w.ctx.begin_op(i, a);
+      Status st = run_op(w, p, model, i, a);
+      w.ctx.end_op(i, a);
+      if (st.is_ok()) st = w.ctx.ops().status();
+      if (!st.is_ok()) {
+        fail(st);
+        w.done.store(true);
+        return;
+      }
+      const size_t held = w.sc.held_bytes();
+      w.run.held_bytes[i] = held;
+      if (held > w.run.peak_held_bytes || w.run.peak_op_index < 0) {
+        w.run.peak_held_bytes = held;
+        w.run.peak_op_index = i;
+      }
+      w.returned.store(i + 1);
+    }
+    Status st = w.ctx.finish();
+    if (!st.is_ok()) {
+      fail(st);
+      w.done.store(true);
+      return;
+    }
+    std::vector<std::string> left;
+    for (const std::string& s : w.sc.live_slots()) left.push_back(s);
+    for (auto* m : {&w.pending_f, &w.inbox_f}) {
+      std::string t = keys_text(m == &w.pending_f ? "unsent output of F" : "unused RECV_F", *m);
+      if (!t.empty()) left.push_back(t);
+    }
+    for (auto* m : {&w.pending_b, &w.inbox_b}) {
+      std::string t = keys_text(m == &w.pending_b ? "unsent input-gradient of stage" : "unused RECV_B", *m);
+      if (!t.empty()) left.push_back(t);
+    }
+    if (!left.empty()) {
+      std::string list;
+      for (const auto& l : left) list += (list.empty() ? "" : "; ") + l;
+      fail(Status::error(ErrorCode::kRuntime,
+                         fmt::format("device {} finished its program with buffers still live (an op is missing): {}",
+                                     w.device, list)));
+    }
+  } catch (const std::exception& e) {
+    fail(Status::error(ErrorCode::kRuntime, fmt::format("device {}: {}", w.device, e.what())));
+  }
+  w.done.store(true);
+}
+
+}  // namespace
+
+BlockedOp waits_for(const Schedule& schedule, int device, int index) {
+  const Problem& p = schedule.problem;
+  BlockedOp b;
+  b.device = device;
+  b.op_index = index;
+  b.op = schedule.programs.at(device).at(index);
+  b.waits_for_device = -1;
+  const int s = b.op.stage, m = b.op.mb, S = p.num_stages();
+  auto dev = [&](int st) { return st >= 0 && st < S ? p.device_of(st) : -1; };
+  auto set = [&](OpType t, int st, int d) {
+    b.waits_for = make_action(t, st, m);
+    b.waits_for_device = d;
+  };
+  auto backward_type = [&](int st) {  // B or I for stage st on its device
+    const int d = dev(st);
+    if (d < 0) return OpType::I;
+    for (const Action& a : schedule.programs.at(d))
+      if (a.type == OpType::B && a.stage == st && a.mb == m) return OpType::B;
+    return OpType::I;
+  };
+  switch (b.op.type) {
+    case OpType::SEND_F: set(OpType::RECV_F, s + 1, dev(s + 1)); break;
+    case OpType::RECV_F: set(OpType::SEND_F, s - 1, dev(s - 1)); break;
+    case OpType::SEND_B: set(OpType::RECV_B, s - 1, dev(s - 1)); break;
+    case OpType::RECV_B: set(OpType::SEND_B, s + 1, dev(s + 1)); break;
+    case OpType::F:
+      if (s > 0) {
+        if (dev(s - 1) == device) set(OpType::F, s - 1, device);
+        else set(OpType::RECV_F, s, device);
+      }
+      break;
+    case OpType::I:
+    case OpType::B:
+      if (s + 1 < S) {
+        if (dev(s + 1) == device) set(backward_type(s + 1), s + 1, device);
+        else set(OpType::RECV_B, s, device);
+      }
+      break;
+    case OpType::W: set(OpType::I, s, device); break;
+  }
+  return b;
+}
+
+std::string format_blocked(const Schedule& schedule, const std::vector<BlockedOp>& blocked,
+                           const std::vector<int>& stopped_at, double timeout_s) {
+  std::string out = fmt::format("watchdog: no progress for {:g} s; all devices stopped. Blocked devices:\n", timeout_s);
+  auto state = [&](int d) -> std::string {
+    if (d < 0 || d >= static_cast<int>(stopped_at.size())) return "";
+    const int k = stopped_at[d];
+    if (k == -1) return fmt::format("device {} has finished its program", d);
+    if (k == -2) return fmt::format("device {} runs in another process", d);
+    if (k >= 0 && k < static_cast<int>(schedule.programs[d].size()))
+      return fmt::format("device {} is at op {} '{}'", d, k, to_string(schedule.programs[d][k]));
+    return "";
+  };
+  std::map<int, int> edge;  // blocked device → device it waits for
+  for (const BlockedOp& b : blocked) {
+    out += fmt::format("  device {} is blocked at op {} '{}'", b.device, b.op_index, to_string(b.op));
+    if (b.waits_for_device >= 0) {
+      const auto& prog = schedule.programs.at(b.waits_for_device);
+      int j = -1;
+      for (int i = 0; i < static_cast<int>(prog.size()); ++i)
+        if (prog[i] == b.waits_for) {
+          j = i;
+          break;
+        }
+      if (j >= 0)
+        out += fmt::format(": waits for device {} to run op {} '{}'", b.waits_for_device, j, to_string(b.waits_for));
+      else
+        out += fmt::format(": waits for device {} to run '{}', which is not in its program", b.waits_for_device,
+                           to_string(b.waits_for));
+      if (b.waits_for_device != b.device) {
+        const std::string st = state(b.waits_for_device);
+        if (!st.empty()) out += " (" + st + ")";
+        edge[b.device] = b.waits_for_device;
+      }
+    } else {
+      out += ": running (no input to wait for)";
+    }
+    out += "\n";
+  }
+  // The wait cycle, if the waits-for edges among blocked devices close one.
+  for (const auto& [start, next0] : edge) {
+    std::vector<int> path{start};
+    int cur = next0;
+    while (edge.count(cur) && std::find(path.begin(), path.end(), cur) == path.end()) {
+      path.push_back(cur);
+      cur = edge.at(cur);
+    }
+    auto pos = std::find(path.begin(), path.end(), cur);
+    if (pos != path.end()) {
+      std::string cyc;
+      for (auto it = pos; it != path.end(); ++it) cyc += fmt::format("device {} → ", *it);
+      out += fmt::format("  wait cycle: {}device {}\n", cyc, cur);
+      break;
+    }
+  }
+  return out;
+}
+
+ExecResult execute(const Schedule& schedule, const ExecModel& model, Backend& backend,
+                   const ExecOptions& options) {
+  ExecResult res;
+  const Problem& p = schedule.problem;
+  const int P = schedule.num_devices();
+  if (model.num_stages() != p.num_stages()) {
+    res.status = Status::error(ErrorCode::kRuntime, fmt::format("model has {} stages, schedule {}",
+                                                                model.num_stages(), p.num_stages()));
+    return res;
+  }
+  if (backend.num_devices() != P) {
+    res.status = Status::error(ErrorCode::kRuntime, fmt::format("backend runs {} devices, the schedule has {}",
+                                                                backend.num_devices(), P));
+    return res;
+  }
+  res.status = backend.begin_iteration();
+  if (!res.status.is_ok()) return res;
+  const std::vector<int> local = backend.local_devices();
+  std::vector<std::unique_ptr<Worker>> workers;
+  for (int d : local) {
+    workers.push_back(std::make_unique<Worker>(d, schedule.programs.at(d), backend.device(d), model));
+    workers.back()->run.device = d;
+    workers.back()->run.where = backend.device(d).describe();
+  }
+  std::atomic<long> fail_counter{0};
+  std::vector<std::thread> threads;
+  for (auto& w : workers) threads.emplace_back(worker_main, std::ref(*w), std::cref(p), std::cref(model), std::ref(fail_counter));
+
+  // Watchdog.
+  const auto timeout = std::chrono::duration<double>(std::max(0.001, options.timeout_s));
+  const auto poll = std::chrono::duration<double>(std::clamp(options.timeout_s / 20.0, 0.001, 0.05));
+  auto progress = [&](const Worker& w) {
+    return w.ctx.is_async() ? w.ctx.completed_ops() : w.returned.load();
+  };
+  std::vector<int> last(workers.size(), -1);
+  std::vector<Clock::time_point> changed(workers.size(), Clock::now());
+  bool fired = false, aborted = false;
+  res.stopped_at.assign(P, -2);
+  while (true) {
+    bool all_done = true;
+    for (auto& w : workers) all_done = all_done && w->done.load();
+    if (all_done) break;
+    if (!aborted) {
+      bool any_failed = false;
+      for (auto& w : workers) any_failed = any_failed || w->failed_seq.load() >= 0;
+      if (any_failed) {
+        backend.abort_all();
+        aborted = true;
+      }
+    }
+    if (!aborted) {
+      const auto now = Clock::now();
+      for (size_t i = 0; i < workers.size() && !fired; ++i) {
+        if (workers[i]->done.load()) continue;
+        const int pr = progress(*workers[i]);
+        if (pr != last[i]) {
+          last[i] = pr;
+          changed[i] = now;
+        } else if (now - changed[i] > timeout) {
+          fired = true;
+        }
+      }
+      if (fired) {
+        for (auto& w : workers) {
+          const int n = static_cast<int>(w->program.size());
+          res.stopped_at[w->device] = w->done.load() ? -1 : std::min(progress(*w), n - 1);
+        }
+        for (auto& w : workers)
+          if (!w->done.load() && !w->program.empty())
+            res.blocked.push_back(waits_for(schedule, w->device, res.stopped_at[w->device]));
+        backend.abort_all();
+        aborted = true;
+      }
+    }
+    std::this_thread::sleep_for(poll);
+  }
+  for (auto& t : threads) t.join();
+
+  if (fired) {
+    res.status = Status::error(ErrorCode::kRuntime, format_blocked(schedule, res.blocked, res.stopped_at, options.timeout_s));
+    return res;
+  }
+  const Worker* first_fail = nullptr;
+  for (auto& w : workers) {
+    const long seq = w->failed_seq.load();
+    if (seq >= 0 && !is_aborted(w->status) && (!first_fail || seq < first_fail->failed_seq.load()))
+      first_fail = w.get();
+  }
+  if (first_fail == nullptr)
+    for (auto& w : workers)
+      if (w->failed_seq.load() >= 0) first_fail = w.get();
+  if (first_fail != nullptr) {
+    res.status = first_fail->status;
+    for (auto& w : workers) res.stopped_at[w->device] = w->done.load() && w->failed_seq.load() < 0 ? -1 : w->returned.load();
+    return res;
+  }
+  for (auto& w : workers) {
+    res.stopped_at[w->device] = -1;
+    DeviceRun run = std::move(w->run);
+    run.times = w->ctx.op_times();
+    run.times.resize(w->program.size());
+    for (size_t i = 0; i < run.times.size(); ++i) {
+      run.end_ms = std::max(run.end_ms, run.times[i].end_ms);
+      if (is_compute(w->program[i].type)) run.busy_ms += run.times[i].end_ms - run.times[i].start_ms;
+    }
+    run.peak_alloc_bytes = w->ctx.ops().peak_bytes();
+    res.iteration_ms = std::max(res.iteration_ms, run.end_ms);
+    if (options.collect_gradients) {
+      for (int s = 0; s < p.num_stages(); ++s) {
+        if (p.device_of(s) != w->device) continue;
+        auto g = w->sc.gradients(s);
+        if (!g.ok()) {
+          res.status = g.status();
+          return res;
+        }
+        res.gradients[s] = std::move(*g);
+      }
+      if (p.device_of(p.num_stages() - 1) == w->device) {
+        for (int m = 0; m < p.microbatches; ++m) {
+          auto l = w->sc.loss(m);
+          if (!l.ok()) {
+            res.status = l.status();
+            return res;
+          }
+          res.losses[m] = *l;
+        }
+      }
+    }
+    res.devices.push_back(std::move(run));
+  }
+  return res;
+}
+
+}  // namespace ps::rt
