@@ -314,3 +314,19 @@ TEST_CASE("model: validate() checks programmatic specs") {
   s.model.layers.clear();
   CHECK(validate(s).message() == "model has no layers");
 }
+
+TEST_CASE("model: the complete example in docs/inputs.md reads as documented") {
+  std::string doc = pstest::read_file(pstest::source_path("docs/inputs.md"));
+  size_t start = doc.find("```yaml\nschema: 1");
+  REQUIRE(start != std::string::npos);
+  start += 8;
+  size_t end = doc.find("```", start);
+  REQUIRE(end != std::string::npos);
+  Result<Spec> s = parse_spec(doc.substr(start, end - start), "docs/inputs.md");
+  REQUIRE_MESSAGE(s.ok(), s.status().str());
+  CHECK(s->model.name == "nemotron-h-like");
+  CHECK(s->model.layers.size() == 16);
+  CHECK(s->model.types.at('M').backward_input_ms == 5.68);
+  CHECK(s->cluster.devices == 8);
+  CHECK(s->pipeline.microbatches == 16);
+}
