@@ -67,6 +67,7 @@ struct Report {
   std::optional<Simulation> sim;           // present when the schedule could be simulated
   double lower_bound_ms = 0;               // for this partition and placement
   std::vector<std::string> safe_under;     // semantics under which it is deadlock-free
+  double memory_limit_gb = 0;              // the limit checked (options or problem); 0 = unlimited
 };
 
 Report verify(const Schedule& schedule, const VerifyOptions& options = {});

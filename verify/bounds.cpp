@@ -1,0 +1,73 @@
+// bounds.cpp — see bounds.h.
+#include "verify/bounds.h"
+
+#include <algorithm>
+
+#include "verify/verify.h"
+
+namespace ps::verify_detail {
+
+double BoundParts::best() const {
+  return std::max({device_work_ms, critical_path_ms, head_work_tail_ms});
+}
+
+BoundParts lower_bound_parts(const Problem& pb) {
+  BoundParts out;
+  const int S = pb.num_stages();
+  const double M = pb.microbatches;
+  if (S == 0 || pb.microbatches <= 0) return out;
+  auto dev = [&](int s) { return pb.stages[s].device; };
+  auto x = [&](int b) { return dev(b) == dev(b + 1) ? 0.0 : pb.boundary_transfer_ms(b); };
+  auto bw = [&](int s) {
+    const StageSpec& st = pb.stages[s];
+    return st.split_backward ? st.bwd_input_ms : st.bwd_ms();
+  };
+  auto w = [&](int s) { return pb.stages[s].split_backward ? pb.stages[s].bwd_weight_ms : 0.0; };
+
+  int max_dev = 0;
+  for (int s = 0; s < S; ++s) max_dev = std::max(max_dev, dev(s));
+  std::vector<double> work(max_dev + 1, 0.0);
+  std::vector<int> lowest(max_dev + 1, -1);
+  std::vector<char> any_split(max_dev + 1, 0);
+  for (int s = 0; s < S; ++s) {
+    const StageSpec& st = pb.stages[s];
+    if (st.device < 0) continue;
+    work[st.device] += M * (st.fwd_ms + st.bwd_ms());
+    if (lowest[st.device] < 0) lowest[st.device] = s;
+    if (st.split_backward) any_split[st.device] = 1;
+  }
+  for (double wd : work) out.device_work_ms = std::max(out.device_work_ms, wd);
+
+  // Prefix sums: fwd[s] = sum_{t<s} F_t + x_t; bwd_pre[s] = sum_{t<s} bw_t + x_t (t<s boundaries).
+  std::vector<double> fwd(S + 1, 0.0), bwd_pre(S + 1, 0.0);
+  for (int s = 0; s < S; ++s) {
+    const double xs = s + 1 < S ? x(s) : 0.0;
+    fwd[s + 1] = fwd[s] + pb.stages[s].fwd_ms + xs;
+    bwd_pre[s + 1] = bwd_pre[s] + bw(s) + xs;
+  }
+  // fwd[S] counts all forwards and all boundaries once; the backward from stage S-1 down to s
+  // crosses boundaries s..S-2 and runs bw_t for t in [s, S-1].
+  for (int s = 0; s < S; ++s) {
+    const double back = (bwd_pre[S] - bwd_pre[s]);  // bw_t for t >= s plus x_b for b >= s
+    out.critical_path_ms = std::max(out.critical_path_ms, fwd[S] + back + w(s));
+  }
+
+  for (int d = 0; d <= max_dev; ++d) {
+    const int s0 = lowest[d];
+    if (s0 < 0) continue;
+    const double head = fwd[s0];  // F_t + x_t for t < s0
+    const double tail = any_split[d] || s0 == 0 ? 0.0 : bwd_pre[s0] + w(0);
+    const double v = head + work[d] + tail;
+    if (v > out.head_work_tail_ms) {
+      out.head_work_tail_ms = v;
+      out.bottleneck_device = d;
+    }
+  }
+  return out;
+}
+
+}  // namespace ps::verify_detail
+
+namespace ps {
+double lower_bound_ms(const Problem& problem) { return verify_detail::lower_bound_parts(problem).best(); }
+}  // namespace ps

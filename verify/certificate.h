@@ -1,0 +1,26 @@
+// certificate.h — the certificate block: building it (make_certificate, schedule_digest in
+// verify.h) and checking a claimed one against recomputed figures (rule certificate.mismatch).
+//
+// Guarantees: the digest is "sha256:" + lowercase hex SHA-256 (OpenSSL EVP) of canonical_text(s),
+// which excludes the certificate and predicted times. Floats compare with a relative tolerance of
+// 1e-6 (|a-b| <= 1e-6 * max(|a|, |b|), plus 1e-9 absolute for values near 0). Each differing field is
+// one violation naming the field, the claimed and the recomputed value.
+#pragma once
+
+#include <vector>
+
+#include "ir/schedule.h"
+#include "verify/verify.h"
+
+namespace ps::verify_detail {
+
+inline constexpr double kCertRelTol = 1e-6;
+
+bool figures_match(double claimed, double recomputed);
+
+// Compares `claimed` with what make_certificate(s, report) would write. Figures that could not be
+// recomputed (no simulation because the schedule is invalid) are reported as such.
+void check_certificate(const Schedule& s, const Report& report, const Certificate& claimed,
+                       std::vector<Violation>& out);
+
+}  // namespace ps::verify_detail

@@ -1,0 +1,58 @@
+// dependency.cpp — see dependency.h.
+#include "verify/dependency.h"
+
+#include <fmt/format.h>
+
+#include "verify/diag.h"
+#include "verify/rules.h"
+
+namespace ps::verify_detail {
+
+void check_dependencies(const Schedule& s, const OpTable& t, std::vector<Violation>& out) {
+  const Problem& pb = s.problem;
+  const int S = pb.num_stages();
+  for (int d = 0; d < s.num_devices(); ++d) {
+    const auto& prog = s.programs[d];
+    for (int i = 0; i < static_cast<int>(prog.size()); ++i) {
+      const Action& a = prog[i];
+      // `need` must come before op i on this device; `why` explains the data flow.
+      auto require_before = [&](int need, const char* why) {
+        if (need == kNoOp || t.device(need) != d || t.index(need) < i) return;
+        out.push_back(op_violation(
+            rules::kDependency, d, i, a,
+            fmt::format("'{}' runs before '{}', {}", to_string(a), to_string(t.op(need)), why),
+            {fmt::format("it needs {}, which comes later in the program",
+                         describe_op_on(d, t.index(need), t.op(need)))}));
+      };
+      const int st = a.stage;
+      const int m = a.mb;
+      switch (a.type) {
+        case OpType::F:
+          if (st > 0 && pb.device_of(st - 1) == d)
+            require_before(t.find(OpType::F, st - 1, m), "which produces its input (same device)");
+          require_before(t.find(OpType::RECV_F, st, m), "the RECV that delivers its input");
+          break;
+        case OpType::I:
+        case OpType::B:
+          require_before(t.find(OpType::F, st, m), "its forward");
+          if (st + 1 < S && pb.device_of(st + 1) == d)
+            require_before(t.bwd(st + 1, m), "which produces its output gradient (same device)");
+          require_before(t.find(OpType::RECV_B, st, m), "the RECV that delivers its output gradient");
+          break;
+        case OpType::W:
+          require_before(t.find(OpType::I, st, m), "which computes the gradient it needs");
+          break;
+        case OpType::SEND_F:
+          require_before(t.find(OpType::F, st, m), "the forward that produces what it sends");
+          break;
+        case OpType::SEND_B:
+          require_before(t.bwd(st, m), "the backward that produces what it sends");
+          break;
+        default:
+          break;
+      }
+    }
+  }
+}
+
+}  // namespace ps::verify_detail

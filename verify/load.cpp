@@ -1,0 +1,58 @@
+// load.cpp — see load.h.
+#include "verify/load.h"
+
+#include <fmt/format.h>
+
+#include "ir/model.h"
+#include "ir/problem.h"
+#include "ir/schedule_io.h"
+#include "verify/balanced_partition.h"
+
+namespace ps {
+
+Result<LoadedSchedule> load_schedule_for_check(const CheckInput& in) {
+  LoadedSchedule out;
+  CsvReadOptions opt;
+  opt.microbatches = in.microbatches;
+  opt.stages = in.stages;
+  auto s = read_schedule_any(in.file, opt, &out.notes);
+  if (!s) return s.status();
+  out.schedule = std::move(*s);
+  Schedule& sch = out.schedule;
+  const bool is_csv = sch.generator == "pytorch-csv";
+  if (in.model.empty()) {
+    if (!in.cluster.empty())
+      return Status::bad_input("--cluster needs --model (the cluster only matters with a model's costs)");
+    return out;
+  }
+  if (!is_csv)
+    return Status::bad_input(
+        fmt::format("'{}' is a pipesmith schedule, which embeds its problem (costs, placement, links); "
+                    "--model applies only to PyTorch CSV files",
+                    in.file),
+        SourceLoc{in.file, 0, 0});
+  SpecOverrides ov;
+  ov.devices = sch.num_devices();
+  ov.microbatches = sch.problem.microbatches;
+  auto spec = load_spec(in.model, in.cluster, ov);
+  if (!spec) return spec.status();
+  const int S = sch.problem.num_stages();
+  auto part = balanced_partition(spec->model, S);
+  if (!part) return part.status();
+  std::vector<int> placement;
+  for (const StageSpec& st : sch.problem.stages) placement.push_back(st.device);
+  auto pb = make_problem(*spec, *part, placement);
+  if (!pb) return pb.status();
+  sch.problem = std::move(*pb);
+  std::string ranges;
+  for (size_t k = 0; k < part->size(); ++k)
+    ranges += fmt::format("{}stage {}: layers {}-{}", k ? ", " : "", k, (*part)[k].first, (*part)[k].last);
+  out.notes.push_back(fmt::format(
+      "costs from model '{}' ({}{}): balanced partition of its {} layers into {} stages minimizing the "
+      "max stage F+I+W time ({}), placed as in the CSV",
+      spec->model.name, in.model, in.cluster.empty() ? "" : ", cluster " + in.cluster,
+      spec->model.layers.size(), S, ranges));
+  return out;
+}
+
+}  // namespace ps

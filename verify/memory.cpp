@@ -1,0 +1,41 @@
+// memory.cpp — see memory.h.
+#include "verify/memory.h"
+
+namespace ps::verify_detail {
+
+std::vector<DeviceMemory> memory_by_program(const Schedule& s) {
+  const Problem& pb = s.problem;
+  std::vector<DeviceMemory> out(s.num_devices());
+  for (int st = 0; st < pb.num_stages(); ++st) {
+    const int d = pb.stages[st].device;
+    if (d >= 0 && d < s.num_devices()) out[d].model_state_mb += pb.model_state_mb(st);
+  }
+  for (int d = 0; d < s.num_devices(); ++d) {
+    DeviceMemory& dm = out[d];
+    double cur = dm.model_state_mb;
+    dm.peak_mb = cur;
+    const auto& prog = s.programs[d];
+    for (int i = 0; i < static_cast<int>(prog.size()); ++i) {
+      const Action& a = prog[i];
+      if (is_comm(a.type) || a.stage < 0 || a.stage >= pb.num_stages()) continue;
+      const StageSpec& st = pb.stages[a.stage];
+      double delta = 0;
+      switch (a.type) {
+        case OpType::F: delta = st.activation_mb; break;
+        case OpType::I: delta = -(st.activation_mb - st.wgrad_stash_mb); break;
+        case OpType::W: delta = -st.wgrad_stash_mb; break;
+        case OpType::B: delta = -st.activation_mb; break;
+        default: break;
+      }
+      cur += delta;
+      dm.steps.push_back({i, cur, a.type == OpType::F});
+      if (cur > dm.peak_mb) {
+        dm.peak_mb = cur;
+        dm.peak_op_index = i;
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace ps::verify_detail

@@ -1,0 +1,63 @@
+// report_json.cpp — format_report_json: the machine-readable report (schema in
+// docs/verifier-rules.md, "JSON report"). Keys are written in a fixed order; numbers in shortest
+// round-trip form. Deterministic.
+#include <nlohmann/json.hpp>
+
+#include "verify/verify.h"
+
+namespace ps {
+
+std::string format_report_json(const Report& r) {
+  using nlohmann::ordered_json;
+  ordered_json j;
+  j["format"] = "pipesmith-verify-report/1";
+  j["valid"] = r.valid;
+  j["semantics"] = semantics_name(r.semantics);
+  j["schedule"] = r.checked.source;
+  ordered_json viol = ordered_json::array();
+  for (const Violation& v : r.violations) {
+    ordered_json o;
+    o["rule"] = v.rule;
+    o["device"] = v.device;
+    o["op_index"] = v.op_index;
+    o["action"] = v.action;
+    o["message"] = v.message;
+    o["file"] = v.loc.file;
+    o["line"] = v.loc.line;
+    o["col"] = v.loc.col;
+    o["notes"] = v.notes;
+    viol.push_back(std::move(o));
+  }
+  j["violations"] = std::move(viol);
+  j["safe_under"] = r.safe_under;
+  j["comms_inserted"] = r.comms_inserted;
+  j["notes"] = r.notes;
+  j["lower_bound_ms"] = r.lower_bound_ms;
+  if (r.sim) {
+    const Simulation& s = *r.sim;
+    j["makespan_ms"] = s.makespan_ms;
+    j["bubble_ratio"] = s.bubble_ratio;
+    ordered_json peaks = ordered_json::array();
+    for (double mb : s.peak_memory_mb) peaks.push_back(mb / 1000.0);
+    j["peak_memory_gb"] = std::move(peaks);
+    ordered_json devs = ordered_json::array();
+    for (size_t d = 0; d < s.busy_ms.size(); ++d) {
+      ordered_json o;
+      o["device"] = d;
+      o["busy_ms"] = s.busy_ms[d];
+      o["idle_ms"] = s.idle_ms[d];
+      o["peak_memory_gb"] = s.peak_memory_mb[d] / 1000.0;
+      o["peak_op_index"] = s.peak_op_index[d];
+      devs.push_back(std::move(o));
+    }
+    j["devices"] = std::move(devs);
+  } else {
+    j["makespan_ms"] = nullptr;
+    j["bubble_ratio"] = nullptr;
+    j["peak_memory_gb"] = ordered_json::array();
+    j["devices"] = ordered_json::array();
+  }
+  return j.dump(2) + "\n";
+}
+
+}  // namespace ps

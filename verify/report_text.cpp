@@ -1,0 +1,98 @@
+// report_text.cpp — format_report: the human-readable report.
+//
+// Guarantees: verdict on the first line; then every violation (grouped by rule in rule-table order,
+// at most kShownPerRule per rule in the text, with a line counting the rest — the JSON report lists
+// all) with its location and notes; then the report notes; then the figures table. Deterministic.
+#include <fmt/format.h>
+
+#include <map>
+
+#include "verify/rules.h"
+#include "verify/verify.h"
+
+namespace ps {
+namespace {
+
+constexpr size_t kShownPerRule = 25;
+
+std::string where(const Violation& v) {
+  std::string s;
+  if (v.loc.valid()) s = v.loc.str() + ": ";
+  return s;
+}
+
+std::string subject(const Violation& v) {
+  std::string s;
+  if (v.device >= 0) s += fmt::format("device {}", v.device);
+  if (v.op_index >= 0) s += fmt::format("{}op {} '{}'", s.empty() ? "" : ", ", v.op_index, v.action);
+  return s.empty() ? "" : "[" + s + "] ";
+}
+
+}  // namespace
+
+std::string format_report(const Report& r) {
+  std::string out;
+  const char* sem = semantics_name(r.semantics);
+  if (r.valid) {
+    out += fmt::format("VALID under {} semantics", sem);
+  } else {
+    out += fmt::format("INVALID under {} semantics: {} violation{}", sem, r.violations.size(),
+                       r.violations.size() == 1 ? "" : "s");
+    std::map<std::string, int> per_rule;
+    for (const Violation& v : r.violations) ++per_rule[v.rule];
+    std::string list;
+    for (const auto& rule : rules::kAll) {
+      auto it = per_rule.find(std::string(rule.id));
+      if (it == per_rule.end()) continue;
+      list += fmt::format("{}{} x{}", list.empty() ? "" : ", ", rule.id, it->second);
+    }
+    out += " (" + list + ")";
+  }
+  out += "\n";
+  if (!r.checked.source.empty()) out += fmt::format("schedule: {}\n", r.checked.source);
+
+  if (!r.violations.empty()) {
+    out += "\nviolations:\n";
+    for (const auto& rule : rules::kAll) {
+      size_t shown = 0, total = 0;
+      for (const Violation& v : r.violations) {
+        if (v.rule != rule.id) continue;
+        ++total;
+        if (shown == kShownPerRule) continue;
+        ++shown;
+        out += fmt::format("  {}{}: {}{}\n", where(v), v.rule, subject(v), v.message);
+        for (const std::string& n : v.notes) out += fmt::format("      note: {}\n", n);
+      }
+      if (total > shown)
+        out += fmt::format("  ... and {} more '{}' violations (--json lists all)\n", total - shown, rule.id);
+    }
+  }
+  if (!r.notes.empty()) {
+    out += "\nnotes:\n";
+    for (const std::string& n : r.notes) out += fmt::format("  - {}\n", n);
+  }
+
+  out += "\nfigures:\n";
+  if (r.sim) {
+    const Simulation& s = *r.sim;
+    out += fmt::format("  makespan        {:12.3f} ms\n", s.makespan_ms);
+    out += fmt::format("  lower bound     {:12.3f} ms", r.lower_bound_ms);
+    if (r.lower_bound_ms > 0)
+      out += fmt::format("   (makespan is {:.1f}% above it)",
+                         100.0 * (s.makespan_ms - r.lower_bound_ms) / r.lower_bound_ms);
+    out += "\n";
+    out += fmt::format("  bubble ratio    {:12.4f}\n", s.bubble_ratio);
+    out += "\n  device     busy_ms     idle_ms   peak_mem_gb   peak_at_op\n";
+    for (size_t d = 0; d < s.busy_ms.size(); ++d) {
+      out += fmt::format("  {:>6} {:11.3f} {:11.3f} {:13.3f}   {:>10}\n", d, s.busy_ms[d], s.idle_ms[d],
+                         s.peak_memory_mb[d] / 1000.0,
+                         s.peak_op_index[d] < 0 ? std::string("-") : fmt::format("{}", s.peak_op_index[d]));
+    }
+  } else {
+    if (r.lower_bound_ms > 0) out += fmt::format("  lower bound     {:12.3f} ms\n", r.lower_bound_ms);
+    out += "  no timing: the schedule could not be simulated (see the violations and notes above)\n";
+  }
+  return out;
+}
+
+}  // namespace ps

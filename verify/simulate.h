@@ -1,0 +1,29 @@
+// simulate.h — the timing simulation of ir/schedule.h's two-stream model, under one semantics.
+//
+// Each device has a compute stream (its compute ops in program order; an op starts when the
+// previous compute ended and the RECV delivering its cross-device input has completed) and a comm
+// stream (its comm ops in program order; a SEND is ready when its producing compute has ended).
+//   rendezvous: a pair starts when both sides are ready (the previous comm op on each side has
+//               completed); it takes latency + bytes/bandwidth; both complete at its end.
+//   grouped:    a maximal run of consecutive comm ops is issued together once the previous group
+//               completed and the group's SENDs are ready; a pair starts when both groups are
+//               issued; the next group waits for the whole group.
+//   buffered:   a SEND completes when issued (the comm stream moves on) and its data arrives one
+//               transfer later; a RECV completes at the later of its issue and that arrival.
+// Recorded op intervals: compute [start, end]; comm ops the interval the data moves (for a
+// rendezvous/grouped pair both sides get the same interval; a buffered RECV [max(issue, send),
+// completion]). Makespan = the last end (first op at 0). Longest-path evaluation with a worklist of
+// devices: O(ops). Preconditions: structure, dependency and comm rules held, and the deadlock
+// analysis found the schedule safe under `sem` (which implies this model completes: each of its
+// waits is also a wait of the logical execution).
+#pragma once
+
+#include "ir/schedule.h"
+#include "verify/op_table.h"
+#include "verify/verify.h"
+
+namespace ps::verify_detail {
+
+Simulation simulate_timing(const Schedule& s, const OpTable& t, Semantics sem);
+
+}  // namespace ps::verify_detail

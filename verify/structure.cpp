@@ -1,0 +1,164 @@
+// structure.cpp — see structure.h.
+#include "verify/structure.h"
+
+#include <fmt/format.h>
+
+#include <set>
+#include <utility>
+
+#include "verify/diag.h"
+#include "verify/rules.h"
+
+namespace ps::verify_detail {
+namespace {
+
+// Where a device's row starts in the file (for ops that are missing), if known.
+SourceLoc row_loc(const Schedule& s, int device) {
+  SourceLoc loc;
+  loc.file = s.source;
+  if (device >= 0 && device < s.num_devices() && !s.programs[device].empty()) {
+    loc = s.programs[device].front().loc;
+    loc.col = 0;
+  }
+  return loc;
+}
+
+}  // namespace
+
+void check_structure(const Schedule& s, const OpTable& t, std::vector<Violation>& out) {
+  const Problem& pb = s.problem;
+  const int S = pb.num_stages();
+  const int M = pb.microbatches;
+  const int D = s.num_devices();
+
+  // The problem itself: something to check against.
+  if (S <= 0 || M <= 0) {
+    out.push_back(general_violation(
+        rules::kIndex, -1,
+        fmt::format("the problem has {} stages and {} microbatches; both must be at least 1", S, M)));
+    return;
+  }
+  if (static_cast<long long>(S) * M > kMaxStageMicrobatchPairs) {
+    out.push_back(general_violation(
+        rules::kIndex, -1,
+        fmt::format("the problem has {} stages x {} microbatches = {} pairs; the checker handles at "
+                    "most {}",
+                    S, M, static_cast<long long>(S) * M, kMaxStageMicrobatchPairs)));
+    return;
+  }
+  for (int st = 0; st < S; ++st) {
+    const int dev = pb.stages[st].device;
+    if (dev < 0 || dev >= D) {
+      out.push_back(general_violation(
+          rules::kStagePlacement, -1,
+          fmt::format("stage {} is placed on device {}, but the schedule has {} device programs "
+                      "(0..{})",
+                      st, dev, D, D - 1)));
+    }
+  }
+
+  // Per op: index range, placement, duplicates.
+  std::set<std::pair<int, int>> misplaced;  // (stage, device) already reported
+  for (int d = 0; d < D; ++d) {
+    for (int i = 0; i < static_cast<int>(s.programs[d].size()); ++i) {
+      const Action& a = s.programs[d][i];
+      const int id = t.id(d, i);
+      if (!t.in_range(a)) {
+        std::string what =
+            (a.stage < 0 || a.stage >= S)
+                ? fmt::format("stage {} is out of range: the problem has {} stages (0..{})", a.stage,
+                              S, S - 1)
+                : fmt::format("microbatch {} is out of range: the problem has {} microbatches (0..{})",
+                              a.mb, M, M - 1);
+        out.push_back(op_violation(rules::kIndex, d, i, a, fmt::format("'{}': {}", to_string(a), what)));
+        continue;
+      }
+      const int home = pb.stages[a.stage].device;
+      if (home != d && misplaced.insert({a.stage, d}).second) {
+        int count = 0;
+        for (const Action& b : s.programs[d])
+          if (b.stage == a.stage) ++count;
+        std::vector<std::string> notes;
+        notes.push_back(fmt::format("{} op(s) of stage {} are on device {}", count, a.stage, d));
+        if (home >= 0 && home < D) {
+          for (int j = 0; j < static_cast<int>(s.programs[home].size()); ++j) {
+            if (s.programs[home][j].stage == a.stage) {
+              notes.push_back(fmt::format("stage {} is also run by {}", a.stage,
+                                          describe_op_on(home, j, s.programs[home][j])));
+              break;
+            }
+          }
+        }
+        out.push_back(op_violation(
+            rules::kStagePlacement, d, i, a,
+            fmt::format("'{}' runs on device {}, but stage {} is placed on device {}: a stage's ops "
+                        "must all run on one device",
+                        to_string(a), d, a.stage, home),
+            std::move(notes)));
+      }
+      const int first = t.find(a.type, a.stage, a.mb);
+      if (first != id) {
+        out.push_back(op_violation(
+            rules::kDuplicate, d, i, a, fmt::format("'{}' appears more than once", to_string(a)),
+            {fmt::format("first occurrence: {}", describe_op_on(t.device(first), t.index(first),
+                                                                t.op(first)))}));
+      }
+    }
+  }
+
+  // Completeness and backward shape, per (stage, microbatch).
+  for (int st = 0; st < S; ++st) {
+    const StageSpec& spec = pb.stages[st];
+    const int home = spec.device;
+    for (int m = 0; m < M; ++m) {
+      const int f = t.find(OpType::F, st, m);
+      const int b = t.find(OpType::B, st, m);
+      const int in = t.find(OpType::I, st, m);
+      const int w = t.find(OpType::W, st, m);
+      if (f == kNoOp) {
+        out.push_back(general_violation(
+            rules::kMissing, home, fmt::format("'{}F{}' is missing (forward of stage {}, microbatch {})",
+                                               st, m, st, m),
+            {fmt::format("stage {} is placed on device {}", st, home)}, row_loc(s, home)));
+      }
+      if (b == kNoOp && in == kNoOp && w == kNoOp) {
+        out.push_back(general_violation(
+            rules::kMissing, home,
+            fmt::format("the backward of stage {}, microbatch {} is missing: expected '{}B{}' or "
+                        "'{}I{}' and '{}W{}'",
+                        st, m, st, m, st, m, st, m),
+            {fmt::format("stage {} is placed on device {}", st, home)}, row_loc(s, home)));
+        continue;
+      }
+      auto at = [&](int id) { return std::pair<int, int>{t.device(id), t.index(id)}; };
+      if (b != kNoOp && (in != kNoOp || w != kNoOp)) {
+        const int other = in != kNoOp ? in : w;
+        auto [d, i] = at(other);
+        out.push_back(op_violation(
+            rules::kBackwardMix, d, i, t.op(other),
+            fmt::format("'{}' and '{}' are both present: a (stage, microbatch) uses either B or I+W",
+                        to_string(t.op(other)), to_string(t.op(b))),
+            {fmt::format("the fused backward is {}", describe_op_on(t.device(b), t.index(b), t.op(b)))}));
+        continue;
+      }
+      if (b == kNoOp && (in == kNoOp) != (w == kNoOp)) {
+        const int have = in != kNoOp ? in : w;
+        auto [d, i] = at(have);
+        out.push_back(op_violation(
+            rules::kBackwardMix, d, i, t.op(have),
+            fmt::format("'{}' without '{}{}{}': a split backward needs both I and W", to_string(t.op(have)),
+                        st, in == kNoOp ? "I" : "W", m)));
+        continue;
+      }
+      if (!spec.split_backward && in != kNoOp) {
+        auto [d, i] = at(in);
+        out.push_back(op_violation(
+            rules::kBackwardMix, d, i, t.op(in),
+            fmt::format("'{}': stage {} cannot split its backward into I and W; use '{}B{}'",
+                        to_string(t.op(in)), st, st, m)));
+      }
+    }
+  }
+}
+
+}  // namespace ps::verify_detail
