@@ -280,4 +280,13 @@ std::vector<std::vector<float>> StageCompute::parameters(int stage) {
   return out;
 }
 
+Status StageCompute::set_parameter(int stage, int index, const std::vector<float>& values) {
+  auto it = params_.find(stage);
+  if (it == params_.end() || index < 0 || index >= static_cast<int>(it->second.size()) ||
+      it->second[index].count() != values.size())
+    return runtime_error(fmt::format("no parameter {} of stage {} with {} elements", index, stage, values.size()));
+  ops_.upload(it->second[index], values.data());
+  return ops_.status();
+}
+
 }  // namespace ps::rt

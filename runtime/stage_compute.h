@@ -55,6 +55,8 @@ class StageCompute {
   Result<double> loss(int mb);
   // Current parameter values of `stage` (for tests and the profiler).
   std::vector<std::vector<float>> parameters(int stage);
+  // Overwrites one parameter of `stage` (index in stage_params order; size must match).
+  Status set_parameter(int stage, int index, const std::vector<float>& values);
 
  private:
   enum class Phase { kForward, kInput };
