@@ -1,8 +1,213 @@
-// `pipesmith baseline` — placeholder until issue #4 lands.
+// `pipesmith baseline MODEL.yaml --schedule KIND [...] -o OUT.yaml [--csv OUT.csv] [--svg OUT.svg]`
+// — generate a published schedule (GPipe, 1F1B, interleaved 1F1B, ZB-H1/H2, ZB-V, DualPipeV) for
+// the user's model, pass it through the checker and write it with its certificate.
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <memory>
+#include <string>
+
 #include "cli/commands.h"
+#include "cli/spec_flags.h"
+#include "ir/problem.h"
+#include "ir/schedule_io.h"
+#include "synth/baseline_certify.h"
+#include "synth/baselines.h"
+#include "synth/global_bound.h"
+#include "synth/megatron_layout.h"
+#include "synth/partition.h"
+#include "synth/placement.h"
+#include "verify/verify.h"
 
 namespace ps::cli {
 
-Runner add_baseline(CLI::App& app) { return pending_command(app, "baseline", "Generate GPipe/1F1B/ZB schedules", 4); }
+namespace {
+
+struct BaselineArgs {
+  SpecFlags spec;
+  std::string schedule;
+  int stages_per_device = 0;  // 0 = the schedule's default
+  std::string partition = "balanced";
+  std::string out_path;
+  std::string csv_path;
+  std::string svg_path;
+};
+
+// The partition and placement a run uses, with words for the summary.
+struct Plan {
+  Partition partition;
+  std::vector<int> placement;
+  std::string partition_desc;
+  std::vector<std::string> notes;
+};
+
+Result<Plan> make_plan(const Spec& spec, BaselineKind kind, const BaselineArgs& a) {
+  const int P = spec.cluster.devices;
+  const char* name = baseline_name(kind);
+  Plan plan;
+  if (!is_partition_method_name(a.partition) && looks_like_megatron_layout(a.partition)) {
+    auto layout = parse_megatron_layout(a.partition);
+    if (!layout.ok()) return layout.status();
+    auto lp = apply_megatron_layout(*layout, spec.model, P);
+    if (!lp.ok()) return lp.status();
+    int V = lp->stages_per_device;
+    auto shape = baseline_shape(kind, a.stages_per_device);
+    if (!shape.ok()) return shape.status();
+    bool fits = shape->placement == PlacementKind::kLooped ? V >= 2 : V == shape->stages_per_device;
+    if (!fits || (a.stages_per_device != 0 && a.stages_per_device != V))
+      return Status::bad_input(fmt::format(
+          "pipeline layout \"{}\" gives {} stages = {} per device on P = {}, but {} runs {}", a.partition,
+          lp->partition.size(), V, P, name,
+          shape->placement == PlacementKind::kLooped
+              ? fmt::format("{} per device", a.stages_per_device != 0 ? std::to_string(a.stages_per_device) : ">= 2")
+              : fmt::format("{} per device", shape->stages_per_device)));
+    plan.partition = lp->partition;
+    if (shape->placement == PlacementKind::kVShape) {
+      plan.placement = placement_vshape(P);
+      plan.notes.push_back(fmt::format(
+          "{} places the layout's stages in a V (device d holds stages d and 2P-1-d), not looped "
+          "as Megatron would",
+          name));
+    } else {
+      plan.placement = lp->placement;
+    }
+    plan.partition_desc = fmt::format("Megatron layout \"{}\"", a.partition);
+    return plan;
+  }
+  auto shape = baseline_shape(kind, a.stages_per_device);
+  if (!shape.ok()) return shape.status();
+  int S = shape->stages_per_device * P;
+  auto part = partition_by_name(spec, S, a.partition);
+  if (!part.ok()) return part.status();
+  plan.partition = *part;
+  plan.placement = baseline_placement(*shape, P);
+  plan.partition_desc = a.partition;
+  return plan;
+}
+
+std::string ranges_str(const Partition& p) {
+  std::string out;
+  for (size_t s = 0; s < p.size(); ++s) {
+    if (s) out += " | ";
+    out += p[s].first == p[s].last ? fmt::format("{}", p[s].first)
+                                   : fmt::format("{}-{}", p[s].first, p[s].last);
+  }
+  return out;
+}
+
+// Compute ops only, with their simulated times: what PyTorch's CSV with idle cells shows.
+Schedule compute_only_view(const Schedule& checked) {
+  Schedule s = checked;
+  s.certificate.reset();
+  for (size_t d = 0; d < s.programs.size(); ++d) {
+    std::vector<Action> ops;
+    std::vector<OpTime> times;
+    for (size_t i = 0; i < checked.programs[d].size(); ++i) {
+      if (!is_compute(checked.programs[d][i].type)) continue;
+      ops.push_back(checked.programs[d][i]);
+      if (d < checked.predicted.size()) times.push_back(checked.predicted[d][i]);
+    }
+    s.programs[d] = std::move(ops);
+    if (d < s.predicted.size()) s.predicted[d] = std::move(times);
+  }
+  return s;
+}
+
+int run_baseline(const BaselineArgs& a) {
+  auto kind = parse_baseline_kind(a.schedule);
+  if (!kind)
+    return report_error(Status::bad_input(fmt::format(
+        "unknown schedule '{}': expected one of {}", a.schedule, baseline_names_joined(", "))));
+  auto spec = load_spec_from_flags(a.spec);
+  if (!spec.ok()) return report_error(spec.status());
+  auto plan = make_plan(*spec, *kind, a);
+  if (!plan.ok()) return report_error(plan.status());
+  auto problem = make_problem(*spec, plan->partition, plan->placement);
+  if (!problem.ok()) return report_error(problem.status());
+  auto generated = make_baseline(*problem, *kind);
+  if (!generated.ok()) return report_error(generated.status());
+
+  VerifyOptions vo;
+  vo.semantics = Semantics::kRendezvous;
+  auto cert = certify_schedule(*generated, vo);
+  if (!cert.ok()) return report_error(cert.status());
+  const Schedule& out = cert->schedule;
+  const Report& rep = cert->report;
+  const Simulation& sim = *rep.sim;
+  auto gb = global_lower_bound(*spec, spec->cluster.devices, spec->pipeline.microbatches,
+                               spec->cluster.memory_gb);
+
+  // Summary to stdout, or stderr when the schedule itself goes to stdout.
+  FILE* info = a.out_path == "-" ? stderr : stdout;
+  std::string s;
+  s += fmt::format("pipesmith baseline {}: model '{}', P = {} devices, M = {} microbatches\n",
+                   baseline_name(*kind), problem->name, problem->devices, problem->microbatches);
+  s += fmt::format("  stages        {} ({} per device, {} placement), partition {}\n",
+                   problem->num_stages(), problem->num_stages() / problem->devices,
+                   placement_kind_name(classify_placement(plan->placement, problem->devices)),
+                   plan->partition_desc);
+  s += fmt::format("  layers        {}\n", ranges_str(plan->partition));
+  for (const auto& n : plan->notes) s += fmt::format("  note          {}\n", n);
+  s += fmt::format("  checker       valid under {} semantics{}\n", semantics_name(rep.semantics),
+                   rep.comms_inserted ? " (comms inserted by the shared rule)" : "");
+  s += fmt::format("  iteration     {:.3f} ms\n", sim.makespan_ms);
+  s += fmt::format("  lower bound   {:.3f} ms for this partition and placement (iteration / bound = {:.3f})\n",
+                   rep.lower_bound_ms, rep.lower_bound_ms > 0 ? sim.makespan_ms / rep.lower_bound_ms : 0.0);
+  if (gb.ok())
+    s += fmt::format("                {:.3f} ms over all partitions and placements ({})\n", gb->bound_ms,
+                     gb->binding);
+  s += fmt::format("  bubble ratio  {:.4f}\n", sim.bubble_ratio);
+  double peak = 0;
+  std::string peaks;
+  for (size_t d = 0; d < sim.peak_memory_mb.size(); ++d) {
+    peak = std::max(peak, sim.peak_memory_mb[d]);
+    peaks += fmt::format("{}{:.2f}", d ? " " : "", sim.peak_memory_mb[d] / 1000.0);
+  }
+  double limit = spec->cluster.memory_gb;
+  s += fmt::format("  peak memory   {:.2f} GB max{} (per device: {})\n", peak / 1000.0,
+                   limit > 0 ? fmt::format(" of {:g} GB", limit) : std::string(), peaks);
+
+  if (!a.out_path.empty()) {
+    Status st = a.out_path == "-" ? write_text_file("-", format_schedule_yaml(out))
+                                  : write_schedule_yaml(out, a.out_path);
+    if (!st.is_ok()) return report_error(st);
+    if (a.out_path != "-") s += fmt::format("wrote {}\n", a.out_path);
+  }
+  if (!a.csv_path.empty()) {
+    Status st = write_text_file(a.csv_path, format_pytorch_csv(compute_only_view(out)));
+    if (!st.is_ok()) return report_error(st);
+    s += fmt::format("wrote {}\n", a.csv_path);
+  }
+  if (!a.svg_path.empty()) {
+    std::string title = fmt::format("{} — {} (P={}, M={})", baseline_name(*kind), problem->name,
+                                    problem->devices, problem->microbatches);
+    Status st = write_text_file(a.svg_path, format_svg(rep, title));
+    if (!st.is_ok()) return report_error(st);
+    s += fmt::format("wrote {}\n", a.svg_path);
+  }
+  std::fputs(s.c_str(), info);
+  return 0;
+}
+
+}  // namespace
+
+Runner add_baseline(CLI::App& app) {
+  auto args = std::make_shared<BaselineArgs>();
+  auto* sub = app.add_subcommand(
+      "baseline",
+      "Generate a published pipeline schedule (GPipe, 1F1B, interleaved 1F1B, ZB-H1/H2, ZB-V, "
+      "DualPipeV) for a model, check it and write it with its certificate");
+  add_spec_flags(sub, &args->spec);
+  sub->add_option("--schedule", args->schedule, "Schedule: " + baseline_names_joined("|"))->required();
+  sub->add_option("--stages-per-device", args->stages_per_device,
+                  "Stages per device V (interleaved-1f1b: default 2; zbv/dualpipev: 2; others: 1)");
+  sub->add_option("--partition", args->partition,
+                  "balanced (default; min max stage F+I+W), balanced-memory (ties by memory), even "
+                  "(Megatron's default) or a Megatron --pipeline-model-parallel-layout string");
+  sub->add_option("-o,--output", args->out_path, "Schedule file to write (pipesmith-schedule/1 YAML; - = stdout)");
+  sub->add_option("--csv", args->csv_path, "Also write the compute order as a PyTorch pipelining CSV");
+  sub->add_option("--svg", args->svg_path, "Also write an SVG Gantt chart of the simulated schedule");
+  return [args] { return run_baseline(*args); };
+}
 
 }  // namespace ps::cli

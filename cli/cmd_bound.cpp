@@ -1,8 +1,170 @@
-// `pipesmith bound` — placeholder until issue #4 lands.
+// `pipesmith bound MODEL.yaml [--devices P] [--microbatches M] [--memory-limit-gb X]
+//  [--partition balanced|even|LAYOUT] [--placement sequential|looped|vshape|LIST]
+//  [--stages-per-device V] [--json]`
+// — the best lower bound on the iteration time over all partitions and placements (and the
+// checker's bound for one partition/placement when asked); exit 2 when the model states cannot fit.
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
 #include "cli/commands.h"
+#include "cli/spec_flags.h"
+#include "ir/problem.h"
+#include "synth/global_bound.h"
+#include "synth/megatron_layout.h"
+#include "synth/partition.h"
+#include "synth/placement.h"
+#include "verify/verify.h"
 
 namespace ps::cli {
 
-Runner add_bound(CLI::App& app) { return pending_command(app, "bound", "Lower bound on the iteration time", 4); }
+namespace {
+
+struct BoundArgs {
+  SpecFlags spec;
+  std::string partition;
+  std::string placement;
+  int stages_per_device = 0;
+  bool json = false;
+};
+
+struct PlanBound {
+  Partition partition;
+  std::vector<int> placement;
+  double bound_ms = 0;
+};
+
+// The partition/placement named by the flags (either may be omitted; defaults: balanced,
+// sequential for V = 1, looped otherwise, vshape when --placement vshape).
+Result<PlanBound> plan_bound(const Spec& spec, const BoundArgs& a) {
+  const int P = spec.cluster.devices;
+  PlanBound pb;
+  std::string part = a.partition.empty() ? "balanced" : a.partition;
+  if (!is_partition_method_name(part) && looks_like_megatron_layout(part)) {
+    auto layout = parse_megatron_layout(part);
+    if (!layout.ok()) return layout.status();
+    auto lp = apply_megatron_layout(*layout, spec.model, P);
+    if (!lp.ok()) return lp.status();
+    if (a.stages_per_device != 0 && a.stages_per_device != lp->stages_per_device)
+      return Status::bad_input(fmt::format(
+          "--stages-per-device {} disagrees with the layout, which has {} stages per device",
+          a.stages_per_device, lp->stages_per_device));
+    pb.partition = lp->partition;
+    pb.placement = lp->placement;
+    if (!a.placement.empty()) {
+      auto pl = parse_placement(a.placement, static_cast<int>(pb.partition.size()), P);
+      if (!pl.ok()) return pl.status();
+      pb.placement = *pl;
+    }
+  } else {
+    int V = a.stages_per_device;
+    if (V == 0) V = (a.placement == "vshape" || a.placement == "v") ? 2 : 1;
+    if (V < 1) return Status::bad_input(fmt::format("--stages-per-device must be >= 1, got {}", V));
+    int S = V * P;
+    auto p = partition_by_name(spec, S, part);
+    if (!p.ok()) return p.status();
+    pb.partition = *p;
+    std::string placement = a.placement.empty() ? (V == 1 ? "sequential" : "looped") : a.placement;
+    auto pl = parse_placement(placement, S, P);
+    if (!pl.ok()) return pl.status();
+    pb.placement = *pl;
+  }
+  auto problem = make_problem(spec, pb.partition, pb.placement);
+  if (!problem.ok()) return problem.status();
+  pb.bound_ms = lower_bound_ms(*problem);
+  return pb;
+}
+
+int run_bound(const BoundArgs& a) {
+  auto spec = load_spec_from_flags(a.spec);
+  if (!spec.ok()) return report_error(spec.status());
+  const int P = spec->cluster.devices, M = spec->pipeline.microbatches;
+  auto g = global_lower_bound(*spec, P, M, spec->cluster.memory_gb);
+  if (!g.ok()) return report_error(g.status());
+  std::optional<PlanBound> plan;
+  if (!a.partition.empty() || !a.placement.empty() || a.stages_per_device != 0) {
+    auto pb = plan_bound(*spec, a);
+    if (!pb.ok()) return report_error(pb.status());
+    plan = *pb;
+  }
+
+  if (a.json) {
+    nlohmann::ordered_json j;
+    j["model"] = spec->model.name;
+    j["devices"] = P;
+    j["microbatches"] = M;
+    j["bound_ms"] = g->bound_ms;
+    j["binding"] = g->binding;
+    j["terms_ms"] = {{"total_work", g->total_work_ms},
+                     {"ramp", g->ramp_ms},
+                     {"heaviest_layer", g->heaviest_layer_ms},
+                     {"critical_path", g->critical_path_ms}};
+    j["heaviest_layer"] = g->heaviest_layer;
+    j["model_state_gb"] = g->model_state_gb;
+    j["memory_limit_gb"] = g->memory_limit_gb;
+    j["min_devices_for_memory"] = g->min_devices_for_memory;
+    j["memory_feasible"] = g->memory_feasible;
+    if (!g->memory_feasible) j["memory_reason"] = g->memory_reason;
+    if (plan) {
+      nlohmann::ordered_json pj;
+      nlohmann::ordered_json ranges = nlohmann::ordered_json::array();
+      for (const auto& r : plan->partition) ranges.push_back({r.first, r.last});
+      pj["partition"] = ranges;
+      pj["placement"] = plan->placement;
+      pj["bound_ms"] = plan->bound_ms;
+      j["plan"] = pj;
+    }
+    std::printf("%s\n", j.dump(2).c_str());
+  } else {
+    std::string s;
+    s += fmt::format("lower bound on the iteration time of '{}' on P = {} devices, M = {} microbatches\n",
+                     spec->model.name, P, M);
+    s += "over all partitions, placements and orders (comm taken as free):\n";
+    s += fmt::format("  total work / P                {:12.3f} ms\n", g->total_work_ms);
+    s += fmt::format("  work + pipeline ramp / P      {:12.3f} ms\n", g->ramp_ms);
+    s += fmt::format("  heaviest layer (layer {:>4})   {:12.3f} ms\n", g->heaviest_layer,
+                     g->heaviest_layer_ms);
+    s += fmt::format("  critical path                 {:12.3f} ms\n", g->critical_path_ms);
+    s += fmt::format("  => bound                      {:12.3f} ms  ({})\n", g->bound_ms, g->binding);
+    if (g->memory_limit_gb > 0)
+      s += fmt::format("memory: model states {:.2f} GB in total; at {:g} GB per device at least {} "
+                       "device(s) needed\n",
+                       g->model_state_gb, g->memory_limit_gb, g->min_devices_for_memory);
+    else
+      s += fmt::format("memory: model states {:.2f} GB in total; no memory limit\n", g->model_state_gb);
+    if (plan) {
+      s += fmt::format("for partition ");
+      for (size_t i = 0; i < plan->partition.size(); ++i)
+        s += fmt::format("{}[{}-{}]@{}", i ? " " : "", plan->partition[i].first,
+                         plan->partition[i].last, plan->placement[i]);
+      s += fmt::format(" (layers@device):\n  checker's bound               {:12.3f} ms\n",
+                       plan->bound_ms);
+    }
+    std::fputs(s.c_str(), stdout);
+  }
+  if (!g->memory_feasible)
+    return report_error(Status::error(ErrorCode::kInfeasible, "infeasible: " + g->memory_reason));
+  return 0;
+}
+
+}  // namespace
+
+Runner add_bound(CLI::App& app) {
+  auto args = std::make_shared<BoundArgs>();
+  auto* sub = app.add_subcommand(
+      "bound", "Lower bound on the iteration time over all partitions and placements (and for one)");
+  add_spec_flags(sub, &args->spec);
+  sub->add_option("--partition", args->partition,
+                  "Also bound this partition: balanced, balanced-memory, even or a Megatron layout");
+  sub->add_option("--placement", args->placement,
+                  "Placement for --partition: sequential, looped, vshape or a list like 0,1,1,0");
+  sub->add_option("--stages-per-device", args->stages_per_device, "Stages per device V for --partition");
+  sub->add_flag("--json", args->json, "Print the bounds as JSON");
+  return [args] { return run_bound(*args); };
+}
 
 }  // namespace ps::cli

@@ -1,0 +1,32 @@
+// spec_flags.h — the input flags every model-reading subcommand shares:
+//   MODEL.yaml [--cluster CLUSTER.yaml] [--devices P] [--microbatches M] [--memory-limit-gb X]
+// add_spec_flags declares them on a subcommand; load_spec_from_flags reads the files and applies
+// the overrides (load_spec validates; errors carry file:line:col). Flag values are checked here
+// (P >= 1, M >= 1, X >= 0) so every command words those errors the same way.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <optional>
+#include <string>
+
+#include "ir/model.h"
+#include "ir/status.h"
+
+namespace ps::cli {
+
+struct SpecFlags {
+  std::string model_path;
+  std::string cluster_path;
+  std::optional<int> devices;
+  std::optional<int> microbatches;
+  std::optional<double> memory_limit_gb;
+};
+
+// Adds the positional MODEL and the four options to `sub`; values land in *flags (which must
+// outlive the parse).
+void add_spec_flags(CLI::App* sub, SpecFlags* flags);
+
+// Checks the flag values and loads the spec with them as overrides.
+Result<Spec> load_spec_from_flags(const SpecFlags& flags);
+
+}  // namespace ps::cli

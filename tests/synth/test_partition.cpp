@@ -1,0 +1,249 @@
+// Partitioning and placement helpers: exactness of the balanced partition against brute force,
+// Megatron's even split, placements and their parsing.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <functional>
+#include <random>
+
+#include "synth/partition.h"
+#include "synth/placement.h"
+
+using namespace ps;
+
+namespace {
+
+// A model with one layer type per layer: symbols 'a', 'b', ... (up to 26 layers), plus optional
+// leading 'E' and trailing 'L' layers with the given times.
+Spec chain_spec(const std::vector<double>& time_ms, const std::vector<double>& params_m = {}) {
+  Spec spec;
+  spec.model.name = "test-chain";
+  spec.pipeline.bytes_per_param = 2;
+  for (size_t l = 0; l < time_ms.size(); ++l) {
+    char sym = static_cast<char>('a' + l);
+    LayerType t;
+    t.symbol = sym;
+    t.name = std::string("layer-") + sym;
+    t.forward_ms = time_ms[l] / 4;
+    t.backward_input_ms = time_ms[l] / 2;
+    t.backward_weight_ms = time_ms[l] / 4;
+    t.activation_mb = 10;
+    t.params_m = l < params_m.size() ? params_m[l] : 1;
+    spec.model.types[sym] = t;
+    Layer layer;
+    layer.id = static_cast<int>(l);
+    layer.type = sym;
+    if (l > 0) layer.inputs = {static_cast<int>(l) - 1};
+    spec.model.layers.push_back(layer);
+  }
+  return spec;
+}
+
+// Model with named symbols, e.g. "EttttttL" (types E, t, L with the given times).
+Spec symbol_spec(const std::string& layers) {
+  Spec spec;
+  spec.model.name = "test-symbols";
+  for (char c : layers) {
+    if (!spec.model.types.count(c)) {
+      LayerType t;
+      t.symbol = c;
+      t.name = c == 'E' ? "embedding" : c == 'L' ? "head" : std::string("type-") + c;
+      t.forward_ms = 1;
+      t.backward_input_ms = 1;
+      t.backward_weight_ms = 1;
+      spec.model.types[c] = t;
+    }
+    Layer l;
+    l.id = static_cast<int>(spec.model.layers.size());
+    l.type = c;
+    spec.model.layers.push_back(l);
+  }
+  return spec;
+}
+
+// All contiguous partitions of n layers into k non-empty stages.
+void for_each_partition(int n, int k, const std::function<void(const Partition&)>& f) {
+  Partition p;
+  std::function<void(int, int)> rec = [&](int start, int left) {
+    if (left == 1) {
+      p.push_back({start, n - 1});
+      f(p);
+      p.pop_back();
+      return;
+    }
+    for (int end = start; end <= n - left; ++end) {
+      p.push_back({start, end});
+      rec(end + 1, left - 1);
+      p.pop_back();
+    }
+  };
+  rec(0, k);
+}
+
+double max_time(const Spec& spec, const Partition& p) {
+  double m = 0;
+  for (const auto& r : p) m = std::max(m, range_time_ms(spec.model, r));
+  return m;
+}
+
+double max_memory(const Spec& spec, const Partition& p) {
+  double m = 0;
+  for (const auto& r : p) {
+    double s = 0;
+    for (int l = r.first; l <= r.last; ++l) s += layer_memory_mb(spec, l);
+    m = std::max(m, s);
+  }
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("balanced partition is exact: equals brute force on random chains") {
+  std::mt19937 rng(12345);
+  std::uniform_int_distribution<int> cost(1, 20);
+  std::uniform_int_distribution<int> nlayers(1, 9);
+  for (int trial = 0; trial < 200; ++trial) {
+    int n = nlayers(rng);
+    std::vector<double> t(n), params(n);
+    for (int l = 0; l < n; ++l) {
+      t[l] = cost(rng) * 0.37;  // non-integers: sums in floating point
+      params[l] = cost(rng);
+    }
+    Spec spec = chain_spec(t, params);
+    for (int k = 1; k <= std::min(n, 5); ++k) {
+      double best_time = 1e300;
+      for_each_partition(n, k, [&](const Partition& p) { best_time = std::min(best_time, max_time(spec, p)); });
+      double best_mem = 1e300;
+      for_each_partition(n, k, [&](const Partition& p) {
+        if (max_time(spec, p) <= best_time * (1 + 1e-9)) best_mem = std::min(best_mem, max_memory(spec, p));
+      });
+      auto bal = balanced_partition(spec, k, PartitionCost::kTime);
+      REQUIRE(bal.ok());
+      REQUIRE(check_partition(*bal, n).is_ok());
+      CHECK(bal->size() == static_cast<size_t>(k));
+      CHECK(max_time(spec, *bal) == doctest::Approx(best_time).epsilon(1e-12));
+      auto mem = balanced_partition(spec, k, PartitionCost::kTimeThenMemory);
+      REQUIRE(mem.ok());
+      REQUIRE(check_partition(*mem, n).is_ok());
+      CHECK(max_time(spec, *mem) == doctest::Approx(best_time).epsilon(1e-12));
+      CHECK(max_memory(spec, *mem) == doctest::Approx(best_mem).epsilon(1e-12));
+    }
+  }
+}
+
+TEST_CASE("balanced partition beats a greedy cut and is deterministic") {
+  // Greedy "fill up to total/k" would cut [6,1] [1,1,6] ...; the optimum is max 7.
+  Spec spec = chain_spec({6, 1, 1, 1, 6, 1});
+  auto p = balanced_partition(spec, 3);
+  REQUIRE(p.ok());
+  CHECK(max_time(spec, *p) == doctest::Approx(7));
+  auto again = balanced_partition(spec, 3);
+  REQUIRE(again.ok());
+  for (size_t s = 0; s < p->size(); ++s) {
+    CHECK((*p)[s].first == (*again)[s].first);
+    CHECK((*p)[s].last == (*again)[s].last);
+  }
+}
+
+TEST_CASE("memory tie-breaker moves a heavy-parameter layer when time allows") {
+  // Times 2,2,2,2 into 2 stages: only [0-1][2-3] reaches max time 4, whatever the memory.
+  // Times 1,1,1,1,4 into 2 stages: max time 4 forces [0-3][4]; then into 3 stages the optimum time
+  // is 4 and several cuts reach it; the memory tie-break must pick the one with the lightest max.
+  Spec spec = chain_spec({1, 1, 1, 1, 4}, {100, 1, 1, 1, 1});
+  auto t = balanced_partition(spec, 3, PartitionCost::kTime);
+  auto m = balanced_partition(spec, 3, PartitionCost::kTimeThenMemory);
+  REQUIRE(t.ok());
+  REQUIRE(m.ok());
+  CHECK(max_time(spec, *m) == doctest::Approx(4));
+  // Layer 0 (200 MB states) should be alone in its stage.
+  CHECK((*m)[0].first == 0);
+  CHECK((*m)[0].last == 0);
+  CHECK(max_memory(spec, *m) <= max_memory(spec, *t));
+}
+
+TEST_CASE("balanced partition refuses impossible stage counts") {
+  Spec spec = chain_spec({1, 2, 3});
+  auto too_many = balanced_partition(spec, 4);
+  REQUIRE(!too_many.ok());
+  CHECK(too_many.status().code() == ErrorCode::kBadInput);
+  CHECK(too_many.status().message().find("only 3 layers") != std::string::npos);
+  CHECK(!balanced_partition(spec, 0).ok());
+}
+
+TEST_CASE("even partition keeps embedding and head with the end stages (Megatron default)") {
+  Spec spec = symbol_spec("EttttttttL");  // 8 decoders
+  auto p = even_partition(spec, 4);
+  REQUIRE(p.ok());
+  REQUIRE(p->size() == 4);
+  CHECK((*p)[0].first == 0);
+  CHECK((*p)[0].last == 2);  // E t t
+  CHECK((*p)[1].first == 3);
+  CHECK((*p)[1].last == 4);
+  CHECK((*p)[2].first == 5);
+  CHECK((*p)[2].last == 6);
+  CHECK((*p)[3].first == 7);
+  CHECK((*p)[3].last == 9);  // t t L
+
+  // 7 decoders over 3 stages: 3, 2, 2 (the first stages take the remainder).
+  Spec odd = symbol_spec("EtttttttL");
+  auto q = even_partition(odd, 3);
+  REQUIRE(q.ok());
+  CHECK((*q)[0].last == 3);  // E t t t
+  CHECK((*q)[1].last == 5);
+  CHECK((*q)[2].last == 8);
+
+  // Fewer decoders than stages: all layers split evenly.
+  Spec small = symbol_spec("EttL");
+  auto r = even_partition(small, 4);
+  REQUIRE(r.ok());
+  for (int s = 0; s < 4; ++s) CHECK((*r)[s].first == s);
+  CHECK(!even_partition(small, 5).ok());
+}
+
+TEST_CASE("partition_by_name") {
+  Spec spec = symbol_spec("EttttL");
+  CHECK(partition_by_name(spec, 2, "balanced").ok());
+  CHECK(partition_by_name(spec, 2, "balanced-memory").ok());
+  CHECK(partition_by_name(spec, 2, "even").ok());
+  auto bad = partition_by_name(spec, 2, "greedy");
+  REQUIRE(!bad.ok());
+  CHECK(bad.status().message().find("unknown partition 'greedy'") != std::string::npos);
+}
+
+TEST_CASE("named placements") {
+  CHECK(placement_sequential(4) == std::vector<int>{0, 1, 2, 3});
+  CHECK(placement_looped(8, 4) == std::vector<int>{0, 1, 2, 3, 0, 1, 2, 3});
+  CHECK(placement_vshape(4) == std::vector<int>{0, 1, 2, 3, 3, 2, 1, 0});
+  CHECK(classify_placement({0, 1, 2, 3}, 4) == PlacementKind::kSequential);
+  CHECK(classify_placement({0, 1, 0, 1}, 2) == PlacementKind::kLooped);
+  CHECK(classify_placement({0, 1, 1, 0}, 2) == PlacementKind::kVShape);
+  CHECK(classify_placement({1, 0, 1, 0}, 2) == PlacementKind::kExplicit);
+}
+
+TEST_CASE("parse_placement accepts names and lists, rejects bad ones precisely") {
+  auto v = parse_placement("vshape", 6, 3);
+  REQUIRE(v.ok());
+  CHECK(*v == std::vector<int>{0, 1, 2, 2, 1, 0});
+  auto list = parse_placement("1,0,0,1", 4, 2);
+  REQUIRE(list.ok());
+  CHECK(*list == std::vector<int>{1, 0, 0, 1});
+
+  auto wrong_count = parse_placement("vshape", 4, 3);
+  REQUIRE(!wrong_count.ok());
+  CHECK(wrong_count.status().message().find("needs 2·P = 6 stages, got 4") != std::string::npos);
+  auto seq = parse_placement("sequential", 8, 4);
+  REQUIRE(!seq.ok());
+  CHECK(seq.status().message().find("as many stages as devices") != std::string::npos);
+  auto out_of_range = parse_placement("0,1,2", 3, 2);
+  REQUIRE(!out_of_range.ok());
+  CHECK(out_of_range.status().message().find("stage 2 on device 2") != std::string::npos);
+  auto unused = parse_placement("0,0,0", 3, 2);
+  REQUIRE(!unused.ok());
+  CHECK(unused.status().message().find("device 1 without a stage") != std::string::npos);
+  auto junk = parse_placement("0,x", 2, 2);
+  REQUIRE(!junk.ok());
+  CHECK(junk.status().message().find("column 3") != std::string::npos);
+  auto short_list = parse_placement("0,1", 3, 2);
+  REQUIRE(!short_list.ok());
+  CHECK(short_list.status().message().find("lists 2 devices but there are 3 stages") != std::string::npos);
+}
