@@ -33,6 +33,7 @@ std::string format_report_json(const Report& r) {
   j["comms_inserted"] = r.comms_inserted;
   j["notes"] = r.notes;
   j["lower_bound_ms"] = r.lower_bound_ms;
+  j["memory_limit_gb"] = r.memory_limit_gb;
   if (r.sim) {
     const Simulation& s = *r.sim;
     j["makespan_ms"] = s.makespan_ms;
