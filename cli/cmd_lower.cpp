@@ -29,7 +29,8 @@ struct LowerArgs {
 // A text table: first row is the header; columns holding numbers are right-aligned.
 class Table {
  public:
-  explicit Table(std::vector<std::string> header, std::vector<bool> right) : right_(std::move(right)) {
+  explicit Table(std::vector<std::string> header, std::vector<bool> right)
+      : right_(std::move(right)) {
     rows_.push_back(std::move(header));
   }
   void add(std::vector<std::string> row) { rows_.push_back(std::move(row)); }
@@ -56,8 +57,12 @@ class Table {
   std::vector<std::vector<std::string>> rows_;
 };
 
-std::string f3(double v) { return fmt::format("{:.3f}", v); }
-std::string f1(double v) { return fmt::format("{:.1f}", v); }
+std::string f3(double v) {
+  return fmt::format("{:.3f}", v);
+}
+std::string f1(double v) {
+  return fmt::format("{:.1f}", v);
+}
 std::string link_str(const LinkModel& l) {
   return fmt::format("{:g} GB/s, {:g} us latency", l.bandwidth_gb_per_s, l.latency_us);
 }
@@ -88,13 +93,15 @@ std::string text_summary(const LowerArgs& a, const Spec& spec, const ModelSummar
     out += fmt::format("graph     chain, {} edges\n", s.edges);
   } else {
     std::vector<std::string> extra = extra_inputs(m);
-    out += fmt::format("graph     DAG, {} edges; layers with inputs besides the previous layer: ", s.edges);
+    out += fmt::format("graph     DAG, {} edges; layers with inputs besides the previous layer: ",
+                       s.edges);
     for (size_t i = 0; i < extra.size(); ++i) out += (i ? "; " : "") + extra[i];
     out += "\n";
   }
-  out += fmt::format("cluster   {}: {} devices, {}; link {}\n", c.name, c.devices,
-                     c.memory_gb > 0 ? fmt::format("{:g} GB each", c.memory_gb) : "unlimited memory",
-                     link_str(c.link));
+  out +=
+      fmt::format("cluster   {}: {} devices, {}; link {}\n", c.name, c.devices,
+                  c.memory_gb > 0 ? fmt::format("{:g} GB each", c.memory_gb) : "unlimited memory",
+                  link_str(c.link));
   if (c.devices_per_node > 0) {
     out += fmt::format("          {} devices per node; inter-node link {}\n", c.devices_per_node,
                        link_str(c.inter_node_link));
@@ -103,35 +110,39 @@ std::string text_summary(const LowerArgs& a, const Spec& spec, const ModelSummar
                      spec.pipeline.bytes_per_param);
 
   out += "Layer types (one layer, one microbatch):\n";
-  Table t({"sym", "name", "kind", "count", "F ms", "I ms", "W ms", "act MB", "stash MB", "out MB", "params M",
-           "backward"},
+  Table t({"sym", "name", "kind", "count", "F ms", "I ms", "W ms", "act MB", "stash MB", "out MB",
+           "params M", "backward"},
           {false, false, false, true, true, true, true, true, true, true, true, false});
   for (const TypeTotals& tt : s.per_type) {
     const LayerType& lt = m.types.at(tt.symbol);
-    t.add({std::string(1, tt.symbol), lt.name, lt.kind.empty() ? "-" : lt.kind, std::to_string(tt.count),
-           f3(lt.forward_ms), f3(lt.backward_input_ms), f3(lt.backward_weight_ms), f1(lt.activation_mb),
-           f1(lt.wgrad_stash_mb), f1(lt.output_mb), f1(lt.params_m), lt.split_backward ? "I+W" : "B only"});
+    t.add({std::string(1, tt.symbol), lt.name, lt.kind.empty() ? "-" : lt.kind,
+           std::to_string(tt.count), f3(lt.forward_ms), f3(lt.backward_input_ms),
+           f3(lt.backward_weight_ms), f1(lt.activation_mb), f1(lt.wgrad_stash_mb), f1(lt.output_mb),
+           f1(lt.params_m), lt.split_backward ? "I+W" : "B only"});
   }
   out += t.str() + "\n";
 
   out += "Totals per type (all layers of the type, one microbatch):\n";
-  Table tot({"sym", "name", "count", "F ms", "I ms", "W ms", "share of F+I+W", "act MB", "params M"},
-            {false, false, true, true, true, true, true, true, true});
+  Table tot(
+      {"sym", "name", "count", "F ms", "I ms", "W ms", "share of F+I+W", "act MB", "params M"},
+      {false, false, true, true, true, true, true, true, true});
   double all = s.total_fwd_ms + s.total_bwd_input_ms + s.total_bwd_weight_ms;
   auto share = [&](double v) { return all > 0 ? fmt::format("{:.1f}%", 100.0 * v / all) : "-"; };
   for (const TypeTotals& tt : s.per_type) {
-    tot.add({std::string(1, tt.symbol), tt.name, std::to_string(tt.count), f3(tt.fwd_ms), f3(tt.bwd_input_ms),
-             f3(tt.bwd_weight_ms), share(tt.fwd_ms + tt.bwd_input_ms + tt.bwd_weight_ms), f1(tt.activation_mb),
+    tot.add({std::string(1, tt.symbol), tt.name, std::to_string(tt.count), f3(tt.fwd_ms),
+             f3(tt.bwd_input_ms), f3(tt.bwd_weight_ms),
+             share(tt.fwd_ms + tt.bwd_input_ms + tt.bwd_weight_ms), f1(tt.activation_mb),
              f1(tt.params_m)});
   }
   tot.add({"all", "", std::to_string(s.layers), f3(s.total_fwd_ms), f3(s.total_bwd_input_ms),
            f3(s.total_bwd_weight_ms), share(all), f1(s.total_activation_mb), f1(s.total_params_m)});
   out += tot.str() + "\n";
 
-  out += fmt::format("model-state memory  {:.1f} GB ({:.1f} M params x {:g} bytes/param); {:.1f} GB per device "
-                     "if split evenly over {} devices",
-                     s.model_state_gb, s.total_params_m, spec.pipeline.bytes_per_param,
-                     s.model_state_gb / c.devices, c.devices);
+  out += fmt::format(
+      "model-state memory  {:.1f} GB ({:.1f} M params x {:g} bytes/param); {:.1f} GB per device "
+      "if split evenly over {} devices",
+      s.model_state_gb, s.total_params_m, spec.pipeline.bytes_per_param,
+      s.model_state_gb / c.devices, c.devices);
   if (c.memory_gb > 0) out += fmt::format(" (device memory {:g} GB)", c.memory_gb);
   out += "\n";
   return out;
@@ -171,12 +182,11 @@ std::string json_summary(const LowerArgs& a, const Spec& spec, const ModelSummar
                       {"output_mb", lt.output_mb},
                       {"params_m", lt.params_m},
                       {"split_backward", lt.split_backward},
-                      {"total",
-                       J{{"forward_ms", tt.fwd_ms},
-                         {"backward_input_ms", tt.bwd_input_ms},
-                         {"backward_weight_ms", tt.bwd_weight_ms},
-                         {"activation_mb", tt.activation_mb},
-                         {"params_m", tt.params_m}}}});
+                      {"total", J{{"forward_ms", tt.fwd_ms},
+                                  {"backward_input_ms", tt.bwd_input_ms},
+                                  {"backward_weight_ms", tt.bwd_weight_ms},
+                                  {"activation_mb", tt.activation_mb},
+                                  {"params_m", tt.params_m}}}});
   }
   j["layer_types"] = types;
   j["totals"] = J{{"forward_ms", s.total_fwd_ms},
@@ -186,13 +196,17 @@ std::string json_summary(const LowerArgs& a, const Spec& spec, const ModelSummar
                   {"params_m", s.total_params_m}};
   j["model_state_gb"] = s.model_state_gb;
   const Cluster& c = spec.cluster;
-  J cl{{"name", c.name}, {"devices", c.devices}, {"memory_gb", c.memory_gb}, {"link", link_json(c.link)}};
+  J cl{{"name", c.name},
+       {"devices", c.devices},
+       {"memory_gb", c.memory_gb},
+       {"link", link_json(c.link)}};
   if (c.devices_per_node > 0) {
     cl["devices_per_node"] = c.devices_per_node;
     cl["inter_node_link"] = link_json(c.inter_node_link);
   }
   j["cluster"] = cl;
-  j["pipeline"] = J{{"microbatches", spec.pipeline.microbatches}, {"bytes_per_param", spec.pipeline.bytes_per_param}};
+  j["pipeline"] = J{{"microbatches", spec.pipeline.microbatches},
+                    {"bytes_per_param", spec.pipeline.bytes_per_param}};
   return j.dump(2) + "\n";
 }
 
@@ -216,22 +230,27 @@ int run_lower(const LowerArgs& a) {
 
 Runner add_lower(CLI::App& app) {
   auto args = std::make_shared<LowerArgs>();
-  CLI::App* sub = app.add_subcommand(
-      "lower",
-      "Read a model (and cluster) YAML, lower it to the layer DAG and print its IR summary: layers, per-type "
-      "costs, totals per type, model-state memory. Schema: docs/inputs.md.");
+  CLI::App* sub =
+      app.add_subcommand("lower",
+                         "Read a model (and cluster) YAML, lower it to the layer DAG and print its "
+                         "IR summary: layers, per-type "
+                         "costs, totals per type, model-state memory. Schema: docs/inputs.md.");
   sub->add_option("model", args->model_path,
                   "Model YAML (schema 1); may also hold cluster: and pipeline: sections")
       ->required();
-  sub->add_option("--cluster", args->cluster_path,
-                  "Cluster YAML (a top-level cluster: section); replaces the model file's cluster:");
+  sub->add_option(
+      "--cluster", args->cluster_path,
+      "Cluster YAML (a top-level cluster: section); replaces the model file's cluster:");
   sub->add_option("--devices", args->devices, "Number of devices P (overrides cluster.devices)");
-  sub->add_option("--microbatches", args->microbatches, "Number of microbatches M (overrides pipeline.microbatches)");
-  sub->add_option("--memory-limit-gb", args->memory_gb, "Memory per device in GB (overrides cluster.memory_gb; 0 = "
-                                                        "unlimited)");
+  sub->add_option("--microbatches", args->microbatches,
+                  "Number of microbatches M (overrides pipeline.microbatches)");
+  sub->add_option("--memory-limit-gb", args->memory_gb,
+                  "Memory per device in GB (overrides cluster.memory_gb; 0 = "
+                  "unlimited)");
   sub->add_flag("--json", args->json, "Print the summary as JSON instead of a text table");
-  sub->footer(fmt::format("Layer kinds for analytic costs: {}.\nExit codes: 0 ok, 1 bad input or usage.",
-                          known_kinds()));
+  sub->footer(
+      fmt::format("Layer kinds for analytic costs: {}.\nExit codes: 0 ok, 1 bad input or usage.",
+                  known_kinds()));
   return [args] { return run_lower(*args); };
 }
 

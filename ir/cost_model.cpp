@@ -47,7 +47,8 @@ class Dims {
   // A field the component cannot do without; must be >= 1.
   double need(const std::optional<long long>& v, const char* field) {
     if (!v) {
-      fail(fmt::format("architecture.{} is needed by the {} component", field, component_name(comp_)));
+      fail(fmt::format("architecture.{} is needed by the {} component", field,
+                       component_name(comp_)));
       return 1;
     }
     if (*v < 1) {
@@ -57,7 +58,8 @@ class Dims {
     return static_cast<double>(*v);
   }
   // An optional field with a default; must be >= min_value.
-  double opt(const std::optional<long long>& v, double dflt, const char* field, long long min_value) {
+  double opt(const std::optional<long long>& v, double dflt, const char* field,
+             long long min_value) {
     if (!v) return dflt;
     if (*v < min_value) {
       fail(fmt::format("architecture.{} must be >= {}, got {}", field, min_value, *v));
@@ -89,7 +91,7 @@ class Dims {
 // Shared by the two attention flavours: the projections around the attention core.
 struct AttentionShape {
   double h, a, kv, d, s, b, T, p;
-  double qkv_out() const { return a * d + 2 * kv * d; }        // Q, K, V columns
+  double qkv_out() const { return a * d + 2 * kv * d; }             // Q, K, V columns
   double gemm_params() const { return h * qkv_out() + a * d * h; }  // QKV + output projection
 };
 
@@ -100,7 +102,8 @@ AttentionShape attention_shape(Dims& x) {
   sh.a = x.need(A.num_attention_heads, "num_attention_heads");
   sh.kv = x.opt(A.num_kv_heads, sh.a, "num_kv_heads", 1);
   if (sh.kv > sh.a) {
-    x.fail(fmt::format("architecture.num_kv_heads ({}) must be <= num_attention_heads ({})", sh.kv, sh.a));
+    x.fail(fmt::format("architecture.num_kv_heads ({}) must be <= num_attention_heads ({})", sh.kv,
+                       sh.a));
   }
   sh.d = x.opt(A.head_dim, sh.h / sh.a, "head_dim", 1);
   sh.s = x.need(A.seq_length, "seq_length");
@@ -216,7 +219,8 @@ ComponentWork moe_work(Dims& x) {
   double h = x.need(A.hidden_size, "hidden_size");
   double E = x.need(A.moe_num_experts, "moe_num_experts");
   double k = x.need(A.moe_top_k, "moe_top_k");
-  if (k > E) x.fail(fmt::format("architecture.moe_top_k ({}) must be <= moe_num_experts ({})", k, E));
+  if (k > E)
+    x.fail(fmt::format("architecture.moe_top_k ({}) must be <= moe_num_experts ({})", k, E));
   double fe = A.moe_ffn_hidden_size ? x.need(A.moe_ffn_hidden_size, "moe_ffn_hidden_size")
                                     : x.need(A.ffn_hidden_size, "moe_ffn_hidden_size");
   double S = x.opt(A.moe_shared_experts, 0, "moe_shared_experts", 0);
@@ -234,10 +238,10 @@ ComponentWork moe_work(Dims& x) {
   w.moe_efficiency = true;
   // Token permutation: dispatch reads T rows and writes k*T; combine reads k*T and writes T.
   w.fwd_hbm_bytes = w.bwd_input_hbm_bytes = 2 * p * T * h * (1 + k);
-  w.activation_bytes = p * T * h            // pre-norm input
-                       + p * T * h          // router / shared-expert input
-                       + 4 * T * E          // fp32 router probabilities
-                       + k * p * T * h      // permuted expert inputs
+  w.activation_bytes = p * T * h        // pre-norm input
+                       + p * T * h      // router / shared-expert input
+                       + 4 * T * E      // fp32 router probabilities
+                       + k * p * T * h  // permuted expert inputs
                        + (k + S) * g * p * T * fe + (dropout ? T * h : 0.0);
   w.wgrad_stash_bytes = p * T * h + k * p * T * h + (k + S) * p * T * fe;
   w.output_bytes = p * T * h;
@@ -257,13 +261,14 @@ ComponentWork mamba_work(Dims& x) {
   double b = x.opt(A.micro_batch_size, 1, "micro_batch_size", 1);
   double p = x.dtype_bytes();
   double T = b * s;
-  double di = e * h;         // d_inner
-  double nh = di / P;        // SSM heads
-  double in_out = 2 * di + 2 * G * N + nh;  // z, x, B, C, dt
-  double conv_ch = di + 2 * G * N;          // x, B, C go through the causal conv
-  double gemm_params = h * in_out + di * h; // in_proj + out_proj
+  double di = e * h;                         // d_inner
+  double nh = di / P;                        // SSM heads
+  double in_out = 2 * di + 2 * G * N + nh;   // z, x, B, C, dt
+  double conv_ch = di + 2 * G * N;           // x, B, C go through the causal conv
+  double gemm_params = h * in_out + di * h;  // in_proj + out_proj
   ComponentWork w;
-  w.params = h + gemm_params + conv_ch * (K + 1) + 3 * nh + di;  // norm, projections, conv, A/D/dt, gated norm
+  w.params = h + gemm_params + conv_ch * (K + 1) + 3 * nh +
+             di;  // norm, projections, conv, A/D/dt, gated norm
   double gemm = 2 * T * gemm_params;
   double conv = 2 * T * conv_ch * K;
   // SSD (chunked): per token, C B^T within the chunk 2 Q N G, (L o C B^T) X 2 Q d_inner, chunk
@@ -273,13 +278,13 @@ ComponentWork mamba_work(Dims& x) {
   w.bwd_input_flops = gemm + conv + 2 * ssd;
   w.bwd_weight_flops = gemm + conv;
   double chunks = b * std::ceil(s / Q);
-  w.activation_bytes = p * T * h        // pre-norm input
-                       + p * T * h      // in_proj input
-                       + p * T * in_out // in_proj output
-                       + p * T * conv_ch  // conv output (SSD inputs)
-                       + p * T * di     // SSD output (gated-norm input)
-                       + p * T * di     // out_proj input
-                       + 4 * chunks * di * N;  // fp32 chunk states
+  w.activation_bytes = p * T * h                                   // pre-norm input
+                       + p * T * h                                 // in_proj input
+                       + p * T * in_out                            // in_proj output
+                       + p * T * conv_ch                           // conv output (SSD inputs)
+                       + p * T * di                                // SSD output (gated-norm input)
+                       + p * T * di                                // out_proj input
+                       + 4 * chunks * di * N;                      // fp32 chunk states
   w.wgrad_stash_bytes = p * T * h + p * T * conv_ch + p * T * di;  // in_proj, conv, out_proj inputs
   w.output_bytes = p * T * h;
   return w;
@@ -372,14 +377,22 @@ Hardware Hardware::merged_with(const Hardware& o) const {
 
 const char* component_name(Component c) {
   switch (c) {
-    case Component::kEmbedding: return "embedding";
-    case Component::kAttention: return "attention";
-    case Component::kLinearAttention: return "linear_attention";
-    case Component::kMlp: return "mlp";
-    case Component::kMoe: return "moe";
-    case Component::kMamba: return "mamba";
-    case Component::kHead: return "head";
-    case Component::kMtpProjection: return "mtp_projection";
+    case Component::kEmbedding:
+      return "embedding";
+    case Component::kAttention:
+      return "attention";
+    case Component::kLinearAttention:
+      return "linear_attention";
+    case Component::kMlp:
+      return "mlp";
+    case Component::kMoe:
+      return "moe";
+    case Component::kMamba:
+      return "mamba";
+    case Component::kHead:
+      return "head";
+    case Component::kMtpProjection:
+      return "mtp_projection";
   }
   return "?";
 }
@@ -398,15 +411,17 @@ Result<std::vector<Component>> parse_kind(std::string_view kind) {
   size_t pos = 0;
   while (true) {
     size_t plus = kind.find('+', pos);
-    std::string_view part = kind.substr(pos, plus == std::string_view::npos ? kind.npos : plus - pos);
+    std::string_view part =
+        kind.substr(pos, plus == std::string_view::npos ? kind.npos : plus - pos);
     const KindName* found = nullptr;
     for (const KindName& k : kind_table()) {
       if (part == k.name) found = &k;
     }
     if (!found) {
-      return Status::bad_input(fmt::format("unknown kind '{}' (expected one of: {}; or several joined "
-                                           "by '+', e.g. attention+moe)",
-                                           part, known_kinds()));
+      return Status::bad_input(
+          fmt::format("unknown kind '{}' (expected one of: {}; or several joined "
+                      "by '+', e.g. attention+moe)",
+                      part, known_kinds()));
     }
     out.insert(out.end(), found->parts.begin(), found->parts.end());
     if (plus == std::string_view::npos) break;
@@ -419,14 +434,30 @@ Result<ComponentWork> component_work(Component c, const Architecture& arch) {
   Dims x(arch, c);
   ComponentWork w;
   switch (c) {
-    case Component::kEmbedding: w = embedding_work(x); break;
-    case Component::kAttention: w = attention_work(x); break;
-    case Component::kLinearAttention: w = linear_attention_work(x); break;
-    case Component::kMlp: w = mlp_work(x); break;
-    case Component::kMoe: w = moe_work(x); break;
-    case Component::kMamba: w = mamba_work(x); break;
-    case Component::kHead: w = head_work(x); break;
-    case Component::kMtpProjection: w = mtp_projection_work(x); break;
+    case Component::kEmbedding:
+      w = embedding_work(x);
+      break;
+    case Component::kAttention:
+      w = attention_work(x);
+      break;
+    case Component::kLinearAttention:
+      w = linear_attention_work(x);
+      break;
+    case Component::kMlp:
+      w = mlp_work(x);
+      break;
+    case Component::kMoe:
+      w = moe_work(x);
+      break;
+    case Component::kMamba:
+      w = mamba_work(x);
+      break;
+    case Component::kHead:
+      w = head_work(x);
+      break;
+    case Component::kMtpProjection:
+      w = mtp_projection_work(x);
+      break;
   }
   if (!x.status.is_ok()) return x.status;
   return w;

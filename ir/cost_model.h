@@ -1,5 +1,5 @@
-// cost_model.h — analytic per-layer costs: from architecture numbers and hardware to the numbers of a
-// LayerType (F/I/W ms, activation/stash/output MB, millions of parameters).
+// cost_model.h — analytic per-layer costs: from architecture numbers and hardware to the numbers of
+// a LayerType (F/I/W ms, activation/stash/output MB, millions of parameters).
 //
 // Guarantees:
 //  * derive_costs is a pure function of its inputs; every number it returns is finite and >= 0, and
@@ -8,13 +8,15 @@
 //    needs it (never a silent default, except the defaults documented below and in docs/inputs.md).
 //
 // Model (docs/inputs.md has the derivations and sources):
-//  * A layer type is a sequence of components (kind "attention+mlp" = an attention sublayer, then an
+//  * A layer type is a sequence of components (kind "attention+mlp" = an attention sublayer, then
+//  an
 //    MLP sublayer). Per component and per microbatch of T = micro_batch_size * seq_length tokens we
 //    count matmul FLOPs (2 per multiply-add), the HBM bytes of memory-bound kernels, the bytes of
-//    activations kept for the backward (Korthikanti et al. 2022's accounting: every input of a matmul
-//    or nonlinearity that the backward reads), the part of those the W pass needs (the inputs of the
-//    weight matmuls), the output that crosses to the next layer, and the parameters.
-//  * Matmuls with weights: backward-input FLOPs = backward-weight FLOPs = forward FLOPs. Weight-free
+//    activations kept for the backward (Korthikanti et al. 2022's accounting: every input of a
+//    matmul or nonlinearity that the backward reads), the part of those the W pass needs (the
+//    inputs of the weight matmuls), the output that crosses to the next layer, and the parameters.
+//  * Matmuls with weights: backward-input FLOPs = backward-weight FLOPs = forward FLOPs.
+//  Weight-free
 //    cores (attention scores, the SSD scan): backward = 2x forward, all in I.
 //  * Time of a pass = FLOPs / (peak_tflops * achievable_fraction) + bytes / hbm_gb_per_s
 //    (compute-bound and memory-bound kernels run one after the other).
@@ -29,28 +31,28 @@
 
 namespace ps {
 
-// Architecture numbers (the `architecture:` block). Unset fields are std::nullopt; merged_with lets a
-// layer type's block override the model's. Defaults used when unset are given in the comments.
+// Architecture numbers (the `architecture:` block). Unset fields are std::nullopt; merged_with lets
+// a layer type's block override the model's. Defaults used when unset are given in the comments.
 struct Architecture {
-  std::optional<long long> hidden_size;             // 4096 (h)
-  std::optional<long long> ffn_hidden_size;         // 11008 (f)
-  std::optional<long long> num_attention_heads;     // 32 (a)
-  std::optional<long long> num_kv_heads;            // 8 (default: num_attention_heads)
-  std::optional<long long> head_dim;                // 128 (default: hidden_size / num_attention_heads)
-  std::optional<long long> vocab_size;              // 32000 (V)
-  std::optional<long long> seq_length;              // 4096 (s)
-  std::optional<long long> micro_batch_size;        // 1 (b; default 1)
-  std::optional<long long> moe_num_experts;         // 64 (E)
-  std::optional<long long> moe_top_k;               // 6 (k)
-  std::optional<long long> moe_ffn_hidden_size;     // 1408 (default: ffn_hidden_size)
-  std::optional<long long> moe_shared_experts;      // 2 (default 0), each of moe_ffn_hidden_size
-  std::optional<long long> mamba_state_size;        // 128 (N)
-  std::optional<long long> mamba_expand;            // 2 (default 2): d_inner = expand * h
-  std::optional<long long> mamba_head_dim;          // 64 (default 64): P
-  std::optional<long long> mamba_groups;            // 8 (default 1): G groups of B/C
-  std::optional<long long> mamba_conv_kernel;       // 4 (default 4)
-  std::optional<long long> mamba_chunk_size;        // 128 (default 256): SSD chunk length Q
-  std::optional<long long> attention_window;        // 4096 (default 0 = full attention)
+  std::optional<long long> hidden_size;          // 4096 (h)
+  std::optional<long long> ffn_hidden_size;      // 11008 (f)
+  std::optional<long long> num_attention_heads;  // 32 (a)
+  std::optional<long long> num_kv_heads;         // 8 (default: num_attention_heads)
+  std::optional<long long> head_dim;             // 128 (default: hidden_size / num_attention_heads)
+  std::optional<long long> vocab_size;           // 32000 (V)
+  std::optional<long long> seq_length;           // 4096 (s)
+  std::optional<long long> micro_batch_size;     // 1 (b; default 1)
+  std::optional<long long> moe_num_experts;      // 64 (E)
+  std::optional<long long> moe_top_k;            // 6 (k)
+  std::optional<long long> moe_ffn_hidden_size;  // 1408 (default: ffn_hidden_size)
+  std::optional<long long> moe_shared_experts;   // 2 (default 0), each of moe_ffn_hidden_size
+  std::optional<long long> mamba_state_size;     // 128 (N)
+  std::optional<long long> mamba_expand;         // 2 (default 2): d_inner = expand * h
+  std::optional<long long> mamba_head_dim;       // 64 (default 64): P
+  std::optional<long long> mamba_groups;         // 8 (default 1): G groups of B/C
+  std::optional<long long> mamba_conv_kernel;    // 4 (default 4)
+  std::optional<long long> mamba_chunk_size;     // 128 (default 256): SSD chunk length Q
+  std::optional<long long> attention_window;     // 4096 (default 0 = full attention)
   std::optional<long long> linear_attention_block;  // 256 (default 256): lightning-attention block
   std::optional<bool> causal;                       // default true
   std::optional<bool> gated_mlp;                    // default true (SwiGLU/GeGLU: 3 matrices)
@@ -64,10 +66,11 @@ struct Architecture {
 
 // The `hardware:` block.
 struct Hardware {
-  std::optional<double> peak_tflops;              // 989 (dense bf16 TFLOP/s of one device)
-  std::optional<double> achievable_fraction;      // 0.5 (of peak reached by GEMM/attention kernels)
-  std::optional<double> hbm_gb_per_s;             // 3350 (GB/s reached by memory-bound kernels)
-  std::optional<double> moe_achievable_fraction;  // 0.25 (expert GEMMs; default achievable_fraction)
+  std::optional<double> peak_tflops;          // 989 (dense bf16 TFLOP/s of one device)
+  std::optional<double> achievable_fraction;  // 0.5 (of peak reached by GEMM/attention kernels)
+  std::optional<double> hbm_gb_per_s;         // 3350 (GB/s reached by memory-bound kernels)
+  std::optional<double>
+      moe_achievable_fraction;  // 0.25 (expert GEMMs; default achievable_fraction)
 
   Hardware merged_with(const Hardware& over) const;
 };
@@ -102,8 +105,8 @@ struct ComponentWork {
   double output_bytes = 0;       // what it hands to the next component / layer
   double params = 0;             // parameters (count)
 };
-// Errors name the missing/invalid architecture field, e.g. "architecture.vocab_size is needed by the
-// head component".
+// Errors name the missing/invalid architecture field, e.g. "architecture.vocab_size is needed by
+// the head component".
 Result<ComponentWork> component_work(Component c, const Architecture& arch);
 
 // Numbers in LayerType units (ms, MB = 1e6 bytes, millions of parameters).

@@ -1,9 +1,9 @@
 // graph.cpp — lowering a Model to the layer DAG, and the summary `pipesmith lower` prints.
 //
-// Guarantees: lower() accepts exactly the models whose layers reference known types and whose inputs
-// name existing, distinct, earlier layers; any other model is rejected with the layer's location
-// (a cycle is reported with its layers in order). Output is independent of container addresses:
-// vertices are layer ids, edges are added in (consumer, producer) order.
+// Guarantees: lower() accepts exactly the models whose layers reference known types and whose
+// inputs name existing, distinct, earlier layers; any other model is rejected with the layer's
+// location (a cycle is reported with its layers in order). Output is independent of container
+// addresses: vertices are layer ids, edges are added in (consumer, producer) order.
 #include "ir/graph.h"
 
 #include <fmt/format.h>
@@ -55,8 +55,9 @@ Result<LoweredModel> lower(const Model& model) {
   for (int i = 0; i < n; ++i) {
     const Layer& l = model.layers[i];
     if (l.id != i) {
-      return Status::bad_input(fmt::format("layer at position {} has id {} (ids must be 0..n-1 in order)", i, l.id),
-                               l.loc);
+      return Status::bad_input(
+          fmt::format("layer at position {} has id {} (ids must be 0..n-1 in order)", i, l.id),
+          l.loc);
     }
     if (!model.types.count(l.type)) {
       return Status::bad_input(fmt::format("layer {}: unknown layer type '{}'", i, l.type), l.loc);
@@ -71,17 +72,21 @@ Result<LoweredModel> lower(const Model& model) {
       int u = inputs[k];
       if (u < 0 || u >= n) {
         return Status::bad_input(
-            fmt::format("layer {}: input {} is an unknown producer (the model has layers 0..{})", v, u, n - 1),
+            fmt::format("layer {}: input {} is an unknown producer (the model has layers 0..{})", v,
+                        u, n - 1),
             l.loc);
       }
-      if (u == v) return Status::bad_input(fmt::format("layer {}: lists itself as an input (self edge)", v), l.loc);
+      if (u == v)
+        return Status::bad_input(fmt::format("layer {}: lists itself as an input (self edge)", v),
+                                 l.loc);
       if (k > 0 && inputs[k - 1] == u) {
         return Status::bad_input(fmt::format("layer {}: input {} is listed twice", v, u), l.loc);
       }
       boost::add_edge(u, v, TensorEdge{model.type_of(u).output_mb}, g);
     }
   }
-  // Kahn's algorithm, smallest ready id first: the order is 0..n-1 whenever inputs name earlier layers.
+  // Kahn's algorithm, smallest ready id first: the order is 0..n-1 whenever inputs name earlier
+  // layers.
   std::vector<int> indegree(n, 0);
   for (int v = 0; v < n; ++v) indegree[v] = static_cast<int>(boost::in_degree(v, g));
   std::priority_queue<int, std::vector<int>, std::greater<>> ready;
@@ -109,7 +114,9 @@ Result<LoweredModel> lower(const Model& model) {
     for (int u : model.layers[v].inputs) {
       if (u > v) {
         return Status::bad_input(
-            fmt::format("layer {}: input {} is a later layer (layers must be listed in topological order)", v, u),
+            fmt::format(
+                "layer {}: input {} is a later layer (layers must be listed in topological order)",
+                v, u),
             model.layers[v].loc);
       }
     }

@@ -1,9 +1,12 @@
-// model.cpp — reading model / cluster / pipeline YAML (schema 1) into a Spec, and validating a Spec.
+// model.cpp — reading model / cluster / pipeline YAML (schema 1) into a Spec, and validating a
+// Spec.
 //
 // Guarantees: every rejection is a bad-input Status located at the offending key or value
 // (file:line:col, 1-based); yaml-cpp exceptions never escape; unknown keys are errors; a layer type
-// with a `kind:` gets the numbers it does not give explicitly from ir/cost_model.h. docs/inputs.md is
-// the user-facing description of everything accepted here.
+// with a `kind:` gets the numbers it does not give explicitly from ir/cost_model.h. docs/inputs.md
+// is the user-facing description of everything accepted here.
+#include "ir/model.h"
+
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
@@ -18,7 +21,6 @@
 #include <sstream>
 
 #include "ir/cost_model.h"
-#include "ir/model.h"
 
 namespace ps {
 
@@ -35,7 +37,9 @@ struct Ctx {
   std::string_view text;  // the source text (to locate symbols inside the layer string)
 };
 
-SourceLoc file_loc(const Ctx& c) { return SourceLoc{c.file, 0, 0}; }
+SourceLoc file_loc(const Ctx& c) {
+  return SourceLoc{c.file, 0, 0};
+}
 
 SourceLoc loc_of(const Ctx& c, const YAML::Node& n, const SourceLoc& fallback) {
   if (!n.IsDefined()) return fallback;
@@ -109,11 +113,13 @@ Result<MapView> read_map(const Ctx& c, const YAML::Node& node, const SourceLoc& 
     const YAML::Node& k = it->first;
     SourceLoc kloc = loc_of(c, k, mv.loc);
     if (!k.IsScalar()) {
-      return Status::bad_input(fmt::format("{}: keys must be plain names, got {}", what, describe(k)), kloc);
+      return Status::bad_input(
+          fmt::format("{}: keys must be plain names, got {}", what, describe(k)), kloc);
     }
     std::string key = k.Scalar();
     if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
-      std::string msg = fmt::format("{}: unknown key '{}' (expected one of: {})", what, key, join(allowed));
+      std::string msg =
+          fmt::format("{}: unknown key '{}' (expected one of: {})", what, key, join(allowed));
       size_t best = 4;  // suggest keys within 3 edits (and a third of the length)
       std::string best_key;
       for (const std::string& a : allowed) {
@@ -127,8 +133,8 @@ Result<MapView> read_map(const Ctx& c, const YAML::Node& node, const SourceLoc& 
       return Status::bad_input(std::move(msg), kloc);
     }
     if (const Entry* prev = mv.find(key)) {
-      return Status::bad_input(fmt::format("{}: duplicate key '{}' (first given at line {})", what, key,
-                                           prev->key_loc.line),
+      return Status::bad_input(fmt::format("{}: duplicate key '{}' (first given at line {})", what,
+                                           key, prev->key_loc.line),
                                kloc);
     }
     mv.entries.push_back(Entry{key, it->second, kloc, loc_of(c, it->second, kloc)});
@@ -140,7 +146,8 @@ Result<MapView> read_map(const Ctx& c, const YAML::Node& node, const SourceLoc& 
 Result<double> get_number(const Entry& e, const std::string& what) {
   auto bad = [&] {
     return Status::bad_input(
-        fmt::format("{}: {} must be a number, got {}", what, e.key, describe(e.value)), e.value_loc);
+        fmt::format("{}: {} must be a number, got {}", what, e.key, describe(e.value)),
+        e.value_loc);
   };
   if (!e.value.IsScalar()) return bad();
   std::string_view t = e.value.Scalar();
@@ -149,8 +156,8 @@ Result<double> get_number(const Entry& e, const std::string& what) {
   auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
   if (t.empty() || ec != std::errc() || end != t.data() + t.size()) return bad();
   if (!std::isfinite(v)) {
-    return Status::bad_input(fmt::format("{}: {} must be finite, got '{}'", what, e.key, e.value.Scalar()),
-                             e.value_loc);
+    return Status::bad_input(
+        fmt::format("{}: {} must be finite, got '{}'", what, e.key, e.value.Scalar()), e.value_loc);
   }
   return v;
 }
@@ -158,7 +165,8 @@ Result<double> get_number(const Entry& e, const std::string& what) {
 Result<long long> get_int(const Entry& e, const std::string& what) {
   auto bad = [&] {
     return Status::bad_input(
-        fmt::format("{}: {} must be an integer, got {}", what, e.key, describe(e.value)), e.value_loc);
+        fmt::format("{}: {} must be an integer, got {}", what, e.key, describe(e.value)),
+        e.value_loc);
   };
   if (!e.value.IsScalar()) return bad();
   std::string_view t = e.value.Scalar();
@@ -176,7 +184,8 @@ Result<bool> get_bool(const Entry& e, const std::string& what) {
     if (t == "false") return false;
   }
   return Status::bad_input(
-      fmt::format("{}: {} must be true or false, got {}", what, e.key, describe(e.value)), e.value_loc);
+      fmt::format("{}: {} must be true or false, got {}", what, e.key, describe(e.value)),
+      e.value_loc);
 }
 
 Result<std::string> get_string(const Entry& e, const std::string& what) {
@@ -193,8 +202,8 @@ Result<double> get_number_min(const Entry& e, const std::string& what, double mi
   Result<double> v = get_number(e, what);
   if (!v.ok()) return v;
   if (strict ? !(*v > min) : !(*v >= min)) {
-    return Status::bad_input(fmt::format("{}: {} must be {} {}, got {}", what, e.key, strict ? ">" : ">=",
-                                         min, e.value.Scalar()),
+    return Status::bad_input(fmt::format("{}: {} must be {} {}, got {}", what, e.key,
+                                         strict ? ">" : ">=", min, e.value.Scalar()),
                              e.value_loc);
   }
   return v;
@@ -204,7 +213,8 @@ Result<long long> get_int_min(const Entry& e, const std::string& what, long long
   Result<long long> v = get_int(e, what);
   if (!v.ok()) return v;
   if (*v < min) {
-    return Status::bad_input(fmt::format("{}: {} must be >= {}, got {}", what, e.key, min, *v), e.value_loc);
+    return Status::bad_input(fmt::format("{}: {} must be >= {}, got {}", what, e.key, min, *v),
+                             e.value_loc);
   }
   return v;
 }
@@ -290,8 +300,9 @@ Result<Architecture> parse_architecture(const Ctx& c, const Entry& e, const std:
 }
 
 Result<Hardware> parse_hardware(const Ctx& c, const Entry& e, const std::string& what) {
-  Result<MapView> m = read_map(c, e.value, e.value_loc, what,
-                               {"peak_tflops", "achievable_fraction", "hbm_gb_per_s", "moe_achievable_fraction"});
+  Result<MapView> m =
+      read_map(c, e.value, e.value_loc, what,
+               {"peak_tflops", "achievable_fraction", "hbm_gb_per_s", "moe_achievable_fraction"});
   if (!m.ok()) return m.status();
   Hardware h;
   for (const Entry& x : m->entries) {
@@ -299,8 +310,9 @@ Result<Hardware> parse_hardware(const Ctx& c, const Entry& e, const std::string&
     if (!v.ok()) return v.status();
     bool fraction = x.key == "achievable_fraction" || x.key == "moe_achievable_fraction";
     if (fraction && *v > 1) {
-      return Status::bad_input(fmt::format("{}: {} must be in (0, 1], got {}", what, x.key, x.value.Scalar()),
-                               x.value_loc);
+      return Status::bad_input(
+          fmt::format("{}: {} must be in (0, 1], got {}", what, x.key, x.value.Scalar()),
+          x.value_loc);
     }
     if (x.key == "peak_tflops") h.peak_tflops = *v;
     if (x.key == "achievable_fraction") h.achievable_fraction = *v;
@@ -337,7 +349,7 @@ constexpr int kStashField = 4;
 struct TypeDraft {
   LayerType type;
   std::array<std::optional<SourceLoc>, kNumCostFields> given;  // where each explicit number is
-  std::vector<Component> components;                            // from `kind:`
+  std::vector<Component> components;                           // from `kind:`
   SourceLoc kind_loc;
   Architecture arch;  // the type's own architecture block
 };
@@ -358,7 +370,9 @@ struct Draft {
   bool microbatches_given = false;
 };
 
-std::string type_what(char sym) { return fmt::format("layer type '{}'", sym); }
+std::string type_what(char sym) {
+  return fmt::format("layer type '{}'", sym);
+}
 
 Result<TypeDraft> parse_layer_type(const Ctx& c, char sym, const Entry& e) {
   std::string what = type_what(sym);
@@ -380,7 +394,8 @@ Result<TypeDraft> parse_layer_type(const Ctx& c, char sym, const Entry& e) {
       Result<std::string> v = get_string(x, what);
       if (!v.ok()) return v.status();
       Result<std::vector<Component>> k = parse_kind(*v);
-      if (!k.ok()) return Status::bad_input(fmt::format("{}: {}", what, k.status().message()), x.value_loc);
+      if (!k.ok())
+        return Status::bad_input(fmt::format("{}: {}", what, k.status().message()), x.value_loc);
       d.type.kind = *v;
       d.components = *k;
       d.kind_loc = x.value_loc;
@@ -408,8 +423,8 @@ Result<TypeDraft> parse_layer_type(const Ctx& c, char sym, const Entry& e) {
 
 // Location of the index-th non-whitespace symbol of a layer string, found in the source text.
 // Falls back to the scalar's own location when the text cannot be matched (escapes, folding).
-SourceLoc symbol_loc(const Ctx& c, const YAML::Node& scalar, const std::string& symbols, size_t index,
-                     const SourceLoc& fallback) {
+SourceLoc symbol_loc(const Ctx& c, const YAML::Node& scalar, const std::string& symbols,
+                     size_t index, const SourceLoc& fallback) {
   YAML::Mark m = scalar.Mark();
   if (m.is_null() || m.pos < 0 || static_cast<size_t>(m.pos) >= c.text.size()) return fallback;
   size_t pos = static_cast<size_t>(m.pos);
@@ -468,16 +483,17 @@ Status parse_layers(const Ctx& c, const Entry& e, Draft& d) {
       if (ch != ' ' && ch != '\t' && ch != '\n' && ch != '\r') symbols.push_back(ch);
     }
     if (symbols.size() > static_cast<size_t>(kMaxLayers)) {
-      return Status::bad_input(fmt::format("model.layers: at most {} layers are supported", kMaxLayers),
-                               e.value_loc);
+      return Status::bad_input(
+          fmt::format("model.layers: at most {} layers are supported", kMaxLayers), e.value_loc);
     }
     for (size_t i = 0; i < symbols.size(); ++i) {
       SourceLoc sloc = symbol_loc(c, e.value, symbols, i, e.value_loc);
       if (!known(symbols[i])) {
-        return Status::bad_input(fmt::format("model.layers: unknown layer type '{}' at layer {} (defined "
-                                             "types: {})",
-                                             symbols[i], i, symbol_list(d)),
-                                 sloc);
+        return Status::bad_input(
+            fmt::format("model.layers: unknown layer type '{}' at layer {} (defined "
+                        "types: {})",
+                        symbols[i], i, symbol_list(d)),
+            sloc);
       }
       Layer l;
       l.id = static_cast<int>(i);
@@ -493,48 +509,52 @@ Status parse_layers(const Ctx& c, const Entry& e, Draft& d) {
       Result<MapView> m = read_map(c, item, iloc, what, {"type", "repeat", "inputs"});
       if (!m.ok()) return m.status();
       const Entry* te = m->find("type");
-      if (!te) return Status::bad_input(fmt::format("{}: missing 'type' (a layer type symbol)", what), iloc);
+      if (!te)
+        return Status::bad_input(fmt::format("{}: missing 'type' (a layer type symbol)", what),
+                                 iloc);
       if (!te->value.IsScalar() || te->value.Scalar().size() != 1) {
-        return Status::bad_input(
-            fmt::format("{}: type must be one layer type symbol, got {}", what, describe(te->value)),
-            te->value_loc);
+        return Status::bad_input(fmt::format("{}: type must be one layer type symbol, got {}", what,
+                                             describe(te->value)),
+                                 te->value_loc);
       }
       char sym = te->value.Scalar()[0];
       if (!known(sym)) {
-        return Status::bad_input(
-            fmt::format("{}: unknown layer type '{}' (defined types: {})", what, sym, symbol_list(d)),
-            te->value_loc);
+        return Status::bad_input(fmt::format("{}: unknown layer type '{}' (defined types: {})",
+                                             what, sym, symbol_list(d)),
+                                 te->value_loc);
       }
       long long repeat = 1;
       if (const Entry* re = m->find("repeat")) {
         Result<long long> r = get_int_min(*re, what, 1);
         if (!r.ok()) return r.status();
         if (*r > kMaxLayers) {
-          return Status::bad_input(fmt::format("{}: repeat must be <= {}, got {}", what, kMaxLayers, *r),
-                                   re->value_loc);
+          return Status::bad_input(
+              fmt::format("{}: repeat must be <= {}, got {}", what, kMaxLayers, *r), re->value_loc);
         }
         repeat = *r;
       }
       std::vector<std::pair<long long, SourceLoc>> extra;
       if (const Entry* ie = m->find("inputs")) {
         if (!ie->value.IsSequence()) {
-          return Status::bad_input(
-              fmt::format("{}: inputs must be a list of layer indices, got {}", what, describe(ie->value)),
-              ie->value_loc);
+          return Status::bad_input(fmt::format("{}: inputs must be a list of layer indices, got {}",
+                                               what, describe(ie->value)),
+                                   ie->value_loc);
         }
         for (const YAML::Node& u : ie->value) {
           Entry ue{"inputs", u, ie->value_loc, loc_of(c, u, ie->value_loc)};
           Result<long long> v = get_int(ue, what);
           if (!v.ok()) {
             return Status::bad_input(
-                fmt::format("{}: inputs must hold layer indices (integers), got {}", what, describe(u)),
+                fmt::format("{}: inputs must hold layer indices (integers), got {}", what,
+                            describe(u)),
                 ue.value_loc);
           }
           extra.emplace_back(*v, ue.value_loc);
         }
       }
       if (static_cast<long long>(layers.size()) + repeat > kMaxLayers) {
-        return Status::bad_input(fmt::format("{}: at most {} layers are supported", what, kMaxLayers), iloc);
+        return Status::bad_input(
+            fmt::format("{}: at most {} layers are supported", what, kMaxLayers), iloc);
       }
       for (long long r = 0; r < repeat; ++r) {
         Layer l;
@@ -547,13 +567,15 @@ Status parse_layers(const Ctx& c, const Entry& e, Draft& d) {
     }
   } else {
     return Status::bad_input(
-        fmt::format("model.layers must be a string of layer type symbols or a list of {{type: X, repeat: "
-                    "N, inputs: [...]}} entries, got {}",
-                    describe(e.value)),
+        fmt::format(
+            "model.layers must be a string of layer type symbols or a list of {{type: X, repeat: "
+            "N, inputs: [...]}} entries, got {}",
+            describe(e.value)),
         e.value_loc);
   }
   if (layers.empty()) {
-    return Status::bad_input("model.layers is empty: a model needs at least one layer", e.value_loc);
+    return Status::bad_input("model.layers is empty: a model needs at least one layer",
+                             e.value_loc);
   }
   const long long n = static_cast<long long>(layers.size());
   for (Layer& l : layers) {
@@ -563,23 +585,25 @@ Status parse_layers(const Ctx& c, const Entry& e, Draft& d) {
     Layer& l = layers[static_cast<size_t>(p.layer)];
     std::string what = fmt::format("layer {} (type '{}')", p.layer, l.type);
     if (p.producer < 0) {
-      return Status::bad_input(fmt::format("{}: input {} is not a layer index (must be >= 0)", what, p.producer),
-                               p.loc);
+      return Status::bad_input(
+          fmt::format("{}: input {} is not a layer index (must be >= 0)", what, p.producer), p.loc);
     }
     if (p.producer == p.layer) {
-      return Status::bad_input(fmt::format("{}: lists itself as an input (self edge)", what), p.loc);
+      return Status::bad_input(fmt::format("{}: lists itself as an input (self edge)", what),
+                               p.loc);
     }
     if (p.producer >= n) {
       return Status::bad_input(
-          fmt::format("{}: input {} is an unknown producer (the model has layers 0..{})", what, p.producer, n - 1),
+          fmt::format("{}: input {} is an unknown producer (the model has layers 0..{})", what,
+                      p.producer, n - 1),
           p.loc);
     }
     if (p.producer > p.layer) {
-      return Status::bad_input(
-          fmt::format("{}: input {} is a later layer; with the chain {} -> ... -> {} that is a cycle (inputs "
-                      "must name earlier layers: a forward reference)",
-                      what, p.producer, p.layer, p.producer),
-          p.loc);
+      return Status::bad_input(fmt::format("{}: input {} is a later layer; with the chain {} -> "
+                                           "... -> {} that is a cycle (inputs "
+                                           "must name earlier layers: a forward reference)",
+                                           what, p.producer, p.layer, p.producer),
+                               p.loc);
     }
     l.inputs.push_back(static_cast<int>(p.producer));
   }
@@ -621,12 +645,14 @@ Status parse_model(const Ctx& c, const Entry& e, Draft& d) {
   }
   const Entry* types = m->find("layer_types");
   if (!types) {
-    return Status::bad_input("model: missing 'layer_types' (a map from one-character symbols to layer types)",
-                             e.key_loc);
+    return Status::bad_input(
+        "model: missing 'layer_types' (a map from one-character symbols to layer types)",
+        e.key_loc);
   }
   if (!types->value.IsMap()) {
     return Status::bad_input(
-        fmt::format("model.layer_types: expected a map from symbols to layer types, got {}", describe(types->value)),
+        fmt::format("model.layer_types: expected a map from symbols to layer types, got {}",
+                    describe(types->value)),
         types->value_loc);
   }
   std::vector<std::string> any_key;  // symbols are free-form: check them here instead of read_map
@@ -635,16 +661,18 @@ Status parse_model(const Ctx& c, const Entry& e, Draft& d) {
     std::string key = it->first.IsScalar() ? it->first.Scalar() : "";
     if (key.size() != 1 || key[0] <= ' ' || key[0] > '~') {
       return Status::bad_input(
-          fmt::format("model.layer_types: a layer type symbol must be one printable character (quote "
-                      "symbols such as '*' or '-'), got {}",
-                      describe(it->first)),
+          fmt::format(
+              "model.layer_types: a layer type symbol must be one printable character (quote "
+              "symbols such as '*' or '-'), got {}",
+              describe(it->first)),
           kloc);
     }
     char sym = key[0];
     if (model.types.count(sym)) {
-      return Status::bad_input(fmt::format("model.layer_types: duplicate symbol '{}' (first defined at line {})",
-                                           sym, model.types.at(sym).loc.line),
-                               kloc);
+      return Status::bad_input(
+          fmt::format("model.layer_types: duplicate symbol '{}' (first defined at line {})", sym,
+                      model.types.at(sym).loc.line),
+          kloc);
     }
     Entry te{key, it->second, kloc, loc_of(c, it->second, kloc)};
     Result<TypeDraft> t = parse_layer_type(c, sym, te);
@@ -653,13 +681,15 @@ Status parse_model(const Ctx& c, const Entry& e, Draft& d) {
     d.types.push_back(*t);
   }
   if (d.types.empty()) {
-    return Status::bad_input("model.layer_types is empty: define at least one layer type", types->value_loc);
+    return Status::bad_input("model.layer_types is empty: define at least one layer type",
+                             types->value_loc);
   }
   const Entry* layers = m->find("layers");
   if (!layers) {
-    return Status::bad_input("model: missing 'layers' (a string of layer type symbols, or a list of {type: X, "
-                             "repeat: N} entries)",
-                             e.key_loc);
+    return Status::bad_input(
+        "model: missing 'layers' (a string of layer type symbols, or a list of {type: X, "
+        "repeat: N} entries)",
+        e.key_loc);
   }
   return parse_layers(c, *layers, d);
 }
@@ -681,9 +711,9 @@ Result<LinkModel> parse_link(const Ctx& c, const Entry& e, const std::string& wh
 }
 
 Result<ClusterDraft> parse_cluster(const Ctx& c, const Entry& e) {
-  Result<MapView> m = read_map(c, e.value, e.value_loc, "cluster",
-                               {"name", "devices", "memory_gb", "link", "devices_per_node", "inter_node_link",
-                                "hardware"});
+  Result<MapView> m = read_map(
+      c, e.value, e.value_loc, "cluster",
+      {"name", "devices", "memory_gb", "link", "devices_per_node", "inter_node_link", "hardware"});
   if (!m.ok()) return m.status();
   ClusterDraft d;
   Cluster& cl = d.cluster;
@@ -697,7 +727,8 @@ Result<ClusterDraft> parse_cluster(const Ctx& c, const Entry& e) {
     } else if (x.key == "devices") {
       Result<long long> v = get_int_min(x, "cluster", 1);
       if (!v.ok()) return v.status();
-      if (*v > 1000000) return Status::bad_input("cluster: devices must be <= 1000000", x.value_loc);
+      if (*v > 1000000)
+        return Status::bad_input("cluster: devices must be <= 1000000", x.value_loc);
       cl.devices = static_cast<int>(*v);
       d.devices_given = true;
     } else if (x.key == "memory_gb") {
@@ -707,7 +738,8 @@ Result<ClusterDraft> parse_cluster(const Ctx& c, const Entry& e) {
     } else if (x.key == "devices_per_node") {
       Result<long long> v = get_int_min(x, "cluster", 1);
       if (!v.ok()) return v.status();
-      if (*v > 1000000) return Status::bad_input("cluster: devices_per_node must be <= 1000000", x.value_loc);
+      if (*v > 1000000)
+        return Status::bad_input("cluster: devices_per_node must be <= 1000000", x.value_loc);
       cl.devices_per_node = static_cast<int>(*v);
     } else if (x.key == "link" || x.key == "inter_node_link") {
       Result<LinkModel> l = parse_link(c, x, "cluster." + x.key);
@@ -721,7 +753,8 @@ Result<ClusterDraft> parse_cluster(const Ctx& c, const Entry& e) {
   }
   if (cl.devices_per_node > 0 && !m->find("inter_node_link")) {
     return Status::bad_input(
-        "cluster: devices_per_node is set but inter_node_link is missing (give {bandwidth_gb_per_s, "
+        "cluster: devices_per_node is set but inter_node_link is missing (give "
+        "{bandwidth_gb_per_s, "
         "latency_us} of the link between nodes)",
         m->find("devices_per_node")->key_loc);
   }
@@ -733,7 +766,8 @@ Result<ClusterDraft> parse_cluster(const Ctx& c, const Entry& e) {
 }
 
 Status parse_pipeline(const Entry& e, const Ctx& c, Draft& d) {
-  Result<MapView> m = read_map(c, e.value, e.value_loc, "pipeline", {"microbatches", "bytes_per_param"});
+  Result<MapView> m =
+      read_map(c, e.value, e.value_loc, "pipeline", {"microbatches", "bytes_per_param"});
   if (!m.ok()) return m.status();
   PipelineConfig& p = d.spec.pipeline;
   p.loc = e.key_loc;
@@ -741,7 +775,8 @@ Status parse_pipeline(const Entry& e, const Ctx& c, Draft& d) {
     if (x.key == "microbatches") {
       Result<long long> v = get_int_min(x, "pipeline", 1);
       if (!v.ok()) return v.status();
-      if (*v > 1000000) return Status::bad_input("pipeline: microbatches must be <= 1000000", x.value_loc);
+      if (*v > 1000000)
+        return Status::bad_input("pipeline: microbatches must be <= 1000000", x.value_loc);
       p.microbatches = static_cast<int>(*v);
       d.microbatches_given = true;
     } else {
@@ -763,7 +798,8 @@ Result<YAML::Node> load_yaml(const Ctx& c) {
     return docs.empty() ? YAML::Node() : docs[0];
   } catch (const YAML::Exception& ex) {
     SourceLoc loc = file_loc(c);
-    if (!ex.mark.is_null() && ex.mark.line >= 0) loc = SourceLoc{c.file, ex.mark.line + 1, ex.mark.column + 1};
+    if (!ex.mark.is_null() && ex.mark.line >= 0)
+      loc = SourceLoc{c.file, ex.mark.line + 1, ex.mark.column + 1};
     return Status::bad_input(fmt::format("YAML syntax error: {}", ex.msg), loc);
   }
 }
@@ -772,22 +808,25 @@ Result<YAML::Node> load_yaml(const Ctx& c) {
 Result<MapView> read_top(const Ctx& c, const YAML::Node& root, bool is_cluster_file) {
   SourceLoc at{c.file, 1, 1};
   if (!root.IsDefined() || root.IsNull()) {
-    return Status::bad_input(is_cluster_file ? "empty file: expected a map with 'cluster:'"
-                                             : "empty file: expected a map with 'model:' (and optionally "
-                                               "'cluster:' and 'pipeline:')",
+    return Status::bad_input(is_cluster_file
+                                 ? "empty file: expected a map with 'cluster:'"
+                                 : "empty file: expected a map with 'model:' (and optionally "
+                                   "'cluster:' and 'pipeline:')",
                              at);
   }
-  std::vector<std::string> allowed = is_cluster_file ? std::vector<std::string>{"schema", "cluster"}
-                                                     : std::vector<std::string>{"schema", "model", "cluster",
-                                                                                "pipeline"};
-  Result<MapView> m = read_map(c, root, at, is_cluster_file ? "cluster file" : "top level", allowed);
+  std::vector<std::string> allowed =
+      is_cluster_file ? std::vector<std::string>{"schema", "cluster"}
+                      : std::vector<std::string>{"schema", "model", "cluster", "pipeline"};
+  Result<MapView> m =
+      read_map(c, root, at, is_cluster_file ? "cluster file" : "top level", allowed);
   if (!m.ok()) return m;
   if (const Entry* s = m->find("schema")) {
     Result<long long> v = get_int(*s, "top level");
     if (!v.ok()) return v.status();
     if (*v != kSchemaVersion) {
       return Status::bad_input(
-          fmt::format("unsupported schema version {} (this pipesmith reads schema {})", *v, kSchemaVersion),
+          fmt::format("unsupported schema version {} (this pipesmith reads schema {})", *v,
+                      kSchemaVersion),
           s->value_loc);
     }
   }
@@ -830,9 +869,10 @@ Result<Draft> parse_draft(const std::string& text, const std::string& file) {
     Draft d;
     const Entry* me = top->find("model");
     if (!me) {
-      return Status::bad_input("missing 'model:' section (a model file holds model:, and optionally cluster: "
-                               "and pipeline:)",
-                               SourceLoc{file, 1, 1});
+      return Status::bad_input(
+          "missing 'model:' section (a model file holds model:, and optionally cluster: "
+          "and pipeline:)",
+          SourceLoc{file, 1, 1});
     }
     PS_RETURN_IF_ERROR(parse_model(c, *me, d));
     if (const Entry* ce = top->find("cluster")) {
@@ -861,7 +901,8 @@ Status derive_types(Draft& d) {
     if (!missing.empty()) {
       if (t.components.empty()) {
         return Status::bad_input(
-            fmt::format("{}: missing {} (give {}, or give 'kind:' plus an 'architecture:' and 'hardware:' block "
+            fmt::format("{}: missing {} (give {}, or give 'kind:' plus an 'architecture:' and "
+                        "'hardware:' block "
                         "to derive {})",
                         what, join(missing), missing.size() == 1 ? "it" : "them",
                         missing.size() == 1 ? "it" : "them"),
@@ -870,7 +911,8 @@ Status derive_types(Draft& d) {
       Result<DerivedCosts> dc = derive_costs(t.components, d.arch.merged_with(t.arch), hw);
       if (!dc.ok()) {
         std::string msg = dc.status().message();
-        if (msg.rfind("hardware.", 0) == 0) msg += " (add a 'hardware:' block to the model or the cluster)";
+        if (msg.rfind("hardware.", 0) == 0)
+          msg += " (add a 'hardware:' block to the model or the cluster)";
         return Status::bad_input(fmt::format("{} (kind {}): {}", what, lt.kind, msg), t.kind_loc);
       }
       for (int i = 0; i < kNumCostFields; ++i) {
@@ -882,17 +924,19 @@ Status derive_types(Draft& d) {
       SourceLoc at = t.given[kStashField]        ? *t.given[kStashField]
                      : t.given[kActivationField] ? *t.given[kActivationField]
                                                  : lt.loc;
-      return Status::bad_input(fmt::format("{}: wgrad_stash_mb ({}{}) must be <= activation_mb ({}{})", what,
-                                           lt.wgrad_stash_mb, origin(kStashField), lt.activation_mb,
-                                           origin(kActivationField)),
-                               at);
+      return Status::bad_input(
+          fmt::format("{}: wgrad_stash_mb ({}{}) must be <= activation_mb ({}{})", what,
+                      lt.wgrad_stash_mb, origin(kStashField), lt.activation_mb,
+                      origin(kActivationField)),
+          at);
     }
   }
   return Status::ok();
 }
 
 Status check_overrides(const SpecOverrides& o) {
-  if (o.devices && *o.devices < 1) return Status::bad_input(fmt::format("--devices must be >= 1, got {}", *o.devices));
+  if (o.devices && *o.devices < 1)
+    return Status::bad_input(fmt::format("--devices must be >= 1, got {}", *o.devices));
   if (o.microbatches && *o.microbatches < 1) {
     return Status::bad_input(fmt::format("--microbatches must be >= 1, got {}", *o.microbatches));
   }
@@ -920,14 +964,16 @@ Result<Spec> finish(Draft d, const std::string& model_file, const SpecOverrides&
   if (!devices_given) {
     SourceLoc at = d.has_cluster ? d.cluster.cluster.loc : SourceLoc{model_file, 0, 0};
     return Status::bad_input(
-        "the number of devices is not given: set 'devices:' under 'cluster:' (in the model file or a cluster "
+        "the number of devices is not given: set 'devices:' under 'cluster:' (in the model file or "
+        "a cluster "
         "file passed with --cluster), or pass --devices N",
         at);
   }
   if (!d.microbatches_given) {
     SourceLoc at = d.spec.pipeline.loc.valid() ? d.spec.pipeline.loc : SourceLoc{model_file, 0, 0};
     return Status::bad_input(
-        "the number of microbatches is not given: set 'microbatches:' under 'pipeline:' in the model file, "
+        "the number of microbatches is not given: set 'microbatches:' under 'pipeline:' in the "
+        "model file, "
         "or pass --microbatches M",
         at);
   }
@@ -945,11 +991,12 @@ Status check_cost(const std::string& what, const char* field, double v, const So
 
 Status check_link(const LinkModel& l, const char* what, const SourceLoc& loc) {
   if (!(l.bandwidth_gb_per_s > 0) || !std::isfinite(l.bandwidth_gb_per_s)) {
-    return Status::bad_input(fmt::format("{}: bandwidth_gb_per_s must be > 0, got {}", what, l.bandwidth_gb_per_s),
-                             loc);
+    return Status::bad_input(
+        fmt::format("{}: bandwidth_gb_per_s must be > 0, got {}", what, l.bandwidth_gb_per_s), loc);
   }
   if (!(l.latency_us >= 0) || !std::isfinite(l.latency_us)) {
-    return Status::bad_input(fmt::format("{}: latency_us must be >= 0, got {}", what, l.latency_us), loc);
+    return Status::bad_input(fmt::format("{}: latency_us must be >= 0, got {}", what, l.latency_us),
+                             loc);
   }
   return Status::ok();
 }
@@ -968,7 +1015,8 @@ Result<Cluster> load_cluster(const std::string& path) {
   Result<ClusterDraft> d = parse_cluster_text(*text, path);
   if (!d.ok()) return d.status();
   if (!d->devices_given) {
-    return Status::bad_input("cluster: missing 'devices' (the number of devices, >= 1)", d->cluster.loc);
+    return Status::bad_input("cluster: missing 'devices' (the number of devices, >= 1)",
+                             d->cluster.loc);
   }
   return d->cluster;
 }
@@ -997,49 +1045,59 @@ Status validate(const Spec& spec) {
   for (const auto& [sym, t] : m.types) {
     std::string what = type_what(sym);
     if (t.symbol != sym) {
-      return Status::bad_input(fmt::format("{}: its symbol field says '{}'", what, t.symbol), t.loc);
+      return Status::bad_input(fmt::format("{}: its symbol field says '{}'", what, t.symbol),
+                               t.loc);
     }
-    for (const CostField& f : cost_fields()) PS_RETURN_IF_ERROR(check_cost(what, f.key, t.*(f.field), t.loc));
+    for (const CostField& f : cost_fields())
+      PS_RETURN_IF_ERROR(check_cost(what, f.key, t.*(f.field), t.loc));
     if (t.wgrad_stash_mb > t.activation_mb) {
-      return Status::bad_input(fmt::format("{}: wgrad_stash_mb ({}) must be <= activation_mb ({})", what,
-                                           t.wgrad_stash_mb, t.activation_mb),
+      return Status::bad_input(fmt::format("{}: wgrad_stash_mb ({}) must be <= activation_mb ({})",
+                                           what, t.wgrad_stash_mb, t.activation_mb),
                                t.loc);
     }
   }
   for (size_t i = 0; i < m.layers.size(); ++i) {
     const Layer& l = m.layers[i];
     if (l.id != static_cast<int>(i)) {
-      return Status::bad_input(fmt::format("layer at position {} has id {} (ids must be 0..n-1 in order)", i, l.id),
-                               l.loc);
+      return Status::bad_input(
+          fmt::format("layer at position {} has id {} (ids must be 0..n-1 in order)", i, l.id),
+          l.loc);
     }
     if (!m.types.count(l.type)) {
-      return Status::bad_input(fmt::format("layer {}: unknown layer type '{}'", l.id, l.type), l.loc);
+      return Status::bad_input(fmt::format("layer {}: unknown layer type '{}'", l.id, l.type),
+                               l.loc);
     }
     for (int u : l.inputs) {
       if (u < 0 || u >= l.id) {
-        return Status::bad_input(fmt::format("layer {}: input {} must name an earlier layer (0..{})", l.id, u,
-                                             l.id - 1),
-                                 l.loc);
+        return Status::bad_input(
+            fmt::format("layer {}: input {} must name an earlier layer (0..{})", l.id, u, l.id - 1),
+            l.loc);
       }
     }
   }
   const Cluster& c = spec.cluster;
-  if (c.devices < 1) return Status::bad_input(fmt::format("cluster: devices must be >= 1, got {}", c.devices), c.loc);
+  if (c.devices < 1)
+    return Status::bad_input(fmt::format("cluster: devices must be >= 1, got {}", c.devices),
+                             c.loc);
   if (!(c.memory_gb >= 0) || !std::isfinite(c.memory_gb)) {
-    return Status::bad_input(fmt::format("cluster: memory_gb must be >= 0, got {}", c.memory_gb), c.loc);
-  }
-  if (c.devices_per_node < 0) {
-    return Status::bad_input(fmt::format("cluster: devices_per_node must be >= 0, got {}", c.devices_per_node),
+    return Status::bad_input(fmt::format("cluster: memory_gb must be >= 0, got {}", c.memory_gb),
                              c.loc);
   }
+  if (c.devices_per_node < 0) {
+    return Status::bad_input(
+        fmt::format("cluster: devices_per_node must be >= 0, got {}", c.devices_per_node), c.loc);
+  }
   PS_RETURN_IF_ERROR(check_link(c.link, "cluster.link", c.loc));
-  if (c.devices_per_node > 0) PS_RETURN_IF_ERROR(check_link(c.inter_node_link, "cluster.inter_node_link", c.loc));
+  if (c.devices_per_node > 0)
+    PS_RETURN_IF_ERROR(check_link(c.inter_node_link, "cluster.inter_node_link", c.loc));
   const PipelineConfig& p = spec.pipeline;
   if (p.microbatches < 1) {
-    return Status::bad_input(fmt::format("pipeline: microbatches must be >= 1, got {}", p.microbatches), p.loc);
+    return Status::bad_input(
+        fmt::format("pipeline: microbatches must be >= 1, got {}", p.microbatches), p.loc);
   }
   if (!(p.bytes_per_param > 0) || !std::isfinite(p.bytes_per_param)) {
-    return Status::bad_input(fmt::format("pipeline: bytes_per_param must be > 0, got {}", p.bytes_per_param), p.loc);
+    return Status::bad_input(
+        fmt::format("pipeline: bytes_per_param must be > 0, got {}", p.bytes_per_param), p.loc);
   }
   return Status::ok();
 }

@@ -2,13 +2,13 @@
 // boundary transfer time.
 //
 // Guarantees: make_problem accepts exactly the partitions that are contiguous, in order, non-empty
-// and cover every layer, and placements with one device in [0, devices) per stage; a stage's numbers
-// are sums over its layers, except output_mb, which counts every tensor produced at or before the
-// stage's last layer and consumed after it (each tensor once, however many later layers read it), so
-// skip edges of a DAG model are carried through every boundary they cross.
-#include <fmt/format.h>
-
+// and cover every layer, and placements with one device in [0, devices) per stage; a stage's
+// numbers are sums over its layers, except output_mb, which counts every tensor produced at or
+// before the stage's last layer and consumed after it (each tensor once, however many later layers
+// read it), so skip edges of a DAG model are carried through every boundary they cross.
 #include "ir/problem.h"
+
+#include <fmt/format.h>
 
 namespace ps {
 
@@ -22,7 +22,8 @@ double Problem::boundary_transfer_ms(int stage) const {
   return l.transfer_ms(stages[stage].output_mb);
 }
 
-Result<Problem> make_problem(const Spec& spec, const Partition& partition, const std::vector<int>& placement) {
+Result<Problem> make_problem(const Spec& spec, const Partition& partition,
+                             const std::vector<int>& placement) {
   PS_RETURN_IF_ERROR(validate(spec));
   const Model& m = spec.model;
   const int n = static_cast<int>(m.layers.size());
@@ -31,31 +32,37 @@ Result<Problem> make_problem(const Spec& spec, const Partition& partition, const
   for (size_t s = 0; s < partition.size(); ++s) {
     const LayerRange& r = partition[s];
     if (r.first != expect_first) {
-      return Status::bad_input(fmt::format("partition: stage {} starts at layer {}, expected {} (stages must be "
-                                           "contiguous, in order, and cover layers 0..{})",
-                                           s, r.first, expect_first, n - 1));
+      return Status::bad_input(
+          fmt::format("partition: stage {} starts at layer {}, expected {} (stages must be "
+                      "contiguous, in order, and cover layers 0..{})",
+                      s, r.first, expect_first, n - 1));
     }
     if (r.last < r.first) {
-      return Status::bad_input(fmt::format("partition: stage {} is empty (layers {}..{})", s, r.first, r.last));
+      return Status::bad_input(
+          fmt::format("partition: stage {} is empty (layers {}..{})", s, r.first, r.last));
     }
     if (r.last >= n) {
       return Status::bad_input(
-          fmt::format("partition: stage {} ends at layer {}, but the model has layers 0..{}", s, r.last, n - 1));
+          fmt::format("partition: stage {} ends at layer {}, but the model has layers 0..{}", s,
+                      r.last, n - 1));
     }
     expect_first = r.last + 1;
   }
   if (expect_first != n) {
-    return Status::bad_input(fmt::format("partition: the stages cover layers 0..{}, but the model has layers 0..{}",
-                                         expect_first - 1, n - 1));
+    return Status::bad_input(
+        fmt::format("partition: the stages cover layers 0..{}, but the model has layers 0..{}",
+                    expect_first - 1, n - 1));
   }
   if (placement.size() != partition.size()) {
-    return Status::bad_input(fmt::format("placement: {} devices given for {} stages (need one per stage)",
-                                         placement.size(), partition.size()));
+    return Status::bad_input(
+        fmt::format("placement: {} devices given for {} stages (need one per stage)",
+                    placement.size(), partition.size()));
   }
   for (size_t s = 0; s < placement.size(); ++s) {
     if (placement[s] < 0 || placement[s] >= spec.cluster.devices) {
-      return Status::bad_input(fmt::format("placement: stage {} is on device {}, but the cluster has devices 0..{}",
-                                           s, placement[s], spec.cluster.devices - 1));
+      return Status::bad_input(
+          fmt::format("placement: stage {} is on device {}, but the cluster has devices 0..{}", s,
+                      placement[s], spec.cluster.devices - 1));
     }
   }
 
@@ -104,7 +111,7 @@ Problem unit_problem(int devices, int microbatches, const std::vector<int>& plac
   p.name = "unit";
   p.devices = devices;
   p.microbatches = microbatches;
-  p.memory_gb = 0;  // unlimited
+  p.memory_gb = 0;           // unlimited
   p.link = LinkModel{1, 0};  // with output_mb = 0 and no latency, every transfer takes 0 ms
   p.unit_costs = true;
   for (int d : placement) {

@@ -1,5 +1,5 @@
-// `pipesmith lower` through the command line, as a user runs it: every model config with and without
-// every cluster config, text and JSON, overrides, --help, errors and determinism.
+// `pipesmith lower` through the command line, as a user runs it: every model config with and
+// without every cluster config, text and JSON, overrides, --help, errors and determinism.
 #include <doctest/doctest.h>
 
 #include <filesystem>
@@ -10,11 +10,13 @@
 
 namespace {
 
-const std::vector<std::string> kModels = {"llama2-7b", "gemma-like", "deepseek-like", "nemotron-h-like",
-                                          "gpt-oss-like", "minimax-like"};
+const std::vector<std::string> kModels = {"llama2-7b",       "gemma-like",   "deepseek-like",
+                                          "nemotron-h-like", "gpt-oss-like", "minimax-like"};
 const std::vector<std::string> kClusters = {"", "8xh100-80gb", "8xh200", "2x8-h100"};
 
-std::string model_path(const std::string& name) { return pstest::source_path("configs/models/" + name + ".yaml"); }
+std::string model_path(const std::string& name) {
+  return pstest::source_path("configs/models/" + name + ".yaml");
+}
 std::string cluster_path(const std::string& name) {
   return pstest::source_path("configs/clusters/" + name + ".yaml");
 }
@@ -22,7 +24,8 @@ std::string cluster_path(const std::string& name) {
 }  // namespace
 
 TEST_CASE("cli lower: every model config, alone and with every cluster, in text and JSON") {
-  // The configs directory holds exactly the models listed here (a new one must be added to the list).
+  // The configs directory holds exactly the models listed here (a new one must be added to the
+  // list).
   size_t on_disk = 0;
   for (const auto& e : std::filesystem::directory_iterator(pstest::source_path("configs/models"))) {
     if (e.path().extension() == ".yaml") ++on_disk;
@@ -35,7 +38,8 @@ TEST_CASE("cli lower: every model config, alone and with every cluster, in text 
     for (const std::string& c : kClusters) {
       CAPTURE(m);
       CAPTURE(c);
-      std::string args = "lower " + model_path(m) + (c.empty() ? "" : " --cluster " + cluster_path(c));
+      std::string args =
+          "lower " + model_path(m) + (c.empty() ? "" : " --cluster " + cluster_path(c));
       pstest::CliResult text = pstest::run_cli(args);
       REQUIRE_MESSAGE(text.exit_code == 0, text.output);
       CHECK(text.output.find("model     " + spec->model.name) == 0);
@@ -76,8 +80,8 @@ TEST_CASE("cli lower: every model config, alone and with every cluster, in text 
 TEST_CASE("cli lower: the DAG model's extra inputs appear in text and JSON") {
   pstest::CliResult r = pstest::run_cli("lower " + model_path("deepseek-like"));
   REQUIRE(r.exit_code == 0);
-  CHECK(r.output.find("graph     DAG, 31 edges; layers with inputs besides the previous layer: layer 29 <- 0, 27, 28") !=
-        std::string::npos);
+  CHECK(r.output.find("graph     DAG, 31 edges; layers with inputs besides the previous layer: "
+                      "layer 29 <- 0, 27, 28") != std::string::npos);
   pstest::CliResult js = pstest::run_cli("lower " + model_path("deepseek-like") + " --json");
   REQUIRE(js.exit_code == 0);
   nlohmann::json j = nlohmann::json::parse(js.output);
@@ -86,9 +90,9 @@ TEST_CASE("cli lower: the DAG model's extra inputs appear in text and JSON") {
 }
 
 TEST_CASE("cli lower: flags override the files") {
-  pstest::CliResult r = pstest::run_cli("lower " + model_path("llama2-7b") + " --cluster " +
-                                        cluster_path("8xh100-80gb") +
-                                        " --devices 4 --microbatches 12 --memory-limit-gb 40 --json");
+  pstest::CliResult r = pstest::run_cli(
+      "lower " + model_path("llama2-7b") + " --cluster " + cluster_path("8xh100-80gb") +
+      " --devices 4 --microbatches 12 --memory-limit-gb 40 --json");
   REQUIRE_MESSAGE(r.exit_code == 0, r.output);
   nlohmann::json j = nlohmann::json::parse(r.output);
   CHECK(j["cluster"]["devices"] == 4);
@@ -97,7 +101,8 @@ TEST_CASE("cli lower: flags override the files") {
   CHECK(j["cluster"]["name"] == "8xH100-80GB");
 }
 
-TEST_CASE("cli lower: a cluster's hardware re-derives costs (H200's faster HBM speeds the embedding)") {
+TEST_CASE(
+    "cli lower: a cluster's hardware re-derives costs (H200's faster HBM speeds the embedding)") {
   auto fwd_of = [](const std::string& args, const char* sym) {
     pstest::CliResult r = pstest::run_cli(args + " --json");
     REQUIRE_MESSAGE(r.exit_code == 0, r.output);
@@ -127,17 +132,21 @@ TEST_CASE("cli lower: --help, usage errors and bad input exit as documented") {
 
   pstest::CliResult none = pstest::run_cli("lower");
   CHECK(none.exit_code == 1);
-  pstest::CliResult notint = pstest::run_cli("lower " + model_path("llama2-7b") + " --devices many");
+  pstest::CliResult notint =
+      pstest::run_cli("lower " + model_path("llama2-7b") + " --devices many");
   CHECK(notint.exit_code == 1);
   pstest::CliResult zero = pstest::run_cli("lower " + model_path("llama2-7b") + " --devices 0");
   CHECK(zero.exit_code == 1);
   CHECK(zero.output.find("pipesmith: error: --devices must be >= 1, got 0") != std::string::npos);
-  pstest::CliResult nomem = pstest::run_cli("lower " + model_path("llama2-7b") + " --memory-limit-gb -1");
+  pstest::CliResult nomem =
+      pstest::run_cli("lower " + model_path("llama2-7b") + " --memory-limit-gb -1");
   CHECK(nomem.exit_code == 1);
   pstest::CliResult missing = pstest::run_cli("lower /nonexistent/model.yaml");
   CHECK(missing.exit_code == 1);
-  CHECK(missing.output.find("pipesmith: error: /nonexistent/model.yaml: cannot read model file") != std::string::npos);
-  pstest::CliResult badcluster = pstest::run_cli("lower " + model_path("llama2-7b") + " --cluster " + model_path("gemma-like"));
+  CHECK(missing.output.find("pipesmith: error: /nonexistent/model.yaml: cannot read model file") !=
+        std::string::npos);
+  pstest::CliResult badcluster = pstest::run_cli("lower " + model_path("llama2-7b") +
+                                                 " --cluster " + model_path("gemma-like"));
   CHECK(badcluster.exit_code == 1);
   CHECK(badcluster.output.find("gemma-like.yaml:") != std::string::npos);
   CHECK(badcluster.output.find("cluster file: unknown key 'model'") != std::string::npos);
@@ -145,7 +154,8 @@ TEST_CASE("cli lower: --help, usage errors and bad input exit as documented") {
 
 TEST_CASE("cli lower: output is deterministic") {
   for (const char* flags : {"", " --json"}) {
-    std::string args = "lower " + model_path("nemotron-h-like") + " --cluster " + cluster_path("2x8-h100") + flags;
+    std::string args =
+        "lower " + model_path("nemotron-h-like") + " --cluster " + cluster_path("2x8-h100") + flags;
     pstest::CliResult a = pstest::run_cli(args);
     pstest::CliResult b = pstest::run_cli(args);
     REQUIRE(a.exit_code == 0);

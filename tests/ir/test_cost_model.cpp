@@ -74,7 +74,7 @@ TEST_CASE("cost model: Llama 2 7B decoder layer FLOPs and times") {
   REQUIRE(att.ok());
   REQUIRE(mlp.ok());
   // Projections: 2 * T * (h*3h + h*h) = 2 * 4096 * 67,108,864; causal scores 4 * a*d * s^2/2.
-  const double proj = 2.0 * 4096 * 67108864;   // 549,755,813,888
+  const double proj = 2.0 * 4096 * 67108864;             // 549,755,813,888
   const double core = 4.0 * 4096 * (4096.0 * 4096 / 2);  // 137,438,953,472
   CHECK(att->fwd_flops == proj + core);
   CHECK(att->bwd_input_flops == proj + 2 * core);  // the score backward is 2x forward, all in I
@@ -122,14 +122,15 @@ TEST_CASE("cost model: sliding-window attention counts w*s - w^2/2 query-key pai
   CHECK(bidir->fwd_flops == proj + 4.0 * 1000 * 1000);
 }
 
-TEST_CASE("cost model: embedding is memory-bound; head is 2hV FLOPs per token plus the loss traffic") {
+TEST_CASE(
+    "cost model: embedding is memory-bound; head is 2hV FLOPs per token plus the loss traffic") {
   Architecture a = llama2_7b();
   Hardware hw = h100();
   Result<DerivedCosts> e = derive_costs(kind("embedding"), a, hw);
   REQUIRE(e.ok());
   const double T = 4096, h = 4096, V = 32000;
   CHECK(e->forward_ms == doctest::Approx(2 * T * h * 2 / 3350e9 * 1e3));  // read + write T rows
-  CHECK(e->backward_input_ms == 0);                                    // token ids have no gradient
+  CHECK(e->backward_input_ms == 0);  // token ids have no gradient
   CHECK(e->backward_weight_ms == doctest::Approx(T * h * (2 + 8) / 3350e9 * 1e3));
   CHECK(e->params_m == doctest::Approx(V * h / 1e6));
 
@@ -141,7 +142,8 @@ TEST_CASE("cost model: embedding is memory-bound; head is 2hV FLOPs per token pl
   CHECK(head->output_bytes == 0);
   Result<DerivedCosts> d = derive_costs(kind("head"), a, hw);
   REQUIRE(d.ok());
-  CHECK(d->forward_ms == doctest::Approx(2 * T * h * V / (989e12 * 0.5) * 1e3 + T * V * 6 / 3350e9 * 1e3));
+  CHECK(d->forward_ms ==
+        doctest::Approx(2 * T * h * V / (989e12 * 0.5) * 1e3 + T * V * 6 / 3350e9 * 1e3));
   // Faster HBM makes the memory-bound parts faster and nothing else.
   hw.hbm_gb_per_s = 4800;
   Result<DerivedCosts> e2 = derive_costs(kind("embedding"), a, hw);
@@ -180,7 +182,8 @@ TEST_CASE("cost model: MoE counts router + top-k routed + shared experts, at the
   a.moe_top_k = 5;
   Result<ComponentWork> bad = component_work(Component::kMoe, a);
   REQUIRE_FALSE(bad.ok());
-  CHECK(bad.status().message().find("moe_top_k (5) must be <= moe_num_experts (4)") != std::string::npos);
+  CHECK(bad.status().message().find("moe_top_k (5) must be <= moe_num_experts (4)") !=
+        std::string::npos);
 }
 
 TEST_CASE("cost model: Mamba-2 layer of Nemotron-H-8B has 109,640,064 parameters") {

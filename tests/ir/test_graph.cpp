@@ -113,7 +113,8 @@ TEST_CASE("graph: rejects cycles, self edges, unknown producers and types, with 
     m.layers[3].inputs = {2, 7};
     Result<LoweredModel> r = lower(m);
     REQUIRE_FALSE(r.ok());
-    CHECK(r.status().message() == "layer 3: input 7 is an unknown producer (the model has layers 0..3)");
+    CHECK(r.status().message() ==
+          "layer 3: input 7 is an unknown producer (the model has layers 0..3)");
     CHECK(r.status().loc().line == 4);
   }
   {
@@ -182,10 +183,11 @@ TEST_CASE("graph: summary totals per type and model-state memory") {
 }
 
 TEST_CASE("graph: every model config lowers; deepseek-like is a DAG, the others chains") {
-  for (const char* name : {"llama2-7b", "gemma-like", "deepseek-like", "nemotron-h-like", "gpt-oss-like",
-                           "minimax-like"}) {
+  for (const char* name : {"llama2-7b", "gemma-like", "deepseek-like", "nemotron-h-like",
+                           "gpt-oss-like", "minimax-like"}) {
     CAPTURE(name);
-    Result<Spec> spec = load_spec(pstest::source_path(std::string("configs/models/") + name + ".yaml"));
+    Result<Spec> spec =
+        load_spec(pstest::source_path(std::string("configs/models/") + name + ".yaml"));
     REQUIRE_MESSAGE(spec.ok(), spec.status().str());
     Result<LoweredModel> r = lower(spec->model);
     REQUIRE_MESSAGE(r.ok(), r.status().str());

@@ -30,7 +30,8 @@ Expectation read_expectation(const std::string& rel) {
   e.path = rel;
   std::string text = pstest::read_file(pstest::source_path(rel));
   const std::string tag = "# expect-error: ";
-  REQUIRE_MESSAGE(text.rfind(tag, 0) == 0, rel << " must begin with '" << tag << "LINE: SUBSTRING'");
+  REQUIRE_MESSAGE(text.rfind(tag, 0) == 0,
+                  rel << " must begin with '" << tag << "LINE: SUBSTRING'");
   std::string first = text.substr(tag.size(), text.find('\n') - tag.size());
   size_t colon = first.find(':');
   REQUIRE(colon != std::string::npos);
@@ -52,8 +53,10 @@ Expectation read_expectation(const std::string& rel) {
 
 std::vector<std::string> invalid_files() {
   std::vector<std::string> out;
-  for (const auto& entry : std::filesystem::directory_iterator(pstest::source_path("configs/invalid"))) {
-    if (entry.path().extension() == ".yaml") out.push_back("configs/invalid/" + entry.path().filename().string());
+  for (const auto& entry :
+       std::filesystem::directory_iterator(pstest::source_path("configs/invalid"))) {
+    if (entry.path().extension() == ".yaml")
+      out.push_back("configs/invalid/" + entry.path().filename().string());
   }
   std::sort(out.begin(), out.end());
   return out;
@@ -107,7 +110,8 @@ TEST_CASE("invalid configs: `pipesmith lower` exits 1 and prints file:line: and 
   for (const std::string& rel : invalid_files()) {
     CAPTURE(rel);
     Expectation e = read_expectation(rel);
-    std::string args = e.as_cluster ? "lower configs/models/llama2-7b.yaml --cluster " + rel : "lower " + rel;
+    std::string args =
+        e.as_cluster ? "lower configs/models/llama2-7b.yaml --cluster " + rel : "lower " + rel;
     pstest::CliResult r = pstest::run_cli(args);
     CHECK(r.exit_code == 1);
     std::string where = e.line > 0 ? rel + ":" + std::to_string(e.line) + ":" : rel + ": ";

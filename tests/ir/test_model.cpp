@@ -20,8 +20,11 @@ const char* kTypes = R"(
     L: {name: head, forward_ms: 9, backward_input_ms: 9, backward_weight_ms: 8, activation_mb: 2000, wgrad_stash_mb: 30, output_mb: 0, params_m: 500}
 )";
 
-std::string model_yaml(const std::string& layers, const std::string& rest = "cluster: {devices: 4}\npipeline: {microbatches: 8}\n") {
-  return std::string("schema: 1\nmodel:\n  name: tiny\n") + kTypes + "  layers: " + layers + "\n" + rest;
+std::string model_yaml(
+    const std::string& layers,
+    const std::string& rest = "cluster: {devices: 4}\npipeline: {microbatches: 8}\n") {
+  return std::string("schema: 1\nmodel:\n  name: tiny\n") + kTypes + "  layers: " + layers + "\n" +
+         rest;
 }
 
 std::string write_temp(const std::string& name, const std::string& text) {
@@ -76,7 +79,8 @@ TEST_CASE("model: the list form with repeat and extra inputs") {
   CHECK(m.layers[3].type == 'M');
   CHECK(m.layers[4].type == '*');
   CHECK(m.layers[4].inputs == std::vector<int>{0, 3});
-  CHECK(m.layers[5].inputs == std::vector<int>{0, 1, 4});  // sorted, duplicates and the default merged
+  CHECK(m.layers[5].inputs ==
+        std::vector<int>{0, 1, 4});  // sorted, duplicates and the default merged
   CHECK(m.layers[4].loc.line == 14);
 }
 
@@ -147,7 +151,8 @@ TEST_CASE("model: a cluster file replaces the model file's cluster; flags overri
 TEST_CASE("model: load_cluster reads every cluster config") {
   for (const char* name : {"8xh100-80gb", "8xh200", "2x8-h100"}) {
     CAPTURE(name);
-    Result<Cluster> c = load_cluster(pstest::source_path(std::string("configs/clusters/") + name + ".yaml"));
+    Result<Cluster> c =
+        load_cluster(pstest::source_path(std::string("configs/clusters/") + name + ".yaml"));
     REQUIRE_MESSAGE(c.ok(), c.status().str());
     CHECK(c->devices >= 8);
     CHECK(c->memory_gb >= 80);
@@ -181,7 +186,7 @@ pipeline: {microbatches: 4, bytes_per_param: 16}
   Result<Spec> s = parse_spec(text, "dir/derived.yaml");
   REQUIRE_MESSAGE(s.ok(), s.status().str());
   const Model& m = s->model;
-  CHECK(m.name == "derived");  // default: the file's stem
+  CHECK(m.name == "derived");                  // default: the file's stem
   CHECK(m.types.at('E').name == "embedding");  // default: the kind
   CHECK(m.types.at('T').kind == "dense_block");
   CHECK(m.types.at('T').forward_ms == 1.5);
@@ -189,7 +194,7 @@ pipeline: {microbatches: 4, bytes_per_param: 16}
   const LayerType& w = m.types.at('W');
   CHECK(w.forward_ms < t.backward_weight_ms * 2);
   CHECK(w.backward_weight_ms == doctest::Approx(t.backward_weight_ms));  // same matmuls
-  CHECK(w.backward_input_ms < t.backward_input_ms);                     // fewer score pairs
+  CHECK(w.backward_input_ms < t.backward_input_ms);                      // fewer score pairs
   CHECK(w.params_m == doctest::Approx(t.params_m));
   CHECK(m.types.at('L').activation_mb == 5000);
   CHECK(m.types.at('L').output_mb == 0);
@@ -215,7 +220,8 @@ pipeline: {microbatches: 4}
   REQUIRE(h100.ok());
   REQUIRE(h200.ok());
   REQUIRE(own.ok());
-  CHECK(h100->model.types.at('E').forward_ms == doctest::Approx(own->model.types.at('E').forward_ms));
+  CHECK(h100->model.types.at('E').forward_ms ==
+        doctest::Approx(own->model.types.at('E').forward_ms));
   CHECK(h200->model.types.at('E').forward_ms ==
         doctest::Approx(own->model.types.at('E').forward_ms * 3350 / 4800));
   std::remove(model.c_str());
@@ -254,18 +260,26 @@ TEST_CASE("model: located errors for values and keys") {
     const char* message;
   };
   std::vector<Case> cases = {
-      {model_yaml("EML", "cluster: {devices: 4, link: {bandwidth_gb_per_s: 10, latency: 5}}\npipeline: {microbatches: 8}\n"),
-       12, 54, "cluster.link: unknown key 'latency' (expected one of: bandwidth_gb_per_s, latency_us); did you mean 'latency_us'?"},
+      {model_yaml("EML",
+                  "cluster: {devices: 4, link: {bandwidth_gb_per_s: 10, latency: 5}}\npipeline: "
+                  "{microbatches: 8}\n"),
+       12, 54,
+       "cluster.link: unknown key 'latency' (expected one of: bandwidth_gb_per_s, latency_us); did "
+       "you mean 'latency_us'?"},
       {model_yaml("EML", "cluster: {devices: -2}\npipeline: {microbatches: 8}\n"), 12, 20,
        "cluster: devices must be >= 1, got -2"},
-      {model_yaml("EML", "cluster: {devices: 2, memory_gb: lots}\npipeline: {microbatches: 8}\n"), 12, 34,
-       "cluster: memory_gb must be a number, got 'lots'"},
-      {model_yaml("EML", "cluster: {devices: 2}\npipeline: {microbatches: 8, bytes_per_param: 0}\n"), 13, 46,
-       "pipeline: bytes_per_param must be > 0, got 0"},
-      {model_yaml("[{type: E}, {type: M, repeat: two}]"), 11, 41, "model.layers[1]: repeat must be an integer, got 'two'"},
+      {model_yaml("EML", "cluster: {devices: 2, memory_gb: lots}\npipeline: {microbatches: 8}\n"),
+       12, 34, "cluster: memory_gb must be a number, got 'lots'"},
+      {model_yaml("EML",
+                  "cluster: {devices: 2}\npipeline: {microbatches: 8, bytes_per_param: 0}\n"),
+       13, 46, "pipeline: bytes_per_param must be > 0, got 0"},
+      {model_yaml("[{type: E}, {type: M, repeat: two}]"), 11, 41,
+       "model.layers[1]: repeat must be an integer, got 'two'"},
       {model_yaml("[{type: E}, {typ: M}]"), 11, 24, "model.layers[1]: unknown key 'typ'"},
-      {model_yaml("[{type: E}, {type: M, inputs: 0}]"), 11, 41, "inputs must be a list of layer indices"},
-      {model_yaml("{E: 1}"), 11, 11, "model.layers must be a string of layer type symbols or a list"},
+      {model_yaml("[{type: E}, {type: M, inputs: 0}]"), 11, 41,
+       "inputs must be a list of layer indices"},
+      {model_yaml("{E: 1}"), 11, 11,
+       "model.layers must be a string of layer type symbols or a list"},
       {"model: [1, 2]\n", 1, 8, "model: expected a map, got a list"},
       {"", 1, 1, "empty file"},
       {"- a\n- b\n", 1, 1, "top level: expected a map, got a list"},

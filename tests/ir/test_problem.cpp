@@ -121,10 +121,14 @@ TEST_CASE("problem: partition and placement errors") {
       {{{0, 2}, {4, 5}}, {0, 1}, "partition: stage 1 starts at layer 4, expected 3"},
       {{{0, 2}, {2, 5}}, {0, 1}, "partition: stage 1 starts at layer 2, expected 3"},
       {{{0, 2}, {3, 2}}, {0, 1}, "partition: stage 1 is empty"},
-      {{{0, 2}, {3, 4}}, {0, 1}, "partition: the stages cover layers 0..4, but the model has layers 0..5"},
+      {{{0, 2}, {3, 4}},
+       {0, 1},
+       "partition: the stages cover layers 0..4, but the model has layers 0..5"},
       {{{0, 6}}, {0}, "partition: stage 0 ends at layer 6, but the model has layers 0..5"},
       {{{0, 2}, {3, 5}}, {0}, "placement: 1 devices given for 2 stages"},
-      {{{0, 2}, {3, 5}}, {0, 4}, "placement: stage 1 is on device 4, but the cluster has devices 0..3"},
+      {{{0, 2}, {3, 5}},
+       {0, 4},
+       "placement: stage 1 is on device 4, but the cluster has devices 0..3"},
       {{{0, 2}, {3, 5}}, {-1, 0}, "placement: stage 0 is on device -1"},
   };
   for (const Case& c : cases) {
