@@ -6,12 +6,15 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <map>
 #include <set>
 #include <tuple>
 
 #include "synth/baseline_certify.h"
 #include "synth/baselines.h"
+#include "synth/global_bound.h"
+#include "synth/partition.h"
 #include "synth/placement.h"
 #include "verify/verify.h"
 
@@ -416,4 +419,50 @@ TEST_CASE("certify_schedule returns the checked schedule with comms, times and a
   REQUIRE(!ct.ok());
   CHECK(ct.status().code() == ErrorCode::kInfeasible);
   CHECK(ct.status().message().find("does not fit the memory limit") != std::string::npos);
+}
+
+TEST_CASE("every config: every baseline passes the checker and never beats the global lower bound") {
+  namespace fs = std::filesystem;
+  std::vector<std::string> models;
+  for (const auto& e : fs::directory_iterator(std::string(PIPESMITH_SOURCE_DIR) + "/configs/models"))
+    if (e.path().extension() == ".yaml") models.push_back(e.path().string());
+  std::sort(models.begin(), models.end());
+  REQUIRE(models.size() >= 6);
+  int checked = 0;
+  for (const std::string& path : models) {
+    for (int P : {4, 8}) {
+      for (int M : {P, 2 * P, 4 * P}) {
+        SpecOverrides o;
+        o.devices = P;
+        o.microbatches = M;
+        auto spec = load_spec(path, "", o);
+        REQUIRE(spec.ok());
+        auto gb = global_lower_bound(*spec, P, M, 0);
+        REQUIRE(gb.ok());
+        for (BaselineKind kind : all_baseline_kinds()) {
+          for (const char* method : {"balanced", "even"}) {
+            auto shape = baseline_shape(kind, 0);
+            REQUIRE(shape.ok());
+            auto part = partition_by_name(*spec, shape->stages_per_device * P, method);
+            REQUIRE(part.ok());
+            auto problem = make_problem(*spec, *part, baseline_placement(*shape, P));
+            REQUIRE(problem.ok());
+            if (kind == BaselineKind::kDualPipeV && M < 2 * P) continue;
+            auto s = make_baseline(*problem, kind);
+            INFO(path, " ", baseline_name(kind), " P=", P, " M=", M, " ", method);
+            REQUIRE(s.ok());
+            VerifyOptions vo;
+            vo.memory_limit_gb = 0;  // memory is reported by the bench; here: validity and timing
+            Report r = verify(*s, vo);
+            INFO(format_report(r));
+            REQUIRE(r.valid);
+            CHECK(r.sim->makespan_ms >= gb->bound_ms * (1 - 1e-9));
+            CHECK(r.sim->makespan_ms >= r.lower_bound_ms * (1 - 1e-9));
+            ++checked;
+          }
+        }
+      }
+    }
+  }
+  CHECK(checked >= 6 * 2 * 3 * 6 * 2);
 }
