@@ -5,6 +5,7 @@
 // all) with its location and notes; then the report notes; then the figures table. Deterministic.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 
 #include "verify/rules.h"
@@ -79,7 +80,7 @@ std::string format_report(const Report& r) {
     out += fmt::format("  lower bound     {:12.3f} ms", r.lower_bound_ms);
     if (r.lower_bound_ms > 0)
       out += fmt::format("   (makespan is {:.1f}% above it)",
-                         100.0 * (s.makespan_ms - r.lower_bound_ms) / r.lower_bound_ms);
+                         std::max(0.0, 100.0 * (s.makespan_ms - r.lower_bound_ms) / r.lower_bound_ms));
     out += "\n";
     out += fmt::format("  bubble ratio    {:12.4f}\n", s.bubble_ratio);
     out += "\n  device     busy_ms     idle_ms   peak_mem_gb   peak_at_op\n";

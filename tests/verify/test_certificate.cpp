@@ -1,0 +1,144 @@
+// Certificate: round trip through the YAML file format, the digest against an independent SHA-256
+// (coreutils sha256sum), tolerance, and tamper detection naming the field.
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <fmt/format.h>
+
+#include <fstream>
+
+#include "builders.h"
+#include "ir/schedule_io.h"
+#include "test_util.h"
+
+using namespace vt;
+
+namespace {
+
+Schedule certified(const Schedule& in) {
+  Report r = verify(in);
+  REQUIRE(r.valid);
+  Schedule out = r.checked;
+  out.certificate = make_certificate(out, r);
+  return out;
+}
+
+// Writes the schedule as YAML and reads it back (what a user's file goes through).
+Schedule round_trip(const Schedule& s) {
+  auto back = parse_schedule_yaml(format_schedule_yaml(s), "cert.yaml");
+  REQUIRE_MESSAGE(back.ok(), back.status().str());
+  return *back;
+}
+
+std::vector<std::string> mismatched_fields(const Report& r) {
+  std::vector<std::string> out;
+  for (const auto& v : r.violations)
+    if (v.rule == "certificate.mismatch") {
+      auto a = v.message.find('\''), b = v.message.find('\'', a + 1);
+      out.push_back(v.message.substr(a + 1, b - a - 1));
+    }
+  return out;
+}
+
+Problem problem() { return uniform_problem(3, 5, {0, 1, 2, 2, 1, 0}, 1.25, 1.5, 0.75, 0.3); }
+
+}  // namespace
+
+TEST_CASE("certificate round trip: written, read back, recomputed, accepted") {
+  std::mt19937 rng(1);
+  Schedule s = certified(random_valid(problem(), rng));
+  const Certificate& c = *s.certificate;
+  CHECK(c.verdict == "valid");
+  CHECK(c.semantics == "rendezvous");
+  CHECK(c.makespan_ms > 0);
+  CHECK(c.peak_memory_gb.size() == 3);
+  Schedule back = round_trip(s);
+  REQUIRE(back.certificate.has_value());
+  Report r = verify(back);
+  CHECK_MESSAGE(r.valid, format_report(r));
+  CHECK(schedule_digest(back) == c.digest);
+}
+
+TEST_CASE("digest: SHA-256 of the canonical text, as sha256sum computes it") {
+  std::mt19937 rng(2);
+  Schedule s = certified(random_valid(problem(), rng));
+  const std::string path = pstest::temp_path("canonical.txt");
+  {
+    std::ofstream out(path, std::ios::binary);
+    out << canonical_text(s);
+  }
+  FILE* p = popen(("sha256sum " + path).c_str(), "r");
+  REQUIRE(p != nullptr);
+  char buf[128] = {0};
+  REQUIRE(fgets(buf, sizeof buf, p) != nullptr);
+  pclose(p);
+  std::remove(path.c_str());
+  const std::string hex(buf, 64);
+  CHECK(schedule_digest(s) == "sha256:" + hex);
+  // The digest ignores the certificate and predicted times, and changes with the programs.
+  Schedule t = s;
+  t.certificate.reset();
+  CHECK(schedule_digest(t) == schedule_digest(s));
+  std::swap(t.programs[0][0], t.programs[0][1]);
+  CHECK(schedule_digest(t) != schedule_digest(s));
+}
+
+TEST_CASE("tampered certificates are caught, naming the field, claimed vs recomputed") {
+  std::mt19937 rng(3);
+  const Schedule s = certified(random_valid(problem(), rng));
+  const double mk = s.certificate->makespan_ms;
+
+  Schedule a = s;
+  a.certificate->makespan_ms = mk * 0.9;
+  Report ra = verify(round_trip(a));
+  CHECK(mismatched_fields(ra) == std::vector<std::string>{"makespan_ms"});
+  const Violation* v = find_rule(ra, "certificate.mismatch");
+  REQUIRE(v != nullptr);
+  CHECK(v->message.find(fmt::format("claims {}", mk * 0.9)) != std::string::npos);
+  CHECK(v->message.find(fmt::format("recomputes {}", mk)) != std::string::npos);
+
+  Schedule b = s;
+  b.certificate->peak_memory_gb[1] += 0.001;
+  b.certificate->bubble_ratio += 0.01;
+  b.certificate->lower_bound_ms += 1;
+  CHECK(mismatched_fields(verify(round_trip(b))) ==
+        std::vector<std::string>{"lower_bound_ms", "bubble_ratio", "peak_memory_gb[1]"});
+
+  Schedule c = s;  // within the 1e-6 relative tolerance
+  c.certificate->makespan_ms = mk * (1 + 1e-7);
+  CHECK(verify(round_trip(c)).valid);
+
+  Schedule d = s;  // the schedule changed after certification: the digest no longer matches
+  d.problem.stages[0].fwd_ms += 0.5;  // re-costed: figures and digest both change
+  auto fields = mismatched_fields(verify(round_trip(d)));
+  CHECK(fields.front() == "digest");
+  CHECK(std::find(fields.begin(), fields.end(), "makespan_ms") != fields.end());
+
+  Schedule e = s;
+  e.certificate->digest = "sha256:" + std::string(64, '0');
+  CHECK(mismatched_fields(verify(round_trip(e))) == std::vector<std::string>{"digest"});
+
+  // Checked under another semantics than certified: the semantics field is named.
+  VerifyOptions g;
+  g.semantics = Semantics::kBuffered;
+  auto fg = mismatched_fields(verify(round_trip(s), g));
+  CHECK(std::find(fg.begin(), fg.end(), "semantics") != fg.end());
+}
+
+TEST_CASE("a certificate claiming 'valid' on an invalid schedule is a mismatch of the verdict") {
+  std::mt19937 rng(4);
+  Schedule s = certified(random_valid(problem(), rng));
+  // Break the schedule: drop the last op of device 0; keep the certificate.
+  s.programs[0].pop_back();
+  Report r = verify(round_trip(s));
+  CHECK_FALSE(r.valid);
+  auto f = mismatched_fields(r);
+  CHECK(std::find(f.begin(), f.end(), "digest") != f.end());
+  CHECK(std::find(f.begin(), f.end(), "verdict") != f.end());
+  // The certificate check can be turned off; the schedule is still invalid.
+  VerifyOptions o;
+  o.check_certificate = false;
+  Report r2 = verify(s, o);
+  CHECK(mismatched_fields(r2).empty());
+  CHECK_FALSE(r2.valid);
+}
