@@ -1,8 +1,226 @@
-// `pipesmith run` — placeholder until issue #7 lands.
+// `pipesmith run` — replay a schedule with real math: verify it (exit 3 with the checker's report if
+// invalid, unless --no-verify), insert comms for compute-only schedules with the checker's rule, build
+// the executable model, run it on the host or CUDA backend under the watchdog (exit 4 with the
+// blocked ops if it stops), optionally check gradients against a sequential run (exit 4 on mismatch),
+// print measured vs simulated figures, write a trace.
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <memory>
+
 #include "cli/commands.h"
+#include "ir/comm_insert.h"
+#include "ir/model.h"
+#include "kernels/cuda_backend.h"
+#include "runtime/exec_model.h"
+#include "runtime/executor.h"
+#include "runtime/host_backend.h"
+#include "runtime/memory_rule.h"
+#include "runtime/run_report.h"
+#include "runtime/sequential_reference.h"
+#include "verify/load.h"
+#include "verify/verify.h"
 
 namespace ps::cli {
 
-Runner add_run(CLI::App& app) { return pending_command(app, "run", "Replay a schedule with real math", 7); }
+namespace {
+
+struct RunFlags {
+  std::string file;
+  std::string model;
+  std::string cluster;
+  int microbatches = -1;
+  std::string backend = "host";
+  bool check_gradients = false;
+  double timeout_s = 30;
+  std::string trace;
+  std::string json;
+  double scale = 1.0;
+  int tokens = 32;
+  uint64_t seed = 1;
+  bool no_verify = false;
+  std::string nccl_id_file;
+  bool print_nccl_id = false;
+};
+
+bool is_csv_file(const std::string& path) {
+  return path.size() >= 4 && path.compare(path.size() - 4, 4, ".csv") == 0;
+}
+
+std::string base_name(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+int run(const RunFlags& f) {
+  if (f.print_nccl_id) {
+    auto id = kern::nccl_id_hex();
+    if (!id) return report_error(id.status());
+    std::printf("%s\n", id->c_str());
+    return 0;
+  }
+  if (f.file.empty()) return report_error(Status::bad_input("a SCHEDULE file is required"));
+  if (f.backend != "host" && f.backend != "cuda")
+    return report_error(Status::bad_input(fmt::format("--backend must be host or cuda, got '{}'", f.backend)));
+  if (!(f.timeout_s > 0)) return report_error(Status::bad_input("--timeout must be > 0 seconds"));
+
+  // 1. The schedule (a CSV with --model gets the model's balanced partition and costs).
+  CheckInput in;
+  in.file = f.file;
+  in.microbatches = f.microbatches;
+  const bool csv = is_csv_file(f.file);
+  if (csv) {
+    in.model = f.model;
+    in.cluster = f.cluster;
+  } else if (!f.cluster.empty()) {
+    return report_error(Status::bad_input("--cluster applies only to a CSV schedule with --model"));
+  }
+  auto loaded = load_schedule_for_check(in);
+  if (!loaded) return report_error(loaded.status());
+  Schedule schedule = std::move(loaded->schedule);
+  std::vector<std::string> notes = loaded->notes;
+  std::unique_ptr<Spec> spec;
+  if (!f.model.empty()) {
+    SpecOverrides ov;
+    ov.devices = schedule.num_devices();
+    ov.microbatches = schedule.problem.microbatches;
+    auto sp = load_spec(f.model, csv ? f.cluster : "", ov);
+    if (!sp) return report_error(sp.status());
+    spec = std::make_unique<Spec>(std::move(*sp));
+  }
+
+  // 2. Check it (or, with --no-verify, only insert comms with the checker's rule).
+  rt::Prediction prediction;
+  Schedule to_run;
+  if (!f.no_verify) {
+    Report rep = verify(schedule);
+    if (!rep.valid) {
+      rep.notes.insert(rep.notes.begin(), notes.begin(), notes.end());
+      std::fputs(format_report(rep).c_str(), stdout);
+      std::fprintf(stderr, "pipesmith: error: the checker rejected '%s' under rendezvous semantics; not running it "
+                           "(--no-verify runs it anyway)\n", f.file.c_str());
+      return static_cast<int>(ErrorCode::kInvalidSchedule);
+    }
+    if (rep.comms_inserted) notes.push_back("comms inserted by the checker's rule (ir/comm_insert.h)");
+    to_run = rep.checked;
+    if (rep.sim) {
+      const Simulation& sim = *rep.sim;
+      prediction.present = true;
+      prediction.makespan_ms = sim.makespan_ms;
+      prediction.busy_ms = sim.busy_ms;
+      prediction.peak_memory_mb = sim.peak_memory_mb;
+      prediction.peak_op_index = sim.peak_op_index;
+      for (const auto& times : sim.times) {
+        double end = 0;
+        for (const OpInterval& iv : times) end = std::max(end, iv.end_ms);
+        prediction.end_ms.push_back(end);
+      }
+    }
+  } else if (!schedule.has_comms()) {
+    CommInsertResult cr = insert_comms(schedule);
+    if (!cr.ok) {
+      std::string msg = "the compute-only schedule has a data-flow deadlock; comms cannot be inserted:";
+      for (const BlockedOp& b : cr.blocked)
+        msg += fmt::format("\n  device {} op {} '{}' waits for '{}' on device {}", b.device, b.op_index,
+                           to_string(b.op), to_string(b.waits_for), b.waits_for_device);
+      return report_error(Status::error(ErrorCode::kInvalidSchedule, msg));
+    }
+    notes.push_back("not verified (--no-verify); comms inserted by the checker's rule (ir/comm_insert.h)");
+    to_run = std::move(cr.schedule);
+  } else {
+    notes.push_back("not verified (--no-verify): running the programs as written");
+    to_run = std::move(schedule);
+  }
+
+  // 3. The executable model.
+  rt::ExecModelOptions mo;
+  mo.scale = f.scale;
+  mo.seed = f.seed;
+  mo.tokens = f.tokens;
+  if (f.tokens < 1 || f.tokens > 1 << 16) return report_error(Status::bad_input("--tokens must be in 1..65536"));
+  auto model = rt::build_exec_model(to_run.problem, spec ? &spec->model : nullptr, mo);
+  if (!model) return report_error(model.status());
+  for (const std::string& n : model->notes) notes.push_back(n);
+
+  // 4. The backend.
+  std::unique_ptr<rt::Backend> backend;
+  if (f.backend == "host") {
+    backend = std::make_unique<rt::HostBackend>(to_run.num_devices());
+  } else {
+    kern::CudaBackendOptions co;
+    co.devices = to_run.num_devices();
+    co.nccl_id_file = f.nccl_id_file;
+    auto b = kern::make_cuda_backend(co);
+    if (!b) return report_error(b.status());
+    backend = std::move(*b);
+  }
+
+  // 5. Run.
+  rt::ExecOptions eo;
+  eo.timeout_s = f.timeout_s;
+  eo.collect_gradients = true;
+  rt::ExecResult result = rt::execute(to_run, *model, *backend, eo);
+  if (!result.status.is_ok()) {
+    if (!f.trace.empty() && !result.devices.empty())
+      (void)write_text_file(f.trace, rt::format_run_trace(to_run, result, base_name(f.file)));
+    return report_error(result.status);
+  }
+
+  // 6. Gradients, summary, trace.
+  rt::RunSummary sum;
+  sum.schedule_name = base_name(f.file);
+  sum.backend = f.backend;
+  sum.schedule = &to_run;
+  sum.model = &*model;
+  sum.result = &result;
+  sum.prediction = prediction;
+  sum.rule = rt::memory_by_rule(to_run, *model);
+  sum.notes = notes;
+  if (f.check_gradients) {
+    auto ref = rt::run_sequential_reference(*model);
+    if (!ref) return report_error(ref.status());
+    sum.gradients = rt::compare_gradients(*model, result.gradients, result.losses, *ref, sum.tolerance);
+  }
+  std::fputs(rt::format_run_summary(sum).c_str(), stdout);
+  if (!f.trace.empty()) {
+    Status st = write_text_file(f.trace, rt::format_run_trace(to_run, result, sum.schedule_name));
+    if (!st) return report_error(st);
+  }
+  if (!f.json.empty()) {
+    Status st = write_text_file(f.json, rt::format_run_json(sum));
+    if (!st) return report_error(st);
+  }
+  if (sum.gradients && !sum.gradients->ok)
+    return report_error(Status::error(
+        ErrorCode::kRuntime, fmt::format("gradient check failed: max relative difference {:.3g} ({}) exceeds {:g}",
+                                         sum.gradients->max_rel_diff, sum.gradients->worst_param, sum.tolerance)));
+  return 0;
+}
+
+}  // namespace
+
+Runner add_run(CLI::App& app) {
+  auto* sub = app.add_subcommand("run", "Replay a schedule with real math (host threads or CUDA + NCCL)");
+  auto f = std::make_shared<RunFlags>();
+  sub->add_option("schedule", f->file, "Schedule: pipesmith-schedule/1 YAML or PyTorch CSV");
+  sub->add_option("--model", f->model,
+                  "Model YAML: the layer types behind the stages (a CSV's stages get its balanced partition)");
+  sub->add_option("--cluster", f->cluster, "Cluster YAML (with --model, for a CSV)");
+  sub->add_option("--microbatches", f->microbatches, "Expected microbatch count (checked against the file)");
+  sub->add_option("--backend", f->backend, "host (CPU threads, default) or cuda (CUDA + NCCL)");
+  sub->add_flag("--check-gradients", f->check_gradients,
+                "Compare every gradient with a single-device sequential run (1e-5 relative)");
+  sub->add_option("--timeout", f->timeout_s, "Watchdog: seconds without progress before stopping (default 30)");
+  sub->add_option("--trace", f->trace, "Write a Chrome/Perfetto trace of the measured op times");
+  sub->add_option("--json", f->json, "Write the summary as JSON");
+  sub->add_option("--scale", f->scale, "Multiply the executable model's widths (default 1)");
+  sub->add_option("--tokens", f->tokens, "Tokens per microbatch (default 32)");
+  sub->add_option("--seed", f->seed, "Seed of the parameters and data (default 1)");
+  sub->add_flag("--no-verify", f->no_verify, "Run even if the checker rejects the schedule");
+  sub->add_option("--nccl-id-file", f->nccl_id_file,
+                  "cuda, multi-process: file through which rank 0 shares the ncclUniqueId");
+  sub->add_flag("--print-nccl-id", f->print_nccl_id, "Print a fresh ncclUniqueId (hex) for PIPESMITH_NCCL_ID and exit");
+  return [f] { return run(*f); };
+}
 
 }  // namespace ps::cli

@@ -278,6 +278,8 @@ std::string format_blocked(const Schedule& schedule, const std::vector<BlockedOp
   std::map<int, int> edge;  // blocked device → device it waits for
   for (const BlockedOp& b : blocked) {
     out += fmt::format("  device {} is blocked at op {} '{}'", b.device, b.op_index, to_string(b.op));
+    const Action& op = schedule.programs.at(b.device).at(b.op_index);
+    if (op.loc.valid()) out += fmt::format(" ({})", op.loc.str());
     if (b.waits_for_device >= 0) {
       const auto& prog = schedule.programs.at(b.waits_for_device);
       int j = -1;
@@ -317,6 +319,7 @@ std::string format_blocked(const Schedule& schedule, const std::vector<BlockedOp
       break;
     }
   }
+  if (!out.empty() && out.back() == '\n') out.pop_back();
   return out;
 }
 

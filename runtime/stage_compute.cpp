@@ -26,6 +26,20 @@ Status StageCompute::add_stage(int stage) {
     }
   }
   params_[stage] = std::move(ps);
+  for (int m = 0; m < model_.microbatches; ++m) {
+    if (blocks.front().kind == BlockKind::kEmbedding) {
+      const std::vector<int32_t> ids = microbatch_tokens(model_, m);
+      Tensor t = ops_.alloc(ids.size(), DType::kI32);
+      ops_.upload(t, ids.data());
+      tokens_[{stage, m}] = std::move(t);
+    }
+    if (blocks.back().kind == BlockKind::kHead) {
+      const std::vector<int32_t> tv = microbatch_targets(model_, m);
+      Tensor t = ops_.alloc(tv.size(), DType::kI32);
+      ops_.upload(t, tv.data());
+      targets_[{stage, m}] = std::move(t);
+    }
+  }
   return ops_.status();
 }
 
@@ -61,9 +75,10 @@ Result<Tensor> StageCompute::forward(int stage, int mb, Tensor input) {
     std::vector<Tensor> saved;
     switch (b.kind) {
       case BlockKind::kEmbedding: {
-        const std::vector<int32_t> ids = microbatch_tokens(model_, mb);
-        Tensor tokens = ops_.alloc(ids.size(), DType::kI32);
-        ops_.upload(tokens, ids.data());
+        auto it = tokens_.find(key);
+        if (it == tokens_.end()) return runtime_error(fmt::format("F({},{}): no token ids for microbatch {}", stage, mb, mb));
+        Tensor tokens = std::move(it->second);
+        tokens_.erase(it);
         Tensor out = ops_.alloc(static_cast<size_t>(T) * D, DType::kF32);
         ops_.embedding_forward(w[pi], tokens, D, out);
         saved = {tokens};
@@ -87,9 +102,10 @@ Result<Tensor> StageCompute::forward(int stage, int mb, Tensor input) {
         const int V = b.classes;
         Tensor logits = ops_.alloc(static_cast<size_t>(T) * V, DType::kF32);
         ops_.gemm(false, true, T, V, D, 1.0f, x, w[pi], 0.0f, logits);
-        const std::vector<int32_t> tv = microbatch_targets(model_, mb);
-        Tensor targets = ops_.alloc(tv.size(), DType::kI32);
-        ops_.upload(targets, tv.data());
+        auto it = targets_.find(key);
+        if (it == targets_.end()) return runtime_error(fmt::format("F({},{}): no targets for microbatch {}", stage, mb, mb));
+        Tensor targets = std::move(it->second);
+        targets_.erase(it);
         Tensor probs = ops_.alloc(logits.count(), DType::kF32);
         Tensor loss = ops_.alloc(static_cast<size_t>(T), DType::kF32);
         ops_.softmax_xent_forward(logits, targets, T, V, probs, loss);

@@ -28,7 +28,8 @@ class StageCompute {
  public:
   StageCompute(const ExecModel& model, Ops& ops) : model_(model), ops_(ops) {}
 
-  // Allocates and initialises the parameters of `stage` (deterministic, see exec_model.h).
+  // Allocates and initialises the parameters of `stage` (deterministic, see exec_model.h) and
+  // uploads its microbatch data (token ids for an embedding, targets for a head).
   Status add_stage(int stage);
   bool has_stage(int stage) const { return params_.count(stage) > 0; }
 
@@ -74,6 +75,9 @@ class StageCompute {
   std::map<Key, Slot> slots_;
   std::map<Key, std::vector<Tensor>> mb_grads_;        // (stage, mb) → weight gradients
   std::map<int, Tensor> losses_;                       // mb → per-token loss
+  // Token ids / targets of every microbatch, uploaded by add_stage (like a prefetching data loader)
+  // so that no op has to wait for a host transfer; F moves them into its slot.
+  std::map<Key, Tensor> tokens_, targets_;
 };
 
 }  // namespace ps::rt

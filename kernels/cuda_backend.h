@@ -1,0 +1,41 @@
+// cuda_backend.h — the CUDA + NCCL backend (kernels/cuda_backend.cpp, kernels/*.cu).
+//
+// Modes:
+//  * multi-process (the target; same binary under torchrun/mpirun/srun): this process runs device
+//    `rank` of the schedule on GPU `local_rank`; world size must equal the schedule's device count.
+//    Rank/world come from RANK/WORLD_SIZE, OMPI_COMM_WORLD_RANK/SIZE, SLURM_PROCID/SLURM_NTASKS or
+//    PMI_RANK/PMI_SIZE; local rank from LOCAL_RANK, OMPI_COMM_WORLD_LOCAL_RANK, SLURM_LOCALID (else
+//    rank mod the visible GPU count). The ncclUniqueId comes from --nccl-id-file (rank 0 writes it,
+//    the others wait for it) or the environment variable PIPESMITH_NCCL_ID (hex, see nccl_id_hex()).
+//  * single-process multi-GPU (no rank in the environment): devices 0..P-1 on GPUs 0..P-1, one
+//    worker thread per GPU, communicators from ncclCommInitAll.
+// Each device: compute on one stream (cuBLAS GEMMs, our kernels), NCCL p2p on a comm stream, CUDA
+// events for exactly the dependencies of ir/schedule.h; rendezvous semantics = each SEND/RECV its own
+// NCCL call (outside a group) on the comm stream, in program order. Every CUDA/NCCL call is checked
+// (kernels/cuda_check.h); the finish loop polls ncclCommGetAsyncError; abort() calls ncclCommAbort.
+// Without a usable GPU, make_cuda_backend fails with kRuntime "no CUDA device: ..." (never crashes);
+// in a build without CUDA it fails with kRuntime "built without the CUDA backend".
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "ir/status.h"
+#include "runtime/backend.h"
+
+namespace ps::kern {
+
+struct CudaBackendOptions {
+  int devices = 1;             // devices of the schedule
+  std::string nccl_id_file;    // multi-process bootstrap file (empty: PIPESMITH_NCCL_ID or single-process)
+};
+
+// True when this binary was built with CUDA and NCCL.
+bool cuda_backend_built();
+
+Result<std::unique_ptr<rt::Backend>> make_cuda_backend(const CudaBackendOptions& options);
+
+// A fresh ncclUniqueId as hex (for PIPESMITH_NCCL_ID); error without CUDA/NCCL.
+Result<std::string> nccl_id_hex();
+
+}  // namespace ps::kern

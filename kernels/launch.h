@@ -1,0 +1,24 @@
+// launch.h — the launch-error check shared by the launchers in kernels/*.cu.
+#pragma once
+
+#include <cuda_runtime_api.h>
+#include <fmt/format.h>
+
+#include "ir/status.h"
+
+namespace ps::kern {
+
+// Status of the last kernel launch on this thread, naming the kernel.
+inline Status launch_status(const char* kernel) {
+  const cudaError_t e = cudaGetLastError();
+  if (e == cudaSuccess) return Status::ok();
+  return Status::error(ErrorCode::kRuntime, fmt::format("launch of {} failed: {} ({})", kernel, cudaGetErrorString(e),
+                                                        cudaGetErrorName(e)));
+}
+
+inline unsigned grid_for(size_t n, int threads) {
+  const size_t b = (n + threads - 1) / threads;
+  return static_cast<unsigned>(b == 0 ? 1 : (b < 65535 ? b : 65535));
+}
+
+}  // namespace ps::kern
