@@ -1,0 +1,503 @@
+// tuner.cpp — the co-optimization driver: seeds → bubble-aware beam search → (Z3) → verify.
+// See tuner.h for what it guarantees and docs/tuner.md for the design.
+#include "synth/tuner.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <optional>
+#include <random>
+#include <set>
+
+#include "synth/global_bound.h"
+#include "synth/mem_bound.h"
+#include "synth/partition.h"
+#include "synth/placement.h"
+#include "synth/solve.h"
+#include "synth/tuner_eval.h"
+#include "synth/tuner_moves.h"
+#include "synth/tuner_parallel.h"
+#include "verify/verify.h"
+
+namespace ps {
+
+namespace {
+
+using namespace tuner_detail;
+using Clock = std::chrono::steady_clock;
+
+struct Record {
+  Candidate cand;
+  Evaluation eval;
+  std::string key;
+  int expansions = 0;   // how often the beam expanded it
+  bool z3 = false;      // order refined by Z3
+  bool z3_optimal = false;
+};
+
+// Ranking: feasible first, shorter makespan, then the stable key. Infeasible: smaller excess.
+bool ranks_before(const Record& a, const Record& b) {
+  if (a.eval.feasible != b.eval.feasible) return a.eval.feasible;
+  if (a.eval.feasible) {
+    if (a.eval.makespan_ms != b.eval.makespan_ms) return a.eval.makespan_ms < b.eval.makespan_ms;
+  } else if (a.eval.excess_mb != b.eval.excess_mb) {
+    return a.eval.excess_mb < b.eval.excess_mb;
+  }
+  return a.key < b.key;
+}
+
+std::string placement_desc(const std::vector<int>& placement, int P) {
+  const PlacementKind k = classify_placement(placement, P);
+  if (k != PlacementKind::kExplicit) return placement_kind_name(k);
+  std::string s = "explicit [";
+  for (size_t i = 0; i < placement.size(); ++i) s += fmt::format("{}{}", i ? "," : "", placement[i]);
+  return s + "]";
+}
+
+std::string describe(const Record& r, int P) {
+  return fmt::format("S={} {} ({}; {})", r.cand.stages(), placement_desc(r.cand.placement, P), r.cand.origin,
+                     r.eval.policy);
+}
+
+class Tuner {
+ public:
+  Tuner(const Spec& spec, const TuneOptions& opt) : spec_(spec), opt_(opt) {}
+
+  Result<TuneResult> run();
+
+ private:
+  double elapsed() const { return std::chrono::duration<double>(Clock::now() - t0_).count(); }
+  Status prepare();
+  // Evaluates the candidates not yet in the history, in parallel; returns the new record indices.
+  std::vector<int> evaluate(std::vector<Candidate> cands, double deadline_s);
+  std::vector<int> ranking() const;
+  void drop_orders(const std::vector<int>& rank);
+  void report(const char* phase);
+  void refine_with_z3(const std::vector<int>& rank, double deadline_s);
+  Result<TuneResult> verify_and_choose(const std::vector<int>& rank);
+
+  Spec spec_;
+  const TuneOptions& opt_;
+  SearchSpace space_;
+  std::vector<int> fixed_cuts_, fixed_placement_;
+  GlobalBound gb_;
+  Clock::time_point t0_ = Clock::now();
+  std::vector<Record> records_;
+  std::map<std::string, int> history_;
+  TuneStats stats_;
+  double eval_seconds_ = 0;
+  int P_ = 0, M_ = 0;
+};
+
+Status Tuner::prepare() {
+  P_ = opt_.devices > 0 ? opt_.devices : spec_.cluster.devices;
+  M_ = opt_.microbatches > 0 ? opt_.microbatches : spec_.pipeline.microbatches;
+  if (P_ < 1) return Status::bad_input(fmt::format("tuner: need at least 1 device, got {}", P_));
+  if (M_ < 1) return Status::bad_input(fmt::format("tuner: need at least 1 microbatch, got {}", M_));
+  spec_.cluster.devices = P_;
+  spec_.pipeline.microbatches = M_;
+  if (opt_.memory_gb) {
+    if (!(*opt_.memory_gb >= 0)) return Status::bad_input(fmt::format("tuner: memory limit must be >= 0 GB, got {}", *opt_.memory_gb));
+    spec_.cluster.memory_gb = *opt_.memory_gb;
+  }
+  PS_RETURN_IF_ERROR(validate(spec_));
+  const int L = static_cast<int>(spec_.model.layers.size());
+  if (L < P_)
+    return Status::bad_input(fmt::format(
+        "model '{}' has {} layers, fewer than the {} devices: every device needs at least one stage", spec_.model.name,
+        L, P_));
+  Result<GlobalBound> gb = global_lower_bound(spec_, P_, M_, spec_.cluster.memory_gb);
+  if (!gb.ok()) return gb.status();
+  gb_ = *gb;
+  if (!gb_.memory_feasible) return Status::error(ErrorCode::kInfeasible, gb_.memory_reason);
+
+  space_.spec = &spec_;
+  space_.devices = P_;
+  space_.layers = L;
+  space_.max_stages_per_device = std::max(1, opt_.max_stages_per_device);
+  space_.max_stages = std::min(L, space_.max_stages_per_device * P_);
+  space_.include_baselines = opt_.include_baselines;
+  space_.canonical = spec_.cluster.devices_per_node <= 0 || spec_.cluster.devices_per_node >= P_;
+  for (int l = 0; l < L; ++l) {
+    space_.layer_ms.push_back(layer_time_ms(spec_.model, l));
+    space_.layer_mb.push_back(layer_memory_mb(spec_, l));
+  }
+  if (opt_.partition) {
+    PS_RETURN_IF_ERROR(check_partition(*opt_.partition, L));
+    fixed_cuts_.push_back(0);
+    for (const LayerRange& r : *opt_.partition) fixed_cuts_.push_back(r.last + 1);
+    space_.fixed_partition = true;
+    space_.max_stages = std::max(space_.max_stages, static_cast<int>(opt_.partition->size()));
+    if (static_cast<int>(opt_.partition->size()) < P_)
+      return Status::bad_input(fmt::format("partition has {} stages, fewer than the {} devices", opt_.partition->size(), P_));
+  }
+  if (opt_.placement) {
+    const int S = static_cast<int>(opt_.placement->size());
+    if (opt_.partition && static_cast<int>(opt_.partition->size()) != S)
+      return Status::bad_input(fmt::format("placement names {} stages, the partition has {}", S, opt_.partition->size()));
+    if (S > L)
+      return Status::bad_input(fmt::format("placement names {} stages, but the model has only {} layers", S, L));
+    Result<std::vector<int>> pl = placement_explicit(*opt_.placement, S, P_);
+    if (!pl.ok()) return pl.status();
+    fixed_placement_ = *pl;
+    space_.fixed_placement = true;
+    space_.max_stages = std::max(space_.max_stages, S);
+  }
+  return Status::ok();
+}
+
+std::vector<int> Tuner::evaluate(std::vector<Candidate> cands, double deadline_s) {
+  std::vector<Candidate> fresh;
+  std::set<std::string> seen;
+  std::vector<std::string> keys;
+  for (Candidate& c : cands) {
+    std::string k = c.key();
+    if (history_.count(k) || !seen.insert(k).second) {
+      ++stats_.duplicates;
+      continue;
+    }
+    keys.push_back(std::move(k));
+    fresh.push_back(std::move(c));
+  }
+  if (opt_.max_evaluations > 0) {
+    const int left = std::max(0, opt_.max_evaluations - stats_.evaluated);
+    if (static_cast<int>(fresh.size()) > left) {
+      fresh.resize(left);
+      keys.resize(left);
+    }
+  }
+  const int n = static_cast<int>(fresh.size());
+  std::vector<Evaluation> evals(n);
+  std::vector<char> ran(n, 0);
+  parallel_for(
+      n, std::max(1, opt_.threads),
+      [&](int i) {
+        evals[i] = evaluate_candidate(spec_, fresh[i]);
+        ran[i] = 1;
+      },
+      [&] { return elapsed() > deadline_s; });
+  std::vector<int> added;
+  for (int i = 0; i < n; ++i) {
+    if (!ran[i]) continue;
+    ++stats_.evaluated;
+    eval_seconds_ += evals[i].seconds;
+    if (evals[i].feasible) ++stats_.feasible;
+    else ++stats_.infeasible;
+    switch (fresh[i].kind) {
+      case MoveKind::kPartition:
+      case MoveKind::kMemory: ++stats_.moves_partition; break;
+      case MoveKind::kPlacement: ++stats_.moves_placement; break;
+      case MoveKind::kSchedule: ++stats_.moves_schedule; break;
+      case MoveKind::kKick: ++stats_.moves_kick; break;
+      default: break;
+    }
+    Record r;
+    r.cand = std::move(fresh[i]);
+    r.eval = std::move(evals[i]);
+    r.key = keys[i];
+    history_[r.key] = static_cast<int>(records_.size());
+    added.push_back(static_cast<int>(records_.size()));
+    records_.push_back(std::move(r));
+  }
+  return added;
+}
+
+std::vector<int> Tuner::ranking() const {
+  std::vector<int> idx(records_.size());
+  for (size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<int>(i);
+  std::sort(idx.begin(), idx.end(), [&](int a, int b) { return ranks_before(records_[a], records_[b]); });
+  return idx;
+}
+
+// Orders are large (one entry per op); keep them only where the end needs them.
+void Tuner::drop_orders(const std::vector<int>& rank) {
+  const int keep = std::max({opt_.beam_width, opt_.verify_top, opt_.z3_candidates}) + 4;
+  std::vector<char> keep_it(records_.size(), 0);
+  for (int i = 0; i < static_cast<int>(rank.size()) && i < keep; ++i) keep_it[rank[i]] = 1;
+  for (size_t i = 0; i < records_.size(); ++i) {
+    if (keep_it[i] || records_[i].cand.baseline >= 0) continue;
+    records_[i].eval.order = TimedOrder{};
+  }
+}
+
+void Tuner::report(const char* phase) {
+  if (!opt_.progress) return;
+  TuneProgress p;
+  p.evaluated = stats_.evaluated;
+  p.feasible = stats_.feasible;
+  p.lower_bound_ms = gb_.bound_ms;
+  p.elapsed_s = elapsed();
+  p.phase = phase;
+  const Record* best = nullptr;
+  for (const Record& r : records_)
+    if (r.eval.feasible && (!best || ranks_before(r, *best))) best = &r;
+  if (best) {
+    p.best_ms = best->eval.makespan_ms;
+    p.gap = gb_.bound_ms > 0 ? best->eval.makespan_ms / gb_.bound_ms - 1 : 0;
+    p.best_desc = describe(*best, P_);
+  }
+  opt_.progress(p);
+}
+
+void Tuner::refine_with_z3(const std::vector<int>& rank, double deadline_s) {
+  std::vector<int> picks;
+  for (int i : rank) {
+    if (static_cast<int>(picks.size()) >= opt_.z3_candidates) break;
+    const Record& r = records_[i];
+    if (!r.eval.feasible || !r.eval.order_on_full_dag || r.eval.order.order.empty()) continue;
+    picks.push_back(i);
+  }
+  if (picks.empty()) return;
+  const double budget = std::max(0.0, deadline_s - elapsed());
+  if (budget < 0.2) return;
+  // Each pick gets the same share of the wall clock on its own thread (its own Z3 context).
+  const int threads = std::max(1, opt_.threads);
+  const int waves = (static_cast<int>(picks.size()) + threads - 1) / threads;
+  const double share = budget / waves;
+  std::vector<std::optional<Record>> out(picks.size());
+  parallel_for(static_cast<int>(picks.size()), threads, [&](int k) {
+    const Record& r = records_[picks[k]];
+    Result<Problem> pr = dag_problem(spec_, r.cand, r.eval.fused_backward);
+    if (!pr.ok()) return;
+    Result<OpDag> dag = build_op_dag(*pr);
+    if (!dag.ok()) return;
+    const DagBound lb = dag_lower_bound(*dag);
+    SolveOptions so;
+    so.time_limit_s = share;
+    so.seed = static_cast<unsigned>(opt_.seed);
+    so.contexts = 1;
+    Result<SolveResult> sr = solve(*dag, r.eval.order, lb.units, so);
+    if (!sr.ok()) return;
+    Record z = r;
+    z.z3 = true;
+    z.z3_optimal = sr->optimal;
+    z.eval.order = sr->best;
+    z.eval.makespan_ms = dag->to_ms(sr->best.makespan);
+    z.eval.policy = fmt::format("z3 ({}) over {}", sr->status, r.eval.policy);
+    z.cand.origin = r.cand.origin;
+    z.key = r.key + "/z3";
+    out[k] = std::move(z);
+  });
+  stats_.z3_runs += static_cast<int>(picks.size());
+  for (auto& z : out) {
+    if (!z) continue;
+    history_[z->key] = static_cast<int>(records_.size());
+    records_.push_back(std::move(*z));
+  }
+}
+
+Result<TuneResult> Tuner::verify_and_choose(const std::vector<int>& rank) {
+  // Best heuristic/Z3 candidates plus every feasible baseline.
+  std::vector<int> picks;
+  int taken = 0;
+  for (int i : rank) {
+    const Record& r = records_[i];
+    if (!r.eval.feasible || r.eval.order.order.empty()) continue;
+    if (r.cand.baseline >= 0 || r.z3) {
+      picks.push_back(i);
+    } else if (taken < std::max(1, opt_.verify_top)) {
+      picks.push_back(i);
+      ++taken;
+    }
+  }
+  if (picks.empty()) {
+    const Record* least = nullptr;
+    for (const Record& r : records_)
+      if (!least || ranks_before(r, *least)) least = &r;
+    std::string why = least ? fmt::format("; closest candidate ({}): {}", describe(*least, P_), least->eval.why) : "";
+    return Status::error(ErrorCode::kInfeasible,
+                         fmt::format("no partition/placement of '{}' on {} devices with {} microbatches fits {} GB per "
+                                     "device{}",
+                                     spec_.model.name, P_, M_, spec_.cluster.memory_gb, why));
+  }
+  struct Checked {
+    bool ok = false;
+    std::string error;
+    Problem problem;
+    Schedule schedule;
+    double simulated_ms = 0, bubble = 0, bound_ms = 0;
+  };
+  std::vector<Checked> checked(picks.size());
+  const auto tv = Clock::now();
+  parallel_for(static_cast<int>(picks.size()), std::max(1, opt_.threads), [&](int k) {
+    const Record& r = records_[picks[k]];
+    Checked& c = checked[k];
+    Result<Problem> pr = dag_problem(spec_, r.cand, r.eval.fused_backward);
+    if (!pr.ok()) {
+      c.error = pr.status().message();
+      return;
+    }
+    Result<OpDag> dag = build_op_dag(*pr);
+    if (!dag.ok()) {
+      c.error = dag.status().message();
+      return;
+    }
+    c.problem = *pr;
+    c.schedule = order_to_schedule(*pr, *dag, r.eval.order, "pipesmith synth (tuner)");
+    VerifyOptions vo;
+    vo.semantics = Semantics::kRendezvous;
+    Report rep = verify(c.schedule, vo);
+    if (!rep.valid || !rep.sim) {
+      c.error = rep.violations.empty() ? "not simulated" : rep.violations.front().message;
+      return;
+    }
+    c.ok = true;
+    c.simulated_ms = rep.sim->makespan_ms;
+    c.bubble = rep.sim->bubble_ratio;
+    c.bound_ms = rep.lower_bound_ms;
+  });
+  stats_.verify_s = std::chrono::duration<double>(Clock::now() - tv).count();
+  stats_.verified = static_cast<int>(picks.size());
+  int best = -1;
+  for (int k = 0; k < static_cast<int>(picks.size()); ++k) {
+    if (!checked[k].ok) continue;
+    if (best < 0 || checked[k].simulated_ms < checked[best].simulated_ms) best = k;
+  }
+  if (best < 0) {
+    const Record& r = records_[picks[0]];
+    return Status::error(ErrorCode::kRuntime,
+                         fmt::format("internal error: the checker rejected every tuned schedule; first ({}): {}",
+                                     describe(r, P_), checked[0].error));
+  }
+  const Record& r = records_[picks[best]];
+  Checked& c = checked[best];
+  TuneResult out;
+  out.problem = std::move(c.problem);
+  out.partition = r.cand.partition();
+  out.placement = r.cand.placement;
+  out.order = r.eval.order;
+  out.order_on_full_dag = r.eval.order_on_full_dag;
+  out.schedule = std::move(c.schedule);
+  out.origin = r.z3 ? "z3 on " + r.cand.origin : r.cand.origin;
+  out.policy = r.eval.policy;
+  out.description = describe(r, P_);
+  out.dag_makespan_ms = r.eval.makespan_ms;
+  out.simulated_ms = c.simulated_ms;
+  out.bubble_ratio = c.bubble;
+  out.lower_bound_ms = gb_.bound_ms;
+  out.problem_bound_ms = c.bound_ms;
+  out.z3_used = r.z3;
+  out.z3_optimal = r.z3_optimal;
+  return out;
+}
+
+Result<TuneResult> Tuner::run() {
+  PS_RETURN_IF_ERROR(prepare());
+  const double limit = std::max(0.0, opt_.time_limit_s);
+  const double z3_share = opt_.z3_candidates > 0 ? std::clamp(opt_.z3_time_fraction, 0.0, 0.9) : 0.0;
+  // The end (verify) gets a tenth; Z3 its share; the search the rest.
+  const double search_deadline = limit * (0.9 - z3_share);
+  const double z3_deadline = limit * 0.9;
+
+  const std::vector<int>* fc = space_.fixed_partition ? &fixed_cuts_ : nullptr;
+  const std::vector<int>* fp = space_.fixed_placement ? &fixed_placement_ : nullptr;
+  std::vector<Candidate> seeds = seed_candidates(space_, fc, fp);
+  if (fc && fp) {
+    // Nothing to search but the scheduling policy.
+    Candidate c;
+    c.cuts = fixed_cuts_;
+    c.placement = fixed_placement_;
+    c.origin = "given partition and placement";
+    if (finish_candidate(space_, c)) {
+      Candidate e = c;
+      e.policy_set = 1;
+      e.kind = MoveKind::kSchedule;
+      e.origin += ", extended portfolio";
+      seeds.insert(seeds.begin(), {c, e});
+    }
+  }
+  evaluate(std::move(seeds), search_deadline);
+  report("seeds");
+
+  std::mt19937_64 rng(opt_.seed * 0x9E3779B97F4A7C15ull + 1);
+  int stale = 0;
+  double best_ms = std::numeric_limits<double>::infinity();
+  {
+    std::vector<int> rank = ranking();
+    if (!rank.empty() && records_[rank[0]].eval.feasible) best_ms = records_[rank[0]].eval.makespan_ms;
+  }
+  stats_.stop_reason = "converged";
+  const bool searchable = !(fc && fp);
+  if (!searchable) stats_.stop_reason = "fixed";
+  while (searchable) {
+    if (elapsed() > search_deadline) {
+      stats_.stop_reason = "time limit";
+      break;
+    }
+    if (opt_.max_evaluations > 0 && stats_.evaluated >= opt_.max_evaluations) {
+      stats_.stop_reason = "evaluation budget";
+      break;
+    }
+    std::vector<int> rank = ranking();
+    drop_orders(rank);
+    // The beam: the best feasible records (or, when none fits, the least infeasible ones).
+    std::vector<int> beam;
+    const bool any_feasible = !rank.empty() && records_[rank[0]].eval.feasible;
+    for (int i : rank) {
+      if (static_cast<int>(beam.size()) >= std::max(1, opt_.beam_width)) break;
+      if (records_[i].eval.feasible != any_feasible) break;
+      if (!any_feasible && records_[i].eval.min_footprint_mb.empty()) continue;
+      beam.push_back(i);
+    }
+    std::vector<Candidate> moves;
+    for (int i : beam) {
+      Record& r = records_[i];
+      std::vector<Candidate> m = bubble_moves(space_, r.cand, r.eval, r.expansions > 0);
+      ++r.expansions;
+      std::vector<Candidate> k = kick_moves(space_, r.cand, rng, std::max(0, opt_.kicks_per_round));
+      for (Candidate& c : m) moves.push_back(std::move(c));
+      for (Candidate& c : k) moves.push_back(std::move(c));
+    }
+    const int before = stats_.evaluated;
+    evaluate(std::move(moves), search_deadline);
+    ++stats_.rounds;
+    const bool evaluated_any = stats_.evaluated > before;
+    rank = ranking();
+    const double now_best =
+        !rank.empty() && records_[rank[0]].eval.feasible ? records_[rank[0]].eval.makespan_ms : best_ms;
+    if (now_best < best_ms) {
+      best_ms = now_best;
+      ++stats_.improvements;
+      stale = 0;
+    } else {
+      ++stale;
+    }
+    report("search");
+    // Converged: nothing new to try, or no improvement for `patience` rounds once every beam
+    // member has been expanded with all kinds of moves.
+    bool all_escalated = true;
+    for (int i : beam) all_escalated = all_escalated && records_[i].expansions >= 2;
+    if (!evaluated_any && all_escalated && elapsed() <= search_deadline) break;
+    if (stale >= std::max(1, opt_.patience) && all_escalated) break;
+  }
+  stats_.search_s = elapsed();
+  std::vector<int> rank = ranking();
+  drop_orders(rank);
+  if (opt_.z3_candidates > 0) {
+    const double tz = elapsed();
+    refine_with_z3(rank, z3_deadline);
+    stats_.z3_s = elapsed() - tz;
+    report("z3");
+    rank = ranking();
+  }
+  Result<TuneResult> res = verify_and_choose(rank);
+  if (!res.ok()) return res;
+  stats_.total_s = elapsed();
+  stats_.ms_per_eval = stats_.evaluated > 0 ? 1000 * eval_seconds_ / stats_.evaluated : 0;
+  res->stats = stats_;
+  report("verify");
+  return res;
+}
+
+}  // namespace
+
+Result<TuneResult> cooptimize(const Spec& spec, const TuneOptions& options) {
+  Tuner t(spec, options);
+  return t.run();
+}
+
+}  // namespace ps

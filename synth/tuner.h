@@ -1,0 +1,128 @@
+// tuner.h — co-optimization of partition (layers → stages), placement (stages → devices) and
+// schedule (per-device order) for one model on P devices with M microbatches.
+//
+// What it does (docs/tuner.md explains the design and the measurements):
+//  1. Seeds: balanced-DP partitions at S = P, 2P, 3P, … (up to 8 stages per device, as far as the
+//     layers allow) × sequential / looped / V-shape placements, Megatron's even partition, and the
+//     published baselines (1F1B, interleaved 1F1B, ZB-H1, ZB-V on even and balanced partitions) with
+//     their own orders — so the result is never worse than any of them.
+//  2. Bubble-aware local search over a beam of the best candidates, driven by each candidate's
+//     timeline (OctoPipe, arXiv 2509.23722): per device, boundary idle (warm-up + cool-down) vs
+//     residual idle (internal gaps) and load; if the load imbalance exceeds one layer's cost, move a
+//     layer across a stage boundary; else if boundary idle dominates, change the placement
+//     (interleave, split a stage onto another device, move or swap stages — irregular placements
+//     allowed); else change the scheduling policy. A history (tabu) set keeps every evaluated
+//     (partition, placement, policy) so nothing is evaluated twice; the search stops when a round
+//     improves nothing for `patience` rounds, or on the evaluation budget, or on the time limit.
+//  3. Optionally Z3 (synth/solve.h) on the best few candidates' DAGs.
+//  4. The final figures come from the checker: the best candidates are turned into compute-only
+//     schedules and verify()'d (comms inserted, rendezvous semantics, the memory limit); the chosen
+//     one is the shortest *simulated* valid schedule.
+// Guarantees:
+//  * Every candidate respects each device's memory (model states of its stages + live activations
+//    and stashes ≤ memory_gb) through the op DAG's cap; the chosen schedule passed verify().
+//  * Deterministic for a fixed seed and budget: candidates are evaluated in parallel but reduced by
+//    candidate index, ties broken by a stable key; the wall-clock limit only decides how many whole
+//    rounds run (hit it, and the result may depend on machine speed — use max_evaluations then).
+//  * kInfeasible when no candidate fits the memory; kBadInput for a bad fixed partition/placement.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/model.h"
+#include "ir/problem.h"
+#include "ir/schedule.h"
+#include "ir/status.h"
+#include "synth/op_dag.h"
+
+namespace ps {
+
+struct TuneProgress {
+  int evaluated = 0;            // candidates evaluated so far
+  int feasible = 0;             // of which fit the memory
+  double best_ms = 0;           // best makespan so far (op-DAG timing of the heuristic order); 0: none
+  double lower_bound_ms = 0;    // global lower bound (synth/global_bound.h)
+  double gap = 0;               // best / bound − 1
+  double elapsed_s = 0;
+  std::string phase;            // "seeds", "search", "z3", "verify"
+  std::string best_desc;        // "S=16 looped balanced [heuristic bwd-first/fill/...]"
+};
+
+struct TuneOptions {
+  int devices = 0;                     // 0: spec.cluster.devices
+  int microbatches = 0;                // 0: spec.pipeline.microbatches
+  std::optional<double> memory_gb;     // per device; unset: spec.cluster.memory_gb; 0 = unlimited
+  double time_limit_s = 60;            // wall clock for everything (search, Z3, verify)
+  uint64_t seed = 0;                   // random kicks of the local search
+  int threads = 2;                     // parallel candidate evaluations
+  int max_stages_per_device = 8;       // k: S ≤ k·P
+  int max_evaluations = 0;             // 0: no budget (convergence or time limit stop the search)
+  int beam_width = 4;                  // candidates expanded per round
+  int patience = 3;                    // rounds without improvement before stopping
+  int kicks_per_round = 2;             // random perturbations per beam member and round
+  bool include_baselines = true;       // published schedules as seeds
+  int verify_top = 4;                  // candidates (besides baselines) checked by verify() at the end
+  int z3_candidates = 0;               // best candidates refined with Z3 (0: none)
+  double z3_time_fraction = 0.3;       // share of the time limit Z3 may use
+  std::optional<Partition> partition;          // fixed partition (S = its size)
+  std::optional<std::vector<int>> placement;   // fixed stage → device map (S = its size)
+  std::function<void(const TuneProgress&)> progress;  // after the seeds and after every round
+};
+
+struct TuneStats {
+  int evaluated = 0;          // candidates timed by the heuristic (or a baseline order)
+  int feasible = 0;
+  int infeasible = 0;         // did not fit the memory
+  int rounds = 0;             // local-search rounds
+  int improvements = 0;       // rounds that improved the best
+  int duplicates = 0;         // moves skipped because the history already had them
+  int verified = 0;           // candidates checked by verify()
+  int z3_runs = 0;
+  double search_s = 0;        // seeds + local search
+  double z3_s = 0;
+  double verify_s = 0;
+  double total_s = 0;
+  double ms_per_eval = 0;     // mean wall time of one candidate evaluation (one thread)
+  std::string stop_reason;    // "converged", "time limit", "evaluation budget", "fixed"
+  int moves_partition = 0;    // evaluated moves by kind
+  int moves_placement = 0;
+  int moves_schedule = 0;
+  int moves_kick = 0;
+};
+
+struct TuneResult {
+  Problem problem;                // make_problem(spec, partition, placement), memory set
+  Partition partition;
+  std::vector<int> placement;     // stage → device
+  TimedOrder order;               // on build_op_dag(problem) (default options)
+  bool order_on_full_dag = true;  // false: the order breaks a symmetry/memory edge (a baseline's)
+  Schedule schedule;              // compute-only, from `order`; verify() accepted it
+  std::string origin;             // "seed", "baseline zb-h1 (even)", "move: shift layer 12 ...", "z3"
+  std::string policy;             // list-scheduling policy, baseline name or "z3"
+  std::string description;        // one line: S, placement kind, partition, origin
+  double dag_makespan_ms = 0;     // the op-DAG timing of `order`
+  double simulated_ms = 0;        // verify()'s simulation of the comm-inserted schedule
+  double bubble_ratio = 0;        // from that simulation
+  double lower_bound_ms = 0;      // global lower bound over all partitions and placements
+  double problem_bound_ms = 0;    // lower bound for the chosen partition and placement
+  bool z3_used = false;           // Z3 refined the chosen schedule
+  bool z3_optimal = false;        // Z3 proved the order optimal for this partition and placement
+  TuneStats stats;
+};
+
+// Searches partition, placement and schedule. See the file comment.
+Result<TuneResult> cooptimize(const Spec& spec, const TuneOptions& options);
+
+// The compute-only Schedule of a per-device order on `dag` (built from `problem`).
+Schedule order_to_schedule(const Problem& problem, const OpDag& dag, const TimedOrder& order,
+                           const std::string& generator);
+
+// The order of a compute-only `schedule` as op ids of `dag` (same problem); fails when an op of
+// the schedule has no DAG op or the shapes disagree.
+Result<std::vector<std::vector<int>>> schedule_to_order(const OpDag& dag, const Schedule& schedule);
+
+}  // namespace ps

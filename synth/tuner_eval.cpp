@@ -1,0 +1,294 @@
+// tuner_eval.cpp — candidates, their keys and their evaluation (see tuner_eval.h); the conversions
+// between DAG orders and compute-only schedules declared in tuner.h.
+#include "synth/tuner_eval.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <optional>
+
+#include "synth/baselines.h"
+#include "synth/heuristic.h"
+#include "synth/tuner.h"
+
+namespace ps {
+
+Schedule order_to_schedule(const Problem& problem, const OpDag& dag, const TimedOrder& order,
+                           const std::string& generator) {
+  Schedule s;
+  s.problem = problem;
+  s.generator = generator;
+  s.programs.assign(dag.devices, {});
+  for (int d = 0; d < dag.devices && d < static_cast<int>(order.order.size()); ++d) {
+    s.programs[d].reserve(order.order[d].size());
+    for (int op : order.order[d]) {
+      const DagOp& o = dag.ops[op];
+      Action a;
+      a.type = o.type;
+      a.stage = o.stage;
+      a.mb = o.mb;
+      s.programs[d].push_back(a);
+    }
+  }
+  return s;
+}
+
+Result<std::vector<std::vector<int>>> schedule_to_order(const OpDag& dag, const Schedule& schedule) {
+  if (schedule.num_devices() != dag.devices)
+    return Status::error(ErrorCode::kInvalidSchedule,
+                         fmt::format("schedule has {} device programs, the problem {} devices",
+                                     schedule.num_devices(), dag.devices));
+  std::vector<std::vector<int>> order(dag.devices);
+  for (int d = 0; d < dag.devices; ++d) {
+    for (const Action& a : schedule.programs[d]) {
+      if (a.stage < 0 || a.stage >= dag.stages || a.mb < 0 || a.mb >= dag.microbatches)
+        return Status::error(ErrorCode::kInvalidSchedule,
+                             fmt::format("device {}: {} is outside {} stages × {} microbatches", d,
+                                         to_string(a), dag.stages, dag.microbatches));
+      int op = -1;
+      switch (a.type) {
+        case OpType::F: op = dag.f_op(a.stage, a.mb); break;
+        case OpType::I:
+        case OpType::B: op = dag.bwd_op(a.stage, a.mb); break;
+        case OpType::W: op = dag.w_op(a.stage, a.mb); break;
+        default:
+          return Status::error(ErrorCode::kInvalidSchedule,
+                               fmt::format("device {}: {} is a comm op; expected a compute-only schedule",
+                                           d, to_string(a)));
+      }
+      if (op < 0 || dag.ops[op].type != a.type)
+        return Status::error(ErrorCode::kInvalidSchedule,
+                             fmt::format("device {}: {} does not match the stage's backward ({})", d,
+                                         to_string(a), op < 0 ? "no W op" : op_type_name(dag.ops[op].type)));
+      order[d].push_back(op);
+    }
+  }
+  return order;
+}
+
+namespace tuner_detail {
+
+const char* move_kind_name(MoveKind k) {
+  switch (k) {
+    case MoveKind::kSeed: return "seed";
+    case MoveKind::kBaseline: return "baseline";
+    case MoveKind::kPartition: return "partition";
+    case MoveKind::kPlacement: return "placement";
+    case MoveKind::kSchedule: return "schedule";
+    case MoveKind::kKick: return "kick";
+    case MoveKind::kMemory: return "memory";
+  }
+  return "?";
+}
+
+Partition Candidate::partition() const {
+  Partition p;
+  for (size_t s = 0; s + 1 < cuts.size(); ++s) p.push_back({cuts[s], cuts[s + 1] - 1});
+  return p;
+}
+
+std::string Candidate::key() const {
+  std::string k;
+  k.reserve(cuts.size() * 4 + placement.size() * 3 + 8);
+  for (int c : cuts) k += fmt::format("{},", c);
+  k += '/';
+  for (int d : placement) k += fmt::format("{},", d);
+  k += fmt::format("/p{}/b{}", policy_set, baseline);
+  return k;
+}
+
+Candidate make_candidate(const Partition& p, std::vector<int> placement, MoveKind kind, std::string origin) {
+  Candidate c;
+  c.cuts.push_back(0);
+  for (const LayerRange& r : p) c.cuts.push_back(r.last + 1);
+  c.placement = std::move(placement);
+  c.kind = kind;
+  c.origin = std::move(origin);
+  return c;
+}
+
+std::vector<int> canonical_placement(const std::vector<int>& placement) {
+  std::vector<int> rename;
+  std::vector<int> out(placement.size());
+  for (size_t s = 0; s < placement.size(); ++s) {
+    const int d = placement[s];
+    if (d >= static_cast<int>(rename.size())) rename.resize(d + 1, -1);
+    if (rename[d] < 0) rename[d] = static_cast<int>(std::count_if(rename.begin(), rename.end(), [](int x) { return x >= 0; }));
+    out[s] = rename[d];
+  }
+  return out;
+}
+
+namespace {
+
+// Policy set 1: in-flight limits, W modes and forward priorities the default portfolio leaves out.
+std::vector<ListPolicy> extended_policies() {
+  using WM = ListPolicy::WMode;
+  std::vector<ListPolicy> out;
+  for (double f : {0.5, 1.5, 3.0, 4.0}) {
+    for (WM w : {WM::kFillGaps, WM::kStrictGaps, WM::kEager}) {
+      for (bool oldest : {true, false}) {
+        ListPolicy p;
+        p.inflight_factor = f;
+        p.w_mode = w;
+        p.oldest_first = oldest;
+        out.push_back(p);
+      }
+    }
+  }
+  for (double f : {0.0, 1.0, 2.0}) {
+    for (WM w : {WM::kStrictGaps, WM::kEager}) {
+      ListPolicy p;
+      p.backward_first = false;
+      p.inflight_factor = f;
+      p.w_mode = w;
+      out.push_back(p);
+    }
+  }
+  return out;
+}
+
+// Timeline measures of an order (OctoPipe's boundary vs residual idle).
+void measure_timeline(const OpDag& dag, const TimedOrder& t, Evaluation& e) {
+  const int P = dag.devices;
+  e.busy_ms.assign(P, 0);
+  e.boundary_idle_ms.assign(P, 0);
+  e.residual_idle_ms.assign(P, 0);
+  const double C = dag.to_ms(t.makespan);
+  for (int d = 0; d < P; ++d) {
+    const auto& ops = t.order[d];
+    if (ops.empty()) {
+      e.boundary_idle_ms[d] = C;
+      continue;
+    }
+    int64_t busy = 0;
+    for (int op : ops) busy += dag.ops[op].dur;
+    const int64_t first = t.start[ops.front()];
+    const int64_t last_end = t.start[ops.back()] + dag.ops[ops.back()].dur;
+    e.busy_ms[d] = dag.to_ms(busy);
+    e.boundary_idle_ms[d] = dag.to_ms(first + (t.makespan - last_end));
+    e.residual_idle_ms[d] = std::max(0.0, C - e.busy_ms[d] - e.boundary_idle_ms[d]);
+  }
+}
+
+}  // namespace
+
+Result<Problem> dag_problem(const Spec& spec, const Candidate& c, bool fused_backward) {
+  Result<Problem> pr = make_problem(spec, c.partition(), c.placement);
+  if (!pr.ok() || !fused_backward) return pr;
+  for (StageSpec& st : pr->stages) st.split_backward = false;
+  return pr;
+}
+
+Evaluation evaluate_candidate(const Spec& spec, const Candidate& c) {
+  const auto t0 = std::chrono::steady_clock::now();
+  Evaluation e;
+  auto done = [&]() -> Evaluation {
+    e.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return std::move(e);
+  };
+  Result<Problem> pr = make_problem(spec, c.partition(), c.placement);
+  if (!pr.ok()) {
+    e.why = pr.status().message();
+    return done();
+  }
+  const Problem& problem = *pr;
+  const int P = problem.devices;
+  e.load_ms.assign(P, 0);
+  e.state_mb.assign(P, 0);
+  e.min_footprint_mb.assign(P, 0);
+  for (int s = 0; s < problem.num_stages(); ++s) {
+    const StageSpec& st = problem.stages[s];
+    e.load_ms[st.device] += st.fwd_ms + st.bwd_ms();
+    e.state_mb[st.device] += problem.model_state_mb(s);
+    e.min_footprint_mb[st.device] += problem.model_state_mb(s) + st.activation_mb;
+  }
+  if (problem.memory_gb > 0) {
+    e.excess_mb = -std::numeric_limits<double>::infinity();
+    for (int d = 0; d < P; ++d) e.excess_mb = std::max(e.excess_mb, e.min_footprint_mb[d] - problem.memory_gb * 1000);
+  }
+  Result<OpDag> dr = build_op_dag(problem);
+  if (!dr.ok()) {
+    e.why = dr.status().message();
+    return done();
+  }
+  const OpDag* dagp = &*dr;
+  std::optional<OpDag> fused_dag;
+  if (c.baseline >= 0) {
+    const auto kind = static_cast<BaselineKind>(c.baseline);
+    Result<Schedule> b = make_baseline(problem, kind);
+    if (!b.ok()) {
+      e.why = b.status().message();
+      return done();
+    }
+    // 1F1B and interleaved 1F1B run fused B even where I and W could be split: time them on the
+    // DAG of the same problem with fused backwards.
+    for (const auto& prog : b->programs)
+      for (const Action& a : prog)
+        if (a.type == OpType::B && problem.stages[a.stage].split_backward) e.fused_backward = true;
+    if (e.fused_backward) {
+      Result<Problem> fp = dag_problem(spec, c, true);
+      if (!fp.ok()) {
+        e.why = fp.status().message();
+        return done();
+      }
+      Result<OpDag> fd = build_op_dag(*fp);
+      if (!fd.ok()) {
+        e.why = fd.status().message();
+        return done();
+      }
+      fused_dag = std::move(fd).value();
+      dagp = &*fused_dag;
+    }
+    const OpDag& dag = *dagp;
+    Result<std::vector<std::vector<int>>> order = schedule_to_order(dag, *b);
+    if (!order.ok()) {
+      e.why = order.status().message();
+      return done();
+    }
+    Result<TimedOrder> t = evaluate_order(dag, *order, EdgeSet::kAll, true);
+    if (!t.ok() && t.status().code() == ErrorCode::kInvalidSchedule) {
+      t = evaluate_order(dag, *order, EdgeSet::kDataOnly, true);
+      e.order_on_full_dag = false;
+    }
+    if (!t.ok()) {
+      e.why = t.status().message();
+      return done();
+    }
+    e.order = std::move(t).value();
+    e.policy = baseline_name(kind);
+  } else if (c.policy_set == 0) {
+    const OpDag& dag = *dagp;
+    Result<HeuristicResult> h = heuristic_schedule(dag);
+    if (!h.ok()) {
+      e.why = h.status().message();
+      return done();
+    }
+    e.order = std::move(h->best);
+    e.policy = h->policy;
+  } else {
+    const OpDag& dag = *dagp;
+    bool have = false;
+    for (const ListPolicy& p : extended_policies()) {
+      Result<TimedOrder> t = list_schedule(dag, p);
+      if (!t.ok()) continue;
+      if (!have || t->makespan < e.order.makespan) {
+        e.order = std::move(t).value();
+        e.policy = p.name();
+        have = true;
+      }
+    }
+    if (!have) {
+      e.why = "no policy of the extended portfolio respects the memory caps";
+      return done();
+    }
+  }
+  e.feasible = true;
+  e.makespan_ms = dagp->to_ms(e.order.makespan);
+  measure_timeline(*dagp, e.order, e);
+  return done();
+}
+
+}  // namespace tuner_detail
+}  // namespace ps

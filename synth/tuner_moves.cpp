@@ -1,0 +1,559 @@
+// tuner_moves.cpp — seeds, the timeline diagnosis and the moves of the tuner (see tuner_moves.h).
+#include "synth/tuner_moves.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include "ir/problem.h"
+#include "synth/baselines.h"
+#include "synth/partition.h"
+#include "synth/placement.h"
+
+namespace ps::tuner_detail {
+
+const char* diagnosis_name(Diagnosis d) {
+  switch (d) {
+    case Diagnosis::kMemory: return "memory";
+    case Diagnosis::kImbalance: return "imbalance";
+    case Diagnosis::kBoundary: return "boundary idle";
+    case Diagnosis::kResidual: return "residual idle";
+  }
+  return "?";
+}
+
+namespace {
+
+constexpr double kEps = 1e-9;
+
+int argmax(const std::vector<double>& v) {
+  int best = 0;
+  for (int i = 1; i < static_cast<int>(v.size()); ++i)
+    if (v[i] > v[best] + kEps) best = i;
+  return best;
+}
+int argmin(const std::vector<double>& v) {
+  int best = 0;
+  for (int i = 1; i < static_cast<int>(v.size()); ++i)
+    if (v[i] < v[best] - kEps) best = i;
+  return best;
+}
+
+int stage_layers(const std::vector<int>& cuts, int s) { return cuts[s + 1] - cuts[s]; }
+
+double range_sum(const std::vector<double>& per_layer, int first, int end) {
+  double x = 0;
+  for (int l = first; l < end; ++l) x += per_layer[l];
+  return x;
+}
+
+std::vector<double> device_sums(const SearchSpace& sp, const std::vector<int>& cuts,
+                                const std::vector<int>& placement, const std::vector<double>& per_layer) {
+  std::vector<double> out(sp.devices, 0);
+  for (size_t s = 0; s < placement.size(); ++s) out[placement[s]] += range_sum(per_layer, cuts[s], cuts[s + 1]);
+  return out;
+}
+
+// zigzag: chunk c = s / P runs devices 0..P-1 when c is even, P-1..0 when odd (V-shape for V = 2).
+std::vector<int> placement_zigzag(int stages, int devices) {
+  std::vector<int> p(stages);
+  for (int s = 0; s < stages; ++s) {
+    const int c = s / devices, i = s % devices;
+    p[s] = c % 2 == 0 ? i : devices - 1 - i;
+  }
+  return p;
+}
+
+std::vector<int> to_cuts(const Partition& p) {
+  std::vector<int> cuts{0};
+  for (const LayerRange& r : p) cuts.push_back(r.last + 1);
+  return cuts;
+}
+
+Candidate heuristic_from(const Candidate& c, std::vector<int> cuts, std::vector<int> placement, MoveKind kind,
+                         std::string origin) {
+  Candidate n;
+  n.cuts = std::move(cuts);
+  n.placement = std::move(placement);
+  n.kind = kind;
+  n.origin = std::move(origin);
+  (void)c;
+  return n;
+}
+
+// Moves stage s's boundary layer: delta = -1 gives its last layer to s+1, +1 takes... expressed as a
+// shift of cut b+1 (between stage b and b+1) by delta: +1 moves stage b+1's first layer into b.
+bool shift_cut(std::vector<int>& cuts, int b, int delta) {
+  const int S = static_cast<int>(cuts.size()) - 1;
+  if (b < 0 || b + 1 >= S) return false;
+  const int c = cuts[b + 1] + delta;
+  if (c <= cuts[b] || c >= cuts[b + 2]) return false;
+  cuts[b + 1] = c;
+  return true;
+}
+
+std::vector<int> split_stage_cuts(const SearchSpace& sp, const std::vector<int>& cuts, int s) {
+  // Cut stage s where the prefix time comes closest to half of it (at least one layer each side).
+  const int a = cuts[s], b = cuts[s + 1];
+  const double half = range_sum(sp.layer_ms, a, b) / 2;
+  double acc = 0, best_err = std::numeric_limits<double>::infinity();
+  int best = a + 1;
+  for (int l = a; l + 1 < b; ++l) {
+    acc += sp.layer_ms[l];
+    const double err = std::abs(acc - half);
+    if (err < best_err - kEps) {
+      best_err = err;
+      best = l + 1;
+    }
+  }
+  std::vector<int> out(cuts.begin(), cuts.begin() + s + 1);
+  out.push_back(best);
+  out.insert(out.end(), cuts.begin() + s + 1, cuts.end());
+  return out;
+}
+
+struct MoveSink {
+  const SearchSpace& sp;
+  const Candidate& from;
+  std::vector<Candidate>& out;
+
+  void add(std::vector<int> cuts, std::vector<int> placement, MoveKind kind, std::string origin) {
+    Candidate n = heuristic_from(from, std::move(cuts), std::move(placement), kind, std::move(origin));
+    if (finish_candidate(sp, n)) out.push_back(std::move(n));
+  }
+  // The move and, when it differs, the move followed by a device-aware rebalance.
+  void add_with_rebalance(std::vector<int> cuts, std::vector<int> placement, MoveKind kind, const std::string& origin) {
+    if (!sp.fixed_partition) {
+      std::vector<int> rb = rebalance_cuts(sp, cuts, placement, false);
+      if (rb != cuts) add(std::move(rb), placement, kind, origin + " + rebalance");
+    }
+    add(std::move(cuts), std::move(placement), kind, origin);
+  }
+};
+
+void partition_moves(const SearchSpace& sp, const Candidate& c, const Evaluation& e, MoveSink& sink) {
+  if (sp.fixed_partition) return;
+  const int S = c.stages();
+  const int heavy = argmax(e.load_ms), light = argmin(e.load_ms);
+  const auto& pl = c.placement;
+  {
+    std::vector<int> rb = rebalance_cuts(sp, c.cuts, pl, false);
+    if (rb != c.cuts) sink.add(std::move(rb), pl, MoveKind::kPartition, "rebalance device loads");
+  }
+  for (int s = 0; s < S; ++s) {
+    if (pl[s] == heavy) {
+      for (int k : {1, 2}) {
+        if (stage_layers(c.cuts, s) <= k) continue;
+        if (s > 0 && pl[s - 1] != heavy) {
+          std::vector<int> cuts = c.cuts;
+          if (shift_cut(cuts, s - 1, k))
+            sink.add(std::move(cuts), pl, MoveKind::kPartition,
+                     fmt::format("give {} first layer(s) of stage {} to stage {}", k, s, s - 1));
+        }
+        if (s + 1 < S && pl[s + 1] != heavy) {
+          std::vector<int> cuts = c.cuts;
+          if (shift_cut(cuts, s, -k))
+            sink.add(std::move(cuts), pl, MoveKind::kPartition,
+                     fmt::format("give {} last layer(s) of stage {} to stage {}", k, s, s + 1));
+        }
+      }
+    }
+    if (pl[s] == light && light != heavy) {
+      if (s > 0 && pl[s - 1] != light && stage_layers(c.cuts, s - 1) > 1) {
+        std::vector<int> cuts = c.cuts;
+        if (shift_cut(cuts, s - 1, -1))
+          sink.add(std::move(cuts), pl, MoveKind::kPartition, fmt::format("stage {} takes a layer from stage {}", s, s - 1));
+      }
+      if (s + 1 < S && pl[s + 1] != light && stage_layers(c.cuts, s + 1) > 1) {
+        std::vector<int> cuts = c.cuts;
+        if (shift_cut(cuts, s, 1))
+          sink.add(std::move(cuts), pl, MoveKind::kPartition, fmt::format("stage {} takes a layer from stage {}", s, s + 1));
+      }
+    }
+  }
+}
+
+void placement_moves(const SearchSpace& sp, const Candidate& c, const Evaluation& e, MoveSink& sink) {
+  if (sp.fixed_placement) return;
+  const int S = c.stages();
+  const int heavy = argmax(e.load_ms), light = argmin(e.load_ms);
+  const auto& pl = c.placement;
+  std::vector<int> count(sp.devices, 0);
+  for (int d : pl) ++count[d];
+  auto stage_ms = [&](int s) { return range_sum(sp.layer_ms, c.cuts[s], c.cuts[s + 1]); };
+
+  // Split: the heaviest stage of the busiest device, and the heaviest stage overall.
+  if (!sp.fixed_partition && S + 1 <= sp.max_stages) {
+    std::vector<int> targets;
+    int hs = -1, gs = -1;
+    for (int s = 0; s < S; ++s) {
+      if (stage_layers(c.cuts, s) < 2) continue;
+      if (pl[s] == heavy && (hs < 0 || stage_ms(s) > stage_ms(hs) + kEps)) hs = s;
+      if (gs < 0 || stage_ms(s) > stage_ms(gs) + kEps) gs = s;
+    }
+    if (hs >= 0) targets.push_back(hs);
+    if (gs >= 0 && gs != hs) targets.push_back(gs);
+    for (int s : targets) {
+      std::vector<int> cuts = split_stage_cuts(sp, c.cuts, s);
+      for (int half : {0, 1}) {
+        std::vector<int> p = pl;
+        p.insert(p.begin() + s + 1, pl[s]);
+        if (light != pl[s]) p[s + half] = light;
+        sink.add_with_rebalance(cuts, std::move(p), MoveKind::kPlacement,
+                                fmt::format("split stage {}, {} half to device {}", s, half ? "second" : "first", light));
+      }
+    }
+  }
+  // Move a stage of the busiest device to the idlest one (uneven stage counts allowed).
+  if (count[heavy] >= 2 && light != heavy) {
+    for (int s = 0; s < S; ++s) {
+      if (pl[s] != heavy) continue;
+      std::vector<int> p = pl;
+      p[s] = light;
+      sink.add_with_rebalance(c.cuts, std::move(p), MoveKind::kPlacement,
+                              fmt::format("move stage {} from device {} to {}", s, heavy, light));
+    }
+  }
+  // Swap stages between the busiest and the idlest device.
+  if (light != heavy) {
+    int swaps = 0;
+    for (int s = 0; s < S && swaps < 16; ++s) {
+      if (pl[s] != heavy) continue;
+      for (int t = 0; t < S && swaps < 16; ++t) {
+        if (pl[t] != light) continue;
+        std::vector<int> p = pl;
+        std::swap(p[s], p[t]);
+        ++swaps;
+        sink.add_with_rebalance(c.cuts, std::move(p), MoveKind::kPlacement,
+                                fmt::format("swap stages {} and {} (devices {} and {})", s, t, heavy, light));
+      }
+    }
+  }
+  // Swap neighbours in the chain when one of them sits on the busiest or idlest device.
+  for (int s = 0; s + 1 < S; ++s) {
+    if (pl[s] == pl[s + 1]) continue;
+    if (pl[s] != heavy && pl[s + 1] != heavy && pl[s] != light && pl[s + 1] != light) continue;
+    std::vector<int> p = pl;
+    std::swap(p[s], p[s + 1]);
+    sink.add_with_rebalance(c.cuts, std::move(p), MoveKind::kPlacement, fmt::format("swap devices of stages {} and {}", s, s + 1));
+  }
+  // Adjacent stages on one device: disperse (second one to the idlest device) or merge.
+  for (int s = 0; s + 1 < S; ++s) {
+    if (pl[s] != pl[s + 1]) continue;
+    int target = light;
+    if (target == pl[s]) {
+      std::vector<double> l2 = e.load_ms;
+      l2[pl[s]] = std::numeric_limits<double>::infinity();
+      target = argmin(l2);
+    }
+    if (target != pl[s]) {
+      std::vector<int> p = pl;
+      p[s + 1] = target;
+      sink.add_with_rebalance(c.cuts, std::move(p), MoveKind::kPlacement,
+                              fmt::format("disperse stage {} to device {}", s + 1, target));
+    }
+    if (!sp.fixed_partition && S - 1 >= sp.devices) {
+      std::vector<int> cuts = c.cuts;
+      cuts.erase(cuts.begin() + s + 1);
+      std::vector<int> p = pl;
+      p.erase(p.begin() + s + 1);
+      sink.add_with_rebalance(std::move(cuts), std::move(p), MoveKind::kPlacement,
+                              fmt::format("merge stages {} and {} on device {}", s, s + 1, pl[s]));
+    }
+  }
+}
+
+void schedule_moves(const Candidate& c, MoveSink& sink, const SearchSpace& sp) {
+  if (c.baseline >= 0) {
+    sink.add(c.cuts, c.placement, MoveKind::kSchedule, "list-schedule the baseline's partition and placement");
+    return;
+  }
+  if (c.policy_set == 0) {
+    Candidate n = c;
+    n.policy_set = 1;
+    n.kind = MoveKind::kSchedule;
+    n.origin = "extended scheduling portfolio";
+    if (finish_candidate(sp, n)) sink.out.push_back(std::move(n));
+  }
+}
+
+void memory_moves(const SearchSpace& sp, const Candidate& c, const Evaluation& e, MoveSink& sink) {
+  if (e.min_footprint_mb.empty()) return;
+  const int S = c.stages();
+  const auto& pl = c.placement;
+  const int over = argmax(e.min_footprint_mb), roomy = argmin(e.min_footprint_mb);
+  if (!sp.fixed_partition) {
+    std::vector<int> rb = rebalance_cuts(sp, c.cuts, pl, true);
+    if (rb != c.cuts) sink.add(std::move(rb), pl, MoveKind::kMemory, "rebalance device memory");
+    for (int s = 0; s < S; ++s) {
+      if (pl[s] != over || stage_layers(c.cuts, s) < 2) continue;
+      if (s > 0 && pl[s - 1] != over) {
+        std::vector<int> cuts = c.cuts;
+        if (shift_cut(cuts, s - 1, 1))
+          sink.add(std::move(cuts), pl, MoveKind::kMemory, fmt::format("memory: stage {} gives a layer to stage {}", s, s - 1));
+      }
+      if (s + 1 < S && pl[s + 1] != over) {
+        std::vector<int> cuts = c.cuts;
+        if (shift_cut(cuts, s, -1))
+          sink.add(std::move(cuts), pl, MoveKind::kMemory, fmt::format("memory: stage {} gives a layer to stage {}", s, s + 1));
+      }
+    }
+  }
+  if (!sp.fixed_placement && over != roomy) {
+    int count = 0;
+    for (int d : pl) count += d == over;
+    for (int s = 0; s < S && count >= 2; ++s) {
+      if (pl[s] != over) continue;
+      std::vector<int> p = pl;
+      p[s] = roomy;
+      sink.add(c.cuts, p, MoveKind::kMemory, fmt::format("memory: move stage {} to device {}", s, roomy));
+      if (!sp.fixed_partition) {
+        std::vector<int> rb = rebalance_cuts(sp, c.cuts, p, true);
+        if (rb != c.cuts) sink.add(std::move(rb), std::move(p), MoveKind::kMemory,
+                                   fmt::format("memory: move stage {} to device {} + rebalance memory", s, roomy));
+      }
+    }
+  }
+}
+
+}  // namespace
+
+bool finish_candidate(const SearchSpace& sp, Candidate& c) {
+  const int S = c.stages();
+  if (S < 1 || static_cast<int>(c.cuts.size()) != S + 1 || S > sp.max_stages) return false;
+  if (c.cuts.front() != 0 || c.cuts.back() != sp.layers) return false;
+  for (int s = 0; s < S; ++s)
+    if (c.cuts[s + 1] <= c.cuts[s]) return false;
+  std::vector<char> used(sp.devices, 0);
+  for (int d : c.placement) {
+    if (d < 0 || d >= sp.devices) return false;
+    used[d] = 1;
+  }
+  if (std::count(used.begin(), used.end(), 1) != sp.devices) return false;
+  if (sp.canonical && !sp.fixed_placement && c.baseline < 0) c.placement = canonical_placement(c.placement);
+  return true;
+}
+
+Diagnosis diagnose(const SearchSpace& sp, const Candidate& c, const Evaluation& e) {
+  if (!e.feasible) return Diagnosis::kMemory;
+  const int heavy = argmax(e.load_ms), light = argmin(e.load_ms);
+  const double spread = e.load_ms[heavy] - e.load_ms[light];
+  // The cheapest layer the busiest device could hand to a neighbouring stage on another device.
+  double movable = std::numeric_limits<double>::infinity();
+  const int S = c.stages();
+  for (int s = 0; s < S && !sp.fixed_partition; ++s) {
+    if (c.placement[s] != heavy || stage_layers(c.cuts, s) < 2) continue;
+    if (s > 0 && c.placement[s - 1] != heavy) movable = std::min(movable, sp.layer_ms[c.cuts[s]]);
+    if (s + 1 < S && c.placement[s + 1] != heavy) movable = std::min(movable, sp.layer_ms[c.cuts[s + 1] - 1]);
+  }
+  if (spread > movable + kEps) return Diagnosis::kImbalance;
+  double boundary = 0, residual = 0;
+  for (size_t d = 0; d < e.boundary_idle_ms.size(); ++d) {
+    boundary += e.boundary_idle_ms[d];
+    residual += e.residual_idle_ms[d];
+  }
+  return boundary >= residual ? Diagnosis::kBoundary : Diagnosis::kResidual;
+}
+
+std::vector<Candidate> bubble_moves(const SearchSpace& sp, const Candidate& c, const Evaluation& e, bool all_kinds) {
+  std::vector<Candidate> out;
+  MoveSink sink{sp, c, out};
+  const Diagnosis d = diagnose(sp, c, e);
+  if (d == Diagnosis::kMemory) {
+    memory_moves(sp, c, e, sink);
+    return out;
+  }
+  const bool part = all_kinds || d == Diagnosis::kImbalance;
+  const bool place = all_kinds || d == Diagnosis::kBoundary;
+  const bool sched = all_kinds || d == Diagnosis::kResidual;
+  if (part) partition_moves(sp, c, e, sink);
+  if (place) placement_moves(sp, c, e, sink);
+  if (sched) schedule_moves(c, sink, sp);
+  return out;
+}
+
+std::vector<Candidate> kick_moves(const SearchSpace& sp, const Candidate& c, std::mt19937_64& rng, int count) {
+  std::vector<Candidate> out;
+  MoveSink sink{sp, c, out};
+  const int S = c.stages();
+  auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<uint64_t>(std::max(1, n))); };
+  for (int k = 0; k < count * 4 && static_cast<int>(out.size()) < count; ++k) {
+    const int what = pick(3);
+    if (what == 0 && !sp.fixed_partition && S >= 2) {
+      std::vector<int> cuts = c.cuts;
+      const int b = pick(S - 1);
+      const int delta = pick(2) ? 1 : -1;
+      if (shift_cut(cuts, b, delta))
+        sink.add(std::move(cuts), c.placement, MoveKind::kKick, fmt::format("kick: shift boundary {} by {}", b, delta));
+    } else if (what == 1 && !sp.fixed_placement) {
+      std::vector<int> p = c.placement;
+      const int s = pick(S), d = pick(sp.devices);
+      if (p[s] == d) continue;
+      p[s] = d;
+      sink.add_with_rebalance(c.cuts, std::move(p), MoveKind::kKick, fmt::format("kick: move stage {} to device {}", s, d));
+    } else if (what == 2 && !sp.fixed_placement && S >= 2) {
+      std::vector<int> p = c.placement;
+      const int s = pick(S), t = pick(S);
+      if (p[s] == p[t]) continue;
+      std::swap(p[s], p[t]);
+      sink.add(c.cuts, std::move(p), MoveKind::kKick, fmt::format("kick: swap stages {} and {}", s, t));
+    }
+  }
+  return out;
+}
+
+std::vector<int> rebalance_cuts(const SearchSpace& sp, std::vector<int> cuts, const std::vector<int>& placement,
+                                bool by_memory) {
+  const std::vector<double>& per = by_memory ? sp.layer_mb : sp.layer_ms;
+  const int S = static_cast<int>(placement.size());
+  std::vector<double> load = device_sums(sp, cuts, placement, per);
+  auto score = [](const std::vector<double>& l) {
+    double mx = 0, sq = 0;
+    for (double x : l) {
+      mx = std::max(mx, x);
+      sq += x * x;
+    }
+    return std::make_pair(mx, sq);
+  };
+  auto better = [](std::pair<double, double> a, std::pair<double, double> b) {
+    if (a.first < b.first - 1e-9 * std::max(1.0, b.first)) return true;
+    if (a.first > b.first + 1e-9 * std::max(1.0, b.first)) return false;
+    return a.second < b.second - 1e-9 * std::max(1.0, b.second);
+  };
+  for (int iter = 0; iter < 8 * sp.layers; ++iter) {
+    auto cur = score(load);
+    const int heavy = argmax(load);
+    int best_b = -1, best_delta = 0;
+    auto best_score = cur;
+    for (int s = 0; s < S; ++s) {
+      if (placement[s] != heavy || stage_layers(cuts, s) < 2) continue;
+      // Give the first layer to stage s-1, or the last layer to stage s+1.
+      for (int side : {-1, 1}) {
+        const int t = s + side;
+        if (t < 0 || t >= S || placement[t] == heavy) continue;
+        const int layer = side < 0 ? cuts[s] : cuts[s + 1] - 1;
+        std::vector<double> l2 = load;
+        l2[heavy] -= per[layer];
+        l2[placement[t]] += per[layer];
+        auto sc = score(l2);
+        if (better(sc, best_score)) {
+          best_score = sc;
+          best_b = side < 0 ? s - 1 : s;
+          best_delta = side < 0 ? 1 : -1;
+        }
+      }
+    }
+    if (best_b < 0) break;
+    const int from = best_delta > 0 ? best_b + 1 : best_b;
+    const int to = best_delta > 0 ? best_b : best_b + 1;
+    const int layer = best_delta > 0 ? cuts[best_b + 1] : cuts[best_b + 1] - 1;
+    shift_cut(cuts, best_b, best_delta);
+    load[placement[from]] -= per[layer];
+    load[placement[to]] += per[layer];
+  }
+  return cuts;
+}
+
+std::vector<Candidate> seed_candidates(const SearchSpace& sp, const std::vector<int>* fixed_cuts,
+                                       const std::vector<int>* fixed_placement) {
+  std::vector<Candidate> out;
+  const Spec& spec = *sp.spec;
+  const int P = sp.devices;
+  auto add = [&](std::vector<int> cuts, std::vector<int> placement, MoveKind kind, std::string origin, int baseline = -1) {
+    Candidate c;
+    c.cuts = std::move(cuts);
+    c.placement = std::move(placement);
+    c.kind = kind;
+    c.origin = std::move(origin);
+    c.baseline = baseline;
+    if (finish_candidate(sp, c)) out.push_back(std::move(c));
+  };
+  struct NamedPlacement {
+    std::string name;
+    std::vector<int> placement;
+  };
+  auto placements_for = [&](int S) {
+    std::vector<NamedPlacement> v;
+    if (fixed_placement) {
+      if (static_cast<int>(fixed_placement->size()) == S) v.push_back({"given placement", *fixed_placement});
+      return v;
+    }
+    if (S == P) v.push_back({"sequential", placement_sequential(P)});
+    if (S > P) v.push_back({"looped", placement_looped(S, P)});
+    if (S > P && S % P == 0 && (S / P) % 2 == 0)
+      v.push_back({S == 2 * P ? "v-shape" : fmt::format("zigzag V={}", S / P), placement_zigzag(S, P)});
+    return v;
+  };
+  struct NamedCuts {
+    std::string name;
+    std::vector<int> cuts;
+  };
+  auto partitions_for = [&](int S) {
+    std::vector<NamedCuts> v;
+    if (fixed_cuts) {
+      if (static_cast<int>(fixed_cuts->size()) == S + 1) v.push_back({"given partition", *fixed_cuts});
+      return v;
+    }
+    auto b = balanced_partition(spec, S, PartitionCost::kTime);
+    if (b.ok()) v.push_back({"balanced", to_cuts(*b)});
+    auto bm = balanced_partition(spec, S, PartitionCost::kTimeThenMemory);
+    if (bm.ok() && (!b.ok() || to_cuts(*bm) != to_cuts(*b))) v.push_back({"balanced-memory", to_cuts(*bm)});
+    auto ev = even_partition(spec, S);
+    if (ev.ok()) v.push_back({"even", to_cuts(*ev)});
+    return v;
+  };
+  std::vector<int> stage_counts;
+  if (fixed_cuts) stage_counts.push_back(static_cast<int>(fixed_cuts->size()) - 1);
+  else if (fixed_placement) stage_counts.push_back(static_cast<int>(fixed_placement->size()));
+  else
+    for (int v = 1; v <= sp.max_stages_per_device && v * P <= sp.max_stages; ++v) stage_counts.push_back(v * P);
+  for (int S : stage_counts) {
+    for (const NamedCuts& nc : partitions_for(S)) {
+      for (const NamedPlacement& np : placements_for(S)) {
+        const std::string origin = fmt::format("seed S={} {} {}", S, nc.name, np.name);
+        add(nc.cuts, np.placement, MoveKind::kSeed, origin);
+        if (!fixed_cuts && S > P) {
+          std::vector<int> rb = rebalance_cuts(sp, nc.cuts, np.placement, false);
+          if (rb != nc.cuts) add(std::move(rb), np.placement, MoveKind::kSeed, origin + " + rebalance");
+        }
+      }
+    }
+  }
+  if (sp.include_baselines) {
+    // The published schedules on Megatron's even partition and on the balanced one.
+    const BaselineKind kinds[] = {BaselineKind::k1F1B, BaselineKind::kInterleaved1F1B, BaselineKind::kZBH1,
+                                  BaselineKind::kZBV};
+    for (BaselineKind kind : kinds) {
+      Result<BaselineShape> shape = baseline_shape(kind, 0);
+      if (!shape.ok()) continue;
+      const int S = shape->stages_per_device * P;
+      const std::vector<int> placement = baseline_placement(*shape, P);
+      if (fixed_placement && *fixed_placement != placement) continue;
+      if (S > sp.layers) continue;
+      std::vector<NamedCuts> parts;
+      if (fixed_cuts) {
+        if (static_cast<int>(fixed_cuts->size()) == S + 1) parts.push_back({"given partition", *fixed_cuts});
+      } else {
+        auto ev = even_partition(spec, S);
+        if (ev.ok()) parts.push_back({"even", to_cuts(*ev)});
+        auto b = balanced_partition(spec, S, PartitionCost::kTime);
+        if (b.ok()) parts.push_back({"balanced", to_cuts(*b)});
+      }
+      for (const NamedCuts& nc : parts) {
+        Candidate probe;
+        probe.cuts = nc.cuts;
+        probe.placement = placement;
+        Result<Problem> pr = make_problem(spec, probe.partition(), placement);
+        if (!pr.ok() || !check_baseline_shape(*pr, kind).is_ok()) continue;
+        add(nc.cuts, placement, MoveKind::kBaseline, fmt::format("baseline {} ({})", baseline_name(kind), nc.name),
+            static_cast<int>(kind));
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace ps::tuner_detail

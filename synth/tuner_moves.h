@@ -1,0 +1,70 @@
+// tuner_moves.h — where the tuner looks: seed candidates and bubble-aware moves.
+//
+// Diagnosis of an evaluated candidate (OctoPipe, arXiv 2509.23722, §4: the tuner reads the
+// simulated timeline), in this order:
+//   memory     it does not fit: move layers (or a stage) off the device that overflows;
+//   imbalance  the per-microbatch load spread between the busiest and idlest device exceeds the
+//              cost of one layer the busiest device could give away: move layers across a stage
+//              boundary (single shifts, and a greedy device-aware rebalance of all boundaries);
+//   boundary   warm-up/cool-down idle dominates the internal gaps: change the placement — split a
+//              stage onto the idlest device, move or swap stages between devices, disperse adjacent
+//              stages that share a device, merge neighbours on one device; each also in a
+//              rebalanced variant;
+//   residual   internal gaps dominate: change the scheduling policy (extended portfolio).
+// Guarantees: every returned candidate has contiguous non-empty stages covering all layers, one
+// device in [0, P) per stage, every device used, at most max_stages stages, and respects the
+// fixed partition / placement of the search space; generation is a pure function of its inputs
+// and the RNG state (deterministic).
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "ir/model.h"
+#include "synth/tuner_eval.h"
+
+namespace ps::tuner_detail {
+
+struct SearchSpace {
+  const Spec* spec = nullptr;     // with the tuner's devices, microbatches and memory
+  int devices = 0;                // P
+  int layers = 0;
+  int max_stages = 0;             // k·P (capped by the layer count)
+  std::vector<double> layer_ms;   // F+I+W per layer, one microbatch
+  std::vector<double> layer_mb;   // model states + one microbatch of activation per layer
+  bool fixed_partition = false;
+  bool fixed_placement = false;
+  bool canonical = true;          // identical devices and links: rename devices by first use
+  bool include_baselines = true;
+  int max_stages_per_device = 8;
+};
+
+enum class Diagnosis : unsigned char { kMemory, kImbalance, kBoundary, kResidual };
+const char* diagnosis_name(Diagnosis d);
+Diagnosis diagnose(const SearchSpace& space, const Candidate& c, const Evaluation& e);
+
+// The starting points (see tuner.h). With a fixed partition and/or placement only compatible ones.
+std::vector<Candidate> seed_candidates(const SearchSpace& space, const std::vector<int>* fixed_cuts,
+                                       const std::vector<int>* fixed_placement);
+
+// Moves from `c` for its diagnosis; with `all_kinds`, moves of every kind (the escalation used when
+// a candidate's own kind of move found nothing better).
+std::vector<Candidate> bubble_moves(const SearchSpace& space, const Candidate& c, const Evaluation& e,
+                                    bool all_kinds);
+
+// `count` random perturbations of `c` (shift a boundary by one layer, move or swap a stage).
+std::vector<Candidate> kick_moves(const SearchSpace& space, const Candidate& c, std::mt19937_64& rng,
+                                  int count);
+
+// Greedy device-aware balancing: repeatedly shifts one boundary layer off the device with the
+// largest per-microbatch load (or memory, by_memory) while that lowers the maximum. Returns the
+// new cut points (unchanged if nothing helps).
+std::vector<int> rebalance_cuts(const SearchSpace& space, std::vector<int> cuts,
+                                const std::vector<int>& placement, bool by_memory);
+
+// Normalises a candidate (canonical device names when allowed) and checks the invariants above.
+bool finish_candidate(const SearchSpace& space, Candidate& c);
+
+}  // namespace ps::tuner_detail
