@@ -13,6 +13,7 @@
 #include <random>
 #include <set>
 
+#include "synth/decode.h"
 #include "synth/global_bound.h"
 #include "synth/mem_bound.h"
 #include "synth/partition.h"
@@ -63,6 +64,14 @@ std::string describe(const Record& r, int P) {
                      r.eval.policy);
 }
 
+Candidate full_portfolio(const Candidate& c) {
+  Candidate n = c;
+  n.policy_set = 1;
+  n.kind = MoveKind::kSchedule;
+  n.origin = c.origin + ", full portfolio";
+  return n;
+}
+
 class Tuner {
  public:
   Tuner(const Spec& spec, const TuneOptions& opt) : spec_(spec), opt_(opt) {}
@@ -73,7 +82,7 @@ class Tuner {
   double elapsed() const { return std::chrono::duration<double>(Clock::now() - t0_).count(); }
   Status prepare();
   // Evaluates the candidates not yet in the history, in parallel; returns the new record indices.
-  std::vector<int> evaluate(std::vector<Candidate> cands, double deadline_s);
+  std::vector<int> evaluate(std::vector<Candidate> cands, double deadline_s, bool budgeted = true);
   std::vector<int> ranking() const;
   void drop_orders(const std::vector<int>& rank);
   void report(const char* phase);
@@ -150,7 +159,7 @@ Status Tuner::prepare() {
   return Status::ok();
 }
 
-std::vector<int> Tuner::evaluate(std::vector<Candidate> cands, double deadline_s) {
+std::vector<int> Tuner::evaluate(std::vector<Candidate> cands, double deadline_s, bool budgeted) {
   std::vector<Candidate> fresh;
   std::set<std::string> seen;
   std::vector<std::string> keys;
@@ -163,7 +172,7 @@ std::vector<int> Tuner::evaluate(std::vector<Candidate> cands, double deadline_s
     keys.push_back(std::move(k));
     fresh.push_back(std::move(c));
   }
-  if (opt_.max_evaluations > 0) {
+  if (budgeted && opt_.max_evaluations > 0) {
     const int left = std::max(0, opt_.max_evaluations - stats_.evaluated);
     if (static_cast<int>(fresh.size()) > left) {
       fresh.resize(left);
@@ -446,6 +455,7 @@ Result<TuneResult> Tuner::run() {
     std::vector<Candidate> moves;
     for (int i : beam) {
       Record& r = records_[i];
+      if (r.cand.baseline < 0 && r.cand.policy_set == 0) moves.push_back(full_portfolio(r.cand));
       std::vector<Candidate> m = bubble_moves(space_, r.cand, r.eval, r.expansions > 0);
       ++r.expansions;
       std::vector<Candidate> k = kick_moves(space_, r.cand, rng, std::max(0, opt_.kicks_per_round));
@@ -473,6 +483,19 @@ Result<TuneResult> Tuner::run() {
     for (int i : beam) all_escalated = all_escalated && records_[i].expansions >= 2;
     if (!evaluated_any && all_escalated && elapsed() <= search_deadline) break;
     if (stale >= std::max(1, opt_.patience) && all_escalated) break;
+  }
+  // Polish: the best screened candidates get the whole portfolio before the checker sees them.
+  {
+    std::vector<int> rank = ranking();
+    std::vector<Candidate> polish;
+    for (int i : rank) {
+      if (static_cast<int>(polish.size()) >= std::max(1, opt_.verify_top)) break;
+      const Record& r = records_[i];
+      if (!r.eval.feasible) break;
+      if (r.cand.baseline < 0 && r.cand.policy_set == 0) polish.push_back(full_portfolio(r.cand));
+    }
+    // Never skipped for time: these few evaluations are what the result is made of.
+    evaluate(std::move(polish), std::numeric_limits<double>::infinity(), false);
   }
   stats_.search_s = elapsed();
   std::vector<int> rank = ranking();

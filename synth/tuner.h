@@ -117,12 +117,4 @@ struct TuneResult {
 // Searches partition, placement and schedule. See the file comment.
 Result<TuneResult> cooptimize(const Spec& spec, const TuneOptions& options);
 
-// The compute-only Schedule of a per-device order on `dag` (built from `problem`).
-Schedule order_to_schedule(const Problem& problem, const OpDag& dag, const TimedOrder& order,
-                           const std::string& generator);
-
-// The order of a compute-only `schedule` as op ids of `dag` (same problem); fails when an op of
-// the schedule has no DAG op or the shapes disagree.
-Result<std::vector<std::vector<int>>> schedule_to_order(const OpDag& dag, const Schedule& schedule);
-
 }  // namespace ps

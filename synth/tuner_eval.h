@@ -1,9 +1,9 @@
 // tuner_eval.h — one point of the tuner's search space and how it is scored.
 //
 // A Candidate is a partition (cut points), a placement (stage → device) and a way to order the ops:
-// the heuristic list scheduler's portfolio (policy_set 0), an extended portfolio (policy_set 1), or
-// a published baseline's own order. evaluate_candidate() builds the Problem and its op DAG with the
-// per-device memory cap, orders the ops and times the order on the DAG (data edges with link
+// four screening list-scheduling policies (policy_set 0, the inner loop's fast score), the whole
+// heuristic portfolio plus an extended one (policy_set 1), or a published baseline's own order.
+// evaluate_candidate() builds the Problem and its op DAG with the per-device memory cap, orders the ops and times the order on the DAG (data edges with link
 // delays; the same model the Z3 scheduler optimizes). It also measures the timeline the way
 // OctoPipe's tuner reads it: per device, busy time, boundary idle (before its first op and after
 // its last op: warm-up and cool-down) and residual idle (gaps in between).
@@ -19,6 +19,8 @@
 
 #include "ir/model.h"
 #include "ir/problem.h"
+#include "ir/schedule.h"
+#include "ir/status.h"
 #include "synth/op_dag.h"
 
 namespace ps::tuner_detail {
@@ -29,7 +31,7 @@ const char* move_kind_name(MoveKind k);
 struct Candidate {
   std::vector<int> cuts;       // S+1 entries: stage s = layers [cuts[s], cuts[s+1]); cuts[0] = 0
   std::vector<int> placement;  // S entries, stage → device
-  int policy_set = 0;          // 0: heuristic portfolio; 1: extended portfolio
+  int policy_set = 0;          // 0: screening policies; 1: full + extended portfolio
   int baseline = -1;           // BaselineKind as int: that baseline's order; -1: heuristic
   MoveKind kind = MoveKind::kSeed;
   std::string origin;          // "seed balanced S=16 looped", "shift layer 12 to stage 3", ...
@@ -61,6 +63,10 @@ struct Evaluation {
   double excess_mb = 0;                  // max over devices of min_footprint − cap (> 0: infeasible)
   double seconds = 0;                    // wall time of this evaluation (statistics only)
 };
+
+// The order of a compute-only `schedule` as op ids of `dag`, op for op: a B must meet a B of the
+// DAG (a fused-backward DAG for schedules that run B), I and W must meet I and W. Errors name the op.
+Result<std::vector<std::vector<int>>> schedule_to_order(const OpDag& dag, const Schedule& schedule);
 
 // The problem a candidate's order refers to: make_problem(spec, partition, placement), with
 // split_backward = false on every stage when fused_backward (baselines that run B, not I + W).

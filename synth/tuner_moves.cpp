@@ -410,49 +410,79 @@ std::vector<int> rebalance_cuts(const SearchSpace& sp, std::vector<int> cuts, co
   const std::vector<double>& per = by_memory ? sp.layer_mb : sp.layer_ms;
   const int S = static_cast<int>(placement.size());
   std::vector<double> load = device_sums(sp, cuts, placement, per);
+  using Score = std::pair<double, double>;  // (max device load, sum of squares)
   auto score = [](const std::vector<double>& l) {
     double mx = 0, sq = 0;
     for (double x : l) {
       mx = std::max(mx, x);
       sq += x * x;
     }
-    return std::make_pair(mx, sq);
+    return Score(mx, sq);
   };
-  auto better = [](std::pair<double, double> a, std::pair<double, double> b) {
+  auto better = [](Score a, Score b) {
     if (a.first < b.first - 1e-9 * std::max(1.0, b.first)) return true;
     if (a.first > b.first + 1e-9 * std::max(1.0, b.first)) return false;
     return a.second < b.second - 1e-9 * std::max(1.0, b.second);
   };
-  for (int iter = 0; iter < 8 * sp.layers; ++iter) {
-    auto cur = score(load);
-    const int heavy = argmax(load);
-    int best_b = -1, best_delta = 0;
-    auto best_score = cur;
+  // One layer handed from a stage of device `from` to the neighbouring stage on another device:
+  // boundary b shifts by delta (see shift_cut).
+  struct Shift {
+    int b = -1, delta = 0, layer = -1, to_device = -1;
+  };
+  auto shifts_from = [&](const std::vector<int>& c, int from) {
+    std::vector<Shift> v;
     for (int s = 0; s < S; ++s) {
-      if (placement[s] != heavy || stage_layers(cuts, s) < 2) continue;
-      // Give the first layer to stage s-1, or the last layer to stage s+1.
-      for (int side : {-1, 1}) {
-        const int t = s + side;
-        if (t < 0 || t >= S || placement[t] == heavy) continue;
-        const int layer = side < 0 ? cuts[s] : cuts[s + 1] - 1;
+      if (placement[s] != from || stage_layers(c, s) < 2) continue;
+      if (s > 0 && placement[s - 1] != from) v.push_back({s - 1, 1, c[s], placement[s - 1]});
+      if (s + 1 < S && placement[s + 1] != from) v.push_back({s, -1, c[s + 1] - 1, placement[s + 1]});
+    }
+    return v;
+  };
+  for (int iter = 0; iter < 8 * sp.layers; ++iter) {
+    const Score cur = score(load);
+    const int heavy = argmax(load);
+    Score best_score = cur;
+    std::vector<Shift> best;
+    for (const Shift& m : shifts_from(cuts, heavy)) {
+      std::vector<double> l2 = load;
+      l2[heavy] -= per[m.layer];
+      l2[m.to_device] += per[m.layer];
+      const Score sc = score(l2);
+      if (better(sc, best_score)) {
+        best_score = sc;
+        best = {m};
+      }
+    }
+    if (best.empty()) {
+      // No single shift helps: try a chain (heavy → B, then B → C), which moves load across a
+      // device whose own stages sit between the busiest device and an idle one.
+      for (const Shift& m : shifts_from(cuts, heavy)) {
+        std::vector<int> c2 = cuts;
+        shift_cut(c2, m.b, m.delta);
         std::vector<double> l2 = load;
-        l2[heavy] -= per[layer];
-        l2[placement[t]] += per[layer];
-        auto sc = score(l2);
-        if (better(sc, best_score)) {
-          best_score = sc;
-          best_b = side < 0 ? s - 1 : s;
-          best_delta = side < 0 ? 1 : -1;
+        l2[heavy] -= per[m.layer];
+        l2[m.to_device] += per[m.layer];
+        for (const Shift& m2 : shifts_from(c2, m.to_device)) {
+          if (m2.to_device == heavy) continue;
+          std::vector<double> l3 = l2;
+          l3[m.to_device] -= per[m2.layer];
+          l3[m2.to_device] += per[m2.layer];
+          const Score sc = score(l3);
+          if (better(sc, best_score)) {
+            best_score = sc;
+            best = {m, m2};
+          }
         }
       }
     }
-    if (best_b < 0) break;
-    const int from = best_delta > 0 ? best_b + 1 : best_b;
-    const int to = best_delta > 0 ? best_b : best_b + 1;
-    const int layer = best_delta > 0 ? cuts[best_b + 1] : cuts[best_b + 1] - 1;
-    shift_cut(cuts, best_b, best_delta);
-    load[placement[from]] -= per[layer];
-    load[placement[to]] += per[layer];
+    if (best.empty()) break;
+    int from = heavy;
+    for (const Shift& m : best) {
+      shift_cut(cuts, m.b, m.delta);
+      load[from] -= per[m.layer];
+      load[m.to_device] += per[m.layer];
+      from = m.to_device;
+    }
   }
   return cuts;
 }

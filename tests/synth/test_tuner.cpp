@@ -1,0 +1,308 @@
+// The co-optimizer (synth/tuner.h): its result passes the checker, is never slower than the
+// baselines and seeds it starts from, is deterministic for a seed, respects memory caps, reports
+// progress, honours a fixed partition/placement, and rejects bad fixed inputs; the moves keep
+// their invariants (tuner_moves.h).
+#include <doctest/doctest.h>
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "ir/model.h"
+#include "ir/problem.h"
+#include "synth/baselines.h"
+#include "synth/decode.h"
+#include "synth/heuristic.h"
+#include "synth/op_dag.h"
+#include "synth/partition.h"
+#include "synth/placement.h"
+#include "synth/tuner.h"
+#include "synth/tuner_eval.h"
+#include "synth/tuner_moves.h"
+#include "verify/verify.h"
+
+using namespace ps;
+
+namespace {
+
+// 11 layers: embedding, dense, MoE (memory-heavy), and a head 4x a dense layer. Model states:
+// 85.3 GB in all (18 bytes/param).
+const char* kModel = R"(schema: 1
+model:
+  name: tiny-hetero
+  layer_types:
+    E: {name: embedding, forward_ms: 0.5, backward_input_ms: 0, backward_weight_ms: 0.2, activation_mb: 8, wgrad_stash_mb: 0, output_mb: 32, params_m: 100}
+    D: {name: dense, forward_ms: 2, backward_input_ms: 2, backward_weight_ms: 2, activation_mb: 400, wgrad_stash_mb: 200, output_mb: 32, params_m: 180}
+    X: {name: moe, forward_ms: 4, backward_input_ms: 4, backward_weight_ms: 3, activation_mb: 600, wgrad_stash_mb: 300, output_mb: 32, params_m: 600}
+    L: {name: head, forward_ms: 9, backward_input_ms: 9, backward_weight_ms: 8, activation_mb: 2000, wgrad_stash_mb: 30, output_mb: 0, params_m: 500}
+  layers: "EDDXXXXXXDL"
+cluster: {devices: 4, link: {bandwidth_gb_per_s: 100, latency_us: 10}}
+pipeline: {microbatches: 8}
+)";
+
+Spec tiny_spec(double memory_gb = 0) {
+  Result<Spec> s = parse_spec(kModel, "tiny.yaml");
+  REQUIRE_MESSAGE(s.ok(), s.status().str());
+  s->cluster.memory_gb = memory_gb;
+  return *s;
+}
+
+TuneOptions quick_options() {
+  TuneOptions o;
+  o.time_limit_s = 20;        // a safety net; the evaluation budget ends the search first
+  o.max_evaluations = 300;
+  o.threads = 2;
+  o.seed = 7;
+  return o;
+}
+
+Report check(const Schedule& s) {
+  VerifyOptions vo;
+  vo.semantics = Semantics::kRendezvous;
+  return verify(s, vo);
+}
+
+// Simulated iteration time of a baseline on a partition (nullopt when it does not apply or fit).
+std::optional<double> baseline_ms(const Spec& spec, BaselineKind kind, bool even) {
+  Result<BaselineShape> shape = baseline_shape(kind, 0);
+  if (!shape.ok()) return std::nullopt;
+  const int P = spec.cluster.devices;
+  const int S = shape->stages_per_device * P;
+  Result<Partition> part = even ? even_partition(spec, S) : balanced_partition(spec, S);
+  if (!part.ok()) return std::nullopt;
+  Result<Problem> pb = make_problem(spec, *part, baseline_placement(*shape, P));
+  if (!pb.ok() || !check_baseline_shape(*pb, kind).is_ok()) return std::nullopt;
+  Result<Schedule> s = make_baseline(*pb, kind);
+  if (!s.ok()) return std::nullopt;
+  Report r = check(*s);
+  if (!r.valid || !r.sim) return std::nullopt;
+  return r.sim->makespan_ms;
+}
+
+}  // namespace
+
+TEST_CASE("tuner: result passes the checker and beats or ties every baseline and seed") {
+  const Spec spec = tiny_spec();
+  Result<TuneResult> r = cooptimize(spec, quick_options());
+  REQUIRE_MESSAGE(r.ok(), r.status().str());
+  Report rep = check(r->schedule);
+  REQUIRE_MESSAGE(rep.valid, format_report(rep));
+  REQUIRE(rep.sim);
+  CHECK(rep.sim->makespan_ms == doctest::Approx(r->simulated_ms));
+  CHECK(r->simulated_ms >= r->lower_bound_ms - 1e-9);
+  CHECK(r->problem.num_stages() == static_cast<int>(r->partition.size()));
+  CHECK(r->stats.evaluated > 10);
+  CHECK(r->stats.evaluated <= 300 + 4);  // the budget, plus the final polish of the best few
+  CHECK(r->stats.verified >= 1);
+  int compared = 0;
+  for (BaselineKind k : {BaselineKind::k1F1B, BaselineKind::kInterleaved1F1B, BaselineKind::kZBH1, BaselineKind::kZBV}) {
+    for (bool even : {true, false}) {
+      std::optional<double> b = baseline_ms(spec, k, even);
+      if (!b) continue;
+      ++compared;
+      CHECK_MESSAGE(r->simulated_ms <= *b + 1e-9, baseline_name(k), even ? " (even)" : " (balanced)");
+    }
+  }
+  CHECK(compared >= 6);
+  // The balanced sequential seed, list-scheduled: the tuner is at least as good.
+  Result<Partition> bal = balanced_partition(spec, 4);
+  REQUIRE(bal.ok());
+  Result<Problem> pb = make_problem(spec, *bal, placement_sequential(4));
+  REQUIRE(pb.ok());
+  Result<OpDag> dag = build_op_dag(*pb);
+  REQUIRE(dag.ok());
+  Result<HeuristicResult> h = heuristic_schedule(*dag);
+  REQUIRE(h.ok());
+  Report seed = check(order_to_schedule(*pb, *dag, h->best, "seed"));
+  REQUIRE(seed.valid);
+  CHECK(r->simulated_ms <= seed.sim->makespan_ms + 1e-9);
+}
+
+TEST_CASE("tuner: same seed and budget, same plan and schedule") {
+  const Spec spec = tiny_spec(40);
+  TuneOptions o = quick_options();
+  o.max_evaluations = 150;
+  Result<TuneResult> a = cooptimize(spec, o);
+  Result<TuneResult> b = cooptimize(spec, o);
+  REQUIRE_MESSAGE(a.ok(), a.status().str());
+  REQUIRE(b.ok());
+  CHECK(a->placement == b->placement);
+  REQUIRE(a->partition.size() == b->partition.size());
+  for (size_t s = 0; s < a->partition.size(); ++s) {
+    CHECK(a->partition[s].first == b->partition[s].first);
+    CHECK(a->partition[s].last == b->partition[s].last);
+  }
+  CHECK(a->simulated_ms == b->simulated_ms);
+  CHECK(a->schedule.programs == b->schedule.programs);
+  CHECK(a->stats.evaluated == b->stats.evaluated);
+  // One thread: the same again (results are reduced by candidate index, not finishing order).
+  o.threads = 1;
+  Result<TuneResult> c = cooptimize(spec, o);
+  REQUIRE(c.ok());
+  CHECK(c->placement == a->placement);
+  CHECK(c->simulated_ms == a->simulated_ms);
+}
+
+TEST_CASE("tuner: memory caps are respected, change the plan, or make it infeasible") {
+  const Spec free_spec = tiny_spec(0);
+  Result<TuneResult> unlimited = cooptimize(free_spec, quick_options());
+  REQUIRE(unlimited.ok());
+  double peak_gb = 0;
+  {
+    Report rep = check(unlimited->schedule);
+    REQUIRE(rep.sim);
+    for (double mb : rep.sim->peak_memory_mb) peak_gb = std::max(peak_gb, mb / 1000);
+  }
+  // A cap a little below the unlimited plan's peak: the tuner must find another plan that fits.
+  const double cap_gb = std::floor(peak_gb * 0.9);
+  REQUIRE(cap_gb > 85.32 / 4);
+  Result<TuneResult> capped = cooptimize(tiny_spec(cap_gb), quick_options());
+  REQUIRE_MESSAGE(capped.ok(), capped.status().str());
+  CHECK(capped->problem.memory_gb == cap_gb);
+  Report rep = check(capped->schedule);
+  REQUIRE_MESSAGE(rep.valid, format_report(rep));
+  for (double mb : rep.sim->peak_memory_mb) CHECK(mb <= cap_gb * 1000 + 1e-6);
+  const bool changed = capped->placement != unlimited->placement ||
+                       capped->partition.size() != unlimited->partition.size() ||
+                       capped->simulated_ms != unlimited->simulated_ms || capped->schedule.programs != unlimited->schedule.programs;
+  CHECK(changed);
+  CHECK(capped->simulated_ms >= unlimited->simulated_ms - 1e-9);
+  // The override in TuneOptions wins over the spec's memory.
+  TuneOptions o = quick_options();
+  o.memory_gb = 15;  // below 85.3 GB of model states / 4 devices
+  Result<TuneResult> none = cooptimize(free_spec, o);
+  REQUIRE_FALSE(none.ok());
+  CHECK(none.status().code() == ErrorCode::kInfeasible);
+}
+
+TEST_CASE("tuner: progress is reported while it searches") {
+  TuneOptions o = quick_options();
+  std::vector<TuneProgress> seen;
+  o.progress = [&](const TuneProgress& p) { seen.push_back(p); };
+  Result<TuneResult> r = cooptimize(tiny_spec(), o);
+  REQUIRE(r.ok());
+  REQUIRE(seen.size() >= 2);
+  CHECK(seen.front().phase == "seeds");
+  CHECK(seen.back().phase == "verify");
+  for (size_t i = 1; i < seen.size(); ++i) {
+    CHECK(seen[i].evaluated >= seen[i - 1].evaluated);
+    if (seen[i - 1].best_ms > 0) CHECK(seen[i].best_ms <= seen[i - 1].best_ms + 1e-9);
+  }
+  CHECK(seen.back().best_ms > 0);
+  CHECK(seen.back().lower_bound_ms > 0);
+  CHECK(seen.back().gap >= 0);
+  CHECK_FALSE(seen.back().best_desc.empty());
+}
+
+TEST_CASE("tuner: a fixed partition or placement is kept; bad ones are rejected") {
+  const Spec spec = tiny_spec();
+  TuneOptions o = quick_options();
+  o.max_evaluations = 80;
+  Partition part = {{0, 2}, {3, 4}, {5, 6}, {7, 8}, {9, 10}};
+  o.partition = part;
+  Result<TuneResult> r = cooptimize(spec, o);
+  REQUIRE_MESSAGE(r.ok(), r.status().str());
+  REQUIRE(r->partition.size() == 5);
+  for (size_t s = 0; s < 5; ++s) CHECK(r->partition[s].last == part[s].last);
+  CHECK(check(r->schedule).valid);
+
+  TuneOptions q = quick_options();
+  q.max_evaluations = 80;
+  q.placement = std::vector<int>{0, 1, 2, 3, 3, 2, 1, 0};
+  Result<TuneResult> v = cooptimize(spec, q);
+  REQUIRE_MESSAGE(v.ok(), v.status().str());
+  CHECK(v->placement == *q.placement);
+  CHECK(check(v->schedule).valid);
+
+  q.partition = part;  // 5 stages vs 8 in the placement
+  Result<TuneResult> bad = cooptimize(spec, q);
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.status().code() == ErrorCode::kBadInput);
+  CHECK(bad.status().message().find("placement names 8 stages, the partition has 5") != std::string::npos);
+
+  TuneOptions w = quick_options();
+  w.placement = std::vector<int>{0, 1, 2, 7};
+  Result<TuneResult> out_of_range = cooptimize(spec, w);
+  REQUIRE_FALSE(out_of_range.ok());
+  CHECK(out_of_range.status().code() == ErrorCode::kBadInput);
+
+  TuneOptions g = quick_options();
+  g.partition = Partition{{0, 3}, {5, 10}};
+  Result<TuneResult> gap = cooptimize(spec, g);
+  REQUIRE_FALSE(gap.ok());
+  CHECK(gap.status().code() == ErrorCode::kBadInput);
+}
+
+TEST_CASE("tuner: orders and compute-only schedules convert both ways") {
+  const Spec spec = tiny_spec();
+  Result<Problem> pb = make_problem(spec, *balanced_partition(spec, 8), placement_looped(8, 4));
+  REQUIRE(pb.ok());
+  Result<OpDag> dag = build_op_dag(*pb);
+  REQUIRE(dag.ok());
+  Result<HeuristicResult> h = heuristic_schedule(*dag);
+  REQUIRE(h.ok());
+  Schedule s = order_to_schedule(*pb, *dag, h->best, "test");
+  CHECK(s.num_ops() == static_cast<size_t>(dag->num_ops()));
+  Result<std::vector<std::vector<int>>> back = tuner_detail::schedule_to_order(*dag, s);
+  REQUIRE(back.ok());
+  CHECK(*back == h->best.order);
+  s.programs[0][0].type = OpType::SEND_F;
+  Result<std::vector<std::vector<int>>> bad = tuner_detail::schedule_to_order(*dag, s);
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.status().message().find("comm op") != std::string::npos);
+}
+
+TEST_CASE("tuner moves: diagnosis, rebalance and every move keep the invariants") {
+  using namespace ps::tuner_detail;
+  const Spec spec = tiny_spec();
+  SearchSpace sp;
+  sp.spec = &spec;
+  sp.devices = 4;
+  sp.layers = 11;
+  sp.max_stages = 11;
+  for (int l = 0; l < 11; ++l) {
+    sp.layer_ms.push_back(layer_time_ms(spec.model, l));
+    sp.layer_mb.push_back(layer_memory_mb(spec, l));
+  }
+  // All the MoE layers on device 1: a clear imbalance.
+  Candidate c;
+  c.cuts = {0, 2, 9, 10, 11};
+  c.placement = {0, 1, 2, 3};
+  Evaluation e = evaluate_candidate(spec, c);
+  REQUIRE(e.feasible);
+  CHECK(diagnose(sp, c, e) == Diagnosis::kImbalance);
+  std::vector<int> rb = rebalance_cuts(sp, c.cuts, c.placement, false);
+  auto max_load = [&](const std::vector<int>& cuts) {
+    std::vector<double> l(4, 0);
+    for (int s = 0; s < 4; ++s)
+      for (int k = cuts[s]; k < cuts[s + 1]; ++k) l[c.placement[s]] += sp.layer_ms[k];
+    return *std::max_element(l.begin(), l.end());
+  };
+  CHECK(max_load(rb) < max_load(c.cuts));
+  std::vector<Candidate> moves = bubble_moves(sp, c, e, true);
+  REQUIRE(moves.size() > 5);
+  std::set<std::string> kinds;
+  for (Candidate& m : moves) {
+    kinds.insert(move_kind_name(m.kind));
+    REQUIRE(m.cuts.front() == 0);
+    REQUIRE(m.cuts.back() == 11);
+    for (int s = 0; s < m.stages(); ++s) CHECK(m.cuts[s + 1] > m.cuts[s]);
+    std::set<int> used(m.placement.begin(), m.placement.end());
+    CHECK(used.size() == 4u);
+  }
+  CHECK(kinds.count("partition") == 1);
+  CHECK(kinds.count("placement") == 1);
+  CHECK(kinds.count("schedule") == 1);
+  // A better plan is among the partition moves.
+  bool better = false;
+  for (const Candidate& m : moves) {
+    Evaluation me = evaluate_candidate(spec, m);
+    if (me.feasible && me.makespan_ms < e.makespan_ms) better = true;
+  }
+  CHECK(better);
+  // Fixed partition: no move changes the cuts.
+  sp.fixed_partition = true;
+  for (const Candidate& m : bubble_moves(sp, c, e, true)) CHECK(m.cuts == c.cuts);
+  std::mt19937_64 rng(1);
+  for (const Candidate& m : kick_moves(sp, c, rng, 8)) CHECK(m.cuts == c.cuts);
+}
