@@ -36,6 +36,7 @@ std::vector<int> find_cycle(const LayerGraph& g, const std::vector<int>& indegre
       int u = static_cast<int>(boost::source(*it, g));
       if (indegree[u] > 0 && (next < 0 || u < next)) next = u;
     }
+    PS_ASSERT(next >= 0, "a vertex left by Kahn's algorithm has a remaining producer");
     v = next;
   }
   std::vector<int> cycle(walk.begin() + seen_at[v], walk.end());

@@ -110,7 +110,9 @@ Result<MapView> read_map(const Ctx& c, const YAML::Node& node, const SourceLoc& 
   MapView mv;
   mv.loc = loc_of(c, node, node_loc);
   for (auto it = node.begin(); it != node.end(); ++it) {
-    const YAML::Node& k = it->first;
+    // Copies: the iterator's operator-> yields a temporary pair.
+    const YAML::Node k = it->first;
+    const YAML::Node v = it->second;
     SourceLoc kloc = loc_of(c, k, mv.loc);
     if (!k.IsScalar()) {
       return Status::bad_input(
@@ -137,7 +139,7 @@ Result<MapView> read_map(const Ctx& c, const YAML::Node& node, const SourceLoc& 
                                            key, prev->key_loc.line),
                                kloc);
     }
-    mv.entries.push_back(Entry{key, it->second, kloc, loc_of(c, it->second, kloc)});
+    mv.entries.push_back(Entry{key, v, kloc, loc_of(c, v, kloc)});
   }
   return mv;
 }
@@ -503,7 +505,7 @@ Status parse_layers(const Ctx& c, const Entry& e, Draft& d) {
     }
   } else if (e.value.IsSequence()) {
     int index = 0;
-    for (const YAML::Node& item : e.value) {
+    for (const YAML::Node item : e.value) {
       std::string what = fmt::format("model.layers[{}]", index++);
       SourceLoc iloc = loc_of(c, item, e.value_loc);
       Result<MapView> m = read_map(c, item, iloc, what, {"type", "repeat", "inputs"});
@@ -540,7 +542,7 @@ Status parse_layers(const Ctx& c, const Entry& e, Draft& d) {
                                                what, describe(ie->value)),
                                    ie->value_loc);
         }
-        for (const YAML::Node& u : ie->value) {
+        for (const YAML::Node u : ie->value) {
           Entry ue{"inputs", u, ie->value_loc, loc_of(c, u, ie->value_loc)};
           Result<long long> v = get_int(ue, what);
           if (!v.ok()) {
@@ -657,14 +659,16 @@ Status parse_model(const Ctx& c, const Entry& e, Draft& d) {
   }
   std::vector<std::string> any_key;  // symbols are free-form: check them here instead of read_map
   for (auto it = types->value.begin(); it != types->value.end(); ++it) {
-    SourceLoc kloc = loc_of(c, it->first, types->value_loc);
-    std::string key = it->first.IsScalar() ? it->first.Scalar() : "";
+    const YAML::Node k = it->first;  // copies: operator-> yields a temporary pair
+    const YAML::Node v = it->second;
+    SourceLoc kloc = loc_of(c, k, types->value_loc);
+    std::string key = k.IsScalar() ? k.Scalar() : "";
     if (key.size() != 1 || key[0] <= ' ' || key[0] > '~') {
       return Status::bad_input(
           fmt::format(
               "model.layer_types: a layer type symbol must be one printable character (quote "
               "symbols such as '*' or '-'), got {}",
-              describe(it->first)),
+              describe(k)),
           kloc);
     }
     char sym = key[0];
@@ -674,7 +678,7 @@ Status parse_model(const Ctx& c, const Entry& e, Draft& d) {
                       model.types.at(sym).loc.line),
           kloc);
     }
-    Entry te{key, it->second, kloc, loc_of(c, it->second, kloc)};
+    Entry te{key, v, kloc, loc_of(c, v, kloc)};
     Result<TypeDraft> t = parse_layer_type(c, sym, te);
     if (!t.ok()) return t.status();
     model.types[sym] = t->type;
