@@ -41,6 +41,7 @@ struct RunFlags {
   bool no_verify = false;
   std::string nccl_id_file;
   bool print_nccl_id = false;
+  std::string widths = "cost";
 };
 
 bool is_csv_file(const std::string& path) {
@@ -137,6 +138,9 @@ int run(const RunFlags& f) {
   mo.scale = f.scale;
   mo.seed = f.seed;
   mo.tokens = f.tokens;
+  if (f.widths != "cost" && f.widths != "params")
+    return report_error(Status::bad_input(fmt::format("--widths must be cost or params, got '{}'", f.widths)));
+  mo.widths_from_params = f.widths == "params";
   if (f.tokens < 1 || f.tokens > 1 << 16) return report_error(Status::bad_input("--tokens must be in 1..65536"));
   auto model = rt::build_exec_model(to_run.problem, spec ? &spec->model : nullptr, mo);
   if (!model) return report_error(model.status());
@@ -215,6 +219,9 @@ Runner add_run(CLI::App& app) {
   sub->add_option("--json", f->json, "Write the summary as JSON");
   sub->add_option("--scale", f->scale, "Multiply the executable model's widths (default 1)");
   sub->add_option("--tokens", f->tokens, "Tokens per microbatch (default 32)");
+  sub->add_option("--widths", f->widths,
+                  "Block widths from the layer costs (cost, default) or from params_m (params: for models written "
+                  "by `pipesmith profile` at the same --scale)");
   sub->add_option("--seed", f->seed, "Seed of the parameters and data (default 1)");
   sub->add_flag("--no-verify", f->no_verify, "Run even if the checker rejects the schedule");
   sub->add_option("--nccl-id-file", f->nccl_id_file,

@@ -41,18 +41,25 @@ std::string lower(std::string s) {
   return s;
 }
 
-BlockKind kind_of_type(const LayerType& t) {
-  const std::string n = lower(t.name);
-  if (n.find("embed") != std::string::npos) return BlockKind::kEmbedding;
+// By name ("embedding", "lm_head", "loss"), else by the analytic kind's first/last component
+// ("embedding+...", "...+head"; the alias "mtp" = mtp_projection+attention+moe+head, docs/inputs.md).
+BlockKind kind_of_type_impl(const LayerType& t) {
+  const std::string n = lower(t.name), k = lower(t.kind);
+  if (n.find("embed") != std::string::npos || k.rfind("embedding", 0) == 0) return BlockKind::kEmbedding;
   if (n.find("head") != std::string::npos || n.find("loss") != std::string::npos) return BlockKind::kHead;
+  if (k == "mtp" || (k.size() >= 4 && k.compare(k.size() - 4, 4, "head") == 0)) return BlockKind::kHead;
   return BlockKind::kMlp;
 }
+
+BlockKind kind_of_type(const LayerType& t) { return kind_of_type_impl(t); }
 
 int scaled(int base, double scale) {
   return std::max(4, static_cast<int>(std::lround(base * scale)));
 }
 
 }  // namespace
+
+BlockKind block_kind_of(const LayerType& type) { return kind_of_type_impl(type); }
 
 Result<ExecModel> build_exec_model(const Problem& problem, const Model* model,
                                    const ExecModelOptions& opt) {
@@ -125,11 +132,25 @@ Result<ExecModel> build_exec_model(const Problem& problem, const Model* model,
                                         b.type, t.name));
           b.kind = BlockKind::kMlp;
         }
-        if (b.kind == BlockKind::kMlp) b.hidden = std::max(4, static_cast<int>(std::lround(hidden0 * ratio)));
-        if (b.kind == BlockKind::kEmbedding) b.classes = m.vocab_in;
-        if (b.kind == BlockKind::kHead) {
-          b.classes = std::max(m.vocab_in, static_cast<int>(std::lround(2.0 * hidden0 * ratio)));
-          m.vocab_out = b.classes;
+        if (opt.widths_from_params) {
+          const double per_col = t.params_m * 1e6 / m.d_model;  // elements per activation column
+          const double width = b.kind == BlockKind::kMlp ? per_col / 2.0 : per_col;
+          if (!(width >= 1.0) || width > 1 << 20)
+            return Status::bad_input(
+                fmt::format("layer type '{}' ({}): params_m {} gives a block width of {:.6g} at d_model {}; --widths "
+                            "params is for models written by `pipesmith profile` at the same --scale",
+                            b.type, t.name, t.params_m, width, m.d_model),
+                t.loc);
+          if (b.kind == BlockKind::kMlp) b.hidden = static_cast<int>(std::lround(width));
+          if (b.kind == BlockKind::kEmbedding) m.vocab_in = b.classes = static_cast<int>(std::lround(width));
+          if (b.kind == BlockKind::kHead) m.vocab_out = b.classes = static_cast<int>(std::lround(width));
+        } else {
+          if (b.kind == BlockKind::kMlp) b.hidden = std::max(4, static_cast<int>(std::lround(hidden0 * ratio)));
+          if (b.kind == BlockKind::kEmbedding) b.classes = m.vocab_in;
+          if (b.kind == BlockKind::kHead) {
+            b.classes = std::max(m.vocab_in, static_cast<int>(std::lround(2.0 * hidden0 * ratio)));
+            m.vocab_out = b.classes;
+          }
         }
         m.stages[s].push_back(b);
       }
@@ -203,6 +224,26 @@ std::string ExecModel::describe() const {
     }
     out += "\n";
   }
+  return out;
+}
+
+std::string ExecModel::stage_summary(int stage) const {
+  int mlps = 0, hmin = 0, hmax = 0;
+  std::string head, emb;
+  for (const BlockSpec& b : stages.at(stage)) {
+    if (b.kind == BlockKind::kEmbedding) emb = fmt::format("embedding ({} rows)", b.classes);
+    if (b.kind == BlockKind::kHead) head = fmt::format("head ({} classes)", b.classes);
+    if (b.kind == BlockKind::kMlp) {
+      hmin = mlps == 0 ? b.hidden : std::min(hmin, b.hidden);
+      hmax = mlps == 0 ? b.hidden : std::max(hmax, b.hidden);
+      ++mlps;
+    }
+  }
+  std::string out = emb;
+  if (mlps > 0)
+    out += fmt::format("{}{} mlp (h {})", out.empty() ? "" : ", ", mlps,
+                       hmin == hmax ? std::to_string(hmin) : fmt::format("{}-{}", hmin, hmax));
+  if (!head.empty()) out += (out.empty() ? "" : ", ") + head;
   return out;
 }
 

@@ -3,9 +3,11 @@
 //
 // Mapping (docs/runtime.md has the full text and the reasons):
 //  * Every stage is a chain of blocks. With layer information (a Model and stage layer ranges) each
-//    layer is one block: a layer type named like "embedding" → Embedding (token ids → vectors),
-//    named like "head"/"loss" → Head (projection + softmax cross-entropy), anything else → an MLP
-//    residual block y = x + W2·gelu(W1·x). Without layer information each stage is one MLP block.
+//    layer is one block: a layer type named like "embedding" (or whose analytic kind starts with
+//    embedding) → Embedding (token ids → vectors), named like "head"/"loss" (or whose kind ends with
+//    head) → Head (projection + softmax cross-entropy), anything else → an MLP residual block
+//    y = x + W2·gelu(W1·x). An embedding that is not the first layer, or a head that is not the last,
+//    runs as an MLP block (a note says so). Without layer information each stage is one MLP block.
 //    Stage 0 always starts with an Embedding and the last stage always ends with a Head (added when
 //    the layers do not provide them).
 //  * MLP hidden width = hidden·scale × (forward_ms of the type / forward_ms of the cheapest MLP type),
@@ -54,6 +56,11 @@ struct ExecModelOptions {
   int hidden = 256;               // MLP hidden width of the cheapest MLP type
   int vocab = 256;                // embedding rows, minimum head classes
   double max_width_ratio = 16;    // caps the cost-derived width ratios
+  // Widths from each layer type's params_m instead of its forward_ms: MLP hidden = params/(2·d_model),
+  // head classes and embedding rows = params/d_model. For models written by `pipesmith profile`
+  // (their params_m are the profiled blocks' exact parameter counts at the same --scale), so that a
+  // run uses exactly the blocks that were profiled.
+  bool widths_from_params = false;
 };
 
 struct ExecModel {
@@ -75,7 +82,12 @@ struct ExecModel {
   size_t boundary_count() const { return static_cast<size_t>(tokens) * d_model; }
   // One line per stage: "stage 1: mlp(h=512, layer 3 'M') mlp(h=256, layer 4 '-')".
   std::string describe() const;
+  // Short form for summaries: "embedding, 4 mlp (h 32-64)".
+  std::string stage_summary(int stage) const;
 };
+
+// How a layer type runs (see the mapping above; position rules aside).
+BlockKind block_kind_of(const LayerType& type);
 
 // Builds the executable model. `model` may be null (then one MLP block per stage, sized by the
 // stage's fwd_ms); when given and the stages carry layer ranges, one block per layer.

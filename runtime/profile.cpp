@@ -1,0 +1,230 @@
+#include "runtime/profile.h"
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+
+#include "runtime/executor.h"
+#include "runtime/memory_rule.h"
+
+namespace ps::rt {
+
+namespace {
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+Action act(OpType t, int s, int m) {
+  Action a;
+  a.type = t;
+  a.stage = s;
+  a.mb = m;
+  return a;
+}
+
+std::string num(double v) { return fmt::format("{:.6g}", v); }
+
+}  // namespace
+
+Result<ProfileResult> profile_layer_types(const Spec& spec, Backend& backend, const ProfileOptions& opt) {
+  if (backend.num_devices() != 1) return Status::error(ErrorCode::kRuntime, "profiling needs a 1-device backend");
+  if (opt.repeats < 1 || opt.warmup < 0) return Status::bad_input("--repeats must be >= 1 and --warmup >= 0");
+  const Model& model = spec.model;
+  if (model.layers.empty()) return Status::bad_input("the model has no layers");
+  // Widths exactly as `pipesmith run` gives them: the whole model as one stage.
+  Problem whole;
+  whole.name = model.name;
+  whole.devices = 1;
+  whole.microbatches = 1;
+  StageSpec all;
+  all.first_layer = 0;
+  all.last_layer = static_cast<int>(model.layers.size()) - 1;
+  whole.stages.push_back(all);
+  auto full = build_exec_model(whole, &model, opt.model);
+  if (!full) return full.status();
+  ProfileResult res;
+  res.backend = backend.name();
+  res.where = backend.device(0).describe();
+  res.tokens = full->tokens;
+  res.d_model = full->d_model;
+  res.scale = opt.model.scale;
+  const int M = opt.warmup + opt.repeats;
+  for (const auto& [sym, type] : model.types) {
+    // The block this type runs as (its first layer; types without layers are profiled as placed first).
+    const BlockSpec* found = nullptr;
+    for (const BlockSpec& b : full->stages[0])
+      if (b.layer >= 0 && model.layers[b.layer].type == sym) {
+        found = &b;
+        break;
+      }
+    BlockSpec blk;
+    if (found) {
+      blk = *found;
+    } else {
+      // A type no layer uses: its block at the base width.
+      blk.kind = block_kind_of(type);
+      blk.hidden = std::max(4, static_cast<int>(opt.model.hidden * opt.model.scale + 0.5));
+      blk.classes = blk.kind == BlockKind::kHead ? full->vocab_out : full->vocab_in;
+    }
+    // The measuring pipeline: [embedding] [block] [head], or [embedding] [head] for those two.
+    ExecModel pm = *full;
+    pm.microbatches = M;
+    pm.notes.clear();
+    BlockSpec emb, head;
+    emb.kind = BlockKind::kEmbedding;
+    emb.classes = full->vocab_in;
+    head.kind = BlockKind::kHead;
+    head.classes = full->vocab_out;
+    int measured = 1;
+    if (blk.kind == BlockKind::kEmbedding) {
+      pm.stages = {{blk}, {head}};
+      measured = 0;
+    } else if (blk.kind == BlockKind::kHead) {
+      pm.vocab_out = blk.classes;
+      pm.stages = {{emb}, {blk}};
+    } else {
+      pm.stages = {{emb}, {blk}, {head}};
+    }
+    int index = 0;
+    for (auto& st : pm.stages)
+      for (BlockSpec& b : st) b.index = index++;
+    const int S = pm.num_stages();
+    Schedule sch;
+    sch.problem.name = "profile";
+    sch.problem.devices = 1;
+    sch.problem.microbatches = M;
+    for (int s = 0; s < S; ++s) {
+      StageSpec st;
+      st.device = 0;
+      sch.problem.stages.push_back(st);
+    }
+    sch.programs.resize(1);
+    for (int m = 0; m < M; ++m) {
+      for (int s = 0; s < S; ++s) sch.programs[0].push_back(act(OpType::F, s, m));
+      for (int s = S - 1; s >= 0; --s) sch.programs[0].push_back(act(OpType::I, s, m));
+      for (int s = S - 1; s >= 0; --s) sch.programs[0].push_back(act(OpType::W, s, m));
+    }
+    ExecOptions eo;
+    eo.timeout_s = opt.timeout_s;
+    eo.collect_gradients = false;
+    ExecResult r = execute(sch, pm, backend, eo);
+    if (!r.status.is_ok()) return r.status;
+    std::vector<double> f, i, w;
+    const auto& prog = sch.programs[0];
+    const auto& times = r.devices.at(0).times;
+    for (size_t k = 0; k < prog.size(); ++k) {
+      if (prog[k].stage != measured || prog[k].mb < opt.warmup) continue;
+      const double ms = times[k].end_ms - times[k].start_ms;
+      if (prog[k].type == OpType::F) f.push_back(ms);
+      if (prog[k].type == OpType::I) i.push_back(ms);
+      if (prog[k].type == OpType::W) w.push_back(ms);
+    }
+    const StageBytes bytes = stage_slot_bytes(pm, measured);
+    TypeProfile tp;
+    tp.symbol = sym;
+    tp.name = type.name;
+    tp.kind = blk.kind;
+    tp.width = blk.kind == BlockKind::kMlp ? blk.hidden : blk.classes;
+    tp.forward_ms = median(f);
+    tp.backward_input_ms = median(i);
+    tp.backward_weight_ms = median(w);
+    tp.activation_mb = static_cast<double>(std::max(bytes.after_forward, bytes.after_input)) / 1e6;
+    tp.wgrad_stash_mb = static_cast<double>(bytes.after_input) / 1e6;
+    tp.output_mb = blk.kind == BlockKind::kHead ? 0.0 : static_cast<double>(pm.boundary_count() * 4) / 1e6;
+    tp.params_m = static_cast<double>(pm.stage_param_count(measured)) / 1e6;
+    tp.split_backward = type.split_backward;
+    res.types.push_back(tp);
+  }
+  return res;
+}
+
+std::string format_profiled_model_yaml(const Spec& spec, const ProfileResult& r, const std::string& source) {
+  YAML::Emitter y;
+  y << YAML::BeginMap;
+  y << YAML::Key << "schema" << YAML::Value << 1;
+  y << YAML::Key << "model" << YAML::Value << YAML::BeginMap;
+  y << YAML::Key << "name" << YAML::Value << (spec.model.name + "-profiled");
+  y << YAML::Key << "layer_types" << YAML::Value << YAML::BeginMap;
+  for (const TypeProfile& t : r.types) {
+    y << YAML::Key << std::string(1, t.symbol) << YAML::Value << YAML::Flow << YAML::BeginMap;
+    y << YAML::Key << "name" << YAML::Value << t.name;
+    y << YAML::Key << "forward_ms" << YAML::Value << num(t.forward_ms);
+    y << YAML::Key << "backward_input_ms" << YAML::Value << num(t.backward_input_ms);
+    y << YAML::Key << "backward_weight_ms" << YAML::Value << num(t.backward_weight_ms);
+    y << YAML::Key << "activation_mb" << YAML::Value << num(t.activation_mb);
+    y << YAML::Key << "wgrad_stash_mb" << YAML::Value << num(t.wgrad_stash_mb);
+    y << YAML::Key << "output_mb" << YAML::Value << num(t.output_mb);
+    y << YAML::Key << "params_m" << YAML::Value << num(t.params_m);
+    if (!t.split_backward) y << YAML::Key << "split_backward" << YAML::Value << false;
+    y << YAML::EndMap;
+  }
+  y << YAML::EndMap;
+  bool chain = true;
+  for (const Layer& l : spec.model.layers)
+    for (int in : l.inputs)
+      if (in != l.id - 1) chain = false;
+  if (chain) {
+    std::string symbols;
+    for (const Layer& l : spec.model.layers) symbols += l.type;
+    y << YAML::Key << "layers" << YAML::Value << YAML::DoubleQuoted << symbols;
+  } else {
+    y << YAML::Key << "layers" << YAML::Value << YAML::BeginSeq;
+    for (const Layer& l : spec.model.layers) {
+      y << YAML::Flow << YAML::BeginMap << YAML::Key << "type" << YAML::Value << std::string(1, l.type);
+      std::vector<int> extra;
+      for (int in : l.inputs)
+        if (in != l.id - 1) extra.push_back(in);
+      if (!extra.empty()) y << YAML::Key << "inputs" << YAML::Value << YAML::Flow << extra;
+      y << YAML::EndMap;
+    }
+    y << YAML::EndSeq;
+  }
+  y << YAML::EndMap;
+  const Cluster& c = spec.cluster;
+  y << YAML::Key << "cluster" << YAML::Value << YAML::BeginMap;
+  if (!c.name.empty()) y << YAML::Key << "name" << YAML::Value << c.name;
+  y << YAML::Key << "devices" << YAML::Value << c.devices;
+  y << YAML::Key << "memory_gb" << YAML::Value << num(c.memory_gb);
+  y << YAML::Key << "link" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "bandwidth_gb_per_s"
+    << YAML::Value << num(c.link.bandwidth_gb_per_s) << YAML::Key << "latency_us" << YAML::Value
+    << num(c.link.latency_us) << YAML::EndMap;
+  if (c.devices_per_node > 0) {
+    y << YAML::Key << "devices_per_node" << YAML::Value << c.devices_per_node;
+    y << YAML::Key << "inter_node_link" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key
+      << "bandwidth_gb_per_s" << YAML::Value << num(c.inter_node_link.bandwidth_gb_per_s) << YAML::Key
+      << "latency_us" << YAML::Value << num(c.inter_node_link.latency_us) << YAML::EndMap;
+  }
+  y << YAML::EndMap;
+  y << YAML::Key << "pipeline" << YAML::Value << YAML::BeginMap;
+  y << YAML::Key << "microbatches" << YAML::Value << spec.pipeline.microbatches;
+  y << YAML::Key << "bytes_per_param" << YAML::Value << num(spec.pipeline.bytes_per_param);
+  y << YAML::EndMap;
+  y << YAML::EndMap;
+  std::string head = fmt::format(
+      "# Profiled by `pipesmith profile {}` on backend {} ({}): each layer type run as the executable model's\n"
+      "# block at scale {:g} (d_model {}, {} tokens per microbatch); times are medians over microbatches,\n"
+      "# memory from the block's real fp32 buffers (docs/runtime.md, \"Profiling\").\n",
+      source, r.backend, r.where, r.scale, r.d_model, r.tokens);
+  return head + y.c_str() + "\n";
+}
+
+std::string format_profile_table(const ProfileResult& r) {
+  std::string out = fmt::format("profile on {} ({}): d_model {}, {} tokens per microbatch, scale {:g}\n", r.backend,
+                                r.where, r.d_model, r.tokens, r.scale);
+  out += fmt::format("{:<4} {:<16} {:<10} {:>7} {:>11} {:>11} {:>11} {:>14} {:>14} {:>10} {:>10}\n", "type", "name",
+                     "block", "width", "forward_ms", "bwd_in_ms", "bwd_w_ms", "activation_mb", "stash_mb", "output_mb",
+                     "params_m");
+  for (const TypeProfile& t : r.types)
+    out += fmt::format("{:<4} {:<16} {:<10} {:>7} {:>11.4f} {:>11.4f} {:>11.4f} {:>14.4f} {:>14.4f} {:>10.4f} {:>10.4f}\n",
+                       std::string(1, t.symbol), t.name, block_kind_name(t.kind), t.width, t.forward_ms,
+                       t.backward_input_ms, t.backward_weight_ms, t.activation_mb, t.wgrad_stash_mb, t.output_mb,
+                       t.params_m);
+  return out;
+}
+
+}  // namespace ps::rt
