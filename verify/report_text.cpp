@@ -89,6 +89,7 @@ std::string format_report(const Report& r) {
                          s.peak_memory_mb[d] / 1000.0,
                          s.peak_op_index[d] < 0 ? std::string("-") : fmt::format("{}", s.peak_op_index[d]));
     }
+    if (r.comms_inserted) out += "  (peak_at_op indexes the program with comms inserted)\n";
   } else {
     if (r.lower_bound_ms > 0) out += fmt::format("  lower bound     {:12.3f} ms\n", r.lower_bound_ms);
     out += "  no timing: the schedule could not be simulated (see the violations and notes above)\n";
