@@ -505,7 +505,7 @@ Status parse_layers(const Ctx& c, const Entry& e, Draft& d) {
     }
   } else if (e.value.IsSequence()) {
     int index = 0;
-    for (const YAML::Node item : e.value) {
+    for (const YAML::Node& item : e.value) {
       std::string what = fmt::format("model.layers[{}]", index++);
       SourceLoc iloc = loc_of(c, item, e.value_loc);
       Result<MapView> m = read_map(c, item, iloc, what, {"type", "repeat", "inputs"});
@@ -542,7 +542,7 @@ Status parse_layers(const Ctx& c, const Entry& e, Draft& d) {
                                                what, describe(ie->value)),
                                    ie->value_loc);
         }
-        for (const YAML::Node u : ie->value) {
+        for (const YAML::Node& u : ie->value) {
           Entry ue{"inputs", u, ie->value_loc, loc_of(c, u, ie->value_loc)};
           Result<long long> v = get_int(ue, what);
           if (!v.ok()) {
