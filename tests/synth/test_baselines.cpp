@@ -302,6 +302,28 @@ TEST_CASE("ZB-H2 and ZB-V are never slower than ZB-H1; ZB-H2 reaches (P-1)F + M(
   }
 }
 
+TEST_CASE("closed form: ZB-V (M >= 2P-1) and DualPipeV (M >= 2P) take M(F+I+W) + (P-1)F/2 when F = I = W") {
+  // The Zero Bubble paper's regime (F = I = W per device, each V stage half of it): the only idle
+  // time is the fill of the first P-1 half-stages before the last device starts, which no schedule
+  // on a V placement can avoid (the floor).
+  for (double F : {1.0, 2.5}) {
+    for (int P : {1, 2, 3, 4, 8}) {
+      for (int M : {2 * P - 1, 2 * P, 3 * P + 1, 4 * P}) {
+        if (M < 1) continue;
+        CAPTURE(F);
+        CAPTURE(P);
+        CAPTURE(M);
+        double expect = M * 3 * F + (P - 1) * F / 2;
+        CHECK(checked_makespan(shaped_problem(BaselineKind::kZBV, P, M, 0, F, F, F), BaselineKind::kZBV) ==
+              doctest::Approx(expect));
+        if (M >= 2 * P)
+          CHECK(checked_makespan(shaped_problem(BaselineKind::kDualPipeV, P, M, 0, F, F, F),
+                                 BaselineKind::kDualPipeV) == doctest::Approx(expect));
+      }
+    }
+  }
+}
+
 TEST_CASE("DualPipeV is valid on every accepted shape") {
   for (const Costs& c : kCosts) {
     for (int P : {1, 2, 3, 4, 8}) {
@@ -316,13 +338,20 @@ TEST_CASE("DualPipeV is valid on every accepted shape") {
   }
 }
 
-TEST_CASE("memory: ZB-H1 stays within 1F1B's peak, ZB-H2 within about twice") {
+TEST_CASE("memory: ZB-H1 and ZB-V stay within 1F1B's peak, ZB-H2 within about twice") {
   for (int P : {2, 4, 8}) {
     for (int M : {P, 2 * P, 4 * P}) {
-      Report r1, rh1, rh2;
+      Report r1, rh1, rh2, rv;
       checked_makespan(shaped_problem(BaselineKind::k1F1B, P, M, 0, 1, 1, 1), BaselineKind::k1F1B, &r1);
       checked_makespan(shaped_problem(BaselineKind::kZBH1, P, M, 0, 1, 1, 1), BaselineKind::kZBH1, &rh1);
       checked_makespan(shaped_problem(BaselineKind::kZBH2, P, M, 0, 1, 1, 1), BaselineKind::kZBH2, &rh2);
+      // ZB-V: stages are half a device's layers, so each holds 5 MB per microbatch (2 MB stash).
+      Problem v = shaped_problem(BaselineKind::kZBV, P, M, 0, 1, 1, 1);
+      for (auto& st : v.stages) {
+        st.activation_mb = 5;
+        st.wgrad_stash_mb = 2;
+      }
+      checked_makespan(v, BaselineKind::kZBV, &rv);
       auto peak = [](const Report& r) {
         return *std::max_element(r.sim->peak_memory_mb.begin(), r.sim->peak_memory_mb.end());
       };
@@ -333,6 +362,7 @@ TEST_CASE("memory: ZB-H1 stays within 1F1B's peak, ZB-H2 within about twice") {
       CHECK(peak(rh1) <= peak(r1) + 1e-9);
       CHECK(peak(rh2) <= 2 * peak(r1) + 1e-9);
       if (M >= 2 * P) CHECK(peak(rh2) > peak(r1));  // it does buy its speed with memory
+      CHECK(peak(rv) <= peak(r1) + 1e-9);
     }
   }
 }
