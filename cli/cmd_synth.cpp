@@ -1,8 +1,187 @@
-// `pipesmith synth` — placeholder until issue #5 lands.
+// `pipesmith synth MODEL.yaml [--partition ...] [--placement ...] [--time-limit S] [--seed N] -o OUT`
+// — synthesize a schedule for a fixed partition and placement with Z3, check it and write it with
+// its certificate. Exit 2 (with the reason in terms of the inputs) when no schedule fits the memory
+// limit.
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <memory>
+#include <string>
+
 #include "cli/commands.h"
+#include "cli/spec_flags.h"
+#include "ir/problem.h"
+#include "ir/schedule_io.h"
+#include "synth/megatron_layout.h"
+#include "synth/partition.h"
+#include "synth/placement.h"
+#include "synth/synthesize.h"
+#include "verify/verify.h"
 
 namespace ps::cli {
 
-Runner add_synth(CLI::App& app) { return pending_command(app, "synth", "Synthesize a certified schedule with Z3", 5); }
+namespace {
+
+struct SynthArgs {
+  SpecFlags spec;
+  std::string partition = "balanced";
+  std::string placement = "sequential";
+  int stages_per_device = 0;  // 0: 1 for sequential, 2 for interleaved and v
+  double time_limit_s = 10;
+  unsigned long long rlimit = 0;
+  unsigned seed = 0;
+  bool quiet = false;
+  std::string out_path, csv_path, svg_path, smt2_path;
+};
+
+struct Plan {
+  Partition partition;
+  std::vector<int> placement;
+  std::string desc;
+};
+
+// --placement words → placement.h names.
+std::string placement_name(const std::string& p) {
+  if (p == "interleaved" || p == "looped") return "looped";
+  if (p == "v" || p == "vshape" || p == "v-shape") return "vshape";
+  return p;
+}
+
+Result<Plan> make_plan(const Spec& spec, const SynthArgs& a) {
+  const int P = spec.cluster.devices;
+  const std::string pl = placement_name(a.placement);
+  Plan plan;
+  if (a.stages_per_device < 0) return Status::bad_input("--stages-per-device must be >= 1");
+  if (!is_partition_method_name(a.partition) && looks_like_megatron_layout(a.partition)) {
+    auto layout = parse_megatron_layout(a.partition);
+    if (!layout.ok()) return layout.status();
+    auto lp = apply_megatron_layout(*layout, spec.model, P);
+    if (!lp.ok()) return lp.status();
+    plan.partition = lp->partition;
+    const int S = static_cast<int>(plan.partition.size());
+    if (a.stages_per_device != 0 && a.stages_per_device * P != S) {
+      return Status::bad_input(fmt::format("layout \"{}\" has {} stages, but --stages-per-device {} on {} devices needs {}",
+                                           a.partition, S, a.stages_per_device, P, a.stages_per_device * P));
+    }
+    if (a.placement == "sequential" && S != P) {
+      plan.placement = lp->placement;  // the layout's own (looped) placement
+    } else {
+      auto place = parse_placement(pl, S, P);
+      if (!place.ok()) return place.status();
+      plan.placement = *place;
+    }
+    plan.desc = fmt::format("Megatron layout \"{}\"", a.partition);
+    return plan;
+  }
+  int S = 0;
+  if (pl == "sequential") {
+    if (a.stages_per_device > 1) {
+      return Status::bad_input(fmt::format(
+          "--placement sequential puts one stage on each device; for {} stages per device use --placement "
+          "interleaved or v",
+          a.stages_per_device));
+    }
+    S = P;
+  } else if (pl == "looped") {
+    S = (a.stages_per_device ? a.stages_per_device : 2) * P;
+  } else if (pl == "vshape") {
+    if (a.stages_per_device != 0 && a.stages_per_device != 2)
+      return Status::bad_input("--placement v holds exactly 2 stages per device");
+    S = 2 * P;
+  } else {
+    // An explicit list: its length is the stage count.
+    S = 1;
+    for (char ch : pl) S += ch == ',';
+  }
+  auto part = partition_by_name(spec, S, a.partition);
+  if (!part.ok()) return part.status();
+  plan.partition = *part;
+  auto place = parse_placement(pl, S, P);
+  if (!place.ok()) return place.status();
+  plan.placement = *place;
+  plan.desc = a.partition;
+  return plan;
+}
+
+int run_synth(const SynthArgs& a) {
+  if (!(a.time_limit_s > 0)) return report_error(Status::bad_input("--time-limit must be > 0 seconds"));
+  auto spec = load_spec_from_flags(a.spec);
+  if (!spec.ok()) return report_error(spec.status());
+  auto plan = make_plan(*spec, a);
+  if (!plan.ok()) return report_error(plan.status());
+  auto problem = make_problem(*spec, plan->partition, plan->placement);
+  if (!problem.ok()) return report_error(problem.status());
+
+  SynthOptions so;
+  so.time_limit_s = a.time_limit_s;
+  so.rlimit = a.rlimit;
+  so.seed = a.seed;
+  so.dump_smt2 = a.smt2_path;
+  if (!a.quiet) so.progress = [](const std::string& line) { std::fprintf(stderr, "synth: %s\n", line.c_str()); };
+  auto res = synthesize(*problem, so, &*spec);
+  if (!res.ok()) return report_error(res.status());
+
+  FILE* info = a.out_path == "-" ? stderr : stdout;
+  const Schedule& out = res->schedule;
+  std::string s;
+  s += fmt::format("pipesmith synth: model '{}', P = {} devices, M = {} microbatches, {} stages ({} placement), "
+                   "partition {}\n",
+                   problem->name, problem->devices, problem->microbatches, problem->num_stages(),
+                   placement_kind_name(classify_placement(plan->placement, problem->devices)), plan->desc);
+  s += fmt::format("  checker       valid under {} semantics (comms inserted by the shared rule)\n",
+                   semantics_name(res->report.semantics));
+  s += fmt::format("  iteration     {:.3f} ms{}\n", res->makespan_ms, res->optimal ? "  (proven optimal)" : "");
+  s += fmt::format("  lower bound   {:.3f} ms  (gap {:.2f}%)\n", res->bound_ms, 100 * res->gap);
+  s += fmt::format("  heuristic     {:.3f} ms  ({})\n", res->heuristic_ms, res->heuristic_policy);
+  if (!res->best_baseline.empty())
+    s += fmt::format("  best baseline {:.3f} ms  ({})\n", res->best_baseline_ms, res->best_baseline);
+  s += fmt::format("  solver        {} in {:.2f} s ({} checks, seed {}, Z3 {})\n", res->solver_status, res->solve_s,
+                   res->solve.checks, a.seed, z3_version());
+  if (!a.out_path.empty()) {
+    Status st = a.out_path == "-" ? write_text_file("-", format_schedule_yaml(out)) : write_schedule_yaml(out, a.out_path);
+    if (!st.is_ok()) return report_error(st);
+    if (a.out_path != "-") s += fmt::format("wrote {}\n", a.out_path);
+  }
+  if (!a.csv_path.empty()) {
+    Status st = write_text_file(a.csv_path, format_pytorch_csv(out));
+    if (!st.is_ok()) return report_error(st);
+    s += fmt::format("wrote {}\n", a.csv_path);
+  }
+  if (!a.svg_path.empty()) {
+    std::string title = fmt::format("pipesmith synth — {} (P={}, M={})", problem->name, problem->devices,
+                                    problem->microbatches);
+    Status st = write_text_file(a.svg_path, format_svg(res->report, title));
+    if (!st.is_ok()) return report_error(st);
+    s += fmt::format("wrote {}\n", a.svg_path);
+  }
+  if (!a.smt2_path.empty()) s += fmt::format("wrote {}\n", a.smt2_path);
+  std::fputs(s.c_str(), info);
+  return 0;
+}
+
+}  // namespace
+
+Runner add_synth(CLI::App& app) {
+  auto args = std::make_shared<SynthArgs>();
+  auto* sub = app.add_subcommand(
+      "synth", "Synthesize a schedule with Z3 for a partition and placement, check it and write it with its certificate");
+  add_spec_flags(sub, &args->spec);
+  sub->add_option("--partition", args->partition,
+                  "balanced (default), balanced-memory, even, or a Megatron --pipeline-model-parallel-layout string");
+  sub->add_option("--placement", args->placement,
+                  "sequential (default), interleaved (stage s on device s mod P), v (device d holds d and 2P-1-d) "
+                  "or a list of devices per stage, e.g. 0,1,1,0");
+  sub->add_option("--stages-per-device", args->stages_per_device, "Stages per device V (interleaved: default 2)");
+  sub->add_option("--time-limit", args->time_limit_s, "Wall-clock cap of the Z3 phase in seconds (default 10)");
+  sub->add_option("--rlimit", args->rlimit,
+                  "Z3 resource budget (deterministic); default: the time limit times a fixed rate");
+  sub->add_option("--seed", args->seed, "Z3 random seed (default 0)");
+  sub->add_flag("--quiet", args->quiet, "No progress lines on stderr");
+  sub->add_option("-o,--output", args->out_path, "Schedule file to write (pipesmith-schedule/1 YAML; - = stdout)");
+  sub->add_option("--csv", args->csv_path, "Also write the checked programs (comms included) as a PyTorch CSV");
+  sub->add_option("--svg", args->svg_path, "Also write an SVG Gantt chart of the simulated schedule");
+  sub->add_option("--dump-smt2", args->smt2_path, "Write the Z3 problem as SMT-LIB2 (when Z3 runs)");
+  return [args] { return run_synth(*args); };
+}
 
 }  // namespace ps::cli

@@ -13,8 +13,8 @@ std::string ListPolicy::name() const {
   if (serial) return "serial";
   const char* w = w_mode == WMode::kFillGaps ? "fill" : w_mode == WMode::kStrictGaps ? "strict" : "eager";
   std::string inflight = inflight_factor > 0 ? fmt::format("{:g}", inflight_factor) : "mem";
-  return fmt::format("{}/{}/inflight={}/{}", backward_first ? "bwd-first" : "fwd-first", w, inflight,
-                     oldest_first ? "oldest" : "stage");
+  return fmt::format("{}/{}/inflight={}/{}{}", backward_first ? "bwd-first" : "fwd-first", w, inflight,
+                     oldest_first ? "oldest" : "stage", wait_for_backward ? "/wait" : "");
 }
 
 namespace {
@@ -97,12 +97,15 @@ struct Scheduler {
       if (ready[op] <= t0 && allowed(op) && (best < 0 || better(op, best))) best = op;
     c.op = best;
     c.start = t0;
-    if (pol.w_mode == ListPolicy::WMode::kStrictGaps && dag.ops[best].type == OpType::W) {
-      // Do not let a W delay an I/B/F that arrives before the W would end.
-      const int64_t w_end = t0 + dag.ops[best].dur;
+    const OpType bt = dag.ops[best].type;
+    const bool strict_w = pol.w_mode == ListPolicy::WMode::kStrictGaps && bt == OpType::W;
+    const bool strict_f = pol.wait_for_backward && pol.backward_first && bt == OpType::F;
+    if (strict_w || strict_f) {
+      // Do not let a W (or F) delay a higher-priority op that arrives before it would end.
+      const int64_t end = t0 + dag.ops[best].dur;
       int alt = -1;
       for (int op : avail[d]) {
-        if (dag.ops[op].type == OpType::W || !allowed(op) || ready[op] >= w_end) continue;
+        if (klass(op) >= klass(best) || !allowed(op) || ready[op] >= end) continue;
         if (alt < 0 || ready[op] < ready[alt] || (ready[op] == ready[alt] && better(op, alt))) alt = op;
       }
       if (alt >= 0) {
@@ -194,14 +197,17 @@ std::vector<ListPolicy> heuristic_policies(const OpDag& dag) {
   (void)dag;
   std::vector<ListPolicy> out;
   using WM = ListPolicy::WMode;
-  for (double f : {0.0, 1.0, 2.0}) {
-    for (WM w : {WM::kFillGaps, WM::kStrictGaps, WM::kEager}) {
-      for (bool oldest : {true, false}) {
-        ListPolicy p;
-        p.inflight_factor = f;
-        p.w_mode = w;
-        p.oldest_first = oldest;
-        out.push_back(p);
+  for (bool wait : {false, true}) {
+    for (double f : {0.0, 1.0, 2.0}) {
+      for (WM w : {WM::kFillGaps, WM::kStrictGaps, WM::kEager}) {
+        for (bool oldest : {true, false}) {
+          ListPolicy p;
+          p.inflight_factor = f;
+          p.w_mode = w;
+          p.oldest_first = oldest;
+          p.wait_for_backward = wait;
+          out.push_back(p);
+        }
       }
     }
   }

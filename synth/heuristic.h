@@ -29,6 +29,7 @@ struct ListPolicy {
   double inflight_factor = 0;   // > 0: stage s keeps at most ceil(f·(S−s)) microbatches in flight
   bool oldest_first = true;     // among ready F: oldest microbatch first (else lowest stage first)
   bool serial = false;          // one microbatch at a time through the whole pipeline
+  bool wait_for_backward = false;  // an F does not start if an I/B arrives before it would end
 
   std::string name() const;     // "bwd-first/fill/inflight=1/oldest"
 };

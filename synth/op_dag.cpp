@@ -12,16 +12,17 @@ namespace ps {
 
 namespace {
 
-// Finds 10^j (j = 0..max_pow) such that every value is an integer multiple of 1/10^j, then divides
-// by the gcd of the integers. Returns the size of one unit in the values' own unit, and whether the
-// representation is exact.
+// Finds the smallest 10^j (j = 0..max_pow) such that every value is an integer multiple of 1/10^j,
+// then divides by the gcd of the integers. `magnitude` (the largest sum the solver will see) must
+// stay below max_units after scaling; if no exact power fits, the finest power that fits is used
+// and the representation is marked inexact. Returns the size of one unit in the values' own unit.
 struct Scale {
   double unit = 1;
   bool exact = true;
 };
 
-Scale choose_scale(const std::vector<double>& values, int max_pow, double max_units) {
-  double vmax = 0;
+Scale choose_scale(const std::vector<double>& values, double magnitude, int max_pow, double max_units) {
+  double vmax = magnitude;
   for (double v : values) vmax = std::max(vmax, std::abs(v));
   int chosen = -1;
   double k = 1;
@@ -190,10 +191,17 @@ Result<OpDag> build_op_dag(const Problem& p, const DagOptions& options) {
     mems.push_back(p.memory_gb * 1000);
     for (double v : state_mb) mems.push_back(v);
   }
-  Scale ts = choose_scale(times, 6, 1e12);
+  // Time: any makespan is below the serial horizon; keep it under 2^30 units so Z3's difference
+  // logic stays in machine integers (relative resolution ~1e-9 per op when inexact).
+  double horizon_ms = 0;
+  for (int s = 0; s < S; ++s) {
+    horizon_ms += M * (p.stages[s].fwd_ms + p.stages[s].bwd_ms());
+    if (s + 1 < S) horizon_ms += 2.0 * M * p.boundary_transfer_ms(s);
+  }
+  Scale ts = choose_scale(times, horizon_ms, 9, 1073741824.0);
   dag.ms_per_unit = ts.unit;
   dag.time_exact = ts.exact;
-  Scale mscale = choose_scale(mems, 3, 1e9);
+  Scale mscale = choose_scale(mems, 0, 3, 1e9);
   dag.mb_per_mem_unit = mscale.unit;
   dag.mem_exact = mscale.exact;
 

@@ -12,7 +12,7 @@
 
 namespace ps {
 
-uint64_t rlimit_per_second() { return 4'000'000; }
+uint64_t rlimit_per_second() { return 2'000'000; }
 
 namespace {
 
@@ -25,6 +25,7 @@ struct Driver {
   const SolveOptions& opt;
   Clock::time_point t0 = Clock::now();
   uint64_t budget = 0;  // rlimit left
+  bool broken = false;  // the context returned an invalid model: stop using it
   SolveResult res;
 
   Driver(const OpDag& d, const SolveOptions& o) : dag(d), opt(o) {}
@@ -75,9 +76,15 @@ struct Driver {
   }
 
   // Takes the model as the new incumbent if it is better; returns whether it was.
+  // Takes the model as the new incumbent if it is better; returns whether it was. A model that does
+  // not decode into a valid order (Z3 misbehaving after a cancelled check) marks the context broken.
   Result<bool> take_model(Encoding& enc) {
     Result<TimedOrder> t = enc.decode_model();
-    if (!t.ok()) return t.status();
+    if (!t.ok()) {
+      broken = true;
+      res.status = fmt::format("stopped: Z3 returned a model that is not a valid order ({})", t.status().message());
+      return false;
+    }
     if (t->makespan >= res.best.makespan) return false;
     res.best = std::move(t).value();
     res.improved = true;
@@ -119,6 +126,7 @@ struct Driver {
       if (*o == Outcome::kSat) {
         Result<bool> t = take_model(enc);
         if (!t.ok()) return t.status();
+        if (broken) return false;
         if (*t) {
           improved = true;
           report("lns");
@@ -134,11 +142,12 @@ struct Driver {
   Status run(const TimedOrder& incumbent, int64_t lower_bound) {
     res.best = incumbent;
     res.bound = std::min(lower_bound, incumbent.makespan);
-    if (res.bound >= res.best.makespan) {
+    const bool meets = res.bound >= res.best.makespan;
+    if (meets) {
       res.optimal = true;
       res.status = "heuristic meets bound";
       report("bound");
-      return Status::ok();
+      if (opt.dump_smt2.empty()) return Status::ok();
     }
     budget = opt.rlimit ? opt.rlimit
                         : static_cast<uint64_t>(std::max(0.0, opt.time_limit_s) * rlimit_per_second());
@@ -161,51 +170,69 @@ struct Driver {
       out << enc.to_smt2();
       if (!out) return Status::bad_input(fmt::format("cannot write '{}'", opt.dump_smt2));
     }
+    if (meets) return Status::ok();
     const uint64_t total = budget;
-    // 2. Solution-guided check.
+    // 2. Solution-guided check. It also internalizes the whole encoding, which costs in proportion
+    // to its size; a context cancelled in the middle of that is not trusted any further.
     {
       z3::expr_vector asm_all = enc.orientation(res.best, [](int, int) { return true; });
-      Result<Outcome> o = check(enc, asm_all, total / 10);
+      const uint64_t size = static_cast<uint64_t>(enc.num_free_pairs()) + 4ull * dag.num_ops();
+      const uint64_t share = std::min(budget, std::max(total / 10, 150 * size));
+      Result<Outcome> o = check(enc, asm_all, share);
       if (!o.ok()) return o.status();
-      if (*o == Outcome::kSat) {
-        Result<bool> t = take_model(enc);
-        if (!t.ok()) return t.status();
-      }
-      report("guided");
-      if (proven()) return Status::ok();
-    }
-    PS_RETURN_IF_ERROR(tighten(enc));
-    // 3/4. Linear descent with a probe share; when a probe runs out, one LNS pass over windows of
-    // microbatches; once a pass finds nothing, the descent gets everything that is left.
-    const int M = dag.microbatches;
-    const int W = opt.lns_window;
-    bool lns_useful = W > 0 && M > W;
-    const uint64_t probe = std::max<uint64_t>(total / 8, 1);
-    z3::expr_vector none(enc.ctx());
-    while (!out_of_time()) {
-      Result<Outcome> o = check(enc, none, lns_useful ? probe : budget);
-      if (!o.ok()) return o.status();
-      if (*o == Outcome::kUnsat) {
-        res.bound = res.best.makespan;
-        res.optimal = true;
-        res.status = "optimal";
-        report("descent");
+      if (*o != Outcome::kSat) {
+        res.status = out_of_time() || *o == Outcome::kUnknown ? "stopped: the budget ran out while Z3 loaded the encoding"
+                                                               : "stopped: the guided check failed";
         return Status::ok();
       }
+      Result<bool> t = take_model(enc);
+      if (!t.ok()) return t.status();
+      report("guided");
+      if (broken || proven()) return Status::ok();
+    }
+    PS_RETURN_IF_ERROR(tighten(enc));
+    // 3/4. Descent in probes: ask for C <= best - step (an assumption), step = 1/8 of the gap in
+    // units (so fine time units do not crawl), 1 near the end. UNSAT with step > 1 raises the proven
+    // bound to best - step + 1 and shrinks the step; UNSAT with step 1 proves optimality. When a
+    // probe runs out, one LNS pass over windows of microbatches; a pass that finds nothing doubles
+    // the probe, until the probe is the whole remaining budget.
+    const int M = dag.microbatches;
+    const int W = opt.lns_window;
+    const bool lns_possible = W > 0 && M > W;
+    uint64_t probe = std::max<uint64_t>(lns_possible ? total / 32 : total, 1);
+    int64_t step = std::max<int64_t>(1, (res.best.makespan - res.bound) / 8);
+    while (!out_of_time()) {
+      step = std::min(step, std::max<int64_t>(1, (res.best.makespan - res.bound) / 8));
+      const int64_t target = res.best.makespan - step;
+      z3::expr_vector goal(enc.ctx());
+      if (step > 1) goal.push_back(enc.makespan() <= enc.ctx().int_val(target));
+      Result<Outcome> o = check(enc, goal, probe);
+      if (!o.ok()) return o.status();
+      if (*o == Outcome::kUnsat) {
+        res.bound = std::max(res.bound, target + 1);
+        report("descent");
+        if (proven()) return Status::ok();
+        step = std::max<int64_t>(1, step / 4);
+        continue;
+      }
       if (*o == Outcome::kSat) {
         Result<bool> t = take_model(enc);
         if (!t.ok()) return t.status();
+        if (broken) return Status::ok();
         if (!*t) return Status::error(ErrorCode::kRuntime, "Z3 returned a model that is not better than C <= best - 1");
         report("descent");
         if (proven()) return Status::ok();
         PS_RETURN_IF_ERROR(tighten(enc));
         continue;
       }
-      if (!lns_useful) break;
-      Result<bool> imp = lns_pass(enc, std::max<uint64_t>(total / 64, 1));
-      if (!imp.ok()) return imp.status();
-      if (res.optimal) return Status::ok();
-      if (!*imp) lns_useful = false;
+      if (probe >= budget) break;
+      if (lns_possible) {
+        Result<bool> imp = lns_pass(enc, std::max<uint64_t>(total / 128, 1));
+        if (!imp.ok()) return imp.status();
+        if (res.optimal || broken) return Status::ok();
+        if (*imp) continue;
+      }
+      probe *= 2;
     }
     res.status = wall_left() <= 0.01 ? "time limit" : "budget exhausted";
     return Status::ok();

@@ -1,0 +1,196 @@
+// synthesize.cpp — the straight script of synthesize.h.
+#include "synth/synthesize.h"
+
+#include <fmt/format.h>
+#include <z3++.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <optional>
+
+#include "synth/baseline_certify.h"
+#include "synth/baselines.h"
+#include "synth/decode.h"
+#include "synth/heuristic.h"
+#include "synth/infeasible.h"
+#include "synth/mem_bound.h"
+#include "synth/op_dag.h"
+
+namespace ps {
+
+std::string z3_version() { return Z3_get_full_version(); }
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+std::string fmt_ms(double ms) { return fmt::format("{:.4f}", ms); }
+
+struct Seed {
+  TimedOrder order;
+  std::string source;
+  std::optional<CertifiedSchedule> best_baseline;  // checked, for the never-worse guarantee
+};
+
+// Every baseline whose shape fits: its checker makespan for the report, and (when it respects the
+// DAG, symmetry edges included, and the caps) its order as a candidate seed.
+void try_baselines(const Problem& problem, const OpDag& dag, SynthResult& out, Seed& seed) {
+  for (BaselineKind kind : all_baseline_kinds()) {
+    if (!check_baseline_shape(problem, kind).is_ok()) continue;
+    Result<Schedule> b = make_baseline(problem, kind);
+    if (!b.ok()) continue;
+    SynthResult::BaselineTime bt;
+    bt.name = baseline_name(kind);
+    VerifyOptions vo;
+    vo.semantics = Semantics::kRendezvous;
+    Result<CertifiedSchedule> c = certify_schedule(*b, vo);
+    if (!c.ok()) {
+      bt.note = c.status().message();
+      out.baselines.push_back(bt);
+      continue;
+    }
+    bt.makespan_ms = c->report.sim ? c->report.sim->makespan_ms : 0;
+    out.baselines.push_back(bt);
+    if (bt.makespan_ms > 0 && (out.best_baseline_ms == 0 || bt.makespan_ms < out.best_baseline_ms)) {
+      out.best_baseline_ms = bt.makespan_ms;
+      out.best_baseline = bt.name;
+      seed.best_baseline = std::move(c).value();
+    }
+    Result<std::vector<std::vector<int>>> order = schedule_to_dag_order(dag, *b);
+    if (!order.ok()) continue;
+    Result<TimedOrder> t = evaluate_order(dag, std::move(order).value(), EdgeSet::kAll, true);
+    if (t.ok() && t->makespan < seed.order.makespan) {
+      seed.order = std::move(t).value();
+      seed.source = fmt::format("baseline {}", bt.name);
+    }
+  }
+}
+
+}  // namespace
+
+Result<SynthResult> synthesize(const Problem& problem, const SynthOptions& opt, const Spec* spec) {
+  const auto t0 = Clock::now();
+  SynthResult out;
+
+  // Infeasible memory limits: explained in terms of the inputs.
+  PS_RETURN_IF_ERROR(check_memory_feasible(problem, spec));
+
+  // 1. The op DAG.
+  Result<OpDag> dr = build_op_dag(problem);
+  if (!dr.ok()) {
+    if (dr.status().code() == ErrorCode::kInfeasible) {
+      return Status::error(ErrorCode::kRuntime,
+                           fmt::format("internal error: the memory limit looked feasible, but {}", dr.status().message()));
+    }
+    return dr.status();
+  }
+  const OpDag& dag = *dr;
+
+  // 2. Lower bounds: the DAG's (memory edges, single-device relaxations) and the checker's.
+  const DagBound db = dag_lower_bound(dag);
+  out.dag_bound_ms = dag.to_ms(db.units);
+  const double checker_lb_ms = lower_bound_ms(problem);
+  int64_t lb_units = db.units;
+  if (dag.time_exact) {
+    lb_units = std::max(lb_units, static_cast<int64_t>(std::ceil(checker_lb_ms / dag.ms_per_unit - 1e-9)));
+  }
+
+  // 3. Heuristic, and the baselines as alternative seeds.
+  Result<HeuristicResult> h = heuristic_schedule(dag);
+  if (!h.ok()) {
+    return Status::error(ErrorCode::kRuntime,
+                         fmt::format("internal error: the memory limit looked feasible, but {}", h.status().message()));
+  }
+  out.heuristic_ms = dag.to_ms(h->best.makespan);
+  out.heuristic_policy = h->policy;
+  Seed seed;
+  seed.order = h->best;
+  seed.source = fmt::format("heuristic {}", h->policy);
+  if (opt.use_baselines) try_baselines(problem, dag, out, seed);
+  out.seed_source = seed.source;
+
+  // 4-5. Encode and solve.
+  SolveOptions so;
+  so.time_limit_s = opt.time_limit_s;
+  so.rlimit = opt.rlimit;
+  so.seed = opt.seed;
+  so.contexts = opt.contexts;
+  so.dump_smt2 = opt.dump_smt2;
+  if (opt.progress) {
+    so.progress = [&](const SolveProgress& p) {
+      const double inc = dag.to_ms(p.incumbent), bd = dag.to_ms(p.bound);
+      opt.progress(fmt::format("[{}] incumbent {:.3f} ms  bound {:.3f} ms  gap {:.2f}%  {:.1f} s", p.phase, inc, bd,
+                               bd > 0 ? 100 * (inc - bd) / bd : 0.0, p.elapsed_s));
+    };
+  }
+  Result<SolveResult> sr = solve(dag, seed.order, lb_units, so);
+  if (!sr.ok()) return sr.status();
+  out.solve = *sr;
+  out.solve_s = sr->seconds;
+  out.solver_status = sr->status;
+
+  // 6-8. Decode, insert comms, verify. A rejection is our bug: never written.
+  Schedule compute = order_to_schedule(problem, dag, sr->best, "pipesmith synth");
+  VerifyOptions vo;
+  vo.semantics = Semantics::kRendezvous;
+  Result<CertifiedSchedule> cert = certify_schedule(compute, vo);
+  if (!cert.ok()) {
+    return Status::error(ErrorCode::kRuntime,
+                         fmt::format("internal error: the checker rejected the synthesized schedule:\n{}",
+                                     cert.status().message()));
+  }
+  out.schedule = std::move(cert->schedule);
+  out.report = std::move(cert->report);
+  out.makespan_ms = out.report.sim ? out.report.sim->makespan_ms : 0;
+  // The DAG model lets transfers overlap freely; the checker queues them on each device's comm
+  // stream. Should that make the result slower than a baseline, the baseline is the answer.
+  bool baseline_output = false;
+  if (seed.best_baseline && out.best_baseline_ms + 1e-9 * out.best_baseline_ms < out.makespan_ms) {
+    out.schedule = std::move(seed.best_baseline->schedule);
+    out.report = std::move(seed.best_baseline->report);
+    out.makespan_ms = out.best_baseline_ms;
+    baseline_output = true;
+  }
+
+  // 9. Bounds, optimality and the certificate's extras.
+  const double proven_ms = dag.to_ms(sr->bound);
+  out.z3_bound_ms = sr->optimal ? proven_ms : 0;
+  out.bound_ms = std::max({out.dag_bound_ms, checker_lb_ms, proven_ms, out.report.lower_bound_ms});
+  out.gap = out.bound_ms > 0 ? (out.makespan_ms - out.bound_ms) / out.bound_ms : 0;
+  // Equal within the certificate's float tolerance (verify/certificate.h: 1e-6 relative): with
+  // inexact time units the DAG rounds durations down, so the proof is on a relaxation and the
+  // schedule's true makespan sits a few units above it.
+  const double tol = 1e-6 * std::max(out.makespan_ms, proven_ms) + 1e-9;
+  out.optimal = sr->optimal && out.makespan_ms <= proven_ms + tol;
+  Certificate& c = *out.schedule.certificate;
+  if (baseline_output) {
+    out.schedule.generator = fmt::format("pipesmith synth (baseline {})", out.best_baseline);
+    c.extra["output"] = fmt::format("baseline {}: faster in the checker's simulation than the synthesized order",
+                                    out.best_baseline);
+  }
+  c.extra["optimal"] = out.optimal ? "true" : "false";
+  c.extra["bound_proven_ms"] = fmt_ms(std::max(proven_ms, out.dag_bound_ms));
+  c.extra["bound_ms"] = fmt_ms(out.bound_ms);
+  c.extra["gap"] = fmt::format("{:.6f}", out.gap);
+  c.extra["solver_status"] = sr->status;
+  c.extra["solver_checks"] = std::to_string(sr->checks);
+  c.extra["solver_rlimit_used"] = std::to_string(sr->rlimit_used);
+  c.extra["time_limit_s"] = fmt::format("{:g}", opt.time_limit_s);
+  c.extra["seed"] = std::to_string(opt.seed);
+  c.extra["z3_version"] = z3_version();
+  c.extra["time_unit_ms"] = fmt::format("{:g}", dag.ms_per_unit);
+  c.extra["seeded_by"] = seed.source;
+  c.extra["heuristic_ms"] = fmt_ms(out.heuristic_ms);
+  if (!out.best_baseline.empty()) c.extra["best_baseline"] = fmt::format("{} {} ms", out.best_baseline, fmt_ms(out.best_baseline_ms));
+  if (sr->optimal && !out.optimal) {
+    c.extra["note"] = "the order is optimal in the model where transfers never queue; the checker's comm streams "
+                      "delay some transfers";
+  }
+  out.total_s = seconds_since(t0);
+  return out;
+}
+
+}  // namespace ps

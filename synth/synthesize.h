@@ -1,0 +1,74 @@
+// synthesize.h — the synthesizer for a fixed partition and placement, as one straight script:
+//
+//   build the op DAG → lower bound → heuristic (and the baselines) → encode → solve (anytime)
+//   → decode → insert comms → verify with the checker → certificate.
+//
+// Guarantees:
+//  * A returned schedule passed the checker (rendezvous semantics, comms inserted by the shared
+//    rule, memory within the limit); a rejection is an internal error (kRuntime), never a result.
+//  * It is never slower, in the checker's simulation, than the heuristic's order or any baseline
+//    whose shape fits the problem (the best of them seeds Z3 when it beats the heuristic).
+//  * certificate.extra["optimal"] is "true" only when the order is proven optimal on the op DAG
+//    (Z3 UNSAT below it, or it meets the DAG lower bound) AND the checker's makespan equals that
+//    proven bound; "bound_proven_ms" records the proven bound either way.
+//  * Infeasible memory limits return kInfeasible with infeasible.h's explanation.
+//  * Deterministic for a fixed seed and rlimit budget (see solve.h).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "ir/model.h"
+#include "ir/problem.h"
+#include "ir/schedule.h"
+#include "ir/status.h"
+#include "synth/solve.h"
+#include "verify/verify.h"
+
+namespace ps {
+
+struct SynthOptions {
+  double time_limit_s = 10;  // wall-clock cap of the Z3 phase
+  uint64_t rlimit = 0;       // Z3 budget; 0 = time_limit_s × rlimit_per_second()
+  unsigned seed = 0;
+  int contexts = 1;
+  bool use_baselines = true; // seed with the best fitting baseline when it beats the heuristic
+  std::string dump_smt2;     // write the encoding here
+  std::function<void(const std::string&)> progress;  // one line per incumbent/bound change
+};
+
+struct SynthResult {
+  Schedule schedule;         // checked: comms, predicted times, certificate with extras
+  Report report;             // the checker's report on it
+  double makespan_ms = 0;    // the checker's simulation
+  double bound_ms = 0;       // best lower bound: max(DAG bound, checker bound, Z3-proven bound)
+  double gap = 0;            // (makespan - bound) / bound
+  bool optimal = false;
+  std::string solver_status;
+  double solve_s = 0;        // Z3 phase
+  double total_s = 0;
+  double heuristic_ms = 0;   // DAG timing of the heuristic's order
+  std::string heuristic_policy;
+  struct BaselineTime {
+    std::string name;            // "zb-h1"
+    double makespan_ms = 0;      // checker's simulation (0: does not fit the memory limit)
+    std::string note;            // why it does not fit, if so
+  };
+  std::vector<BaselineTime> baselines;  // every baseline whose shape fits the problem
+  double best_baseline_ms = 0;  // best checker makespan among them (0: none fits)
+  std::string best_baseline;
+  std::string seed_source;   // "heuristic <policy>" or "baseline <name>"
+  double dag_bound_ms = 0;
+  double z3_bound_ms = 0;    // proven by Z3 (0: no proof)
+  SolveResult solve;
+};
+
+// Z3's version string ("4.8.12.0").
+std::string z3_version();
+
+// `spec` is optional: it only adds layer names and file locations to infeasibility messages.
+Result<SynthResult> synthesize(const Problem& problem, const SynthOptions& options, const Spec* spec = nullptr);
+
+}  // namespace ps
