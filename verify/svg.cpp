@@ -80,8 +80,9 @@ std::string format_svg(const Report& r, const std::string& title_in) {
   const std::string title = !title_in.empty() ? title_in : base.empty() ? std::string("pipesmith schedule") : base;
   const char* time_unit = s.problem.unit_costs ? "time (unit costs: 1 = one forward)" : "time (ms)";
   const int D = s.num_devices();
-  const double kLeft = 78, kRight = 24, kChartW = 1160;
-  const double W = kLeft + kChartW + kRight;
+  const double kLeft = 78, kRight = 96;
+  double kChartW = 1100;
+  double W = kLeft + kChartW + kRight;
   std::string body;
 
   if (!r.sim || D == 0) {
@@ -102,6 +103,19 @@ std::string format_svg(const Report& r, const std::string& title_in) {
   }
   const Simulation& sim = *r.sim;
   const double T = sim.makespan_ms > 0 ? sim.makespan_ms : 1.0;
+  {
+    // Width: at least 1100 px; wider (up to 2400) so that 80% of the compute boxes get 16 px.
+    std::vector<double> dur;
+    for (int d = 0; d < D; ++d)
+      for (size_t i = 0; i < s.programs[d].size(); ++i)
+        if (!is_comm(s.programs[d][i].type) && sim.times[d][i].end_ms > sim.times[d][i].start_ms)
+          dur.push_back(sim.times[d][i].end_ms - sim.times[d][i].start_ms);
+    if (!dur.empty()) {
+      std::sort(dur.begin(), dur.end());
+      kChartW = std::clamp(16.0 * T / dur[dur.size() / 5], 1100.0, 2400.0);
+      W = kLeft + kChartW + kRight;
+    }
+  }
   const double xs = kChartW / T;
   auto X = [&](double t) { return kLeft + t * xs; };
 
@@ -218,6 +232,26 @@ std::string format_svg(const Report& r, const std::string& title_in) {
                        num(kLeft + kChartW), num(y + 31), time_unit);
   };
 
+  // Microbatch labels: one font size for the whole chart (the size at which 80% of the boxes fit
+  // their label, between 6 and 12 px); boxes too narrow for it stay unlabelled.
+  auto fit_px = [&](double w, const std::string& label) {
+    return std::min({12.0, row_h * 0.55, (w - 2) / (0.62 * static_cast<double>(label.size()))});
+  };
+  double label_px = 12;
+  {
+    std::vector<double> fits;
+    for (int d = 0; d < D; ++d)
+      for (size_t i = 0; i < s.programs[d].size(); ++i) {
+        const Action& a = s.programs[d][i];
+        const double w = (sim.times[d][i].end_ms - sim.times[d][i].start_ms) * xs;
+        if (!is_comm(a.type) && w > 0) fits.push_back(fit_px(w, fmt::format("{}", a.mb)));
+      }
+    if (!fits.empty()) {
+      std::sort(fits.begin(), fits.end());
+      label_px = std::clamp(fits[fits.size() / 5], 6.0, 12.0);
+    }
+  }
+
   // Device rows.
   const bool label_rows = row_h >= 12;
   for (int d = 0; d < D; ++d) {
@@ -251,11 +285,10 @@ std::string format_svg(const Report& r, const std::string& title_in) {
           "<title>{}</title></rect>\n",
           num(x0), num(y), num(w), num(row_h), base_colour(a.type, sh), w > 3 ? "0.8" : "0.2", esc(tip));
       const std::string label = fmt::format("{}", a.mb);
-      const double fs = std::min(12.0, row_h * 0.55);
-      if (w >= fs * 0.62 * static_cast<double>(label.size()) + 3 && fs >= 6)
+      if (fit_px(w, label) >= label_px)
         out += fmt::format(
             "<text x=\"{}\" y=\"{}\" font-size=\"{}\" fill=\"#ffffff\" text-anchor=\"middle\">{}</text>\n",
-            num(x0 + w / 2), num(y + row_h / 2 + fs * 0.36), num(fs), label);
+            num(x0 + w / 2), num(y + row_h / 2 + label_px * 0.36), num(label_px), label);
     }
     // ... the receiver's lane shows the same transfer.
     for (size_t i = 0; i < prog.size(); ++i) {
@@ -271,26 +304,35 @@ std::string format_svg(const Report& r, const std::string& title_in) {
   }
   axis(axis_y);
 
-  // Memory panels.
-  double max_mb = 0;
-  for (double p : sim.peak_memory_mb) max_mb = std::max(max_mb, p);
+  // Memory panels: one per device, all on one scale. When model states dominate, the scale starts
+  // at a round value below the smallest of them (stated in the heading) so the changes stay visible.
+  double max_mb = 0, min_base = 1e300;
+  for (int d = 0; d < D; ++d) {
+    max_mb = std::max(max_mb, sim.peak_memory_mb[d]);
+    if (!sim.memory[d].empty()) min_base = std::min(min_base, sim.memory[d].front().mb);
+  }
   const double limit_mb = r.memory_limit_gb * 1000.0;
   const bool show_limit = limit_mb > 0 && limit_mb <= 1.5 * std::max(max_mb, 1e-9);
   double top_mb = std::max(max_mb, show_limit ? limit_mb : 0.0);
   if (top_mb <= 0) top_mb = 1;
+  double bottom_mb = 0;
+  if (min_base < 1e300 && min_base > 0.4 * top_mb) {
+    const double st = tick_step(top_mb - 0.8 * min_base, 4);
+    bottom_mb = std::floor(0.9 * min_base / st) * st;
+  }
   const bool in_gb = top_mb >= 1000.0;
   auto mem_str = [&](double mb) {
     return in_gb ? fmt::format("{:.3g} GB", mb / 1000.0) : fmt::format("{:.3g} MB", mb);
   };
   out += fmt::format(
       "<text x=\"{}\" y=\"{}\" font-size=\"13\" font-weight=\"bold\" fill=\"#222\">memory per device</text>"
-      "<text x=\"{}\" y=\"{}\" font-size=\"12\" fill=\"#555\">scale 0–{} in every panel · dashed: model "
+      "<text x=\"{}\" y=\"{}\" font-size=\"12\" fill=\"#555\">every panel spans {} – {} · dashed: model "
       "states{} · dot: peak</text>\n",
-      num(kLeft), num(mem_title_y), num(kLeft + 150), num(mem_title_y), mem_str(top_mb),
+      num(kLeft), num(mem_title_y), num(kLeft + 150), num(mem_title_y), mem_str(bottom_mb), mem_str(top_mb),
       show_limit ? fmt::format(" · red: limit {}", mem_str(limit_mb)) : std::string());
   for (int d = 0; d < D; ++d) {
     const double y0 = mem_top + d * (mem_h + mem_gap);
-    auto Y = [&](double mb) { return y0 + mem_h - (mb / top_mb) * mem_h; };
+    auto Y = [&](double mb) { return y0 + mem_h - ((mb - bottom_mb) / (top_mb - bottom_mb)) * mem_h; };
     out += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"#f7f9fc\" stroke=\"#dde3ea\" "
                        "stroke-width=\"0.6\"/>\n",
                        num(kLeft), num(y0), num(kChartW), num(mem_h));
@@ -300,13 +342,9 @@ std::string format_svg(const Report& r, const std::string& title_in) {
     const auto& curve = sim.memory[d];
     if (curve.empty()) continue;
     std::string path = fmt::format("M{},{}", num(X(0)), num(Y(curve.front().mb)));
-    double prev = curve.front().mb;
-    for (size_t k = 1; k < curve.size(); ++k) {
+    for (size_t k = 1; k < curve.size(); ++k)
       path += fmt::format(" H{} V{}", num(X(curve[k].time_ms)), num(Y(curve[k].mb)));
-      prev = curve[k].mb;
-    }
     path += fmt::format(" H{}", num(X(T)));
-    (void)prev;
     // Filled area under the step curve, then the line.
     out += fmt::format("<path d=\"{} V{} H{} Z\" fill=\"#9ecae1\" fill-opacity=\"0.45\" stroke=\"none\"/>\n", path,
                        num(y0 + mem_h), num(X(0)));
@@ -320,16 +358,17 @@ std::string format_svg(const Report& r, const std::string& title_in) {
       out += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\" stroke=\"#d62728\" stroke-dasharray=\"6,3\" "
                          "stroke-width=\"1\"/>\n",
                          num(X(0)), num(Y(limit_mb)), num(X(T)));
-    // Peak marker.
     const int pk = sim.peak_op_index[d];
     if (pk >= 0) {
       const double pt = sim.times[d][pk].start_ms;
       out += fmt::format("<circle cx=\"{}\" cy=\"{}\" r=\"2.6\" fill=\"#d62728\"/>\n", num(X(pt)),
                          num(Y(sim.peak_memory_mb[d])));
     }
-    if (mem_h >= 12)
-      out += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"10.5\" fill=\"#333\" text-anchor=\"end\">peak {}</text>\n",
-                         num(kLeft + kChartW - 4), num(y0 + 11), mem_str(sim.peak_memory_mb[d]));
+    const bool over = show_limit && sim.peak_memory_mb[d] > limit_mb;
+    if (mem_h >= 12 || d % std::max(1, D / 16) == 0)
+      out += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"{}\" fill=\"{}\">peak {}</text>\n",
+                         num(kLeft + kChartW + 6), num(y0 + mem_h * 0.5 + 4), mem_h >= 12 ? "11" : "9",
+                         over ? "#d62728" : "#333", mem_str(sim.peak_memory_mb[d]));
   }
   axis(mem_axis_y);
   out += body;
