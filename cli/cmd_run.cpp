@@ -42,6 +42,7 @@ struct RunFlags {
   std::string nccl_id_file;
   bool print_nccl_id = false;
   std::string widths = "cost";
+  double memory_limit_gb = -1;  // < 0: the problem's own limit
 };
 
 bool is_csv_file(const std::string& path) {
@@ -94,7 +95,9 @@ int run(const RunFlags& f) {
   rt::Prediction prediction;
   Schedule to_run;
   if (!f.no_verify) {
-    Report rep = verify(schedule);
+    VerifyOptions vo;
+    if (f.memory_limit_gb >= 0) vo.memory_limit_gb = f.memory_limit_gb;
+    Report rep = verify(schedule, vo);
     if (!rep.valid) {
       rep.notes.insert(rep.notes.begin(), notes.begin(), notes.end());
       std::fputs(format_report(rep).c_str(), stdout);
@@ -223,6 +226,8 @@ Runner add_run(CLI::App& app) {
                   "Block widths from the layer costs (cost, default) or from params_m (params: for models written "
                   "by `pipesmith profile` at the same --scale)");
   sub->add_option("--seed", f->seed, "Seed of the parameters and data (default 1)");
+  sub->add_option("--memory-limit-gb", f->memory_limit_gb,
+                  "Memory limit per device for the check, GB (0 = unlimited; default: the problem's)");
   sub->add_flag("--no-verify", f->no_verify, "Run even if the checker rejects the schedule");
   sub->add_option("--nccl-id-file", f->nccl_id_file,
                   "cuda, multi-process: file through which rank 0 shares the ncclUniqueId");
