@@ -19,6 +19,7 @@
 #include "synth/partition.h"
 #include "synth/placement.h"
 #include "synth/solve.h"
+#include "synth/tuner_bound.h"
 #include "synth/tuner_eval.h"
 #include "synth/tuner_moves.h"
 #include "synth/tuner_parallel.h"
@@ -94,6 +95,7 @@ class Tuner {
   SearchSpace space_;
   std::vector<int> fixed_cuts_, fixed_placement_;
   GlobalBound gb_;
+  double bound_ms_ = 0;  // max(global bound, layer-packing bound)
   Clock::time_point t0_ = Clock::now();
   std::vector<Record> records_;
   std::map<std::string, int> history_;
@@ -123,6 +125,7 @@ Status Tuner::prepare() {
   if (!gb.ok()) return gb.status();
   gb_ = *gb;
   if (!gb_.memory_feasible) return Status::error(ErrorCode::kInfeasible, gb_.memory_reason);
+  bound_ms_ = std::max(gb_.bound_ms, layer_packing_bound_ms(spec_.model, P_, M_));
 
   space_.spec = &spec_;
   space_.devices = P_;
@@ -238,7 +241,7 @@ void Tuner::report(const char* phase) {
   TuneProgress p;
   p.evaluated = stats_.evaluated;
   p.feasible = stats_.feasible;
-  p.lower_bound_ms = gb_.bound_ms;
+  p.lower_bound_ms = bound_ms_;
   p.elapsed_s = elapsed();
   p.phase = phase;
   const Record* best = nullptr;
@@ -246,7 +249,7 @@ void Tuner::report(const char* phase) {
     if (r.eval.feasible && (!best || ranks_before(r, *best))) best = &r;
   if (best) {
     p.best_ms = best->eval.makespan_ms;
-    p.gap = gb_.bound_ms > 0 ? best->eval.makespan_ms / gb_.bound_ms - 1 : 0;
+    p.gap = bound_ms_ > 0 ? best->eval.makespan_ms / bound_ms_ - 1 : 0;
     p.best_desc = describe(*best, P_);
   }
   opt_.progress(p);
@@ -387,7 +390,8 @@ Result<TuneResult> Tuner::verify_and_choose(const std::vector<int>& rank) {
   out.dag_makespan_ms = r.eval.makespan_ms;
   out.simulated_ms = c.simulated_ms;
   out.bubble_ratio = c.bubble;
-  out.lower_bound_ms = gb_.bound_ms;
+  out.lower_bound_ms = bound_ms_;
+  out.global_bound_ms = gb_.bound_ms;
   out.problem_bound_ms = c.bound_ms;
   out.z3_used = r.z3;
   out.z3_optimal = r.z3_optimal;
@@ -482,6 +486,11 @@ Result<TuneResult> Tuner::run() {
     bool all_escalated = true;
     for (int i : beam) all_escalated = all_escalated && records_[i].expansions >= 2;
     if (!evaluated_any && all_escalated && elapsed() <= search_deadline) break;
+    // Nothing can beat the bound (DAG timing is never below it up to rounding).
+    if (best_ms <= bound_ms_ * (1 + 1e-9)) {
+      stats_.stop_reason = "reached the lower bound";
+      break;
+    }
     if (stale >= std::max(1, opt_.patience) && all_escalated) break;
   }
   // Polish: the best screened candidates get the whole portfolio before the checker sees them.

@@ -24,6 +24,8 @@
 //  * Deterministic for a fixed seed and budget: candidates are evaluated in parallel but reduced by
 //    candidate index, ties broken by a stable key; the wall-clock limit only decides how many whole
 //    rounds run (hit it, and the result may depend on machine speed — use max_evaluations then).
+//  * lower_bound_ms is valid for every partition, placement and order: the larger of
+//    synth/global_bound.h and the layer-packing bound of synth/tuner_bound.h.
 //  * kInfeasible when no candidate fits the memory; kBadInput for a bad fixed partition/placement.
 #pragma once
 
@@ -45,7 +47,7 @@ struct TuneProgress {
   int evaluated = 0;            // candidates evaluated so far
   int feasible = 0;             // of which fit the memory
   double best_ms = 0;           // best makespan so far (op-DAG timing of the heuristic order); 0: none
-  double lower_bound_ms = 0;    // global lower bound (synth/global_bound.h)
+  double lower_bound_ms = 0;    // over all plans: max(synth/global_bound.h, synth/tuner_bound.h)
   double gap = 0;               // best / bound − 1
   double elapsed_s = 0;
   std::string phase;            // "seeds", "search", "z3", "verify"
@@ -87,7 +89,7 @@ struct TuneStats {
   double verify_s = 0;
   double total_s = 0;
   double ms_per_eval = 0;     // mean wall time of one candidate evaluation (one thread)
-  std::string stop_reason;    // "converged", "time limit", "evaluation budget", "fixed"
+  std::string stop_reason;    // "converged", "reached the lower bound", "time limit", "evaluation budget", "fixed"
   int moves_partition = 0;    // evaluated moves by kind
   int moves_placement = 0;
   int moves_schedule = 0;
@@ -107,7 +109,8 @@ struct TuneResult {
   double dag_makespan_ms = 0;     // the op-DAG timing of `order`
   double simulated_ms = 0;        // verify()'s simulation of the comm-inserted schedule
   double bubble_ratio = 0;        // from that simulation
-  double lower_bound_ms = 0;      // global lower bound over all partitions and placements
+  double lower_bound_ms = 0;      // over all partitions and placements: max(global, layer packing)
+  double global_bound_ms = 0;     // synth/global_bound.h alone
   double problem_bound_ms = 0;    // lower bound for the chosen partition and placement
   bool z3_used = false;           // Z3 refined the chosen schedule
   bool z3_optimal = false;        // Z3 proved the order optimal for this partition and placement

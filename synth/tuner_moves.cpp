@@ -67,6 +67,33 @@ std::vector<int> placement_zigzag(int stages, int devices) {
   return p;
 }
 
+// Longest-processing-time-first bin packing of stages onto devices: stages by decreasing time, each
+// to the least-loaded device that does not hold its chain neighbours (when there is one), ties to the
+// lower device id. Balances device loads for irregular stage times; every device gets a stage when
+// S >= P.
+std::vector<int> placement_lpt(const SearchSpace& sp, const std::vector<int>& cuts) {
+  const int S = static_cast<int>(cuts.size()) - 1;
+  std::vector<int> order(S);
+  std::iota(order.begin(), order.end(), 0);
+  std::vector<double> t(S);
+  for (int s = 0; s < S; ++s) t[s] = range_sum(sp.layer_ms, cuts[s], cuts[s + 1]);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return t[a] > t[b] + kEps; });
+  std::vector<int> p(S, -1);
+  std::vector<double> load(sp.devices, 0);
+  for (int s : order) {
+    int best = -1;
+    for (int pass = 0; pass < 2 && best < 0; ++pass) {
+      for (int d = 0; d < sp.devices; ++d) {
+        if (pass == 0 && ((s > 0 && p[s - 1] == d) || (s + 1 < S && p[s + 1] == d))) continue;
+        if (best < 0 || load[d] < load[best] - kEps) best = d;
+      }
+    }
+    p[s] = best;
+    load[best] += t[s];
+  }
+  return p;
+}
+
 std::vector<int> to_cuts(const Partition& p) {
   std::vector<int> cuts{0};
   for (const LayerRange& r : p) cuts.push_back(r.last + 1);
@@ -550,7 +577,23 @@ std::vector<Candidate> seed_candidates(const SearchSpace& sp, const std::vector<
           if (rb != nc.cuts) add(std::move(rb), np.placement, MoveKind::kSeed, origin + " + rebalance");
         }
       }
+      // Irregular: the stages packed onto devices by load (uneven stage counts per device).
+      if (!fixed_placement && S > P) {
+        std::vector<int> lpt = placement_lpt(sp, nc.cuts);
+        const std::string origin = fmt::format("seed S={} {} lpt-packed", S, nc.name);
+        add(nc.cuts, lpt, MoveKind::kSeed, origin);
+        if (!fixed_cuts) {
+          std::vector<int> rb = rebalance_cuts(sp, nc.cuts, lpt, false);
+          if (rb != nc.cuts) add(std::move(rb), lpt, MoveKind::kSeed, origin + " + rebalance");
+        }
+      }
     }
+  }
+  // One layer per stage (when the stage limit allows), packed by load.
+  if (!fixed_cuts && !fixed_placement && sp.layers <= sp.max_stages && sp.layers > P) {
+    std::vector<int> cuts(sp.layers + 1);
+    std::iota(cuts.begin(), cuts.end(), 0);
+    add(cuts, placement_lpt(sp, cuts), MoveKind::kSeed, fmt::format("seed S={} one layer per stage lpt-packed", sp.layers));
   }
   if (sp.include_baselines) {
     // The published schedules on Megatron's even partition and on the balanced one.
