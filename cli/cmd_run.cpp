@@ -148,6 +148,9 @@ int run(const RunFlags& f) {
   auto model = rt::build_exec_model(to_run.problem, spec ? &spec->model : nullptr, mo);
   if (!model) return report_error(model.status());
   for (const std::string& n : model->notes) notes.push_back(n);
+  if (prediction.present && !mo.widths_from_params)
+    notes.push_back("simulated ms come from the schedule's costs, measured ms from this scaled model on this backend: "
+                    "compare their shape, not their values (docs/runtime.md; profile + --widths params compares values)");
 
   // 4. The backend.
   std::unique_ptr<rt::Backend> backend;

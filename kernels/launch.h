@@ -2,7 +2,7 @@
 #pragma once
 
 #include <cuda_runtime_api.h>
-#include <fmt/format.h>
+#include <string>
 
 #include "ir/status.h"
 
@@ -12,8 +12,9 @@ namespace ps::kern {
 inline Status launch_status(const char* kernel) {
   const cudaError_t e = cudaGetLastError();
   if (e == cudaSuccess) return Status::ok();
-  return Status::error(ErrorCode::kRuntime, fmt::format("launch of {} failed: {} ({})", kernel, cudaGetErrorString(e),
-                                                        cudaGetErrorName(e)));
+  // (no fmt here: nvcc's C++20 mode rejects fmt's consteval format strings)
+  return Status::error(ErrorCode::kRuntime, std::string("launch of ") + kernel + " failed: " + cudaGetErrorString(e) +
+                                                " (" + cudaGetErrorName(e) + ")");
 }
 
 inline unsigned grid_for(size_t n, int threads) {

@@ -50,8 +50,7 @@ std::string format_run_summary(const RunSummary& s) {
   }
   out += "\n";
   if (pr.present)
-    out += fmt::format("iteration: measured {} ms, simulated {} ms (measured/simulated {}; the simulation uses the "
-                       "schedule's costs, the run a model scaled to fit this machine)\n",
+    out += fmt::format("iteration: measured {} ms, simulated {} ms (measured/simulated {})\n",
                        fixed(r.iteration_ms), fixed(pr.makespan_ms),
                        pr.makespan_ms > 0 ? fixed(r.iteration_ms / pr.makespan_ms) : "-");
   else
