@@ -277,14 +277,13 @@ ComponentWork mamba_work(Dims& x) {
   w.fwd_flops = gemm + conv + ssd;
   w.bwd_input_flops = gemm + conv + 2 * ssd;
   w.bwd_weight_flops = gemm + conv;
-  double chunks = b * std::ceil(s / Q);
-  w.activation_bytes = p * T * h                                   // pre-norm input
-                       + p * T * h                                 // in_proj input
-                       + p * T * in_out                            // in_proj output
-                       + p * T * conv_ch                           // conv output (SSD inputs)
-                       + p * T * di                                // SSD output (gated-norm input)
-                       + p * T * di                                // out_proj input
-                       + 4 * chunks * di * N;                      // fp32 chunk states
+  // The SSD's chunk states are recomputed in the backward (as the Mamba-2 kernels do), not kept.
+  w.activation_bytes = p * T * h          // pre-norm input
+                       + p * T * h        // in_proj input
+                       + p * T * in_out   // in_proj output: z, x/B/C (conv input), dt
+                       + p * T * conv_ch  // conv output (SSD inputs)
+                       + p * T * di       // SSD output (gated-norm input)
+                       + p * T * di;      // out_proj input
   w.wgrad_stash_bytes = p * T * h + p * T * conv_ch + p * T * di;  // in_proj, conv, out_proj inputs
   w.output_bytes = p * T * h;
   return w;
