@@ -24,7 +24,7 @@ constexpr size_t kOpsPerLine = 16;    // actions per line in `ops: [...]`
 constexpr size_t kTimesPerLine = 8;   // [start, end] pairs per line in `times: [...]`
 constexpr int kMaxDevices = 1 << 20;  // sanity bounds on counts read from files
 constexpr int kMaxMicrobatches = 1 << 24;
-constexpr int kMaxStages = 1 << 16;
+constexpr int kMaxStages = 4096;
 
 Result<std::string> read_text_file(const std::string& path) {
   std::error_code ec;
@@ -802,12 +802,20 @@ Result<CsvReadResult> parse_pytorch_csv(const std::string& text_in, const std::s
       }
     }
   }
+  std::vector<int> absent;
   for (int st = 0; st < stages; ++st) {
     if (placement[st] < 0) {
       placement[st] = st > 0 ? placement[st - 1] : 0;
-      res.notes.push_back(fmt::format("stage {} appears in no row; placed on rank {} (next to stage {})", st,
-                                      placement[st], st > 0 ? st - 1 : 0));
+      absent.push_back(st);
     }
+  }
+  if (!absent.empty()) {
+    std::string list;
+    for (size_t i = 0; i < absent.size() && i < 12; ++i) list += fmt::format("{}{}", i ? ", " : "", absent[i]);
+    if (absent.size() > 12) list += fmt::format(", ... ({} more)", absent.size() - 12);
+    res.notes.push_back(fmt::format("{} stage(s) appear in no row ({}); each is placed on the rank of the "
+                                    "stage before it (rank 0 for stage 0)",
+                                    absent.size(), list));
   }
   for (const auto& [st, rows_also] : extra_rows) {
     std::string list;

@@ -1,11 +1,13 @@
 #include "ir/yaml_util.h"
 
 #include <fmt/format.h>
+#include <yaml-cpp/eventhandler.h>
 
 #include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <sstream>
 #include <vector>
 
 namespace ps::yamlu {
@@ -17,17 +19,40 @@ SourceLoc loc_of(const YAML::Node& n, const std::string& file, const SourceLoc& 
   return SourceLoc{file, m.line + 1, m.column + 1};
 }
 
+namespace {
+
+// Remembers where a document starts; ignores everything else (used to count documents).
+class DocumentStart : public YAML::EventHandler {
+ public:
+  YAML::Mark mark = YAML::Mark::null_mark();
+  void OnDocumentStart(const YAML::Mark& m) override { mark = m; }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+};
+
+}  // namespace
+
 Result<YAML::Node> load_document(const std::string& text, const std::string& file) {
   try {
-    std::vector<YAML::Node> docs = YAML::LoadAll(text);
-    if (docs.empty()) return YAML::Node();  // empty text: one null document
-    if (docs.size() > 1) {
+    // Count documents with the event parser, stopping at the second: YAML::LoadAll of yaml-cpp 0.7
+    // can loop forever on malformed input that leaves tokens the document parser does not consume.
+    std::istringstream in(text);
+    YAML::Parser parser(in);
+    DocumentStart first, second;
+    if (parser.HandleNextDocument(first) && parser.HandleNextDocument(second)) {
       return Status::bad_input(
-          fmt::format("expected one YAML document, found {} (remove the extra '---' sections)",
-                      docs.size()),
-          loc_of(docs[1], file, SourceLoc{file, 0, 0}));
+          "expected one YAML document, found more (an extra '---' section, or text after the "
+          "document that does not belong to it)",
+          second.mark.is_null() ? SourceLoc{file, 0, 0}
+                                : SourceLoc{file, second.mark.line + 1, second.mark.column + 1});
     }
-    return docs[0];
+    return YAML::Load(text);
   } catch (const YAML::Exception& e) {
     SourceLoc loc{file, 0, 0};
     if (!e.mark.is_null() && e.mark.line >= 0) loc = SourceLoc{file, e.mark.line + 1, e.mark.column + 1};

@@ -239,7 +239,7 @@ TEST_CASE("csv: placement comes from the first row a stage appears in") {
   auto gap = parse_ok("0F0,0B0\n2F0,2B0\n");
   CHECK(gap.schedule.problem.num_stages() == 3);
   CHECK(gap.schedule.problem.device_of(1) == 0);
-  CHECK(has_note(gap.notes, "stage 1 appears in no row"));
+  CHECK(has_note(gap.notes, "1 stage(s) appear in no row (1)"));
   // An empty row is a rank with no actions.
   auto empty_row = parse_ok("0F0,0B0\n\n1F0,1B0\n");
   CHECK(empty_row.schedule.num_devices() == 3);
@@ -273,7 +273,7 @@ TEST_CASE("csv: files without actions, and idle cells among comms, are rejected"
   expect_csv_error(",,,\n,\n", 0, 0, "no pipeline actions");
   expect_csv_error("0UNSHARD,0RESHARD\n", 0, 0, "no pipeline actions");
   expect_csv_error("0F0,0SEND_F0,,0B0\n1RECV_F0,1F0,1B0\n", 1, 14, "empty cell (idle slot) in a file with SEND/RECV");
-  expect_csv_error("0F0,0B0\n70000F0\n", 2, 1, "at most 65536 stages");
+  expect_csv_error("0F0,0B0\n4096F0\n", 2, 1, "action '4096F0' uses stage 4096; pipesmith supports at most 4096 stages");
 }
 
 TEST_CASE("csv: read_schedule_any picks the format by extension, else by content") {

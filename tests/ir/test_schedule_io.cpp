@@ -249,8 +249,13 @@ TEST_CASE("schedule yaml: each kind of error is rejected with its location") {
   const std::string ok = kTinyYaml;
   SUBCASE("syntax") { expect_yaml_error(replace(ok, "0W1]", "0W1"), 19, 11, "YAML syntax error: end of sequence flow not found"); }
   SUBCASE("empty file") { expect_yaml_error("", 1, 1, "empty schedule file"); }
+  SUBCASE("text that makes yaml-cpp 0.7's LoadAll loop forever") {
+    expect_yaml_error(",", 1, 1, "expected one YAML document, found more");
+    auto r = ps::parse_schedule_yaml(pstest::read_file(pstest::source_path("fuzz/corpus/schedule_yaml/regress-loadall-loop.yaml")), "f.yaml");
+    CHECK_FALSE(r.ok());
+  }
   SUBCASE("not a map") { expect_yaml_error("- 1\n- 2\n", 1, 1, "expected a map"); }
-  SUBCASE("two documents") { expect_yaml_error(ok + "---\nformat: x\n", 22, 1, "expected one YAML document"); }
+  SUBCASE("two documents") { expect_yaml_error(ok + "---\nformat: x\n", 21, 1, "expected one YAML document, found more"); }
   SUBCASE("missing format") {
     expect_yaml_error(replace(ok, "format: pipesmith-schedule/1\n", ""), 1, 1, "missing 'format: pipesmith-schedule/1'");
   }
