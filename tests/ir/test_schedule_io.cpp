@@ -406,3 +406,21 @@ TEST_CASE("canonical text: problem, placement and programs only") {
   w.problem.stages[1].device = 0;
   CHECK(ps::canonical_text(w) != text);
 }
+
+TEST_CASE("docs/schedule-format.md: its example is what the writer prints, and its canonical text is exact") {
+  std::string doc = pstest::read_file(pstest::source_path("docs/schedule-format.md"));
+  auto block_after = [&](const std::string& marker) {
+    size_t at = doc.find(marker);
+    REQUIRE_MESSAGE(at != std::string::npos, marker);
+    size_t open = doc.find('\n', at + marker.size()) + 1;
+    size_t close = doc.find("```\n", open);
+    REQUIRE(close != std::string::npos);
+    return doc.substr(open, close - open);
+  };
+  std::string example = block_after("### Example\n\n```yaml");
+  CHECK(example == pstest::read_file(pstest::source_path("fuzz/corpus/schedule_yaml/tiny.yaml")));
+  auto r = ps::parse_schedule_yaml(example, "doc.yaml");
+  REQUIRE_MESSAGE(r.ok(), r.status().str());
+  CHECK(ps::format_schedule_yaml(*r) == example);
+  CHECK(block_after("For the example above:\n\n```") == ps::canonical_text(*r));
+}
