@@ -486,8 +486,8 @@ Result<TuneResult> Tuner::run() {
     bool all_escalated = true;
     for (int i : beam) all_escalated = all_escalated && records_[i].expansions >= 2;
     if (!evaluated_any && all_escalated && elapsed() <= search_deadline) break;
-    // Nothing can beat the bound (DAG timing is never below it up to rounding).
-    if (best_ms <= bound_ms_ * (1 + 1e-9)) {
+    // Within 0.01 % of the bound: nothing left worth searching for.
+    if (best_ms <= bound_ms_ * (1 + 1e-4)) {
       stats_.stop_reason = "reached the lower bound";
       break;
     }
@@ -511,7 +511,7 @@ Result<TuneResult> Tuner::run() {
   drop_orders(rank);
   if (opt_.z3_candidates > 0) {
     const double tz = elapsed();
-    refine_with_z3(rank, z3_deadline);
+    refine_with_z3(rank, std::min(z3_deadline, tz + limit * z3_share));
     stats_.z3_s = elapsed() - tz;
     report("z3");
     rank = ranking();

@@ -69,7 +69,7 @@ struct TuneOptions {
   bool include_baselines = true;       // published schedules as seeds
   int verify_top = 4;                  // candidates (besides baselines) checked by verify() at the end
   int z3_candidates = 0;               // best candidates refined with Z3 (0: none)
-  double z3_time_fraction = 0.3;       // share of the time limit Z3 may use
+  double z3_time_fraction = 0.3;       // at most this share of the time limit goes to Z3
   std::optional<Partition> partition;          // fixed partition (S = its size)
   std::optional<std::vector<int>> placement;   // fixed stage → device map (S = its size)
   std::function<void(const TuneProgress&)> progress;  // after the seeds and after every round

@@ -175,6 +175,24 @@ TEST_CASE("tuner: memory caps are respected, change the plan, or make it infeasi
   CHECK(none.status().code() == ErrorCode::kInfeasible);
 }
 
+TEST_CASE("tuner: Z3 on the best candidates never makes the result worse") {
+  const Spec spec = tiny_spec();
+  TuneOptions o = quick_options();
+  o.max_evaluations = 100;
+  o.time_limit_s = 8;
+  Result<TuneResult> plain = cooptimize(spec, o);
+  REQUIRE(plain.ok());
+  o.z3_candidates = 2;
+  o.z3_time_fraction = 0.25;  // 2 s of Z3 in all
+  Result<TuneResult> z = cooptimize(spec, o);
+  REQUIRE_MESSAGE(z.ok(), z.status().str());
+  CHECK(z->stats.z3_runs == 2);
+  CHECK(z->stats.z3_s < 4);
+  CHECK(z->simulated_ms <= plain->simulated_ms + 1e-9);
+  CHECK(check(z->schedule).valid);
+  if (z->z3_used) CHECK(z->policy.find("z3") != std::string::npos);
+}
+
 TEST_CASE("tuner: progress is reported while it searches") {
   TuneOptions o = quick_options();
   std::vector<TuneProgress> seen;
