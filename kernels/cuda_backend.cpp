@@ -175,6 +175,7 @@ class CudaDevice final : public rt::DeviceContext {
     PS_CUDA_RETURN(cudaStreamWaitEvent(comm_stream_, epoch_, 0));
     produced_.clear();
     kinds_.clear();
+    std::lock_guard<std::mutex> lock(events_mu_);
     enqueued_ = 0;
     completed_.store(0);
     abort_requested_.store(false);
@@ -215,11 +216,13 @@ class CudaDevice final : public rt::DeviceContext {
     check(PS_CUDA(cudaEventRecord(end_[index], kinds_[index] ? comm_stream_ : ops_->stream())));
     if (a.type != OpType::W && a.type != OpType::SEND_F && a.type != OpType::SEND_B)
       produced_[{a.type, a.stage, a.mb}] = index;
+    std::lock_guard<std::mutex> lock(events_mu_);
     enqueued_ = index + 1;
   }
 
   Status send(const Action& op, int peer, const rt::Tensor& t, const Action&) override {
     if (t.empty()) return runtime_error(fmt::format("'{}': nothing to send", to_string(op)));
+    PS_CUDA_RETURN(cudaSetDevice(ops_->gpu()));
     std::lock_guard<std::mutex> lock(comm_mu_);
     if (comm_aborted_) return rt::aborted_status();
     PS_NCCL_RETURN(ncclSend(t.f32(), t.count(), ncclFloat, peer, comm_, comm_stream_));
@@ -231,6 +234,7 @@ class CudaDevice final : public rt::DeviceContext {
   Result<rt::Tensor> recv(const Action& op, int peer, const Action&, size_t count) override {
     rt::Tensor t = ops_->alloc_on(count, rt::DType::kF32, comm_stream_);
     PS_RETURN_IF_ERROR(ops_->status());
+    PS_CUDA_RETURN(cudaSetDevice(ops_->gpu()));
     std::lock_guard<std::mutex> lock(comm_mu_);
     if (comm_aborted_) return rt::aborted_status();
     PS_NCCL_RETURN(ncclRecv(t.f32(), count, ncclFloat, peer, comm_, comm_stream_));
@@ -242,7 +246,8 @@ class CudaDevice final : public rt::DeviceContext {
 
   Status finish() override {
     PS_CUDA_RETURN(cudaSetDevice(ops_->gpu()));
-    for (int i = 0; i < enqueued_; ++i) {
+    const int n = enqueued_;
+    for (int i = 0; i < n; ++i) {
       while (true) {
         const cudaError_t e = cudaEventQuery(end_[i]);
         if (e == cudaSuccess) break;
@@ -262,10 +267,10 @@ class CudaDevice final : public rt::DeviceContext {
         }
         std::this_thread::sleep_for(std::chrono::microseconds(50));
       }
-      completed_.store(i + 1);
+      if (completed_.load() < i + 1) completed_.store(i + 1);
     }
-    times_.assign(enqueued_, {});
-    for (int i = 0; i < enqueued_; ++i) {
+    times_.assign(n, {});
+    for (int i = 0; i < n; ++i) {
       float a = 0, b = 0;
       PS_CUDA_RETURN(cudaEventElapsedTime(&a, epoch_, start_[i]));
       PS_CUDA_RETURN(cudaEventElapsedTime(&b, epoch_, end_[i]));
@@ -274,7 +279,15 @@ class CudaDevice final : public rt::DeviceContext {
     return ops_->status();
   }
 
-  int completed_ops() const override { return completed_.load(); }
+  // Polls the end events past the last completed op (thread-safe: the watchdog calls it while the
+  // worker may still be enqueueing, possibly blocked in a full launch queue).
+  int completed_ops() const override {
+    std::lock_guard<std::mutex> lock(events_mu_);
+    int done = completed_.load();
+    while (done < enqueued_ && cudaEventQuery(end_[done]) == cudaSuccess) ++done;
+    completed_.store(done);
+    return done;
+  }
   std::vector<rt::OpSpan> op_times() override { return times_; }
 
   // Thread-safe: aborts the communicator right away (a stuck NCCL kernel then exits), and makes the
@@ -327,6 +340,7 @@ class CudaDevice final : public rt::DeviceContext {
     if (!st.is_ok()) ops_->fail(st);
   }
   bool ensure_events(int index) {
+    std::lock_guard<std::mutex> lock(events_mu_);
     while (static_cast<int>(start_.size()) <= index) {
       cudaEvent_t a = nullptr, b = nullptr;
       Status st = PS_CUDA(cudaEventCreate(&a));
@@ -363,11 +377,12 @@ class CudaDevice final : public rt::DeviceContext {
   bool comm_aborted_ = false;
   bool shut_ = false;
   std::atomic<bool> abort_requested_{false};
+  mutable std::mutex events_mu_;  // guards start_/end_ growth and enqueued_ (read by completed_ops)
   std::vector<cudaEvent_t> start_, end_;
   std::vector<char> kinds_;  // per op: 1 = comm stream
   std::map<std::tuple<OpType, int, int>, int> produced_;  // (type, stage, mb) → op index of F/I/B/RECV
   int enqueued_ = 0;
-  std::atomic<int> completed_{0};
+  mutable std::atomic<int> completed_{0};
   std::vector<rt::OpSpan> times_;
 };
 
@@ -421,6 +436,7 @@ class CudaBackend final : public rt::Backend {
     Status end = PS_NCCL(ncclGroupEnd());
     if (st.is_ok()) st = end;
     for (auto& [d, ctx] : ctx_) {
+      if (st.is_ok()) st = PS_CUDA(cudaSetDevice(ctx->cuda_ops().gpu()));
       if (st.is_ok()) st = wait_comm(ctx->comm(), kInitTimeoutS, "NCCL connection warm-up");
       if (st.is_ok()) st = wait_stream(ctx->comm_stream(), kInitTimeoutS, "NCCL connection warm-up");
     }
