@@ -24,7 +24,8 @@ TEST_CASE("pipesmith profile → baseline → run --widths params") {
   CHECK(spec->model.name == "nemotron-h-like-profiled");
   CHECK(spec->model.layers.size() == orig->model.layers.size());
   CHECK(spec->model.types.size() == orig->model.types.size());
-  for (const auto& [sym, t] : spec->model.types) {
+  for (const auto& [symbol, t] : spec->model.types) {
+    const char sym = symbol;  // (clang 14 cannot capture a structured binding)
     CAPTURE(sym);
     CHECK(t.forward_ms > 0);
     CHECK(t.backward_weight_ms > 0);
