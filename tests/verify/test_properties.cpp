@@ -292,6 +292,17 @@ TEST_CASE("deadlock decision agrees with the brute-force oracle on randomly reor
       unsafe[k] += !safe;
       if (!safe && kAll[k] == Semantics::kRendezvous) CHECK(find_rule(r, "deadlock") != nullptr);
     }
+    // Wherever it is safe, the two-stream simulation of that semantics completes (its waits are a
+    // subset of the logical execution's) and respects the lower bound.
+    for (Semantics sem : kAll) {
+      if (!listed(r, sem)) continue;
+      VerifyOptions o;
+      o.semantics = sem;
+      Report rs = verify(s, o);
+      CHECK_MESSAGE(rs.valid, format_report(rs));
+      REQUIRE(rs.sim.has_value());
+      CHECK(rs.sim->makespan_ms >= rs.lower_bound_ms - 1e-9);
+    }
     // rendezvous-safe implies safe under the others.
     if (listed(r, Semantics::kRendezvous)) {
       CHECK(listed(r, Semantics::kGrouped));
