@@ -217,9 +217,14 @@ class FieldReader {
     return Status::ok();
   }
 
+  // An optional string may be left empty (`name:` or `name: ~` reads as "").
   Status read_string(std::string_view key, bool required, std::string& out) const {
     const Field* f = get(key);
     if (!f) return required ? missing(key) : Status::ok();
+    if (!required && f->value.IsNull()) {
+      out.clear();
+      return Status::ok();
+    }
     auto v = yamlu::to_string(f->value, file_, name(key));
     if (!v) return v.status();
     out = *v;

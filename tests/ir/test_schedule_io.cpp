@@ -222,7 +222,9 @@ TEST_CASE("schedule yaml: a hand-written file with block style, comments and def
   const char* text =
       "# a schedule written by hand\n"
       "format: pipesmith-schedule/1\n"
+      "generator:\n"
       "problem:\n"
+      "  name: ~\n"
       "  devices: 1\n"
       "  microbatches: 1\n"
       "stages:\n"
@@ -242,7 +244,9 @@ TEST_CASE("schedule yaml: a hand-written file with block style, comments and def
   CHECK(r->problem.stages[0].first_layer == -1);
   CHECK(r->problem.stages[0].split_backward);
   CHECK(r->programs[0] == acts({"0F0", "0B0"}));
-  CHECK(r->programs[0][1].loc.str() == "hand.yaml:16:9");
+  CHECK(r->programs[0][1].loc.str() == "hand.yaml:18:9");
+  CHECK(r->generator.empty());
+  CHECK(r->problem.name.empty());
 }
 
 TEST_CASE("schedule yaml: each kind of error is rejected with its location") {
