@@ -43,6 +43,7 @@ struct RunFlags {
   bool print_nccl_id = false;
   std::string widths = "cost";
   double memory_limit_gb = -1;  // < 0: the problem's own limit
+  std::string semantics = "rendezvous";
 };
 
 bool is_csv_file(const std::string& path) {
@@ -65,6 +66,11 @@ int run(const RunFlags& f) {
   if (f.backend != "host" && f.backend != "cuda")
     return report_error(Status::bad_input(fmt::format("--backend must be host or cuda, got '{}'", f.backend)));
   if (!(f.timeout_s > 0)) return report_error(Status::bad_input("--timeout must be > 0 seconds"));
+  if (f.semantics != "rendezvous" && f.semantics != "grouped")
+    return report_error(Status::bad_input(fmt::format(
+        "--semantics must be rendezvous or grouped, got '{}' (the runtime cannot provide buffered sends: NCCL "
+        "does not buffer large messages)", f.semantics)));
+  const bool grouped = f.semantics == "grouped";
 
   // 1. The schedule (a CSV with --model gets the model's balanced partition and costs).
   CheckInput in;
@@ -96,13 +102,14 @@ int run(const RunFlags& f) {
   Schedule to_run;
   if (!f.no_verify) {
     VerifyOptions vo;
+    vo.semantics = grouped ? Semantics::kGrouped : Semantics::kRendezvous;
     if (f.memory_limit_gb >= 0) vo.memory_limit_gb = f.memory_limit_gb;
     Report rep = verify(schedule, vo);
     if (!rep.valid) {
       rep.notes.insert(rep.notes.begin(), notes.begin(), notes.end());
       std::fputs(format_report(rep).c_str(), stdout);
-      std::fprintf(stderr, "pipesmith: error: the checker rejected '%s' under rendezvous semantics; not running it "
-                           "(--no-verify runs it anyway)\n", f.file.c_str());
+      std::fprintf(stderr, "pipesmith: error: the checker rejected '%s' under %s semantics; not running it "
+                           "(--no-verify runs it anyway)\n", f.file.c_str(), f.semantics.c_str());
       return static_cast<int>(ErrorCode::kInvalidSchedule);
     }
     if (rep.comms_inserted) notes.push_back("comms inserted by the checker's rule (ir/comm_insert.h)");
@@ -169,6 +176,7 @@ int run(const RunFlags& f) {
   rt::ExecOptions eo;
   eo.timeout_s = f.timeout_s;
   eo.collect_gradients = true;
+  eo.grouped = grouped;
   rt::ExecResult result = rt::execute(to_run, *model, *backend, eo);
   if (!result.status.is_ok()) {
     if (!f.trace.empty() && !result.devices.empty())
@@ -180,6 +188,7 @@ int run(const RunFlags& f) {
   rt::RunSummary sum;
   sum.schedule_name = base_name(f.file);
   sum.backend = f.backend;
+  sum.semantics = f.semantics;
   sum.schedule = &to_run;
   sum.model = &*model;
   sum.result = &result;
@@ -229,6 +238,9 @@ Runner add_run(CLI::App& app) {
                   "Block widths from the layer costs (cost, default) or from params_m (params: for models written "
                   "by `pipesmith profile` at the same --scale)");
   sub->add_option("--seed", f->seed, "Seed of the parameters and data (default 1)");
+  sub->add_option("--semantics", f->semantics,
+                  "SEND/RECV semantics to check and run: rendezvous (default: each pair on its own) or grouped "
+                  "(consecutive comm ops form one group, like an NCCL group / batch_isend_irecv)");
   sub->add_option("--memory-limit-gb", f->memory_limit_gb,
                   "Memory limit per device for the check, GB (0 = unlimited; default: the problem's)");
   sub->add_flag("--no-verify", f->no_verify, "Run even if the checker rejects the schedule");

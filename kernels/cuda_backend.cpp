@@ -242,6 +242,36 @@ class CudaDevice final : public rt::DeviceContext {
     return t;
   }
 
+  // Grouped semantics: one NCCL group on the comm stream (the sends' producers were waited for in
+  // begin_op); it completes as a unit.
+  Status run_group(std::vector<rt::CommItem>& items, std::atomic<int>& current) override {
+    for (rt::CommItem& it : items) {
+      if (!is_recv(it.op.type)) continue;
+      it.received = ops_->alloc_on(it.count, rt::DType::kF32, comm_stream_);
+      PS_RETURN_IF_ERROR(ops_->status());
+    }
+    PS_CUDA_RETURN(cudaSetDevice(ops_->gpu()));
+    std::lock_guard<std::mutex> lock(comm_mu_);
+    if (comm_aborted_) return rt::aborted_status();
+    if (!items.empty()) current.store(items.front().index);
+    PS_NCCL_RETURN(ncclGroupStart());
+    Status st;
+    for (rt::CommItem& it : items) {
+      if (!st.is_ok()) break;
+      if (is_send(it.op.type))
+        st = PS_NCCL(ncclSend(it.send.f32(), it.send.count(), ncclFloat, it.peer, comm_, comm_stream_));
+      else
+        st = PS_NCCL(ncclRecv(it.received.f32(), it.count, ncclFloat, it.peer, comm_, comm_stream_));
+    }
+    Status end = PS_NCCL(ncclGroupEnd());
+    PS_RETURN_IF_ERROR(st);
+    PS_RETURN_IF_ERROR(end);
+    PS_RETURN_IF_ERROR(settle_locked("comm group"));
+    for (rt::CommItem& it : items)
+      if (is_send(it.op.type)) CudaOps::set_free_stream(it.send, comm_stream_);
+    return Status::ok();
+  }
+
   bool is_async() const override { return true; }
 
   Status finish() override {

@@ -11,7 +11,8 @@
 //    worker thread per GPU, communicators from ncclCommInitAll.
 // Each device: compute on one stream (cuBLAS GEMMs, our kernels), NCCL p2p on a comm stream, CUDA
 // events for exactly the dependencies of ir/schedule.h; rendezvous semantics = each SEND/RECV its own
-// NCCL call (outside a group) on the comm stream, in program order. Every CUDA/NCCL call is checked
+// NCCL call (outside a group) on the comm stream, in program order; grouped semantics = each run of
+// consecutive comm ops one ncclGroupStart/End. Every CUDA/NCCL call is checked
 // (kernels/cuda_check.h); the finish loop polls ncclCommGetAsyncError; abort() calls ncclCommAbort.
 // Without a usable GPU, make_cuda_backend fails with kRuntime "no CUDA device: ..." (never crashes);
 // in a build without CUDA it fails with kRuntime "built without the CUDA backend".

@@ -5,7 +5,8 @@
 //  * The executor calls begin_op/end_op around every op of a device's program, in program order,
 //    from that device's worker thread; compute ops run through ops(), comm ops through send/recv.
 //  * Synchronous backends (host) finish an op before end_op returns; a send returns only when the
-//    matching recv has taken the data (rendezvous). Asynchronous backends (cuda) enqueue: compute on
+//    matching recv has taken the data (rendezvous); under grouped semantics run_group posts the
+//    group's sends, then takes its receives, then waits for the sends. Asynchronous backends (cuda) enqueue: compute on
 //    one stream, p2p on a comm stream, ordered by events so that each op waits exactly for what the
 //    schedule semantics say (its producer, its RECV); finish() then waits, publishing progress in
 //    completed_ops().
@@ -14,6 +15,7 @@
 //  * op_times() (after the iteration) gives [start, end] per op in ms since the iteration began.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <utility>
@@ -34,6 +36,17 @@ struct OpSpan {
   double end_ms = 0;
 };
 
+// One comm op of a group (grouped semantics: consecutive comm ops between two computes).
+struct CommItem {
+  int index = 0;       // op index in the device's program
+  Action op;           // the SEND_* or RECV_*
+  int peer = 0;        // the other device
+  Action expected;     // the matching op on the peer
+  Tensor send;         // SEND: the data
+  size_t count = 0;    // RECV: fp32 elements expected
+  Tensor received;     // RECV: filled on success
+};
+
 class DeviceContext {
  public:
   virtual ~DeviceContext() = default;
@@ -44,6 +57,9 @@ class DeviceContext {
   virtual Status send(const Action& op, int peer, const Tensor& t, const Action& expected_recv) = 0;
   // RECV: takes `count` fp32 elements sent by `peer`'s `expected_send`.
   virtual Result<Tensor> recv(const Action& op, int peer, const Action& expected_send, size_t count) = 0;
+  // Grouped semantics: issues the items together (an NCCL group, batch_isend_irecv); they complete
+  // as a unit. Sets `current` to the index of the item's op being waited for (watchdog witness).
+  virtual Status run_group(std::vector<CommItem>& items, std::atomic<int>& current) = 0;
   virtual bool is_async() const = 0;
   // Async backends: waits for all enqueued work (returns early with an error on abort or failure).
   virtual Status finish() = 0;

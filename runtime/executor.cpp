@@ -44,6 +44,7 @@ struct Worker {
   std::map<Key, Tensor> inbox_f;    // RECV_F(s,m) data waiting for F(s,m)
   std::map<Key, Tensor> inbox_b;    // RECV_B(s,m) data waiting for I/B(s,m)
   std::atomic<int> returned{0};     // ops whose call has returned
+  std::atomic<int> current{0};      // op being waited for (inside a comm group: the group's item)
   std::atomic<bool> done{false};
   std::atomic<long> failed_seq{-1}; // order in which workers failed (first failure wins)
   Status status;
@@ -56,6 +57,61 @@ Result<Tensor> take(std::map<Key, Tensor>& m, Key k) {
   Tensor t = std::move(it->second);
   m.erase(it);
   return t;
+}
+
+// Checks a comm op against the placement and fills its peer, the op it pairs with, and (SEND) the
+// tensor taken from the producer's output / (RECV) the element count.
+Status prepare_comm(Worker& w, const Problem& p, const ExecModel& model, int index, const Action& a, CommItem& item) {
+  const int d = w.device;
+  const int S = p.num_stages();
+  const int s = a.stage, m = a.mb;
+  auto err = [&](const std::string& msg) { return op_error(d, index, a, msg); };
+  if (s < 0 || s >= S) return err(fmt::format("stage {} does not exist (0..{})", s, S - 1));
+  if (m < 0 || m >= p.microbatches) return err(fmt::format("microbatch {} does not exist (0..{})", m, p.microbatches - 1));
+  if (p.device_of(s) != d)
+    return err(fmt::format("stage {} is placed on device {}, not on device {}", s, p.device_of(s), d));
+  item.index = index;
+  item.op = a;
+  switch (a.type) {
+    case OpType::SEND_F: {
+      if (s + 1 >= S || p.device_of(s + 1) == d)
+        return err("nothing to send: the next stage does not exist or is on this device");
+      auto t = take(w.pending_f, {s, m});
+      if (!t.ok()) return err(fmt::format("F({},{}) has not produced the tensor yet", s, m));
+      item.peer = p.device_of(s + 1);
+      item.expected = make_action(OpType::RECV_F, s + 1, m);
+      item.send = std::move(*t);
+      return Status::ok();
+    }
+    case OpType::SEND_B: {
+      if (s == 0 || p.device_of(s - 1) == d)
+        return err("nothing to send: the previous stage does not exist or is on this device");
+      auto t = take(w.pending_b, {s, m});
+      if (!t.ok()) return err(fmt::format("the backward of stage {} mb {} has not produced the gradient yet", s, m));
+      item.peer = p.device_of(s - 1);
+      item.expected = make_action(OpType::RECV_B, s - 1, m);
+      item.send = std::move(*t);
+      return Status::ok();
+    }
+    case OpType::RECV_F:
+      if (s == 0 || p.device_of(s - 1) == d)
+        return err("nothing to receive: the previous stage does not exist or is on this device");
+      if (w.inbox_f.count({s, m})) return err("received twice");
+      item.peer = p.device_of(s - 1);
+      item.expected = make_action(OpType::SEND_F, s - 1, m);
+      item.count = model.boundary_count();
+      return Status::ok();
+    case OpType::RECV_B:
+      if (s + 1 >= S || p.device_of(s + 1) == d)
+        return err("nothing to receive: the next stage does not exist or is on this device");
+      if (w.inbox_b.count({s, m})) return err("received twice");
+      item.peer = p.device_of(s + 1);
+      item.expected = make_action(OpType::SEND_B, s + 1, m);
+      item.count = model.boundary_count();
+      return Status::ok();
+    default:
+      return err("not a comm op");
+  }
 }
 
 Status run_op(Worker& w, const Problem& p, const ExecModel& model, int index, const Action& a) {
@@ -109,38 +165,19 @@ Status run_op(Worker& w, const Problem& p, const ExecModel& model, int index, co
       Status st = w.sc.backward_weight(s, m);
       return st.is_ok() ? st : err(st.message());
     }
-    case OpType::SEND_F: {
-      if (s + 1 >= S || p.device_of(s + 1) == d)
-        return err("nothing to send: the next stage does not exist or is on this device");
-      auto t = take(w.pending_f, {s, m});
-      if (!t.ok()) return err(fmt::format("F({},{}) has not produced the tensor yet", s, m));
-      Status st = w.ctx.send(a, p.device_of(s + 1), *t, make_action(OpType::RECV_F, s + 1, m));
-      return st.is_ok() || is_aborted(st) ? st : err(st.message());
-    }
-    case OpType::SEND_B: {
-      if (s == 0 || p.device_of(s - 1) == d)
-        return err("nothing to send: the previous stage does not exist or is on this device");
-      auto t = take(w.pending_b, {s, m});
-      if (!t.ok()) return err(fmt::format("the backward of stage {} mb {} has not produced the gradient yet", s, m));
-      Status st = w.ctx.send(a, p.device_of(s - 1), *t, make_action(OpType::RECV_B, s - 1, m));
-      return st.is_ok() || is_aborted(st) ? st : err(st.message());
-    }
-    case OpType::RECV_F: {
-      if (s == 0 || p.device_of(s - 1) == d)
-        return err("nothing to receive: the previous stage does not exist or is on this device");
-      if (w.inbox_f.count({s, m})) return err("received twice");
-      auto t = w.ctx.recv(a, p.device_of(s - 1), make_action(OpType::SEND_F, s - 1, m), model.boundary_count());
-      if (!t.ok()) return is_aborted(t.status()) ? t.status() : err(t.status().message());
-      w.inbox_f[{s, m}] = std::move(*t);
-      return Status::ok();
-    }
+    case OpType::SEND_F:
+    case OpType::SEND_B:
+    case OpType::RECV_F:
     case OpType::RECV_B: {
-      if (s + 1 >= S || p.device_of(s + 1) == d)
-        return err("nothing to receive: the next stage does not exist or is on this device");
-      if (w.inbox_b.count({s, m})) return err("received twice");
-      auto t = w.ctx.recv(a, p.device_of(s + 1), make_action(OpType::SEND_B, s + 1, m), model.boundary_count());
+      CommItem item;
+      PS_RETURN_IF_ERROR(prepare_comm(w, p, model, index, a, item));
+      if (is_send(a.type)) {
+        Status st = w.ctx.send(a, item.peer, item.send, item.expected);
+        return st.is_ok() || is_aborted(st) ? st : err(st.message());
+      }
+      auto t = w.ctx.recv(a, item.peer, item.expected, item.count);
       if (!t.ok()) return is_aborted(t.status()) ? t.status() : err(t.status().message());
-      w.inbox_b[{s, m}] = std::move(*t);
+      (a.type == OpType::RECV_F ? w.inbox_f : w.inbox_b)[{s, m}] = std::move(*t);
       return Status::ok();
     }
   }
@@ -153,7 +190,26 @@ std::string keys_text(const char* what, const std::map<Key, Tensor>& m) {
   return out;
 }
 
-void worker_main(Worker& w, const Problem& p, const ExecModel& model, std::atomic<long>& fail_counter) {
+// Grouped semantics: the comm ops [first, last) run as one group.
+Status run_group(Worker& w, const Problem& p, const ExecModel& model, int first, int last) {
+  std::vector<CommItem> items(last - first);
+  Status st;
+  for (int k = first; k < last && st.is_ok(); ++k) st = prepare_comm(w, p, model, k, w.program[k], items[k - first]);
+  for (int k = first; k < last; ++k) w.ctx.begin_op(k, w.program[k]);
+  if (st.is_ok()) st = w.ctx.run_group(items, w.current);
+  for (int k = first; k < last; ++k) w.ctx.end_op(k, w.program[k]);
+  if (!st.is_ok()) {
+    if (is_aborted(st)) return st;
+    const int at = std::clamp(w.current.load(), first, last - 1);
+    return st.message().rfind("device ", 0) == 0 ? st : op_error(w.device, at, w.program[at], st.message());
+  }
+  for (CommItem& it : items)
+    if (is_recv(it.op.type))
+      (it.op.type == OpType::RECV_F ? w.inbox_f : w.inbox_b)[{it.op.stage, it.op.mb}] = std::move(it.received);
+  return Status::ok();
+}
+
+void worker_main(Worker& w, const Problem& p, const ExecModel& model, bool grouped, std::atomic<long>& fail_counter) {
   auto fail = [&](Status st) {
     w.status = std::move(st);
     w.failed_seq.store(fail_counter.fetch_add(1));
@@ -170,11 +226,19 @@ void worker_main(Worker& w, const Problem& p, const ExecModel& model, std::atomi
       }
     const int n = static_cast<int>(w.program.size());
     w.run.held_bytes.assign(n, 0);
-    for (int i = 0; i < n; ++i) {
+    for (int i = 0; i < n;) {
       const Action& a = w.program[i];
-      w.ctx.begin_op(i, a);
-      Status st = run_op(w, p, model, i, a);
-      w.ctx.end_op(i, a);
+      int next = i + 1;
+      w.current.store(i);
+      Status st;
+      if (grouped && is_comm(a.type)) {
+        while (next < n && is_comm(w.program[next].type)) ++next;
+        st = run_group(w, p, model, i, next);
+      } else {
+        w.ctx.begin_op(i, a);
+        st = run_op(w, p, model, i, a);
+        w.ctx.end_op(i, a);
+      }
       if (st.is_ok()) st = w.ctx.ops().status();
       if (!st.is_ok()) {
         fail(st);
@@ -182,12 +246,15 @@ void worker_main(Worker& w, const Problem& p, const ExecModel& model, std::atomi
         return;
       }
       const size_t held = w.sc.held_bytes();
-      w.run.held_bytes[i] = held;
-      if (held > w.run.peak_held_bytes || w.run.peak_op_index < 0) {
-        w.run.peak_held_bytes = held;
-        w.run.peak_op_index = i;
+      for (int k = i; k < next; ++k) {
+        w.run.held_bytes[k] = held;
+        if (held > w.run.peak_held_bytes || w.run.peak_op_index < 0) {
+          w.run.peak_held_bytes = held;
+          w.run.peak_op_index = k;
+        }
       }
-      w.returned.store(i + 1);
+      w.returned.store(next);
+      i = next;
     }
     Status st = w.ctx.finish();
     if (!st.is_ok()) {
@@ -349,7 +416,8 @@ ExecResult execute(const Schedule& schedule, const ExecModel& model, Backend& ba
   }
   std::atomic<long> fail_counter{0};
   std::vector<std::thread> threads;
-  for (auto& w : workers) threads.emplace_back(worker_main, std::ref(*w), std::cref(p), std::cref(model), std::ref(fail_counter));
+  for (auto& w : workers) threads.emplace_back(worker_main, std::ref(*w), std::cref(p), std::cref(model), options.grouped,
+                                          std::ref(fail_counter));
 
   // Watchdog.
   const auto timeout = std::chrono::duration<double>(std::max(0.001, options.timeout_s));
@@ -388,7 +456,8 @@ ExecResult execute(const Schedule& schedule, const ExecModel& model, Backend& ba
       if (fired) {
         for (auto& w : workers) {
           const int n = static_cast<int>(w->program.size());
-          res.stopped_at[w->device] = w->done.load() ? -1 : std::min(progress(*w), n - 1);
+          const int at = w->ctx.is_async() ? progress(*w) : w->current.load();
+          res.stopped_at[w->device] = w->done.load() ? -1 : std::clamp(at, 0, std::max(0, n - 1));
         }
         for (auto& w : workers)
           if (!w->done.load() && !w->program.empty())

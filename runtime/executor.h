@@ -31,6 +31,9 @@ namespace ps::rt {
 struct ExecOptions {
   double timeout_s = 30;           // watchdog: seconds without progress on an unfinished device
   bool collect_gradients = true;   // download summed gradients and losses at the end
+  // Grouped semantics: consecutive comm ops between two computes run as one group (run_group)
+  // that completes as a unit; otherwise (rendezvous) each SEND/RECV pairs up on its own.
+  bool grouped = false;
 };
 
 struct DeviceRun {

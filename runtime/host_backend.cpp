@@ -43,6 +43,36 @@ class HostBackend::Device final : public DeviceContext {
     return out;
   }
 
+  Status run_group(std::vector<CommItem>& items, std::atomic<int>& current) override {
+    std::vector<std::pair<int, RendezvousHub::Ticket>> posted;
+    for (CommItem& it : items)
+      if (is_send(it.op.type)) {
+        current.store(it.index);
+        posted.emplace_back(it.index, owner_.hub_.post(id_, it.peer, it.op, it.send.f32(), it.send.count()));
+      }
+    Status st;
+    for (CommItem& it : items) {
+      if (!is_recv(it.op.type)) continue;
+      current.store(it.index);
+      auto t = recv(it.op, it.peer, it.expected, it.count);
+      if (!t.ok()) {
+        st = t.status();
+        break;
+      }
+      it.received = std::move(*t);
+    }
+    // Every posted offer is waited for, or withdrawn after a failure, before its data may go away.
+    for (auto& [index, ticket] : posted) {
+      if (!st.is_ok()) {
+        owner_.hub_.cancel(ticket);
+        continue;
+      }
+      current.store(index);
+      st = owner_.hub_.wait(ticket);
+    }
+    return st;
+  }
+
   bool is_async() const override { return false; }
   Status finish() override { return Status::ok(); }
   int completed_ops() const override { return 0; }

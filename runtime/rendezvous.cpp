@@ -1,7 +1,5 @@
 #include "runtime/rendezvous.h"
 
-#include <fmt/format.h>
-
 #include "runtime/backend.h"
 
 namespace ps::rt {
@@ -15,35 +13,56 @@ RendezvousHub::Channel& RendezvousHub::channel(int from, int to) {
   return *channels_[static_cast<size_t>(from) * devices_ + to];
 }
 
-Status RendezvousHub::send(int from, int to, const Action& op, const float* data, size_t count) {
+RendezvousHub::Ticket RendezvousHub::post(int from, int to, const Action& op, const float* data, size_t count) {
+  auto t = std::make_shared<Offer>();
+  t->op = op;
+  t->data = data;
+  t->count = count;
+  t->from = from;
+  t->to = to;
   Channel& c = channel(from, to);
+  std::lock_guard<std::mutex> lock(c.mu);
+  c.offers.push_back(t);
+  c.cv.notify_all();
+  return t;
+}
+
+Status RendezvousHub::wait(const Ticket& t) {
+  Channel& c = channel(t->from, t->to);
   std::unique_lock<std::mutex> lock(c.mu);
-  // One comm stream per device: a previous send on this pair has completed before this one starts.
-  c.cv.wait(lock, [&] { return !c.offered || aborted_.load(); });
+  c.cv.wait(lock, [&] { return t->taken || aborted_.load(); });
+  if (t->taken) return Status::ok();
+  lock.unlock();
+  cancel(t);  // aborted before the receiver took it: withdraw the offer (its data is about to go away)
+  return aborted_status();
+}
+
+void RendezvousHub::cancel(const Ticket& t) {
+  Channel& c = channel(t->from, t->to);
+  std::lock_guard<std::mutex> lock(c.mu);
+  if (t->taken) return;
+  for (auto it = c.offers.begin(); it != c.offers.end(); ++it)
+    if (*it == t) {
+      c.offers.erase(it);
+      break;
+    }
+}
+
+Status RendezvousHub::send(int from, int to, const Action& op, const float* data, size_t count) {
   if (aborted_.load()) return aborted_status();
-  c.offered = true;
-  c.taken = false;
-  c.op = op;
-  c.data = data;
-  c.count = count;
-  c.cv.notify_all();
-  c.cv.wait(lock, [&] { return c.taken || aborted_.load(); });
-  const bool ok = c.taken;
-  c.offered = false;
-  c.taken = false;
-  c.data = nullptr;
-  c.cv.notify_all();
-  return ok ? Status::ok() : aborted_status();
+  return wait(post(from, to, op, data, count));
 }
 
 Status RendezvousHub::recv(int from, int to, const Take& take) {
   Channel& c = channel(from, to);
   std::unique_lock<std::mutex> lock(c.mu);
-  c.cv.wait(lock, [&] { return (c.offered && !c.taken) || aborted_.load(); });
+  c.cv.wait(lock, [&] { return !c.offers.empty() || aborted_.load(); });
   if (aborted_.load()) return aborted_status();
-  Status st = take(c.op, c.data, c.count);
-  if (!st.is_ok()) return st;  // the sender stays blocked; the executor aborts everyone
-  c.taken = true;
+  Ticket t = c.offers.front();
+  Status st = take(t->op, t->data, t->count);
+  if (!st.is_ok()) return st;  // the sender keeps waiting; the executor aborts everyone
+  c.offers.pop_front();
+  t->taken = true;
   c.cv.notify_all();
   return Status::ok();
 }
@@ -59,9 +78,7 @@ void RendezvousHub::abort() {
 void RendezvousHub::reset() {
   for (auto& c : channels_) {
     std::lock_guard<std::mutex> lock(c->mu);
-    c->offered = false;
-    c->taken = false;
-    c->data = nullptr;
+    c->offers.clear();
   }
   aborted_.store(false);
 }

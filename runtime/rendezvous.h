@@ -1,13 +1,16 @@
 // rendezvous.h — in-memory point-to-point channels with rendezvous semantics (capacity 0).
 //
 // Guarantees: one channel per ordered device pair; a send completes only when the receiver has taken
-// (copied) the data — the sender blocks until then; messages between a pair are matched in issue
-// order (like NCCL), and the receiver checks the sender's op is the one it expects, reporting a
-// mismatch instead of taking the wrong tensor. abort() wakes every blocked party with kRuntime.
+// (copied) the data — a SEND blocks until then (send), or is posted and waited for later (post +
+// wait: what a comm group of the grouped semantics does); messages between a pair are matched in
+// posting order (like NCCL), and the receiver checks that the sender's op is the one it expects,
+// reporting a mismatch instead of taking the wrong tensor. abort() wakes every blocked party with
+// kRuntime "aborted".
 #pragma once
 
 #include <atomic>
 #include <condition_variable>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -22,12 +25,27 @@ class RendezvousHub {
  public:
   explicit RendezvousHub(int devices);
 
+  struct Offer {
+    Action op;
+    const float* data = nullptr;
+    size_t count = 0;
+    bool taken = false;
+    int from = 0, to = 0;
+  };
+  using Ticket = std::shared_ptr<Offer>;
+
   // Offers `count` floats at `data` from `from` to `to`, tagged with the SEND op; blocks until taken.
   Status send(int from, int to, const Action& op, const float* data, size_t count);
-  // Called by a receiver while the matching sender is blocked: gets the sender's op and its data.
+  // Posts the offer without waiting (the data must stay valid until wait() returns).
+  Ticket post(int from, int to, const Action& op, const float* data, size_t count);
+  // Waits until a posted offer has been taken.
+  Status wait(const Ticket& t);
+  // Withdraws a posted offer that has not been taken (after a failure); no-op if it was taken.
+  void cancel(const Ticket& t);
+  // Called by a receiver while the matching sender waits: gets the sender's op and its data.
   using Take = std::function<Status(const Action& sent, const float* data, size_t count)>;
-  // Waits for a message from `from` to `to` and hands it to `take` (the sender stays blocked until
-  // `take` has returned ok).
+  // Waits for the oldest untaken offer from `from` to `to` and hands it to `take` (the sender keeps
+  // waiting until `take` has returned ok).
   Status recv(int from, int to, const Take& take);
 
   void abort();
@@ -38,11 +56,7 @@ class RendezvousHub {
   struct Channel {
     std::mutex mu;
     std::condition_variable cv;
-    bool offered = false;
-    bool taken = false;
-    Action op;
-    const float* data = nullptr;
-    size_t count = 0;
+    std::deque<Ticket> offers;  // posting order
   };
   Channel& channel(int from, int to);
 

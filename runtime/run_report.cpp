@@ -24,9 +24,9 @@ std::string format_run_summary(const RunSummary& s) {
   const ExecResult& r = *s.result;
   const Schedule& sch = *s.schedule;
   const Prediction& pr = s.prediction;
-  std::string out = fmt::format("pipesmith run: {} on backend {} ({} devices, {} stages, {} microbatches)\n",
+  std::string out = fmt::format("pipesmith run: {} on backend {} ({} devices, {} stages, {} microbatches, {} semantics)\n",
                                 s.schedule_name, s.backend, sch.num_devices(), sch.problem.num_stages(),
-                                sch.problem.microbatches);
+                                sch.problem.microbatches, s.semantics);
   out += fmt::format("model: d_model {}, {} tokens per microbatch, vocabulary {} in / {} out\n", s.model->d_model,
                      s.model->tokens, s.model->vocab_in, s.model->vocab_out);
   for (int st = 0; st < s.model->num_stages(); ++st)
@@ -91,6 +91,7 @@ std::string format_run_json(const RunSummary& s) {
   ordered_json j;
   j["schedule"] = s.schedule_name;
   j["backend"] = s.backend;
+  j["semantics"] = s.semantics;
   j["devices"] = s.schedule->num_devices();
   j["stages"] = s.schedule->problem.num_stages();
   j["microbatches"] = s.schedule->problem.microbatches;

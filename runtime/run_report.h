@@ -33,6 +33,7 @@ struct Prediction {
 struct RunSummary {
   std::string schedule_name;      // file name
   std::string backend;            // "host"
+  std::string semantics = "rendezvous";  // SEND/RECV semantics the run used
   const Schedule* schedule = nullptr;   // the programs that ran (comms included)
   const ExecModel* model = nullptr;
   const ExecResult* result = nullptr;

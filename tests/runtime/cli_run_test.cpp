@@ -170,3 +170,20 @@ TEST_CASE("pipesmith run: bad usage and the cuda backend without a GPU fail clea
     if (!ps::kern::cuda_backend_built()) CHECK(expected.find("built without the CUDA backend") == 0);
   }
 }
+
+TEST_CASE("pipesmith run --semantics grouped: the naive 1F1B runs, grouped like batch_isend_irecv") {
+  const std::string file = pstest::temp_path("naive-1f1b-grouped.csv");
+  {
+    std::ofstream out(file);
+    out << "0F0,0SEND_F0,0F1,0SEND_F1,0RECV_B0,0B0,0F2,0SEND_F2,0RECV_B1,0B1,0F3,0SEND_F3,0RECV_B2,0B2,0RECV_B3,0B3\n"
+        << "1RECV_F0,1F0,1B0,1SEND_B0,1RECV_F1,1F1,1B1,1SEND_B1,1RECV_F2,1F2,1B2,1SEND_B2,1RECV_F3,1F3,1B3,1SEND_B3\n";
+  }
+  auto r = run_cli("run " + file + " --semantics grouped --check-gradients --timeout 10 " + kSmall);
+  CHECK_MESSAGE(r.exit_code == 0, r.output);
+  CHECK(r.output.find("grouped semantics") != std::string::npos);
+  CHECK(r.output.find("OK (within 1e-05 relative)") != std::string::npos);
+  r = run_cli("run " + file + " --semantics buffered " + kSmall);
+  CHECK(r.exit_code == 1);
+  CHECK(r.output.find("--semantics must be rendezvous or grouped, got 'buffered'") != std::string::npos);
+  std::remove(file.c_str());
+}

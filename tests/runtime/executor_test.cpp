@@ -187,3 +187,61 @@ TEST_CASE("host executor: schedule errors at run time name the device, op and re
           std::string::npos);
   }
 }
+
+TEST_CASE("host executor: grouped semantics runs the naive-comm 1F1B that deadlocks under rendezvous") {
+  for (int P : {2, 4}) {
+    CAPTURE(P);
+    Schedule s = pstest::with_comms_naive(pstest::one_f_one_b(P, 2 * P));
+    ExecModel model = small_model(s.problem);
+    HostBackend backend(P);
+    ExecOptions o;
+    o.timeout_s = 5;
+    o.grouped = true;
+    ExecResult r = execute(s, model, backend, o);
+    REQUIRE_MESSAGE(r.status.is_ok(), r.status.str());
+    auto ref = run_sequential_reference(model);
+    REQUIRE(ref.ok());
+    GradientComparison c = compare_gradients(model, r.gradients, r.losses, *ref);
+    CHECK(c.ok);
+    CHECK(c.max_abs_diff == 0.0);
+    const auto rule = memory_by_rule(s, model);
+    for (const DeviceRun& dr : r.devices) CHECK(dr.held_bytes == rule[dr.device].held_bytes);
+  }
+}
+
+TEST_CASE("host executor: grouped semantics still stops a real deadlock and reports mismatches") {
+  ExecOptions o;
+  o.timeout_s = 0.3;
+  o.grouped = true;
+  SUBCASE("both devices receive first: no grouping can help") {
+    // dev0: [0RECV_B0] 0F0 [0SEND_F0] 0B0 — its first group waits for the gradient, which device 1
+    // sends only after 1RECV_F0, 1F0 and 1B0, and 1RECV_F0 waits for 0SEND_F0: a cycle.
+    Schedule s = pstest::with_comms_global_order(pstest::gpipe(2, 1, {0, 1}));
+    auto& p0 = s.programs[0];
+    REQUIRE(to_string(p0[2]) == "0RECV_B0");
+    Action recv = p0[2];
+    p0.erase(p0.begin() + 2);
+    p0.insert(p0.begin(), recv);
+    ExecModel model = small_model(s.problem);
+    HostBackend backend(2);
+    ExecResult r = execute(s, model, backend, o);
+    CHECK(r.status.code() == ErrorCode::kRuntime);
+    REQUIRE(r.blocked.size() == 2);
+    CHECK(to_string(r.blocked[0].op) == "0RECV_B0");
+    CHECK(to_string(r.blocked[1].op) == "1RECV_F0");
+    CHECK(r.status.message().find("wait cycle: device 0 → device 1 → device 0") != std::string::npos);
+  }
+  SUBCASE("a group receiving the wrong tensor") {
+    Schedule s = pstest::with_comms_global_order(pstest::gpipe(2, 2, {0, 1}));
+    auto& p0 = s.programs[0];  // 0F0 0F1 0SEND_F0 0SEND_F1 ...: one group; swap the two sends
+    REQUIRE(to_string(p0[2]) == "0SEND_F0");
+    std::swap(p0[2], p0[3]);
+    ExecModel model = small_model(s.problem);
+    HostBackend backend(2);
+    ExecResult r = execute(s, model, backend, o);
+    CHECK(r.status.code() == ErrorCode::kRuntime);
+    CHECK(r.status.message().find("expected the tensor of '0SEND_F0' from device 0, but device 0 sent '0SEND_F1' "
+                                  "first") != std::string::npos);
+    CHECK(r.blocked.empty());
+  }
+}
