@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace ps {
 
 Schedule order_to_schedule(const Problem& problem, const OpDag& dag, const TimedOrder& order,
@@ -12,18 +14,29 @@ Schedule order_to_schedule(const Problem& problem, const OpDag& dag, const Timed
   s.generator = generator;
   s.programs.assign(dag.devices, {});
   s.predicted.assign(dag.devices, {});
+  std::vector<int> topo_pos(dag.num_ops(), 0);
+  for (size_t k = 0; k < dag.topo.size(); ++k) topo_pos[dag.topo[k]] = static_cast<int>(k);
+  const bool with_comms = static_cast<int>(order.order.size()) > dag.devices;
   for (int d = 0; d < dag.devices; ++d) {
-    for (int op : order.order[d]) {
+    // The device's computes and its comm stream's transfers, merged by start time; ties by
+    // topological position (a SEND after its producer, a RECV before its consumer).
+    std::vector<int> ops = order.order[d];
+    if (with_comms) ops.insert(ops.end(), order.order[dag.devices + d].begin(), order.order[dag.devices + d].end());
+    std::stable_sort(ops.begin(), ops.end(), [&](int a, int b) {
+      return order.start[a] != order.start[b] ? order.start[a] < order.start[b] : topo_pos[a] < topo_pos[b];
+    });
+    for (int op : ops) {
       const DagOp& o = dag.ops[op];
       Action a;
-      a.type = o.type;
-      a.stage = o.stage;
       a.mb = o.mb;
+      a.stage = o.stage;
+      a.type = o.type;
+      if (o.is_transfer() && o.peer == d) {  // the receiving side
+        a.type = o.type == OpType::SEND_F ? OpType::RECV_F : OpType::RECV_B;
+        a.stage = o.type == OpType::SEND_F ? o.stage + 1 : o.stage - 1;
+      }
       s.programs[d].push_back(a);
-      OpTime t;
-      t.start_ms = dag.to_ms(order.start[op]);
-      t.end_ms = dag.to_ms(order.start[op] + o.dur);
-      s.predicted[d].push_back(t);
+      s.predicted[d].push_back(OpTime{dag.to_ms(order.start[op]), dag.to_ms(order.start[op] + o.dur)});
     }
   }
   return s;

@@ -1,9 +1,13 @@
 // decode.h — between op-DAG orders and compute-only Schedules.
 //
 // Guarantees:
-//  * order_to_schedule writes each device's program in the order's sequence (F, I, W, B actions of
-//    the DAG's ops), the Problem copied in, and predicted start/end times in ms from the order's
-//    earliest-start timing. No comm ops: ir/comm_insert.h adds them.
+//  * order_to_schedule writes each device's program: its compute ops in the order's sequence and,
+//    when the order has comm streams, its SEND/RECV ops in its stream's sequence, merged by start
+//    time (a SEND after its producer, a RECV before its consumer). Every program is then a
+//    subsequence of one global time order in which each SEND/RECV pair sits at one point, so it is
+//    deadlock-free under rendezvous semantics, and the checker's simulation reproduces the order's
+//    earliest-start timing. Predicted start/end times in ms are written alongside. Without comm
+//    streams the schedule is compute-only (ir/comm_insert.h adds the comms).
 //  * schedule_to_dag_order maps a compute-only schedule's programs onto the DAG's op ids. A fused
 //    B(s,m) on a stage whose DAG splits the backward becomes I(s,m) immediately followed by W(s,m):
 //    same device time, same memory at every later op. Comm ops are skipped. Anything that does not

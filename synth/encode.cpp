@@ -26,15 +26,13 @@ Result<std::unique_ptr<Encoding>> Encoding::create(const OpDag& dag, const Devic
 }
 
 int Encoding::pair_index(int a, int b) const {
-  const int d = dag_.ops[a].device;
-  const int nd = static_cast<int>(dag_.device_ops[d].size());
-  int la = local_[a], lb = local_[b];
-  if (la > lb) std::swap(la, lb);
-  return pair_id_[d][static_cast<size_t>(la) * nd + lb];
+  const uint64_t key = static_cast<uint64_t>(std::min(a, b)) * dag_.num_ops() + std::max(a, b);
+  auto it = pair_of_.find(key);
+  return it == pair_of_.end() ? -1 : it->second;
 }
 
 z3::expr Encoding::before(int a, int b) {
-  PS_ASSERT(a != b && dag_.ops[a].device == dag_.ops[b].device, "before() needs two ops of one device");
+  PS_ASSERT(a != b, "before() needs two different ops");
   const int k = pair_index(a, b);
   if (k < 0) return ctx_->bool_val(reach_.reaches(a, b));
   return (*atoms_)[2 * k + (pair_a_[k] == a ? 0 : 1)];
@@ -67,25 +65,22 @@ Status Encoding::build(const EncodeOptions& options) {
     for (const DagEdge& e : dag_.succ[i]) s.add(starts_[i] + c.int_val(dur + e.delay) <= starts_[e.op]);
   }
 
-  // No-overlap pairs.
-  local_.assign(n, 0);
-  pair_id_.assign(dag_.devices, {});
+  // No-overlap pairs, per resource (two transfers may share both streams: one pair).
   atoms_ = std::make_unique<z3::expr_vector>(c);
-  for (int d = 0; d < dag_.devices; ++d) {
-    const auto& ops = dag_.device_ops[d];
-    const int nd = static_cast<int>(ops.size());
-    for (int k = 0; k < nd; ++k) local_[ops[k]] = k;
-    pair_id_[d].assign(static_cast<size_t>(nd) * nd, -1);
-    for (int x = 0; x < nd; ++x) {
-      for (int y = x + 1; y < nd; ++y) {
+  for (int r = 0; r < dag_.num_resources(); ++r) {
+    const auto& ops = dag_.resource_ops[r];
+    const int nr = static_cast<int>(ops.size());
+    for (int x = 0; x < nr; ++x) {
+      for (int y = x + 1; y < nr; ++y) {
         const int a = ops[x], b = ops[y];
         if (reach_.reaches(a, b) || reach_.reaches(b, a)) continue;
-        // Windows that already decide the order need no atom either... but they depend on C, which
-        // is not fixed yet; keep the pair.
+        const uint64_t key = static_cast<uint64_t>(a) * n + b;
+        if (pair_of_.count(key) > 0) continue;
         const int k = static_cast<int>(pair_a_.size());
-        pair_id_[d][static_cast<size_t>(x) * nd + y] = k;
+        pair_of_.emplace(key, k);
         pair_a_.push_back(a);
         pair_b_.push_back(b);
+        pair_r_.push_back(r);
         z3::expr ab = starts_[a] + c.int_val(dag_.ops[a].dur) <= starts_[b];
         z3::expr ba = starts_[b] + c.int_val(dag_.ops[b].dur) <= starts_[a];
         atoms_->push_back(ab);
@@ -152,14 +147,17 @@ Status Encoding::build(const EncodeOptions& options) {
 }
 
 z3::expr_vector Encoding::orientation(const TimedOrder& t, const std::function<bool(int, int)>& keep) {
-  std::vector<int> pos(dag_.num_ops(), 0);
-  for (const auto& dev : t.order)
-    for (size_t k = 0; k < dev.size(); ++k) pos[dev[k]] = static_cast<int>(k);
+  // Position of every op in each of its resources' lists.
+  std::vector<std::vector<int>> pos(t.order.size(), std::vector<int>());
+  for (size_t r = 0; r < t.order.size(); ++r) {
+    pos[r].assign(dag_.num_ops(), -1);
+    for (size_t k = 0; k < t.order[r].size(); ++k) pos[r][t.order[r][k]] = static_cast<int>(k);
+  }
   z3::expr_vector out(*ctx_);
   for (size_t k = 0; k < pair_a_.size(); ++k) {
-    const int a = pair_a_[k], b = pair_b_[k];
-    if (!keep(a, b)) continue;
-    out.push_back((*atoms_)[2 * k + (pos[a] < pos[b] ? 0 : 1)]);
+    const int a = pair_a_[k], b = pair_b_[k], r = pair_r_[k];
+    if (!keep(a, b) || r >= static_cast<int>(pos.size())) continue;
+    out.push_back((*atoms_)[2 * k + (pos[r][a] < pos[r][b] ? 0 : 1)]);
   }
   return out;
 }
@@ -203,9 +201,10 @@ Result<TimedOrder> Encoding::decode_model() {
   // Ties (zero-length ops) go by topological position, so the order never contradicts an edge.
   std::vector<int> topo_pos(dag_.num_ops(), 0);
   for (size_t k = 0; k < dag_.topo.size(); ++k) topo_pos[dag_.topo[k]] = static_cast<int>(k);
-  for (int d = 0; d < dag_.devices; ++d) {
-    order[d] = dag_.device_ops[d];
-    std::sort(order[d].begin(), order[d].end(),
+  order.assign(dag_.num_resources(), {});
+  for (int r = 0; r < dag_.num_resources(); ++r) {
+    order[r] = dag_.resource_ops[r];
+    std::sort(order[r].begin(), order[r].end(),
               [&](int a, int b) { return t[a] != t[b] ? t[a] < t[b] : topo_pos[a] < topo_pos[b]; });
   }
   return evaluate_order(dag_, std::move(order));

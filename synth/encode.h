@@ -4,7 +4,8 @@
 //  * One Int start[...] per op (named "start[F,s2,mb5]") and one Int "C" (makespan), in time units.
 //  * Every DAG edge u -> v:   start[v] - start[u] >= dur[u] + delay   (data, symmetry, memory edges).
 //  * Windows: start[i] >= head[i] and start[i] + dur[i] + tail[i] <= C.
-//  * No-overlap: for every pair (a, b) on one device that the DAG does not already order, the atoms
+//  * No-overlap: for every pair (a, b) on one resource (a device, or a comm stream: transfers
+//    occupy the streams of both ends) that the DAG does not already order, the atoms
 //    before(a,b) := start[a] + dur[a] <= start[b] and before(b,a); assert before(a,b) or before(b,a).
 //    These atoms are the order literals: nothing else decides the order. Every arithmetic atom is a
 //    difference x - y <= k, so Z3 runs its difference-logic solver (smt.arith.solver = 1).
@@ -23,6 +24,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "ir/status.h"
@@ -48,7 +50,7 @@ class Encoding {
   const z3::expr& makespan() const { return *c_; }
   const z3::expr& start(int op) const { return starts_[op]; }
 
-  // "a runs before b" (same device): the shared atom, or true/false when the DAG fixes the order.
+  // "a runs before b" (a resource in common): the shared atom, or true/false when the DAG fixes it.
   z3::expr before(int a, int b);
   // True when the DAG leaves the order of a and b open (a Z3 decides).
   bool is_free(int a, int b) const { return pair_index(a, b) >= 0; }
@@ -71,7 +73,7 @@ class Encoding {
  private:
   Encoding(const OpDag& dag, const DeviceReach& reach) : dag_(dag), reach_(reach) {}
   Status build(const EncodeOptions& options);
-  int pair_index(int a, int b) const;  // index into pair_a_/atoms (a<b orientation at 2k, b<a at 2k+1)
+  int pair_index(int a, int b) const;  // index into pair_a_/atoms (a<b orientation at 2k, b<a at 2k+1); -1: fixed
 
   const OpDag& dag_;
   const DeviceReach& reach_;
@@ -79,9 +81,8 @@ class Encoding {
   std::unique_ptr<z3::solver> solver_;
   std::vector<z3::expr> starts_;
   std::optional<z3::expr> c_;
-  std::vector<int> local_;                 // op -> index on its device
-  std::vector<std::vector<int>> pair_id_;  // per device: n_d x n_d matrix of pair ids (-1: fixed)
-  std::vector<int> pair_a_, pair_b_;       // pair k = (pair_a_[k] < pair_b_[k]) as op ids
+  std::unordered_map<uint64_t, int> pair_of_;  // (min op, max op) -> pair index
+  std::vector<int> pair_a_, pair_b_, pair_r_;  // pair k = (pair_a_[k] < pair_b_[k]) on resource pair_r_[k]
   std::unique_ptr<z3::expr_vector> atoms_; // 2k: before(a,b), 2k+1: before(b,a)
   int memory_constraints_ = 0;
 };

@@ -27,8 +27,9 @@ struct Scheduler {
   int n = 0;
   std::vector<int> missing;                // predecessors not yet scheduled
   std::vector<int64_t> ready;              // max over scheduled preds of end + delay
-  std::vector<std::vector<int>> avail;     // per device: ops whose predecessors are all scheduled
-  std::vector<int64_t> free_at;            // per device
+  std::vector<std::vector<int>> avail;     // per device: compute ops whose predecessors are all scheduled
+  std::vector<int> avail_x;                // transfers whose predecessors are all scheduled
+  std::vector<int64_t> free_at;            // per resource (devices, comm streams)
   std::vector<int64_t> mem;                // per device: live activations + stashes
   std::vector<int64_t> reserve;            // per stage: activation of later stages on its device
   std::vector<int> inflight, inflight_cap; // per stage
@@ -116,26 +117,62 @@ struct Scheduler {
     return c;
   }
 
+  // The transfer that can start first on both of its comm streams (ties: lower id).
+  Choice choose_transfer() const {
+    Choice c;
+    for (int x : avail_x) {
+      int r[2] = {0, 0};
+      dag.resources_of(x, r);
+      const int64_t st = std::max({ready[x], free_at[r[0]], free_at[r[1]]});
+      if (c.op < 0 || st < c.start || (st == c.start && x < c.op)) {
+        c.op = x;
+        c.start = st;
+      }
+    }
+    return c;
+  }
+
   void place(int op, int64_t start) {
     const DagOp& o = dag.ops[op];
+    const int64_t end = start + o.dur;
+    out.start[op] = start;
+    out.makespan = std::max(out.makespan, end);
+    if (--left_of_mb[o.mb] == 0) {
+      while (oldest_open_mb < dag.microbatches && left_of_mb[oldest_open_mb] == 0) ++oldest_open_mb;
+    }
+    if (o.is_transfer()) {
+      avail_x.erase(std::find(avail_x.begin(), avail_x.end(), op));
+      int r[2] = {0, 0};
+      dag.resources_of(op, r);
+      for (int j : {0, 1}) {
+        out.order[r[j]].push_back(op);
+        free_at[r[j]] = end;
+      }
+      release_successors(op, end);
+      return;
+    }
     const int d = o.device;
     auto& av = avail[d];
     av.erase(std::find(av.begin(), av.end(), op));
-    out.start[op] = start;
     out.order[d].push_back(op);
-    free_at[d] = start + o.dur;
-    out.makespan = std::max(out.makespan, free_at[d]);
+    free_at[d] = end;
     mem[d] += o.alloc_mem;
     out.peak_mem[d] = std::max(out.peak_mem[d], mem[d]);
     mem[d] -= o.free_mem;
     if (o.type == OpType::F) ++inflight[o.stage];
     if (o.type == OpType::I || o.type == OpType::B) --inflight[o.stage];
-    if (--left_of_mb[o.mb] == 0) {
-      while (oldest_open_mb < dag.microbatches && left_of_mb[oldest_open_mb] == 0) ++oldest_open_mb;
-    }
+    release_successors(op, end);
+  }
+
+  void release_successors(int op, int64_t end) {
     for (const DagEdge& e : dag.succ[op]) {
-      ready[e.op] = std::max(ready[e.op], free_at[d] + e.delay);
-      if (--missing[e.op] == 0) avail[dag.ops[e.op].device].push_back(e.op);
+      ready[e.op] = std::max(ready[e.op], end + e.delay);
+      if (--missing[e.op] > 0) continue;
+      if (dag.ops[e.op].is_transfer()) {
+        avail_x.push_back(e.op);
+      } else {
+        avail[dag.ops[e.op].device].push_back(e.op);
+      }
     }
   }
 
@@ -144,9 +181,10 @@ struct Scheduler {
     missing.assign(n, 0);
     ready.assign(n, 0);
     avail.assign(dag.devices, {});
-    free_at.assign(dag.devices, 0);
+    avail_x.clear();
+    free_at.assign(dag.num_resources(), 0);
     mem.assign(dag.devices, 0);
-    out.order.assign(dag.devices, {});
+    out.order.assign(dag.num_resources(), {});
     out.start.assign(n, -1);
     out.peak_mem.assign(dag.devices, 0);
     reserve.assign(dag.stages, 0);
@@ -163,11 +201,12 @@ struct Scheduler {
     }
     for (int i = 0; i < n; ++i) {
       missing[i] = static_cast<int>(dag.pred[i].size());
-      if (missing[i] == 0) avail[dag.ops[i].device].push_back(i);
+      if (missing[i] == 0) avail[dag.ops[i].device].push_back(i);  // transfers always have a producer
     }
     for (int placed = 0; placed < n; ++placed) {
-      int best_dev = -1;
-      Choice best;
+      // Transfers go first on ties: they only occupy comm streams and unblock their consumers.
+      Choice best = choose_transfer();
+      int best_dev = best.op >= 0 ? dag.devices : -1;
       for (int d = 0; d < dag.devices; ++d) {
         Choice c = choose(d);
         if (c.op < 0) continue;

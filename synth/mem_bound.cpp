@@ -9,10 +9,10 @@
 
 namespace ps {
 
-int64_t device_relaxation_bound(const OpDag& dag, int device) {
+int64_t device_relaxation_bound(const OpDag& dag, int resource) {
   // Preemptive schedule: at every moment run the released op with the longest tail.
   // The bound is max over ops of (completion + tail).
-  std::vector<int> ops = dag.device_ops[device];
+  std::vector<int> ops = dag.resource_ops[resource];
   std::sort(ops.begin(), ops.end(), [&](int a, int b) {
     return dag.head[a] != dag.head[b] ? dag.head[a] < dag.head[b] : a < b;
   });
@@ -50,12 +50,13 @@ DagBound dag_lower_bound(const OpDag& dag) {
   DagBound b;
   b.units = dag.critical_path();
   b.reason = "critical path";
-  for (int d = 0; d < dag.devices; ++d) {
-    const int64_t x = device_relaxation_bound(dag, d);
+  for (int r = 0; r < dag.num_resources(); ++r) {
+    const int64_t x = device_relaxation_bound(dag, r);
     if (x > b.units) {
       b.units = x;
-      b.device = d;
-      b.reason = fmt::format("device {} (single-device relaxation with heads and tails)", d);
+      b.device = r;
+      b.reason = fmt::format("{} {} (single-resource relaxation with heads and tails)",
+                             r < dag.devices ? "device" : "comm stream of device", r % dag.devices);
     }
   }
   return b;

@@ -31,7 +31,7 @@ Scale choose_scale(const std::vector<double>& values, double magnitude, int max_
     bool ok = true;
     for (double v : values) {
       double x = v * k;
-      if (std::abs(x - std::round(x)) > 1e-7 * std::max(1.0, std::abs(x))) {
+      if (std::abs(x - std::round(x)) > 1e-6 + 1e-12 * std::abs(x)) {
         ok = false;
         break;
       }
@@ -96,6 +96,17 @@ int64_t OpDag::critical_path() const {
 std::string OpDag::op_name(int op) const {
   const DagOp& o = ops[op];
   return fmt::format("{}(s{},m{})", op_type_name(o.type), o.stage, o.mb);
+}
+
+int OpDag::resources_of(int op, int r[2]) const {
+  const DagOp& o = ops[op];
+  if (!o.is_transfer()) {
+    r[0] = o.device;
+    return 1;
+  }
+  r[0] = devices + o.device;
+  r[1] = devices + o.peer;
+  return 2;
 }
 
 void OpDag::add_edge(int from, int to, int64_t delay, EdgeKind kind) {
@@ -216,20 +227,37 @@ Result<OpDag> build_op_dag(const Problem& p, const DagOptions& options) {
     int64_t stash_u = floor_units(stash, mscale.unit, mscale.exact);
     stash_u = std::min(stash_u, act_u);
     for (int m = 0; m < M; ++m) {
-      DagOp f{OpType::F, s, m, st.device, tu(st.fwd_ms), act_u, 0};
+      DagOp f{OpType::F, s, m, st.device, -1, tu(st.fwd_ms), act_u, 0};
       dag.f_id_[s * M + m] = dag.num_ops();
       dag.ops.push_back(f);
       if (st.split_backward) {
-        DagOp i{OpType::I, s, m, st.device, tu(st.bwd_input_ms), 0, act_u - stash_u};
+        DagOp i{OpType::I, s, m, st.device, -1, tu(st.bwd_input_ms), 0, act_u - stash_u};
         dag.b_id_[s * M + m] = dag.num_ops();
         dag.ops.push_back(i);
-        DagOp w{OpType::W, s, m, st.device, tu(st.bwd_weight_ms), 0, stash_u};
+        DagOp w{OpType::W, s, m, st.device, -1, tu(st.bwd_weight_ms), 0, stash_u};
         dag.w_id_[s * M + m] = dag.num_ops();
         dag.ops.push_back(w);
       } else {
-        DagOp b{OpType::B, s, m, st.device, tu(st.bwd_ms()), 0, act_u};
+        DagOp b{OpType::B, s, m, st.device, -1, tu(st.bwd_ms()), 0, act_u};
         dag.b_id_[s * M + m] = dag.num_ops();
         dag.ops.push_back(b);
+      }
+    }
+  }
+  // Transfer ops, after all compute ops (compute ids do not depend on the option).
+  dag.comm_streams = options.comm_streams;
+  dag.xf_id_.assign(S * M, -1);
+  dag.xb_id_.assign(S * M, -1);
+  if (options.comm_streams) {
+    for (int s = 0; s + 1 < S; ++s) {
+      const int a = p.stages[s].device, b = p.stages[s + 1].device;
+      if (a == b) continue;
+      const int64_t link = tu(p.boundary_transfer_ms(s));
+      for (int m = 0; m < M; ++m) {
+        dag.xf_id_[s * M + m] = dag.num_ops();
+        dag.ops.push_back(DagOp{OpType::SEND_F, s, m, a, b, link, 0, 0});
+        dag.xb_id_[(s + 1) * M + m] = dag.num_ops();
+        dag.ops.push_back(DagOp{OpType::SEND_B, s + 1, m, b, a, link, 0, 0});
       }
     }
   }
@@ -237,7 +265,13 @@ Result<OpDag> build_op_dag(const Problem& p, const DagOptions& options) {
   dag.succ.assign(n, {});
   dag.pred.assign(n, {});
   dag.device_ops.assign(p.devices, {});
-  for (int i = 0; i < n; ++i) dag.device_ops[dag.ops[i].device].push_back(i);
+  dag.resource_ops.assign(dag.num_resources(), {});
+  for (int i = 0; i < n; ++i) {
+    if (!dag.ops[i].is_transfer()) dag.device_ops[dag.ops[i].device].push_back(i);
+    int r[2] = {0, 0};
+    const int k = dag.resources_of(i, r);
+    for (int j = 0; j < k; ++j) dag.resource_ops[r[j]].push_back(i);
+  }
 
   for (int s = 0; s < S; ++s) {
     const int64_t link = s + 1 < S ? tu(p.boundary_transfer_ms(s)) : 0;
@@ -246,13 +280,23 @@ Result<OpDag> build_op_dag(const Problem& p, const DagOptions& options) {
       dag.add_edge(f, b, 0, EdgeKind::kData);
       if (w >= 0) dag.add_edge(b, w, 0, EdgeKind::kData);
       if (s + 1 < S) {
-        dag.add_edge(f, dag.f_op(s + 1, m), link, EdgeKind::kData);
-        dag.add_edge(dag.bwd_op(s + 1, m), b, link, EdgeKind::kData);
+        const int xf = dag.send_f_op(s, m), xb = dag.send_b_op(s + 1, m);
+        if (xf >= 0) {
+          dag.add_edge(f, xf, 0, EdgeKind::kData);
+          dag.add_edge(xf, dag.f_op(s + 1, m), 0, EdgeKind::kData);
+          dag.add_edge(dag.bwd_op(s + 1, m), xb, 0, EdgeKind::kData);
+          dag.add_edge(xb, b, 0, EdgeKind::kData);
+        } else {
+          dag.add_edge(f, dag.f_op(s + 1, m), link, EdgeKind::kData);
+          dag.add_edge(dag.bwd_op(s + 1, m), b, link, EdgeKind::kData);
+        }
       }
       if (options.symmetry && m + 1 < M) {
         dag.add_edge(f, dag.f_op(s, m + 1), 0, EdgeKind::kSymmetry);
         dag.add_edge(b, dag.bwd_op(s, m + 1), 0, EdgeKind::kSymmetry);
         if (w >= 0) dag.add_edge(w, dag.w_op(s, m + 1), 0, EdgeKind::kSymmetry);
+        if (dag.send_f_op(s, m) >= 0) dag.add_edge(dag.send_f_op(s, m), dag.send_f_op(s, m + 1), 0, EdgeKind::kSymmetry);
+        if (dag.send_b_op(s, m) >= 0) dag.add_edge(dag.send_b_op(s, m), dag.send_b_op(s, m + 1), 0, EdgeKind::kSymmetry);
       }
     }
   }
@@ -329,47 +373,17 @@ Status add_memory_edges(OpDag& dag) {
 
 DeviceReach::DeviceReach(const OpDag& dag) {
   const int n = dag.num_ops();
-  local_.assign(n, 0);
-  words_.assign(dag.devices, 0);
-  for (int d = 0; d < dag.devices; ++d) {
-    const auto& ops = dag.device_ops[d];
-    for (size_t k = 0; k < ops.size(); ++k) local_[ops[k]] = static_cast<int>(k);
-    words_[d] = static_cast<int>((ops.size() + 63) / 64);
-  }
-  // Full reachability per op over all devices is needed to compose paths; store it as one row per
-  // device per op: rows[op][d] covers device d's ops.
-  std::vector<size_t> dev_off(dag.devices + 1, 0);
-  for (int d = 0; d < dag.devices; ++d) dev_off[d + 1] = dev_off[d] + words_[d];
-  const size_t row_words = dev_off[dag.devices];
-  std::vector<uint64_t> full(static_cast<size_t>(n) * row_words, 0);
+  words_ = (static_cast<size_t>(n) + 63) / 64;
+  bits_.assign(static_cast<size_t>(n) * words_, 0);
   for (auto it = dag.topo.rbegin(); it != dag.topo.rend(); ++it) {
     const int u = *it;
-    uint64_t* row = &full[static_cast<size_t>(u) * row_words];
+    uint64_t* row = &bits_[static_cast<size_t>(u) * words_];
     for (const DagEdge& e : dag.succ[u]) {
-      const uint64_t* r2 = &full[static_cast<size_t>(e.op) * row_words];
-      for (size_t k = 0; k < row_words; ++k) row[k] |= r2[k];
-      const int dv = dag.ops[e.op].device;
-      const int li = local_[e.op];
-      row[dev_off[dv] + li / 64] |= uint64_t{1} << (li % 64);
+      const uint64_t* r2 = &bits_[static_cast<size_t>(e.op) * words_];
+      for (size_t k = 0; k < words_; ++k) row[k] |= r2[k];
+      row[e.op / 64] |= uint64_t{1} << (e.op % 64);
     }
   }
-  // Keep only each op's own device slice.
-  row_base_.assign(n, 0);
-  size_t total = 0;
-  for (int i = 0; i < n; ++i) {
-    row_base_[i] = total;
-    total += words_[dag.ops[i].device];
-  }
-  bits_.assign(total, 0);
-  for (int i = 0; i < n; ++i) {
-    const int d = dag.ops[i].device;
-    std::copy_n(&full[static_cast<size_t>(i) * row_words + dev_off[d]], words_[d], &bits_[row_base_[i]]);
-  }
-}
-
-bool DeviceReach::reaches(int a, int b) const {
-  const int lb = local_[b];
-  return (bits_[row_base_[a] + lb / 64] >> (lb % 64)) & 1;
 }
 
 }  // namespace ps
@@ -379,73 +393,116 @@ namespace ps {
 Result<TimedOrder> evaluate_order(const OpDag& dag, std::vector<std::vector<int>> order, EdgeSet edges,
                                   bool check_memory) {
   const int n = dag.num_ops();
-  if (static_cast<int>(order.size()) != dag.devices) {
+  const int R = dag.num_resources();
+  const int given = static_cast<int>(order.size());
+  if (given != R && given != dag.devices) {
     return Status::error(ErrorCode::kInvalidSchedule,
-                         fmt::format("order has {} devices, expected {}", order.size(), dag.devices));
+                         fmt::format("order has {} lists, expected {} (devices) or {} (devices and comm streams)",
+                                     given, dag.devices, R));
   }
-  std::vector<int> pos(n, -1);
-  for (int d = 0; d < dag.devices; ++d) {
-    for (size_t k = 0; k < order[d].size(); ++k) {
-      const int op = order[d][k];
+  const bool explicit_streams = given == R;
+  // Membership: each op once in each of its resources' lists (streams only when given).
+  std::vector<int> count(n, 0);
+  for (int r = 0; r < given; ++r) {
+    for (int op : order[r]) {
       if (op < 0 || op >= n) {
-        return Status::error(ErrorCode::kInvalidSchedule, fmt::format("device {}: op id {} out of range", d, op));
+        return Status::error(ErrorCode::kInvalidSchedule, fmt::format("resource {}: op id {} out of range", r, op));
       }
-      if (dag.ops[op].device != d) {
+      int rs[2] = {0, 0};
+      const int k = dag.resources_of(op, rs);
+      if (rs[0] != r && (k < 2 || rs[1] != r)) {
         return Status::error(ErrorCode::kInvalidSchedule,
-                             fmt::format("device {}: {} belongs to device {}", d, dag.op_name(op), dag.ops[op].device));
+                             fmt::format("{} is listed on {} {}, which it does not run on", dag.op_name(op),
+                                         r < dag.devices ? "device" : "comm stream", r % dag.devices));
       }
-      if (pos[op] >= 0) {
-        return Status::error(ErrorCode::kInvalidSchedule, fmt::format("device {}: {} appears twice", d, dag.op_name(op)));
-      }
-      pos[op] = static_cast<int>(k);
+      ++count[op];
     }
   }
   for (int i = 0; i < n; ++i) {
-    if (pos[i] < 0) {
+    const int need = dag.ops[i].is_transfer() ? (explicit_streams ? 2 : 0) : 1;
+    if (count[i] != need) {
       return Status::error(ErrorCode::kInvalidSchedule,
-                           fmt::format("device {}: {} is missing", dag.ops[i].device, dag.op_name(i)));
+                           fmt::format("device {}: {} is {}", dag.ops[i].device, dag.op_name(i),
+                                       count[i] < need ? "missing" : "listed twice"));
     }
   }
-  // Event-free evaluation: repeatedly advance every device whose next op has all predecessors timed.
+  // Event loop: always time the op that can start earliest (ties: lower op id). Timing an op only
+  // enables ops that start at or after its end, so this is the earliest-start timing, and streams
+  // without a given order serve their transfers first come, first served.
   TimedOrder t;
   t.start.assign(n, -1);
-  std::vector<size_t> next(dag.devices, 0);
-  std::vector<int64_t> free_at(dag.devices, 0);
-  size_t done = 0;
-  bool progress = true;
-  while (done < static_cast<size_t>(n) && progress) {
-    progress = false;
-    for (int d = 0; d < dag.devices; ++d) {
-      while (next[d] < order[d].size()) {
-        const int op = order[d][next[d]];
-        int64_t ready = free_at[d];
-        bool ok = true;
-        for (const DagEdge& e : dag.pred[op]) {
-          if (edges == EdgeSet::kDataOnly && e.kind != EdgeKind::kData) continue;
-          if (t.start[e.op] < 0) {
-            ok = false;
-            break;
-          }
-          ready = std::max(ready, t.start[e.op] + dag.ops[e.op].dur + e.delay);
-        }
-        if (!ok) break;
-        t.start[op] = ready;
-        free_at[d] = ready + dag.ops[op].dur;
-        t.makespan = std::max(t.makespan, free_at[d]);
-        ++next[d];
-        ++done;
-        progress = true;
+  std::vector<size_t> cursor(R, 0);
+  std::vector<int64_t> free_at(R, 0);
+  std::vector<int> missing(n, 0);
+  std::vector<int64_t> ready(n, 0);
+  for (int i = 0; i < n; ++i)
+    for (const DagEdge& e : dag.pred[i])
+      if (edges == EdgeSet::kAll || e.kind == EdgeKind::kData) ++missing[i];
+  std::vector<int> pending;  // transfers with every predecessor timed (implicit streams)
+  std::vector<std::vector<int>> stream_order(R);
+  int done = 0;
+  while (done < n) {
+    int best = -1;
+    int64_t best_start = 0;
+    auto consider = [&](int op) {
+      if (missing[op] > 0) return;
+      int rs[2] = {0, 0};
+      const int k = dag.resources_of(op, rs);
+      int64_t st = ready[op];
+      for (int j = 0; j < k; ++j) st = std::max(st, free_at[rs[j]]);
+      if (best < 0 || st < best_start || (st == best_start && op < best)) {
+        best = op;
+        best_start = st;
       }
+    };
+    for (int d = 0; d < dag.devices; ++d)
+      if (cursor[d] < order[d].size()) consider(order[d][cursor[d]]);
+    if (explicit_streams) {
+      for (int r = dag.devices; r < R; ++r) {
+        if (cursor[r] >= order[r].size()) continue;
+        const int op = order[r][cursor[r]];
+        int rs[2] = {0, 0};
+        dag.resources_of(op, rs);
+        const int other = rs[0] == r ? rs[1] : rs[0];
+        if (cursor[other] < order[other].size() && order[other][cursor[other]] == op) consider(op);
+      }
+    } else {
+      for (int op : pending) consider(op);
+    }
+    if (best < 0) {
+      for (int r = 0; r < given; ++r) {
+        if (cursor[r] < order[r].size()) {
+          return Status::error(ErrorCode::kInvalidSchedule,
+                               fmt::format("the order waits forever: {} {} is blocked on {} (op {} of its list)",
+                                           r < dag.devices ? "device" : "comm stream", r % dag.devices,
+                                           dag.op_name(order[r][cursor[r]]), cursor[r]));
+        }
+      }
+      return Status::error(ErrorCode::kInvalidSchedule, "the order waits forever on a transfer");
+    }
+    t.start[best] = best_start;
+    const int64_t end = best_start + dag.ops[best].dur;
+    t.makespan = std::max(t.makespan, end);
+    int rs[2] = {0, 0};
+    const int k = dag.resources_of(best, rs);
+    for (int j = 0; j < k; ++j) {
+      free_at[rs[j]] = end;
+      if (rs[j] < given) {
+        ++cursor[rs[j]];
+      } else {
+        stream_order[rs[j]].push_back(best);
+      }
+    }
+    if (!explicit_streams && dag.ops[best].is_transfer()) pending.erase(std::find(pending.begin(), pending.end(), best));
+    ++done;
+    for (const DagEdge& e : dag.succ[best]) {
+      if (edges == EdgeSet::kDataOnly && e.kind != EdgeKind::kData) continue;
+      ready[e.op] = std::max(ready[e.op], end + e.delay);
+      if (--missing[e.op] == 0 && !explicit_streams && dag.ops[e.op].is_transfer()) pending.push_back(e.op);
     }
   }
-  if (done < static_cast<size_t>(n)) {
-    for (int d = 0; d < dag.devices; ++d) {
-      if (next[d] < order[d].size()) {
-        return Status::error(ErrorCode::kInvalidSchedule,
-                             fmt::format("the order waits forever: device {} is blocked on {} (op {} of its list)", d,
-                                         dag.op_name(order[d][next[d]]), next[d]));
-      }
-    }
+  if (!explicit_streams) {
+    for (int r = dag.devices; r < R; ++r) order.push_back(std::move(stream_order[r]));
   }
   t.peak_mem.assign(dag.devices, 0);
   for (int d = 0; d < dag.devices; ++d) {

@@ -3,8 +3,14 @@
 // Guarantees:
 //  * One node per compute op: F(s,m), and either I(s,m)+W(s,m) or the fused B(s,m) (when the stage
 //    cannot split its backward). Ids are dense and deterministic (stage-major, then microbatch).
-//  * Edges "u -> v, delay" mean start(v) >= start(u) + dur(u) + delay. Data edges carry the link time
-//    of Problem::boundary_transfer_ms on cross-device boundaries (0 on one device). Symmetry edges
+//  * Resources: compute op on device d uses resource d. With comm_streams (the default), every
+//    cross-device boundary crossing is a transfer op (type SEND_F for F(s,m)'s output, stored at stage
+//    s; SEND_B for I/B(s,m)'s input gradient, stored at stage s) that lasts the link time of
+//    Problem::boundary_transfer_ms and occupies the comm streams of both devices (resources P + d
+//    and P + peer) — exactly ir/schedule.h's two-stream model under rendezvous semantics, so the
+//    checker's simulation of a schedule written with the order's comms equals its timing here.
+//    Without comm_streams, the link time is a plain delay on the data edge (transfers never queue).
+//  * Edges "u -> v, delay" mean start(v) >= start(u) + dur(u) + delay. Symmetry edges
 //    (optional, delay 0) put the microbatches of one (stage, kind) in order: no optimum is lost
 //    because microbatches are interchangeable (same costs, same memory). Memory edges (optional) are
 //    precedences implied by the memory cap under that symmetry (see add_memory_edges).
@@ -28,13 +34,16 @@
 namespace ps {
 
 struct DagOp {
-  OpType type = OpType::F;  // F, I, W or B
+  OpType type = OpType::F;  // F, I, W or B; SEND_F / SEND_B for a transfer
   int stage = 0;
   int mb = 0;
-  int device = 0;
+  int device = 0;           // compute: its device; transfer: the sender
+  int peer = -1;            // transfer: the receiver; -1 for compute ops
   int64_t dur = 0;        // time units
   int64_t alloc_mem = 0;  // mem units allocated when the op runs (F only)
   int64_t free_mem = 0;   // mem units freed when it runs (I: act - stash, W: stash, B: act)
+
+  bool is_transfer() const { return peer >= 0; }
 };
 
 enum class EdgeKind : unsigned char { kData, kSymmetry, kMemory };
@@ -46,8 +55,9 @@ struct DagEdge {
 };
 
 struct DagOptions {
-  bool symmetry = true;     // microbatches in order per (stage, kind)
-  bool memory_edges = true; // add the precedences implied by the memory cap
+  bool symmetry = true;      // microbatches in order per (stage, kind)
+  bool memory_edges = true;  // add the precedences implied by the memory cap
+  bool comm_streams = true;  // transfers as ops on the devices' comm streams (see above)
 };
 
 struct OpDag {
@@ -59,9 +69,12 @@ struct OpDag {
   double mb_per_mem_unit = 1;  // one memory unit in MB
   bool mem_exact = true;
 
+  bool comm_streams = true;
+
   std::vector<DagOp> ops;
   std::vector<std::vector<DagEdge>> succ, pred;
-  std::vector<std::vector<int>> device_ops;  // op ids of each device, ascending
+  std::vector<std::vector<int>> device_ops;    // compute op ids of each device, ascending
+  std::vector<std::vector<int>> resource_ops;  // per resource (devices, then comm streams), ascending
   std::vector<int> topo;                     // a topological order (deterministic)
   std::vector<int64_t> head, tail;           // longest paths (units)
 
@@ -75,6 +88,15 @@ struct OpDag {
   int f_op(int stage, int mb) const { return f_id_[stage * microbatches + mb]; }
   int bwd_op(int stage, int mb) const { return b_id_[stage * microbatches + mb]; }  // I or B
   int w_op(int stage, int mb) const { return w_id_[stage * microbatches + mb]; }
+  // Transfer ops (-1 when the boundary stays on one device or comm_streams is off):
+  // F(s,m)'s output to stage s+1, and I/B(s,m)'s input gradient to stage s-1.
+  int send_f_op(int stage, int mb) const { return xf_id_[stage * microbatches + mb]; }
+  int send_b_op(int stage, int mb) const { return xb_id_[stage * microbatches + mb]; }
+
+  // devices (+ one comm stream per device with comm_streams).
+  int num_resources() const { return comm_streams ? 2 * devices : devices; }
+  // The resources an op occupies: returns how many (1 or 2) and writes them to r.
+  int resources_of(int op, int r[2]) const;
 
   int num_ops() const { return static_cast<int>(ops.size()); }
   int64_t to_units(double ms) const;  // rounded down
@@ -93,7 +115,7 @@ struct OpDag {
   Status recompute_paths();
 
   // internal: id tables
-  std::vector<int> f_id_, b_id_, w_id_;
+  std::vector<int> f_id_, b_id_, w_id_, xf_id_, xb_id_;
 };
 
 // Builds the DAG of `problem` (placement, costs, memory cap problem.memory_gb; 0 = unlimited).
@@ -107,32 +129,36 @@ Result<OpDag> build_op_dag(const Problem& problem, const DagOptions& options = {
 // (and, through the stash, W(s, w-1)) to come first. Returns kInfeasible on a cycle.
 Status add_memory_edges(OpDag& dag);
 
-// A per-device order of the ops with its earliest-start times: what schedulers produce and compare.
+// A per-resource order of the ops with its earliest-start times: what schedulers produce and
+// compare.
 struct TimedOrder {
-  std::vector<std::vector<int>> order;  // order[d] = op ids of device d in run order
+  std::vector<std::vector<int>> order;  // order[r] = op ids of resource r in run order (devices first)
   std::vector<int64_t> start;           // per op id, units
   int64_t makespan = 0;                 // units: max over ops of start + dur (first op at >= 0)
   std::vector<int64_t> peak_mem;        // per device: peak of activations + stashes (mem units)
 };
 
-// Earliest-start timing of a given order: each op starts when its device's previous op has ended and
-// every predecessor (edges of the kinds allowed by `edge_kinds`) has ended plus its delay. Fails
-// (kInvalidSchedule) if an op is missing, duplicated, on the wrong device, or the order contradicts
-// the edges (a wait cycle); fails (kInfeasible) if check_memory and a device's peak exceeds its cap.
+// Earliest-start timing of a given order: each op starts when the previous op of each of its
+// resources has ended and every predecessor (edges of the kinds allowed by `edges`) has ended plus
+// its delay. `order` has one entry per resource, or one per device only: then the comm streams run
+// their transfers first come, first served (by earliest possible start; ties by op id). Fails
+// (kInvalidSchedule) if an op is missing, duplicated, on the wrong resource, or the order
+// contradicts the edges (a wait cycle); fails (kInfeasible) if check_memory and a device's peak
+// exceeds its cap.
 enum class EdgeSet : unsigned char { kAll, kDataOnly };
 Result<TimedOrder> evaluate_order(const OpDag& dag, std::vector<std::vector<int>> order,
                                   EdgeSet edges = EdgeSet::kAll, bool check_memory = true);
 
-// Transitive closure restricted to pairs on one device: reach(a, b) == there is a path a -> b.
+// Transitive closure of the DAG: reaches(a, b) == there is a path a -> b (n² bits).
 class DeviceReach {
  public:
   explicit DeviceReach(const OpDag& dag);
-  bool reaches(int a, int b) const;  // a and b on the same device
+  bool reaches(int a, int b) const {
+    return (bits_[static_cast<size_t>(a) * words_ + b / 64] >> (b % 64)) & 1;
+  }
 
  private:
-  std::vector<int> local_;              // op -> index on its device
-  std::vector<int> words_;              // per device: 64-bit words per row
-  std::vector<size_t> row_base_;        // op -> offset of its row
+  size_t words_ = 0;  // 64-bit words per row
   std::vector<uint64_t> bits_;
 };
 

@@ -1,0 +1,300 @@
+// Tests of the op DAG, the list-scheduling heuristic and the DAG lower bounds (synth/op_dag.h,
+// synth/heuristic.h, synth/mem_bound.h), on hand-built problems.
+#include <doctest/doctest.h>
+
+#include <functional>
+#include <set>
+
+#include "synth/decode.h"
+#include "synth/heuristic.h"
+#include "synth/mem_bound.h"
+#include "synth/op_dag.h"
+#include "synth/synth_problems.h"
+#include "verify/verify.h"
+
+using namespace ps;
+using pstest::HandProblem;
+using pstest::make_hand_problem;
+
+namespace {
+
+// Independent check of an order: every op once on each of its resources (its device; a transfer on
+// both ends' comm streams), every DAG edge (with its delay) and each resource's sequence respected
+// by the start times, memory under the cap.
+void check_timed_order(const OpDag& dag, const TimedOrder& t) {
+  REQUIRE(static_cast<int>(t.order.size()) == dag.num_resources());
+  std::vector<int> seen(dag.num_ops(), 0);
+  for (int r = 0; r < dag.num_resources(); ++r) {
+    int64_t free_at = 0, mem = 0;
+    for (int op : t.order[r]) {
+      const DagOp& o = dag.ops[op];
+      if (r < dag.devices) {
+        REQUIRE((!o.is_transfer() && o.device == r));
+      } else {
+        REQUIRE((o.is_transfer() && (o.device == r - dag.devices || o.peer == r - dag.devices)));
+      }
+      ++seen[op];
+      CHECK(t.start[op] >= free_at);
+      free_at = t.start[op] + o.dur;
+      mem += o.alloc_mem;
+      if (dag.mem_limited && r < dag.devices) CHECK(mem <= dag.cap_mem[r]);
+      mem -= o.free_mem;
+    }
+    CHECK(mem == 0);
+  }
+  for (int i = 0; i < dag.num_ops(); ++i) {
+    CHECK(seen[i] == (dag.ops[i].is_transfer() ? 2 : 1));
+    for (const DagEdge& e : dag.succ[i]) CHECK(t.start[e.op] >= t.start[i] + dag.ops[i].dur + e.delay);
+    CHECK(t.start[i] + dag.ops[i].dur <= t.makespan);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("op dag: ids, durations, link delays and fused backward") {
+  HandProblem h;
+  h.devices = 3;
+  h.microbatches = 2;
+  Problem p = make_hand_problem(h);
+  p.stages[1].split_backward = false;
+  Result<OpDag> r = build_op_dag(p);
+  REQUIRE(r.ok());
+  const OpDag& dag = *r;
+  CHECK(dag.ms_per_unit == doctest::Approx(1.0));
+  CHECK(dag.time_exact);
+  // Stage 1 runs B (I+W = 7 ms), no W.
+  CHECK(dag.w_op(1, 0) == -1);
+  CHECK(dag.ops[dag.bwd_op(1, 0)].type == OpType::B);
+  CHECK(dag.ops[dag.bwd_op(1, 0)].dur == 7);
+  // 2 microbatches × (3 F + 2 I + 2 W + 1 B) computes, and 2 boundaries × 2 directions of transfers.
+  CHECK(dag.num_ops() == 2 * (3 + 2 + 3) + 2 * 2 * 2);
+  // F(0,0) -> SEND_F(0,0) -> F(1,0): the 1 ms transfer on the comm streams of devices 0 and 1.
+  const int x = dag.send_f_op(0, 0);
+  REQUIRE(x >= 0);
+  CHECK(dag.ops[x].dur == 1);
+  CHECK(dag.ops[x].device == 0);
+  CHECK(dag.ops[x].peer == 1);
+  int res[2] = {0, 0};
+  CHECK(dag.resources_of(x, res) == 2);
+  CHECK(res[0] == 3);
+  CHECK(res[1] == 4);
+  bool in = false, out = false;
+  for (const DagEdge& e : dag.pred[x]) in = in || e.op == dag.f_op(0, 0);
+  for (const DagEdge& e : dag.succ[x]) out = out || e.op == dag.f_op(1, 0);
+  CHECK(in);
+  CHECK(out);
+  // Without comm streams the link time is a delay on the data edge.
+  DagOptions plain;
+  plain.comm_streams = false;
+  Result<OpDag> r2 = build_op_dag(p, plain);
+  REQUIRE(r2.ok());
+  CHECK(r2->num_ops() == 2 * (3 + 2 + 3));
+  bool found = false;
+  for (const DagEdge& e : r2->succ[r2->f_op(0, 0)])
+    if (e.op == r2->f_op(1, 0)) {
+      found = true;
+      CHECK(e.delay == 1);
+    }
+  CHECK(found);
+  CHECK(r2->critical_path() == dag.critical_path());
+  // Critical path of one microbatch: F 3x4 + 2 links, I/B 4+7+4 + 2 links, W(0) 3.
+  CHECK(dag.head[dag.bwd_op(0, 0)] == 12 + 2 + 4 + 7 + 2);
+  CHECK(dag.critical_path() >= 12 + 2 + 15 + 2 + 3);
+}
+
+TEST_CASE("op dag: fractional costs get an exact decimal unit, or round down when inexact") {
+  HandProblem h;
+  h.devices = 2;
+  h.microbatches = 2;
+  h.fwd_ms = 0.25;
+  h.bwd_input_ms = 0.5;
+  h.bwd_weight_ms = 0.75;
+  h.comm_ms = 0.125;
+  Result<OpDag> r = build_op_dag(make_hand_problem(h));
+  REQUIRE(r.ok());
+  CHECK(r->time_exact);
+  CHECK(r->ms_per_unit == doctest::Approx(0.125));  // 0.001 · gcd(250, 500, 750, 125)
+  CHECK(r->ops[r->f_op(0, 0)].dur == 2);
+  h.fwd_ms = 1.0 / 3;
+  Result<OpDag> r2 = build_op_dag(make_hand_problem(h));
+  REQUIRE(r2.ok());
+  CHECK_FALSE(r2->time_exact);
+  CHECK(r2->to_ms(r2->ops[r2->f_op(0, 0)].dur) <= 1.0 / 3);
+  CHECK(r2->to_ms(r2->ops[r2->f_op(0, 0)].dur) > 1.0 / 3 - 1e-6);
+}
+
+TEST_CASE("op dag: device reachability matches a plain graph search") {
+  HandProblem h;
+  h.devices = 3;
+  h.microbatches = 3;
+  h.stages_per_device = 2;  // V-shape: paths leave and re-enter devices
+  Result<OpDag> r = build_op_dag(make_hand_problem(h));
+  REQUIRE(r.ok());
+  const OpDag& dag = *r;
+  DeviceReach reach(dag);
+  for (int a = 0; a < dag.num_ops(); ++a) {
+    std::vector<bool> vis(dag.num_ops(), false);
+    std::function<void(int)> dfs = [&](int u) {
+      for (const DagEdge& e : dag.succ[u])
+        if (!vis[e.op]) {
+          vis[e.op] = true;
+          dfs(e.op);
+        }
+    };
+    dfs(a);
+    for (int b = 0; b < dag.num_ops(); ++b) CHECK(reach.reaches(a, b) == vis[b]);
+  }
+}
+
+TEST_CASE("op dag: memory edges encode the cap, and an impossible cap is infeasible") {
+  HandProblem h;
+  h.devices = 4;
+  h.microbatches = 8;
+  h.cap_microbatches = 2;  // two microbatches of activation per device
+  Result<OpDag> r = build_op_dag(make_hand_problem(h));
+  REQUIRE(r.ok());
+  const OpDag& dag = *r;
+  // F(s, m+2) must wait for I(s, m): the cap holds two microbatches.
+  for (int s = 0; s < 4; ++s) {
+    bool found = false;
+    for (const DagEdge& e : dag.pred[dag.f_op(s, 2)])
+      if (e.op == dag.bwd_op(s, 0) && e.kind == EdgeKind::kMemory) found = true;
+    CHECK(found);
+  }
+  h.cap_microbatches = 0.5;  // not even one microbatch
+  Result<OpDag> bad = build_op_dag(make_hand_problem(h));
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.status().code() == ErrorCode::kInfeasible);
+}
+
+TEST_CASE("heuristic: every policy's order is valid on the DAG, sequential and V-shape, with caps") {
+  for (int v : {1, 2}) {
+    for (double cap : {0.0, 2.0, 3.5}) {
+      for (bool split : {true, false}) {
+        HandProblem h;
+        h.devices = 4;
+        h.microbatches = 8;
+        h.stages_per_device = v;
+        h.cap_microbatches = cap * v;
+        h.stash_mb = 250;
+        h.split_backward = split;
+        h.heterogeneous = true;
+        CAPTURE(v);
+        CAPTURE(cap);
+        CAPTURE(split);
+        Result<OpDag> r = build_op_dag(make_hand_problem(h));
+        REQUIRE(r.ok());
+        int ok = 0;
+        for (const ListPolicy& pol : heuristic_policies(*r)) {
+          Result<TimedOrder> t = list_schedule(*r, pol);
+          if (!t.ok()) continue;
+          ++ok;
+          check_timed_order(*r, *t);
+          // The list scheduler's times are the earliest-start times of its own order.
+          Result<TimedOrder> again = evaluate_order(*r, t->order);
+          REQUIRE(again.ok());
+          CHECK(again->makespan == t->makespan);
+        }
+        CHECK(ok > 0);
+        Result<HeuristicResult> best = heuristic_schedule(*r);
+        REQUIRE(best.ok());
+        check_timed_order(*r, best->best);
+        CHECK(best->best.makespan >= dag_lower_bound(*r).units);
+      }
+    }
+  }
+}
+
+TEST_CASE("heuristic: the serial policy succeeds at the smallest feasible cap") {
+  HandProblem h;
+  h.devices = 3;
+  h.microbatches = 4;
+  h.stages_per_device = 2;
+  h.cap_microbatches = 2;  // exactly one microbatch of each of the device's two stages
+  Result<OpDag> r = build_op_dag(make_hand_problem(h));
+  REQUIRE(r.ok());
+  ListPolicy serial;
+  serial.serial = true;
+  Result<TimedOrder> t = list_schedule(*r, serial);
+  REQUIRE(t.ok());
+  check_timed_order(*r, *t);
+  Result<HeuristicResult> best = heuristic_schedule(*r);
+  REQUIRE(best.ok());
+  check_timed_order(*r, best->best);
+}
+
+TEST_CASE("heuristic: uniform costs without caps meet the lower bound, and the checker agrees") {
+  HandProblem h;
+  h.devices = 4;
+  h.microbatches = 8;
+  Problem p = make_hand_problem(h);
+  Result<OpDag> r = build_op_dag(p);
+  REQUIRE(r.ok());
+  Result<HeuristicResult> best = heuristic_schedule(*r);
+  REQUIRE(best.ok());
+  const DagBound lb = dag_lower_bound(*r);
+  CHECK(best->best.makespan == lb.units);
+  // ZB-style bound: the last device starts after 3 forwards and links, then runs all its work.
+  CHECK(lb.units == 3 * (4 + 1) + 8 * 11);
+  Schedule s = order_to_schedule(p, *r, best->best, "test");
+  Report rep = verify(s);
+  CHECK(rep.valid);
+  REQUIRE(rep.sim.has_value());
+  CHECK(rep.sim->makespan_ms >= r->to_ms(lb.units) - 1e-9);
+}
+
+TEST_CASE("lower bound: the single-device relaxation sees the memory cap") {
+  HandProblem h;
+  h.devices = 8;
+  h.microbatches = 16;
+  h.cap_microbatches = 8;
+  Result<OpDag> capped = build_op_dag(make_hand_problem(h));
+  h.cap_microbatches = 0;
+  Result<OpDag> free = build_op_dag(make_hand_problem(h));
+  REQUIRE(capped.ok());
+  REQUIRE(free.ok());
+  const DagBound a = dag_lower_bound(*capped), b = dag_lower_bound(*free);
+  // Device 0 fills its 8 slots, then idles until I(0,0) returns from the round trip.
+  CHECK(a.units > b.units);
+  CHECK(a.device == 0);
+}
+
+TEST_CASE("decode: schedules round-trip through DAG orders, fused B maps to I then W") {
+  HandProblem h;
+  h.devices = 2;
+  h.microbatches = 3;
+  Problem p = make_hand_problem(h);
+  Result<OpDag> r = build_op_dag(p);
+  REQUIRE(r.ok());
+  Result<HeuristicResult> best = heuristic_schedule(*r);
+  REQUIRE(best.ok());
+  Schedule s = order_to_schedule(p, *r, best->best, "test");
+  CHECK(s.has_comms());
+  Result<std::vector<std::vector<int>>> back = schedule_to_dag_order(*r, s);
+  REQUIRE(back.ok());
+  REQUIRE(back->size() == 2u);
+  CHECK((*back)[0] == best->best.order[0]);
+  CHECK((*back)[1] == best->best.order[1]);
+  // Timing the compute order alone (streams first come, first served) gives the same makespan.
+  Result<TimedOrder> again = evaluate_order(*r, *back);
+  REQUIRE(again.ok());
+  CHECK(again->makespan == best->best.makespan);
+  // A B on a split stage becomes I+W.
+  Schedule fused = s;
+  for (auto& prog : fused.programs) {
+    std::vector<Action> out;
+    for (const Action& a : prog) {
+      if (a.type == OpType::W || is_comm(a.type)) continue;
+      Action b = a;
+      if (a.type == OpType::I) b.type = OpType::B;
+      out.push_back(b);
+    }
+    prog = out;
+  }
+  Result<std::vector<std::vector<int>>> f = schedule_to_dag_order(*r, fused);
+  REQUIRE(f.ok());
+  REQUIRE(evaluate_order(*r, *f).ok());
+  Schedule bad = s;
+  bad.programs[0].push_back(Action{OpType::F, 9, 0, {}});
+  CHECK_FALSE(schedule_to_dag_order(*r, bad).ok());
+}
