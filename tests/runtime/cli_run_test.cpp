@@ -187,3 +187,15 @@ TEST_CASE("pipesmith run --semantics grouped: the naive 1F1B runs, grouped like 
   CHECK(r.output.find("--semantics must be rendezvous or grouped, got 'buffered'") != std::string::npos);
   std::remove(file.c_str());
 }
+
+TEST_CASE("pipesmith run: a synthesized schedule (pipesmith synth) matches the sequential gradients") {
+  const std::string file = pstest::temp_path("synth.yaml");
+  auto s = run_cli("synth " + model_path("nemotron-h-like") +
+                   " --devices 4 --microbatches 8 --memory-limit-gb 0 --time-limit 1 -o " + file);
+  REQUIRE_MESSAGE(s.exit_code == 0, s.output);
+  auto r = run_cli("run " + file + " --model " + model_path("nemotron-h-like") + " --check-gradients " + kSmall);
+  CHECK_MESSAGE(r.exit_code == 0, r.output);
+  CHECK(r.output.find("OK (within 1e-05 relative)") != std::string::npos);
+  CHECK(r.output.find("after every op on 4/4 devices") != std::string::npos);
+  std::remove(file.c_str());
+}
