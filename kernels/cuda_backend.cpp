@@ -522,9 +522,9 @@ Result<std::unique_ptr<rt::Backend>> CudaBackend::create(const CudaBackendOption
       return runtime_error(fmt::format("{} processes were launched but the schedule has {} devices (one process per "
                                        "device)", env.world, opt.devices));
     b->multi_process_ = true;
-    const int local = env.local_rank >= 0 ? env.local_rank : env.rank % gpus;
-    if (local >= gpus)
-      return runtime_error(fmt::format("rank {}: local rank {} but only {} CUDA devices are visible", env.rank, local, gpus));
+    // GPU = local rank mod the visible GPUs: all GPUs of a node visible → the local rank's GPU; one GPU
+    // per task (srun --gpus-per-task 1, CUDA_VISIBLE_DEVICES per rank) → that GPU.
+    const int local = (env.local_rank >= 0 ? env.local_rank : env.rank) % gpus;
     auto ops = CudaOps::create(local);
     if (!ops) return ops.status();
     auto ctx = std::make_unique<CudaDevice>(env.rank, env.world, std::move(*ops));

@@ -4,8 +4,8 @@
 //  * multi-process (the target; same binary under torchrun/mpirun/srun): this process runs device
 //    `rank` of the schedule on GPU `local_rank`; world size must equal the schedule's device count.
 //    Rank/world come from RANK/WORLD_SIZE, OMPI_COMM_WORLD_RANK/SIZE, SLURM_PROCID/SLURM_NTASKS or
-//    PMI_RANK/PMI_SIZE; local rank from LOCAL_RANK, OMPI_COMM_WORLD_LOCAL_RANK, SLURM_LOCALID (else
-//    rank mod the visible GPU count). The ncclUniqueId comes from --nccl-id-file (rank 0 writes it,
+//    PMI_RANK/PMI_SIZE; its GPU is the local rank (LOCAL_RANK, OMPI_COMM_WORLD_LOCAL_RANK, SLURM_LOCALID,
+//    MPI_LOCALRANKID; else the rank) modulo the number of visible GPUs. The ncclUniqueId comes from --nccl-id-file (rank 0 writes it,
 //    the others wait for it) or the environment variable PIPESMITH_NCCL_ID (hex, see nccl_id_hex()).
 //  * single-process multi-GPU (no rank in the environment): devices 0..P-1 on GPUs 0..P-1, one
 //    worker thread per GPU, communicators from ncclCommInitAll.

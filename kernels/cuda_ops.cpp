@@ -74,9 +74,7 @@ rt::Tensor CudaOps::alloc_on(size_t count, rt::DType dtype, cudaStream_t stream)
   Status st = PS_CUDA(cudaMallocAsync(&p, bytes == 0 ? 256 : bytes, stream));
   if (!st.is_ok()) {
     fail(Status::error(ErrorCode::kRuntime, fmt::format("{} ({} bytes on {})", st.message(), bytes, name_)));
-    // A 1-element host-less placeholder would hide the error; return an empty tensor instead and let
-    // the caller's status check stop the run.
-    return rt::Tensor();
+    return rt::Tensor();  // empty: every op skips it, and the executor stops on status()
   }
   size_t live = counters_->live.fetch_add(bytes) + bytes;
   size_t peak = counters_->peak.load();
