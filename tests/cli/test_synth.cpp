@@ -1,0 +1,124 @@
+// `pipesmith synth` through the command line, as a user runs it (fixed partition and placement).
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+
+#include <fstream>
+#include <string>
+
+#include "ir/schedule_io.h"
+#include "test_util.h"
+
+using pstest::read_file;
+using pstest::run_cli;
+using pstest::source_path;
+using pstest::temp_path;
+
+namespace {
+
+// 8 layers of F=2, I=2, W=1.5 ms on 4 devices (2 layers per stage), 100 MB per boundary over
+// 100 GB/s: a 1 ms transfer. 1 GB of activation and 1 GB of model states per stage.
+std::string model_path() {
+  std::string path = temp_path("synth-model.yaml");
+  std::ofstream(path) << R"(schema: 1
+model:
+  name: synth-test
+  layer_types:
+    T: {name: block, forward_ms: 2, backward_input_ms: 2, backward_weight_ms: 1.5, activation_mb: 500,
+        wgrad_stash_mb: 100, output_mb: 100, params_m: 500}
+  layers: "TTTTTTTT"
+cluster: {name: test, devices: 4, memory_gb: 0, link: {bandwidth_gb_per_s: 100, latency_us: 0}}
+pipeline: {microbatches: 6, bytes_per_param: 1}
+)";
+  return path;
+}
+
+bool contains(const std::string& s, const std::string& sub) { return s.find(sub) != std::string::npos; }
+
+const std::string kFixed = " --partition balanced --placement sequential";
+
+}  // namespace
+
+TEST_CASE("cli synth: writes a certified schedule that pipesmith verify accepts, proven optimal") {
+  const std::string out = temp_path("synth-out.yaml");
+  const std::string csv = temp_path("synth-out.csv");
+  const std::string svg = temp_path("synth-out.svg");
+  auto r = run_cli(fmt::format("synth {}{} --memory-limit-gb 4 --time-limit 60 --rlimit 20000000 -o {} --csv {} --svg {}",
+                               model_path(), kFixed, out, csv, svg));
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK(contains(r.output, "valid under rendezvous semantics"));
+  CHECK(contains(r.output, "(proven optimal)"));
+  CHECK(contains(r.output, "synth: ["));  // progress on stderr
+  auto v = run_cli("verify " + out);
+  INFO(v.output);
+  CHECK(v.exit_code == 0);
+  CHECK(contains(v.output, "VALID"));
+  const std::string text = read_file(out);
+  CHECK(contains(text, "optimal: \"true\""));
+  CHECK(contains(text, "z3_version:"));
+  CHECK(contains(text, "bound_proven_ms:"));
+  CHECK(contains(text, "SEND_F"));  // written with its comm order
+  CHECK(contains(read_file(svg), "<svg"));
+  auto vc = run_cli("verify " + csv);
+  INFO(vc.output);
+  CHECK(vc.exit_code == 0);
+}
+
+TEST_CASE("cli synth: same seed and budget, byte-identical files; --quiet is quiet") {
+  const std::string a = temp_path("synth-a.yaml"), b = temp_path("synth-b.yaml");
+  const std::string args = fmt::format("synth {}{} --memory-limit-gb 3.5 --microbatches 8 --seed 5 --rlimit 2000000 "
+                                       "--time-limit 120 --quiet",
+                                       model_path(), kFixed);
+  auto ra = run_cli(args + " -o " + a);
+  auto rb = run_cli(args + " -o " + b);
+  INFO(ra.output);
+  REQUIRE(ra.exit_code == 0);
+  REQUIRE(rb.exit_code == 0);
+  CHECK_FALSE(contains(ra.output, "synth: ["));
+  CHECK(read_file(a) == read_file(b));
+  CHECK(contains(read_file(a), "seed: \"5\""));
+}
+
+TEST_CASE("cli synth: an impossible memory limit exits 2 and says why in terms of the inputs") {
+  auto r = run_cli(fmt::format("synth {}{} --memory-limit-gb 1.5 --quiet -o {}", model_path(), kFixed,
+                               temp_path("never.yaml")));
+  INFO(r.output);
+  CHECK(r.exit_code == 2);
+  CHECK(contains(r.output, "device 0 needs at least 2.0 GB but the limit is 1.5 GB"));
+  CHECK(contains(r.output, "model states of stage 0 are 1.0 GB"));
+  CHECK(contains(r.output, "one microbatch of activation of stage 0 is 1.0 GB"));
+  CHECK(contains(r.output, "layers 0–1"));
+}
+
+TEST_CASE("cli synth: V placement, interleaved placement and the SMT-LIB2 dump") {
+  const std::string smt2 = temp_path("synth.smt2");
+  const std::string out = temp_path("synth-v.yaml");
+  auto r = run_cli(fmt::format("synth {} --devices 2 --placement v --memory-limit-gb 5 --rlimit 5000000 --quiet "
+                               "--dump-smt2 {} -o {}",
+                               model_path(), smt2, out));
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK(contains(r.output, "4 stages"));
+  const std::string text = read_file(smt2);
+  CHECK(contains(text, "start[F,s0,mb0]"));
+  CHECK(contains(text, "(check-sat)"));
+  CHECK(run_cli("verify " + out).exit_code == 0);
+  auto il = run_cli(fmt::format("synth {} --devices 2 --placement interleaved --stages-per-device 2 --rlimit 2000000 "
+                                "--quiet -o {}",
+                                model_path(), out));
+  INFO(il.output);
+  CHECK(il.exit_code == 0);
+  CHECK(run_cli("verify " + out).exit_code == 0);
+}
+
+TEST_CASE("cli synth: bad flags are usage errors") {
+  const std::string m = model_path();
+  CHECK(run_cli(fmt::format("synth {}{} --time-limit 0", m, kFixed)).exit_code == 1);
+  auto r = run_cli(fmt::format("synth {} --partition balanced --placement diagonal", m));
+  CHECK(r.exit_code == 1);
+  auto r2 = run_cli(fmt::format("synth {} --placement sequential --stages-per-device 2", m));
+  CHECK(r2.exit_code == 1);
+  CHECK(contains(r2.output, "one stage on each device"));
+  CHECK(run_cli(fmt::format("synth {}{} --devices 0", m, kFixed)).exit_code == 1);
+  CHECK(run_cli("synth /nonexistent/model.yaml" + kFixed).exit_code == 1);
+}
