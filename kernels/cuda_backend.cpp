@@ -297,7 +297,7 @@ class CudaDevice final : public rt::DeviceContext {
         }
         std::this_thread::sleep_for(std::chrono::microseconds(50));
       }
-      if (completed_.load() < i + 1) completed_.store(i + 1);
+      raise_completed(i + 1);
     }
     times_.assign(n, {});
     for (int i = 0; i < n; ++i) {
@@ -315,8 +315,8 @@ class CudaDevice final : public rt::DeviceContext {
     std::lock_guard<std::mutex> lock(events_mu_);
     int done = completed_.load();
     while (done < enqueued_ && cudaEventQuery(end_[done]) == cudaSuccess) ++done;
-    completed_.store(done);
-    return done;
+    raise_completed(done);
+    return completed_.load();
   }
   std::vector<rt::OpSpan> op_times() override { return times_; }
 
@@ -368,6 +368,12 @@ class CudaDevice final : public rt::DeviceContext {
  private:
   void check(const Status& st) {
     if (!st.is_ok()) ops_->fail(st);
+  }
+  // completed_ only grows (the worker's finish loop and the watchdog both advance it).
+  void raise_completed(int n) const {
+    int cur = completed_.load();
+    while (n > cur && !completed_.compare_exchange_weak(cur, n)) {
+    }
   }
   bool ensure_events(int index) {
     std::lock_guard<std::mutex> lock(events_mu_);
