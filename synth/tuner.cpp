@@ -96,6 +96,8 @@ class Tuner {
   std::vector<int> fixed_cuts_, fixed_placement_;
   GlobalBound gb_;
   double bound_ms_ = 0;  // max(global bound, layer-packing bound)
+  int beam_width_ = 1;   // current beam width and kicks per member (widened on early convergence)
+  int kicks_ = 0;
   Clock::time_point t0_ = Clock::now();
   std::vector<Record> records_;
   std::map<std::string, int> history_;
@@ -227,7 +229,7 @@ std::vector<int> Tuner::ranking() const {
 
 // Orders are large (one entry per op); keep them only where the end needs them.
 void Tuner::drop_orders(const std::vector<int>& rank) {
-  const int keep = std::max({opt_.beam_width, opt_.verify_top, opt_.z3_candidates}) + 4;
+  const int keep = std::max({beam_width_, opt_.verify_top, opt_.z3_candidates}) + 4;
   std::vector<char> keep_it(records_.size(), 0);
   for (int i = 0; i < static_cast<int>(rank.size()) && i < keep; ++i) keep_it[rank[i]] = 1;
   for (size_t i = 0; i < records_.size(); ++i) {
@@ -321,6 +323,7 @@ Result<TuneResult> Tuner::verify_and_choose(const std::vector<int>& rank) {
     for (const Record& r : records_)
       if (!least || ranks_before(r, *least)) least = &r;
     std::string why = least ? fmt::format("; closest candidate ({}): {}", describe(*least, P_), least->eval.why) : "";
+    if (stats_.stop_reason == "time limit") why += fmt::format(" (the {:g} s time limit ended the search)", opt_.time_limit_s);
     return Status::error(ErrorCode::kInfeasible,
                          fmt::format("no partition/placement of '{}' on {} devices with {} microbatches fits {} GB per "
                                      "device{}",
@@ -435,6 +438,8 @@ Result<TuneResult> Tuner::run() {
   }
   stats_.stop_reason = "converged";
   const bool searchable = !(fc && fp);
+  beam_width_ = std::max(1, opt_.beam_width);
+  kicks_ = std::max(0, opt_.kicks_per_round);
   if (!searchable) stats_.stop_reason = "fixed";
   while (searchable) {
     if (elapsed() > search_deadline) {
@@ -451,7 +456,7 @@ Result<TuneResult> Tuner::run() {
     std::vector<int> beam;
     const bool any_feasible = !rank.empty() && records_[rank[0]].eval.feasible;
     for (int i : rank) {
-      if (static_cast<int>(beam.size()) >= std::max(1, opt_.beam_width)) break;
+      if (static_cast<int>(beam.size()) >= beam_width_) break;
       if (records_[i].eval.feasible != any_feasible) break;
       if (!any_feasible && records_[i].eval.min_footprint_mb.empty()) continue;
       beam.push_back(i);
@@ -462,7 +467,7 @@ Result<TuneResult> Tuner::run() {
       if (r.cand.baseline < 0 && r.cand.policy_set == 0) moves.push_back(full_portfolio(r.cand));
       std::vector<Candidate> m = bubble_moves(space_, r.cand, r.eval, r.expansions > 0);
       ++r.expansions;
-      std::vector<Candidate> k = kick_moves(space_, r.cand, rng, std::max(0, opt_.kicks_per_round));
+      std::vector<Candidate> k = kick_moves(space_, r.cand, rng, kicks_);
       for (Candidate& c : m) moves.push_back(std::move(c));
       for (Candidate& c : k) moves.push_back(std::move(c));
     }
@@ -485,13 +490,24 @@ Result<TuneResult> Tuner::run() {
     // member has been expanded with all kinds of moves.
     bool all_escalated = true;
     for (int i : beam) all_escalated = all_escalated && records_[i].expansions >= 2;
-    if (!evaluated_any && all_escalated && elapsed() <= search_deadline) break;
     // Within 0.01 % of the bound: nothing left worth searching for.
     if (best_ms <= bound_ms_ * (1 + 1e-4)) {
       stats_.stop_reason = "reached the lower bound";
       break;
     }
-    if (stale >= std::max(1, opt_.patience) && all_escalated) break;
+    const bool converged = (!evaluated_any || stale >= std::max(1, opt_.patience)) && all_escalated;
+    if (converged) {
+      // Converged early: while at most half the search time is spent, widen the beam and the
+      // random kicks (up to 4x) and go on from the same history.
+      if (opt_.widen_on_convergence && elapsed() < 0.5 * search_deadline && beam_width_ < 4 * std::max(1, opt_.beam_width)) {
+        beam_width_ *= 2;
+        kicks_ = std::max(1, kicks_ * 2);
+        stale = 0;
+        ++stats_.widenings;
+        continue;
+      }
+      break;
+    }
   }
   // Polish: the best screened candidates get the whole portfolio before the checker sees them.
   {
@@ -503,8 +519,8 @@ Result<TuneResult> Tuner::run() {
       if (!r.eval.feasible) break;
       if (r.cand.baseline < 0 && r.cand.policy_set == 0) polish.push_back(full_portfolio(r.cand));
     }
-    // Never skipped for time: these few evaluations are what the result is made of.
-    evaluate(std::move(polish), std::numeric_limits<double>::infinity(), false);
+    // Outside the evaluation budget (they re-score what the result is made of), inside the time.
+    evaluate(std::move(polish), limit * 0.9, false);
   }
   stats_.search_s = elapsed();
   std::vector<int> rank = ranking();

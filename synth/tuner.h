@@ -66,6 +66,8 @@ struct TuneOptions {
   int beam_width = 4;                  // candidates expanded per round
   int patience = 3;                    // rounds without improvement before stopping
   int kicks_per_round = 2;             // random perturbations per beam member and round
+  bool widen_on_convergence = true;    // converged within half the search time: double beam and
+                                       // kicks (up to 4x) and go on
   bool include_baselines = true;       // published schedules as seeds
   int verify_top = 4;                  // candidates (besides baselines) checked by verify() at the end
   int z3_candidates = 0;               // best candidates refined with Z3 (0: none)
@@ -82,6 +84,7 @@ struct TuneStats {
   int rounds = 0;             // local-search rounds
   int improvements = 0;       // rounds that improved the best
   int duplicates = 0;         // moves skipped because the history already had them
+  int widenings = 0;          // times the beam was widened after an early convergence
   int verified = 0;           // candidates checked by verify()
   int z3_runs = 0;
   double search_s = 0;        // seeds + local search

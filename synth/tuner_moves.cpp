@@ -100,19 +100,18 @@ std::vector<int> to_cuts(const Partition& p) {
   return cuts;
 }
 
-Candidate heuristic_from(const Candidate& c, std::vector<int> cuts, std::vector<int> placement, MoveKind kind,
-                         std::string origin) {
+// A list-scheduled candidate (policy set 0, no baseline order): what every move produces.
+Candidate heuristic_candidate(std::vector<int> cuts, std::vector<int> placement, MoveKind kind, std::string origin) {
   Candidate n;
   n.cuts = std::move(cuts);
   n.placement = std::move(placement);
   n.kind = kind;
   n.origin = std::move(origin);
-  (void)c;
   return n;
 }
 
-// Moves stage s's boundary layer: delta = -1 gives its last layer to s+1, +1 takes... expressed as a
-// shift of cut b+1 (between stage b and b+1) by delta: +1 moves stage b+1's first layer into b.
+// Shifts the boundary between stage b and b+1 (cut b+1) by delta layers: +1 moves stage b+1's first
+// layer into stage b, -1 moves stage b's last layer into stage b+1. Fails if a stage would be empty.
 bool shift_cut(std::vector<int>& cuts, int b, int delta) {
   const int S = static_cast<int>(cuts.size()) - 1;
   if (b < 0 || b + 1 >= S) return false;
@@ -144,11 +143,10 @@ std::vector<int> split_stage_cuts(const SearchSpace& sp, const std::vector<int>&
 
 struct MoveSink {
   const SearchSpace& sp;
-  const Candidate& from;
   std::vector<Candidate>& out;
 
   void add(std::vector<int> cuts, std::vector<int> placement, MoveKind kind, std::string origin) {
-    Candidate n = heuristic_from(from, std::move(cuts), std::move(placement), kind, std::move(origin));
+    Candidate n = heuristic_candidate(std::move(cuts), std::move(placement), kind, std::move(origin));
     if (finish_candidate(sp, n)) out.push_back(std::move(n));
   }
   // The move and, when it differs, the move followed by a device-aware rebalance.
@@ -387,7 +385,7 @@ Diagnosis diagnose(const SearchSpace& sp, const Candidate& c, const Evaluation& 
 
 std::vector<Candidate> bubble_moves(const SearchSpace& sp, const Candidate& c, const Evaluation& e, bool all_kinds) {
   std::vector<Candidate> out;
-  MoveSink sink{sp, c, out};
+  MoveSink sink{sp, out};
   const Diagnosis d = diagnose(sp, c, e);
   if (d == Diagnosis::kMemory) {
     memory_moves(sp, c, e, sink);
@@ -404,7 +402,7 @@ std::vector<Candidate> bubble_moves(const SearchSpace& sp, const Candidate& c, c
 
 std::vector<Candidate> kick_moves(const SearchSpace& sp, const Candidate& c, std::mt19937_64& rng, int count) {
   std::vector<Candidate> out;
-  MoveSink sink{sp, c, out};
+  MoveSink sink{sp, out};
   const int S = c.stages();
   auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<uint64_t>(std::max(1, n))); };
   for (int k = 0; k < count * 4 && static_cast<int>(out.size()) < count; ++k) {
