@@ -209,7 +209,7 @@ std::string format_profiled_model_yaml(const Spec& spec, const ProfileResult& r,
       "# Profiled by `pipesmith profile {}`\n"
       "# on backend {} ({}): each layer type run as the executable model's block at scale {:g}\n"
       "# (d_model {}, {} tokens per microbatch); times are medians over microbatches, memory from the\n"
-      "# block's real fp32 buffers (docs/runtime.md, \"Profiling\"). \n"
+      "# block's real fp32 buffers (docs/runtime.md, \"Profiling\").\n"
       "# Run schedules of this model with `pipesmith run ... --widths params --scale {:g} --tokens {}`.\n",
       source, r.backend, r.where, r.scale, r.d_model, r.tokens, r.scale, r.tokens);
   return head + y.c_str() + "\n";
