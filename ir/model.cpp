@@ -6,6 +6,7 @@
 // with a `kind:` gets the numbers it does not give explicitly from ir/cost_model.h. docs/inputs.md
 // is the user-facing description of everything accepted here.
 #include "ir/model.h"
+#include "ir/yaml_util.h"
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
@@ -792,21 +793,9 @@ Status parse_pipeline(const Entry& e, const Ctx& c, Draft& d) {
   return Status::ok();
 }
 
-Result<YAML::Node> load_yaml(const Ctx& c) {
-  try {
-    std::vector<YAML::Node> docs = YAML::LoadAll(std::string(c.text));
-    if (docs.size() > 1) {
-      return Status::bad_input("expected one YAML document, found several (remove the extra '---')",
-                               loc_of(c, docs[1], file_loc(c)));
-    }
-    return docs.empty() ? YAML::Node() : docs[0];
-  } catch (const YAML::Exception& ex) {
-    SourceLoc loc = file_loc(c);
-    if (!ex.mark.is_null() && ex.mark.line >= 0)
-      loc = SourceLoc{c.file, ex.mark.line + 1, ex.mark.column + 1};
-    return Status::bad_input(fmt::format("YAML syntax error: {}", ex.msg), loc);
-  }
-}
+// yaml-cpp 0.7's LoadAll can loop forever on some malformed input (a file holding just ','), so
+// documents are read through yamlu::load_document, which counts them with the event parser.
+Result<YAML::Node> load_yaml(const Ctx& c) { return yamlu::load_document(std::string(c.text), c.file); }
 
 // Reads the top level of a model file (is_cluster_file = false) or of a cluster file.
 Result<MapView> read_top(const Ctx& c, const YAML::Node& root, bool is_cluster_file) {
