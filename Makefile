@@ -16,9 +16,15 @@ build-asan:
 	cmake --preset asan >/dev/null
 	cmake --build --preset asan -j $(JOBS)
 
-# Main job: install, build, and run pipesmith on the default example.
+# Main job: install, build, synthesize a certified schedule for the default model and cluster
+# (partition, placement and order searched; Z3 refines), re-check it with the independent checker,
+# and draw it. Outputs land in out/.
 run: deps build
+	mkdir -p out
 	./build/cli/pipesmith lower $(MODEL) --cluster $(CLUSTER)
+	./build/cli/pipesmith synth $(MODEL) --cluster $(CLUSTER) --time-limit 30 -o out/schedule.yaml --csv out/schedule.csv --svg out/schedule.svg
+	./build/cli/pipesmith verify out/schedule.yaml --svg out/schedule-verified.svg --trace out/schedule-trace.json
+	@echo "open out/schedule.svg (Gantt chart) or load out/schedule-trace.json in https://ui.perfetto.dev"
 
 # Whole test suite: release build (-Werror) + ASan/UBSan build of the tests.
 test: deps
@@ -28,6 +34,7 @@ test: deps
 	cmake --preset asan >/dev/null
 	cmake --build --preset asan -j $(JOBS)
 	ctest --test-dir build-asan --output-on-failure -LE 'gpu|slow' -j $(JOBS)
+	FUZZ_SECONDS=10 bash scripts/fuzz-smoke
 
 # Quick local loop: default build, tests without sanitizers.
 test-fast: build
