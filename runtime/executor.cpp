@@ -45,6 +45,7 @@ struct Worker {
   std::map<Key, Tensor> inbox_b;    // RECV_B(s,m) data waiting for I/B(s,m)
   std::atomic<int> returned{0};     // ops whose call has returned
   std::atomic<int> current{0};      // op being waited for (inside a comm group: the group's item)
+  std::atomic<bool> started{false}; // parameters are set up and the program has begun
   std::atomic<bool> done{false};
   std::atomic<long> failed_seq{-1}; // order in which workers failed (first failure wins)
   Status status;
@@ -226,6 +227,7 @@ void worker_main(Worker& w, const Problem& p, const ExecModel& model, bool group
       }
     const int n = static_cast<int>(w.program.size());
     w.run.held_bytes.assign(n, 0);
+    w.started.store(true);
     for (int i = 0; i < n;) {
       const Action& a = w.program[i];
       int next = i + 1;
@@ -445,6 +447,10 @@ ExecResult execute(const Schedule& schedule, const ExecModel& model, Backend& ba
       const auto now = Clock::now();
       for (size_t i = 0; i < workers.size() && !fired; ++i) {
         if (workers[i]->done.load()) continue;
+        if (!workers[i]->started.load()) {  // still initialising its parameters: not a wait
+          changed[i] = now;
+          continue;
+        }
         const int pr = progress(*workers[i]);
         if (pr != last[i]) {
           last[i] = pr;
