@@ -5,9 +5,11 @@
 // the lower bound over all partitions and placements (synth/global_bound.h) and to the checker's
 // bound for the schedule's own partition and placement.
 //
-// Usage: bench_baselines [SOURCE_DIR] [CLUSTER.yaml]   (defaults: ., configs/clusters/8xh100-80gb.yaml)
-// Partition: balanced (exact min-max F+I+W). Memory is reported, not enforced, so every row has
-// figures; rows over the limit are marked.
+// Usage: bench_baselines [SOURCE_DIR] [CLUSTER.yaml]   (defaults: .,
+// configs/clusters/8xh100-80gb.yaml) Partition: balanced (exact min-max F+I+W). Memory is reported,
+// not enforced, so every row has figures; rows over the limit are marked.
+#include "synth/baselines.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -19,7 +21,6 @@
 
 #include "ir/model.h"
 #include "ir/problem.h"
-#include "synth/baselines.h"
 #include "synth/global_bound.h"
 #include "synth/partition.h"
 #include "verify/verify.h"
@@ -42,14 +43,16 @@ int main(int argc, char** argv) {
 
   const auto t0 = std::chrono::steady_clock::now();
   int generated = 0, failures = 0;
-  std::printf("pipesmith baselines: simulated iteration time per schedule (balanced partition, "
-              "rendezvous semantics, comms inserted, cluster %s)\n",
-              fs::path(cluster).filename().string().c_str());
-  std::printf("iter/LB: iteration / lower bound over all partitions and placements; iter/pLB: "
-              "iteration / checker's bound for this partition and placement; '!' = over the "
-              "memory limit\n\n");
-  std::printf("%-16s %2s %3s  %-16s %11s %7s %9s %8s %8s\n", "model", "P", "M", "schedule", "iter_ms",
-              "bubble", "peak_GB", "iter/LB", "iter/pLB");
+  std::printf(
+      "pipesmith baselines: simulated iteration time per schedule (balanced partition, "
+      "rendezvous semantics, comms inserted, cluster %s)\n",
+      fs::path(cluster).filename().string().c_str());
+  std::printf(
+      "iter/LB: iteration / lower bound over all partitions and placements; iter/pLB: "
+      "iteration / checker's bound for this partition and placement; '!' = over the "
+      "memory limit\n\n");
+  std::printf("%-16s %2s %3s  %-16s %11s %7s %9s %8s %8s\n", "model", "P", "M", "schedule",
+              "iter_ms", "bubble", "peak_GB", "iter/LB", "iter/pLB");
   for (const std::string& model_path : models) {
     for (int P : {4, 8}) {
       for (int M : {P, 2 * P, 4 * P}) {
@@ -65,7 +68,8 @@ int main(int argc, char** argv) {
         std::string best;
         double best_ms = 0;
         for (BaselineKind kind : all_baseline_kinds()) {
-          std::string row = fmt::format("{:<16} {:>2} {:>3}  {:<16}", spec->model.name, P, M, baseline_name(kind));
+          std::string row = fmt::format("{:<16} {:>2} {:>3}  {:<16}", spec->model.name, P, M,
+                                        baseline_name(kind));
           auto shape = baseline_shape(kind, 0);
           auto fail = [&](const std::string& why) {
             std::printf("%s %s\n", row.c_str(), why.c_str());
@@ -107,7 +111,8 @@ int main(int argc, char** argv) {
             ++failures;
             continue;
           }
-          double peak_mb = *std::max_element(r.sim->peak_memory_mb.begin(), r.sim->peak_memory_mb.end());
+          double peak_mb =
+              *std::max_element(r.sim->peak_memory_mb.begin(), r.sim->peak_memory_mb.end());
           bool over = spec->cluster.memory_gb > 0 && peak_mb > spec->cluster.memory_gb * 1000.0;
           std::printf("%s %11.2f %7.4f %8.2f%s %8.3f %8.3f\n", row.c_str(), r.sim->makespan_ms,
                       r.sim->bubble_ratio, peak_mb / 1000.0, over ? "!" : " ",
@@ -119,13 +124,14 @@ int main(int argc, char** argv) {
           }
         }
         if (gb.ok())
-          std::printf("%-16s %2d %3d  %-16s %11.2f   best within memory: %s\n\n", spec->model.name.c_str(), P, M,
-                      "lower bound", gb->bound_ms, best.empty() ? "none" : best.c_str());
+          std::printf("%-16s %2d %3d  %-16s %11.2f   best within memory: %s\n\n",
+                      spec->model.name.c_str(), P, M, "lower bound", gb->bound_ms,
+                      best.empty() ? "none" : best.c_str());
       }
     }
   }
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::printf("%d schedules generated, verified and simulated in %.2f s; %d failure(s)\n", generated, secs,
-              failures);
+  std::printf("%d schedules generated, verified and simulated in %.2f s; %d failure(s)\n",
+              generated, secs, failures);
   return failures == 0 ? 0 : 1;
 }

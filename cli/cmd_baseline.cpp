@@ -56,10 +56,11 @@ Result<Plan> make_plan(const Spec& spec, BaselineKind kind, const BaselineArgs& 
     bool fits = shape->placement == PlacementKind::kLooped ? V >= 2 : V == shape->stages_per_device;
     if (!fits || (a.stages_per_device != 0 && a.stages_per_device != V))
       return Status::bad_input(fmt::format(
-          "pipeline layout \"{}\" gives {} stages = {} per device on P = {}, but {} runs {}", a.partition,
-          lp->partition.size(), V, P, name,
+          "pipeline layout \"{}\" gives {} stages = {} per device on P = {}, but {} runs {}",
+          a.partition, lp->partition.size(), V, P, name,
           shape->placement == PlacementKind::kLooped
-              ? fmt::format("{} per device", a.stages_per_device != 0 ? std::to_string(a.stages_per_device) : ">= 2")
+              ? fmt::format("{} per device",
+                            a.stages_per_device != 0 ? std::to_string(a.stages_per_device) : ">= 2")
               : fmt::format("{} per device", shape->stages_per_device)));
     plan.partition = lp->partition;
     if (shape->placement == PlacementKind::kVShape) {
@@ -116,8 +117,8 @@ Schedule compute_only_view(const Schedule& checked) {
 int run_baseline(const BaselineArgs& a) {
   auto kind = parse_baseline_kind(a.schedule);
   if (!kind)
-    return report_error(Status::bad_input(fmt::format(
-        "unknown schedule '{}': expected one of {}", a.schedule, baseline_names_joined(", "))));
+    return report_error(Status::bad_input(fmt::format("unknown schedule '{}': expected one of {}",
+                                                      a.schedule, baseline_names_joined(", "))));
   auto spec = load_spec_from_flags(a.spec);
   if (!spec.ok()) return report_error(spec.status());
   auto plan = make_plan(*spec, *kind, a);
@@ -151,11 +152,12 @@ int run_baseline(const BaselineArgs& a) {
   s += fmt::format("  checker       valid under {} semantics{}\n", semantics_name(rep.semantics),
                    rep.comms_inserted ? " (comms inserted by the shared rule)" : "");
   s += fmt::format("  iteration     {:.3f} ms\n", sim.makespan_ms);
-  s += fmt::format("  lower bound   {:.3f} ms for this partition and placement (iteration / bound = {:.3f})\n",
-                   rep.lower_bound_ms, rep.lower_bound_ms > 0 ? sim.makespan_ms / rep.lower_bound_ms : 0.0);
+  s += fmt::format(
+      "  lower bound   {:.3f} ms for this partition and placement (iteration / bound = {:.3f})\n",
+      rep.lower_bound_ms, rep.lower_bound_ms > 0 ? sim.makespan_ms / rep.lower_bound_ms : 0.0);
   if (gb.ok())
-    s += fmt::format("                {:.3f} ms over all partitions and placements ({})\n", gb->bound_ms,
-                     gb->binding);
+    s += fmt::format("                {:.3f} ms over all partitions and placements ({})\n",
+                     gb->bound_ms, gb->binding);
   s += fmt::format("  bubble ratio  {:.4f}\n", sim.bubble_ratio);
   double peak = 0;
   std::string peaks;
@@ -198,15 +200,19 @@ Runner add_baseline(CLI::App& app) {
       "Generate a published pipeline schedule (GPipe, 1F1B, interleaved 1F1B, ZB-H1/H2, ZB-V, "
       "DualPipeV) for a model, check it and write it with its certificate");
   add_spec_flags(sub, &args->spec);
-  sub->add_option("--schedule", args->schedule, "Schedule: " + baseline_names_joined("|"))->required();
+  sub->add_option("--schedule", args->schedule, "Schedule: " + baseline_names_joined("|"))
+      ->required();
   sub->add_option("--stages-per-device", args->stages_per_device,
                   "Stages per device V (interleaved-1f1b: default 2; zbv/dualpipev: 2; others: 1)");
   sub->add_option("--partition", args->partition,
                   "balanced (default; min max stage F+I+W), balanced-memory (ties by memory), even "
                   "(Megatron's default) or a Megatron --pipeline-model-parallel-layout string");
-  sub->add_option("-o,--output", args->out_path, "Schedule file to write (pipesmith-schedule/1 YAML; - = stdout)");
-  sub->add_option("--csv", args->csv_path, "Also write the compute order as a PyTorch pipelining CSV");
-  sub->add_option("--svg", args->svg_path, "Also write an SVG Gantt chart of the simulated schedule");
+  sub->add_option("-o,--output", args->out_path,
+                  "Schedule file to write (pipesmith-schedule/1 YAML; - = stdout)");
+  sub->add_option("--csv", args->csv_path,
+                  "Also write the compute order as a PyTorch pipelining CSV");
+  sub->add_option("--svg", args->svg_path,
+                  "Also write an SVG Gantt chart of the simulated schedule");
   return [args] { return run_baseline(*args); };
 }
 

@@ -121,21 +121,25 @@ int run_bound(const BoundArgs& a) {
     std::printf("%s\n", j.dump(2).c_str());
   } else {
     std::string s;
-    s += fmt::format("lower bound on the iteration time of '{}' on P = {} devices, M = {} microbatches\n",
-                     spec->model.name, P, M);
+    s += fmt::format(
+        "lower bound on the iteration time of '{}' on P = {} devices, M = {} microbatches\n",
+        spec->model.name, P, M);
     s += "over all partitions, placements and orders (comm taken as free):\n";
     s += fmt::format("  total work / P                {:12.3f} ms\n", g->total_work_ms);
     s += fmt::format("  work + pipeline ramp / P      {:12.3f} ms\n", g->ramp_ms);
-    s += fmt::format("  heaviest layer (layer {:>4})   {:12.3f} ms\n", g->heaviest_layer,
+    s += fmt::format("  heaviest layer {:>4}: a_l+M·c_l {:11.3f} ms\n", g->heaviest_layer,
                      g->heaviest_layer_ms);
     s += fmt::format("  critical path                 {:12.3f} ms\n", g->critical_path_ms);
-    s += fmt::format("  => bound                      {:12.3f} ms  ({})\n", g->bound_ms, g->binding);
+    s +=
+        fmt::format("  => bound                      {:12.3f} ms  ({})\n", g->bound_ms, g->binding);
     if (g->memory_limit_gb > 0)
-      s += fmt::format("memory: model states {:.2f} GB in total; at {:g} GB per device at least {} "
-                       "device(s) needed\n",
-                       g->model_state_gb, g->memory_limit_gb, g->min_devices_for_memory);
+      s += fmt::format(
+          "memory: model states {:.2f} GB in total; at {:g} GB per device at least {} "
+          "device(s) needed\n",
+          g->model_state_gb, g->memory_limit_gb, g->min_devices_for_memory);
     else
-      s += fmt::format("memory: model states {:.2f} GB in total; no memory limit\n", g->model_state_gb);
+      s += fmt::format("memory: model states {:.2f} GB in total; no memory limit\n",
+                       g->model_state_gb);
     if (plan) {
       s += fmt::format("for partition ");
       for (size_t i = 0; i < plan->partition.size(); ++i)
@@ -156,13 +160,16 @@ int run_bound(const BoundArgs& a) {
 Runner add_bound(CLI::App& app) {
   auto args = std::make_shared<BoundArgs>();
   auto* sub = app.add_subcommand(
-      "bound", "Lower bound on the iteration time over all partitions and placements (and for one)");
+      "bound",
+      "Lower bound on the iteration time over all partitions and placements (and for one)");
   add_spec_flags(sub, &args->spec);
-  sub->add_option("--partition", args->partition,
-                  "Also bound this partition: balanced, balanced-memory, even or a Megatron layout");
+  sub->add_option(
+      "--partition", args->partition,
+      "Also bound this partition: balanced, balanced-memory, even or a Megatron layout");
   sub->add_option("--placement", args->placement,
                   "Placement for --partition: sequential, looped, vshape or a list like 0,1,1,0");
-  sub->add_option("--stages-per-device", args->stages_per_device, "Stages per device V for --partition");
+  sub->add_option("--stages-per-device", args->stages_per_device,
+                  "Stages per device V for --partition");
   sub->add_flag("--json", args->json, "Print the bounds as JSON");
   return [args] { return run_bound(*args); };
 }

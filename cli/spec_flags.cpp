@@ -24,8 +24,8 @@ Result<Spec> load_spec_from_flags(const SpecFlags& flags) {
     return Status::bad_input(
         fmt::format("--microbatches must be at least 1, got {}", *flags.microbatches));
   if (flags.memory_limit_gb && !(*flags.memory_limit_gb >= 0))
-    return Status::bad_input(fmt::format(
-        "--memory-limit-gb must be >= 0 (0 = unlimited), got {}", *flags.memory_limit_gb));
+    return Status::bad_input(fmt::format("--memory-limit-gb must be >= 0 (0 = unlimited), got {}",
+                                         *flags.memory_limit_gb));
   SpecOverrides o;
   o.devices = flags.devices;
   o.microbatches = flags.microbatches;

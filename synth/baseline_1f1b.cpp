@@ -1,8 +1,9 @@
 // baseline_1f1b.cpp — GPipe, 1F1B and interleaved 1F1B (fused backward B everywhere).
 //
 // Sources: GPipe (Huang et al. 2019); 1F1B as in PipeDream-Flush (Narayanan et al. 2021) and
-// Megatron-LM's forward_backward_pipelining_without_interleaving; interleaved 1F1B as in Megatron-LM
-// (Narayanan et al. 2021, forward_backward_pipelining_with_interleaving). Rank r of P devices.
+// Megatron-LM's forward_backward_pipelining_without_interleaving; interleaved 1F1B as in
+// Megatron-LM (Narayanan et al. 2021, forward_backward_pipelining_with_interleaving). Rank r of P
+// devices.
 #include <algorithm>
 
 #include "synth/baseline_util.h"

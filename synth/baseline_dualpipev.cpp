@@ -28,8 +28,8 @@ Result<Schedule> make_dualpipev(const Problem& problem) {
   for (int r = 0; r < P; ++r) {
     ProgramBuilder& out = b[r];
     const int s[2] = {r, 2 * P - 1 - r};
-    int fwd[2] = {0, 0}, bwd[2] = {0, 0};  // next microbatch per chunk
-    std::deque<std::pair<int, int>> pending_w;   // (stage, microbatch), oldest first
+    int fwd[2] = {0, 0}, bwd[2] = {0, 0};       // next microbatch per chunk
+    std::deque<std::pair<int, int>> pending_w;  // (stage, microbatch), oldest first
     auto F = [&](int c) { out.F(s[c], fwd[c]++); };
     auto B = [&](int c) { out.B(s[c], bwd[c]++); };
     auto I = [&](int c) {

@@ -18,8 +18,8 @@ namespace {
 
 // The ZB-H family on one stage per device: `warmup` forwards, then (forward, I) pairs, then the
 // remaining I's (the cool-down). After every I the oldest W's run until at most `steady_deferred`
-// W's are pending (`cooldown_deferred` in the cool-down); the last pending ones run at the very end,
-// where they fill the drain bubble.
+// W's are pending (`cooldown_deferred` in the cool-down); the last pending ones run at the very
+// end, where they fill the drain bubble.
 void zb_h_program(ProgramBuilder& b, int stage, int M, int warmup, int steady_deferred,
                   int cooldown_deferred) {
   int next_w = 0, done_i = 0;
@@ -55,10 +55,10 @@ Result<Schedule> make_zb_h1(const Problem& problem) {
 
 // ZB-H2: twice the warm-up forwards, 2(P−r−1), so the bubble before the first I is filled; in the
 // steady phase rank r keeps up to 2r W's pending, so that in the drain the I's of later ranks run
-// ahead of their W's and reach rank 0 early (the "parallelogram" of the paper's Figure 3). The paper
-// draws it for F = I = W and M >= 2P only; our rendering for other shapes: with M >= 2P the drain
-// keeps the 2r W's for the very end, with M < 2P it runs them into the drain's waits down to r
-// (ZB-H1's drain), which is never slower than ZB-H1 (tests sweep P <= 8, M <= 5P and several
+// ahead of their W's and reach rank 0 early (the "parallelogram" of the paper's Figure 3). The
+// paper draws it for F = I = W and M >= 2P only; our rendering for other shapes: with M >= 2P the
+// drain keeps the 2r W's for the very end, with M < 2P it runs them into the drain's waits down to
+// r (ZB-H1's drain), which is never slower than ZB-H1 (tests sweep P <= 8, M <= 5P and several
 // F:I:W ratios). Rank 0 holds up to 2P−1 microbatches' activations (about twice 1F1B), rank r at
 // most 2(P−r)−1 activations plus 2r+1 stashes.
 Result<Schedule> make_zb_h2(const Problem& problem) {

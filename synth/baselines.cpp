@@ -11,21 +11,28 @@ namespace ps {
 
 const std::vector<BaselineKind>& all_baseline_kinds() {
   static const std::vector<BaselineKind> kAll = {
-      BaselineKind::kGPipe, BaselineKind::k1F1B, BaselineKind::kInterleaved1F1B,
-      BaselineKind::kZBH1,  BaselineKind::kZBH2, BaselineKind::kZBV,
+      BaselineKind::kGPipe,    BaselineKind::k1F1B, BaselineKind::kInterleaved1F1B,
+      BaselineKind::kZBH1,     BaselineKind::kZBH2, BaselineKind::kZBV,
       BaselineKind::kDualPipeV};
   return kAll;
 }
 
 const char* baseline_name(BaselineKind kind) {
   switch (kind) {
-    case BaselineKind::kGPipe: return "gpipe";
-    case BaselineKind::k1F1B: return "1f1b";
-    case BaselineKind::kInterleaved1F1B: return "interleaved-1f1b";
-    case BaselineKind::kZBH1: return "zb-h1";
-    case BaselineKind::kZBH2: return "zb-h2";
-    case BaselineKind::kZBV: return "zbv";
-    case BaselineKind::kDualPipeV: return "dualpipev";
+    case BaselineKind::kGPipe:
+      return "gpipe";
+    case BaselineKind::k1F1B:
+      return "1f1b";
+    case BaselineKind::kInterleaved1F1B:
+      return "interleaved-1f1b";
+    case BaselineKind::kZBH1:
+      return "zb-h1";
+    case BaselineKind::kZBH2:
+      return "zb-h2";
+    case BaselineKind::kZBV:
+      return "zbv";
+    case BaselineKind::kDualPipeV:
+      return "dualpipev";
   }
   return "?";
 }
@@ -84,10 +91,14 @@ Result<BaselineShape> baseline_shape(BaselineKind kind, int requested_v) {
 
 std::vector<int> baseline_placement(const BaselineShape& shape, int devices) {
   switch (shape.placement) {
-    case PlacementKind::kSequential: return placement_sequential(devices);
-    case PlacementKind::kLooped: return placement_looped(shape.stages_per_device * devices, devices);
-    case PlacementKind::kVShape: return placement_vshape(devices);
-    case PlacementKind::kExplicit: break;
+    case PlacementKind::kSequential:
+      return placement_sequential(devices);
+    case PlacementKind::kLooped:
+      return placement_looped(shape.stages_per_device * devices, devices);
+    case PlacementKind::kVShape:
+      return placement_vshape(devices);
+    case PlacementKind::kExplicit:
+      break;
   }
   PS_ASSERT(false, "baseline shapes never use explicit placements");
   return {};
@@ -97,7 +108,8 @@ Status check_baseline_shape(const Problem& problem, BaselineKind kind) {
   const char* name = baseline_name(kind);
   int P = problem.devices, S = problem.num_stages(), M = problem.microbatches;
   if (P < 1) return Status::bad_input(fmt::format("{} needs at least 1 device, got {}", name, P));
-  if (M < 1) return Status::bad_input(fmt::format("{} needs at least 1 microbatch, got {}", name, M));
+  if (M < 1)
+    return Status::bad_input(fmt::format("{} needs at least 1 microbatch, got {}", name, M));
   std::vector<int> placement(static_cast<size_t>(S));
   for (int s = 0; s < S; ++s) placement[s] = problem.device_of(s);
   switch (kind) {
@@ -141,13 +153,20 @@ Status check_baseline_shape(const Problem& problem, BaselineKind kind) {
 Result<Schedule> make_baseline(const Problem& problem, BaselineKind kind,
                                const BaselineOptions& /*options*/) {
   switch (kind) {
-    case BaselineKind::kGPipe: return make_gpipe(problem);
-    case BaselineKind::k1F1B: return make_1f1b(problem);
-    case BaselineKind::kInterleaved1F1B: return make_interleaved_1f1b(problem);
-    case BaselineKind::kZBH1: return make_zb_h1(problem);
-    case BaselineKind::kZBH2: return make_zb_h2(problem);
-    case BaselineKind::kZBV: return make_zbv(problem);
-    case BaselineKind::kDualPipeV: return make_dualpipev(problem);
+    case BaselineKind::kGPipe:
+      return make_gpipe(problem);
+    case BaselineKind::k1F1B:
+      return make_1f1b(problem);
+    case BaselineKind::kInterleaved1F1B:
+      return make_interleaved_1f1b(problem);
+    case BaselineKind::kZBH1:
+      return make_zb_h1(problem);
+    case BaselineKind::kZBH2:
+      return make_zb_h2(problem);
+    case BaselineKind::kZBV:
+      return make_zbv(problem);
+    case BaselineKind::kDualPipeV:
+      return make_dualpipev(problem);
   }
   return Status::bad_input("unknown baseline");
 }
@@ -165,7 +184,8 @@ Schedule finish_baseline(const Problem& problem, BaselineKind kind,
     out.reserve(builders[d].ops.size());
     for (Action a : builders[d].ops) {
       PS_ASSERT(a.stage >= 0 && a.stage < problem.num_stages(), "generator emitted a bad stage");
-      PS_ASSERT(problem.device_of(a.stage) == static_cast<int>(d), "generator put a stage on the wrong device");
+      PS_ASSERT(problem.device_of(a.stage) == static_cast<int>(d),
+                "generator put a stage on the wrong device");
       if (!problem.stages[a.stage].split_backward) {
         if (a.type == OpType::W) continue;  // folded into the B below
         if (a.type == OpType::I) a.type = OpType::B;

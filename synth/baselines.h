@@ -16,9 +16,9 @@
 //
 // Guarantees: a returned Schedule has no comm ops, holds every (stage, microbatch) F exactly once
 // and either one B or one I and one W (B wherever the stage has split_backward = false, and in
-// gpipe / 1f1b / interleaved-1f1b), and each device runs only its own stages. Shapes a schedule does
-// not support are refused with a Status (kBadInput) that says what it needs. Programs are free of
-// data-flow cycles; comms are inserted and everything is re-checked by verify() (see
+// gpipe / 1f1b / interleaved-1f1b), and each device runs only its own stages. Shapes a schedule
+// does not support are refused with a Status (kBadInput) that says what it needs. Programs are free
+// of data-flow cycles; comms are inserted and everything is re-checked by verify() (see
 // synth/baseline_certify.h), never trusted.
 #pragma once
 
@@ -45,7 +45,7 @@ std::string baseline_names_joined(const char* sep = "|");
 
 // The stage count and placement a baseline runs on.
 struct BaselineShape {
-  int stages_per_device = 1;                          // V
+  int stages_per_device = 1;  // V
   PlacementKind placement = PlacementKind::kSequential;
 };
 // requested_v = 0 picks the default (2 for interleaved-1f1b). Refuses e.g. V = 3 for zbv.

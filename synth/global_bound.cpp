@@ -13,7 +13,8 @@ Result<GlobalBound> global_lower_bound(const Spec& spec, int devices, int microb
                                        double memory_limit_gb) {
   const Model& model = spec.model;
   int L = static_cast<int>(model.layers.size());
-  if (devices < 1) return Status::bad_input(fmt::format("bound needs devices >= 1, got {}", devices));
+  if (devices < 1)
+    return Status::bad_input(fmt::format("bound needs devices >= 1, got {}", devices));
   if (microbatches < 1)
     return Status::bad_input(fmt::format("bound needs microbatches >= 1, got {}", microbatches));
   if (L < 1) return Status::bad_input(fmt::format("model '{}' has no layers", model.name));
@@ -46,8 +47,7 @@ Result<GlobalBound> global_lower_bound(const Spec& spec, int devices, int microb
   }
 
   const LayerType& t0 = model.type_of(0);
-  double cp_last_forward =
-      (M - 1) * t0.forward_ms + sum_f + sum_i + t0.backward_weight_ms;
+  double cp_last_forward = (M - 1) * t0.forward_ms + sum_f + sum_i + t0.backward_weight_ms;
   double cp_first_backward =
       sum_f + (sum_i - t0.backward_input_ms) + M * (t0.backward_input_ms + t0.backward_weight_ms);
   g.critical_path_ms = std::max(cp_last_forward, cp_first_backward);

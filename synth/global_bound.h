@@ -36,18 +36,18 @@ struct GlobalBound {
   int devices = 0;
   int microbatches = 0;
   double total_work_ms = 0;
-  double heaviest_layer_ms = 0;
-  int heaviest_layer = -1;  // layer id
+  double heaviest_layer_ms = 0;  // max_l a_l + M·c_l (the "single layer" term)
+  int heaviest_layer = -1;       // the layer l reaching it
   double critical_path_ms = 0;
   double ramp_ms = 0;
-  double bound_ms = 0;      // max of the terms above
-  std::string binding;      // name of the term that gives bound_ms: "total_work", ...
+  double bound_ms = 0;  // max of the terms above
+  std::string binding;  // name of the term that gives bound_ms: "total_work", ...
 
-  double model_state_gb = 0;     // Σ states over all layers
-  double memory_limit_gb = 0;    // per device; 0 = unlimited
+  double model_state_gb = 0;       // Σ states over all layers
+  double memory_limit_gb = 0;      // per device; 0 = unlimited
   int min_devices_for_memory = 0;  // ceil(Σ states / limit); 0 when unlimited
   bool memory_feasible = true;
-  std::string memory_reason;     // why it is infeasible (empty when feasible)
+  std::string memory_reason;  // why it is infeasible (empty when feasible)
 };
 
 // Never fails on a validated Spec with devices, microbatches >= 1; returns kBadInput otherwise.

@@ -11,14 +11,20 @@ namespace {
 
 constexpr size_t kMaxExpanded = 1'000'000;  // symbols after expansion (guards "t*99999999")
 
-bool is_symbol(char c) { return c == 'E' || c == 't' || c == 'm' || c == 'L'; }
+bool is_symbol(char c) {
+  return c == 'E' || c == 't' || c == 'm' || c == 'L';
+}
 
 const char* kind_name(char k) {
   switch (k) {
-    case 'E': return "embedding";
-    case 't': return "decoder";
-    case 'm': return "MTP";
-    case 'L': return "loss";
+    case 'E':
+      return "embedding";
+    case 't':
+      return "decoder";
+    case 'm':
+      return "MTP";
+    case 'L':
+      return "loss";
   }
   return "?";
 }
@@ -48,7 +54,8 @@ class Parser {
             ++pos_;
             break;
           }
-          if (g == '(') return fail(pos_, "groups do not nest (Megatron's syntax has no nested '(')");
+          if (g == '(')
+            return fail(pos_, "groups do not nest (Megatron's syntax has no nested '(')");
           if (g == ',') {
             ++pos_;
             continue;
@@ -113,8 +120,8 @@ class Parser {
         fmt::format("pipeline layout \"{}\", column {}: {}", text_, at + 1, why));
   }
   Status too_long() const {
-    return Status::bad_input(fmt::format("pipeline layout \"{}\" expands to more than {} symbols",
-                                         text_, kMaxExpanded));
+    return Status::bad_input(
+        fmt::format("pipeline layout \"{}\" expands to more than {} symbols", text_, kMaxExpanded));
   }
 
   const std::string& text_;
@@ -167,7 +174,8 @@ char megatron_kind(const Model& model, int layer) {
 Result<LayoutPlan> apply_megatron_layout(const MegatronLayout& layout, const Model& model,
                                          int devices) {
   int num_stages = static_cast<int>(layout.stages.size());
-  if (devices <= 0) return Status::bad_input(fmt::format("layout needs devices > 0, got {}", devices));
+  if (devices <= 0)
+    return Status::bad_input(fmt::format("layout needs devices > 0, got {}", devices));
   if (num_stages % devices != 0)
     return Status::bad_input(fmt::format(
         "pipeline layout \"{}\" has {} stages, not a multiple of the pipeline size P = {} "

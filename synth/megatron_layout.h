@@ -15,8 +15,8 @@
 // Mapping onto a pipesmith model: layouts name layer *kinds*, our models name layer types. Layers
 // are matched in order: a model layer of symbol 'E' (or type kind/name "embedding") must meet an
 // `E`, one of symbol 'L' (or kind/name "head", "loss", "lm_head") an `L`, one of symbol 'm' (or
-// kind/name "mtp") an `m`, and every other layer a `t`. Any mismatch — counts or order — is an error that names the
-// first disagreeing position, its stage and what each side has there.
+// kind/name "mtp") an `m`, and every other layer a `t`. Any mismatch — counts or order — is an
+// error that names the first disagreeing position, its stage and what each side has there.
 #pragma once
 
 #include <string>

@@ -37,8 +37,8 @@ Status check_partition(const Partition& p, int num_layers) {
     next = p[s].last + 1;
   }
   if (next != num_layers)
-    return Status::bad_input(fmt::format("partition covers layers [0, {}), the model has {} layers",
-                                         next, num_layers));
+    return Status::bad_input(
+        fmt::format("partition covers layers [0, {}), the model has {} layers", next, num_layers));
   return Status::ok();
 }
 
@@ -48,7 +48,9 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 
 Status check_stage_count(const Spec& spec, int stages, const char* what) {
   int n = static_cast<int>(spec.model.layers.size());
-  if (stages < 1) return Status::bad_input(fmt::format("{} partition needs at least 1 stage, got {}", what, stages));
+  if (stages < 1)
+    return Status::bad_input(
+        fmt::format("{} partition needs at least 1 stage, got {}", what, stages));
   if (stages > n)
     return Status::bad_input(fmt::format(
         "{} partition into {} stages is impossible: model '{}' has only {} layers (each stage "
@@ -118,8 +120,8 @@ Result<Partition> balanced_partition(const Spec& spec, int stages, PartitionCost
     double limit = t_opt * (1 + 1e-12) + 1e-12;
     const auto mem_table = table(mem);
     auto mem_cost = [&](int i, int j) { return mem_table[i][j]; };
-    std::vector<int> mcuts =
-        minmax_partition(n, stages, mem_cost, [&](int i, int j) { return time_cost(i, j) <= limit; });
+    std::vector<int> mcuts = minmax_partition(
+        n, stages, mem_cost, [&](int i, int j) { return time_cost(i, j) <= limit; });
     PS_ASSERT(!mcuts.empty(), "the time-optimal partition satisfies its own limit");
     cuts = std::move(mcuts);
   }

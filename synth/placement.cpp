@@ -9,10 +9,14 @@ namespace ps {
 
 const char* placement_kind_name(PlacementKind k) {
   switch (k) {
-    case PlacementKind::kSequential: return "sequential";
-    case PlacementKind::kLooped: return "looped";
-    case PlacementKind::kVShape: return "vshape";
-    case PlacementKind::kExplicit: return "explicit";
+    case PlacementKind::kSequential:
+      return "sequential";
+    case PlacementKind::kLooped:
+      return "looped";
+    case PlacementKind::kVShape:
+      return "vshape";
+    case PlacementKind::kExplicit:
+      return "explicit";
   }
   return "?";
 }
@@ -71,10 +75,10 @@ Result<std::vector<int>> parse_list(const std::string& text) {
       ++i;
     }
     if (i == start || v > 1'000'000)
-      return Status::bad_input(fmt::format(
-          "bad placement '{}' at column {}: expected sequential, looped, vshape or a "
-          "comma-separated list of device numbers such as 0,1,1,0",
-          text, start + 1));
+      return Status::bad_input(
+          fmt::format("bad placement '{}' at column {}: expected sequential, looped, vshape or a "
+                      "comma-separated list of device numbers such as 0,1,1,0",
+                      text, start + 1));
     out.push_back(static_cast<int>(v));
     if (i == text.size()) break;
     if (text[i] != ',')
@@ -88,7 +92,8 @@ Result<std::vector<int>> parse_list(const std::string& text) {
 }  // namespace
 
 Result<std::vector<int>> parse_placement(const std::string& text, int stages, int devices) {
-  if (devices <= 0) return Status::bad_input(fmt::format("placement needs devices > 0, got {}", devices));
+  if (devices <= 0)
+    return Status::bad_input(fmt::format("placement needs devices > 0, got {}", devices));
   if (text == "sequential") {
     if (stages != devices)
       return Status::bad_input(fmt::format(

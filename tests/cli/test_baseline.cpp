@@ -34,7 +34,9 @@ pipeline: {microbatches: 8, bytes_per_param: 18}
   return path;
 }
 
-bool contains(const std::string& s, const std::string& sub) { return s.find(sub) != std::string::npos; }
+bool contains(const std::string& s, const std::string& sub) {
+  return s.find(sub) != std::string::npos;
+}
 
 const std::string kLlama = source_path("configs/models/llama2-7b.yaml");
 
@@ -66,11 +68,13 @@ TEST_CASE("cli baseline: closed forms on a uniform model with free links") {
 TEST_CASE("cli baseline: writes a certified schedule that the checker accepts, plus CSV and SVG") {
   const std::string out = temp_path("llama-zbv.yaml"), csv = temp_path("llama-zbv.csv"),
                     svg = temp_path("llama-zbv.svg");
-  auto res = run_cli(fmt::format("baseline {} --schedule zbv --devices 4 --microbatches 8 -o {} --csv {} --svg {}",
-                                 kLlama, out, csv, svg));
+  auto res = run_cli(
+      fmt::format("baseline {} --schedule zbv --devices 4 --microbatches 8 -o {} --csv {} --svg {}",
+                  kLlama, out, csv, svg));
   INFO(res.output);
   REQUIRE(res.exit_code == 0);
-  for (const char* field : {"iteration", "lower bound", "bubble ratio", "peak memory", "valid under rendezvous"})
+  for (const char* field :
+       {"iteration", "lower bound", "bubble ratio", "peak memory", "valid under rendezvous"})
     CHECK(contains(res.output, field));
   CHECK(contains(res.output, "stages        8 (2 per device, vshape placement)"));
 
@@ -97,7 +101,8 @@ TEST_CASE("cli baseline: writes a certified schedule that the checker accepts, p
 TEST_CASE("cli baseline: output is byte-identical across runs") {
   const std::string a = temp_path("det-a.yaml"), b = temp_path("det-b.yaml");
   for (const std::string& path : {a, b}) {
-    auto res = run_cli(fmt::format("baseline {} --schedule zb-h2 --devices 4 --microbatches 8 -o {}", kLlama, path));
+    auto res = run_cli(fmt::format(
+        "baseline {} --schedule zb-h2 --devices 4 --microbatches 8 -o {}", kLlama, path));
     REQUIRE(res.exit_code == 0);
   }
   CHECK(read_file(a) == read_file(b));
@@ -105,28 +110,33 @@ TEST_CASE("cli baseline: output is byte-identical across runs") {
 }
 
 TEST_CASE("cli baseline: Megatron layouts and partition choices") {
-  auto res = run_cli(fmt::format(
-      "baseline {} --schedule interleaved-1f1b --devices 4 --microbatches 8 --partition \"Et*4|t*4|t*4|t*4|t*4|t*4|t*4|t*4L\"",
-      kLlama));
+  auto res =
+      run_cli(fmt::format("baseline {} --schedule interleaved-1f1b --devices 4 --microbatches 8 "
+                          "--partition \"Et*4|t*4|t*4|t*4|t*4|t*4|t*4|t*4L\"",
+                          kLlama));
   INFO(res.output);
   CHECK(res.exit_code == 0);
   CHECK(contains(res.output, "0-4 | 5-8 | 9-12 | 13-16 | 17-20 | 21-24 | 25-28 | 29-33"));
   CHECK(contains(res.output, "2 per device, looped placement"));
 
-  auto even = run_cli(fmt::format("baseline {} --schedule 1f1b --devices 4 --partition even", kLlama));
+  auto even =
+      run_cli(fmt::format("baseline {} --schedule 1f1b --devices 4 --partition even", kLlama));
   INFO(even.output);
   CHECK(even.exit_code == 0);
   CHECK(contains(even.output, "0-8 | 9-16 | 17-24 | 25-33"));  // E + 8, 8, 8, 8 + L
 
-  auto count = run_cli(fmt::format("baseline {} --schedule 1f1b --devices 2 --partition \"Et*15|t*16L\"", kLlama));
+  auto count = run_cli(
+      fmt::format("baseline {} --schedule 1f1b --devices 2 --partition \"Et*15|t*16L\"", kLlama));
   CHECK(count.exit_code == 1);
   CHECK(contains(count.output, "has 31 decoder layer(s) ('t'), model 'llama2-7b' has 32"));
 
-  auto v_mismatch = run_cli(fmt::format("baseline {} --schedule 1f1b --devices 2 --partition \"Et*8|t*8|t*8|t*8L\"", kLlama));
+  auto v_mismatch = run_cli(fmt::format(
+      "baseline {} --schedule 1f1b --devices 2 --partition \"Et*8|t*8|t*8|t*8L\"", kLlama));
   CHECK(v_mismatch.exit_code == 1);
   CHECK(contains(v_mismatch.output, "2 per device on P = 2, but 1f1b runs 1 per device"));
 
-  auto syntax = run_cli(fmt::format("baseline {} --schedule 1f1b --devices 2 --partition \"Et*16|(t*16L\"", kLlama));
+  auto syntax = run_cli(
+      fmt::format("baseline {} --schedule 1f1b --devices 2 --partition \"Et*16|(t*16L\"", kLlama));
   CHECK(syntax.exit_code == 1);
   CHECK(contains(syntax.output, "column 7: '(' is never closed"));
 
@@ -140,11 +150,13 @@ TEST_CASE("cli baseline: refusals and exit codes") {
   CHECK(unknown.exit_code == 1);
   CHECK(contains(unknown.output, "unknown schedule 'zb-h3'"));
 
-  auto dual = run_cli(fmt::format("baseline {} --schedule dualpipev --devices 4 --microbatches 7", kLlama));
+  auto dual =
+      run_cli(fmt::format("baseline {} --schedule dualpipev --devices 4 --microbatches 7", kLlama));
   CHECK(dual.exit_code == 1);
   CHECK(contains(dual.output, "dualpipev needs at least 2P = 8 microbatches"));
 
-  auto inter = run_cli(fmt::format("baseline {} --schedule interleaved-1f1b --devices 4 --microbatches 6", kLlama));
+  auto inter = run_cli(
+      fmt::format("baseline {} --schedule interleaved-1f1b --devices 4 --microbatches 6", kLlama));
   CHECK(inter.exit_code == 1);
   CHECK(contains(inter.output, "multiple of P = 4"));
 
@@ -180,7 +192,9 @@ TEST_CASE("cli bound: terms, JSON, a plan's bound, memory infeasibility") {
   CHECK(contains(text.output, "total work / P"));
   CHECK(contains(text.output, "model states 121.29 GB"));
 
-  auto js = run_cli(fmt::format("bound {} --devices 4 --microbatches 8 --partition even --placement sequential --json", kLlama));
+  auto js = run_cli(fmt::format(
+      "bound {} --devices 4 --microbatches 8 --partition even --placement sequential --json",
+      kLlama));
   INFO(js.output);
   REQUIRE(js.exit_code == 0);
   auto j = nlohmann::json::parse(js.output);
@@ -192,8 +206,8 @@ TEST_CASE("cli bound: terms, JSON, a plan's bound, memory infeasibility") {
   CHECK(j["plan"]["bound_ms"].get<double>() > 0);
 
   // The bound never exceeds what a schedule achieves.
-  auto sched = run_cli(fmt::format("baseline {} --schedule zbv --devices 4 --microbatches 8 -o {}", kLlama,
-                                   temp_path("bound-zbv.yaml")));
+  auto sched = run_cli(fmt::format("baseline {} --schedule zbv --devices 4 --microbatches 8 -o {}",
+                                   kLlama, temp_path("bound-zbv.yaml")));
   REQUIRE(sched.exit_code == 0);
   auto written = ps::read_schedule_yaml(temp_path("bound-zbv.yaml"));
   REQUIRE(written.ok());
@@ -207,7 +221,8 @@ TEST_CASE("cli bound: terms, JSON, a plan's bound, memory infeasibility") {
   CHECK(layer_too_big.exit_code == 2);
   CHECK(contains(layer_too_big.output, "alone needs"));
 
-  auto bad_placement = run_cli(fmt::format("bound {} --devices 4 --placement vshape --stages-per-device 3", kLlama));
+  auto bad_placement =
+      run_cli(fmt::format("bound {} --devices 4 --placement vshape --stages-per-device 3", kLlama));
   CHECK(bad_placement.exit_code == 1);
   CHECK(contains(bad_placement.output, "vshape placement needs 2·P = 8 stages, got 12"));
 }

@@ -2,7 +2,6 @@
 // cannot split), refusals, closed forms of the simulated iteration time under uniform costs and
 // zero comm, and the checker's verdict (rendezvous semantics, comms inserted).
 #include <doctest/doctest.h>
-
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -22,8 +21,8 @@ using namespace ps;
 
 namespace {
 
-// S stages with identical costs; zero-cost links (latency 0, no bytes) so that the simulated time is
-// pure compute. Activation 10 MB, stash 4 MB, no model states.
+// S stages with identical costs; zero-cost links (latency 0, no bytes) so that the simulated time
+// is pure compute. Activation 10 MB, stash 4 MB, no model states.
 Problem uniform_problem(int P, const std::vector<int>& placement, int M, double F, double I,
                         double W) {
   Problem p;
@@ -89,8 +88,11 @@ void check_structure(const Schedule& s) {
           if (a.stage + 1 < p.num_stages() && p.device_of(a.stage + 1) == d)
             CHECK((here(OpType::I, a.stage + 1) || here(OpType::B, a.stage + 1)));
           break;
-        case OpType::W: CHECK(here(OpType::I, a.stage)); break;
-        default: break;
+        case OpType::W:
+          CHECK(here(OpType::I, a.stage));
+          break;
+        default:
+          break;
       }
       done.insert({static_cast<int>(a.type), a.stage, a.mb});
     }
@@ -128,8 +130,10 @@ double dataflow_makespan(const Schedule& s) {
         bool ok = true;
         auto need = [&](int kind, int stage) {
           auto it = end.find({kind, stage, a.mb});
-          if (it == end.end()) ok = false;
-          else ready = std::max(ready, it->second);
+          if (it == end.end())
+            ok = false;
+          else
+            ready = std::max(ready, it->second);
         };
         int kind = 0;
         if (a.type == OpType::F) {
@@ -302,7 +306,9 @@ TEST_CASE("ZB-H2 and ZB-V are never slower than ZB-H1; ZB-H2 reaches (P-1)F + M(
   }
 }
 
-TEST_CASE("closed form: ZB-V (M >= 2P-1) and DualPipeV (M >= 2P) take M(F+I+W) + (P-1)F/2 when F = I = W") {
+TEST_CASE(
+    "closed form: ZB-V (M >= 2P-1) and DualPipeV (M >= 2P) take M(F+I+W) + (P-1)F/2 when F = I = "
+    "W") {
   // The Zero Bubble paper's regime (F = I = W per device, each V stage half of it): the only idle
   // time is the fill of the first P-1 half-stages before the last device starts, which no schedule
   // on a V placement can avoid (the floor).
@@ -314,8 +320,8 @@ TEST_CASE("closed form: ZB-V (M >= 2P-1) and DualPipeV (M >= 2P) take M(F+I+W) +
         CAPTURE(P);
         CAPTURE(M);
         double expect = M * 3 * F + (P - 1) * F / 2;
-        CHECK(checked_makespan(shaped_problem(BaselineKind::kZBV, P, M, 0, F, F, F), BaselineKind::kZBV) ==
-              doctest::Approx(expect));
+        CHECK(checked_makespan(shaped_problem(BaselineKind::kZBV, P, M, 0, F, F, F),
+                               BaselineKind::kZBV) == doctest::Approx(expect));
         if (M >= 2 * P)
           CHECK(checked_makespan(shaped_problem(BaselineKind::kDualPipeV, P, M, 0, F, F, F),
                                  BaselineKind::kDualPipeV) == doctest::Approx(expect));
@@ -330,8 +336,9 @@ TEST_CASE("DualPipeV is valid on every accepted shape") {
       for (int M : {2 * P, 2 * P + 1, 3 * P}) {
         CAPTURE(P);
         CAPTURE(M);
-        double mk = checked_makespan(shaped_problem(BaselineKind::kDualPipeV, P, M, 0, c.F, c.I, c.W),
-                                     BaselineKind::kDualPipeV);
+        double mk =
+            checked_makespan(shaped_problem(BaselineKind::kDualPipeV, P, M, 0, c.F, c.I, c.W),
+                             BaselineKind::kDualPipeV);
         CHECK(mk >= M * (c.F + c.I + c.W) - 1e-9);
       }
     }
@@ -342,9 +349,12 @@ TEST_CASE("memory: ZB-H1 and ZB-V stay within 1F1B's peak, ZB-H2 within about tw
   for (int P : {2, 4, 8}) {
     for (int M : {P, 2 * P, 4 * P}) {
       Report r1, rh1, rh2, rv;
-      checked_makespan(shaped_problem(BaselineKind::k1F1B, P, M, 0, 1, 1, 1), BaselineKind::k1F1B, &r1);
-      checked_makespan(shaped_problem(BaselineKind::kZBH1, P, M, 0, 1, 1, 1), BaselineKind::kZBH1, &rh1);
-      checked_makespan(shaped_problem(BaselineKind::kZBH2, P, M, 0, 1, 1, 1), BaselineKind::kZBH2, &rh2);
+      checked_makespan(shaped_problem(BaselineKind::k1F1B, P, M, 0, 1, 1, 1), BaselineKind::k1F1B,
+                       &r1);
+      checked_makespan(shaped_problem(BaselineKind::kZBH1, P, M, 0, 1, 1, 1), BaselineKind::kZBH1,
+                       &rh1);
+      checked_makespan(shaped_problem(BaselineKind::kZBH2, P, M, 0, 1, 1, 1), BaselineKind::kZBH2,
+                       &rh2);
       // ZB-V: stages are half a device's layers, so each holds 5 MB per microbatch (2 MB stash).
       Problem v = shaped_problem(BaselineKind::kZBV, P, M, 0, 1, 1, 1);
       for (auto& st : v.stages) {
@@ -368,8 +378,8 @@ TEST_CASE("memory: ZB-H1 and ZB-V stay within 1F1B's peak, ZB-H2 within about tw
 }
 
 TEST_CASE("stages that cannot split their backward get B, also in ZB schedules") {
-  for (BaselineKind kind : {BaselineKind::kZBH1, BaselineKind::kZBH2, BaselineKind::kZBV,
-                            BaselineKind::kDualPipeV}) {
+  for (BaselineKind kind :
+       {BaselineKind::kZBH1, BaselineKind::kZBH2, BaselineKind::kZBV, BaselineKind::kDualPipeV}) {
     Problem p = shaped_problem(kind, 4, 8, 0, 1, 1, 1);
     p.stages[1].split_backward = false;
     p.stages.back().split_backward = false;
@@ -404,7 +414,8 @@ TEST_CASE("unsupported shapes are refused with a clear message") {
   // Wrong stage counts / placements.
   Problem seq = shaped_problem(BaselineKind::k1F1B, 4, 8, 0, 1, 1, 1);
   CHECK(msg(seq, BaselineKind::kZBV).find("2 stages per device in a V") != std::string::npos);
-  CHECK(msg(seq, BaselineKind::kInterleaved1F1B).find("V >= 2 stages per device") != std::string::npos);
+  CHECK(msg(seq, BaselineKind::kInterleaved1F1B).find("V >= 2 stages per device") !=
+        std::string::npos);
   Problem vee = shaped_problem(BaselineKind::kZBV, 4, 8, 0, 1, 1, 1);
   CHECK(msg(vee, BaselineKind::k1F1B).find("one stage per device") != std::string::npos);
   CHECK(msg(vee, BaselineKind::kInterleaved1F1B).find("looped") != std::string::npos);
@@ -442,13 +453,15 @@ TEST_CASE("certify_schedule returns the checked schedule with comms, times and a
 
   // A schedule the checker rejects for anything but memory is a generator bug: kRuntime (exit 4)
   // with the report.
-  auto broken = make_baseline(shaped_problem(BaselineKind::k1F1B, 2, 2, 0, 1, 1, 1), BaselineKind::k1F1B);
+  auto broken =
+      make_baseline(shaped_problem(BaselineKind::k1F1B, 2, 2, 0, 1, 1, 1), BaselineKind::k1F1B);
   REQUIRE(broken.ok());
   std::swap(broken->programs[1][0], broken->programs[1][1]);  // device 1: B0 before F0
   auto cb = certify_schedule(*broken);
   REQUIRE(!cb.ok());
   CHECK(cb.status().code() == ErrorCode::kRuntime);
-  CHECK(cb.status().message().find("the checker rejected a schedule generated by 'pipesmith baseline 1f1b'") !=
+  CHECK(cb.status().message().find(
+            "the checker rejected a schedule generated by 'pipesmith baseline 1f1b'") !=
         std::string::npos);
   CHECK(cb.status().message().find("dependency") != std::string::npos);
 
@@ -463,10 +476,12 @@ TEST_CASE("certify_schedule returns the checked schedule with comms, times and a
   CHECK(ct.status().message().find("does not fit the memory limit") != std::string::npos);
 }
 
-TEST_CASE("every config: every baseline passes the checker and never beats the global lower bound") {
+TEST_CASE(
+    "every config: every baseline passes the checker and never beats the global lower bound") {
   namespace fs = std::filesystem;
   std::vector<std::string> models;
-  for (const auto& e : fs::directory_iterator(std::string(PIPESMITH_SOURCE_DIR) + "/configs/models"))
+  for (const auto& e :
+       fs::directory_iterator(std::string(PIPESMITH_SOURCE_DIR) + "/configs/models"))
     if (e.path().extension() == ".yaml") models.push_back(e.path().string());
   std::sort(models.begin(), models.end());
   REQUIRE(models.size() >= 6);

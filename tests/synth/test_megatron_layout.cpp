@@ -16,7 +16,10 @@ Model model_of(const std::string& layers) {
     if (!m.types.count(c)) {
       LayerType t;
       t.symbol = c;
-      t.name = c == 'E' ? "embedding" : c == 'L' ? "head" : c == 'P' ? "mtp" : std::string("dec-") + c;
+      t.name = c == 'E'   ? "embedding"
+               : c == 'L' ? "head"
+               : c == 'P' ? "mtp"
+                          : std::string("dec-") + c;
       t.forward_ms = 1;
       m.types[c] = t;
     }
@@ -68,7 +71,8 @@ TEST_CASE("layout syntax errors name the column") {
   CHECK(error_of("Etx|L").find("column 3: unexpected 'x'") != std::string::npos);
   CHECK(error_of("E(tt|L").find("column 2: '(' is never closed") != std::string::npos);
   CHECK(error_of("E((t)*2)*2|L").find("column 3: groups do not nest") != std::string::npos);
-  CHECK(error_of("Et*|L").find("column 3: '*' must be followed by a repeat count") != std::string::npos);
+  CHECK(error_of("Et*|L").find("column 3: '*' must be followed by a repeat count") !=
+        std::string::npos);
   CHECK(error_of("E(tt)|L").find("must be followed by *N") != std::string::npos);
   CHECK(error_of("*3E").find("column 1") != std::string::npos);
   CHECK(error_of("Et)L").find("column 3: ')' without a matching '('") != std::string::npos);
@@ -116,20 +120,22 @@ TEST_CASE("layout/model mismatches are explained") {
 
   auto not_multiple = apply_megatron_layout(*parse_megatron_layout("Ett|tt|ttL"), m, 2);
   REQUIRE(!not_multiple.ok());
-  CHECK(not_multiple.status().message().find("3 stages, not a multiple of the pipeline size P = 2") !=
-        std::string::npos);
+  CHECK(not_multiple.status().message().find(
+            "3 stages, not a multiple of the pipeline size P = 2") != std::string::npos);
 
   auto empty = apply_megatron_layout(*parse_megatron_layout("Ettt||tttL|"), m, 2);
   REQUIRE(!empty.ok());
-  CHECK(empty.status().message().find("stage 1 (rank 1, virtual chunk 0) is empty") != std::string::npos);
+  CHECK(empty.status().message().find("stage 1 (rank 1, virtual chunk 0) is empty") !=
+        std::string::npos);
 
   // MTP after the head in the model (as in configs/models/deepseek-like.yaml), Megatron's usual
   // "m|L" order in the layout: same counts, wrong order.
   Model mtp = model_of("EMMMLP");
   auto order = apply_megatron_layout(*parse_megatron_layout("Ett|tmL"), mtp, 2);
   REQUIRE(!order.ok());
-  CHECK(order.status().message().find("stage 1 expects a MTP layer ('m') at model layer 4, but the model "
-                                      "has 'L' (head, a loss layer) there") != std::string::npos);
+  CHECK(order.status().message().find(
+            "stage 1 expects a MTP layer ('m') at model layer 4, but the model "
+            "has 'L' (head, a loss layer) there") != std::string::npos);
   auto ok = apply_megatron_layout(*parse_megatron_layout("Ett|tLm"), mtp, 2);
   CHECK(ok.ok());
 }

@@ -112,10 +112,12 @@ TEST_CASE("balanced partition is exact: equals brute force on random chains") {
     Spec spec = chain_spec(t, params);
     for (int k = 1; k <= std::min(n, 5); ++k) {
       double best_time = 1e300;
-      for_each_partition(n, k, [&](const Partition& p) { best_time = std::min(best_time, max_time(spec, p)); });
+      for_each_partition(
+          n, k, [&](const Partition& p) { best_time = std::min(best_time, max_time(spec, p)); });
       double best_mem = 1e300;
       for_each_partition(n, k, [&](const Partition& p) {
-        if (max_time(spec, p) <= best_time * (1 + 1e-9)) best_mem = std::min(best_mem, max_memory(spec, p));
+        if (max_time(spec, p) <= best_time * (1 + 1e-9))
+          best_mem = std::min(best_mem, max_memory(spec, p));
       });
       auto bal = balanced_partition(spec, k, PartitionCost::kTime);
       REQUIRE(bal.ok());
@@ -245,5 +247,6 @@ TEST_CASE("parse_placement accepts names and lists, rejects bad ones precisely")
   CHECK(junk.status().message().find("column 3") != std::string::npos);
   auto short_list = parse_placement("0,1", 3, 2);
   REQUIRE(!short_list.ok());
-  CHECK(short_list.status().message().find("lists 2 devices but there are 3 stages") != std::string::npos);
+  CHECK(short_list.status().message().find("lists 2 devices but there are 3 stages") !=
+        std::string::npos);
 }
