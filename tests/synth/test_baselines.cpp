@@ -221,6 +221,29 @@ TEST_CASE("every baseline is structurally sound and data-flow deadlock-free on m
   }
 }
 
+TEST_CASE("orders are the published ones whatever the costs (only timings change)") {
+  for (BaselineKind kind : all_baseline_kinds()) {
+    Problem uniform = shaped_problem(kind, 4, 8, 0, 1, 1, 1);
+    Problem skewed = uniform;
+    for (size_t s = 0; s < skewed.stages.size(); ++s) {
+      skewed.stages[s].fwd_ms = 0.5 + 0.7 * static_cast<double>(s % 3);
+      skewed.stages[s].bwd_input_ms = 2.0 - 0.3 * static_cast<double>(s % 2);
+      skewed.stages[s].bwd_weight_ms = 0.1 * static_cast<double>(s + 1);
+      skewed.stages[s].output_mb = 50;
+    }
+    skewed.link.latency_us = 30;
+    skewed.link.bandwidth_gb_per_s = 50;
+    auto a = make_baseline(uniform, kind);
+    auto b = make_baseline(skewed, kind);
+    REQUIRE(a.ok());
+    REQUIRE(b.ok());
+    CHECK(a->programs == b->programs);
+    Report r = verify(*b);
+    INFO(baseline_name(kind), "\n", format_report(r));
+    CHECK(r.valid);
+  }
+}
+
 TEST_CASE("closed form: GPipe and 1F1B take (M+P-1)(F+B)") {
   for (const Costs& c : kCosts) {
     for (int P : {1, 2, 4, 8}) {
