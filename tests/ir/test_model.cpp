@@ -285,7 +285,7 @@ TEST_CASE("model: located errors for values and keys") {
       {"- a\n- b\n", 1, 1, "top level: expected a map, got a list"},
       {"schema: 1\n", 1, 1, "missing 'model:' section"},
       {"model: {layers: E}\n", 1, 1, "model: missing 'layer_types'"},
-      {"a: 1\n---\nb: 2\n", 3, 1, "expected one YAML document"},
+      {"a: 1\n---\nb: 2\n", 2, 1, "expected one YAML document"},
   };
   for (const Case& c : cases) {
     CAPTURE(c.yaml);
