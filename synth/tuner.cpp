@@ -88,6 +88,14 @@ class Tuner {
   void drop_orders(const std::vector<int>& rank);
   void report(const char* phase);
   void refine_with_z3(const std::vector<int>& rank, double deadline_s);
+  // A record's problem, default DAG and order on it (re-timed when it was evaluated elsewhere).
+  struct OnDefault {
+    Problem problem;
+    OpDag dag;
+    TimedOrder order;
+    bool on_full_dag = true;
+  };
+  Result<OnDefault> on_default_dag(const Record& r) const;
   Result<TuneResult> verify_and_choose(const std::vector<int>& rank);
 
   Spec spec_;
@@ -257,6 +265,27 @@ void Tuner::report(const char* phase) {
   opt_.progress(p);
 }
 
+Result<Tuner::OnDefault> Tuner::on_default_dag(const Record& r) const {
+  Result<Problem> pr = dag_problem(spec_, r.cand, r.eval.fused_backward);
+  if (!pr.ok()) return pr.status();
+  Result<OpDag> dag = build_op_dag(*pr);
+  if (!dag.ok()) return dag.status();
+  OnDefault out;
+  out.on_full_dag = r.eval.order_on_full_dag;
+  if (!r.z3 && !eval_dag_options(r.cand).comm_streams) {
+    Result<OpDag> from = build_op_dag(*pr, eval_dag_options(r.cand));
+    if (!from.ok()) return from.status();
+    Result<TimedOrder> t = retime_on(*from, r.eval.order, *dag, &out.on_full_dag);
+    if (!t.ok()) return t.status();
+    out.order = std::move(t).value();
+  } else {
+    out.order = r.eval.order;
+  }
+  out.problem = std::move(pr).value();
+  out.dag = std::move(dag).value();
+  return out;
+}
+
 void Tuner::refine_with_z3(const std::vector<int>& rank, double deadline_s) {
   std::vector<int> picks;
   for (int i : rank) {
@@ -275,16 +304,15 @@ void Tuner::refine_with_z3(const std::vector<int>& rank, double deadline_s) {
   std::vector<std::optional<Record>> out(picks.size());
   parallel_for(static_cast<int>(picks.size()), threads, [&](int k) {
     const Record& r = records_[picks[k]];
-    Result<Problem> pr = dag_problem(spec_, r.cand, r.eval.fused_backward);
-    if (!pr.ok()) return;
-    Result<OpDag> dag = build_op_dag(*pr);
-    if (!dag.ok()) return;
+    Result<OnDefault> od = on_default_dag(r);
+    if (!od.ok() || !od->on_full_dag) return;
+    const OpDag* dag = &od->dag;
     const DagBound lb = dag_lower_bound(*dag);
     SolveOptions so;
     so.time_limit_s = share;
     so.seed = static_cast<unsigned>(opt_.seed);
     so.contexts = 1;
-    Result<SolveResult> sr = solve(*dag, r.eval.order, lb.units, so);
+    Result<SolveResult> sr = solve(*dag, od->order, lb.units, so);
     if (!sr.ok()) return;
     Record z = r;
     z.z3 = true;
@@ -334,6 +362,9 @@ Result<TuneResult> Tuner::verify_and_choose(const std::vector<int>& rank) {
     std::string error;
     Problem problem;
     Schedule schedule;
+    TimedOrder order;
+    bool on_full_dag = true;
+    double dag_ms = 0;
     double simulated_ms = 0, bubble = 0, bound_ms = 0;
   };
   std::vector<Checked> checked(picks.size());
@@ -341,18 +372,16 @@ Result<TuneResult> Tuner::verify_and_choose(const std::vector<int>& rank) {
   parallel_for(static_cast<int>(picks.size()), std::max(1, opt_.threads), [&](int k) {
     const Record& r = records_[picks[k]];
     Checked& c = checked[k];
-    Result<Problem> pr = dag_problem(spec_, r.cand, r.eval.fused_backward);
-    if (!pr.ok()) {
-      c.error = pr.status().message();
+    Result<OnDefault> od = on_default_dag(r);
+    if (!od.ok()) {
+      c.error = od.status().message();
       return;
     }
-    Result<OpDag> dag = build_op_dag(*pr);
-    if (!dag.ok()) {
-      c.error = dag.status().message();
-      return;
-    }
-    c.problem = *pr;
-    c.schedule = order_to_schedule(*pr, *dag, r.eval.order, "pipesmith synth (tuner)");
+    c.problem = od->problem;
+    c.order = od->order;
+    c.on_full_dag = od->on_full_dag;
+    c.dag_ms = od->dag.to_ms(od->order.makespan);
+    c.schedule = order_to_schedule(od->problem, od->dag, od->order, "pipesmith synth (tuner)");
     VerifyOptions vo;
     vo.semantics = Semantics::kRendezvous;
     Report rep = verify(c.schedule, vo);
@@ -384,13 +413,13 @@ Result<TuneResult> Tuner::verify_and_choose(const std::vector<int>& rank) {
   out.problem = std::move(c.problem);
   out.partition = r.cand.partition();
   out.placement = r.cand.placement;
-  out.order = r.eval.order;
-  out.order_on_full_dag = r.eval.order_on_full_dag;
+  out.order = std::move(c.order);
+  out.order_on_full_dag = c.on_full_dag;
   out.schedule = std::move(c.schedule);
   out.origin = r.z3 ? "z3 on " + r.cand.origin : r.cand.origin;
   out.policy = r.eval.policy;
   out.description = describe(r, P_);
-  out.dag_makespan_ms = r.eval.makespan_ms;
+  out.dag_makespan_ms = c.dag_ms;
   out.simulated_ms = c.simulated_ms;
   out.bubble_ratio = c.bubble;
   out.lower_bound_ms = bound_ms_;
@@ -462,9 +491,16 @@ Result<TuneResult> Tuner::run() {
       beam.push_back(i);
     }
     std::vector<Candidate> moves;
+    // The whole portfolio for the best screened member (the others get it if they lead later).
+    for (int i : beam) {
+      const Record& r = records_[i];
+      if (r.cand.baseline < 0 && r.cand.policy_set == 0 && !history_.count(full_portfolio(r.cand).key())) {
+        moves.push_back(full_portfolio(r.cand));
+        break;
+      }
+    }
     for (int i : beam) {
       Record& r = records_[i];
-      if (r.cand.baseline < 0 && r.cand.policy_set == 0) moves.push_back(full_portfolio(r.cand));
       std::vector<Candidate> m = bubble_moves(space_, r.cand, r.eval, r.expansions > 0);
       ++r.expansions;
       std::vector<Candidate> k = kick_moves(space_, r.cand, rng, kicks_);

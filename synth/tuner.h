@@ -15,9 +15,9 @@
 //     (partition, placement, policy) so nothing is evaluated twice; the search stops when a round
 //     improves nothing for `patience` rounds, or on the evaluation budget, or on the time limit.
 //  3. Optionally Z3 (synth/solve.h) on the best few candidates' DAGs.
-//  4. The final figures come from the checker: the best candidates are turned into compute-only
-//     schedules and verify()'d (comms inserted, rendezvous semantics, the memory limit); the chosen
-//     one is the shortest *simulated* valid schedule.
+//  4. The final figures come from the checker: the best candidates are written as schedules
+//     (synth/decode.h) and verify()'d (rendezvous semantics, the memory limit); the chosen one is the
+//     shortest *simulated* valid schedule.
 // Guarantees:
 //  * Every candidate respects each device's memory (model states of its stages + live activations
 //    and stashes ≤ memory_gb) through the op DAG's cap; the chosen schedule passed verify().
@@ -105,7 +105,8 @@ struct TuneResult {
   std::vector<int> placement;     // stage → device
   TimedOrder order;               // on build_op_dag(problem) (default options)
   bool order_on_full_dag = true;  // false: the order breaks a symmetry/memory edge (a baseline's)
-  Schedule schedule;              // compute-only, from `order`; verify() accepted it
+  Schedule schedule;              // `order` as written by synth/decode.h (with its SEND/RECV ops when
+                                  // the DAG has transfer ops); verify() accepted it
   std::string origin;             // "seed", "baseline zb-h1 (even)", "move: shift layer 12 ...", "z3"
   std::string policy;             // list-scheduling policy, baseline name or "z3"
   std::string description;        // one line: S, placement kind, partition, origin

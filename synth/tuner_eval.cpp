@@ -112,30 +112,29 @@ std::vector<ListPolicy> screening_policies() {
   return out;
 }
 
-// Policy set 1 adds, to the whole default portfolio: in-flight limits, W modes and forward priorities the default portfolio leaves out.
+// Policy set 1 adds, to the whole default portfolio: in-flight limits it leaves out and
+// forward-first variants with in-flight limits.
 std::vector<ListPolicy> extended_policies() {
   using WM = ListPolicy::WMode;
   std::vector<ListPolicy> out;
   for (double f : {0.5, 1.5, 3.0, 4.0}) {
-    for (WM w : {WM::kFillGaps, WM::kStrictGaps, WM::kEager}) {
-      for (bool oldest : {true, false}) {
-        ListPolicy p;
-        p.inflight_factor = f;
-        p.w_mode = w;
-        p.oldest_first = oldest;
-        out.push_back(p);
-      }
-    }
-  }
-  for (double f : {0.0, 1.0, 2.0}) {
-    for (WM w : {WM::kStrictGaps, WM::kEager}) {
+    for (WM w : {WM::kFillGaps, WM::kStrictGaps}) {
       ListPolicy p;
-      p.backward_first = false;
       p.inflight_factor = f;
       p.w_mode = w;
       out.push_back(p);
     }
   }
+  for (double f : {1.0, 2.0}) {
+    ListPolicy p;
+    p.backward_first = false;
+    p.inflight_factor = f;
+    out.push_back(p);
+  }
+  ListPolicy strict_fwd;
+  strict_fwd.backward_first = false;
+  strict_fwd.w_mode = WM::kStrictGaps;
+  out.push_back(strict_fwd);
   return out;
 }
 
@@ -163,6 +162,38 @@ void measure_timeline(const OpDag& dag, const TimedOrder& t, Evaluation& e) {
 }
 
 }  // namespace
+
+DagOptions eval_dag_options(const Candidate& c) {
+  DagOptions o;
+  o.comm_streams = c.baseline >= 0 || c.policy_set != 0;
+  return o;
+}
+
+Result<TimedOrder> retime_on(const OpDag& from, const TimedOrder& order, const OpDag& to, bool* on_full_dag) {
+  if (from.devices != to.devices || from.stages != to.stages || from.microbatches != to.microbatches)
+    return Status::error(ErrorCode::kInvalidSchedule, "retime_on: the two DAGs belong to different problems");
+  std::vector<std::vector<int>> ids(to.devices);
+  for (int d = 0; d < to.devices && d < static_cast<int>(order.order.size()); ++d) {
+    for (int op : order.order[d]) {
+      const DagOp& o = from.ops[op];
+      int id = -1;
+      switch (o.type) {
+        case OpType::F: id = to.f_op(o.stage, o.mb); break;
+        case OpType::I:
+        case OpType::B: id = to.bwd_op(o.stage, o.mb); break;
+        case OpType::W: id = to.w_op(o.stage, o.mb); break;
+        default: break;
+      }
+      if (id < 0 || to.ops[id].type != o.type)
+        return Status::error(ErrorCode::kInvalidSchedule, fmt::format("retime_on: {} has no counterpart", from.op_name(op)));
+      ids[d].push_back(id);
+    }
+  }
+  Result<TimedOrder> t = evaluate_order(to, ids, EdgeSet::kAll, true);
+  if (on_full_dag) *on_full_dag = t.ok();
+  if (!t.ok() && t.status().code() == ErrorCode::kInvalidSchedule) t = evaluate_order(to, std::move(ids), EdgeSet::kDataOnly, true);
+  return t;
+}
 
 Result<Problem> dag_problem(const Spec& spec, const Candidate& c, bool fused_backward) {
   Result<Problem> pr = make_problem(spec, c.partition(), c.placement);
@@ -198,7 +229,7 @@ Evaluation evaluate_candidate(const Spec& spec, const Candidate& c) {
     e.excess_mb = -std::numeric_limits<double>::infinity();
     for (int d = 0; d < P; ++d) e.excess_mb = std::max(e.excess_mb, e.min_footprint_mb[d] - problem.memory_gb * 1000);
   }
-  Result<OpDag> dr = build_op_dag(problem);
+  Result<OpDag> dr = build_op_dag(problem, eval_dag_options(c));
   if (!dr.ok()) {
     e.why = dr.status().message();
     return done();
@@ -223,7 +254,7 @@ Evaluation evaluate_candidate(const Spec& spec, const Candidate& c) {
         e.why = fp.status().message();
         return done();
       }
-      Result<OpDag> fd = build_op_dag(*fp);
+      Result<OpDag> fd = build_op_dag(*fp, eval_dag_options(c));
       if (!fd.ok()) {
         e.why = fd.status().message();
         return done();

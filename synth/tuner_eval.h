@@ -3,8 +3,9 @@
 // A Candidate is a partition (cut points), a placement (stage → device) and a way to order the ops:
 // four screening list-scheduling policies (policy_set 0, the inner loop's fast score), the whole
 // heuristic portfolio plus an extended one (policy_set 1), or a published baseline's own order.
-// evaluate_candidate() builds the Problem and its op DAG with the per-device memory cap, orders the ops and times the order on the DAG (data edges with link
-// delays; the same model the Z3 scheduler optimizes). It also measures the timeline the way
+// evaluate_candidate() builds the Problem and its op DAG with the per-device memory cap, orders the
+// ops and times the order on that DAG (eval_dag_options says how transfers are modelled). It also
+// measures the timeline the way
 // OctoPipe's tuner reads it: per device, busy time, boundary idle (before its first op and after
 // its last op: warm-up and cool-down) and residual idle (gaps in between).
 // Guarantees: pure function of (spec, candidate) — thread-safe and deterministic; an infeasible
@@ -53,7 +54,7 @@ struct Evaluation {
   std::string why;  // infeasible or failed: the reason
   double makespan_ms = std::numeric_limits<double>::infinity();
   std::string policy;           // winning list policy, or the baseline's name
-  TimedOrder order;             // on build_op_dag(dag_problem(...)) with default options
+  TimedOrder order;             // on build_op_dag(dag_problem(...), eval_dag_options(candidate))
   bool order_on_full_dag = true;
   bool fused_backward = false;  // the order uses B on every stage (1F1B, interleaved 1F1B)
   std::vector<double> load_ms;           // per device: F+I+W of its stages, one microbatch
@@ -71,6 +72,19 @@ Result<std::vector<std::vector<int>>> schedule_to_order(const OpDag& dag, const 
 // The problem a candidate's order refers to: make_problem(spec, partition, placement), with
 // split_backward = false on every stage when fused_backward (baselines that run B, not I + W).
 Result<Problem> dag_problem(const Spec& spec, const Candidate& c, bool fused_backward);
+
+// The DAG options a candidate is evaluated with. The screening policies (policy set 0) time
+// transfers as plain delays on the data edges (DagOptions::comm_streams = false: 2-5x fewer ops
+// and a much faster list scheduler; with NVLink-class links the makespans agree); the full
+// portfolio and the baselines use the default DAG, whose comm-stream transfer ops model the
+// checker's rendezvous semantics exactly.
+DagOptions eval_dag_options(const Candidate& c);
+
+// The order of an evaluated candidate on the DEFAULT op DAG `to` of its problem (same problem as
+// `from`, the DAG the order was made on): compute ops matched by (type, stage, microbatch), each
+// device's sequence kept, transfers on the comm streams first come first served. `on_full_dag`
+// tells whether the order respects every edge of `to` (else it was timed on data edges only).
+Result<TimedOrder> retime_on(const OpDag& from, const TimedOrder& order, const OpDag& to, bool* on_full_dag);
 
 // `spec` already carries the devices, microbatches and memory cap the tuner works with.
 Evaluation evaluate_candidate(const Spec& spec, const Candidate& c);

@@ -4,6 +4,7 @@
 // their invariants (tuner_moves.h).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <set>
 #include <string>
 #include <vector>
@@ -260,10 +261,16 @@ TEST_CASE("tuner: orders and compute-only schedules convert both ways") {
   Result<HeuristicResult> h = heuristic_schedule(*dag);
   REQUIRE(h.ok());
   Schedule s = order_to_schedule(*pb, *dag, h->best, "test");
-  CHECK(s.num_ops() == static_cast<size_t>(dag->num_ops()));
+  // Keep the compute ops (decode.h also writes the transfers as SEND/RECV).
+  size_t dag_compute = 0;
+  for (const DagOp& o : dag->ops) dag_compute += is_compute(o.type) ? 1 : 0;
+  for (auto& prog : s.programs) prog.erase(std::remove_if(prog.begin(), prog.end(), [](const Action& a) { return is_comm(a.type); }), prog.end());
+  s.predicted.clear();
+  CHECK(s.num_ops() == dag_compute);
   Result<std::vector<std::vector<int>>> back = tuner_detail::schedule_to_order(*dag, s);
-  REQUIRE(back.ok());
-  CHECK(*back == h->best.order);
+  REQUIRE_MESSAGE(back.ok(), back.status().str());
+  REQUIRE(back->size() == 4u);
+  for (int d = 0; d < 4; ++d) CHECK((*back)[d] == h->best.order[d]);
   s.programs[0][0].type = OpType::SEND_F;
   Result<std::vector<std::vector<int>>> bad = tuner_detail::schedule_to_order(*dag, s);
   REQUIRE_FALSE(bad.ok());
