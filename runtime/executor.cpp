@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -31,6 +32,12 @@ Action make_action(OpType t, int stage, int mb) {
   return a;
 }
 
+// Wakes the watchdog loop as soon as a worker finishes or fails.
+struct DoneSignal {
+  std::mutex mu;
+  std::condition_variable cv;
+};
+
 // One device's replay state.
 struct Worker {
   Worker(int d, const std::vector<Action>& prog, DeviceContext& c, const ExecModel& m)
@@ -50,7 +57,16 @@ struct Worker {
   std::atomic<long> failed_seq{-1}; // order in which workers failed (first failure wins)
   Status status;
   DeviceRun run;
+  DoneSignal* signal = nullptr;
 };
+
+void set_done(Worker& w) {
+  {
+    std::lock_guard<std::mutex> lock(w.signal->mu);
+    w.done.store(true);
+  }
+  w.signal->cv.notify_all();
+}
 
 Result<Tensor> take(std::map<Key, Tensor>& m, Key k) {
   auto it = m.find(k);
@@ -221,7 +237,7 @@ void worker_main(Worker& w, const Problem& p, const ExecModel& model, bool group
         Status st = w.sc.add_stage(s);
         if (!st.is_ok()) {
           fail(st);
-          w.done.store(true);
+          set_done(w);
           return;
         }
       }
@@ -244,7 +260,7 @@ void worker_main(Worker& w, const Problem& p, const ExecModel& model, bool group
       if (st.is_ok()) st = w.ctx.ops().status();
       if (!st.is_ok()) {
         fail(st);
-        w.done.store(true);
+        set_done(w);
         return;
       }
       const size_t held = w.sc.held_bytes();
@@ -261,7 +277,7 @@ void worker_main(Worker& w, const Problem& p, const ExecModel& model, bool group
     Status st = w.ctx.finish();
     if (!st.is_ok()) {
       fail(st);
-      w.done.store(true);
+      set_done(w);
       return;
     }
     std::vector<std::string> left;
@@ -284,7 +300,7 @@ void worker_main(Worker& w, const Problem& p, const ExecModel& model, bool group
   } catch (const std::exception& e) {
     fail(Status::error(ErrorCode::kRuntime, fmt::format("device {}: {}", w.device, e.what())));
   }
-  w.done.store(true);
+  set_done(w);
 }
 
 }  // namespace
@@ -417,6 +433,8 @@ ExecResult execute(const Schedule& schedule, const ExecModel& model, Backend& ba
     workers.back()->run.where = backend.device(d).describe();
   }
   std::atomic<long> fail_counter{0};
+  DoneSignal signal;
+  for (auto& w : workers) w->signal = &signal;
   std::vector<std::thread> threads;
   for (auto& w : workers) threads.emplace_back(worker_main, std::ref(*w), std::cref(p), std::cref(model), options.grouped,
                                           std::ref(fail_counter));
@@ -472,7 +490,15 @@ ExecResult execute(const Schedule& schedule, const ExecModel& model, Backend& ba
         aborted = true;
       }
     }
-    std::this_thread::sleep_for(poll);
+    std::unique_lock<std::mutex> lock(signal.mu);
+    signal.cv.wait_for(lock, poll, [&] {  // wake early when all are done or one failed
+      bool all = true, failed = false;
+      for (auto& w : workers) {
+        all = all && w->done.load();
+        failed = failed || w->failed_seq.load() >= 0;
+      }
+      return all || (failed && !aborted);
+    });
   }
   for (auto& t : threads) t.join();
 

@@ -39,13 +39,12 @@ TEST_CASE("pipesmith run: every baseline shape on 2-8 host workers matches the s
     const char* schedule;
     int P, M;
   };
+  // Every kind once (the library test covers every kind on 2, 4 and 8 devices), on several models.
   const Case cases[] = {
-      {"llama2-7b", "1f1b", 2, 4},          {"llama2-7b", "1f1b", 8, 8},
-      {"llama2-7b", "gpipe", 4, 4},         {"nemotron-h-like", "zb-h1", 4, 8},
-      {"nemotron-h-like", "zb-h2", 3, 6},   {"nemotron-h-like", "zbv", 4, 8},
-      {"gemma-like", "zbv", 2, 4},          {"llama2-7b", "interleaved-1f1b", 4, 8},
-      {"deepseek-like", "interleaved-1f1b", 2, 4}, {"llama2-7b", "dualpipev", 4, 8},
-      {"minimax-like", "zb-h1", 8, 16},
+      {"llama2-7b", "1f1b", 8, 8},           {"llama2-7b", "gpipe", 2, 4},
+      {"nemotron-h-like", "zb-h1", 4, 8},    {"nemotron-h-like", "zb-h2", 3, 6},
+      {"gemma-like", "zbv", 2, 4},           {"llama2-7b", "interleaved-1f1b", 4, 4},
+      {"deepseek-like", "dualpipev", 2, 4},  {"minimax-like", "zb-h1", 2, 4},
   };
   for (const Case& c : cases) {
     CAPTURE(c.model);
