@@ -36,6 +36,7 @@ struct SynthArgs {
   double time_limit_s = 10;
   unsigned long long rlimit = 0;
   unsigned seed = 0;
+  int threads = 2;
   bool quiet = false;
   std::string out_path, csv_path, svg_path, smt2_path;
   // Set from the parsed flags: without --partition/--placement/--stages-per-device, partition and
@@ -152,6 +153,7 @@ int run_synth(const SynthArgs& a) {
   so.time_limit_s = z3_time_s;
   so.rlimit = a.rlimit;
   so.seed = a.seed;
+  so.contexts = a.threads;
   so.dump_smt2 = a.smt2_path;
   if (!a.quiet) so.progress = [](const std::string& line) { std::fprintf(stderr, "synth: %s\n", line.c_str()); };
   auto res = synthesize(*problem, so, &*spec);
@@ -235,6 +237,9 @@ Runner add_synth(CLI::App& app) {
   sub->add_option("--rlimit", args->rlimit,
                   "Z3 resource budget (deterministic); default: the time limit times a fixed rate");
   sub->add_option("--seed", args->seed, "Z3 random seed (default 0)");
+  sub->add_option("--threads", args->threads,
+                  "Z3 contexts run as a portfolio, one thread each, seeds seed, seed+1, ... (default 2)")
+      ->check(CLI::Range(1, 64));
   sub->add_flag("--quiet", args->quiet, "No progress lines on stderr");
   sub->add_option("-o,--output", args->out_path, "Schedule file to write (pipesmith-schedule/1 YAML; - = stdout)");
   sub->add_option("--csv", args->csv_path, "Also write the checked programs (comms included) as a PyTorch CSV");

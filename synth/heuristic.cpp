@@ -11,10 +11,17 @@ namespace ps {
 
 std::string ListPolicy::name() const {
   if (serial) return "serial";
+  if (by_tail) {
+    std::string base = fmt::format("critical-path/inflight={}", inflight_factor > 0 ? fmt::format("{:g}", inflight_factor) : "mem");
+    if (noise > 0) base += fmt::format("/noise={:g}@{}", noise, seed);
+    return base;
+  }
   const char* w = w_mode == WMode::kFillGaps ? "fill" : w_mode == WMode::kStrictGaps ? "strict" : "eager";
   std::string inflight = inflight_factor > 0 ? fmt::format("{:g}", inflight_factor) : "mem";
-  return fmt::format("{}/{}/inflight={}/{}{}", backward_first ? "bwd-first" : "fwd-first", w, inflight,
-                     oldest_first ? "oldest" : "stage", wait_for_backward ? "/wait" : "");
+  std::string base = fmt::format("{}/{}/inflight={}/{}{}", backward_first ? "bwd-first" : "fwd-first", w, inflight,
+                                 oldest_first ? "oldest" : "stage", wait_for_backward ? "/wait" : "");
+  if (noise > 0) base += fmt::format("/noise={:g}@{}", noise, seed);
+  return base;
 }
 
 namespace {
@@ -34,6 +41,7 @@ struct Scheduler {
   std::vector<int64_t> reserve;            // per stage: activation of later stages on its device
   std::vector<int> inflight, inflight_cap; // per stage
   std::vector<int> left_of_mb;             // serial: ops not yet scheduled per microbatch
+  std::vector<double> jitter;              // per op, in [0, 1): priority noise
   int oldest_open_mb = 0;
   TimedOrder out;
 
@@ -53,9 +61,22 @@ struct Scheduler {
     return pol.backward_first ? 1 : 0;
   }
 
+  int64_t level(int op) const { return dag.ops[op].dur + dag.tail[op]; }
+
   // Total order among ops of one device (lower = preferred).
   bool better(int a, int b) const {
+    if (pol.by_tail) {
+      const double la = level(a) * (1 + pol.noise * (jitter.empty() ? 0 : jitter[a] - 0.5));
+      const double lb = level(b) * (1 + pol.noise * (jitter.empty() ? 0 : jitter[b] - 0.5));
+      if (la != lb) return la > lb;
+      if (dag.ops[a].mb != dag.ops[b].mb) return dag.ops[a].mb < dag.ops[b].mb;
+      return a < b;
+    }
     const int ka = klass(a), kb = klass(b);
+    if (pol.noise > 0) {
+      const double sa = ka + pol.noise * jitter[a], sb = kb + pol.noise * jitter[b];
+      if (sa != sb) return sa < sb;
+    }
     if (ka != kb) return ka < kb;
     const DagOp &oa = dag.ops[a], &ob = dag.ops[b];
     if (oa.type == OpType::F && ob.type == OpType::F && !pol.oldest_first) {
@@ -98,6 +119,22 @@ struct Scheduler {
       if (ready[op] <= t0 && allowed(op) && (best < 0 || better(op, best))) best = op;
     c.op = best;
     c.start = t0;
+    if (pol.by_tail) {
+      // Wait for an op on a longer path if it arrives before `best` would end and waiting costs
+      // less than the path difference.
+      const int64_t end = t0 + dag.ops[best].dur;
+      int alt = -1;
+      for (int op : avail[d]) {
+        if (ready[op] <= t0 || ready[op] >= end || !allowed(op)) continue;
+        if (level(op) - level(best) <= ready[op] - t0) continue;
+        if (alt < 0 || better(op, alt)) alt = op;
+      }
+      if (alt >= 0) {
+        c.op = alt;
+        c.start = ready[alt];
+      }
+      return c;
+    }
     const OpType bt = dag.ops[best].type;
     const bool strict_w = pol.w_mode == ListPolicy::WMode::kStrictGaps && bt == OpType::W;
     const bool strict_f = pol.wait_for_backward && pol.backward_first && bt == OpType::F;
@@ -106,7 +143,7 @@ struct Scheduler {
       const int64_t end = t0 + dag.ops[best].dur;
       int alt = -1;
       for (int op : avail[d]) {
-        if (klass(op) >= klass(best) || !allowed(op) || ready[op] >= end) continue;
+        if (klass(op) >= klass(best) || !allowed(op) || ready[op] <= t0 || ready[op] >= end) continue;
         if (alt < 0 || ready[op] < ready[alt] || (ready[op] == ready[alt] && better(op, alt))) alt = op;
       }
       if (alt >= 0) {
@@ -191,6 +228,15 @@ struct Scheduler {
     inflight.assign(dag.stages, 0);
     inflight_cap.assign(dag.stages, 0);
     left_of_mb.assign(dag.microbatches, 0);
+    jitter.assign(pol.noise > 0 ? n : 0, 0.0);
+    for (size_t i = 0; i < jitter.size(); ++i) {
+      // splitmix64 of (seed, op): deterministic, independent of the platform.
+      uint64_t z = pol.seed * 0x9E3779B97F4A7C15ull + (i + 1) * 0xBF58476D1CE4E5B9ull;
+      z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+      z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+      z ^= z >> 31;
+      jitter[i] = static_cast<double>(z >> 11) * 0x1.0p-53;
+    }
     for (int i = 0; i < n; ++i) ++left_of_mb[dag.ops[i].mb];
     for (int s = 0; s < dag.stages; ++s) {
       const int d = dag.ops[dag.f_op(s, 0)].device;
@@ -253,6 +299,12 @@ std::vector<ListPolicy> heuristic_policies(const OpDag& dag) {
   ListPolicy fwd;
   fwd.backward_first = false;
   out.push_back(fwd);
+  for (double f : {0.0, 1.0, 2.0}) {
+    ListPolicy p;
+    p.by_tail = true;
+    p.inflight_factor = f;
+    out.push_back(p);
+  }
   return out;
 }
 
@@ -277,11 +329,28 @@ Result<HeuristicResult> heuristic_schedule(const OpDag& dag, const HeuristicOpti
     }
   };
   for (const ListPolicy& p : policies) consider(p);
+  if (have && options.portfolio) {
+    // Seeded perturbations of the winner's priorities (a cheap randomized local search).
+    ListPolicy base;
+    for (const ListPolicy& p : policies)
+      if (p.name() == res.policy) base = p;
+    for (int k = 0; k < options.random_restarts; ++k) {
+      ListPolicy p = base;
+      p.noise = k % 3 == 0 ? 0.4 : k % 3 == 1 ? 0.8 : 1.5;
+      p.seed = static_cast<uint64_t>(k + 1);
+      consider(p);
+    }
+  }
   if (!have || dag.mem_limited) consider(serial);
   if (!have) {
     return Status::error(ErrorCode::kInfeasible,
                          "no policy (not even one microbatch at a time) respects the memory caps");
   }
+  // The winner's times are its order's earliest-start times (list scheduling never starts an op
+  // later than it could given the order); re-timing guards that invariant.
+  Result<TimedOrder> again = evaluate_order(dag, res.best.order);
+  PS_ASSERT(again.ok() && again->makespan == res.best.makespan,
+            fmt::format("heuristic policy {} produced times that its own order does not reproduce", res.policy));
   return res;
 }
 

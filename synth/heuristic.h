@@ -5,11 +5,13 @@
 //    the DAG (data, symmetry, memory) and every device's memory cap, or it fails (the policy got
 //    stuck: every device waits on memory that only its own later ops could free).
 //  * heuristic_schedule() runs a small fixed portfolio of policies (backward first vs forward first,
-//    W filling bubbles vs W right after I, in-flight limits like 1F1B/ZB-H1/ZB-H2) and always ends
-//    with the serial policy (one microbatch at a time), which succeeds whenever the cap admits any
-//    schedule. It returns the shortest; ties go to the earlier policy. Deterministic.
+//    W filling bubbles vs W right after I, in-flight limits like 1F1B/ZB-H1/ZB-H2), then seeded
+//    random perturbations of the best one's priorities, and always ends with the serial policy (one
+//    microbatch at a time), which succeeds whenever the cap admits any schedule. It returns the
+//    shortest; ties go to the earlier policy. Deterministic (fixed seeds).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -30,6 +32,11 @@ struct ListPolicy {
   bool oldest_first = true;     // among ready F: oldest microbatch first (else lowest stage first)
   bool serial = false;          // one microbatch at a time through the whole pipeline
   bool wait_for_backward = false;  // an F does not start if an I/B arrives before it would end
+  bool by_tail = false;         // priority = longest path from the op's start to the end (critical
+                                // path first; memory edges make the cap's critical chains long);
+                                // waits for a longer-path op that arrives before the chosen one ends
+  double noise = 0;             // > 0: priority = class + noise·u(op), u a seeded random in [0, 1)
+  uint64_t seed = 0;            // seed of u
 
   std::string name() const;     // "bwd-first/fill/inflight=1/oldest"
 };
@@ -38,6 +45,7 @@ Result<TimedOrder> list_schedule(const OpDag& dag, const ListPolicy& policy);
 
 struct HeuristicOptions {
   bool portfolio = true;  // false: only the first policy (plus the serial fallback if it fails)
+  int random_restarts = 32;  // then this many seeded perturbations of the best policy's priorities
 };
 
 struct HeuristicResult {

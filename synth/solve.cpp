@@ -1,4 +1,10 @@
-// solve.cpp — guided check, LNS windows and linear descent over one or more Z3 contexts.
+// solve.cpp — guided check, LNS windows and linear descent over a portfolio of Z3 contexts.
+//
+// The portfolio runs in rounds: every live context runs one check (its own thread, its own Z3
+// context, seed = options.seed + k) with the same rlimit share; the round's results are combined in
+// context order (any UNSAT is a proof; the best SAT model wins, ties to the lower index), then every
+// context gets the new bound. Nothing depends on which thread finished first, so a fixed seed and
+// budget give the same answer as long as the wall-clock cap is not what stopped a check.
 #include "synth/solve.h"
 
 #include <fmt/format.h>
@@ -6,7 +12,10 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <memory>
+#include <optional>
 #include <thread>
+#include <vector>
 
 #include "synth/encode.h"
 
@@ -20,19 +29,67 @@ using Clock = std::chrono::steady_clock;
 
 enum class Outcome { kSat, kUnsat, kUnknown };
 
+// What one context's check produced (filled by its thread, read after the join).
+struct CheckResult {
+  Outcome outcome = Outcome::kUnknown;
+  uint64_t used = 0;                  // rlimit units
+  std::optional<TimedOrder> model;    // decoded order when SAT and valid
+  bool invalid_model = false;         // SAT, but the model did not decode into a valid order
+  std::string error;                  // a Z3 exception
+};
+
+uint64_t rlimit_count(Encoding& enc) {
+  z3::stats st = enc.solver().statistics();
+  for (unsigned i = 0; i < st.size(); ++i)
+    if (st.key(i) == "rlimit count") return st.is_uint(i) ? st.uint_value(i) : static_cast<uint64_t>(st.double_value(i));
+  return 0;
+}
+
+// One check; touches only `enc` (safe to run concurrently on different contexts).
+CheckResult run_check(Encoding& enc, const z3::expr_vector& assumptions, uint64_t share, double wall_left_s) {
+  CheckResult out;
+  if (share == 0 || wall_left_s <= 0.01) return out;
+  Status st = enc.set_limits(static_cast<unsigned>(std::max(1.0, wall_left_s * 1000)), share);
+  if (!st.is_ok()) {
+    out.error = st.message();
+    return out;
+  }
+  try {
+    const uint64_t before = rlimit_count(enc);
+    const z3::check_result r = assumptions.empty() ? enc.solver().check() : enc.solver().check(assumptions);
+    const uint64_t after = rlimit_count(enc);
+    out.used = after > before ? after - before : 0;
+    if (r == z3::unsat) out.outcome = Outcome::kUnsat;
+    if (r == z3::sat) {
+      out.outcome = Outcome::kSat;
+      Result<TimedOrder> t = enc.decode_model();
+      if (t.ok()) {
+        out.model = std::move(t).value();
+      } else {
+        out.invalid_model = true;
+      }
+    }
+  } catch (const z3::exception& e) {
+    out.error = e.msg();
+  }
+  return out;
+}
+
 struct Driver {
   const OpDag& dag;
   const SolveOptions& opt;
   Clock::time_point t0 = Clock::now();
-  uint64_t budget = 0;  // rlimit left
-  bool broken = false;  // the context returned an invalid model: stop using it
+  uint64_t budget = 0;  // rlimit left, all contexts together
   SolveResult res;
+  std::vector<std::unique_ptr<Encoding>> encs;
+  std::vector<bool> live;  // false once a context returned an invalid model or failed to load
 
   Driver(const OpDag& d, const SolveOptions& o) : dag(d), opt(o) {}
 
   double elapsed() const { return std::chrono::duration<double>(Clock::now() - t0).count(); }
   double wall_left() const { return opt.time_limit_s - elapsed(); }
   bool out_of_time() const { return wall_left() <= 0.01 || budget == 0; }
+  int live_count() const { return static_cast<int>(std::count(live.begin(), live.end(), true)); }
 
   void report(const char* phase) {
     if (!opt.progress) return;
@@ -44,50 +101,54 @@ struct Driver {
     opt.progress(p);
   }
 
-  // One check on `enc` with an rlimit share; returns the outcome and charges the budget.
-  Result<Outcome> check(Encoding& enc, const z3::expr_vector& assumptions, uint64_t share) {
-    share = std::min(share, budget);
-    const double left = wall_left();
-    if (share == 0 || left <= 0.01) return Outcome::kUnknown;
-    PS_RETURN_IF_ERROR(enc.set_limits(static_cast<unsigned>(std::max(1.0, left * 1000)), share));
-    z3::check_result r;
-    uint64_t before = 0, after = 0;
+  // One round: each live context k checks assumptions(k) with `share`. Charges the budget and
+  // counts checks in context order. Returns the results (index = context).
+  Result<std::vector<CheckResult>> round(const std::function<z3::expr_vector(Encoding&, int)>& assumptions,
+                                         uint64_t share) {
+    const int K = static_cast<int>(encs.size());
+    std::vector<CheckResult> out(K);
+    std::vector<z3::expr_vector> asms;
+    asms.reserve(K);
     try {
-      before = rlimit_count(enc);
-      r = assumptions.empty() ? enc.solver().check() : enc.solver().check(assumptions);
-      after = rlimit_count(enc);
+      for (int k = 0; k < K; ++k) asms.push_back(live[k] ? assumptions(*encs[k], k) : z3::expr_vector(encs[k]->ctx()));
     } catch (const z3::exception& e) {
-      return Status::error(ErrorCode::kRuntime, fmt::format("Z3 check failed: {}", e.msg()));
+      return Status::error(ErrorCode::kRuntime, fmt::format("Z3 failed: {}", e.msg()));
     }
-    ++res.checks;
-    const uint64_t used = after > before ? after - before : 0;
-    res.rlimit_used += used;
-    budget -= std::min(budget, used);
-    if (r == z3::sat) return Outcome::kSat;
-    if (r == z3::unsat) return Outcome::kUnsat;
-    return Outcome::kUnknown;
+    const double left = wall_left();
+    if (live_count() == 1) {
+      for (int k = 0; k < K; ++k)
+        if (live[k]) out[k] = run_check(*encs[k], asms[k], share, left);
+    } else {
+      std::vector<std::thread> threads;
+      for (int k = 0; k < K; ++k)
+        if (live[k]) threads.emplace_back([&, k] { out[k] = run_check(*encs[k], asms[k], share, left); });
+      for (auto& t : threads) t.join();
+    }
+    for (int k = 0; k < K; ++k) {
+      if (!live[k]) continue;
+      if (!out[k].error.empty()) return Status::error(ErrorCode::kRuntime, fmt::format("Z3 check failed: {}", out[k].error));
+      ++res.checks;
+      res.rlimit_used += out[k].used;
+      budget -= std::min(budget, out[k].used);
+      if (out[k].invalid_model) {
+        live[k] = false;  // Z3 misbehaved (seen after cancelled checks): do not trust it again
+        res.status = "a context returned a model that is not a valid order; it was dropped";
+      }
+    }
+    return out;
   }
 
-  static uint64_t rlimit_count(Encoding& enc) {
-    z3::stats st = enc.solver().statistics();
-    for (unsigned i = 0; i < st.size(); ++i)
-      if (st.key(i) == "rlimit count") return st.is_uint(i) ? st.uint_value(i) : static_cast<uint64_t>(st.double_value(i));
-    return 0;
-  }
-
-  // Takes the model as the new incumbent if it is better; returns whether it was.
-  // Takes the model as the new incumbent if it is better; returns whether it was. A model that does
-  // not decode into a valid order (Z3 misbehaving after a cancelled check) marks the context broken.
-  Result<bool> take_model(Encoding& enc) {
-    Result<TimedOrder> t = enc.decode_model();
-    if (!t.ok()) {
-      broken = true;
-      res.status = fmt::format("stopped: Z3 returned a model that is not a valid order ({})", t.status().message());
-      return false;
+  // Best valid model of a round that beats the incumbent (ties: lower context index).
+  bool take_best(std::vector<CheckResult>& rs) {
+    int pick = -1;
+    for (int k = 0; k < static_cast<int>(rs.size()); ++k) {
+      if (!rs[k].model || rs[k].model->makespan >= res.best.makespan) continue;
+      if (pick < 0 || rs[k].model->makespan < rs[pick].model->makespan) pick = k;
     }
-    if (t->makespan >= res.best.makespan) return false;
-    res.best = std::move(t).value();
+    if (pick < 0) return false;
+    res.best = std::move(*rs[pick].model);
     res.improved = true;
+    if (opt.on_incumbent) opt.on_incumbent(res.best);
     return true;
   }
 
@@ -98,43 +159,47 @@ struct Driver {
     return true;
   }
 
-  Status tighten(Encoding& enc) {
+  // Every context: C <= best - 1 from now on.
+  Status tighten() {
     try {
-      enc.solver().add(enc.makespan() <= enc.ctx().int_val(res.best.makespan - 1));
+      for (auto& e : encs) e->solver().add(e->makespan() <= e->ctx().int_val(res.best.makespan - 1));
     } catch (const z3::exception& e) {
       return Status::error(ErrorCode::kRuntime, fmt::format("Z3 failed: {}", e.msg()));
     }
     return Status::ok();
   }
 
-  // One sweep of windows of opt.lns_window microbatches (step: half a window). Orientations of pairs
-  // with both ops outside the window are fixed to the incumbent's. Returns whether it improved.
-  Result<bool> lns_pass(Encoding& enc, uint64_t share) {
+  // One sweep of windows of opt.lns_window microbatches (step: half a window), K windows per round.
+  // Orientations of pairs with both ops outside the window are fixed to the incumbent's.
+  Result<bool> lns_pass(uint64_t share) {
     const int M = dag.microbatches;
     const int W = opt.lns_window;
     const int step = std::max(1, W / 2);
+    std::vector<int> starts;
+    for (int w0 = 0;; w0 += step) {
+      starts.push_back(std::min(w0, M - W));
+      if (std::min(w0, M - W) + W >= M) break;
+    }
     bool improved = false;
-    for (int w0 = 0; w0 < M && !out_of_time(); w0 += step) {
-      const int lo = std::min(w0, M - W), hi = lo + W;
-      auto outside = [&](int a, int b) {
-        const int ma = dag.ops[a].mb, mb = dag.ops[b].mb;
-        return (ma < lo || ma >= hi) && (mb < lo || mb >= hi);
+    const int K = static_cast<int>(encs.size());
+    for (size_t first = 0; first < starts.size() && !out_of_time() && live_count() > 0; first += K) {
+      const TimedOrder incumbent = res.best;
+      auto window_asms = [&](Encoding& enc, int k) {
+        const size_t w = std::min(starts.size() - 1, first + static_cast<size_t>(k));
+        const int lo = starts[w], hi = lo + W;
+        return enc.orientation(incumbent, [&](int a, int b) {
+          const int ma = dag.ops[a].mb, mb = dag.ops[b].mb;
+          return (ma < lo || ma >= hi) && (mb < lo || mb >= hi);
+        });
       };
-      z3::expr_vector fixed = enc.orientation(res.best, outside);
-      Result<Outcome> o = check(enc, fixed, share);
-      if (!o.ok()) return o.status();
-      if (*o == Outcome::kSat) {
-        Result<bool> t = take_model(enc);
-        if (!t.ok()) return t.status();
-        if (broken) return false;
-        if (*t) {
-          improved = true;
-          report("lns");
-          if (proven()) return true;
-          PS_RETURN_IF_ERROR(tighten(enc));
-        }
+      Result<std::vector<CheckResult>> rs = round(window_asms, std::min(share, budget / std::max(1, live_count())));
+      if (!rs.ok()) return rs.status();
+      if (take_best(*rs)) {
+        improved = true;
+        report("lns");
+        if (proven()) return true;
+        PS_RETURN_IF_ERROR(tighten());
       }
-      if (hi >= M) break;
     }
     return improved;
   }
@@ -149,48 +214,57 @@ struct Driver {
       report("bound");
       if (opt.dump_smt2.empty()) return Status::ok();
     }
+    const int K = meets ? 1 : std::max(1, opt.contexts);
     budget = opt.rlimit ? opt.rlimit
-                        : static_cast<uint64_t>(std::max(0.0, opt.time_limit_s) * rlimit_per_second());
+                        : static_cast<uint64_t>(std::max(0.0, opt.time_limit_s) * rlimit_per_second() * K);
     DeviceReach reach(dag);
-    EncodeOptions eo;
-    eo.memory = opt.memory;
-    eo.seed = opt.seed;
-    Result<std::unique_ptr<Encoding>> er = Encoding::create(dag, reach, eo);
-    if (!er.ok()) return er.status();
-    Encoding& enc = **er;
-    res.free_pairs = enc.num_free_pairs();
-    res.memory_constraints = enc.num_memory_constraints();
+    for (int k = 0; k < K; ++k) {
+      EncodeOptions eo;
+      eo.memory = opt.memory;
+      eo.seed = opt.seed + static_cast<unsigned>(k);
+      Result<std::unique_ptr<Encoding>> er = Encoding::create(dag, reach, eo);
+      if (!er.ok()) return er.status();
+      encs.push_back(std::move(er).value());
+      live.push_back(true);
+    }
+    res.free_pairs = encs[0]->num_free_pairs();
+    res.memory_constraints = encs[0]->num_memory_constraints();
     try {
-      enc.solver().add(enc.makespan() <= enc.ctx().int_val(res.best.makespan));
+      for (auto& e : encs) e->solver().add(e->makespan() <= e->ctx().int_val(res.best.makespan));
     } catch (const z3::exception& e) {
       return Status::error(ErrorCode::kRuntime, fmt::format("Z3 failed: {}", e.msg()));
     }
     if (!opt.dump_smt2.empty()) {
       std::ofstream out(opt.dump_smt2, std::ios::binary);
-      out << enc.to_smt2();
+      out << encs[0]->to_smt2();
       if (!out) return Status::bad_input(fmt::format("cannot write '{}'", opt.dump_smt2));
     }
     if (meets) return Status::ok();
     const uint64_t total = budget;
+
     // 2. Solution-guided check. It also internalizes the whole encoding, which costs in proportion
     // to its size; a context cancelled in the middle of that is not trusted any further.
     {
-      z3::expr_vector asm_all = enc.orientation(res.best, [](int, int) { return true; });
-      const uint64_t size = static_cast<uint64_t>(enc.num_free_pairs()) + 4ull * dag.num_ops();
-      const uint64_t share = std::min(budget, std::max(total / 10, 150 * size));
-      Result<Outcome> o = check(enc, asm_all, share);
-      if (!o.ok()) return o.status();
-      if (*o != Outcome::kSat) {
-        res.status = out_of_time() || *o == Outcome::kUnknown ? "stopped: the budget ran out while Z3 loaded the encoding"
-                                                               : "stopped: the guided check failed";
+      const uint64_t size = static_cast<uint64_t>(res.free_pairs) + 4ull * dag.num_ops();
+      const uint64_t share = std::min(budget / K, std::max(total / 10 / K, 150 * size));
+      const TimedOrder start = res.best;
+      Result<std::vector<CheckResult>> rs =
+          round([&](Encoding& enc, int) { return enc.orientation(start, [](int, int) { return true; }); }, share);
+      if (!rs.ok()) return rs.status();
+      for (int k = 0; k < K; ++k)
+        if ((*rs)[k].outcome != Outcome::kSat) live[k] = false;
+      if (live_count() == 0) {
+        res.status = out_of_time() || (*rs)[0].outcome == Outcome::kUnknown
+                         ? "stopped: the budget ran out while Z3 loaded the encoding"
+                         : "stopped: the guided check failed";
         return Status::ok();
       }
-      Result<bool> t = take_model(enc);
-      if (!t.ok()) return t.status();
+      take_best(*rs);
       report("guided");
-      if (broken || proven()) return Status::ok();
+      if (proven()) return Status::ok();
     }
-    PS_RETURN_IF_ERROR(tighten(enc));
+    PS_RETURN_IF_ERROR(tighten());
+
     // 3/4. Descent in probes: ask for C <= best - step (an assumption), step = 1/8 of the gap in
     // units (so fine time units do not crawl), 1 near the end. UNSAT with step > 1 raises the proven
     // bound to best - step + 1 and shrinks the step; UNSAT with step 1 proves optimality. When a
@@ -199,42 +273,51 @@ struct Driver {
     const int M = dag.microbatches;
     const int W = opt.lns_window;
     const bool lns_possible = W > 0 && M > W;
-    uint64_t probe = std::max<uint64_t>(lns_possible ? total / 32 : total, 1);
+    uint64_t probe = std::max<uint64_t>(lns_possible ? total / 32 / K : total, 1);
     int64_t step = std::max<int64_t>(1, (res.best.makespan - res.bound) / 8);
-    while (!out_of_time()) {
+    while (!out_of_time() && live_count() > 0) {
       step = std::min(step, std::max<int64_t>(1, (res.best.makespan - res.bound) / 8));
       const int64_t target = res.best.makespan - step;
-      z3::expr_vector goal(enc.ctx());
-      if (step > 1) goal.push_back(enc.makespan() <= enc.ctx().int_val(target));
-      Result<Outcome> o = check(enc, goal, probe);
-      if (!o.ok()) return o.status();
-      if (*o == Outcome::kUnsat) {
+      const uint64_t share = std::min(probe, budget / std::max(1, live_count()));
+      Result<std::vector<CheckResult>> rs = round(
+          [&](Encoding& enc, int) {
+            z3::expr_vector goal(enc.ctx());
+            if (step > 1) goal.push_back(enc.makespan() <= enc.ctx().int_val(target));
+            return goal;
+          },
+          share);
+      if (!rs.ok()) return rs.status();
+      bool unsat = false, sat = false;
+      for (const CheckResult& c : *rs) {
+        unsat = unsat || c.outcome == Outcome::kUnsat;
+        sat = sat || c.model.has_value();
+      }
+      if (unsat) {
         res.bound = std::max(res.bound, target + 1);
         report("descent");
         if (proven()) return Status::ok();
         step = std::max<int64_t>(1, step / 4);
         continue;
       }
-      if (*o == Outcome::kSat) {
-        Result<bool> t = take_model(enc);
-        if (!t.ok()) return t.status();
-        if (broken) return Status::ok();
-        if (!*t) return Status::error(ErrorCode::kRuntime, "Z3 returned a model that is not better than C <= best - 1");
+      if (sat) {
+        if (!take_best(*rs)) {
+          return Status::error(ErrorCode::kRuntime, "Z3 returned a model that is not better than C <= best - 1");
+        }
         report("descent");
         if (proven()) return Status::ok();
-        PS_RETURN_IF_ERROR(tighten(enc));
+        PS_RETURN_IF_ERROR(tighten());
         continue;
       }
-      if (probe >= budget) break;
+      if (share * live_count() >= budget || budget == 0) break;  // the last probe had everything left
       if (lns_possible) {
-        Result<bool> imp = lns_pass(enc, std::max<uint64_t>(total / 128, 1));
+        Result<bool> imp = lns_pass(std::max<uint64_t>(total / 128 / K, 1));
         if (!imp.ok()) return imp.status();
-        if (res.optimal || broken) return Status::ok();
+        if (res.optimal) return Status::ok();
         if (*imp) continue;
       }
       probe *= 2;
     }
-    res.status = wall_left() <= 0.01 ? "time limit" : "budget exhausted";
+    if (res.status.empty()) res.status = wall_left() <= 0.01 ? "time limit" : "budget exhausted";
     return Status::ok();
   }
 };

@@ -185,7 +185,15 @@ TEST_CASE("heuristic: every policy's order is valid on the DAG, sequential and V
         Result<OpDag> r = build_op_dag(make_hand_problem(h));
         REQUIRE(r.ok());
         int ok = 0;
-        for (const ListPolicy& pol : heuristic_policies(*r)) {
+        std::vector<ListPolicy> policies = heuristic_policies(*r);
+        for (size_t k = 0, n = policies.size(); k < n; ++k) {
+          ListPolicy noisy = policies[k];
+          noisy.noise = 1.0 + static_cast<double>(k % 3) / 4;
+          noisy.seed = k + 1;
+          policies.push_back(noisy);
+        }
+        for (const ListPolicy& pol : policies) {
+          CAPTURE(pol.name());
           Result<TimedOrder> t = list_schedule(*r, pol);
           if (!t.ok()) continue;
           ++ok;

@@ -1,0 +1,146 @@
+// bench_synth — the Z3 scheduler against the baselines and the lower bound (issue 5's table).
+//
+// For P ∈ {4, 8, 16}, M ∈ {8, 16, 32, 64}, uniform and heterogeneous per-stage costs, with and
+// without a memory cap, on one fixed partition/placement per case (one stage per device,
+// sequential): the checker's makespan of GPipe, 1F1B, ZB-H1 and ZB-H2 ("oom" when over the cap),
+// the heuristic's, the synthesized schedule's, the lower bound, the gap, the solve time and whether
+// optimality was proven. Every synthesized schedule went through the checker (rendezvous, with its
+// SEND/RECV order) before it is counted.
+//
+// Costs (ms): uniform F=4, I=4, W=3, transfer 1; heterogeneous: stage s scaled by 0.75/1/1.25 in
+// turn, the last stage (LM head) by 1.75 with twice the activation. Cap: P microbatches of stage
+// 0's activation, 1 GB each (what 1F1B keeps on stage 0), model states 0.
+// Time limit per case (everything: baselines, heuristic, both Z3 phases, checker): 10 s when
+// P <= 8 and M <= 16, else 60 s; Z3 gets 90 % of it (--time-limit overrides that share).
+//
+// Usage: bench_synth [--quick] [--time-limit S] [--seed N]
+//   --quick: P ∈ {4, 8}, M ∈ {8, 16} plus P=16, M=64 without cap (a few minutes).
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ir/problem.h"
+#include "synth/synthesize.h"
+
+using namespace ps;
+
+namespace {
+
+Problem bench_problem(int P, int M, bool hetero, bool capped) {
+  Problem p;
+  p.name = fmt::format("bench-{}-P{}-M{}", hetero ? "hetero" : "uniform", P, M);
+  p.devices = P;
+  p.microbatches = M;
+  p.bytes_per_param = 1;
+  p.link.latency_us = 1000;  // 1 ms per transfer
+  p.link.bandwidth_gb_per_s = 0;
+  for (int s = 0; s < P; ++s) {
+    StageSpec st;
+    st.device = s;
+    st.first_layer = st.last_layer = s;
+    double w = 1, act = 1000;  // MB
+    if (hetero) {
+      static const double kScale[3] = {0.75, 1.0, 1.25};
+      w = s == P - 1 ? 1.75 : kScale[(s * 5) % 3];
+      if (s == P - 1) act = 2000;
+    }
+    st.fwd_ms = 4 * w;
+    st.bwd_input_ms = 4 * w;
+    st.bwd_weight_ms = 3 * w;
+    st.activation_mb = act;
+    st.wgrad_stash_mb = 0;
+    st.output_mb = 1;
+    p.stages.push_back(st);
+  }
+  if (capped) p.memory_gb = P * 1000 / 1000.0;  // P microbatches of stage 0's activation (1F1B's need)
+  return p;
+}
+
+std::string ms(double v) { return v > 0 ? fmt::format("{:.1f}", v) : "oom"; }
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool quick = false;
+  double time_override = 0;
+  unsigned seed = 0;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--quick")) {
+      quick = true;
+    } else if (!std::strcmp(argv[i], "--time-limit") && i + 1 < argc) {
+      time_override = std::atof(argv[++i]);
+    } else if (!std::strcmp(argv[i], "--seed") && i + 1 < argc) {
+      seed = static_cast<unsigned>(std::atoi(argv[++i]));
+    } else {
+      std::fprintf(stderr, "usage: bench_synth [--quick] [--time-limit S] [--seed N]\n");
+      return 1;
+    }
+  }
+  struct Case {
+    int P, M;
+    bool hetero, capped;
+  };
+  std::vector<Case> cases;
+  for (int P : {4, 8, 16})
+    for (int M : {8, 16, 32, 64})
+      for (bool hetero : {false, true})
+        for (bool capped : {false, true}) {
+          if (quick && !((P <= 8 && M <= 16) || (P == 16 && M == 64 && !capped))) continue;
+          cases.push_back({P, M, hetero, capped});
+        }
+
+  std::printf("| P | M | costs | cap | GPipe | 1F1B | ZB-H1 | ZB-H2 | heuristic | synth | bound | gap | time s | "
+              "optimal | target |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+  int met = 0, total = 0, proven_small = 0, small = 0;
+  double worst_gap_free = 0;
+  for (const Case& c : cases) {
+    const Problem p = bench_problem(c.P, c.M, c.hetero, c.capped);
+    const bool small_case = c.P <= 8 && c.M <= 16;
+    SynthOptions o;
+    o.time_limit_s = time_override > 0 ? time_override : 0.9 * (small_case ? 10 : 60);
+    o.seed = seed;
+    const auto t0 = std::chrono::steady_clock::now();
+    Result<SynthResult> r = synthesize(p, o);
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (!r.ok()) {
+      std::printf("| %d | %d | %s | %s | error: %s |\n", c.P, c.M, c.hetero ? "hetero" : "uniform",
+                  c.capped ? "yes" : "no", r.status().str().c_str());
+      ++total;
+      continue;
+    }
+    std::map<std::string, double> b;
+    for (const auto& bt : r->baselines) b[bt.name] = bt.makespan_ms;
+    double best_baseline = 0;
+    for (const char* n : {"gpipe", "1f1b", "zb-h1", "zb-h2"})
+      if (b[n] > 0 && (best_baseline == 0 || b[n] < best_baseline)) best_baseline = b[n];
+    // Targets: proven optimal within 10 s for P <= 8, M <= 16; otherwise within 60 s and, without
+    // a cap, within 2 % of the bound; never worse than the best baseline.
+    const double limit_s = small_case ? 10 : 60;
+    bool ok = secs <= limit_s + 1 && (best_baseline == 0 || r->makespan_ms <= best_baseline + 1e-9);
+    if (small_case) ok = ok && r->optimal;
+    if (!small_case && !c.capped) ok = ok && r->gap <= 0.02;
+    if (!c.capped) worst_gap_free = std::max(worst_gap_free, r->gap);
+    if (small_case) {
+      ++small;
+      proven_small += r->optimal ? 1 : 0;
+    }
+    met += ok ? 1 : 0;
+    ++total;
+    std::printf("| %d | %d | %s | %s | %s | %s | %s | %s | %.1f | %.1f | %.1f | %.2f%% | %.1f | %s | %s |\n", c.P,
+                c.M, c.hetero ? "hetero" : "uniform", c.capped ? "yes" : "no", ms(b["gpipe"]).c_str(),
+                ms(b["1f1b"]).c_str(), ms(b["zb-h1"]).c_str(), ms(b["zb-h2"]).c_str(), r->heuristic_ms, r->makespan_ms,
+                r->bound_ms, 100 * r->gap, secs, r->optimal ? "yes" : "no", ok ? "met" : "MISSED");
+    std::fflush(stdout);
+  }
+  std::printf("\n%d of %d cases meet their target; proven optimal: %d of %d with P <= 8, M <= 16; worst gap "
+              "without a cap: %.2f%%\n",
+              met, total, proven_small, small, 100 * worst_gap_free);
+  return 0;
+}
