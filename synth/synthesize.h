@@ -61,7 +61,7 @@ struct SynthResult {
   std::string best_baseline;
   std::string seed_source;   // "heuristic <policy>" or "baseline <name>"
   double dag_bound_ms = 0;
-  double z3_bound_ms = 0;    // proven by Z3 (0: no proof)
+  double z3_bound_ms = 0;    // the bound after Z3 ran (0: Z3 did not run)
   SolveResult solve;
 };
 
