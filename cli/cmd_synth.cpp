@@ -185,9 +185,12 @@ int run_synth(const SynthArgs& a) {
                    "partition {}\n",
                    problem->name, problem->devices, problem->microbatches, problem->num_stages(),
                    placement_kind_name(classify_placement(plan->placement, problem->devices)), plan->desc);
-  s += fmt::format("  checker       valid under {} semantics (comms inserted by the shared rule)\n",
-                   semantics_name(res->report.semantics));
-  s += fmt::format("  iteration     {:.3f} ms{}\n", res->makespan_ms, res->optimal ? "  (proven optimal)" : "");
+  s += fmt::format("  checker       valid under {} semantics ({})\n", semantics_name(res->report.semantics),
+                   res->report.comms_inserted ? "comms inserted by the shared rule" : "with the synthesized comm order");
+  std::string proof = res->optimal ? "  (proven optimal)" : "";
+  if (res->optimal_up_to_ms > 0)
+    proof = fmt::format("  (proven optimal up to {:.4f} ms of time-unit rounding)", res->optimal_up_to_ms);
+  s += fmt::format("  iteration     {:.3f} ms{}\n", res->makespan_ms, proof);
   s += fmt::format("  lower bound   {:.3f} ms  (gap {:.2f}%)\n", res->bound_ms, 100 * res->gap);
   if (tuned)
     s += fmt::format("  global bound  {:.3f} ms  (any partition and placement; gap {:.2f}%)  search: {} candidates in {:.1f} s, {}\n",

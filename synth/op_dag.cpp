@@ -202,13 +202,17 @@ Result<OpDag> build_op_dag(const Problem& p, const DagOptions& options) {
     mems.push_back(p.memory_gb * 1000);
     for (double v : state_mb) mems.push_back(v);
   }
-  // Time: any makespan is below the serial horizon; keep it under 2^30 units so Z3's difference
-  // logic stays in machine integers (relative resolution ~1e-9 per op when inexact).
-  double horizon_ms = 0;
+  // Time: keep twice (the busiest device's work + one microbatch's round trip) — a generous
+  // estimate of any good makespan — under 2^30 units, so Z3's difference logic stays in machine
+  // integers (worse schedules only cost speed, not correctness).
+  std::vector<double> work_ms(p.devices, 0);
+  double chain_ms = 0;
   for (int s = 0; s < S; ++s) {
-    horizon_ms += M * (p.stages[s].fwd_ms + p.stages[s].bwd_ms());
-    if (s + 1 < S) horizon_ms += 2.0 * M * p.boundary_transfer_ms(s);
+    work_ms[p.stages[s].device] += M * (p.stages[s].fwd_ms + p.stages[s].bwd_ms());
+    chain_ms += p.stages[s].fwd_ms + p.stages[s].bwd_ms();
+    if (s + 1 < S) chain_ms += 2 * p.boundary_transfer_ms(s);
   }
+  const double horizon_ms = 2 * (*std::max_element(work_ms.begin(), work_ms.end()) + chain_ms);
   Scale ts = choose_scale(times, horizon_ms, 9, 1073741824.0);
   dag.ms_per_unit = ts.unit;
   dag.time_exact = ts.exact;

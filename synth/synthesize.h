@@ -46,6 +46,7 @@ struct SynthResult {
   double bound_ms = 0;       // best lower bound: max(DAG bound, checker bound, Z3-proven bound)
   double gap = 0;            // (makespan - bound) / bound
   bool optimal = false;
+  double optimal_up_to_ms = 0;  // > 0: proven optimal on the integer DAG, ms above the bound from rounding
   std::string solver_status;
   double solve_s = 0;        // Z3 phase
   double total_s = 0;
