@@ -267,9 +267,10 @@ struct Driver {
 
     // 3/4. Descent in probes: ask for C <= best - step (an assumption), step = 1/8 of the gap in
     // units (so fine time units do not crawl), 1 near the end. UNSAT with step > 1 raises the proven
-    // bound to best - step + 1 and shrinks the step; UNSAT with step 1 proves optimality. When a
-    // probe runs out, one LNS pass over windows of microbatches; a pass that finds nothing doubles
-    // the probe, until the probe is the whole remaining budget.
+    // bound to best - step + 1 and shrinks the step; UNSAT with step 1 proves optimality. With two
+    // or more contexts, the odd ones ask C <= bound + gap/4 instead: UNSAT raises the bound from
+    // below, SAT is a (much) better incumbent. When a probe runs out, one LNS pass over windows of
+    // microbatches; a pass that finds nothing doubles the probe, until the probe is everything left.
     const int M = dag.microbatches;
     const int W = opt.lns_window;
     const bool lns_possible = W > 0 && M > W;
@@ -278,35 +279,42 @@ struct Driver {
     while (!out_of_time() && live_count() > 0) {
       step = std::min(step, std::max<int64_t>(1, (res.best.makespan - res.bound) / 8));
       const int64_t target = res.best.makespan - step;
+      // Odd contexts raise the bound from below instead: C <= bound + a quarter of the gap.
+      const int64_t raise = std::min(target - 1, res.bound + std::max<int64_t>(0, (res.best.makespan - res.bound) / 4));
+      auto target_of = [&](int k) { return k % 2 == 1 && raise >= res.bound ? raise : target; };
       const uint64_t share = std::min(probe, budget / std::max(1, live_count()));
       Result<std::vector<CheckResult>> rs = round(
-          [&](Encoding& enc, int) {
+          [&](Encoding& enc, int k) {
             z3::expr_vector goal(enc.ctx());
-            if (step > 1) goal.push_back(enc.makespan() <= enc.ctx().int_val(target));
+            if (target_of(k) < res.best.makespan - 1) goal.push_back(enc.makespan() <= enc.ctx().int_val(target_of(k)));
             return goal;
           },
           share);
       if (!rs.ok()) return rs.status();
-      bool unsat = false, sat = false;
-      for (const CheckResult& c : *rs) {
-        unsat = unsat || c.outcome == Outcome::kUnsat;
+      bool unsat = false, sat = false, unsat_top = false;
+      for (int k = 0; k < static_cast<int>(rs->size()); ++k) {
+        const CheckResult& c = (*rs)[k];
+        if (c.outcome == Outcome::kUnsat) {
+          unsat = true;
+          unsat_top = unsat_top || target_of(k) == target;
+          res.bound = std::max(res.bound, target_of(k) + 1);  // nothing at or below the target
+        }
         sat = sat || c.model.has_value();
       }
-      if (unsat) {
-        res.bound = std::max(res.bound, target + 1);
-        report("descent");
-        if (proven()) return Status::ok();
-        step = std::max<int64_t>(1, step / 4);
-        continue;
-      }
-      if (sat) {
-        if (!take_best(*rs)) {
-          return Status::error(ErrorCode::kRuntime, "Z3 returned a model that is not better than C <= best - 1");
-        }
+      if (sat && take_best(*rs)) {
         report("descent");
         if (proven()) return Status::ok();
         PS_RETURN_IF_ERROR(tighten());
         continue;
+      }
+      if (unsat) {
+        report("descent");
+        if (proven()) return Status::ok();
+        if (unsat_top) step = std::max<int64_t>(1, step / 4);
+        continue;
+      }
+      if (sat) {
+        return Status::error(ErrorCode::kRuntime, "Z3 returned a model that is not better than C <= best - 1");
       }
       if (share * live_count() >= budget || budget == 0) break;  // the last probe had everything left
       if (lns_possible) {
