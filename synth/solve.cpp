@@ -268,8 +268,8 @@ struct Driver {
     // 3/4. Descent in probes: ask for C <= best - step (an assumption), step = 1/8 of the gap in
     // units (so fine time units do not crawl), 1 near the end. UNSAT with step > 1 raises the proven
     // bound to best - step + 1 and shrinks the step; UNSAT with step 1 proves optimality. With two
-    // or more contexts, the odd ones ask C <= bound + gap/4 instead: UNSAT raises the bound from
-    // below, SAT is a (much) better incumbent. When a probe runs out, one LNS pass over windows of
+    // or more contexts and a gap of 2 % or more, the odd ones ask C <= bound + gap/4 instead: UNSAT
+    // raises the bound from below, SAT is a (much) better incumbent. When a probe runs out, one LNS pass over windows of
     // microbatches; a pass that finds nothing doubles the probe, until the probe is everything left.
     const int M = dag.microbatches;
     const int W = opt.lns_window;
@@ -279,8 +279,10 @@ struct Driver {
     while (!out_of_time() && live_count() > 0) {
       step = std::min(step, std::max<int64_t>(1, (res.best.makespan - res.bound) / 8));
       const int64_t target = res.best.makespan - step;
-      // Odd contexts raise the bound from below instead: C <= bound + a quarter of the gap.
-      const int64_t raise = std::min(target - 1, res.bound + std::max<int64_t>(0, (res.best.makespan - res.bound) / 4));
+      // While the gap is 2 % or more (a loose bound is the likelier culprit), odd contexts raise the
+      // bound from below instead: C <= bound + a quarter of the gap.
+      const int64_t gap = res.best.makespan - res.bound;
+      const int64_t raise = gap * 50 >= res.best.makespan ? std::min(target - 1, res.bound + gap / 4) : -1;
       auto target_of = [&](int k) { return k % 2 == 1 && raise >= res.bound ? raise : target; };
       const uint64_t share = std::min(probe, budget / std::max(1, live_count()));
       Result<std::vector<CheckResult>> rs = round(
