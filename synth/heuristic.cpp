@@ -11,15 +11,15 @@ namespace ps {
 
 std::string ListPolicy::name() const {
   if (serial) return "serial";
+  const std::string inflight = inflight_factor > 0 ? fmt::format("{:g}", inflight_factor) : "mem";
+  std::string base;
   if (by_tail) {
-    std::string base = fmt::format("critical-path/inflight={}", inflight_factor > 0 ? fmt::format("{:g}", inflight_factor) : "mem");
-    if (noise > 0) base += fmt::format("/noise={:g}@{}", noise, seed);
-    return base;
+    base = fmt::format("critical-path/inflight={}", inflight);
+  } else {
+    const char* w = w_mode == WMode::kFillGaps ? "fill" : w_mode == WMode::kStrictGaps ? "strict" : "eager";
+    base = fmt::format("{}/{}/inflight={}/{}{}", backward_first ? "bwd-first" : "fwd-first", w, inflight,
+                       oldest_first ? "oldest" : "stage", wait_for_backward ? "/wait" : "");
   }
-  const char* w = w_mode == WMode::kFillGaps ? "fill" : w_mode == WMode::kStrictGaps ? "strict" : "eager";
-  std::string inflight = inflight_factor > 0 ? fmt::format("{:g}", inflight_factor) : "mem";
-  std::string base = fmt::format("{}/{}/inflight={}/{}{}", backward_first ? "bwd-first" : "fwd-first", w, inflight,
-                                 oldest_first ? "oldest" : "stage", wait_for_backward ? "/wait" : "");
   if (noise > 0) base += fmt::format("/noise={:g}@{}", noise, seed);
   return base;
 }
@@ -279,13 +279,15 @@ Result<TimedOrder> list_schedule(const OpDag& dag, const ListPolicy& policy) {
 }
 
 std::vector<ListPolicy> heuristic_policies(const OpDag& dag) {
-  (void)dag;
+  // "Lowest stage first" only differs from "oldest first" on devices with several stages.
+  const bool multi_stage = dag.stages > dag.devices;
   std::vector<ListPolicy> out;
   using WM = ListPolicy::WMode;
   for (bool wait : {false, true}) {
     for (double f : {0.0, 1.0, 2.0}) {
       for (WM w : {WM::kFillGaps, WM::kStrictGaps, WM::kEager}) {
         for (bool oldest : {true, false}) {
+          if (!oldest && !multi_stage) continue;
           ListPolicy p;
           p.inflight_factor = f;
           p.w_mode = w;
