@@ -128,14 +128,14 @@ std::string explain_infeasibility(const Problem& p, const Spec* spec) {
       why += fmt::format("one microbatch of activation of {} is {:.1f} GB", stage_list(st_act), act / 1000);
     }
     if (!out.empty()) out += "\n";
-    out += fmt::format("device {} needs at least {:.1f} GB but the limit is {:.1f} GB: {}", n.device,
+    out += fmt::format("  device {} needs at least {:.1f} GB but the limit is {:.1f} GB: {}", n.device,
                        (states + act) / 1000, p.memory_gb, why);
     if (st_act.size() > 1) {
       out += " (one microbatch of each stage on a device is live at once: F of the device's last stage runs "
              "before the I of its first)";
     }
     const std::string layers = layers_of(p, n.stages, spec);
-    if (!layers.empty()) out += fmt::format("\n  device {} holds {}", n.device, layers);
+    if (!layers.empty()) out += fmt::format("\n    device {} holds {}", n.device, layers);
   }
   if (!out.empty() && spec != nullptr && spec->cluster.loc.valid()) {
     out += fmt::format("\n  the limit comes from --memory-limit-gb or the cluster at {}", spec->cluster.loc.str());
@@ -146,7 +146,7 @@ std::string explain_infeasibility(const Problem& p, const Spec* spec) {
 Status check_memory_feasible(const Problem& p, const Spec* spec) {
   std::string why = explain_infeasibility(p, spec);
   if (why.empty()) return Status::ok();
-  return Status::error(ErrorCode::kInfeasible, "no schedule fits the memory limit: " + why);
+  return Status::error(ErrorCode::kInfeasible, "no schedule fits the memory limit:\n" + why);
 }
 
 }  // namespace ps
