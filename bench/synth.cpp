@@ -13,10 +13,13 @@
 // Time limit per case (everything: baselines, heuristic, both Z3 phases, checker): 10 s when
 // P <= 8 and M <= 16, else 60 s; Z3 gets 90 % of it (--time-limit overrides that share).
 //
-// Usage: bench_synth [--quick] [--time-limit S] [--seed N]
+// Usage: bench_synth [--quick] [--case P,M,uniform|hetero,cap|nocap] [--time-limit S] [--seed N]
+//                    [--progress]
 //   --quick: P ∈ {4, 8}, M ∈ {8, 16} plus P=16, M=64 without cap (a few minutes).
+//   --case: only that case (repeatable); --progress: the solver's progress lines on stderr.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -70,6 +73,8 @@ int main(int argc, char** argv) {
   bool quick = false;
   double time_override = 0;
   unsigned seed = 0;
+  bool progress = false;
+  std::vector<std::string> only;  // "P,M,costs,cap"
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--quick")) {
       quick = true;
@@ -77,8 +82,14 @@ int main(int argc, char** argv) {
       time_override = std::atof(argv[++i]);
     } else if (!std::strcmp(argv[i], "--seed") && i + 1 < argc) {
       seed = static_cast<unsigned>(std::atoi(argv[++i]));
+    } else if (!std::strcmp(argv[i], "--case") && i + 1 < argc) {
+      only.emplace_back(argv[++i]);
+    } else if (!std::strcmp(argv[i], "--progress")) {
+      progress = true;
     } else {
-      std::fprintf(stderr, "usage: bench_synth [--quick] [--time-limit S] [--seed N]\n");
+      std::fprintf(stderr,
+                   "usage: bench_synth [--quick] [--case P,M,uniform|hetero,cap|nocap] [--time-limit S] [--seed N] "
+                   "[--progress]\n");
       return 1;
     }
   }
@@ -92,8 +103,15 @@ int main(int argc, char** argv) {
       for (bool hetero : {false, true})
         for (bool capped : {false, true}) {
           if (quick && !((P <= 8 && M <= 16) || (P == 16 && M == 64 && !capped))) continue;
+          const std::string name =
+              fmt::format("{},{},{},{}", P, M, hetero ? "hetero" : "uniform", capped ? "cap" : "nocap");
+          if (!only.empty() && std::find(only.begin(), only.end(), name) == only.end()) continue;
           cases.push_back({P, M, hetero, capped});
         }
+  if (cases.empty()) {
+    std::fprintf(stderr, "bench_synth: no case matches (--case takes e.g. 8,16,uniform,cap)\n");
+    return 1;
+  }
 
   std::printf("| P | M | costs | cap | GPipe | 1F1B | ZB-H1 | ZB-H2 | heuristic | synth | bound | gap | time s | "
               "optimal | target |\n");
@@ -106,6 +124,7 @@ int main(int argc, char** argv) {
     SynthOptions o;
     o.time_limit_s = time_override > 0 ? time_override : 0.9 * (small_case ? 10 : 60);
     o.seed = seed;
+    if (progress) o.progress = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
     const auto t0 = std::chrono::steady_clock::now();
     Result<SynthResult> r = synthesize(p, o);
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -295,8 +295,15 @@ ComponentWork head_work(Dims& x) {
   double V = x.need(A.vocab_size, "vocab_size");
   double s = x.need(A.seq_length, "seq_length");
   double b = x.opt(A.micro_batch_size, 1, "micro_batch_size", 1);
+  double K = x.opt(A.vocab_shards, 1, "vocab_shards", 1);
   double p = x.dtype_bytes();
   double T = b * s;
+  // One shard of a vocabulary-parallel head holds V/K classes. Each shard normalizes its input
+  // (the chain passes the un-normalized activation on, so every shard pays the final norm) and hands
+  // the next shard the activation plus two fp32 numbers per token: the running log-sum-exp of the
+  // logits so far and the target's logit (docs/inputs.md). K = 1 is the usual head.
+  if (K > V) x.fail(fmt::format("architecture.vocab_shards ({}) must be <= vocab_size ({})", K, V));
+  V = V / K;
   ComponentWork w;
   w.params = h + V * h;
   w.fwd_flops = w.bwd_input_flops = w.bwd_weight_flops = 2 * T * h * V;
@@ -304,7 +311,7 @@ ComponentWork head_work(Dims& x) {
   w.bwd_input_hbm_bytes = T * V * (4 + p);  // read probabilities, write logit gradients
   w.activation_bytes = p * T * h + p * T * h + 4 * T * V;  // norm input, head input, fp32 logits
   w.wgrad_stash_bytes = p * T * h;
-  w.output_bytes = 0;  // the loss
+  w.output_bytes = K > 1 ? p * T * h + 8 * T : 0;  // the loss alone when unsharded
   return w;
 }
 
@@ -343,6 +350,7 @@ Architecture Architecture::merged_with(const Architecture& o) const {
   take(r.num_kv_heads, o.num_kv_heads);
   take(r.head_dim, o.head_dim);
   take(r.vocab_size, o.vocab_size);
+  take(r.vocab_shards, o.vocab_shards);
   take(r.seq_length, o.seq_length);
   take(r.micro_batch_size, o.micro_batch_size);
   take(r.moe_num_experts, o.moe_num_experts);

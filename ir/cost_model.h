@@ -40,6 +40,9 @@ struct Architecture {
   std::optional<long long> num_kv_heads;         // 8 (default: num_attention_heads)
   std::optional<long long> head_dim;             // 128 (default: hidden_size / num_attention_heads)
   std::optional<long long> vocab_size;           // 32000 (V)
+  std::optional<long long> vocab_shards;         // 4 (default 1): the head layer is one of K
+                                                 // vocabulary shards (V/K classes each) of a
+                                                 // vocabulary-parallel head chain (docs/inputs.md)
   std::optional<long long> seq_length;           // 4096 (s)
   std::optional<long long> micro_batch_size;     // 1 (b; default 1)
   std::optional<long long> moe_num_experts;      // 64 (E)

@@ -238,6 +238,7 @@ const std::vector<ArchInt>& arch_ints() {
       {"num_kv_heads", &Architecture::num_kv_heads, 1},
       {"head_dim", &Architecture::head_dim, 1},
       {"vocab_size", &Architecture::vocab_size, 1},
+      {"vocab_shards", &Architecture::vocab_shards, 1},
       {"seq_length", &Architecture::seq_length, 1},
       {"micro_batch_size", &Architecture::micro_batch_size, 1},
       {"moe_num_experts", &Architecture::moe_num_experts, 1},
@@ -927,6 +928,29 @@ Status derive_types(Draft& d) {
   return Status::ok();
 }
 
+// A layer type that is one shard of a vocabulary-parallel head (vocab_shards: K > 1) must appear
+// exactly K times, one run of consecutive layers: fewer would silently model part of the vocabulary.
+Status check_vocab_shards(const Draft& d) {
+  for (const TypeDraft& t : d.types) {
+    if (std::find(t.components.begin(), t.components.end(), Component::kHead) == t.components.end()) continue;
+    const long long K = d.arch.merged_with(t.arch).vocab_shards.value_or(1);
+    if (K <= 1) continue;
+    const char sym = t.type.symbol;
+    std::vector<int> at;
+    for (const Layer& l : d.spec.model.layers)
+      if (l.type == sym) at.push_back(l.id);
+    const bool consecutive = !at.empty() && at.back() - at.front() + 1 == static_cast<int>(at.size());
+    if (static_cast<long long>(at.size()) != K || !consecutive) {
+      return Status::bad_input(
+          fmt::format("{}: vocab_shards is {}, so the layers must hold exactly {} consecutive '{}' layers (one per "
+                      "vocabulary shard); found {}{}",
+                      type_what(sym), K, K, sym, at.size(), consecutive || at.empty() ? "" : " not consecutive"),
+          t.type.loc);
+    }
+  }
+  return Status::ok();
+}
+
 Status check_overrides(const SpecOverrides& o) {
   if (o.devices && *o.devices < 1)
     return Status::bad_input(fmt::format("--devices must be >= 1, got {}", *o.devices));
@@ -943,6 +967,7 @@ Status check_overrides(const SpecOverrides& o) {
 Result<Spec> finish(Draft d, const std::string& model_file, const SpecOverrides& o) {
   PS_RETURN_IF_ERROR(check_overrides(o));
   PS_RETURN_IF_ERROR(derive_types(d));
+  PS_RETURN_IF_ERROR(check_vocab_shards(d));
   d.spec.cluster = d.cluster.cluster;
   bool devices_given = d.cluster.devices_given;
   if (o.devices) {

@@ -285,3 +285,40 @@ TEST_CASE("cost model: every component keeps stash <= activation and non-negativ
     CHECK(d->params_m > 0);
   }
 }
+
+TEST_CASE("cost model: a vocabulary-sharded head splits the LM head's work K ways and passes the activation on") {
+  Architecture a = llama2_7b();
+  a.vocab_size = 256000;
+  Result<DerivedCosts> whole = derive_costs(kind("head"), a, h100());
+  REQUIRE(whole.ok());
+  CHECK(whole->output_mb == 0);  // the loss
+  const double h = 4096, T = 4096, V = 256000, p = 2;
+  for (long long K : {2LL, 4LL, 8LL}) {
+    CAPTURE(K);
+    Architecture s = a;
+    s.vocab_shards = K;
+    Result<DerivedCosts> shard = derive_costs(kind("head"), s, h100());
+    REQUIRE(shard.ok());
+    // The projection's parameters and FLOPs split K ways; each shard repeats the final norm.
+    CHECK(shard->params_m * 1e6 == doctest::Approx(h + V / K * h).epsilon(1e-12));
+    CHECK(K * shard->params_m == doctest::Approx(whole->params_m + (K - 1) * h / 1e6).epsilon(1e-12));
+    // The norm is memory-bound and tiny, so the times split K ways up to it.
+    CHECK(K * shard->forward_ms == doctest::Approx(whole->forward_ms).epsilon(1e-3));
+    CHECK(K * shard->backward_input_ms == doctest::Approx(whole->backward_input_ms).epsilon(1e-3));
+    CHECK(K * shard->backward_weight_ms == doctest::Approx(whole->backward_weight_ms).epsilon(1e-3));
+    // Logits (fp32) split K ways; the two activation inputs are kept by every shard.
+    CHECK(shard->activation_mb * 1e6 == doctest::Approx(2 * p * T * h + 4 * T * V / K).epsilon(1e-12));
+    // Hands on the activation plus a running log-sum-exp and target logit per token (fp32 each).
+    CHECK(shard->output_mb * 1e6 == doctest::Approx(p * T * h + 8 * T).epsilon(1e-12));
+  }
+  Architecture bad = a;
+  bad.vocab_shards = 0;
+  Result<DerivedCosts> zero = derive_costs(kind("head"), bad, h100());
+  REQUIRE_FALSE(zero.ok());
+  CHECK(zero.status().message().find("vocab_shards must be >= 1") != std::string::npos);
+  bad.vocab_size = 4;
+  bad.vocab_shards = 8;
+  Result<DerivedCosts> many = derive_costs(kind("head"), bad, h100());
+  REQUIRE_FALSE(many.ok());
+  CHECK(many.status().message().find("vocab_shards (8) must be <= vocab_size (4)") != std::string::npos);
+}
