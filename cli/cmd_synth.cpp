@@ -1,8 +1,9 @@
 // `pipesmith synth MODEL.yaml [--partition ...] [--placement ...] [--time-limit S] [--seed N] -o OUT`
-// — synthesize a schedule, check it and write it with its certificate. Without --partition,
-// --placement and --stages-per-device the tuner (synth/tuner.h) searches partition and placement and
-// Z3 refines the chosen plan's order; with any of them, the plan is fixed by the flags (defaults:
-// balanced, sequential) and only the order is optimized. Exit 2 (with the reason in terms of the inputs) when no schedule fits the memory
+// — synthesize a schedule, check it and write it with its certificate. The tuner (synth/tuner.h)
+// searches what the flags leave open — partition and placement without --partition/--placement/
+// --stages-per-device, the placement with only --partition, the partition with only --placement (or
+// --stages-per-device) — and Z3 refines the chosen plan's order; with both fixed only the order is
+// optimized. Exit 2 (with the reason in terms of the inputs) when no schedule fits the memory
 // limit.
 #include <fmt/format.h>
 
@@ -39,9 +40,11 @@ struct SynthArgs {
   int threads = 2;
   bool quiet = false;
   std::string out_path, csv_path, svg_path, smt2_path;
-  // Set from the parsed flags: without --partition/--placement/--stages-per-device, partition and
-  // placement are searched too (issue 6: co-optimization); with them, they are fixed.
-  bool cooptimize = false;
+  // Set from the parsed flags: what the flags fix; the rest is searched (issue 6: co-optimization).
+  // --placement or --stages-per-device fix the placement (--stages-per-device alone means
+  // --placement interleaved); --partition fixes the partition.
+  bool fix_partition = false;
+  bool fix_placement = false;
 };
 
 struct Plan {
@@ -57,12 +60,60 @@ std::string placement_name(const std::string& p) {
   return p;
 }
 
+// The stage count the placement flags name (sequential: P, interleaved: V·P, v: 2P, a list: its length).
+Result<int> placement_stage_count(const SynthArgs& a, int P) {
+  const std::string pl = placement_name(a.placement);
+  if (pl == "sequential") {
+    if (a.stages_per_device > 1) {
+      return Status::bad_input(fmt::format(
+          "--placement sequential puts one stage on each device; for {} stages per device use --placement "
+          "interleaved or v",
+          a.stages_per_device));
+    }
+    return P;
+  }
+  if (pl == "looped") return (a.stages_per_device ? a.stages_per_device : 2) * P;
+  if (pl == "vshape") {
+    if (a.stages_per_device != 0 && a.stages_per_device != 2)
+      return Status::bad_input("--placement v holds exactly 2 stages per device");
+    return 2 * P;
+  }
+  int S = 1;  // an explicit list: its length is the stage count
+  for (char ch : pl) S += ch == ',';
+  return S;
+}
+
+// The placement the flags fix, over the stage count they name.
+Result<std::vector<int>> fixed_placement(const SynthArgs& a, int P) {
+  Result<int> S = placement_stage_count(a, P);
+  if (!S.ok()) return S.status();
+  return parse_placement(placement_name(a.placement), *S, P);
+}
+
+bool is_layout(const std::string& partition) {
+  return !is_partition_method_name(partition) && looks_like_megatron_layout(partition);
+}
+
+// The partition --partition fixes when the placement is searched: a layout's own stages, or the
+// named method over --stages-per-device × P stages (default P).
+Result<Partition> fixed_partition(const Spec& spec, const SynthArgs& a) {
+  const int P = spec.cluster.devices;
+  if (is_layout(a.partition)) {
+    auto layout = parse_megatron_layout(a.partition);
+    if (!layout.ok()) return layout.status();
+    auto lp = apply_megatron_layout(*layout, spec.model, P);
+    if (!lp.ok()) return lp.status();
+    return lp->partition;
+  }
+  return partition_by_name(spec, (a.stages_per_device ? a.stages_per_device : 1) * P, a.partition);
+}
+
+// Both fixed.
 Result<Plan> make_plan(const Spec& spec, const SynthArgs& a) {
   const int P = spec.cluster.devices;
   const std::string pl = placement_name(a.placement);
   Plan plan;
-  if (a.stages_per_device < 0) return Status::bad_input("--stages-per-device must be >= 1");
-  if (!is_partition_method_name(a.partition) && looks_like_megatron_layout(a.partition)) {
+  if (is_layout(a.partition)) {
     auto layout = parse_megatron_layout(a.partition);
     if (!layout.ok()) return layout.status();
     auto lp = apply_megatron_layout(*layout, spec.model, P);
@@ -83,30 +134,12 @@ Result<Plan> make_plan(const Spec& spec, const SynthArgs& a) {
     plan.desc = fmt::format("Megatron layout \"{}\"", a.partition);
     return plan;
   }
-  int S = 0;
-  if (pl == "sequential") {
-    if (a.stages_per_device > 1) {
-      return Status::bad_input(fmt::format(
-          "--placement sequential puts one stage on each device; for {} stages per device use --placement "
-          "interleaved or v",
-          a.stages_per_device));
-    }
-    S = P;
-  } else if (pl == "looped") {
-    S = (a.stages_per_device ? a.stages_per_device : 2) * P;
-  } else if (pl == "vshape") {
-    if (a.stages_per_device != 0 && a.stages_per_device != 2)
-      return Status::bad_input("--placement v holds exactly 2 stages per device");
-    S = 2 * P;
-  } else {
-    // An explicit list: its length is the stage count.
-    S = 1;
-    for (char ch : pl) S += ch == ',';
-  }
-  auto part = partition_by_name(spec, S, a.partition);
+  Result<int> S = placement_stage_count(a, P);
+  if (!S.ok()) return S.status();
+  auto part = partition_by_name(spec, *S, a.partition);
   if (!part.ok()) return part.status();
   plan.partition = *part;
-  auto place = parse_placement(pl, S, P);
+  auto place = parse_placement(pl, *S, P);
   if (!place.ok()) return place.status();
   plan.placement = *place;
   plan.desc = a.partition;
@@ -117,14 +150,28 @@ int run_synth(const SynthArgs& a) {
   if (!(a.time_limit_s > 0)) return report_error(Status::bad_input("--time-limit must be > 0 seconds"));
   auto spec = load_spec_from_flags(a.spec);
   if (!spec.ok()) return report_error(spec.status());
-  // Co-optimization: the tuner picks partition and placement (and a heuristic order) with part of
-  // the time; Z3 refines the order of the chosen plan with the rest.
+  if (a.stages_per_device < 0) return report_error(Status::bad_input("--stages-per-device must be >= 1"));
+  // Co-optimization: the tuner picks what the flags leave open (partition, placement or both, and a
+  // heuristic order) with part of the time; Z3 refines the order of the chosen plan with the rest.
   std::optional<TuneResult> tuned;
   double z3_time_s = a.time_limit_s;
-  if (a.cooptimize) {
+  std::string fixed_desc;
+  if (!(a.fix_partition && a.fix_placement)) {
     TuneOptions to;
     to.time_limit_s = 0.6 * a.time_limit_s;
     to.seed = a.seed;
+    if (a.fix_partition) {
+      auto part = fixed_partition(*spec, a);
+      if (!part.ok()) return report_error(part.status());
+      to.partition = *part;
+      fixed_desc = fmt::format("{} (given; placement searched: ", a.partition);
+    }
+    if (a.fix_placement) {
+      auto place = fixed_placement(a, spec->cluster.devices);
+      if (!place.ok()) return report_error(place.status());
+      to.placement = *place;
+      fixed_desc = fmt::format("searched for the given placement {} (", a.placement);
+    }
     if (!a.quiet) {
       to.progress = [](const TuneProgress& p) {
         std::fprintf(stderr, "synth: [%s] %d candidates (%d fit), best %.3f ms, bound %.3f ms, gap %.2f%%, %.1f s  %s\n",
@@ -141,7 +188,8 @@ int run_synth(const SynthArgs& a) {
   if (tuned) {
     plan->partition = tuned->partition;
     plan->placement = tuned->placement;
-    plan->desc = fmt::format("searched ({})", tuned->description);
+    plan->desc = fixed_desc.empty() ? fmt::format("searched ({})", tuned->description)
+                                    : fmt::format("{}{})", fixed_desc, tuned->description);
   } else {
     plan = make_plan(*spec, a);
     if (!plan.ok()) return report_error(plan.status());
@@ -231,12 +279,14 @@ Runner add_synth(CLI::App& app) {
       "synth", "Synthesize a schedule with Z3 for a partition and placement, check it and write it with its certificate");
   add_spec_flags(sub, &args->spec);
   sub->add_option("--partition", args->partition,
-                  "Fix the partition: balanced, balanced-memory, even, or a Megatron --pipeline-model-parallel-layout string (absent: searched together with the placement)");
+                  "Fix the partition: balanced, balanced-memory, even (over --stages-per-device x P stages, default P), "
+                  "or a Megatron --pipeline-model-parallel-layout string (absent: searched)");
   sub->add_option("--placement", args->placement,
                   "Fix the placement: sequential, interleaved (stage s on device s mod P), v (device d holds d and 2P-1-d) "
-                  "or a list of devices per stage, e.g. 0,1,1,0");
-  sub->add_option("--stages-per-device", args->stages_per_device, "Stages per device V (interleaved: default 2)");
-  sub->add_option("--time-limit", args->time_limit_s, "Wall-clock cap in seconds (default 10): the whole search (partition, placement, then Z3) when --partition/--placement are absent, else the Z3 phase");
+                  "or a list of devices per stage, e.g. 0,1,1,0 (absent: searched)");
+  sub->add_option("--stages-per-device", args->stages_per_device,
+                  "Stages per device V (interleaved: default 2); alone it fixes the placement to interleaved with V");
+  sub->add_option("--time-limit", args->time_limit_s, "Wall-clock cap in seconds (default 10): the whole run, search of what --partition/--placement leave open, then Z3; with both given, the Z3 phase");
   sub->add_option("--rlimit", args->rlimit,
                   "Z3 resource budget (deterministic); default: the time limit times a fixed rate");
   sub->add_option("--seed", args->seed, "Z3 random seed (default 0)");
@@ -249,8 +299,12 @@ Runner add_synth(CLI::App& app) {
   sub->add_option("--svg", args->svg_path, "Also write an SVG Gantt chart of the simulated schedule");
   sub->add_option("--dump-smt2", args->smt2_path, "Write the Z3 problem as SMT-LIB2 (when Z3 runs)");
   return [args, sub] {
-    args->cooptimize = sub->get_option("--partition")->count() == 0 && sub->get_option("--placement")->count() == 0 &&
-                       sub->get_option("--stages-per-device")->count() == 0;
+    if (sub->get_option("--stages-per-device")->count() > 0 && args->stages_per_device < 1) args->stages_per_device = -1;
+    args->fix_partition = sub->get_option("--partition")->count() > 0;
+    const bool placement_given = sub->get_option("--placement")->count() > 0;
+    args->fix_placement = placement_given || sub->get_option("--stages-per-device")->count() > 0;
+    if (!placement_given && args->stages_per_device > 1 && !is_layout(args->partition))
+      args->placement = "interleaved";  // --stages-per-device V alone: V stages per device, looped
     return run_synth(*args);
   };
 }

@@ -4,6 +4,7 @@
 
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "ir/schedule_io.h"
 #include "test_util.h"
@@ -12,6 +13,7 @@ using pstest::read_file;
 using pstest::run_cli;
 using pstest::source_path;
 using pstest::temp_path;
+using ps::Result;
 
 namespace {
 
@@ -121,4 +123,51 @@ TEST_CASE("cli synth: bad flags are usage errors") {
   CHECK(contains(r2.output, "one stage on each device"));
   CHECK(run_cli(fmt::format("synth {}{} --devices 0", m, kFixed)).exit_code == 1);
   CHECK(run_cli("synth /nonexistent/model.yaml" + kFixed).exit_code == 1);
+}
+
+TEST_CASE("cli synth: with only --partition the placement is searched, with only --placement the partition") {
+  const std::string m = model_path();
+  const std::string out = temp_path("synth-partial.yaml");
+  auto stages_of = [&](const std::string& path) {
+    Result<ps::Schedule> s = ps::read_schedule_yaml(path);
+    REQUIRE(s.ok());
+    return s->problem.stages;
+  };
+  SUBCASE("--partition even: the even split over P stages, placement searched") {
+    auto r = run_cli(fmt::format("synth {} --partition even --time-limit 5 --quiet -o {}", m, out));
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    CHECK(contains(r.output, "even (given; placement searched: "));
+    auto st = stages_of(out);
+    REQUIRE(st.size() == 4);
+    for (int s = 0; s < 4; ++s) {
+      CHECK(st[s].first_layer == 2 * s);
+      CHECK(st[s].last_layer == 2 * s + 1);
+    }
+    CHECK(run_cli("verify " + out).exit_code == 0);
+  }
+  SUBCASE("--placement LIST: exactly that placement, partition searched") {
+    const std::vector<int> want = {0, 1, 2, 3, 3, 2, 1, 0};
+    auto r = run_cli(fmt::format("synth {} --placement 0,1,2,3,3,2,1,0 --time-limit 5 --quiet -o {}", m, out));
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    CHECK(contains(r.output, "searched for the given placement 0,1,2,3,3,2,1,0"));
+    auto st = stages_of(out);
+    REQUIRE(st.size() == want.size());
+    for (size_t s = 0; s < st.size(); ++s) CHECK(st[s].device == want[s]);
+    CHECK(run_cli("verify " + out).exit_code == 0);
+  }
+  SUBCASE("--stages-per-device 2 alone: interleaved placement over 2P stages, partition searched") {
+    auto r = run_cli(fmt::format("synth {} --stages-per-device 2 --time-limit 5 --quiet -o {}", m, out));
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    auto st = stages_of(out);
+    REQUIRE(st.size() == 8);
+    for (int s = 0; s < 8; ++s) CHECK(st[s].device == s % 4);
+  }
+  SUBCASE("--stages-per-device 0 is an error") {
+    auto r = run_cli(fmt::format("synth {} --stages-per-device 0 --quiet -o {}", m, out));
+    CHECK(r.exit_code == 1);
+    CHECK(contains(r.output, "--stages-per-device must be >= 1"));
+  }
 }
