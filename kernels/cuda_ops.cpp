@@ -164,6 +164,33 @@ void CudaOps::softmax_xent_backward(const rt::Tensor& probs, const rt::Tensor& t
   check(launch_softmax_xent_backward(probs.f32(), targets.i32(), rows, classes, scale, dlogits.f32(), stream_));
 }
 
+void CudaOps::head_shard_forward(const rt::Tensor&, const rt::Tensor&, int, int, int, const rt::Tensor&, rt::Tensor&,
+                                 rt::Tensor&, rt::Tensor&, rt::Tensor&) {
+  fail(Status::error(ErrorCode::kRuntime,
+                     fmt::format("{}: vocabulary-sharded heads are not implemented on --backend cuda", name_)));
+}
+
+void CudaOps::head_shard_backward(const rt::Tensor&, const rt::Tensor&, const rt::Tensor&, const rt::Tensor&, int, int,
+                                  int, float, rt::Tensor&, rt::Tensor&) {
+  fail(Status::error(ErrorCode::kRuntime,
+                     fmt::format("{}: vocabulary-sharded heads are not implemented on --backend cuda", name_)));
+}
+
+void CudaOps::copy(const rt::Tensor& src, size_t src_offset, rt::Tensor& dst, size_t dst_offset, size_t count) {
+  if (!ok() || src.empty() || dst.empty() || count == 0) return;
+  if (src.dtype() != dst.dtype() || src_offset + count > src.count() || dst_offset + count > dst.count()) {
+    fail(Status::error(ErrorCode::kRuntime,
+                       fmt::format("{}: copy of {} elements out of range (source {} from {}, destination {} from {})",
+                                   name_, count, src.count(), src_offset, dst.count(), dst_offset)));
+    return;
+  }
+  check(PS_CUDA(cudaSetDevice(gpu_)));
+  const size_t e = rt::dtype_bytes(src.dtype());
+  check(PS_CUDA(cudaMemcpyAsync(static_cast<char*>(dst.storage()->ptr()) + dst_offset * e,
+                                static_cast<const char*>(src.storage()->ptr()) + src_offset * e, count * e,
+                                cudaMemcpyDeviceToDevice, stream_)));
+}
+
 }  // namespace ps::kern
 
 #endif  // PIPESMITH_HAVE_CUDA

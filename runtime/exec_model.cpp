@@ -110,6 +110,18 @@ Result<ExecModel> build_exec_model(const Problem& problem, const Model* model,
       if (kind_of_type(t) == BlockKind::kMlp && t.forward_ms > 0) min_mlp_ms = std::min(min_mlp_ms, t.forward_ms);
     }
     if (!std::isfinite(min_mlp_ms)) min_mlp_ms = min_any_ms;
+    // The vocabulary-parallel head: the run of consecutive layers of the last layer's type, when that
+    // type is a head (layers head_first..n_layers-1; a run of one is an ordinary head). Only one type:
+    // a different head type before the last layer (DeepSeek's main head before its MTP head) is not a
+    // shard of it.
+    int head_first = n_layers;
+    if (auto last = model->types.find(model->layers.back().type);
+        last != model->types.end() && kind_of_type(last->second) == BlockKind::kHead) {
+      head_first = n_layers - 1;
+      while (head_first > 0 && model->layers[head_first - 1].type == model->layers.back().type) --head_first;
+    }
+    const int head_shards = n_layers - head_first;
+    int class_offset = 0;
     for (int s = 0; s < S; ++s) {
       for (int l = problem.stages[s].first_layer; l <= problem.stages[s].last_layer; ++l) {
         auto it = model->types.find(model->layers[l].type);
@@ -127,7 +139,10 @@ Result<ExecModel> build_exec_model(const Problem& problem, const Model* model,
                                         b.type, t.name));
           b.kind = BlockKind::kMlp;
         }
-        if (b.kind == BlockKind::kHead && l != n_layers - 1) {
+        if (b.kind == BlockKind::kHead && l >= head_first) {
+          b.shard = l - head_first;
+          b.shards = head_shards;
+        } else if (b.kind == BlockKind::kHead && l != n_layers - 1) {
           m.notes.push_back(fmt::format("layer {} ('{}' {}) is not the last layer: run as an MLP block", l,
                                         b.type, t.name));
           b.kind = BlockKind::kMlp;
@@ -143,17 +158,26 @@ Result<ExecModel> build_exec_model(const Problem& problem, const Model* model,
                 t.loc);
           if (b.kind == BlockKind::kMlp) b.hidden = static_cast<int>(std::lround(width));
           if (b.kind == BlockKind::kEmbedding) m.vocab_in = b.classes = static_cast<int>(std::lround(width));
-          if (b.kind == BlockKind::kHead) m.vocab_out = b.classes = static_cast<int>(std::lround(width));
+          if (b.kind == BlockKind::kHead) b.classes = static_cast<int>(std::lround(width));
         } else {
           if (b.kind == BlockKind::kMlp) b.hidden = std::max(4, static_cast<int>(std::lround(hidden0 * ratio)));
           if (b.kind == BlockKind::kEmbedding) b.classes = m.vocab_in;
-          if (b.kind == BlockKind::kHead) {
+          if (b.kind == BlockKind::kHead)
             b.classes = std::max(m.vocab_in, static_cast<int>(std::lround(2.0 * hidden0 * ratio)));
-            m.vocab_out = b.classes;
-          }
+        }
+        if (b.kind == BlockKind::kHead) {  // the global vocabulary is the sum over the shards
+          b.class_offset = class_offset;
+          class_offset += b.classes;
+          m.vocab_out = class_offset;
         }
         m.stages[s].push_back(b);
       }
+    }
+    if (head_shards > 1) {
+      const LayerType& t = model->types.at(model->layers.back().type);
+      m.notes.push_back(fmt::format("layers {}..{} ('{}' {}): one vocabulary-parallel head ({}; {} classes in all)",
+                                    head_first, n_layers - 1, t.symbol == '?' ? model->layers.back().type : t.symbol,
+                                    t.name, m.describe_sharded_head(), m.vocab_out));
     }
   } else {
     double min_ms = std::numeric_limits<double>::infinity();
@@ -197,6 +221,30 @@ std::vector<ParamSpec> ExecModel::block_params(int stage, int block) const {
   return {};
 }
 
+size_t ExecModel::boundary_count(int stage) const {
+  const BlockSpec& last = stages.at(stage).back();
+  const size_t carries = last.is_head_shard() && !last.is_loss() ? 2 * static_cast<size_t>(tokens) : 0;
+  return boundary_count() + carries;
+}
+
+int ExecModel::head_shards() const {
+  if (stages.empty() || stages.back().empty()) return 1;
+  const BlockSpec& last = stages.back().back();
+  return last.kind == BlockKind::kHead ? last.shards : 1;
+}
+
+std::string ExecModel::describe_sharded_head() const {
+  int first = -1, last = -1;
+  for (int s = 0; s < num_stages(); ++s)
+    for (const BlockSpec& b : stages[s])
+      if (b.is_head_shard()) {
+        if (first < 0) first = s;
+        last = s;
+      }
+  const std::string where = first == last ? fmt::format("stage {}", first) : fmt::format("stages {}–{}", first, last);
+  return fmt::format("{} shards, {}", head_shards(), where);
+}
+
 std::vector<ParamSpec> ExecModel::stage_params(int stage) const {
   std::vector<ParamSpec> out;
   for (int b = 0; b < static_cast<int>(stages.at(stage).size()); ++b)
@@ -218,7 +266,9 @@ std::string ExecModel::describe() const {
       std::string what;
       if (b.kind == BlockKind::kMlp) what = fmt::format("mlp(h={}", b.hidden);
       if (b.kind == BlockKind::kEmbedding) what = fmt::format("embedding(rows={}", b.classes);
-      if (b.kind == BlockKind::kHead) what = fmt::format("head(classes={}", b.classes);
+      if (b.kind == BlockKind::kHead)
+        what = b.is_head_shard() ? fmt::format("head(shard {}/{}, classes={}", b.shard, b.shards, b.classes)
+                                 : fmt::format("head(classes={}", b.classes);
       if (b.layer >= 0) what += fmt::format(", layer {} '{}'", b.layer, b.type);
       out += " " + what + ")";
     }
@@ -229,10 +279,20 @@ std::string ExecModel::describe() const {
 
 std::string ExecModel::stage_summary(int stage) const {
   int mlps = 0, hmin = 0, hmax = 0;
+  int shard_first = -1, shard_last = -1, shard_classes = 0;
   std::string head, emb;
   for (const BlockSpec& b : stages.at(stage)) {
     if (b.kind == BlockKind::kEmbedding) emb = fmt::format("embedding ({} rows)", b.classes);
-    if (b.kind == BlockKind::kHead) head = fmt::format("head ({} classes)", b.classes);
+    if (b.kind == BlockKind::kHead && !b.is_head_shard()) head = fmt::format("head ({} classes)", b.classes);
+    if (b.is_head_shard()) {
+      if (shard_first < 0) shard_first = b.shard;
+      shard_last = b.shard;
+      shard_classes += b.classes;
+      head = fmt::format("head shard{} {} of {} ({} classes)", shard_first == shard_last ? "" : "s",
+                         shard_first == shard_last ? std::to_string(shard_first)
+                                                   : fmt::format("{}-{}", shard_first, shard_last),
+                         b.shards, shard_classes);
+    }
     if (b.kind == BlockKind::kMlp) {
       hmin = mlps == 0 ? b.hidden : std::min(hmin, b.hidden);
       hmax = mlps == 0 ? b.hidden : std::max(hmax, b.hidden);

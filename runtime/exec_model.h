@@ -8,6 +8,13 @@
 //    head) → Head (projection + softmax cross-entropy), anything else → an MLP residual block
 //    y = x + W2·gelu(W1·x). An embedding that is not the first layer, or a head that is not the last,
 //    runs as an MLP block (a note says so). Without layer information each stage is one MLP block.
+//  * Vocabulary-parallel head: a run of K ≥ 2 consecutive layers of one head type that ends the model
+//    is one head split into K shards (shard i holds classes [offset_i, offset_i + classes_i) of the
+//    global vocabulary, each shard's classes computed as a head's are). The shards run as a chain:
+//    each passes (x, L, t) on — the activation unchanged, the per-row running log-sum-exp of the
+//    logits so far and the running target logit — and the last one's output is the loss mean(L − t).
+//    A boundary inside the chain carries 2·tokens more elements (boundary_count); runtime/
+//    stage_compute.cpp has the math and its gradient. A single head runs exactly as before.
 //    Stage 0 always starts with an Embedding and the last stage always ends with a Head (added when
 //    the layers do not provide them).
 //  * MLP hidden width = hidden·scale × (forward_ms of the type / forward_ms of the cheapest MLP type),
@@ -39,6 +46,15 @@ struct BlockSpec {
   char type = '?';    // layer type symbol ('?' without layer information)
   int hidden = 0;     // MLP hidden width: 512
   int classes = 0;    // Head: number of classes (vocabulary): 256; Embedding: rows
+  // Head of a vocabulary-parallel head: which shard (0-based) of how many, and the first global class
+  // it holds. An ordinary head is shard 0 of 1 at offset 0.
+  int shard = 0;         // 2
+  int shards = 1;        // 4
+  int class_offset = 0;  // 512
+
+  bool is_head_shard() const { return kind == BlockKind::kHead && shards > 1; }
+  // The block whose output is the loss (an ordinary head, or the last shard).
+  bool is_loss() const { return kind == BlockKind::kHead && shard == shards - 1; }
 };
 
 struct ParamSpec {
@@ -67,7 +83,7 @@ struct ExecModel {
   int tokens = 32;     // rows of an activation
   int d_model = 64;    // columns of an activation
   int vocab_in = 256;  // embedding rows (token ids are < vocab_in)
-  int vocab_out = 256; // head classes (targets are < vocab_out)
+  int vocab_out = 256; // head classes, all shards together (targets are < vocab_out)
   int microbatches = 1;
   uint64_t seed = 1;
   std::vector<std::vector<BlockSpec>> stages;  // stages[s] = blocks in order
@@ -78,8 +94,15 @@ struct ExecModel {
   std::vector<ParamSpec> block_params(int stage, int block) const;
   std::vector<ParamSpec> stage_params(int stage) const;
   size_t stage_param_count(int stage) const;
-  // Elements of the activation that crosses a stage boundary (and of its gradient).
+  // Elements of an activation [tokens × d_model].
   size_t boundary_count() const { return static_cast<size_t>(tokens) * d_model; }
+  // Elements of the message from `stage` to stage+1 (and of its gradient): the activation, plus the
+  // carries (L, t) — 2·tokens more — when the boundary falls inside a vocabulary-sharded head.
+  size_t boundary_count(int stage) const;
+  // Shards of the model's head (1: an ordinary head).
+  int head_shards() const;
+  // Where the sharded head is, for messages: "4 shards, stages 6–7" ("2 shards, stage 3").
+  std::string describe_sharded_head() const;
   // One line per stage: "stage 1: mlp(h=512, layer 3 'M') mlp(h=256, layer 4 '-')".
   std::string describe() const;
   // Short form for summaries: "embedding, 4 mlp (h 32-64)".

@@ -116,7 +116,7 @@ Status prepare_comm(Worker& w, const Problem& p, const ExecModel& model, int ind
       if (w.inbox_f.count({s, m})) return err("received twice");
       item.peer = p.device_of(s - 1);
       item.expected = make_action(OpType::SEND_F, s - 1, m);
-      item.count = model.boundary_count();
+      item.count = model.boundary_count(s - 1);
       return Status::ok();
     case OpType::RECV_B:
       if (s + 1 >= S || p.device_of(s + 1) == d)
@@ -124,7 +124,7 @@ Status prepare_comm(Worker& w, const Problem& p, const ExecModel& model, int ind
       if (w.inbox_b.count({s, m})) return err("received twice");
       item.peer = p.device_of(s + 1);
       item.expected = make_action(OpType::SEND_B, s + 1, m);
-      item.count = model.boundary_count();
+      item.count = model.boundary_count(s);
       return Status::ok();
     default:
       return err("not a comm op");
@@ -423,9 +423,17 @@ ExecResult execute(const Schedule& schedule, const ExecModel& model, Backend& ba
                                                                 backend.num_devices(), P));
     return res;
   }
+  const std::vector<int> local = backend.local_devices();
+  if (model.head_shards() > 1)
+    for (int d : local)
+      if (!backend.device(d).ops().supports_sharded_head()) {
+        res.status = Status::error(ErrorCode::kRuntime,
+                                   fmt::format("vocabulary-sharded heads ({}) are not implemented on --backend {}",
+                                               model.describe_sharded_head(), backend.name()));
+        return res;
+      }
   res.status = backend.begin_iteration();
   if (!res.status.is_ok()) return res;
-  const std::vector<int> local = backend.local_devices();
   std::vector<std::unique_ptr<Worker>> workers;
   for (int d : local) {
     workers.push_back(std::make_unique<Worker>(d, schedule.programs.at(d), backend.device(d), model));

@@ -122,4 +122,59 @@ void host_softmax_xent_backward(const float* probs, const int32_t* targets, int 
   }
 }
 
+void host_head_shard_forward(const float* logits, const int32_t* targets, int rows, int classes,
+                             int class_offset, const float* carry_in, float* probs, float* weights,
+                             float* carry_out, float* loss) {
+  for (int r = 0; r < rows; ++r) {
+    const float* l = logits + static_cast<size_t>(r) * classes;
+    float* p = probs + static_cast<size_t>(r) * classes;
+    // Softmax and log-sum-exp of the shard's logits, as host_softmax_xent_forward computes them.
+    float mx = l[0];
+    for (int j = 1; j < classes; ++j) mx = std::max(mx, l[j]);
+    float sum = 0.0f;
+    for (int j = 0; j < classes; ++j) {
+      p[j] = std::exp(l[j] - mx);
+      sum += p[j];
+    }
+    const float inv = 1.0f / sum;
+    for (int j = 0; j < classes; ++j) p[j] *= inv;
+    const float s = std::log(sum) + mx;
+    float lse = s, w_prev = 0.0f, w_self = 1.0f, t = 0.0f;
+    if (carry_in != nullptr) {
+      const float l_in = carry_in[r];
+      t = carry_in[rows + r];
+      const float m = std::max(l_in, s);
+      lse = m + std::log(std::exp(l_in - m) + std::exp(s - m));
+      w_prev = std::exp(l_in - lse);
+      w_self = std::exp(s - lse);
+    }
+    const int local = targets[r] - class_offset;
+    if (local >= 0 && local < classes) t += l[local];
+    carry_out[r] = lse;
+    carry_out[rows + r] = t;
+    weights[r] = w_prev;
+    weights[rows + r] = w_self;
+    if (loss != nullptr) loss[r] = lse - t;
+  }
+}
+
+void host_head_shard_backward(const float* probs, const int32_t* targets, const float* weights,
+                              const float* dcarry_out, int rows, int classes, int class_offset,
+                              float scale, float* dlogits, float* dcarry_in) {
+  for (int r = 0; r < rows; ++r) {
+    const float dl = dcarry_out != nullptr ? dcarry_out[r] : scale;
+    const float dt = dcarry_out != nullptr ? dcarry_out[rows + r] : -scale;
+    const float ds = dl * weights[rows + r];
+    const float* p = probs + static_cast<size_t>(r) * classes;
+    float* d = dlogits + static_cast<size_t>(r) * classes;
+    for (int j = 0; j < classes; ++j) d[j] = ds * p[j];
+    const int local = targets[r] - class_offset;
+    if (local >= 0 && local < classes) d[local] += dt;
+    if (dcarry_in != nullptr) {
+      dcarry_in[r] = dl * weights[r];
+      dcarry_in[rows + r] = dt;
+    }
+  }
+}
+
 }  // namespace ps::rt

@@ -32,4 +32,23 @@ void host_softmax_xent_forward(const float* logits, const int32_t* targets, int 
 void host_softmax_xent_backward(const float* probs, const int32_t* targets, int rows, int classes,
                                 float scale, float* dlogits);
 
+// One shard of a vocabulary-parallel head: classes [class_offset, class_offset + classes) of the
+// global vocabulary (ExecModel's head shards; the derivation is in runtime/stage_compute.cpp).
+// Carries are [2 × rows]: entries 0..rows-1 the running log-sum-exp L, rows..2·rows-1 the running
+// target logit t. Per row r, with S = log Σ_j exp(logits[r, j]):
+//   L_out = logaddexp(L_in, S), t_out = t_in + logits[r, target − class_offset] (target in range),
+//   probs[r, :] = softmax(logits[r, :]), weights = (exp(L_in − L_out), exp(S − L_out)) as a carry,
+//   loss[r] = L_out − t_out (only when `loss` is non-null: the last shard).
+// A null carry_in is the start of the chain (L_in = −inf, t_in = 0); then L_out = S exactly.
+void host_head_shard_forward(const float* logits, const int32_t* targets, int rows, int classes,
+                             int class_offset, const float* carry_in, float* probs, float* weights,
+                             float* carry_out, float* loss);
+// Its gradient. dcarry_out = (dL_out, dt) per row as a carry; null for the last shard, where the loss
+// mean(L − t)·scale gives dL_out = scale, dt = −scale. Writes
+//   dlogits[r, :] = dL_out·w_self·probs[r, :] + dt·onehot(target − class_offset),
+//   dcarry_in = (dL_out·w_prev, dt) (skipped when null: the first shard's carry_in is a constant).
+void host_head_shard_backward(const float* probs, const int32_t* targets, const float* weights,
+                              const float* dcarry_out, int rows, int classes, int class_offset,
+                              float scale, float* dlogits, float* dcarry_in);
+
 }  // namespace ps::rt

@@ -89,4 +89,38 @@ void HostOps::softmax_xent_backward(const Tensor& probs, const Tensor& targets, 
   host_softmax_xent_backward(probs.f32(), targets.i32(), rows, classes, scale, dlogits.f32());
 }
 
+void HostOps::head_shard_forward(const Tensor& logits, const Tensor& targets, int rows, int classes,
+                                 int class_offset, const Tensor& carry_in, Tensor& probs, Tensor& weights,
+                                 Tensor& carry_out, Tensor& loss) {
+  const size_t n = static_cast<size_t>(rows);
+  PS_ASSERT(logits.count() == n * classes && probs.count() == logits.count() && targets.count() == n &&
+                weights.count() == 2 * n && carry_out.count() == 2 * n &&
+                (carry_in.empty() || carry_in.count() == 2 * n) && (loss.empty() || loss.count() == n),
+            "head shard shape mismatch");
+  host_head_shard_forward(logits.f32(), targets.i32(), rows, classes, class_offset,
+                          carry_in.empty() ? nullptr : carry_in.f32(), probs.f32(), weights.f32(), carry_out.f32(),
+                          loss.empty() ? nullptr : loss.f32());
+}
+
+void HostOps::head_shard_backward(const Tensor& probs, const Tensor& targets, const Tensor& weights,
+                                  const Tensor& dcarry_out, int rows, int classes, int class_offset, float scale,
+                                  Tensor& dlogits, Tensor& dcarry_in) {
+  const size_t n = static_cast<size_t>(rows);
+  PS_ASSERT(probs.count() == n * classes && dlogits.count() == probs.count() && targets.count() == n &&
+                weights.count() == 2 * n && (dcarry_out.empty() || dcarry_out.count() == 2 * n) &&
+                (dcarry_in.empty() || dcarry_in.count() == 2 * n),
+            "head shard' shape mismatch");
+  host_head_shard_backward(probs.f32(), targets.i32(), weights.f32(), dcarry_out.empty() ? nullptr : dcarry_out.f32(),
+                           rows, classes, class_offset, scale, dlogits.f32(),
+                           dcarry_in.empty() ? nullptr : dcarry_in.f32());
+}
+
+void HostOps::copy(const Tensor& src, size_t src_offset, Tensor& dst, size_t dst_offset, size_t count) {
+  PS_ASSERT(src.dtype() == dst.dtype() && src_offset + count <= src.count() && dst_offset + count <= dst.count(),
+            "copy out of range");
+  const size_t e = dtype_bytes(src.dtype());
+  std::memcpy(static_cast<char*>(dst.storage()->ptr()) + dst_offset * e,
+              static_cast<const char*>(src.storage()->ptr()) + src_offset * e, count * e);
+}
+
 }  // namespace ps::rt

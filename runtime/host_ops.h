@@ -31,6 +31,14 @@ class HostOps final : public Ops {
                             Tensor& probs, Tensor& loss) override;
   void softmax_xent_backward(const Tensor& probs, const Tensor& targets, int rows, int classes,
                              float scale, Tensor& dlogits) override;
+  void head_shard_forward(const Tensor& logits, const Tensor& targets, int rows, int classes, int class_offset,
+                          const Tensor& carry_in, Tensor& probs, Tensor& weights, Tensor& carry_out,
+                          Tensor& loss) override;
+  void head_shard_backward(const Tensor& probs, const Tensor& targets, const Tensor& weights,
+                           const Tensor& dcarry_out, int rows, int classes, int class_offset, float scale,
+                           Tensor& dlogits, Tensor& dcarry_in) override;
+  bool supports_sharded_head() const override { return true; }
+  void copy(const Tensor& src, size_t src_offset, Tensor& dst, size_t dst_offset, size_t count) override;
 
   Status status() const override { return Status::ok(); }
   size_t live_bytes() const override { return counters_->live.load(); }

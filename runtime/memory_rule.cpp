@@ -5,6 +5,7 @@ namespace ps::rt {
 StageBytes stage_slot_bytes(const ExecModel& model, int stage) {
   const size_t T = static_cast<size_t>(model.tokens), D = static_cast<size_t>(model.d_model);
   StageBytes b;
+  bool shard_seen = false;  // the stage's head shards share X and the targets (each storage counted once)
   for (const BlockSpec& blk : model.stages.at(stage)) {
     const size_t H = static_cast<size_t>(blk.hidden), V = static_cast<size_t>(blk.classes);
     switch (blk.kind) {
@@ -17,6 +18,16 @@ StageBytes stage_slot_bytes(const ExecModel& model, int stage) {
         b.after_input += 4 * (2 * T * D + 2 * T * H);
         break;
       case BlockKind::kHead:  // F: {X, targets, P}; I: {X, dlogits}
+        if (blk.is_head_shard()) {  // F: {X, targets, P, weights [2T]}; I: {X, dlogits}
+          if (!shard_seen) {
+            b.after_forward += 4 * (T * D + T);
+            b.after_input += 4 * T * D;
+          }
+          shard_seen = true;
+          b.after_forward += 4 * (T * V + 2 * T);
+          b.after_input += 4 * T * V;
+          break;
+        }
         b.after_forward += 4 * (T * D + T + T * V);
         b.after_input += 4 * (T * D + T * V);
         break;

@@ -49,6 +49,22 @@ class Ops {
   // dlogits = scale · (probs − onehot(targets)).
   virtual void softmax_xent_backward(const Tensor& probs, const Tensor& targets, int rows,
                                      int classes, float scale, Tensor& dlogits) = 0;
+  // One shard of a vocabulary-parallel head (semantics: host_head_shard_forward in
+  // runtime/host_math.h). carry_in [2·rows] = (L, t) per row, empty for the first shard; writes probs
+  // [rows×classes], weights [2·rows], carry_out [2·rows] and, when `loss` is non-empty, loss [rows].
+  virtual void head_shard_forward(const Tensor& logits, const Tensor& targets, int rows, int classes,
+                                  int class_offset, const Tensor& carry_in, Tensor& probs, Tensor& weights,
+                                  Tensor& carry_out, Tensor& loss) = 0;
+  // Its gradient (host_head_shard_backward). dcarry_out empty for the last shard (the loss scaled by
+  // `scale`); dcarry_in may be empty (the first shard).
+  virtual void head_shard_backward(const Tensor& probs, const Tensor& targets, const Tensor& weights,
+                                   const Tensor& dcarry_out, int rows, int classes, int class_offset,
+                                   float scale, Tensor& dlogits, Tensor& dcarry_in) = 0;
+  // False where head_shard_* are not implemented (the run is then refused before it starts).
+  virtual bool supports_sharded_head() const = 0;
+  // dst[dst_offset + i] = src[src_offset + i] for i < count (same dtype); packs and unpacks the
+  // head chain's boundary messages.
+  virtual void copy(const Tensor& src, size_t src_offset, Tensor& dst, size_t dst_offset, size_t count) = 0;
 
   // First error of any call so far (ok when none).
   virtual Status status() const = 0;

@@ -65,6 +65,9 @@ Result<ProfileResult> profile_layer_types(const Spec& spec, Backend& backend, co
     BlockSpec blk;
     if (found) {
       blk = *found;
+      blk.shard = 0;  // a shard of a vocabulary-parallel head is measured as a head of its classes
+      blk.shards = 1;
+      blk.class_offset = 0;
     } else {
       // A type no layer uses: its block at the base width.
       blk.kind = block_kind_of(type);

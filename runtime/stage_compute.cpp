@@ -4,6 +4,27 @@
 
 namespace ps::rt {
 
+// The vocabulary-parallel head (K shards; exec_model.h). Shard i has W_i [classes_i × d] and, per row,
+// maps (x, L_{i−1}, t_{i−1}) to (x, L_i, t_i):
+//   z_i = x·W_iᵀ,  S_i = log Σ_j exp z_ij,  L_i = logaddexp(L_{i−1}, S_i),  t_i = t_{i−1} + z_i[y] (y in shard i)
+// with L_0 = −inf, t_0 = 0 before the first shard; the last shard's output is the loss ℓ = c·Σ_rows (L_K − t_K),
+// c = 1/(T·M) the scale the loss gets in the objective (the same reduction as an ordinary head).
+//
+// Gradient (reverse mode through that chain; per row, "d" = ∂ℓ/∂·):
+//   at the end                dL_K = c,  dt_K = −c
+//   t_i = t_{i−1} + z_i[y]     ⇒ dt_{i−1} = dt_i,  dz_i[y] += dt_i
+//   L_i = logaddexp(L_{i−1}, S_i)  (∂L_i/∂L_{i−1} = exp(L_{i−1} − L_i), ∂L_i/∂S_i = exp(S_i − L_i))
+//                             ⇒ dL_{i−1} = dL_i·exp(L_{i−1} − L_i),  dS_i = dL_i·exp(S_i − L_i)
+//   S_i = LSE(z_i)            ⇒ dz_i += dS_i·softmax(z_i)
+//   z_i = x·W_iᵀ, x also passed on unchanged
+//                             ⇒ dx_{in} = dx_{out} + dz_i·W_i (I),  dW_i = dz_iᵀ·x (W)
+// By induction dL_i = c·exp(L_i − L_K) (a telescoping product), so dS_i·softmax(z_i) = c·exp(z_i − L_K):
+// dz_i = c·(exp(z_i − L_K) − onehot_i(y)), the global softmax minus the one-hot restricted to shard i, and
+// the sum of the shards' dx contributions is the unsharded head's dX = dz·W. The gradient message between
+// shards is (dx, dL, dt); the two exponentials are computed in F (host_head_shard_forward's `weights`)
+// and saved for I, so that each shard needs only its own L_{i−1}, S_i, L_i and never L_K.
+// Messages: at a boundary inside the chain, [x (T·d) | L (T) | t (T)] forward and [dx | dL | dt] backward.
+
 namespace {
 Status runtime_error(std::string msg) { return Status::error(ErrorCode::kRuntime, std::move(msg)); }
 
@@ -33,7 +54,7 @@ Status StageCompute::add_stage(int stage) {
       ops_.upload(t, ids.data());
       tokens_[{stage, m}] = std::move(t);
     }
-    if (blocks.back().kind == BlockKind::kHead) {
+    if (blocks.back().kind == BlockKind::kHead) {  // (every block after a head shard is one too)
       const std::vector<int32_t> tv = microbatch_targets(model_, m);
       Tensor t = ops_.alloc(tv.size(), DType::kI32);
       ops_.upload(t, tv.data());
@@ -66,9 +87,19 @@ Result<Tensor> StageCompute::forward(int stage, int mb, Tensor input) {
     if (!x.empty()) return runtime_error(fmt::format("F({},{}) got an input activation, but stage {} starts with the embedding", stage, mb, stage));
   } else if (x.empty()) {
     return runtime_error(fmt::format("F({},{}) has no input activation", stage, mb));
-  } else if (x.count() != model_.boundary_count()) {
+  } else if (x.count() != model_.boundary_count(stage - 1)) {
     return runtime_error(fmt::format("F({},{}): input has {} elements, expected {}", stage, mb, x.count(),
-                                     model_.boundary_count()));
+                                     model_.boundary_count(stage - 1)));
+  }
+  Tensor carry;          // (L, t) of the head chain so far; empty before its first shard
+  Tensor shard_targets;  // this stage's targets, shared by its head shards
+  if (blocks.front().is_head_shard() && blocks.front().shard > 0) {  // unpack [x | L | t]
+    const size_t n = model_.boundary_count();
+    Tensor msg = std::move(x);
+    x = ops_.alloc(n, DType::kF32);
+    ops_.copy(msg, 0, x, 0, n);
+    carry = ops_.alloc(2 * static_cast<size_t>(T), DType::kF32);
+    ops_.copy(msg, n, carry, 0, carry.count());
   }
   int pi = 0;
   for (const BlockSpec& b : blocks) {
@@ -102,6 +133,29 @@ Result<Tensor> StageCompute::forward(int stage, int mb, Tensor input) {
         const int V = b.classes;
         Tensor logits = ops_.alloc(static_cast<size_t>(T) * V, DType::kF32);
         ops_.gemm(false, true, T, V, D, 1.0f, x, w[pi], 0.0f, logits);
+        if (b.is_head_shard()) {
+          if (shard_targets.empty()) {
+            auto it = targets_.find(key);
+            if (it == targets_.end())
+              return runtime_error(fmt::format("F({},{}): no targets for microbatch {}", stage, mb, mb));
+            shard_targets = std::move(it->second);
+            targets_.erase(it);
+          }
+          Tensor probs = ops_.alloc(logits.count(), DType::kF32);
+          Tensor weights = ops_.alloc(2 * static_cast<size_t>(T), DType::kF32);
+          Tensor carry_out = ops_.alloc(2 * static_cast<size_t>(T), DType::kF32);
+          Tensor loss = b.is_loss() ? ops_.alloc(static_cast<size_t>(T), DType::kF32) : Tensor();
+          ops_.head_shard_forward(logits, shard_targets, T, V, b.class_offset, carry, probs, weights, carry_out,
+                                  loss);
+          saved = {x, shard_targets, probs, weights};  // x is shared by the stage's shards (counted once)
+          carry = std::move(carry_out);
+          if (b.is_loss()) {
+            losses_[mb] = std::move(loss);
+            x = Tensor();
+            carry = Tensor();
+          }
+          break;
+        }
         auto it = targets_.find(key);
         if (it == targets_.end()) return runtime_error(fmt::format("F({},{}): no targets for microbatch {}", stage, mb, mb));
         Tensor targets = std::move(it->second);
@@ -118,9 +172,15 @@ Result<Tensor> StageCompute::forward(int stage, int mb, Tensor input) {
     slot.blocks.push_back(std::move(saved));
     pi += params_per_block(b.kind);
   }
+  if (!carry.empty()) {  // the chain continues on the next stage: pack [x | L | t]
+    Tensor msg = ops_.alloc(model_.boundary_count(stage), DType::kF32);
+    ops_.copy(x, 0, msg, 0, x.count());
+    ops_.copy(carry, 0, msg, x.count(), carry.count());
+    x = std::move(msg);
+  }
   slots_[key] = std::move(slot);
   PS_RETURN_IF_ERROR(ops_.status());
-  return x;  // empty after the head
+  return x;  // empty after the loss
 }
 
 Result<Tensor> StageCompute::backward_input(int stage, int mb, Tensor grad_output) {
@@ -133,16 +193,25 @@ Result<Tensor> StageCompute::backward_input(int stage, int mb, Tensor grad_outpu
   const int T = model_.tokens, D = model_.d_model;
   const auto& blocks = model_.stages[stage];
   const std::vector<Tensor>& w = params_.at(stage);
-  const bool ends_with_head = blocks.back().kind == BlockKind::kHead;
-  if (ends_with_head && !grad_output.empty())
+  const bool ends_with_loss = blocks.back().is_loss();
+  if (ends_with_loss && !grad_output.empty())
     return runtime_error(fmt::format("I({},{}) got an output gradient, but stage {} ends with the loss", stage, mb, stage));
-  if (!ends_with_head && grad_output.empty())
+  if (!ends_with_loss && grad_output.empty())
     return runtime_error(fmt::format("I({},{}) has no output gradient", stage, mb));
-  if (!ends_with_head && grad_output.count() != model_.boundary_count())
+  if (!ends_with_loss && grad_output.count() != model_.boundary_count(stage))
     return runtime_error(fmt::format("I({},{}): output gradient has {} elements, expected {}", stage, mb,
-                                     grad_output.count(), model_.boundary_count()));
+                                     grad_output.count(), model_.boundary_count(stage)));
   Slot& slot = it->second;
   Tensor dy = std::move(grad_output);
+  Tensor dcarry;  // (dL, dt) of the head chain; empty after the last shard
+  if (blocks.back().is_head_shard() && !ends_with_loss) {  // unpack [dx | dL | dt]
+    const size_t n = model_.boundary_count();
+    Tensor msg = std::move(dy);
+    dy = ops_.alloc(n, DType::kF32);
+    ops_.copy(msg, 0, dy, 0, n);
+    dcarry = ops_.alloc(2 * static_cast<size_t>(T), DType::kF32);
+    ops_.copy(msg, n, dcarry, 0, dcarry.count());
+  }
   // Parameter index of each block.
   std::vector<int> first_param;
   int pi = 0;
@@ -156,8 +225,21 @@ Result<Tensor> StageCompute::backward_input(int stage, int mb, Tensor grad_outpu
     std::vector<Tensor>& saved = slot.blocks[bi];
     const int p0 = first_param[bi];
     switch (b.kind) {
-      case BlockKind::kHead: {  // saved {X, targets, P}
+      case BlockKind::kHead: {  // saved {X, targets, P} (a shard: {X, targets, P, weights})
         const int V = b.classes;
+        if (b.is_head_shard()) {  // dz = dL·w_self·P + dt·onehot; dX_in = dX_out + dz·W (see the top)
+          Tensor dlogits = ops_.alloc(saved[2].count(), DType::kF32);
+          Tensor dcarry_in = b.shard > 0 ? ops_.alloc(2 * static_cast<size_t>(T), DType::kF32) : Tensor();
+          ops_.head_shard_backward(saved[2], saved[1], saved[3], dcarry, T, V, b.class_offset, loss_scale, dlogits,
+                                   dcarry_in);
+          Tensor dx = ops_.alloc(static_cast<size_t>(T) * D, DType::kF32);
+          if (!dy.empty()) ops_.add(dy, dx);                                                 // dX = dX_out
+          ops_.gemm(false, false, T, D, V, 1.0f, dlogits, w[p0], dy.empty() ? 0.0f : 1.0f, dx);  //  + dz·W
+          saved = {saved[0], dlogits};  // stash {X, dlogits}
+          dy = std::move(dx);
+          dcarry = std::move(dcarry_in);
+          break;
+        }
         Tensor dlogits = ops_.alloc(saved[2].count(), DType::kF32);
         ops_.softmax_xent_backward(saved[2], saved[1], T, V, loss_scale, dlogits);
         Tensor dx = ops_.alloc(static_cast<size_t>(T) * D, DType::kF32);
@@ -185,6 +267,12 @@ Result<Tensor> StageCompute::backward_input(int stage, int mb, Tensor grad_outpu
         break;
       }
     }
+  }
+  if (!dcarry.empty()) {  // the chain's earlier shards are on the previous stage: pack [dx | dL | dt]
+    Tensor msg = ops_.alloc(model_.boundary_count(stage - 1), DType::kF32);
+    ops_.copy(dy, 0, msg, 0, dy.count());
+    ops_.copy(dcarry, 0, msg, dy.count(), dcarry.count());
+    dy = std::move(msg);
   }
   slot.phase = Phase::kInput;
   PS_RETURN_IF_ERROR(ops_.status());

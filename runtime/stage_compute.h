@@ -33,11 +33,13 @@ class StageCompute {
   Status add_stage(int stage);
   bool has_stage(int stage) const { return params_.count(stage) > 0; }
 
-  // F(s,m). `input` is empty for stage 0 (token ids are generated from m), else the activation
-  // [tokens × d_model] from stage s-1. Returns the output activation (empty for the last stage).
+  // F(s,m). `input` is empty for stage 0 (token ids are generated from m), else the message from
+  // stage s-1: the activation [tokens × d_model], followed by the carries (L, t) [2 × tokens] when the
+  // boundary falls inside a vocabulary-sharded head (ExecModel::boundary_count). Returns the output
+  // message (empty for the last stage).
   Result<Tensor> forward(int stage, int mb, Tensor input);
-  // I(s,m). `grad_output` is empty for the last stage, else d loss / d output. Returns the input
-  // gradient (empty for stage 0).
+  // I(s,m). `grad_output` is empty for the last stage, else d loss / d output message (same layout:
+  // [dx | dL | dt] inside a sharded head). Returns the input gradient (empty for stage 0).
   Result<Tensor> backward_input(int stage, int mb, Tensor grad_output);
   // W(s,m).
   Status backward_weight(int stage, int mb);
