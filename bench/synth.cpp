@@ -14,9 +14,10 @@
 // P <= 8 and M <= 16, else 60 s; Z3 gets 90 % of it (--time-limit overrides that share).
 //
 // Usage: bench_synth [--quick] [--case P,M,uniform|hetero,cap|nocap] [--time-limit S] [--seed N]
-//                    [--progress]
+//                    [--progress] [--rlimit N]
 //   --quick: P ∈ {4, 8}, M ∈ {8, 16} plus P=16, M=64 without cap (a few minutes).
-//   --case: only that case (repeatable); --progress: the solver's progress lines on stderr.
+//   --case: only that case (repeatable); --progress: the solver's progress lines and rlimit use on
+//   stderr; --rlimit: Z3's total budget (machine-independent; the time limit still caps it).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -74,6 +75,7 @@ int main(int argc, char** argv) {
   double time_override = 0;
   unsigned seed = 0;
   bool progress = false;
+  uint64_t rlimit = 0;  // > 0: Z3's budget (deterministic; the time limit still applies)
   std::vector<std::string> only;  // "P,M,costs,cap"
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--quick")) {
@@ -86,10 +88,12 @@ int main(int argc, char** argv) {
       only.emplace_back(argv[++i]);
     } else if (!std::strcmp(argv[i], "--progress")) {
       progress = true;
+    } else if (!std::strcmp(argv[i], "--rlimit") && i + 1 < argc) {
+      rlimit = std::strtoull(argv[++i], nullptr, 10);
     } else {
       std::fprintf(stderr,
                    "usage: bench_synth [--quick] [--case P,M,uniform|hetero,cap|nocap] [--time-limit S] [--seed N] "
-                   "[--progress]\n");
+                   "[--progress] [--rlimit N]\n");
       return 1;
     }
   }
@@ -124,6 +128,7 @@ int main(int argc, char** argv) {
     SynthOptions o;
     o.time_limit_s = time_override > 0 ? time_override : 0.9 * (small_case ? 10 : 60);
     o.seed = seed;
+    o.rlimit = rlimit;
     if (progress) o.progress = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
     const auto t0 = std::chrono::steady_clock::now();
     Result<SynthResult> r = synthesize(p, o);
@@ -156,6 +161,7 @@ int main(int argc, char** argv) {
                 c.M, c.hetero ? "hetero" : "uniform", c.capped ? "yes" : "no", ms(b["gpipe"]).c_str(),
                 ms(b["1f1b"]).c_str(), ms(b["zb-h1"]).c_str(), ms(b["zb-h2"]).c_str(), r->heuristic_ms, r->makespan_ms,
                 r->bound_ms, 100 * r->gap, secs, r->optimal ? "yes" : "no", ok ? "met" : "MISSED");
+    if (progress) std::fprintf(stderr, "Z3 rlimit used: %llu\n", static_cast<unsigned long long>(r->solve.rlimit_used));
     std::fflush(stdout);
   }
   std::printf("\n%d of %d cases meet their target; proven optimal: %d of %d with P <= 8, M <= 16; worst gap "

@@ -265,6 +265,24 @@ struct Driver {
     }
     PS_RETURN_IF_ERROR(tighten());
 
+    // 2b. The device hint: its compute orders fixed, the comm streams free, C <= best - 1.
+    if (opt.device_hint && live_count() > 0) {
+      const uint64_t size = static_cast<uint64_t>(res.free_pairs) + 4ull * dag.num_ops();
+      const uint64_t share = std::min(budget / K, std::max(total / 10 / K, 150 * size));
+      const TimedOrder& hint = *opt.device_hint;
+      Result<std::vector<CheckResult>> rs = round(
+          [&](Encoding& enc, int) {
+            return enc.orientation(hint, [&](int a, int b) { return !dag.ops[a].is_transfer() && !dag.ops[b].is_transfer(); });
+          },
+          share);
+      if (!rs.ok()) return rs.status();
+      if (take_best(*rs)) {
+        report("hint");
+        if (proven()) return Status::ok();
+        PS_RETURN_IF_ERROR(tighten());
+      }
+    }
+
     // 3/4. Descent in probes: ask for C <= best - step (an assumption), step = 1/8 of the gap in
     // units (so fine time units do not crawl), 1 near the end. UNSAT with step > 1 raises the proven
     // bound to best - step + 1 and shrinks the step; UNSAT with step 1 proves optimality. With two

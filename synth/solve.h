@@ -3,7 +3,8 @@
 // Steps (each bounded by the budget; docs/synth.md explains why this order):
 //  1. If the incumbent's makespan equals the lower bound: optimal, no Z3 call.
 //  2. Solution-guided check: C <= incumbent with the incumbent's orientations as assumptions. It is
-//     satisfiable by construction and leaves Z3's saved phases on the incumbent.
+//     satisfiable by construction and leaves Z3's saved phases on the incumbent. With a device hint,
+//     a second check fixes only the hint's compute orders and asks for a better makespan.
 //  3. Large-neighbourhood search: keep the incumbent's orientations of every pair outside a window
 //     of microbatches, ask for C <= best - 1, slide the window.
 //  4. Linear descent: C <= best - 1 without assumptions; SAT gives a better incumbent, UNSAT proves
@@ -19,6 +20,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "ir/status.h"
@@ -44,6 +46,11 @@ struct SolveOptions {
   std::string dump_smt2;     // write the encoding (before solving) to this path, if not empty
   std::function<void(const SolveProgress&)> progress;  // called on each new incumbent/bound
   std::function<void(const TimedOrder&)> on_incumbent;  // called with each better order Z3 finds
+  // Optional: device orders (order[0..devices-1]) of an order found on a relaxation (e.g. the
+  // no-queue model). After the guided check, one check asks for C <= best - 1 with the hint's
+  // orientations of every pair of compute ops as assumptions: only the comm streams are left to
+  // order, a small problem that often turns the relaxation's optimum into this model's.
+  std::optional<TimedOrder> device_hint;
 };
 
 struct SolveResult {

@@ -150,6 +150,7 @@ Result<SynthResult> synthesize(const Problem& problem, const SynthOptions& opt, 
                                       : fmt::format("{}; {}: {}", last_status, model, r.status);
   };
   const auto solve_start = Clock::now();
+  std::optional<TimedOrder> nq_best;  // the no-queue phase's best order (its timing)
   if (fin.best.makespan > fin.bound) {
     DagOptions pdo;
     pdo.comm_streams = false;
@@ -165,6 +166,7 @@ Result<SynthResult> synthesize(const Problem& problem, const SynthOptions& opt, 
         a.rlimit = total_rlimit / 4 * 3;
         a.time_limit_s = opt.time_limit_s * 0.75;
         a.on_incumbent = [&](const TimedOrder& t) {
+          nq_best = t;  // each is better than the last, in the no-queue model
           Result<TimedOrder> real = evaluate_order(dag, devices_only(t));
           if (real.ok() && real->makespan < fin.best.makespan) fin.best = std::move(real).value();
         };
@@ -179,6 +181,8 @@ Result<SynthResult> synthesize(const Problem& problem, const SynthOptions& opt, 
     b.rlimit = std::max<uint64_t>(1, total_rlimit - std::min(total_rlimit, fin.rlimit_used));
     b.time_limit_s = std::max(0.01, opt.time_limit_s - seconds_since(solve_start));
     b.dump_smt2 = opt.dump_smt2;
+    // The no-queue optimum re-timed first-come-first-served may lose to a better comm order.
+    if (nq_best && nq_best->makespan < fin.best.makespan) b.device_hint = nq_best;
     Result<SolveResult> rb = solve(dag, fin.best, fin.best.makespan > fin.bound ? fin.bound : fin.best.makespan, b);
     if (!rb.ok()) return rb.status();
     if (rb->best.makespan < fin.best.makespan) fin.best = rb->best;
