@@ -477,9 +477,9 @@ int main(int argc, char** argv) {
     if (r.ours.bubble < 0.05) ++under5;
     else if (r.min_bubble >= 0.05 - 1e-9 || r.ours.bubble - r.min_bubble < 0.01) ++forced;
   }
-  std::printf("- bubble < 5%% at M >= 4P: %d of %d cases (largest %.1f%%); of the others, %d are within 1 point of the "
-              "bubble the lower bound itself forces (a head heavier than 1/P of the work, or whole layers that do not "
-              "divide evenly); target < 5%%\n",
+  std::printf("- bubble < 5%% at M >= 4P: %d of %d cases (largest %.1f%%); of the others, %d have a lower bound that "
+              "itself forces a bubble of 5%% or more, or are within 1 point of what it forces (whole layers that do not "
+              "divide evenly over P devices, an unsharded head heavier than 1/P of the work); target < 5%%\n",
               under5, n4, 100 * max_bubble_4p, forced);
   std::printf("- longest search: %.1f s (time limit %.0f s, %d threads); target < 60 s\n", max_search, a.time_limit_s,
               a.threads);

@@ -94,21 +94,29 @@ void host_embedding_backward(const float* dout, const int32_t* tokens, size_t nu
   }
 }
 
+namespace {
+
+// Softmax of one row of logits into p; returns the row's log-sum-exp.
+float row_softmax(const float* l, int classes, float* p) {
+  float mx = l[0];
+  for (int j = 1; j < classes; ++j) mx = std::max(mx, l[j]);
+  float sum = 0.0f;
+  for (int j = 0; j < classes; ++j) {
+    p[j] = std::exp(l[j] - mx);
+    sum += p[j];
+  }
+  const float inv = 1.0f / sum;
+  for (int j = 0; j < classes; ++j) p[j] *= inv;
+  return std::log(sum) + mx;
+}
+
+}  // namespace
+
 void host_softmax_xent_forward(const float* logits, const int32_t* targets, int rows, int classes,
                                float* probs, float* loss) {
   for (int r = 0; r < rows; ++r) {
     const float* l = logits + static_cast<size_t>(r) * classes;
-    float* p = probs + static_cast<size_t>(r) * classes;
-    float mx = l[0];
-    for (int j = 1; j < classes; ++j) mx = std::max(mx, l[j]);
-    float sum = 0.0f;
-    for (int j = 0; j < classes; ++j) {
-      p[j] = std::exp(l[j] - mx);
-      sum += p[j];
-    }
-    const float inv = 1.0f / sum;
-    for (int j = 0; j < classes; ++j) p[j] *= inv;
-    loss[r] = std::log(sum) + mx - l[targets[r]];
+    loss[r] = row_softmax(l, classes, probs + static_cast<size_t>(r) * classes) - l[targets[r]];
   }
 }
 
@@ -127,18 +135,8 @@ void host_head_shard_forward(const float* logits, const int32_t* targets, int ro
                              float* carry_out, float* loss) {
   for (int r = 0; r < rows; ++r) {
     const float* l = logits + static_cast<size_t>(r) * classes;
-    float* p = probs + static_cast<size_t>(r) * classes;
     // Softmax and log-sum-exp of the shard's logits, as host_softmax_xent_forward computes them.
-    float mx = l[0];
-    for (int j = 1; j < classes; ++j) mx = std::max(mx, l[j]);
-    float sum = 0.0f;
-    for (int j = 0; j < classes; ++j) {
-      p[j] = std::exp(l[j] - mx);
-      sum += p[j];
-    }
-    const float inv = 1.0f / sum;
-    for (int j = 0; j < classes; ++j) p[j] *= inv;
-    const float s = std::log(sum) + mx;
+    const float s = row_softmax(l, classes, probs + static_cast<size_t>(r) * classes);
     float lse = s, w_prev = 0.0f, w_self = 1.0f, t = 0.0f;
     if (carry_in != nullptr) {
       const float l_in = carry_in[r];

@@ -29,6 +29,14 @@ namespace {
 Status runtime_error(std::string msg) { return Status::error(ErrorCode::kRuntime, std::move(msg)); }
 
 int params_per_block(BlockKind k) { return k == BlockKind::kMlp ? 2 : 1; }
+// Splits a head-chain message [main | carry] (n values, then 2·T) into its two parts.
+void split_chain_message(Ops& ops, Tensor msg, size_t n, size_t T, Tensor& main, Tensor& carry) {
+  main = ops.alloc(n, DType::kF32);
+  ops.copy(msg, 0, main, 0, n);
+  carry = ops.alloc(2 * T, DType::kF32);
+  ops.copy(msg, n, carry, 0, carry.count());
+}
+
 }  // namespace
 
 Status StageCompute::add_stage(int stage) {
@@ -94,12 +102,8 @@ Result<Tensor> StageCompute::forward(int stage, int mb, Tensor input) {
   Tensor carry;          // (L, t) of the head chain so far; empty before its first shard
   Tensor shard_targets;  // this stage's targets, shared by its head shards
   if (blocks.front().is_head_shard() && blocks.front().shard > 0) {  // unpack [x | L | t]
-    const size_t n = model_.boundary_count();
     Tensor msg = std::move(x);
-    x = ops_.alloc(n, DType::kF32);
-    ops_.copy(msg, 0, x, 0, n);
-    carry = ops_.alloc(2 * static_cast<size_t>(T), DType::kF32);
-    ops_.copy(msg, n, carry, 0, carry.count());
+    split_chain_message(ops_, std::move(msg), model_.boundary_count(), static_cast<size_t>(T), x, carry);
   }
   int pi = 0;
   for (const BlockSpec& b : blocks) {
@@ -205,12 +209,8 @@ Result<Tensor> StageCompute::backward_input(int stage, int mb, Tensor grad_outpu
   Tensor dy = std::move(grad_output);
   Tensor dcarry;  // (dL, dt) of the head chain; empty after the last shard
   if (blocks.back().is_head_shard() && !ends_with_loss) {  // unpack [dx | dL | dt]
-    const size_t n = model_.boundary_count();
     Tensor msg = std::move(dy);
-    dy = ops_.alloc(n, DType::kF32);
-    ops_.copy(msg, 0, dy, 0, n);
-    dcarry = ops_.alloc(2 * static_cast<size_t>(T), DType::kF32);
-    ops_.copy(msg, n, dcarry, 0, dcarry.count());
+    split_chain_message(ops_, std::move(msg), model_.boundary_count(), static_cast<size_t>(T), dy, dcarry);
   }
   // Parameter index of each block.
   std::vector<int> first_param;
