@@ -164,16 +164,46 @@ void CudaOps::softmax_xent_backward(const rt::Tensor& probs, const rt::Tensor& t
   check(launch_softmax_xent_backward(probs.f32(), targets.i32(), rows, classes, scale, dlogits.f32(), stream_));
 }
 
-void CudaOps::head_shard_forward(const rt::Tensor&, const rt::Tensor&, int, int, int, const rt::Tensor&, rt::Tensor&,
-                                 rt::Tensor&, rt::Tensor&, rt::Tensor&) {
-  fail(Status::error(ErrorCode::kRuntime,
-                     fmt::format("{}: vocabulary-sharded heads are not implemented on --backend cuda", name_)));
+void CudaOps::head_shard_forward(const rt::Tensor& logits, const rt::Tensor& targets, int rows, int classes,
+                                 int class_offset, const rt::Tensor& carry_in, rt::Tensor& probs, rt::Tensor& weights,
+                                 rt::Tensor& carry_out, rt::Tensor& loss) {
+  if (!ok() || logits.empty() || targets.empty() || probs.empty() || weights.empty() || carry_out.empty()) return;
+  const size_t n = static_cast<size_t>(rows);
+  if (rows < 0 || classes <= 0 || logits.count() != n * classes || probs.count() != logits.count() ||
+      targets.count() != n || weights.count() != 2 * n || carry_out.count() != 2 * n ||
+      (!carry_in.empty() && carry_in.count() != 2 * n) || (!loss.empty() && loss.count() != n)) {
+    fail(Status::error(ErrorCode::kRuntime,
+                       fmt::format("{}: head shard shape mismatch ({} rows × {} classes: logits {}, probs {}, "
+                                   "targets {}, weights {}, carry in {}, carry out {}, loss {})",
+                                   name_, rows, classes, logits.count(), probs.count(), targets.count(),
+                                   weights.count(), carry_in.count(), carry_out.count(), loss.count())));
+    return;
+  }
+  check(PS_CUDA(cudaSetDevice(gpu_)));
+  check(launch_head_shard_forward(logits.f32(), targets.i32(), rows, classes, class_offset,
+                                  carry_in.empty() ? nullptr : carry_in.f32(), probs.f32(), weights.f32(),
+                                  carry_out.f32(), loss.empty() ? nullptr : loss.f32(), stream_));
 }
 
-void CudaOps::head_shard_backward(const rt::Tensor&, const rt::Tensor&, const rt::Tensor&, const rt::Tensor&, int, int,
-                                  int, float, rt::Tensor&, rt::Tensor&) {
-  fail(Status::error(ErrorCode::kRuntime,
-                     fmt::format("{}: vocabulary-sharded heads are not implemented on --backend cuda", name_)));
+void CudaOps::head_shard_backward(const rt::Tensor& probs, const rt::Tensor& targets, const rt::Tensor& weights,
+                                  const rt::Tensor& dcarry_out, int rows, int classes, int class_offset, float scale,
+                                  rt::Tensor& dlogits, rt::Tensor& dcarry_in) {
+  if (!ok() || probs.empty() || targets.empty() || weights.empty() || dlogits.empty()) return;
+  const size_t n = static_cast<size_t>(rows);
+  if (rows < 0 || classes <= 0 || probs.count() != n * classes || dlogits.count() != probs.count() ||
+      targets.count() != n || weights.count() != 2 * n || (!dcarry_out.empty() && dcarry_out.count() != 2 * n) ||
+      (!dcarry_in.empty() && dcarry_in.count() != 2 * n)) {
+    fail(Status::error(ErrorCode::kRuntime,
+                       fmt::format("{}: head shard' shape mismatch ({} rows × {} classes: probs {}, dlogits {}, "
+                                   "targets {}, weights {}, dcarry out {}, dcarry in {})",
+                                   name_, rows, classes, probs.count(), dlogits.count(), targets.count(),
+                                   weights.count(), dcarry_out.count(), dcarry_in.count())));
+    return;
+  }
+  check(PS_CUDA(cudaSetDevice(gpu_)));
+  check(launch_head_shard_backward(probs.f32(), targets.i32(), weights.f32(),
+                                   dcarry_out.empty() ? nullptr : dcarry_out.f32(), rows, classes, class_offset, scale,
+                                   dlogits.f32(), dcarry_in.empty() ? nullptr : dcarry_in.f32(), stream_));
 }
 
 void CudaOps::copy(const rt::Tensor& src, size_t src_offset, rt::Tensor& dst, size_t dst_offset, size_t count) {

@@ -50,15 +50,15 @@ class CudaOps final : public rt::Ops {
                             rt::Tensor& probs, rt::Tensor& loss) override;
   void softmax_xent_backward(const rt::Tensor& probs, const rt::Tensor& targets, int rows, int classes, float scale,
                              rt::Tensor& dlogits) override;
-  // Vocabulary-sharded heads are not implemented on CUDA: execute() refuses such a model up front
-  // (supports_sharded_head() is false); a direct call records a kRuntime failure.
+  // One shard of a vocabulary-parallel head (kernels in softmax_xent.cu); a shape that does not match
+  // rows/classes records a kRuntime failure.
   void head_shard_forward(const rt::Tensor& logits, const rt::Tensor& targets, int rows, int classes,
                           int class_offset, const rt::Tensor& carry_in, rt::Tensor& probs, rt::Tensor& weights,
                           rt::Tensor& carry_out, rt::Tensor& loss) override;
   void head_shard_backward(const rt::Tensor& probs, const rt::Tensor& targets, const rt::Tensor& weights,
                            const rt::Tensor& dcarry_out, int rows, int classes, int class_offset, float scale,
                            rt::Tensor& dlogits, rt::Tensor& dcarry_in) override;
-  bool supports_sharded_head() const override { return false; }
+  bool supports_sharded_head() const override { return true; }
   void copy(const rt::Tensor& src, size_t src_offset, rt::Tensor& dst, size_t dst_offset, size_t count) override;
 
   Status status() const override;

@@ -27,5 +27,15 @@ Status launch_softmax_xent_forward(const float* logits, const int32_t* targets, 
                                    float* loss, cudaStream_t stream);
 Status launch_softmax_xent_backward(const float* probs, const int32_t* targets, int rows, int classes, float scale,
                                     float* dlogits, cudaStream_t stream);
+// One shard of a vocabulary-parallel head (semantics: host_head_shard_forward in runtime/host_math.h).
+// carry_in [2·rows] may be null (the first shard); loss [rows] may be null (not the last shard).
+Status launch_head_shard_forward(const float* logits, const int32_t* targets, int rows, int classes, int class_offset,
+                                 const float* carry_in, float* probs, float* weights, float* carry_out, float* loss,
+                                 cudaStream_t stream);
+// Its gradient (host_head_shard_backward). dcarry_out may be null (the last shard: the loss scaled by
+// `scale`); dcarry_in may be null (the first shard).
+Status launch_head_shard_backward(const float* probs, const int32_t* targets, const float* weights,
+                                  const float* dcarry_out, int rows, int classes, int class_offset, float scale,
+                                  float* dlogits, float* dcarry_in, cudaStream_t stream);
 
 }  // namespace ps::kern

@@ -86,6 +86,58 @@ void softmax_xent_backward(const std::vector<float>& probs, const std::vector<in
     }
 }
 
+void head_shard_forward(const std::vector<float>& logits, const std::vector<int32_t>& targets, int rows, int classes,
+                        int class_offset, const std::vector<float>& carry_in, bool with_loss,
+                        std::vector<float>& probs, std::vector<float>& weights, std::vector<float>& carry_out,
+                        std::vector<float>& loss) {
+  probs.assign(logits.size(), 0.0f);
+  weights.assign(2 * static_cast<size_t>(rows), 0.0f);
+  carry_out.assign(2 * static_cast<size_t>(rows), 0.0f);
+  loss.assign(with_loss ? rows : 0, 0.0f);
+  for (int r = 0; r < rows; ++r) {
+    const float* l = &logits[static_cast<size_t>(r) * classes];
+    double mx = l[0];
+    for (int j = 1; j < classes; ++j) mx = std::max(mx, static_cast<double>(l[j]));
+    double sum = 0;
+    for (int j = 0; j < classes; ++j) sum += std::exp(l[j] - mx);
+    for (int j = 0; j < classes; ++j) probs[static_cast<size_t>(r) * classes + j] = static_cast<float>(std::exp(l[j] - mx) / sum);
+    const double s = std::log(sum) + mx;  // the shard's log-sum-exp
+    double lse = s, w_prev = 0, w_self = 1, t = 0;
+    if (!carry_in.empty()) {
+      const double l_in = carry_in[r];
+      t = carry_in[rows + r];
+      const double m = std::max(l_in, s);
+      lse = m + std::log(std::exp(l_in - m) + std::exp(s - m));  // logaddexp(L_in, S)
+      w_prev = std::exp(l_in - lse);
+      w_self = std::exp(s - lse);
+    }
+    const int local = targets[r] - class_offset;
+    if (local >= 0 && local < classes) t += l[local];
+    carry_out[r] = static_cast<float>(lse);
+    carry_out[rows + r] = static_cast<float>(t);
+    weights[r] = static_cast<float>(w_prev);
+    weights[rows + r] = static_cast<float>(w_self);
+    if (with_loss) loss[r] = static_cast<float>(lse - t);
+  }
+}
+
+void head_shard_backward(const std::vector<float>& probs, const std::vector<int32_t>& targets,
+                         const std::vector<float>& weights, const std::vector<float>& dcarry_out, int rows, int classes,
+                         int class_offset, float scale, std::vector<float>& dlogits, std::vector<float>& dcarry_in) {
+  dlogits.assign(probs.size(), 0.0f);
+  dcarry_in.assign(2 * static_cast<size_t>(rows), 0.0f);
+  for (int r = 0; r < rows; ++r) {
+    const double dl = dcarry_out.empty() ? scale : dcarry_out[r];
+    const double dt = dcarry_out.empty() ? -scale : dcarry_out[rows + r];
+    for (int j = 0; j < classes; ++j) {
+      const size_t i = static_cast<size_t>(r) * classes + j;
+      dlogits[i] = static_cast<float>(dl * weights[rows + r] * probs[i] + (j == targets[r] - class_offset ? dt : 0.0));
+    }
+    dcarry_in[r] = static_cast<float>(dl * weights[r]);
+    dcarry_in[rows + r] = static_cast<float>(dt);
+  }
+}
+
 double max_rel_diff(const std::vector<float>& a, const std::vector<float>& b) {
   if (a.size() != b.size()) return INFINITY;
   double diff = 0, mag = 0;

@@ -1,4 +1,5 @@
-// softmax_xent.cu — row-wise softmax with cross-entropy loss (forward) and its gradient, with launchers.
+// softmax_xent.cu — row-wise softmax with cross-entropy loss (forward) and its gradient, and the same
+// for one shard of a vocabulary-parallel head (the (L, t) carry; runtime/host_math.h), with launchers.
 #include "kernels/kernels.h"
 #include "kernels/launch.h"
 
@@ -9,13 +10,11 @@ namespace {
 constexpr int kRowThreads = 256;  // power of two (tree reduction)
 constexpr int kThreads = 256;
 
-// One block per row: max, then Σ exp, by fixed-shape tree reductions in shared memory.
-__global__ void softmax_xent_forward_kernel(const float* __restrict__ logits, const int32_t* __restrict__ targets,
-                                            int classes, float* __restrict__ probs, float* __restrict__ loss) {
+// Softmax of row l [classes] into p, by one block of kRowThreads threads: max, then Σ exp, by
+// fixed-shape tree reductions in shared memory. Returns the row's log-sum-exp log(Σ) + max to every
+// thread (the order of host_math's row_softmax).
+__device__ float block_row_softmax(const float* __restrict__ l, int classes, float* __restrict__ p) {
   __shared__ float red[kRowThreads];
-  const int r = blockIdx.x;
-  const float* l = logits + static_cast<size_t>(r) * classes;
-  float* p = probs + static_cast<size_t>(r) * classes;
   float mx = -INFINITY;
   for (int j = threadIdx.x; j < classes; j += blockDim.x) mx = fmaxf(mx, l[j]);
   red[threadIdx.x] = mx;
@@ -41,7 +40,16 @@ __global__ void softmax_xent_forward_kernel(const float* __restrict__ logits, co
   sum = red[0];
   const float inv = 1.0f / sum;
   for (int j = threadIdx.x; j < classes; j += blockDim.x) p[j] *= inv;
-  if (threadIdx.x == 0) loss[r] = logf(sum) + mx - l[targets[r]];
+  return logf(sum) + mx;
+}
+
+// One block per row.
+__global__ void softmax_xent_forward_kernel(const float* __restrict__ logits, const int32_t* __restrict__ targets,
+                                            int classes, float* __restrict__ probs, float* __restrict__ loss) {
+  const int r = blockIdx.x;
+  const float* l = logits + static_cast<size_t>(r) * classes;
+  const float lse = block_row_softmax(l, classes, probs + static_cast<size_t>(r) * classes);
+  if (threadIdx.x == 0) loss[r] = lse - l[targets[r]];
 }
 
 __global__ void softmax_xent_backward_kernel(const float* __restrict__ probs, const int32_t* __restrict__ targets,
@@ -51,6 +59,60 @@ __global__ void softmax_xent_backward_kernel(const float* __restrict__ probs, co
        i += static_cast<size_t>(gridDim.x) * blockDim.x) {
     const int r = static_cast<int>(i / classes), j = static_cast<int>(i % classes);
     dlogits[i] = scale * (probs[i] - (j == targets[r] ? 1.0f : 0.0f));
+  }
+}
+
+// One block per row: the shard's softmax and log-sum-exp S, then (thread 0) the carry update
+// L_out = logaddexp(L_in, S), t_out = t_in + z[target − offset] (target in the shard), the saved
+// weights (e^(L_in − L_out), e^(S − L_out)) and, on the last shard, loss = L_out − t_out. A null
+// carry_in is the start of the chain (L_out = S, weights (0, 1), t_out = 0 + z[target]).
+__global__ void head_shard_forward_kernel(const float* __restrict__ logits, const int32_t* __restrict__ targets,
+                                          int rows, int classes, int class_offset, const float* __restrict__ carry_in,
+                                          float* __restrict__ probs, float* __restrict__ weights,
+                                          float* __restrict__ carry_out, float* __restrict__ loss) {
+  const int r = blockIdx.x;
+  const float* l = logits + static_cast<size_t>(r) * classes;
+  const float s = block_row_softmax(l, classes, probs + static_cast<size_t>(r) * classes);
+  if (threadIdx.x != 0) return;
+  float lse = s, w_prev = 0.0f, w_self = 1.0f, t = 0.0f;
+  if (carry_in != nullptr) {
+    const float l_in = carry_in[r];
+    t = carry_in[rows + r];
+    const float m = fmaxf(l_in, s);
+    lse = m + logf(expf(l_in - m) + expf(s - m));
+    w_prev = expf(l_in - lse);
+    w_self = expf(s - lse);
+  }
+  const int local = targets[r] - class_offset;
+  if (local >= 0 && local < classes) t += l[local];
+  carry_out[r] = lse;
+  carry_out[rows + r] = t;
+  weights[r] = w_prev;
+  weights[rows + r] = w_self;
+  if (loss != nullptr) loss[r] = lse - t;
+}
+
+// dz[r, j] = dL_out·w_self·probs[r, j] + dt·[j = target − offset]; the first element of each row also
+// writes dcarry_in[r] = (dL_out·w_prev, dt). A null dcarry_out is the last shard: (dL_out, dt) =
+// (scale, −scale). The product is rounded before the add (no FMA), as on the host.
+__global__ void head_shard_backward_kernel(const float* __restrict__ probs, const int32_t* __restrict__ targets,
+                                           const float* __restrict__ weights, const float* __restrict__ dcarry_out,
+                                           int rows, int classes, int class_offset, float scale,
+                                           float* __restrict__ dlogits, float* __restrict__ dcarry_in) {
+  const size_t n = static_cast<size_t>(rows) * classes;
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<size_t>(gridDim.x) * blockDim.x) {
+    const int r = static_cast<int>(i / classes), j = static_cast<int>(i % classes);
+    const float dl = dcarry_out != nullptr ? dcarry_out[r] : scale;
+    const float dt = dcarry_out != nullptr ? dcarry_out[rows + r] : -scale;
+    const float ds = __fmul_rn(dl, weights[rows + r]);
+    float d = __fmul_rn(ds, probs[i]);
+    if (j == targets[r] - class_offset) d += dt;
+    dlogits[i] = d;
+    if (j == 0 && dcarry_in != nullptr) {
+      dcarry_in[r] = __fmul_rn(dl, weights[r]);
+      dcarry_in[rows + r] = dt;
+    }
   }
 }
 
@@ -73,6 +135,28 @@ Status launch_softmax_xent_backward(const float* probs, const int32_t* targets, 
   softmax_xent_backward_kernel<<<grid_for(static_cast<size_t>(rows) * classes, kThreads), kThreads, 0, stream>>>(
       probs, targets, rows, classes, scale, dlogits);
   return launch_status("softmax_xent_backward_kernel");
+}
+
+Status launch_head_shard_forward(const float* logits, const int32_t* targets, int rows, int classes, int class_offset,
+                                 const float* carry_in, float* probs, float* weights, float* carry_out, float* loss,
+                                 cudaStream_t stream) {
+  if (rows == 0) return Status::ok();
+  if (!logits || !targets || !probs || !weights || !carry_out || rows < 0 || classes <= 0 || class_offset < 0)
+    return Status::error(ErrorCode::kRuntime, "head_shard_forward: null pointer or bad shape");
+  head_shard_forward_kernel<<<rows, kRowThreads, 0, stream>>>(logits, targets, rows, classes, class_offset, carry_in,
+                                                              probs, weights, carry_out, loss);
+  return launch_status("head_shard_forward_kernel");
+}
+
+Status launch_head_shard_backward(const float* probs, const int32_t* targets, const float* weights,
+                                  const float* dcarry_out, int rows, int classes, int class_offset, float scale,
+                                  float* dlogits, float* dcarry_in, cudaStream_t stream) {
+  if (rows == 0) return Status::ok();
+  if (!probs || !targets || !weights || !dlogits || rows < 0 || classes <= 0 || class_offset < 0)
+    return Status::error(ErrorCode::kRuntime, "head_shard_backward: null pointer or bad shape");
+  head_shard_backward_kernel<<<grid_for(static_cast<size_t>(rows) * classes, kThreads), kThreads, 0, stream>>>(
+      probs, targets, weights, dcarry_out, rows, classes, class_offset, scale, dlogits, dcarry_in);
+  return launch_status("head_shard_backward_kernel");
 }
 
 }  // namespace ps::kern
