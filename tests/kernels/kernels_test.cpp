@@ -17,6 +17,7 @@
 #include "runtime/host_math.h"
 #include "runtime/host_ops.h"
 #include "runtime/sequential_reference.h"
+#include "runtime/toy_schedules.h"
 
 #if defined(PIPESMITH_HAVE_CUDA)
 #include "kernels/cuda_ops.h"
@@ -224,28 +225,7 @@ Schedule one_device_fiw(int stages, int microbatches, const std::vector<std::pai
 
 // Layers "E - - L L L", the head type 'L' a vocabulary-parallel head of 3 shards.
 Model sharded_head_model() {
-  Model m;
-  m.name = "sharded-smoke";
-  auto type = [&](char sym, const char* name, double fwd) {
-    LayerType t;
-    t.symbol = sym;
-    t.name = name;
-    t.forward_ms = fwd;
-    t.backward_input_ms = fwd;
-    t.backward_weight_ms = fwd;
-    m.types[sym] = t;
-  };
-  type('E', "embedding", 0.5);
-  type('-', "mlp", 1.0);
-  type('L', "head", 1.5);
-  const std::string layers = "E--LLL";
-  for (size_t i = 0; i < layers.size(); ++i) {
-    Layer l;
-    l.id = static_cast<int>(i);
-    l.type = layers[i];
-    m.layers.push_back(l);
-  }
-  return m;
+  return pstest::toy_model("sharded-smoke", {{'E', "embedding", 0.5}, {'-', "mlp", 1.0}, {'L', "head", 1.5}}, "E--LLL");
 }
 
 // Three stages on one device: E - - L | L | L — shard 0 with the MLPs, then a stage per shard, so

@@ -17,29 +17,8 @@ using namespace ps::rt;
 namespace {
 
 Model hybrid_model() {
-  Model m;
-  m.name = "hybrid";
-  auto type = [&](char sym, const char* name, double fwd) {
-    LayerType t;
-    t.symbol = sym;
-    t.name = name;
-    t.forward_ms = fwd;
-    t.backward_input_ms = fwd;
-    t.backward_weight_ms = fwd;
-    m.types[sym] = t;
-  };
-  type('E', "embedding", 0.5);
-  type('M', "mamba", 2.0);
-  type('-', "mlp", 1.0);
-  type('L', "head", 4.0);
-  const std::string layers = "EM-M-L";
-  for (size_t i = 0; i < layers.size(); ++i) {
-    Layer l;
-    l.id = static_cast<int>(i);
-    l.type = layers[i];
-    m.layers.push_back(l);
-  }
-  return m;
+  return pstest::toy_model("hybrid", {{'E', "embedding", 0.5}, {'M', "mamba", 2.0}, {'-', "mlp", 1.0}, {'L', "head", 4.0}},
+                           "EM-M-L");
 }
 
 Problem two_stage_problem() {

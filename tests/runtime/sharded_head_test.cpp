@@ -29,29 +29,10 @@ namespace {
 // Layers "E - - L…L" (`shards` head layers of one type 'L') plus, optionally, extra layer symbols at
 // the end (to build a model whose last head type differs).
 Model sharded_model(int shards, const std::string& tail = "") {
-  Model m;
-  m.name = "sharded";
-  auto type = [&](char sym, const char* name, double fwd) {
-    LayerType t;
-    t.symbol = sym;
-    t.name = name;
-    t.forward_ms = fwd;
-    t.backward_input_ms = fwd;
-    t.backward_weight_ms = fwd;
-    m.types[sym] = t;
-  };
-  type('E', "embedding", 0.5);
-  type('-', "mlp", 1.0);
-  type('L', "head", 1.5);  // classes per shard: max(vocab, 2·hidden·1.5)
-  type('P', "mtp-head", 1.0);
-  const std::string layers = "E--" + std::string(static_cast<size_t>(shards), 'L') + tail;
-  for (size_t i = 0; i < layers.size(); ++i) {
-    Layer l;
-    l.id = static_cast<int>(i);
-    l.type = layers[i];
-    m.layers.push_back(l);
-  }
-  return m;
+  // Head classes per shard: max(vocab, 2·hidden·1.5).
+  return pstest::toy_model("sharded",
+                           {{'E', "embedding", 0.5}, {'-', "mlp", 1.0}, {'L', "head", 1.5}, {'P', "mtp-head", 1.0}},
+                           "E--" + std::string(static_cast<size_t>(shards), 'L') + tail);
 }
 
 // A problem whose stage s covers layers ranges[s] and sits on device placement[s].

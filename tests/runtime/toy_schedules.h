@@ -10,9 +10,39 @@
 #include <string>
 #include <vector>
 
+#include "ir/model.h"
 #include "ir/schedule.h"
 
 namespace pstest {
+
+// A layer type of a toy model: F = I = W = fwd_ms.
+struct ToyType {
+  char symbol;
+  const char* name;
+  double fwd_ms;
+};
+
+// A model with these layer types and one layer per symbol of `layers` (a chain).
+inline ps::Model toy_model(const std::string& name, const std::vector<ToyType>& types, const std::string& layers) {
+  ps::Model m;
+  m.name = name;
+  for (const ToyType& x : types) {
+    ps::LayerType t;
+    t.symbol = x.symbol;
+    t.name = x.name;
+    t.forward_ms = x.fwd_ms;
+    t.backward_input_ms = x.fwd_ms;
+    t.backward_weight_ms = x.fwd_ms;
+    m.types[x.symbol] = t;
+  }
+  for (size_t i = 0; i < layers.size(); ++i) {
+    ps::Layer l;
+    l.id = static_cast<int>(i);
+    l.type = layers[i];
+    m.layers.push_back(l);
+  }
+  return m;
+}
 
 inline ps::Action act(ps::OpType t, int s, int m) {
   ps::Action a;
