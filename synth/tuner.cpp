@@ -272,8 +272,8 @@ Result<Tuner::OnDefault> Tuner::on_default_dag(const Record& r) const {
   if (!dag.ok()) return dag.status();
   OnDefault out;
   out.on_full_dag = r.eval.order_on_full_dag;
-  if (!r.z3 && !eval_dag_options(r.cand).comm_streams) {
-    Result<OpDag> from = build_op_dag(*pr, eval_dag_options(r.cand));
+  if (!r.z3 && !eval_dag_options(r.cand, *pr).comm_streams) {
+    Result<OpDag> from = build_op_dag(*pr, eval_dag_options(r.cand, *pr));
     if (!from.ok()) return from.status();
     Result<TimedOrder> t = retime_on(*from, r.eval.order, *dag, &out.on_full_dag);
     if (!t.ok()) return t.status();

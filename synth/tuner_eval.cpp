@@ -163,9 +163,12 @@ void measure_timeline(const OpDag& dag, const TimedOrder& t, Evaluation& e) {
 
 }  // namespace
 
-DagOptions eval_dag_options(const Candidate& c) {
+DagOptions eval_dag_options(const Candidate& c, const Problem& p) {
   DagOptions o;
-  o.comm_streams = c.baseline >= 0 || c.policy_set != 0;
+  // Screening times transfers as plain delays, except across nodes: a slow inter-node link queues
+  // transfers, and a delay-only ranking then prefers placements the checker finds slower.
+  const bool multi_node = p.devices_per_node > 0 && p.devices_per_node < p.devices;
+  o.comm_streams = c.baseline >= 0 || c.policy_set != 0 || multi_node;
   return o;
 }
 
@@ -229,7 +232,7 @@ Evaluation evaluate_candidate(const Spec& spec, const Candidate& c) {
     e.excess_mb = -std::numeric_limits<double>::infinity();
     for (int d = 0; d < P; ++d) e.excess_mb = std::max(e.excess_mb, e.min_footprint_mb[d] - problem.memory_gb * 1000);
   }
-  Result<OpDag> dr = build_op_dag(problem, eval_dag_options(c));
+  Result<OpDag> dr = build_op_dag(problem, eval_dag_options(c, problem));
   if (!dr.ok()) {
     e.why = dr.status().message();
     return done();
@@ -254,7 +257,7 @@ Evaluation evaluate_candidate(const Spec& spec, const Candidate& c) {
         e.why = fp.status().message();
         return done();
       }
-      Result<OpDag> fd = build_op_dag(*fp, eval_dag_options(c));
+      Result<OpDag> fd = build_op_dag(*fp, eval_dag_options(c, *fp));
       if (!fd.ok()) {
         e.why = fd.status().message();
         return done();

@@ -77,8 +77,9 @@ Result<Problem> dag_problem(const Spec& spec, const Candidate& c, bool fused_bac
 // transfers as plain delays on the data edges (DagOptions::comm_streams = false: 2-5x fewer ops
 // and a much faster list scheduler; with NVLink-class links the makespans agree); the full
 // portfolio and the baselines use the default DAG, whose comm-stream transfer ops model the
-// checker's rendezvous semantics exactly.
-DagOptions eval_dag_options(const Candidate& c);
+// checker's rendezvous semantics exactly. On a cluster of several nodes (p.devices_per_node < P)
+// every candidate uses the default DAG: transfers on the slow inter-node link queue.
+DagOptions eval_dag_options(const Candidate& c, const Problem& p);
 
 // The order of an evaluated candidate on the DEFAULT op DAG `to` of its problem (same problem as
 // `from`, the DAG the order was made on): compute ops matched by (type, stage, microbatch), each
