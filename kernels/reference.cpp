@@ -61,18 +61,27 @@ void embedding_backward(const std::vector<float>& dout, const std::vector<int32_
     for (int j = 0; j < dim; ++j) dtable[static_cast<size_t>(tokens[t]) * dim + j] += dout[t * dim + j];
 }
 
+namespace {
+
+// Softmax of one row (in double) into p; returns the row's log-sum-exp.
+double row_softmax(const float* l, int classes, float* p) {
+  double mx = l[0];
+  for (int j = 1; j < classes; ++j) mx = std::max(mx, static_cast<double>(l[j]));
+  double sum = 0;
+  for (int j = 0; j < classes; ++j) sum += std::exp(l[j] - mx);
+  for (int j = 0; j < classes; ++j) p[j] = static_cast<float>(std::exp(l[j] - mx) / sum);
+  return std::log(sum) + mx;
+}
+
+}  // namespace
+
 void softmax_xent_forward(const std::vector<float>& logits, const std::vector<int32_t>& targets, int rows,
                           int classes, std::vector<float>& probs, std::vector<float>& loss) {
   probs.assign(logits.size(), 0.0f);
   loss.assign(rows, 0.0f);
   for (int r = 0; r < rows; ++r) {
     const float* l = &logits[static_cast<size_t>(r) * classes];
-    double mx = l[0];
-    for (int j = 1; j < classes; ++j) mx = std::max(mx, static_cast<double>(l[j]));
-    double sum = 0;
-    for (int j = 0; j < classes; ++j) sum += std::exp(l[j] - mx);
-    for (int j = 0; j < classes; ++j) probs[static_cast<size_t>(r) * classes + j] = static_cast<float>(std::exp(l[j] - mx) / sum);
-    loss[r] = static_cast<float>(std::log(sum) + mx - l[targets[r]]);
+    loss[r] = static_cast<float>(row_softmax(l, classes, &probs[static_cast<size_t>(r) * classes]) - l[targets[r]]);
   }
 }
 
@@ -96,12 +105,7 @@ void head_shard_forward(const std::vector<float>& logits, const std::vector<int3
   loss.assign(with_loss ? rows : 0, 0.0f);
   for (int r = 0; r < rows; ++r) {
     const float* l = &logits[static_cast<size_t>(r) * classes];
-    double mx = l[0];
-    for (int j = 1; j < classes; ++j) mx = std::max(mx, static_cast<double>(l[j]));
-    double sum = 0;
-    for (int j = 0; j < classes; ++j) sum += std::exp(l[j] - mx);
-    for (int j = 0; j < classes; ++j) probs[static_cast<size_t>(r) * classes + j] = static_cast<float>(std::exp(l[j] - mx) / sum);
-    const double s = std::log(sum) + mx;  // the shard's log-sum-exp
+    const double s = row_softmax(l, classes, &probs[static_cast<size_t>(r) * classes]);  // the shard's log-sum-exp
     double lse = s, w_prev = 0, w_self = 1, t = 0;
     if (!carry_in.empty()) {
       const double l_in = carry_in[r];

@@ -143,13 +143,22 @@ TEST_CASE("solve: proven optimal on P = 2..4, M = 4..8, uniform and capped, hete
   CHECK(z3_proofs > 0);  // some shapes need Z3's proof, not just the bound
 }
 
-TEST_CASE("solve: Z3 improves on the heuristic where the cap binds, and is deterministic") {
+namespace {
+
+// P = 4, M = 8, heterogeneous costs, a cap of 4 microbatches: the heuristic is not optimal here.
+HandProblem capped_hetero() {
   HandProblem h;
   h.devices = 4;
   h.microbatches = 8;
   h.cap_microbatches = 4;
   h.heterogeneous = true;
-  Result<OpDag> dag = build_op_dag(make_hand_problem(h));
+  return h;
+}
+
+}  // namespace
+
+TEST_CASE("solve: Z3 improves on the heuristic where the cap binds, and is deterministic") {
+  Result<OpDag> dag = build_op_dag(make_hand_problem(capped_hetero()));
   REQUIRE(dag.ok());
   Result<HeuristicResult> heur = heuristic_schedule(*dag);
   REQUIRE(heur.ok());
@@ -169,12 +178,7 @@ TEST_CASE("solve: Z3 improves on the heuristic where the cap binds, and is deter
 }
 
 TEST_CASE("solve: the budget bounds the work and the incumbent survives") {
-  HandProblem h;
-  h.devices = 4;
-  h.microbatches = 8;
-  h.cap_microbatches = 4;
-  h.heterogeneous = true;
-  Result<OpDag> dag = build_op_dag(make_hand_problem(h));
+  Result<OpDag> dag = build_op_dag(make_hand_problem(capped_hetero()));
   REQUIRE(dag.ok());
   Result<HeuristicResult> heur = heuristic_schedule(*dag);
   REQUIRE(heur.ok());
@@ -189,12 +193,7 @@ TEST_CASE("solve: the budget bounds the work and the incumbent survives") {
 }
 
 TEST_CASE("solve: a device hint (compute orders of a better order) is taken up in one check") {
-  HandProblem h;
-  h.devices = 4;
-  h.microbatches = 8;
-  h.cap_microbatches = 4;
-  h.heterogeneous = true;
-  Result<OpDag> dag = build_op_dag(make_hand_problem(h));
+  Result<OpDag> dag = build_op_dag(make_hand_problem(capped_hetero()));
   REQUIRE(dag.ok());
   Result<HeuristicResult> heur = heuristic_schedule(*dag);
   REQUIRE(heur.ok());
