@@ -89,7 +89,13 @@ int main(int argc, char** argv) {
     } else if (!std::strcmp(argv[i], "--progress")) {
       progress = true;
     } else if (!std::strcmp(argv[i], "--rlimit") && i + 1 < argc) {
-      rlimit = std::strtoull(argv[++i], nullptr, 10);
+      char* end = nullptr;
+      const char* text = argv[++i];
+      rlimit = std::strtoull(text, &end, 10);
+      if (end == text || *end != '\0' || rlimit == 0) {
+        std::fprintf(stderr, "bench_synth: --rlimit takes a positive integer, got '%s'\n", text);
+        return 1;
+      }
     } else {
       std::fprintf(stderr,
                    "usage: bench_synth [--quick] [--case P,M,uniform|hetero,cap|nocap] [--time-limit S] [--seed N] "

@@ -96,12 +96,17 @@ bool is_layout(const std::string& partition) {
 
 // The partition --partition fixes when the placement is searched: a layout's own stages, or the
 // named method over --stages-per-device × P stages (default P).
+// --partition read as a Megatron layout string: its stages and its own (looped) placement.
+Result<LayoutPlan> layout_plan(const Spec& spec, const std::string& text) {
+  auto layout = parse_megatron_layout(text);
+  if (!layout.ok()) return layout.status();
+  return apply_megatron_layout(*layout, spec.model, spec.cluster.devices);
+}
+
 Result<Partition> fixed_partition(const Spec& spec, const SynthArgs& a) {
   const int P = spec.cluster.devices;
   if (is_layout(a.partition)) {
-    auto layout = parse_megatron_layout(a.partition);
-    if (!layout.ok()) return layout.status();
-    auto lp = apply_megatron_layout(*layout, spec.model, P);
+    auto lp = layout_plan(spec, a.partition);
     if (!lp.ok()) return lp.status();
     return lp->partition;
   }
@@ -114,9 +119,7 @@ Result<Plan> make_plan(const Spec& spec, const SynthArgs& a) {
   const std::string pl = placement_name(a.placement);
   Plan plan;
   if (is_layout(a.partition)) {
-    auto layout = parse_megatron_layout(a.partition);
-    if (!layout.ok()) return layout.status();
-    auto lp = apply_megatron_layout(*layout, spec.model, P);
+    auto lp = layout_plan(spec, a.partition);
     if (!lp.ok()) return lp.status();
     plan.partition = lp->partition;
     const int S = static_cast<int>(plan.partition.size());

@@ -204,6 +204,13 @@ struct Driver {
     return improved;
   }
 
+  // Budget of one whole-encoding check per context (the guided check, the hint): a tenth of the
+  // total, but at least enough to load an encoding of this size, and never more than what is left.
+  uint64_t single_check_share(uint64_t total, int K) const {
+    const uint64_t size = static_cast<uint64_t>(res.free_pairs) + 4ull * dag.num_ops();
+    return std::min(budget / K, std::max(total / 10 / K, 150 * size));
+  }
+
   Status run(const TimedOrder& incumbent, int64_t lower_bound) {
     res.best = incumbent;
     res.bound = std::min(lower_bound, incumbent.makespan);
@@ -245,8 +252,7 @@ struct Driver {
     // 2. Solution-guided check. It also internalizes the whole encoding, which costs in proportion
     // to its size; a context cancelled in the middle of that is not trusted any further.
     {
-      const uint64_t size = static_cast<uint64_t>(res.free_pairs) + 4ull * dag.num_ops();
-      const uint64_t share = std::min(budget / K, std::max(total / 10 / K, 150 * size));
+      const uint64_t share = single_check_share(total, K);
       const TimedOrder start = res.best;
       Result<std::vector<CheckResult>> rs =
           round([&](Encoding& enc, int) { return enc.orientation(start, [](int, int) { return true; }); }, share);
@@ -267,8 +273,7 @@ struct Driver {
 
     // 2b. The device hint: its compute orders fixed, the comm streams free, C <= best - 1.
     if (opt.device_hint && live_count() > 0) {
-      const uint64_t size = static_cast<uint64_t>(res.free_pairs) + 4ull * dag.num_ops();
-      const uint64_t share = std::min(budget / K, std::max(total / 10 / K, 150 * size));
+      const uint64_t share = single_check_share(total, K);
       const TimedOrder& hint = *opt.device_hint;
       Result<std::vector<CheckResult>> rs = round(
           [&](Encoding& enc, int) {

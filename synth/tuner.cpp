@@ -535,9 +535,9 @@ Result<TuneResult> Tuner::run() {
     if (converged) {
       // Converged early: while at most half the search time is spent, widen the beam (up to 4x)
       // and the random kicks (up to 32 per member) and go on from the same history.
-      const bool can_widen = beam_width_ < 4 * std::max(1, opt_.beam_width) || kicks_ < 32;
-      if (opt_.widen_on_convergence && elapsed() < 0.5 * search_deadline && can_widen) {
-        if (beam_width_ < 4 * std::max(1, opt_.beam_width)) beam_width_ *= 2;
+      const int max_beam = 4 * std::max(1, opt_.beam_width);
+      if (opt_.widen_on_convergence && elapsed() < 0.5 * search_deadline && (beam_width_ < max_beam || kicks_ < 32)) {
+        if (beam_width_ < max_beam) beam_width_ *= 2;
         kicks_ = std::min(32, std::max(1, kicks_ * 2));
         stale = 0;
         ++stats_.widenings;
