@@ -32,6 +32,21 @@ SolveResult solve_to_optimum(const OpDag& dag, uint64_t rlimit = 50'000'000) {
   return *r;
 }
 
+// The brute-force optimum over all orders (no symmetry breaking) and Z3's result with it.
+struct BruteVsZ3 {
+  int64_t brute = 0;
+  SolveResult z3;
+};
+BruteVsZ3 brute_vs_z3(const Problem& p) {
+  DagOptions no_sym;
+  no_sym.symmetry = false;
+  Result<OpDag> full = build_op_dag(p, no_sym);
+  Result<OpDag> sym = build_op_dag(p);
+  REQUIRE(full.ok());
+  REQUIRE(sym.ok());
+  return {pstest::brute_force_optimum(*full, EdgeSet::kDataOnly), solve_to_optimum(*sym)};
+}
+
 }  // namespace
 
 TEST_CASE("encode: Z3's optimum equals brute force over all orders, with and without symmetry/caps") {
@@ -46,16 +61,8 @@ TEST_CASE("encode: Z3's optimum equals brute force over all orders, with and wit
       h.heterogeneous = true;
       CAPTURE(cap);
       CAPTURE(split);
-      Problem p = make_hand_problem(h);
-      DagOptions no_sym;
-      no_sym.symmetry = false;
-      Result<OpDag> full = build_op_dag(p, no_sym);
-      Result<OpDag> sym = build_op_dag(p);
-      REQUIRE(full.ok());
-      REQUIRE(sym.ok());
-      const int64_t brute = pstest::brute_force_optimum(*full, EdgeSet::kDataOnly);
+      const auto [brute, r] = brute_vs_z3(make_hand_problem(h));
       REQUIRE(brute > 0);
-      SolveResult r = solve_to_optimum(*sym);
       CHECK(r.optimal);
       CHECK(r.best.makespan == brute);
       CHECK(r.bound == brute);
@@ -71,15 +78,7 @@ TEST_CASE("encode: V-shape with two stages per device matches brute force") {
   h.split_backward = false;  // keeps the brute force at 70 orders per device
   h.heterogeneous = true;
   h.cap_microbatches = 3;
-  Problem p = make_hand_problem(h);
-  DagOptions no_sym;
-  no_sym.symmetry = false;
-  Result<OpDag> full = build_op_dag(p, no_sym);
-  Result<OpDag> sym = build_op_dag(p);
-  REQUIRE(full.ok());
-  REQUIRE(sym.ok());
-  const int64_t brute = pstest::brute_force_optimum(*full, EdgeSet::kDataOnly);
-  SolveResult r = solve_to_optimum(*sym);
+  const auto [brute, r] = brute_vs_z3(make_hand_problem(h));
   CHECK(r.optimal);
   CHECK(r.best.makespan == brute);
 }
