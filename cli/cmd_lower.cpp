@@ -120,7 +120,14 @@ std::string text_summary(const LowerArgs& a, const Spec& spec, const ModelSummar
            f3(lt.backward_weight_ms), f1(lt.activation_mb), f1(lt.wgrad_stash_mb), f1(lt.output_mb),
            f1(lt.params_m), lt.split_backward ? "I+W" : "B only"});
   }
-  out += t.str() + "\n";
+  out += t.str();
+  std::string joined;
+  for (const auto& [sym, lt] : m.types)
+    if (lt.joins_next) joined += fmt::format("{}'{}'", joined.empty() ? "" : ", ", sym);
+  if (!joined.empty())
+    out += fmt::format("sublayers: {} join the next layer (one model layer; Megatron-style partitions do not cut after them)\n",
+                       joined);
+  out += "\n";
 
   out += "Totals per type (all layers of the type, one microbatch):\n";
   Table tot(
@@ -182,6 +189,7 @@ std::string json_summary(const LowerArgs& a, const Spec& spec, const ModelSummar
                       {"output_mb", lt.output_mb},
                       {"params_m", lt.params_m},
                       {"split_backward", lt.split_backward},
+                      {"joins_next", lt.joins_next},
                       {"total", J{{"forward_ms", tt.fwd_ms},
                                   {"backward_input_ms", tt.bwd_input_ms},
                                   {"backward_weight_ms", tt.bwd_weight_ms},

@@ -355,6 +355,7 @@ struct TypeDraft {
   std::array<std::optional<SourceLoc>, kNumCostFields> given;  // where each explicit number is
   std::vector<Component> components;                           // from `kind:`
   SourceLoc kind_loc;
+  SourceLoc joins_next_loc;  // where `joins_next:` is
   Architecture arch;  // the type's own architecture block
 };
 
@@ -383,6 +384,7 @@ Result<TypeDraft> parse_layer_type(const Ctx& c, char sym, const Entry& e) {
   std::vector<std::string> allowed = {"name", "kind"};
   for (const CostField& f : cost_fields()) allowed.push_back(f.key);
   allowed.push_back("split_backward");
+  allowed.push_back("joins_next");
   allowed.push_back("architecture");
   Result<MapView> m = read_map(c, e.value, e.value_loc, what, allowed);
   if (!m.ok()) return m.status();
@@ -407,6 +409,11 @@ Result<TypeDraft> parse_layer_type(const Ctx& c, char sym, const Entry& e) {
       Result<bool> v = get_bool(x, what);
       if (!v.ok()) return v.status();
       d.type.split_backward = *v;
+    } else if (x.key == "joins_next") {
+      Result<bool> v = get_bool(x, what);
+      if (!v.ok()) return v.status();
+      d.type.joins_next = *v;
+      d.joins_next_loc = x.value_loc;
     } else if (x.key == "architecture") {
       Result<Architecture> a = parse_architecture(c, x, what + " architecture");
       if (!a.ok()) return a.status();
@@ -516,16 +523,22 @@ Status parse_layers(const Ctx& c, const Entry& e, Draft& d) {
       if (!te)
         return Status::bad_input(fmt::format("{}: missing 'type' (a layer type symbol)", what),
                                  iloc);
-      if (!te->value.IsScalar() || te->value.Scalar().size() != 1) {
-        return Status::bad_input(fmt::format("{}: type must be one layer type symbol, got {}", what,
-                                             describe(te->value)),
+      // One symbol, or a pattern of several ("AX": attention then MoE) that `repeat` copies whole.
+      std::string pattern;
+      if (te->value.IsScalar())
+        for (char ch : te->value.Scalar())
+          if (ch != ' ' && ch != '\t' && ch != '\n' && ch != '\r') pattern.push_back(ch);
+      if (pattern.empty()) {
+        return Status::bad_input(fmt::format("{}: type must be a layer type symbol or a pattern of symbols, got {}",
+                                             what, describe(te->value)),
                                  te->value_loc);
       }
-      char sym = te->value.Scalar()[0];
-      if (!known(sym)) {
-        return Status::bad_input(fmt::format("{}: unknown layer type '{}' (defined types: {})",
-                                             what, sym, symbol_list(d)),
-                                 te->value_loc);
+      for (char sym : pattern) {
+        if (!known(sym)) {
+          return Status::bad_input(fmt::format("{}: unknown layer type '{}' (defined types: {})",
+                                               what, sym, symbol_list(d)),
+                                   te->value_loc);
+        }
       }
       long long repeat = 1;
       if (const Entry* re = m->find("repeat")) {
@@ -539,6 +552,12 @@ Status parse_layers(const Ctx& c, const Entry& e, Draft& d) {
       }
       std::vector<std::pair<long long, SourceLoc>> extra;
       if (const Entry* ie = m->find("inputs")) {
+        if (pattern.size() > 1) {
+          return Status::bad_input(
+              fmt::format("{}: inputs need a single layer type, not the pattern '{}' (give that layer its own entry)",
+                          what, pattern),
+              ie->value_loc);
+        }
         if (!ie->value.IsSequence()) {
           return Status::bad_input(fmt::format("{}: inputs must be a list of layer indices, got {}",
                                                what, describe(ie->value)),
@@ -556,17 +575,19 @@ Status parse_layers(const Ctx& c, const Entry& e, Draft& d) {
           extra.emplace_back(*v, ue.value_loc);
         }
       }
-      if (static_cast<long long>(layers.size()) + repeat > kMaxLayers) {
+      if (static_cast<long long>(layers.size()) + repeat * static_cast<long long>(pattern.size()) > kMaxLayers) {
         return Status::bad_input(
             fmt::format("{}: at most {} layers are supported", what, kMaxLayers), iloc);
       }
       for (long long r = 0; r < repeat; ++r) {
-        Layer l;
-        l.id = static_cast<int>(layers.size());
-        l.type = sym;
-        l.loc = iloc;
-        for (const auto& [u, uloc] : extra) pending.push_back(PendingInput{l.id, u, uloc});
-        layers.push_back(l);
+        for (char sym : pattern) {
+          Layer l;
+          l.id = static_cast<int>(layers.size());
+          l.type = sym;
+          l.loc = iloc;
+          for (const auto& [u, uloc] : extra) pending.push_back(PendingInput{l.id, u, uloc});
+          layers.push_back(l);
+        }
       }
     }
   } else {
@@ -951,6 +972,22 @@ Status check_vocab_shards(const Draft& d) {
   return Status::ok();
 }
 
+// A layer that joins the next one (a sublayer) needs a next layer (which always reads it: every layer
+// reads its predecessor).
+Status check_joins_next(const Draft& d) {
+  const std::vector<Layer>& layers = d.spec.model.layers;
+  if (layers.empty()) return Status::ok();
+  const Layer& last = layers.back();
+  for (const TypeDraft& t : d.types) {
+    if (t.type.joins_next && last.type == t.type.symbol) {
+      return Status::bad_input(fmt::format("{} has joins_next: true, but layer {} of that type is the last layer",
+                                           type_what(t.type.symbol), last.id),
+                               last.loc.line > 0 ? last.loc : t.joins_next_loc);
+    }
+  }
+  return Status::ok();
+}
+
 Status check_overrides(const SpecOverrides& o) {
   if (o.devices && *o.devices < 1)
     return Status::bad_input(fmt::format("--devices must be >= 1, got {}", *o.devices));
@@ -968,6 +1005,7 @@ Result<Spec> finish(Draft d, const std::string& model_file, const SpecOverrides&
   PS_RETURN_IF_ERROR(check_overrides(o));
   PS_RETURN_IF_ERROR(derive_types(d));
   PS_RETURN_IF_ERROR(check_vocab_shards(d));
+  PS_RETURN_IF_ERROR(check_joins_next(d));
   d.spec.cluster = d.cluster.cluster;
   bool devices_given = d.cluster.devices_given;
   if (o.devices) {

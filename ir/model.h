@@ -31,6 +31,9 @@ struct LayerType {
   double output_mb = 0;          // 32
   double params_m = 0;           // 210 (millions of parameters)
   bool split_backward = true;    // false: the backward cannot be split into I and W (use B)
+  bool joins_next = false;       // true: with the next layer it forms one model layer (a sublayer,
+                                 // e.g. attention before its MLP): Megatron-style partitions and
+                                 // layouts never cut after it; pipesmith's search may
   std::string kind;              // "attention+mlp": analytic kind named in the file; "" if none
   SourceLoc loc;                 // where the type is defined
 };

@@ -165,10 +165,27 @@ char megatron_kind(const Model& model, int layer) {
     for (const std::string* word : {&it->second.kind, &it->second.name}) {
       if (*word == "embedding") return 'E';
       if (*word == "head" || *word == "loss" || *word == "lm_head") return 'L';
-      if (*word == "mtp") return 'm';
+      if (*word == "mtp" || *word == "mtp_projection") return 'm';
     }
   }
   return 't';
+}
+
+MegatronLayers megatron_layers(const Model& model) {
+  MegatronLayers ml;
+  const int n = static_cast<int>(model.layers.size());
+  for (int l = 0; l < n; ++l) {
+    const bool starts = l == 0 || !model.type_of(l - 1).joins_next;
+    if (starts) {
+      ml.first.push_back(l);
+      ml.kinds.push_back('t');
+    }
+    char& k = ml.kinds.back();
+    const char own = megatron_kind(model, l);
+    auto rank = [](char c) { return c == 'm' ? 3 : c == 'E' ? 2 : c == 'L' ? 1 : 0; };
+    if (rank(own) > rank(k)) k = own;
+  }
+  return ml;
 }
 
 Result<LayoutPlan> apply_megatron_layout(const MegatronLayout& layout, const Model& model,
@@ -189,36 +206,39 @@ Result<LayoutPlan> apply_megatron_layout(const MegatronLayout& layout, const Mod
           layout.text, s, s % devices, s / devices));
 
   // Count kinds on both sides first: the most useful message when they differ.
-  int n = static_cast<int>(model.layers.size());
-  std::string model_kinds, layout_kinds;
-  for (int l = 0; l < n; ++l) model_kinds += megatron_kind(model, l);
+  const int n = static_cast<int>(model.layers.size());
+  const MegatronLayers ml = megatron_layers(model);
+  const std::string& model_kinds = ml.kinds;
+  std::string layout_kinds;
   for (const auto& st : layout.stages) layout_kinds += st;
   for (char k : std::string("EtmL")) {
     auto cm = std::count(model_kinds.begin(), model_kinds.end(), k);
     auto cl = std::count(layout_kinds.begin(), layout_kinds.end(), k);
     if (cm != cl)
       return Status::bad_input(fmt::format(
-          "pipeline layout \"{}\" has {} {} layer(s) ('{}'), model '{}' has {} (of {} layers)",
-          layout.text, cl, kind_name(k), k, model.name, cm, n));
+          "pipeline layout \"{}\" has {} {} layer(s) ('{}'), model '{}' has {} (of {} layers{})",
+          layout.text, cl, kind_name(k), k, model.name, cm, ml.size(),
+          ml.size() == n ? "" : fmt::format(", {} with sublayers", n)));
   }
   // Same counts: now the order must agree position by position.
   LayoutPlan plan;
-  int layer = 0;
+  int unit = 0;
   for (int s = 0; s < num_stages; ++s) {
-    int first = layer;
+    const int first = ml.first[unit];
     for (char k : layout.stages[s]) {
-      if (model_kinds[layer] != k) {
+      if (model_kinds[unit] != k) {
+        const int layer = ml.first[unit];
         const Layer& l = model.layers[layer];
         auto it = model.types.find(l.type);
         std::string tname = it != model.types.end() ? it->second.name : "?";
         return Status::bad_input(fmt::format(
             "pipeline layout \"{}\": stage {} expects a {} layer ('{}') at model layer {}, but the "
             "model has '{}' ({}, a {} layer) there",
-            layout.text, s, kind_name(k), k, layer, l.type, tname, kind_name(model_kinds[layer])));
+            layout.text, s, kind_name(k), k, layer, l.type, tname, kind_name(model_kinds[unit])));
       }
-      ++layer;
+      ++unit;
     }
-    plan.partition.push_back({first, layer - 1});
+    plan.partition.push_back({first, ml.end(unit - 1, n) - 1});
     plan.placement.push_back(s % devices);
   }
   plan.stages_per_device = num_stages / devices;

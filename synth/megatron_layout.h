@@ -15,7 +15,8 @@
 // Mapping onto a pipesmith model: layouts name layer *kinds*, our models name layer types. Layers
 // are matched in order: a model layer of symbol 'E' (or type kind/name "embedding") must meet an
 // `E`, one of symbol 'L' (or kind/name "head", "loss", "lm_head") an `L`, one of symbol 'm' (or
-// kind/name "mtp") an `m`, and every other layer a `t`. Any mismatch — counts or order — is an
+// kind/name "mtp") an `m`, and every other layer a `t`; layers joined by `joins_next` (sublayers)
+// count as one layer of the group's kind (see megatron_layers). Any mismatch — counts or order — is an
 // error that names the first disagreeing position, its stage and what each side has there.
 #pragma once
 
@@ -40,8 +41,22 @@ Result<MegatronLayout> parse_megatron_layout(const std::string& text);
 // command can tell "balanced" from "Ett|ttL".
 bool looks_like_megatron_layout(const std::string& text);
 
-// Megatron kind of one model layer: 'E', 't', 'm' or 'L' (see the mapping above).
+// Megatron kind of one model layer: 'E', 't', 'm' or 'L' (see the mapping above; a layer of kind
+// "mtp_projection" is an 'm' too).
 char megatron_kind(const Model& model, int layer);
+
+// Megatron's layers over the model's: a run of layers joined by `joins_next` (sublayers, e.g. an
+// attention layer and its MLP) is ONE Megatron layer, every other layer is one by itself. Its kind
+// is 'm' if any part is an MTP part, else 'E' if any is the embedding, else 'L' if any is a head,
+// else 't'. Megatron's even partitions and layouts only cut between these.
+struct MegatronLayers {
+  std::vector<int> first;  // first model layer of each Megatron layer, increasing, first[0] = 0
+  std::string kinds;       // one kind per Megatron layer
+  int size() const { return static_cast<int>(first.size()); }
+  // One past the last model layer of Megatron layer u.
+  int end(int u, int num_layers) const { return u + 1 < size() ? first[u + 1] : num_layers; }
+};
+MegatronLayers megatron_layers(const Model& model);
 
 struct LayoutPlan {
   Partition partition;         // one range per layout stage

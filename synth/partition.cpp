@@ -130,14 +130,20 @@ Result<Partition> balanced_partition(const Spec& spec, int stages, PartitionCost
 
 Result<Partition> even_partition(const Spec& spec, int stages) {
   PS_RETURN_IF_ERROR(check_stage_count(spec, stages, "even"));
-  int n = static_cast<int>(spec.model.layers.size());
+  // Megatron cuts between its own layers only: sublayers joined by `joins_next` stay together.
+  const int layers = static_cast<int>(spec.model.layers.size());
+  const MegatronLayers ml = megatron_layers(spec.model);
+  int n = ml.size();
+  if (n < stages) {
+    return Status::bad_input(fmt::format(
+        "even partition: {} stages but the model has {} layers counting joined sublayers as one ({} without); "
+        "use at most {} stages or --partition balanced",
+        stages, n, layers, n));
+  }
   int head = 0;  // leading embedding layers
-  while (head < n && megatron_kind(spec.model, head) == 'E') ++head;
+  while (head < n && ml.kinds[head] == 'E') ++head;
   int tail = 0;  // trailing loss / MTP layers
-  auto is_tail = [&](int l) {
-    char k = megatron_kind(spec.model, l);
-    return k == 'L' || k == 'm';
-  };
+  auto is_tail = [&](int u) { return ml.kinds[u] == 'L' || ml.kinds[u] == 'm'; };
   while (tail < n - head && is_tail(n - 1 - tail)) ++tail;
   int body = n - head - tail;
   if (body < stages) {
@@ -152,7 +158,7 @@ Result<Partition> even_partition(const Spec& spec, int stages) {
     int count = body / stages + (s < body % stages ? 1 : 0);
     if (s == 0) count += head;
     if (s == stages - 1) count += tail;
-    p.push_back({next, next + count - 1});
+    p.push_back({ml.first[next], ml.end(next + count - 1, layers) - 1});
     next += count;
   }
   PS_ASSERT(next == n, "even partition must cover every layer");

@@ -84,6 +84,23 @@ TEST_CASE("model: the list form with repeat and extra inputs") {
   CHECK(m.layers[4].loc.line == 14);
 }
 
+TEST_CASE("model: a pattern entry repeats several types; joins_next marks sublayers") {
+  std::string types = std::string(kTypes) +
+                      "    A: {name: attn, forward_ms: 1, backward_input_ms: 1, backward_weight_ms: 1, "
+                      "activation_mb: 8, wgrad_stash_mb: 0, output_mb: 32, params_m: 1, joins_next: true}\n";
+  std::string text = std::string("schema: 1\nmodel:\n  name: tiny\n") + types +
+                     "  layers:\n    - {type: E}\n    - {type: 'A-', repeat: 3}\n    - {type: L}\n"
+                     "cluster: {devices: 4}\npipeline: {microbatches: 8}\n";
+  Result<Spec> s = parse_spec(text, "m.yaml");
+  REQUIRE_MESSAGE(s.ok(), s.status().str());
+  std::string syms;
+  for (const Layer& l : s->model.layers) syms += l.type;
+  CHECK(syms == "EA-A-A-L");
+  CHECK(s->model.types.at('A').joins_next);
+  CHECK(!s->model.types.at('-').joins_next);
+  CHECK(s->model.layers[6].inputs == std::vector<int>{5});
+}
+
 TEST_CASE("model: unknown symbols are located at the symbol, also inside block scalars") {
   Result<Spec> s = parse_spec(model_yaml("\"EMM  MXL\""), "m.yaml");
   REQUIRE_FALSE(s.ok());

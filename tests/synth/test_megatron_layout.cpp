@@ -139,3 +139,37 @@ TEST_CASE("layout/model mismatches are explained") {
   auto ok = apply_megatron_layout(*parse_megatron_layout("Ett|tLm"), mtp, 2);
   CHECK(ok.ok());
 }
+
+TEST_CASE("sublayers joined by joins_next are one Megatron layer") {
+  // E, then three decoder layers as attention 'A' (joins its MLP 'M'), then the head.
+  Model m = model_of("EAMAMAML");
+  m.types.at('A').joins_next = true;
+  const MegatronLayers ml = megatron_layers(m);
+  CHECK(ml.kinds == "EtttL");
+  CHECK(ml.first == std::vector<int>{0, 1, 3, 5, 7});
+  CHECK(ml.end(3, 8) == 7);
+
+  auto plan = apply_megatron_layout(*parse_megatron_layout("Et|ttL"), m, 2);
+  REQUIRE_MESSAGE(plan.ok(), plan.status().str());
+  REQUIRE(plan->partition.size() == 2);
+  CHECK(plan->partition[0].first == 0);
+  CHECK(plan->partition[0].last == 2);  // E A M: the layout's 't' covers both sublayers
+  CHECK(plan->partition[1].first == 3);
+  CHECK(plan->partition[1].last == 7);
+
+  // Counting sublayers as layers would be 6 't'; the message says how the model counts.
+  auto count = apply_megatron_layout(*parse_megatron_layout("Ettt|tttL"), m, 2);
+  REQUIRE(!count.ok());
+  CHECK(count.status().message().find("model 'layout-test' has 3 (of 5 layers, 8 with sublayers)") !=
+        std::string::npos);
+
+  // An MTP module split into a projection (kind mtp_projection), a block and a head is one 'm'.
+  Model mtp = model_of("EAMLPBQ");
+  mtp.types.at('A').joins_next = true;
+  mtp.types.at('P').name = "mtp-projection";
+  mtp.types.at('P').kind = "mtp_projection";
+  mtp.types.at('P').joins_next = true;
+  mtp.types.at('B').joins_next = true;
+  mtp.types.at('Q').name = "head";
+  CHECK(megatron_layers(mtp).kinds == "EtLm");
+}

@@ -163,6 +163,25 @@ TEST_CASE("memory tie-breaker moves a heavy-parameter layer when time allows") {
   CHECK(max_memory(spec, *m) <= max_memory(spec, *t));
 }
 
+TEST_CASE("even partition never cuts inside a layer made of joined sublayers") {
+  // Four decoder layers, each attention 'A' + MLP 'M'; the balanced partition may cut between them.
+  Spec spec = symbol_spec("EAMAMAMAML");
+  spec.model.types.at('A').joins_next = true;
+  auto p = even_partition(spec, 2);
+  REQUIRE(p.ok());
+  REQUIRE(p->size() == 2);
+  CHECK((*p)[0].last == 4);  // E AM AM
+  CHECK((*p)[1].first == 5);
+  CHECK((*p)[1].last == 9);  // AM AM L
+  auto three = even_partition(spec, 3);
+  REQUIRE(three.ok());
+  for (const auto& r : *three) CHECK(spec.model.layers[r.last].type != 'A');
+  // 5 Megatron layers (E, 4 decoders, the head counted with the last stage) but 8 stages asked.
+  auto too_many = even_partition(spec, 8);
+  REQUIRE(!too_many.ok());
+  CHECK(too_many.status().message().find("counting joined sublayers as one") != std::string::npos);
+}
+
 TEST_CASE("balanced partition refuses impossible stage counts") {
   Spec spec = chain_spec({1, 2, 3});
   auto too_many = balanced_partition(spec, 4);
