@@ -8,9 +8,34 @@
 //  * the single-resource relaxation: device d (or its comm stream) as one machine with release
 //    times (head), processing times and delivery times (tail), preemption allowed — Jackson's
 //    preemptive schedule solves that relaxation exactly in O(n log n).
+//  * the destructive bound (destructive_lower_bound): a trial makespan C gives every op the window
+//    [head, C − tail] (earliest start, latest completion), and constraint propagation narrows the
+//    windows until nothing changes. Every rule removes only start times that no schedule of
+//    makespan ≤ C can use, so an empty window (or an overloaded resource) proves that no schedule
+//    has makespan ≤ C: C + 1 is a lower bound. The rules:
+//      - edges: start(v) ≥ start(u) + dur(u) + delay, both ways (earliest starts forwards, latest
+//        completions backwards);
+//      - per resource (each device, each comm stream; a transfer is on two), which runs one op at a
+//        time without preemption: the overload check (for every set Ω of its ops, est(Ω) + p(Ω) ≤
+//        lct(Ω) — Jackson's preemptive check with deadlines), edge finding, detectable precedences
+//        and not-first/not-last, in both time directions (Vilím's Θ-Λ-tree algorithms, O(n log n)
+//        per resource).
+//    Where propagation alone leaves C open, a complete search decides it: take two ops of one
+//    resource whose order is open, try each order (every schedule takes one of the two), propagate
+//    after each decision. C is refuted only when every branch is refuted by the rules above; a
+//    branch where every pair is ordered is a schedule of makespan ≤ C (returned, timed, when it
+//    also respects the caps). The memory caps enter through the DAG's memory edges only (with
+//    several stages per device the encoding's memory sums are stronger), so this bounds a
+//    relaxation, which keeps it valid.
+//    Trial makespans run from a known lower bound up to `upper` (a known schedule's makespan):
+//    propagation by doubling then bisection, then the search by bisection; only refuted makespans
+//    move the bound. Deterministic: fixed op, resource and branching orders, and work caps in
+//    elementary steps (not time) — when a cap is spent, the bound proven so far is returned.
 #pragma once
 
 #include <cstdint>
+#include <limits>
+#include <optional>
 #include <string>
 
 #include "synth/op_dag.h"
@@ -28,5 +53,41 @@ int64_t device_relaxation_bound(const OpDag& dag, int resource);
 
 // max(critical path, every device's relaxation).
 DagBound dag_lower_bound(const OpDag& dag);
+
+// Elementary steps of destructive_lower_bound per second, assumed when a time budget is turned into
+// a work cap (measured on this project's 2-core machine, otherwise idle).
+uint64_t bound_steps_per_second();
+
+struct DestructiveOptions {
+  // A known lower bound to start from (it is raised to dag_lower_bound's when lower).
+  int64_t start = 0;
+  // A known schedule's makespan: the bound never exceeds it and no trial at or above it is run.
+  int64_t upper = std::numeric_limits<int64_t>::max();
+  // Elementary steps (tree updates, edge relaxations, pairs looked at) for propagation alone.
+  uint64_t work_cap = 20'000'000;
+  // Steps for the search on top (0: no search).
+  uint64_t search_work = 0;
+};
+
+struct DestructiveBound {
+  DagBound bound;       // >= the starting bound, <= upper
+  int trials = 0;       // trial makespans tried
+  int64_t nodes = 0;    // search nodes
+  uint64_t work = 0;    // elementary steps used
+  bool capped = false;  // a work cap stopped a trial (the bound is still valid)
+  // The best schedule the search found, timed by evaluate_order (valid on the DAG, within every
+  // cap), when one beats `upper`.
+  std::optional<TimedOrder> order;
+};
+
+// The destructive bound (see above); its bound is >= dag_lower_bound(dag) and <= options.upper.
+DestructiveBound destructive_lower_bound(const OpDag& dag, const DestructiveOptions& options = {});
+
+// The windows propagation (no search) leaves for a trial makespan: every schedule of makespan
+// <= `makespan` starts op i in [est[i], lct[i] - dur(i)]. Returns false when propagation refutes the
+// makespan (no such schedule; then *refuted is set) or the work cap runs out (the windows are
+// still valid, just not a fixpoint).
+bool propagate_windows(const OpDag& dag, int64_t makespan, std::vector<int64_t>& est, std::vector<int64_t>& lct,
+                       bool* refuted = nullptr, uint64_t work_cap = 20'000'000);
 
 }  // namespace ps

@@ -188,7 +188,8 @@ TEST_CASE("solve: the budget bounds the work and the incumbent survives") {
   REQUIRE(r.ok());
   CHECK_FALSE(r->optimal);
   CHECK(r->best.makespan == heur->best.makespan);
-  CHECK(r->status.find("stopped") != std::string::npos);
+  // Not built at all (the size check) or cancelled while loading: either way no Z3 answer.
+  CHECK((r->status.find("skipped") != std::string::npos || r->status.find("stopped") != std::string::npos));
 }
 
 TEST_CASE("solve: a device hint (compute orders of a better order) is taken up in one check") {
