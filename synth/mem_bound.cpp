@@ -329,6 +329,14 @@ class Propagator {
     enqueue_bwd(to);
     return fixpoint();
   }
+  // Whether a decided precedence orders i and j directly (each op has few).
+  bool decided(int i, int j) const {
+    for (int v : extra_succ_[i])
+      if (v == j) return true;
+    for (int v : extra_succ_[j])
+      if (v == i) return true;
+    return false;
+  }
   // Removes the last decided precedence (the windows are restored with undo()).
   void pop_precedence() {
     const auto [from, to] = decided_.back();
@@ -495,19 +503,13 @@ using Outcome = Propagator::Outcome;
 class PairSearch {
  public:
   PairSearch(const OpDag& dag, const DeviceReach& reach, Propagator& prop, uint64_t& work)
-      : dag_(dag), reach_(reach), prop_(prop), work_(work),
-        decided_(static_cast<size_t>(dag.num_ops()) * dag.num_ops(), false) {}
+      : dag_(dag), reach_(reach), prop_(prop), work_(work) {}
 
   int64_t nodes = 0;
   Times found;  // start times of the schedule found (kFixpoint)
 
   // From a propagation fixpoint. kRefuted: no schedule; kFixpoint: a schedule (in `found`).
   Outcome run() {
-    struct Frame {
-      int first, second;  // tried first before second, then the reverse
-      int branch;
-      size_t mark;
-    };
     std::vector<Frame> stack;
     for (;;) {
       ++nodes;
@@ -541,20 +543,22 @@ class PairSearch {
   }
 
  private:
-  template <typename F>
-  Outcome decide(const F& f) {
+  // One decision on the stack: `first` before `second` (branch 0), then the reverse (branch 1).
+  struct Frame {
+    int first, second;
+    int branch;
+    size_t mark;  // the propagator's trail before the decision
+  };
+
+  Outcome decide(const Frame& f) {
     const int from = f.branch == 0 ? f.first : f.second, to = f.branch == 0 ? f.second : f.first;
-    decided_[key(from, to)] = true;
     return prop_.push_precedence(from, to);
   }
-  template <typename F>
-  void retract(const F& f) {
-    decided_[key(f.first, f.second)] = false;
+  void retract(const Frame& f) {
     prop_.pop_precedence();
     prop_.undo(f.mark);
   }
-  template <typename S>
-  void unwind(S& stack) {
+  void unwind(std::vector<Frame>& stack) {
     while (!stack.empty()) {
       retract(stack.back());
       stack.pop_back();
@@ -587,7 +591,7 @@ class PairSearch {
           if (s_ij < 0) continue;                                  // j before i is forced
           const int64_t s_ji = lst_i - est[j] - dag_.ops[j].dur;
           if (s_ji < 0) continue;
-          if (decided_[key(i, j)] || reach_.reaches(i, j) || reach_.reaches(j, i)) continue;
+          if (reach_.reaches(i, j) || reach_.reaches(j, i) || prop_.decided(i, j)) continue;
           const int64_t hi = std::max(s_ij, s_ji), lo = std::min(s_ij, s_ji);
           if (c < best_cls || hi < best_hi || (hi == best_hi && lo < best_lo)) {
             best_cls = c;
@@ -603,13 +607,11 @@ class PairSearch {
   }
 
   int cls(int op) const { return dag_.ops[op].type == OpType::W ? 2 : dag_.ops[op].is_transfer() ? 1 : 0; }
-  size_t key(int i, int j) const { return static_cast<size_t>(std::min(i, j)) * dag_.num_ops() + std::max(i, j); }
 
   const OpDag& dag_;
   const DeviceReach& reach_;
   Propagator& prop_;
   uint64_t& work_;
-  std::vector<bool> decided_;  // per unordered pair: a decision on the stack orders it
 };
 
 // The per-resource order of a schedule given by start times, timed. Ties (zero-length ops) go in
@@ -675,9 +677,11 @@ DestructiveBound destructive_lower_bound(const OpDag& dag, const DestructiveOpti
     if (o == Outcome::kRefuted) refuted = mid, how = "propagation";
   }
 
-  // 2. The search: bisection between the bound and the best schedule, each trial with half of
-  // what is left. A trial that runs out of work closes the upper part for the bound's purposes
-  // (refuting below it is easier); the bound only moves on refutations.
+  // 2. The search: bisection between the bound and the best schedule (measured on P = 8, M = 16
+  // with a cap: half the steps of going up from the bound, which spends most on refutations close
+  // to the optimum that the bisection skips). Each trial gets at most half of what is left, and the
+  // first trial that runs out ends the search: where the bound is already tight every trial must
+  // find an order at or near the optimum, the hard part, and this wastes at most that half.
   int64_t hi = opt.upper;  // trials stay below this
   if (opt.search_work > 0 && refuted + 1 < hi) {
     DeviceReach reach(dag);
@@ -694,12 +698,12 @@ DestructiveBound destructive_lower_bound(const OpDag& dag, const DestructiveOpti
         how = "search";
         continue;
       }
-      hi = c;
       if (o == Outcome::kOutOfWork) {
         out.capped = true;
-        continue;
+        break;
       }
       // A schedule of makespan <= c: the bound cannot pass it. Keep it when it is a real one.
+      hi = c;
       std::optional<TimedOrder> t = order_of(dag, search.found);
       if (t && t->makespan <= c && (!out.order || t->makespan < out.order->makespan)) {
         hi = std::min(hi, t->makespan);

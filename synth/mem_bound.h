@@ -28,8 +28,9 @@
 //    several stages per device the encoding's memory sums are stronger), so this bounds a
 //    relaxation, which keeps it valid.
 //    Trial makespans run from a known lower bound up to `upper` (a known schedule's makespan):
-//    propagation by doubling then bisection, then the search by bisection; only refuted makespans
-//    move the bound. Deterministic: fixed op, resource and branching orders, and work caps in
+//    propagation alone by doubling steps while they are refuted, then bisection; then the search
+//    by bisection (each trial with at most half of the budget left; the first trial that runs out
+//    ends it). Only refuted makespans move the bound. Deterministic: fixed op, resource and branching orders, and work caps in
 //    elementary steps (not time) — when a cap is spent, the bound proven so far is returned.
 #pragma once
 
