@@ -457,7 +457,11 @@ class Propagator {
     w.est.resize(k);
     w.lct.resize(k);
     w.p.resize(k);
-    for (int i = 0; i < k; ++i) w.est[i] = est[ops[i]], w.lct[i] = lct[ops[i]], w.p[i] = dag_.ops[ops[i]].dur;
+    for (int i = 0; i < k; ++i) {
+      w.est[i] = est[ops[i]];
+      w.lct[i] = lct[ops[i]];
+      w.p[i] = dag_.ops[ops[i]].dur;
+    }
     Orders& o = orders_[r];
     Times key(k);
     resort(o.by_est, w.est, work_);
@@ -606,7 +610,9 @@ class PairSearch {
     return a >= 0;
   }
 
-  int cls(int op) const { return dag_.ops[op].type == OpType::W ? 2 : dag_.ops[op].is_transfer() ? 1 : 0; }
+  int cls(int op) const {
+    return dag_.ops[op].type == OpType::W ? 2 : dag_.ops[op].is_transfer() ? 1 : 0;
+  }
 
   const OpDag& dag_;
   const DeviceReach& reach_;
@@ -622,8 +628,9 @@ std::optional<TimedOrder> order_of(const OpDag& dag, const Times& start) {
   std::vector<std::vector<int>> order(dag.num_resources());
   for (int r = 0; r < dag.num_resources(); ++r) {
     order[r] = dag.resource_ops[r];
-    std::sort(order[r].begin(), order[r].end(),
-              [&](int a, int b) { return start[a] != start[b] ? start[a] < start[b] : rank[a] < rank[b]; });
+    std::sort(order[r].begin(), order[r].end(), [&](int a, int b) {
+      return start[a] != start[b] ? start[a] < start[b] : rank[a] < rank[b];
+    });
   }
   Result<TimedOrder> t = evaluate_order(dag, std::move(order));
   if (!t.ok()) return std::nullopt;  // e.g. over a cap the DAG's memory edges do not imply
@@ -720,8 +727,8 @@ DestructiveBound destructive_lower_bound(const OpDag& dag, const DestructiveOpti
   return out;
 }
 
-bool propagate_windows(const OpDag& dag, int64_t makespan, std::vector<int64_t>& est, std::vector<int64_t>& lct,
-                       bool* refuted, uint64_t work_cap) {
+bool propagate_windows(const OpDag& dag, int64_t makespan, std::vector<int64_t>& est,
+                       std::vector<int64_t>& lct, bool* refuted, uint64_t work_cap) {
   uint64_t work = 0;
   Propagator prop(dag, work);
   prop.set_cap(work_cap);

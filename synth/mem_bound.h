@@ -30,8 +30,9 @@
 //    Trial makespans run from a known lower bound up to `upper` (a known schedule's makespan):
 //    propagation alone by doubling steps while they are refuted, then bisection; then the search
 //    by bisection (each trial with at most half of the budget left; the first trial that runs out
-//    ends it). Only refuted makespans move the bound. Deterministic: fixed op, resource and branching orders, and work caps in
-//    elementary steps (not time) — when a cap is spent, the bound proven so far is returned.
+//    ends it). Only refuted makespans move the bound. Deterministic: fixed op, resource and
+//    branching orders, and work caps in elementary steps (not time) — when a cap is spent, the
+//    bound proven so far is returned.
 #pragma once
 
 #include <cstdint>
@@ -88,7 +89,8 @@ DestructiveBound destructive_lower_bound(const OpDag& dag, const DestructiveOpti
 // <= `makespan` starts op i in [est[i], lct[i] - dur(i)]. Returns false when propagation refutes the
 // makespan (no such schedule; then *refuted is set) or the work cap runs out (the windows are
 // still valid, just not a fixpoint).
-bool propagate_windows(const OpDag& dag, int64_t makespan, std::vector<int64_t>& est, std::vector<int64_t>& lct,
-                       bool* refuted = nullptr, uint64_t work_cap = 20'000'000);
+bool propagate_windows(const OpDag& dag, int64_t makespan, std::vector<int64_t>& est,
+                       std::vector<int64_t>& lct, bool* refuted = nullptr,
+                       uint64_t work_cap = 20'000'000);
 
 }  // namespace ps
