@@ -1,14 +1,15 @@
 // mem_bound.cpp — critical path, Jackson's preemptive single-device bound, and the destructive bound
-// (constraint propagation on trial makespans; see mem_bound.h).
+// (constraint propagation and a complete search on trial makespans; see mem_bound.h).
 #include "synth/mem_bound.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <functional>
 #include <limits>
 #include <queue>
 #include <vector>
+
+#include "ir/status.h"
 
 namespace ps {
 
@@ -70,7 +71,11 @@ DagBound dag_lower_bound(const OpDag& dag) {
 
 namespace {
 
-constexpr int64_t kNegInf = std::numeric_limits<int64_t>::min() / 4;
+// Window values stay within ±kMaxTime (trial makespans are capped by the DAG's serial length), so
+// the Θ-Λ tree's "empty" value kNegInf lies below every real one and sums of durations added to it
+// cannot overflow.
+constexpr int64_t kMaxTime = int64_t{1} << 60;
+constexpr int64_t kNegInf = std::numeric_limits<int64_t>::min() / 2;
 
 using Times = std::vector<int64_t>;
 
@@ -305,6 +310,7 @@ class Propagator {
   // The windows of a trial makespan: [head, makespan − tail], then the fixpoint. Clears the trail
   // and the decided precedences.
   Outcome start(int64_t makespan) {
+    PS_ASSERT(makespan <= kMaxTime, "trial makespan out of range");
     const int n = dag_.num_ops();
     est = dag_.head;
     lct.resize(n);
@@ -649,14 +655,22 @@ DestructiveBound destructive_lower_bound(const OpDag& dag, const DestructiveOpti
     out.bound.reason = "given";
     out.bound.device = -1;
   }
-  if (out.bound.units >= opt.upper) {
+  // Running the ops one at a time in topological order takes at most their durations plus every
+  // edge's delay: no valid rule refutes a makespan at or above that (the DAG has such a schedule).
+  int64_t serial = 1;
+  for (int i = 0; i < dag.num_ops(); ++i) {
+    serial += dag.ops[i].dur;
+    for (const DagEdge& e : dag.succ[i]) serial += e.delay;
+  }
+  const int64_t upper = std::min({opt.upper, serial, kMaxTime});
+  if (out.bound.units >= upper) {
     out.bound.units = std::max<int64_t>(std::min(out.bound.units, opt.upper), 0);
     return out;
   }
   uint64_t& work = out.work;
   Propagator prop(dag, work);
   int64_t refuted = out.bound.units - 1;  // the largest makespan proven impossible
-  int64_t open = opt.upper;               // the smallest one not refuted (a schedule, or open)
+  int64_t open = upper;               // the smallest one not refuted (a schedule, or open)
   const char* how = nullptr;
 
   // 1. Propagation alone: doubling steps from the starting bound, then bisection.
@@ -689,7 +703,7 @@ DestructiveBound destructive_lower_bound(const OpDag& dag, const DestructiveOpti
   // to the optimum that the bisection skips). Each trial gets at most half of what is left, and the
   // first trial that runs out ends the search: where the bound is already tight every trial must
   // find an order at or near the optimum, the hard part, and this wastes at most that half.
-  int64_t hi = opt.upper;  // trials stay below this
+  int64_t hi = upper;  // trials stay below this
   if (opt.search_work > 0 && refuted + 1 < hi) {
     DeviceReach reach(dag);
     PairSearch search(dag, reach, prop, work);

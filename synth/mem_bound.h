@@ -85,8 +85,8 @@ struct DestructiveBound {
 // The destructive bound (see above); its bound is >= dag_lower_bound(dag) and <= options.upper.
 DestructiveBound destructive_lower_bound(const OpDag& dag, const DestructiveOptions& options = {});
 
-// The windows propagation (no search) leaves for a trial makespan: every schedule of makespan
-// <= `makespan` starts op i in [est[i], lct[i] - dur(i)]. Returns false when propagation refutes the
+// The windows propagation (no search) leaves for a trial makespan (at most 2^60): every schedule
+// of makespan <= `makespan` starts op i in [est[i], lct[i] - dur(i)]. Returns false when propagation refutes the
 // makespan (no such schedule; then *refuted is set) or the work cap runs out (the windows are
 // still valid, just not a fixpoint).
 bool propagate_windows(const OpDag& dag, int64_t makespan, std::vector<int64_t>& est,

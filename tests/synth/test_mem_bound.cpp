@@ -259,6 +259,11 @@ TEST_CASE("destructive bound: deterministic, and a spent work cap still returns 
   const int64_t opt = a.bound.units;
   CHECK(a.order->makespan == opt);  // small enough to finish: found and proven
 
+  // Without a known schedule the trials stop at the DAG's serial length: same answer.
+  DestructiveOptions open_ended;
+  open_ended.search_work = o.search_work;
+  CHECK(destructive_lower_bound(dag, open_ended).bound.units == opt);
+
   o.work_cap = 1000;  // not even one propagation
   o.search_work = 1000;
   const DestructiveBound c = destructive_lower_bound(dag, o);
