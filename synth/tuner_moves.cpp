@@ -94,6 +94,83 @@ std::vector<int> placement_lpt(const SearchSpace& sp, const std::vector<int>& cu
   return p;
 }
 
+// One layer per stage: each layer to the least loaded device, in layer order (so every device gets
+// one of the first layers and starts early), then polished: while it lowers the larger of the two
+// loads, move one layer off the most loaded device, or swap one of its layers with another device's
+// (first improvement, deterministic). Neighbours left on one device merge into one stage.
+void pack_segment(const SearchSpace& sp, int first, int last, int d0, int nd, std::vector<int>& dev) {
+  std::vector<double> load(nd, 0);
+  for (int l = first; l < last; ++l) {
+    const int d = static_cast<int>(std::min_element(load.begin(), load.end()) - load.begin());
+    dev[l] = d0 + d;
+    load[d] += sp.layer_ms[l];
+  }
+  const int n = last - first;
+  for (int iter = 0; iter < 4 * n * nd; ++iter) {
+    const int hi = d0 + static_cast<int>(std::max_element(load.begin(), load.end()) - load.begin());
+    bool moved = false;
+    for (int a = first; a < last && !moved; ++a) {
+      if (dev[a] != hi) continue;
+      for (int d = d0; d < d0 + nd && !moved; ++d) {  // move a to d
+        if (d != hi && load[d - d0] + sp.layer_ms[a] < load[hi - d0] - kEps) {
+          load[hi - d0] -= sp.layer_ms[a];
+          load[d - d0] += sp.layer_ms[a];
+          dev[a] = d;
+          moved = true;
+        }
+      }
+      for (int b = first; b < last && !moved; ++b) {  // swap a with a lighter layer b elsewhere
+        const double delta = sp.layer_ms[a] - sp.layer_ms[b];
+        const int db = dev[b];
+        if (db == hi || delta <= kEps) continue;
+        if (load[db - d0] + delta < load[hi - d0] - kEps) {
+          load[hi - d0] -= delta;
+          load[db - d0] += delta;
+          dev[b] = hi;
+          dev[a] = db;
+          moved = true;
+        }
+      }
+    }
+    if (!moved) break;
+  }
+}
+
+// One layer per stage, packed onto devices by load (pack_segment: each layer in order to the least
+// loaded device, so every device gets one of the first layers and starts early; then, while it
+// lowers the larger of the two loads, one layer moves off the most loaded device or swaps with a
+// lighter one; first improvement, deterministic). With `groups` > 1 the layer chain is cut into
+// that many contiguous segments of equal load, segment g packed onto the g-th block of P / groups
+// devices (one node each: the chain crosses between nodes only groups − 1 times). Neighbours left
+// on one device merge into one stage.
+void packed_layers(const SearchSpace& sp, int groups, std::vector<int>& cuts, std::vector<int>& placement) {
+  const int n = sp.layers, P = sp.devices, per = P / groups;
+  std::vector<int> dev(n, 0);
+  const double total = range_sum(sp.layer_ms, 0, n);
+  int first = 0;
+  double acc = 0;
+  for (int g = 0; g < groups; ++g) {
+    int last = first;
+    if (g + 1 == groups) {
+      last = n;
+    } else {
+      const double target = total * (g + 1) / groups;
+      while (last < n - (groups - g - 1) * per && (last - first < per || acc + sp.layer_ms[last] / 2 <= target))
+        acc += sp.layer_ms[last++];
+    }
+    pack_segment(sp, first, last, g * per, per, dev);
+    first = last;
+  }
+  cuts = {0};
+  placement.clear();
+  for (int l = 0; l < n; ++l) {
+    if (l > 0 && dev[l] == dev[l - 1]) continue;
+    if (l > 0) cuts.push_back(l);
+    placement.push_back(dev[l]);
+  }
+  cuts.push_back(n);
+}
+
 std::vector<int> to_cuts(const Partition& p) {
   std::vector<int> cuts{0};
   for (const LayerRange& r : p) cuts.push_back(r.last + 1);
@@ -592,6 +669,22 @@ std::vector<Candidate> seed_candidates(const SearchSpace& sp, const std::vector<
     std::vector<int> cuts(sp.layers + 1);
     std::iota(cuts.begin(), cuts.end(), 0);
     add(cuts, placement_lpt(sp, cuts), MoveKind::kSeed, fmt::format("seed S={} one layer per stage lpt-packed", sp.layers));
+  }
+  // Layers packed onto devices in order and polished (packed_layers), neighbours merged.
+  // On several nodes also per node: the chain's segments on the nodes' devices in turn.
+  if (!fixed_cuts && !fixed_placement && sp.layers > P) {
+    const int dpn = spec.cluster.devices_per_node;
+    const int nodes = dpn > 0 && dpn < P && P % dpn == 0 ? P / dpn : 1;
+    for (int groups : {1, nodes}) {
+      std::vector<int> cuts, placement;
+      packed_layers(sp, groups, cuts, placement);
+      const int S = static_cast<int>(placement.size());
+      if (S <= sp.max_stages)
+        add(std::move(cuts), std::move(placement), MoveKind::kSeed,
+            groups == 1 ? fmt::format("seed S={} layers packed in order", S)
+                        : fmt::format("seed S={} layers packed in order per node", S));
+      if (nodes == 1) break;
+    }
   }
   if (sp.include_baselines) {
     // The published schedules on Megatron's even partition and on the balanced one.

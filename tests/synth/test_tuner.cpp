@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <numeric>
 #include <set>
 #include <string>
 #include <vector>
@@ -360,4 +361,40 @@ pipeline: {microbatches: 10}
   CHECK(r->lower_bound_ms == doctest::Approx(180));
   CHECK(r->global_bound_ms < 180);
   CHECK(r->simulated_ms >= 180 - 1e-9);
+}
+
+TEST_CASE("tuner seeds: layers packed in order balance device loads; per node the chain crosses nodes once") {
+  using namespace ps::tuner_detail;
+  Spec spec = tiny_spec();
+  spec.cluster.devices_per_node = 2;  // two nodes of two devices
+  SearchSpace sp;
+  sp.spec = &spec;
+  sp.devices = 4;
+  sp.layers = 11;
+  sp.max_stages = 11;
+  for (int l = 0; l < 11; ++l) {
+    sp.layer_ms.push_back(layer_time_ms(spec.model, l));
+    sp.layer_mb.push_back(layer_memory_mb(spec, l));
+  }
+  const double total = std::accumulate(sp.layer_ms.begin(), sp.layer_ms.end(), 0.0);
+  const double biggest = *std::max_element(sp.layer_ms.begin(), sp.layer_ms.end());
+  int found = 0;
+  for (const Candidate& c : seed_candidates(sp, nullptr, nullptr)) {
+    const bool per_node = c.origin.find("layers packed in order per node") != std::string::npos;
+    if (!per_node && c.origin.find("layers packed in order") == std::string::npos) continue;
+    ++found;
+    std::vector<double> load(4, 0);
+    for (int s = 0; s < c.stages(); ++s)
+      for (int l = c.cuts[s]; l < c.cuts[s + 1]; ++l) load[c.placement[s]] += sp.layer_ms[l];
+    // Local search leaves no single move that lowers the maximum: within one layer of the mean.
+    CHECK(*std::max_element(load.begin(), load.end()) <= total / 4 + biggest + 1e-9);
+    for (int s = 0; s + 1 < c.stages(); ++s) CHECK(c.placement[s] != c.placement[s + 1]);  // neighbours merged
+    if (per_node) {
+      int crossings = 0;
+      for (int s = 0; s + 1 < c.stages(); ++s) crossings += (c.placement[s] / 2) != (c.placement[s + 1] / 2);
+      CHECK(crossings == 1);
+      CHECK(c.placement.front() / 2 == 0);
+    }
+  }
+  CHECK(found == 2);
 }
