@@ -50,6 +50,20 @@ Spec tiny_spec(double memory_gb = 0) {
   return *s;
 }
 
+// The tuner's search space over tiny_spec's 11 layers on 4 devices, one layer per stage at most.
+tuner_detail::SearchSpace tiny_space(const Spec& spec) {
+  tuner_detail::SearchSpace sp;
+  sp.spec = &spec;
+  sp.devices = 4;
+  sp.layers = 11;
+  sp.max_stages = 11;
+  for (int l = 0; l < 11; ++l) {
+    sp.layer_ms.push_back(layer_time_ms(spec.model, l));
+    sp.layer_mb.push_back(layer_memory_mb(spec, l));
+  }
+  return sp;
+}
+
 TuneOptions quick_options() {
   TuneOptions o;
   o.time_limit_s = 20;        // a safety net; the evaluation budget ends the search first
@@ -281,15 +295,7 @@ TEST_CASE("tuner: orders and compute-only schedules convert both ways") {
 TEST_CASE("tuner moves: diagnosis, rebalance and every move keep the invariants") {
   using namespace ps::tuner_detail;
   const Spec spec = tiny_spec();
-  SearchSpace sp;
-  sp.spec = &spec;
-  sp.devices = 4;
-  sp.layers = 11;
-  sp.max_stages = 11;
-  for (int l = 0; l < 11; ++l) {
-    sp.layer_ms.push_back(layer_time_ms(spec.model, l));
-    sp.layer_mb.push_back(layer_memory_mb(spec, l));
-  }
+  tuner_detail::SearchSpace sp = tiny_space(spec);
   // All the MoE layers on device 1: a clear imbalance.
   Candidate c;
   c.cuts = {0, 2, 9, 10, 11};
@@ -367,15 +373,7 @@ TEST_CASE("tuner seeds: layers packed in order balance device loads; per node th
   using namespace ps::tuner_detail;
   Spec spec = tiny_spec();
   spec.cluster.devices_per_node = 2;  // two nodes of two devices
-  SearchSpace sp;
-  sp.spec = &spec;
-  sp.devices = 4;
-  sp.layers = 11;
-  sp.max_stages = 11;
-  for (int l = 0; l < 11; ++l) {
-    sp.layer_ms.push_back(layer_time_ms(spec.model, l));
-    sp.layer_mb.push_back(layer_memory_mb(spec, l));
-  }
+  tuner_detail::SearchSpace sp = tiny_space(spec);
   const double total = std::accumulate(sp.layer_ms.begin(), sp.layer_ms.end(), 0.0);
   const double biggest = *std::max_element(sp.layer_ms.begin(), sp.layer_ms.end());
   int found = 0;
