@@ -24,6 +24,25 @@ struct HandProblem {
   bool heterogeneous = false;   // per-stage costs vary (deterministically)
 };
 
+// Plans small enough for brute force over all orders: 2 devices, 2 microbatches, heterogeneous
+// costs, with no cap and two caps, split and fused backward.
+inline std::vector<HandProblem> brute_force_sized_problems() {
+  std::vector<HandProblem> out;
+  for (double cap : {0.0, 1.0, 1.5}) {
+    for (bool split : {true, false}) {
+      HandProblem h;
+      h.devices = 2;
+      h.microbatches = 2;
+      h.cap_microbatches = cap;
+      h.stash_mb = 400;
+      h.split_backward = split;
+      h.heterogeneous = true;
+      out.push_back(h);
+    }
+  }
+  return out;
+}
+
 inline ps::Problem make_hand_problem(const HandProblem& h) {
   ps::Problem p;
   p.name = "hand";

@@ -50,23 +50,14 @@ BruteVsZ3 brute_vs_z3(const Problem& p) {
 }  // namespace
 
 TEST_CASE("encode: Z3's optimum equals brute force over all orders, with and without symmetry/caps") {
-  for (double cap : {0.0, 1.0, 1.5}) {
-    for (bool split : {true, false}) {
-      HandProblem h;
-      h.devices = 2;
-      h.microbatches = 2;
-      h.cap_microbatches = cap;
-      h.stash_mb = 400;
-      h.split_backward = split;
-      h.heterogeneous = true;
-      CAPTURE(cap);
-      CAPTURE(split);
-      const auto [brute, r] = brute_vs_z3(make_hand_problem(h));
-      REQUIRE(brute > 0);
-      CHECK(r.optimal);
-      CHECK(r.best.makespan == brute);
-      CHECK(r.bound == brute);
-    }
+  for (const HandProblem& h : pstest::brute_force_sized_problems()) {
+    CAPTURE(h.cap_microbatches);
+    CAPTURE(h.split_backward);
+    const auto [brute, r] = brute_vs_z3(make_hand_problem(h));
+    REQUIRE(brute > 0);
+    CHECK(r.optimal);
+    CHECK(r.best.makespan == brute);
+    CHECK(r.bound == brute);
   }
 }
 

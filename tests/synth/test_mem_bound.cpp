@@ -144,26 +144,17 @@ TEST_CASE("destructive bound: equals Z3's proven optimum on small plans, never a
 }
 
 TEST_CASE("destructive bound: equals brute force over all orders; V-shape with a cap stays <= Z3") {
-  for (double cap : {0.0, 1.0, 1.5}) {
-    for (bool split : {true, false}) {
-      HandProblem h;
-      h.devices = 2;
-      h.microbatches = 2;
-      h.cap_microbatches = cap;
-      h.stash_mb = 400;
-      h.split_backward = split;
-      h.heterogeneous = true;
-      CAPTURE(cap);
-      CAPTURE(split);
-      DagOptions no_sym;
-      no_sym.symmetry = false;
-      Result<OpDag> full = build_op_dag(make_hand_problem(h), no_sym);
-      REQUIRE(full.ok());
-      const int64_t brute = pstest::brute_force_optimum(*full, EdgeSet::kDataOnly);
-      REQUIRE(brute > 0);
-      const DestructiveBound b = full_bound(dag_of(h));
-      CHECK(b.bound.units == brute);
-    }
+  for (const HandProblem& h : pstest::brute_force_sized_problems()) {
+    CAPTURE(h.cap_microbatches);
+    CAPTURE(h.split_backward);
+    DagOptions no_sym;
+    no_sym.symmetry = false;
+    Result<OpDag> full = build_op_dag(make_hand_problem(h), no_sym);
+    REQUIRE(full.ok());
+    const int64_t brute = pstest::brute_force_optimum(*full, EdgeSet::kDataOnly);
+    REQUIRE(brute > 0);
+    const DestructiveBound b = full_bound(dag_of(h));
+    CHECK(b.bound.units == brute);
   }
   // Two stages per device: the memory sums are stronger than the edges, so only "<=" holds.
   HandProblem v;
