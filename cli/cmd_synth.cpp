@@ -22,6 +22,7 @@
 #include "synth/partition.h"
 #include "synth/placement.h"
 #include "synth/tuner.h"
+#include "synth/solve.h"
 #include "synth/synthesize.h"
 #include "verify/verify.h"
 
@@ -149,6 +150,27 @@ Result<Plan> make_plan(const Spec& spec, const SynthArgs& a) {
   return plan;
 }
 
+// True when loading the Z3 encoding of a typical plan the tuner could choose would take more than
+// `z3_seconds` (solve()'s estimate, on the no-queue DAG Z3 starts from): the given partition, or
+// the balanced one over the given placement's stage count or min(2P, layers) stages (the tuner's
+// winners have 2P or more stages on all but small models); the given placement, or looped. Z3 then
+// skips the plan the tuner chooses almost surely, and its share of the time is better spent on the
+// search. A heuristic for sharing the time only: correctness never depends on it.
+bool z3_cannot_load_any(const Spec& spec, const TuneOptions& to, double z3_seconds) {
+  const int P = spec.cluster.devices;
+  const int S = to.partition ? static_cast<int>(to.partition->size())
+                : to.placement ? static_cast<int>(to.placement->size())
+                               : std::min(2 * P, static_cast<int>(spec.model.layers.size()));
+  Result<Partition> part = to.partition ? Result<Partition>(*to.partition) : balanced_partition(spec, S, PartitionCost::kTime);
+  if (!part.ok()) return false;
+  auto problem = make_problem(spec, *part, to.placement ? *to.placement : placement_looped(S, P));
+  if (!problem.ok()) return false;
+  DagOptions o;
+  o.comm_streams = false;
+  auto dag = build_op_dag(*problem, o);
+  return dag.ok() && encoding_load_seconds(*dag) > z3_seconds;
+}
+
 int run_synth(const SynthArgs& a) {
   if (!(a.time_limit_s > 0)) return report_error(Status::bad_input("--time-limit must be > 0 seconds"));
   auto spec = load_spec_from_flags(a.spec);
@@ -161,7 +183,6 @@ int run_synth(const SynthArgs& a) {
   std::string fixed_desc;
   if (!(a.fix_partition && a.fix_placement)) {
     TuneOptions to;
-    to.time_limit_s = 0.6 * a.time_limit_s;
     to.seed = a.seed;
     if (a.fix_partition) {
       auto part = fixed_partition(*spec, a);
@@ -175,6 +196,13 @@ int run_synth(const SynthArgs& a) {
       to.placement = *place;
       fixed_desc = fmt::format("searched for the given placement {} (", a.placement);
     }
+    // The tuner gets 60 % of the time and Z3 the rest, unless Z3 could not load the encoding of a
+    // typical plan in that rest: then the tuner gets 90 %.
+    const bool z3_hopeless = z3_cannot_load_any(*spec, to, 0.4 * a.time_limit_s);
+    to.time_limit_s = (z3_hopeless ? 0.9 : 0.6) * a.time_limit_s;
+    if (z3_hopeless && !a.quiet)
+      std::fprintf(stderr, "synth: Z3 cannot load an encoding of this size in %.1f s: the search gets %.1f s\n",
+                   0.4 * a.time_limit_s, to.time_limit_s);
     if (!a.quiet) {
       to.progress = [](const TuneProgress& p) {
         std::fprintf(stderr, "synth: [%s] %d candidates (%d fit), best %.3f ms, bound %.3f ms, gap %.2f%%, %.1f s  %s\n",

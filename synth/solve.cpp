@@ -27,6 +27,18 @@ namespace {
 // rlimit units that loading one unit of encoding size (an open pair, or a quarter of an op's
 // constraints) costs, measured on Z3 4.8.12.
 constexpr uint64_t kLoadRlimitPerUnit = 150;
+
+// Upper bound on the pairs an encoding leaves open (ops on one resource that no path orders; a pair
+// of transfers sharing both streams counts twice here, once in the encoding), plus 4 per op.
+int64_t encoding_size(const OpDag& dag, const DeviceReach& reach) {
+  int64_t n = 0;
+  for (int r = 0; r < dag.num_resources(); ++r) {
+    const auto& ops = dag.resource_ops[r];
+    for (size_t x = 0; x < ops.size(); ++x)
+      for (size_t y = x + 1; y < ops.size(); ++y) n += !reach.reaches(ops[x], ops[y]) && !reach.reaches(ops[y], ops[x]);
+  }
+  return n + 4ll * dag.num_ops();
+}
 }  // namespace
 
 namespace {
@@ -210,19 +222,6 @@ struct Driver {
     return improved;
   }
 
-  // Upper bound on the pairs an encoding leaves open (ops on one resource that no path orders; a
-  // pair of transfers sharing both streams counts twice here, once in the encoding).
-  static int64_t open_pairs(const OpDag& dag, const DeviceReach& reach) {
-    int64_t n = 0;
-    for (int r = 0; r < dag.num_resources(); ++r) {
-      const auto& ops = dag.resource_ops[r];
-      for (size_t x = 0; x < ops.size(); ++x)
-        for (size_t y = x + 1; y < ops.size(); ++y)
-          n += !reach.reaches(ops[x], ops[y]) && !reach.reaches(ops[y], ops[x]);
-    }
-    return n;
-  }
-
   // Budget of one whole-encoding check per context (the guided check, the hint): a tenth of the
   // total, but at least enough to load an encoding of this size, and never more than what is left.
   uint64_t single_check_share(uint64_t total, int K) const {
@@ -249,7 +248,7 @@ struct Driver {
     // time limit many times over (48 stages x 32 microbatches on 8 devices: minutes for a 10 s
     // budget). Such an encoding is not built; the incumbent stands. Deterministic: sizes and rlimit.
     if (!meets) {
-      const int64_t size = open_pairs(dag, reach) + 4ll * dag.num_ops();
+      const int64_t size = encoding_size(dag, reach);
       const uint64_t need = kLoadRlimitPerUnit * static_cast<uint64_t>(size);
       if (budget / static_cast<uint64_t>(K) < need) {
         res.status = fmt::format("skipped: an encoding of {} open pairs needs about {:.0f} s to load, more than the "
@@ -399,6 +398,12 @@ Result<SolveResult> solve(const OpDag& dag, const TimedOrder& incumbent, int64_t
   drv.res.seconds = drv.elapsed();
   if (!st.is_ok()) return st;
   return std::move(drv.res);
+}
+
+double encoding_load_seconds(const OpDag& dag) {
+  const DeviceReach reach(dag);
+  return static_cast<double>(kLoadRlimitPerUnit) * static_cast<double>(encoding_size(dag, reach)) /
+         static_cast<double>(rlimit_per_second());
 }
 
 }  // namespace ps

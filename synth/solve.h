@@ -70,6 +70,10 @@ struct SolveResult {
 // limit (measured: ~2.3M/s on this project's 2-core machine when it is otherwise idle).
 uint64_t rlimit_per_second();
 
+// Seconds of one context's budget that loading the encoding of `dag` takes (the estimate solve()
+// uses to skip encodings too large for its budget; deterministic: sizes only).
+double encoding_load_seconds(const OpDag& dag);
+
 Result<SolveResult> solve(const OpDag& dag, const TimedOrder& incumbent, int64_t lower_bound,
                           const SolveOptions& options);
 

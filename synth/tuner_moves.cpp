@@ -94,22 +94,24 @@ std::vector<int> placement_lpt(const SearchSpace& sp, const std::vector<int>& cu
   return p;
 }
 
-// One layer per stage: each layer to the least loaded device, in layer order (so every device gets
-// one of the first layers and starts early), then polished: while it lowers the larger of the two
-// loads, move one layer off the most loaded device, or swap one of its layers with another device's
-// (first improvement, deterministic). Neighbours left on one device merge into one stage.
-void pack_segment(const SearchSpace& sp, int first, int last, int d0, int nd, std::vector<int>& dev) {
+// One layer per stage: each of `layers` (in chain order) to the least loaded of devices
+// d0..d0+nd-1, so every device gets one of the first layers and starts early; then polished: while
+// it lowers the larger of the two loads, move one layer off the most loaded device, or swap one of
+// its layers with another device's, or two of its layers for one, or one for two (first
+// improvement, deterministic).
+void pack_layers(const SearchSpace& sp, const std::vector<int>& layers, int d0, int nd, std::vector<int>& dev) {
   std::vector<double> load(nd, 0);
-  for (int l = first; l < last; ++l) {
+  for (int l : layers) {
     const int d = static_cast<int>(std::min_element(load.begin(), load.end()) - load.begin());
     dev[l] = d0 + d;
     load[d] += sp.layer_ms[l];
   }
-  const int n = last - first;
+  const int n = static_cast<int>(layers.size());
   for (int iter = 0; iter < 4 * n * nd; ++iter) {
     const int hi = d0 + static_cast<int>(std::max_element(load.begin(), load.end()) - load.begin());
     bool moved = false;
-    for (int a = first; a < last && !moved; ++a) {
+    for (int ia = 0; ia < n && !moved; ++ia) {
+      const int a = layers[ia];
       if (dev[a] != hi) continue;
       for (int d = d0; d < d0 + nd && !moved; ++d) {  // move a to d
         if (d != hi && load[d - d0] + sp.layer_ms[a] < load[hi - d0] - kEps) {
@@ -119,7 +121,8 @@ void pack_segment(const SearchSpace& sp, int first, int last, int d0, int nd, st
           moved = true;
         }
       }
-      for (int b = first; b < last && !moved; ++b) {  // swap a with a lighter layer b elsewhere
+      for (int ib = 0; ib < n && !moved; ++ib) {  // swap a with a lighter layer b elsewhere
+        const int b = layers[ib];
         const double delta = sp.layer_ms[a] - sp.layer_ms[b];
         const int db = dev[b];
         if (db == hi || delta <= kEps) continue;
@@ -132,43 +135,121 @@ void pack_segment(const SearchSpace& sp, int first, int last, int d0, int nd, st
         }
       }
     }
+    // Two for one: a and a2 off the busiest device for a lighter b (or b for a and a2 the other way
+    // round when a + a2 is lighter than b is impossible: only moves that lower the busiest load).
+    for (int ia = 0; ia < n && !moved; ++ia) {
+      const int a = layers[ia];
+      if (dev[a] != hi) continue;
+      for (int ia2 = ia + 1; ia2 < n && !moved; ++ia2) {
+        const int a2 = layers[ia2];
+        if (dev[a2] != hi) continue;
+        for (int ib = 0; ib < n && !moved; ++ib) {
+          const int b = layers[ib];
+          const int db = dev[b];
+          const double delta = sp.layer_ms[a] + sp.layer_ms[a2] - sp.layer_ms[b];
+          if (db == hi || delta <= kEps || load[db - d0] + delta >= load[hi - d0] - kEps) continue;
+          load[hi - d0] -= delta;
+          load[db - d0] += delta;
+          dev[b] = hi;
+          dev[a] = db;
+          dev[a2] = db;
+          moved = true;
+        }
+      }
+      for (int ib = 0; ib < n && !moved; ++ib) {  // one for two: a for the lighter pair b, b2
+        const int b = layers[ib];
+        const int db = dev[b];
+        if (db == hi) continue;
+        for (int ib2 = ib + 1; ib2 < n && !moved; ++ib2) {
+          const int b2 = layers[ib2];
+          if (dev[b2] != db) continue;
+          const double delta = sp.layer_ms[a] - sp.layer_ms[b] - sp.layer_ms[b2];
+          if (delta <= kEps || load[db - d0] + delta >= load[hi - d0] - kEps) continue;
+          load[hi - d0] -= delta;
+          load[db - d0] += delta;
+          dev[b] = hi;
+          dev[b2] = hi;
+          dev[a] = db;
+          moved = true;
+        }
+      }
+    }
     if (!moved) break;
   }
 }
 
-// One layer per stage, packed onto devices by load (pack_segment: each layer in order to the least
-// loaded device, so every device gets one of the first layers and starts early; then, while it
-// lowers the larger of the two loads, one layer moves off the most loaded device or swaps with a
-// lighter one; first improvement, deterministic). With `groups` > 1 the layer chain is cut into
-// that many contiguous segments of equal load, segment g packed onto the g-th block of P / groups
-// devices (one node each: the chain crosses between nodes only groups − 1 times). Neighbours left
-// on one device merge into one stage.
-void packed_layers(const SearchSpace& sp, int groups, std::vector<int>& cuts, std::vector<int>& placement) {
-  const int n = sp.layers, P = sp.devices, per = P / groups;
+// One layer per stage, packed onto devices by load (pack_layers), on `nodes` nodes of P / nodes
+// devices: the chain is cut into pieces (piece i = layers [piece_cuts[i], piece_cuts[i + 1]), on
+// node piece_node[i]); each node's layers, in chain order, are packed onto its devices, so the
+// chain crosses between nodes only between pieces. Neighbours left on one device merge into one
+// stage.
+void packed_pieces(const SearchSpace& sp, int nodes, const std::vector<int>& piece_cuts,
+                   const std::vector<int>& piece_node, std::vector<int>& cuts, std::vector<int>& placement) {
+  const int n = sp.layers, P = sp.devices, per = P / nodes;
   std::vector<int> dev(n, 0);
-  const double total = range_sum(sp.layer_ms, 0, n);
-  int first = 0;
-  double acc = 0;
-  for (int g = 0; g < groups; ++g) {
-    int last = first;
-    if (g + 1 == groups) {
-      last = n;
-    } else {
-      const double target = total * (g + 1) / groups;
-      while (last < n - (groups - g - 1) * per && (last - first < per || acc + sp.layer_ms[last] / 2 <= target))
-        acc += sp.layer_ms[last++];
-    }
-    pack_segment(sp, first, last, g * per, per, dev);
-    first = last;
-  }
+  std::vector<std::vector<int>> node_layers(nodes);
+  for (size_t i = 0; i < piece_node.size(); ++i)
+    for (int l = piece_cuts[i]; l < piece_cuts[i + 1]; ++l) node_layers[piece_node[i]].push_back(l);
+  for (int k = 0; k < nodes; ++k) pack_layers(sp, node_layers[k], k * per, per, dev);
   cuts = {0};
   placement.clear();
-  for (int l = 0; l < n; ++l) {
-    if (l > 0 && dev[l] == dev[l - 1]) continue;
-    if (l > 0) cuts.push_back(l);
-    placement.push_back(dev[l]);
+  for (int j = 0; j < n; ++j) {
+    if (j > 0 && dev[j] == dev[j - 1]) continue;
+    if (j > 0) cuts.push_back(j);
+    placement.push_back(dev[j]);
   }
   cuts.push_back(n);
+}
+
+// The first layer at or after `from` where the prefix load reaches `target` (the nearer side of
+// it), leaving `keep` layers after it.
+int cut_at_load(const std::vector<double>& pre, int from, double target, int keep) {
+  const int n = static_cast<int>(pre.size()) - 1;
+  int c = from + 1;
+  while (c < n - keep && pre[c] + (pre[c + 1] - pre[c]) / 2 <= target) ++c;
+  return std::min(c, n - keep);
+}
+
+// Pieces for packed_pieces on `nodes` nodes. Zigzag: `segments` pieces of equal load dealt to nodes
+// 0, 1, .., k-1, k-1, .., 0, 0, 1, ... V with short fronts (`front_layers` > 0): node i first gets
+// the next front_layers layers (i = 0..k-1: every device can hold a layer near the start of the
+// chain and start early), then the rest of the chain goes back over the nodes k-1..0, each piece
+// cut where that node's total load reaches 1/k of the model.
+void node_pieces(const SearchSpace& sp, int nodes, int segments, int front_layers, std::vector<int>& piece_cuts,
+                 std::vector<int>& piece_node) {
+  const int n = sp.layers;
+  std::vector<double> pre(n + 1, 0);
+  for (int l = 0; l < n; ++l) pre[l + 1] = pre[l] + sp.layer_ms[l];
+  const double total = pre[n];
+  piece_cuts = {0};
+  piece_node.clear();
+  auto push = [&](int end, int node) {
+    if (end <= piece_cuts.back()) return;
+    if (!piece_node.empty() && piece_node.back() == node) piece_cuts.back() = end;
+    else {
+      piece_cuts.push_back(end);
+      piece_node.push_back(node);
+    }
+  };
+  if (front_layers <= 0) {
+    for (int g = 0; g < segments; ++g) {
+      const int round = g / nodes, i = g % nodes;
+      const int node = round % 2 == 0 ? i : nodes - 1 - i;
+      push(g + 1 == segments ? n : cut_at_load(pre, piece_cuts.back(), total * (g + 1) / segments, segments - g - 1), node);
+    }
+    return;
+  }
+  std::vector<double> front(nodes, 0);
+  for (int i = 0; i < nodes; ++i) {
+    const int from = piece_cuts.back();
+    const int end = std::min(from + front_layers, n - (2 * nodes - 1 - i));
+    front[i] = pre[end] - pre[from];
+    push(end, i);
+  }
+  for (int i = nodes - 1; i >= 0; --i) {
+    const int from = piece_cuts.back();
+    push(i == 0 ? n : cut_at_load(pre, from, pre[from] + total / nodes - front[i], i), i);
+  }
 }
 
 std::vector<int> to_cuts(const Partition& p) {
@@ -670,20 +751,31 @@ std::vector<Candidate> seed_candidates(const SearchSpace& sp, const std::vector<
     std::iota(cuts.begin(), cuts.end(), 0);
     add(cuts, placement_lpt(sp, cuts), MoveKind::kSeed, fmt::format("seed S={} one layer per stage lpt-packed", sp.layers));
   }
-  // Layers packed onto devices in order and polished (packed_layers), neighbours merged.
-  // On several nodes also per node: the chain's segments on the nodes' devices in turn.
+  // Layers packed onto devices in order and polished (packed_pieces), neighbours merged. On several
+  // nodes, also per node (node_pieces): the chain cut into nodes x r pieces dealt to the nodes in
+  // zigzag order, or a V over the nodes with fronts of one or two layers per device.
   if (!fixed_cuts && !fixed_placement && sp.layers > P) {
     const int dpn = spec.cluster.devices_per_node;
     const int nodes = dpn > 0 && dpn < P && P % dpn == 0 ? P / dpn : 1;
-    for (int groups : {1, nodes}) {
-      std::vector<int> cuts, placement;
-      packed_layers(sp, groups, cuts, placement);
+    struct Shape {
+      int nodes, segments, front;
+    };
+    std::vector<Shape> shapes{{1, 1, 0}};
+    for (int r = 1; nodes > 1 && r <= 4; ++r)
+      if (nodes * r <= sp.layers) shapes.push_back({nodes, nodes * r, 0});
+    for (int r = 1; nodes > 1 && r <= 2; ++r)
+      if ((r + 1) * P <= sp.layers) shapes.push_back({nodes, 0, r * (P / nodes)});
+    for (const Shape& sh : shapes) {
+      std::vector<int> piece_cuts, piece_node, cuts, placement;
+      node_pieces(sp, sh.nodes, sh.segments, sh.front, piece_cuts, piece_node);
+      packed_pieces(sp, sh.nodes, piece_cuts, piece_node, cuts, placement);
       const int S = static_cast<int>(placement.size());
+      std::string what = sh.nodes == 1        ? std::string("")
+                         : sh.front > 0       ? fmt::format(" per node, V over the nodes with {}-layer fronts", sh.front)
+                         : sh.segments == sh.nodes ? std::string(" per node")
+                                                   : fmt::format(" per node, {} pieces in zigzag", sh.segments);
       if (S <= sp.max_stages)
-        add(std::move(cuts), std::move(placement), MoveKind::kSeed,
-            groups == 1 ? fmt::format("seed S={} layers packed in order", S)
-                        : fmt::format("seed S={} layers packed in order per node", S));
-      if (nodes == 1) break;
+        add(std::move(cuts), std::move(placement), MoveKind::kSeed, fmt::format("seed S={} layers packed in order{}", S, what));
     }
   }
   if (sp.include_baselines) {

@@ -186,3 +186,23 @@ TEST_CASE("cli synth: an encoding too large for the budget is not loaded; the he
   auto v = run_cli("verify " + out);
   CHECK(v.exit_code == 0);
 }
+
+TEST_CASE("cli synth: when Z3 could not load a typical plan's encoding, the search gets its share of the time") {
+  const std::string out = temp_path("synth-share.yaml");
+  SUBCASE("gemma-like on 8 devices, 32 microbatches: too large for 40 % of 4 s") {
+    auto r = run_cli(fmt::format("synth {} --devices 8 --microbatches 32 --time-limit 4 -o {}",
+                                 source_path("configs/models/gemma-like.yaml"), out));
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    CHECK(contains(r.output, "synth: Z3 cannot load an encoding of this size in 1.6 s: the search gets 3.6 s"));
+    CHECK(contains(r.output, "valid under rendezvous semantics"));
+    CHECK(run_cli("verify " + out).exit_code == 0);
+  }
+  SUBCASE("llama2-7b on 4 devices, 4 microbatches: small, Z3 keeps its 40 %") {
+    auto r = run_cli(fmt::format("synth {} --devices 4 --microbatches 4 --time-limit 4 -o {}",
+                                 source_path("configs/models/llama2-7b.yaml"), out));
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    CHECK(!contains(r.output, "Z3 cannot load"));
+  }
+}
