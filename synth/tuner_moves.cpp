@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <limits>
 #include <numeric>
 
@@ -107,72 +108,37 @@ void pack_layers(const SearchSpace& sp, const std::vector<int>& layers, int d0, 
     load[d] += sp.layer_ms[l];
   }
   const int n = static_cast<int>(layers.size());
+  // Layers `give` (on the busiest device hi) go to device `to`, layers `take` (on `to`) come back,
+  // if that lowers the larger of the two loads.
+  auto exchange = [&](int hi, int to, std::initializer_list<int> give, std::initializer_list<int> take) {
+    double delta = 0;
+    for (int l : give) delta += sp.layer_ms[l];
+    for (int l : take) delta -= sp.layer_ms[l];
+    if (to == hi || delta <= kEps || load[to - d0] + delta >= load[hi - d0] - kEps) return false;
+    load[hi - d0] -= delta;
+    load[to - d0] += delta;
+    for (int l : give) dev[l] = to;
+    for (int l : take) dev[l] = hi;
+    return true;
+  };
   for (int iter = 0; iter < 4 * n * nd; ++iter) {
     const int hi = d0 + static_cast<int>(std::max_element(load.begin(), load.end()) - load.begin());
     bool moved = false;
-    for (int ia = 0; ia < n && !moved; ++ia) {
+    for (int ia = 0; ia < n && !moved; ++ia) {  // move a, or swap it with a lighter b
       const int a = layers[ia];
       if (dev[a] != hi) continue;
-      for (int d = d0; d < d0 + nd && !moved; ++d) {  // move a to d
-        if (d != hi && load[d - d0] + sp.layer_ms[a] < load[hi - d0] - kEps) {
-          load[hi - d0] -= sp.layer_ms[a];
-          load[d - d0] += sp.layer_ms[a];
-          dev[a] = d;
-          moved = true;
-        }
-      }
-      for (int ib = 0; ib < n && !moved; ++ib) {  // swap a with a lighter layer b elsewhere
-        const int b = layers[ib];
-        const double delta = sp.layer_ms[a] - sp.layer_ms[b];
-        const int db = dev[b];
-        if (db == hi || delta <= kEps) continue;
-        if (load[db - d0] + delta < load[hi - d0] - kEps) {
-          load[hi - d0] -= delta;
-          load[db - d0] += delta;
-          dev[b] = hi;
-          dev[a] = db;
-          moved = true;
-        }
-      }
+      for (int d = d0; d < d0 + nd && !moved; ++d) moved = exchange(hi, d, {a}, {});
+      for (int ib = 0; ib < n && !moved; ++ib) moved = exchange(hi, dev[layers[ib]], {a}, {layers[ib]});
     }
-    // Two for one: a and a2 off the busiest device for a lighter b (or b for a and a2 the other way
-    // round when a + a2 is lighter than b is impossible: only moves that lower the busiest load).
-    for (int ia = 0; ia < n && !moved; ++ia) {
+    for (int ia = 0; ia < n && !moved; ++ia) {  // two for one, one for two
       const int a = layers[ia];
       if (dev[a] != hi) continue;
-      for (int ia2 = ia + 1; ia2 < n && !moved; ++ia2) {
-        const int a2 = layers[ia2];
-        if (dev[a2] != hi) continue;
-        for (int ib = 0; ib < n && !moved; ++ib) {
-          const int b = layers[ib];
-          const int db = dev[b];
-          const double delta = sp.layer_ms[a] + sp.layer_ms[a2] - sp.layer_ms[b];
-          if (db == hi || delta <= kEps || load[db - d0] + delta >= load[hi - d0] - kEps) continue;
-          load[hi - d0] -= delta;
-          load[db - d0] += delta;
-          dev[b] = hi;
-          dev[a] = db;
-          dev[a2] = db;
-          moved = true;
-        }
-      }
-      for (int ib = 0; ib < n && !moved; ++ib) {  // one for two: a for the lighter pair b, b2
-        const int b = layers[ib];
-        const int db = dev[b];
-        if (db == hi) continue;
-        for (int ib2 = ib + 1; ib2 < n && !moved; ++ib2) {
-          const int b2 = layers[ib2];
-          if (dev[b2] != db) continue;
-          const double delta = sp.layer_ms[a] - sp.layer_ms[b] - sp.layer_ms[b2];
-          if (delta <= kEps || load[db - d0] + delta >= load[hi - d0] - kEps) continue;
-          load[hi - d0] -= delta;
-          load[db - d0] += delta;
-          dev[b] = hi;
-          dev[b2] = hi;
-          dev[a] = db;
-          moved = true;
-        }
-      }
+      for (int ia2 = ia + 1; ia2 < n && !moved; ++ia2)
+        for (int ib = 0; ib < n && !moved && dev[layers[ia2]] == hi; ++ib)
+          moved = exchange(hi, dev[layers[ib]], {a, layers[ia2]}, {layers[ib]});
+      for (int ib = 0; ib < n && !moved; ++ib)
+        for (int ib2 = ib + 1; ib2 < n && !moved; ++ib2)
+          if (dev[layers[ib2]] == dev[layers[ib]]) moved = exchange(hi, dev[layers[ib]], {a}, {layers[ib], layers[ib2]});
     }
     if (!moved) break;
   }
