@@ -275,6 +275,22 @@ int run_synth(const SynthArgs& a) {
     s += fmt::format("  global bound  {:.3f} ms  (any partition and placement; gap {:.2f}%)  search: {} candidates in {:.1f} s, {}\n",
                      tuned->lower_bound_ms, tuned->lower_bound_ms > 0 ? 100 * (res->makespan_ms / tuned->lower_bound_ms - 1) : 0.0,
                      tuned->stats.evaluated, tuned->stats.total_s, tuned->stats.stop_reason);
+  {
+    // Where the iteration goes: the busiest device's own work, how far it is above the mean (load
+    // spread), the plan's lower bound above it (ramp: warm-up and cool-down the plan forces), and
+    // the iteration above that bound (the schedule).
+    std::vector<double> work(problem->devices, 0);
+    for (const StageSpec& st : problem->stages)
+      work[st.device] += problem->microbatches * (st.fwd_ms + st.bwd_ms());
+    const int busiest = static_cast<int>(std::max_element(work.begin(), work.end()) - work.begin());
+    double mean = 0;
+    for (double w : work) mean += w / problem->devices;
+    if (work[busiest] > 0)
+      s += fmt::format("  device work   busiest device {} {:.3f} ms, mean {:.3f} ms (+{:.1f}%); lower bound +{:.1f}% over "
+                       "the busiest, iteration +{:.1f}% over the lower bound\n",
+                       busiest, work[busiest], mean, 100 * (work[busiest] / mean - 1),
+                       100 * (res->bound_ms / work[busiest] - 1), 100 * (res->makespan_ms / res->bound_ms - 1));
+  }
   s += fmt::format("  heuristic     {:.3f} ms  ({})\n", res->heuristic_ms, res->heuristic_policy);
   if (!res->best_baseline.empty())
     s += fmt::format("  best baseline {:.3f} ms  ({})\n", res->best_baseline_ms, res->best_baseline);

@@ -95,14 +95,18 @@ std::vector<int> placement_lpt(const SearchSpace& sp, const std::vector<int>& cu
   return p;
 }
 
-// One layer per stage: each of `layers` (in chain order) to the least loaded of devices
-// d0..d0+nd-1, so every device gets one of the first layers and starts early; then polished: while
-// it lowers the larger of the two loads, move one layer off the most loaded device, or swap one of
-// its layers with another device's, or two of its layers for one, or one for two (first
-// improvement, deterministic).
+// One layer per stage on devices d0..d0+nd-1: the first nd of `layers` (chain order) one per
+// device, so that every device can start early; the others heaviest first, each to the least loaded
+// device (longest processing time first); then polished: while it lowers the larger of the two
+// loads, move one layer off the most loaded device, or swap one of its layers with another
+// device's, or two of its layers for one, or one for two (first improvement, deterministic; the
+// polish may move the first layers too: keeping them measured worse on 3 of 5 models).
 void pack_layers(const SearchSpace& sp, const std::vector<int>& layers, int d0, int nd, std::vector<int>& dev) {
   std::vector<double> load(nd, 0);
-  for (int l : layers) {
+  std::vector<int> order = layers;  // the first nd in chain order, the rest heaviest first
+  if (static_cast<int>(order.size()) > nd)
+    std::stable_sort(order.begin() + nd, order.end(), [&](int a, int b) { return sp.layer_ms[a] > sp.layer_ms[b] + kEps; });
+  for (int l : order) {
     const int d = static_cast<int>(std::min_element(load.begin(), load.end()) - load.begin());
     dev[l] = d0 + d;
     load[d] += sp.layer_ms[l];
@@ -147,16 +151,64 @@ void pack_layers(const SearchSpace& sp, const std::vector<int>& layers, int d0, 
 // One layer per stage, packed onto devices by load (pack_layers), on `nodes` nodes of P / nodes
 // devices: the chain is cut into pieces (piece i = layers [piece_cuts[i], piece_cuts[i + 1]), on
 // node piece_node[i]); each node's layers, in chain order, are packed onto its devices, so the
-// chain crosses between nodes only between pieces. Neighbours left on one device merge into one
-// stage.
-void packed_pieces(const SearchSpace& sp, int nodes, const std::vector<int>& piece_cuts,
-                   const std::vector<int>& piece_node, std::vector<int>& cuts, std::vector<int>& placement) {
-  const int n = sp.layers, P = sp.devices, per = P / nodes;
-  std::vector<int> dev(n, 0);
+// chain crosses between nodes only between pieces. Returns the device of every layer.
+std::vector<int> pack_pieces(const SearchSpace& sp, int nodes, const std::vector<int>& piece_cuts,
+                             const std::vector<int>& piece_node) {
+  const int per = sp.devices / nodes;
+  std::vector<int> dev(sp.layers, 0);
   std::vector<std::vector<int>> node_layers(nodes);
   for (size_t i = 0; i < piece_node.size(); ++i)
     for (int l = piece_cuts[i]; l < piece_cuts[i + 1]; ++l) node_layers[piece_node[i]].push_back(l);
   for (int k = 0; k < nodes; ++k) pack_layers(sp, node_layers[k], k * per, per, dev);
+  return dev;
+}
+
+double max_device_load(const SearchSpace& sp, const std::vector<int>& dev) {
+  std::vector<double> load(sp.devices, 0);
+  for (int l = 0; l < sp.layers; ++l) load[dev[l]] += sp.layer_ms[l];
+  return *std::max_element(load.begin(), load.end());
+}
+
+// pack_pieces; with `refine_cuts`, the cuts between pieces are moved (by 1-4, 6, 8, 12 or 16 layers
+// either way) where that lowers the busiest device's load — one cut at a time, then two at once,
+// until no move helps (at most 8 passes): a node's total that is right on average can still be the
+// wrong mix of layers for its devices, e.g. 17 MoE layers for 8 devices. Then neighbours on one
+// device merge into one stage.
+void packed_pieces(const SearchSpace& sp, int nodes, std::vector<int> piece_cuts, const std::vector<int>& piece_node,
+                   bool refine_cuts, std::vector<int>& cuts, std::vector<int>& placement) {
+  const int n = sp.layers;
+  std::vector<int> dev = pack_pieces(sp, nodes, piece_cuts, piece_node);
+  double best = max_device_load(sp, dev);
+  if (!refine_cuts) piece_cuts.assign(2, 0);  // no cut between pieces to move
+  const int inner = static_cast<int>(piece_cuts.size()) - 2;  // cuts between pieces: 1..inner
+  // Moves cut i by di and cut j by dj (j = 0: only cut i); keeps it if the busiest load drops.
+  auto try_move = [&](int i, int di, int j, int dj) {
+    std::vector<int> pc = piece_cuts;
+    pc[i] += di;
+    if (j > 0) pc[j] += dj;
+    for (int k = 1; k <= inner; ++k)
+      if (pc[k] <= pc[k - 1] || pc[k] >= pc[k + 1]) return false;
+    std::vector<int> d2 = pack_pieces(sp, nodes, pc, piece_node);
+    const double m = max_device_load(sp, d2);
+    if (m >= best - kEps) return false;
+    best = m;
+    piece_cuts = std::move(pc);
+    dev = std::move(d2);
+    return true;
+  };
+  const int steps[] = {-16, -12, -8, -6, -4, -3, -2, -1, 1, 2, 3, 4, 6, 8, 12, 16};
+  for (int pass = 0; pass < 8; ++pass) {
+    bool improved = false;
+    for (int i = 1; i <= inner; ++i)
+      for (int di : steps) improved |= try_move(i, di, 0, 0);
+    // Two cuts at once: a node that needs fewer of some layer type but the same total must give
+    // at one end of its piece and take at another.
+    for (int i = 1; i <= inner && !improved; ++i)
+      for (int j = i + 1; j <= inner; ++j)
+        for (int di : steps)
+          for (int dj : steps) improved |= try_move(i, di, j, dj);
+    if (!improved) break;
+  }
   cuts = {0};
   placement.clear();
   for (int j = 0; j < n; ++j) {
@@ -732,16 +784,26 @@ std::vector<Candidate> seed_candidates(const SearchSpace& sp, const std::vector<
     for (int r = 1; nodes > 1 && r <= 2; ++r)
       if ((r + 1) * P <= sp.layers) shapes.push_back({nodes, 0, r * (P / nodes)});
     for (const Shape& sh : shapes) {
-      std::vector<int> piece_cuts, piece_node, cuts, placement;
+      std::vector<int> piece_cuts, piece_node;
       node_pieces(sp, sh.nodes, sh.segments, sh.front, piece_cuts, piece_node);
-      packed_pieces(sp, sh.nodes, piece_cuts, piece_node, cuts, placement);
-      const int S = static_cast<int>(placement.size());
-      std::string what = sh.nodes == 1        ? std::string("")
-                         : sh.front > 0       ? fmt::format(" per node, V over the nodes with {}-layer fronts", sh.front)
-                         : sh.segments == sh.nodes ? std::string(" per node")
-                                                   : fmt::format(" per node, {} pieces in zigzag", sh.segments);
-      if (S <= sp.max_stages)
-        add(std::move(cuts), std::move(placement), MoveKind::kSeed, fmt::format("seed S={} layers packed in order{}", S, what));
+      const std::string what = sh.nodes == 1 ? std::string("")
+                               : sh.front > 0 ? fmt::format(" per node, V over the nodes with {}-layer fronts", sh.front)
+                               : sh.segments == sh.nodes ? std::string(" per node")
+                                                         : fmt::format(" per node, {} pieces in zigzag", sh.segments);
+      // The pieces as cut by load, and (several nodes) with their cuts refined for the devices'
+      // loads: the first keeps the shorter ramp the load cut gives, the second the better balance.
+      std::vector<int> first_cuts;
+      for (bool refine : {false, true}) {
+        if (refine && sh.nodes == 1) break;
+        std::vector<int> cuts, placement;
+        packed_pieces(sp, sh.nodes, piece_cuts, piece_node, refine, cuts, placement);
+        const int S = static_cast<int>(placement.size());
+        if (refine && cuts == first_cuts) break;
+        if (!refine) first_cuts = cuts;
+        if (S <= sp.max_stages)
+          add(std::move(cuts), std::move(placement), MoveKind::kSeed,
+              fmt::format("seed S={} layers packed in order{}{}", S, what, refine ? ", node cuts refined" : ""));
+      }
     }
   }
   if (sp.include_baselines) {
