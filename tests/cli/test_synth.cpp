@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
+#include <cstdio>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -183,6 +184,17 @@ TEST_CASE("cli synth: an encoding too large for the budget is not loaded; the he
   REQUIRE(r.exit_code == 0);
   CHECK(contains(r.output, "no-queue: skipped: an encoding of"));
   CHECK(contains(r.output, "valid under rendezvous semantics"));
+  // Where the time goes: 32 stages looped over 8 devices, 4 each; the busiest device's work is at
+  // least the mean, and the iteration at least the busiest device's work.
+  const size_t at = r.output.find("device work   busiest device ");
+  REQUIRE(at != std::string::npos);
+  int dev = -1;
+  double busiest = 0, mean = 0;
+  REQUIRE(std::sscanf(r.output.c_str() + at, "device work   busiest device %d %lf ms, mean %lf ms", &dev, &busiest, &mean) == 3);
+  CHECK(dev >= 0);
+  CHECK(dev < 8);
+  CHECK(busiest >= mean);
+  CHECK(mean > 0);
   auto v = run_cli("verify " + out);
   CHECK(v.exit_code == 0);
 }
