@@ -533,12 +533,12 @@ Result<TuneResult> Tuner::run() {
     }
     const bool converged = (!evaluated_any || stale >= std::max(1, opt_.patience)) && all_escalated;
     if (converged) {
-      // Converged early: while at most half the search time is spent, widen the beam (up to 4x)
-      // and the random kicks (up to 32 per member) and go on from the same history.
-      const int max_beam = 4 * std::max(1, opt_.beam_width);
-      if (opt_.widen_on_convergence && elapsed() < 0.5 * search_deadline && (beam_width_ < max_beam || kicks_ < 32)) {
+      // Converged early: while at most 80 % of the search time is spent, widen the beam (up to 8x)
+      // and the random kicks (up to 64 per member) and go on from the same history.
+      const int max_beam = 8 * std::max(1, opt_.beam_width);
+      if (opt_.widen_on_convergence && elapsed() < 0.8 * search_deadline && (beam_width_ < max_beam || kicks_ < 64)) {
         if (beam_width_ < max_beam) beam_width_ *= 2;
-        kicks_ = std::min(32, std::max(1, kicks_ * 2));
+        kicks_ = std::min(64, std::max(1, kicks_ * 2));
         stale = 0;
         ++stats_.widenings;
         continue;

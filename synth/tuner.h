@@ -66,8 +66,8 @@ struct TuneOptions {
   int beam_width = 4;                  // candidates expanded per round
   int patience = 3;                    // rounds without improvement before stopping
   int kicks_per_round = 2;             // random perturbations per beam member and round
-  bool widen_on_convergence = true;    // converged within half the search time: double the beam
-                                       // (up to 4x) and the kicks (up to 32) and go on
+  bool widen_on_convergence = true;    // converged within 80 % of the search time: double the beam
+                                       // (up to 8x) and the kicks (up to 64) and go on
   bool include_baselines = true;       // published schedules as seeds
   int verify_top = 4;                  // candidates (besides baselines) checked by verify() at the end
   int z3_candidates = 0;               // best candidates refined with Z3 (0: none)
