@@ -171,7 +171,7 @@ double max_device_load(const SearchSpace& sp, const std::vector<int>& dev) {
 
 // pack_pieces; with `refine_cuts`, the cuts between pieces are moved (by 1-4, 6, 8, 12 or 16 layers
 // either way) where that lowers the busiest device's load — one cut at a time, then two at once,
-// until no move helps (at most 8 passes and 2000 packings): a node's total that is right on average
+// until no move helps (at most 8 passes and 4000 packings): a node's total that is right on average
 // can still be the wrong mix of layers for its devices, e.g. 17 MoE layers for 8 devices. Then
 // neighbours on one device merge into one stage.
 void packed_pieces(const SearchSpace& sp, int nodes, std::vector<int> piece_cuts, const std::vector<int>& piece_node,
@@ -183,7 +183,7 @@ void packed_pieces(const SearchSpace& sp, int nodes, std::vector<int> piece_cuts
   const int inner = static_cast<int>(piece_cuts.size()) - 2;  // cuts between pieces: 1..inner
   // Moves cut i by di and cut j by dj (j = 0: only cut i); keeps it if the busiest load drops.
   // At most kTries packings (each O(layers^3) at worst): many nodes and pieces stay affordable.
-  constexpr int kTries = 2000;
+  constexpr int kTries = 4000;
   int tries = 0;
   auto try_move = [&](int i, int di, int j, int dj) {
     if (++tries > kTries) return false;
