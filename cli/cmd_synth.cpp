@@ -333,7 +333,7 @@ Runner add_synth(CLI::App& app) {
                   "or a list of devices per stage, e.g. 0,1,1,0 (absent: searched)");
   sub->add_option("--stages-per-device", args->stages_per_device,
                   "Stages per device V (interleaved: default 2); alone it fixes the placement to interleaved with V");
-  sub->add_option("--time-limit", args->time_limit_s, "Wall-clock cap in seconds (default 10): the whole run, search of what --partition/--placement leave open, then Z3; with both given, the Z3 phase");
+  sub->add_option("--time-limit", args->time_limit_s, "Wall-clock cap in seconds (default 10): the whole run, search of what --partition/--placement leave open (60 %, or 90 % when Z3 could not load a plan this size), then Z3; with both given, the Z3 phase");
   sub->add_option("--rlimit", args->rlimit,
                   "Z3 resource budget (deterministic); default: the time limit times a fixed rate");
   sub->add_option("--seed", args->seed, "Z3 random seed (default 0)");
