@@ -156,7 +156,7 @@ Result<Plan> make_plan(const Spec& spec, const SynthArgs& a) {
 // winners have 2P or more stages on all but small models); the given placement, or looped. Z3 then
 // skips the plan the tuner chooses almost surely, and its share of the time is better spent on the
 // search. A heuristic for sharing the time only: correctness never depends on it.
-bool z3_cannot_load_any(const Spec& spec, const TuneOptions& to, double z3_seconds) {
+bool z3_cannot_load_typical_plan(const Spec& spec, const TuneOptions& to, double z3_seconds) {
   const int P = spec.cluster.devices;
   const int S = to.partition ? static_cast<int>(to.partition->size())
                 : to.placement ? static_cast<int>(to.placement->size())
@@ -198,7 +198,7 @@ int run_synth(const SynthArgs& a) {
     }
     // The tuner gets 60 % of the time and Z3 the rest, unless Z3 could not load the encoding of a
     // typical plan in that rest: then the tuner gets 90 %.
-    const bool z3_hopeless = z3_cannot_load_any(*spec, to, 0.4 * a.time_limit_s);
+    const bool z3_hopeless = z3_cannot_load_typical_plan(*spec, to, 0.4 * a.time_limit_s);
     to.time_limit_s = (z3_hopeless ? 0.9 : 0.6) * a.time_limit_s;
     if (z3_hopeless && !a.quiet)
       std::fprintf(stderr, "synth: Z3 cannot load an encoding of this size in %.1f s: the search gets %.1f s\n",

@@ -39,9 +39,6 @@ int64_t encoding_size(const OpDag& dag, const DeviceReach& reach) {
   }
   return n + 4ll * dag.num_ops();
 }
-}  // namespace
-
-namespace {
 
 using Clock = std::chrono::steady_clock;
 

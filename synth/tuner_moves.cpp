@@ -179,8 +179,7 @@ void packed_pieces(const SearchSpace& sp, int nodes, std::vector<int> piece_cuts
   const int n = sp.layers;
   std::vector<int> dev = pack_pieces(sp, nodes, piece_cuts, piece_node);
   double best = max_device_load(sp, dev);
-  if (!refine_cuts) piece_cuts.assign(2, 0);  // no cut between pieces to move
-  const int inner = static_cast<int>(piece_cuts.size()) - 2;  // cuts between pieces: 1..inner
+  const int inner = refine_cuts ? static_cast<int>(piece_cuts.size()) - 2 : 0;  // cuts between pieces: 1..inner
   // Moves cut i by di and cut j by dj (j = 0: only cut i); keeps it if the busiest load drops.
   // At most kTries packings (each O(layers^3) at worst): many nodes and pieces stay affordable.
   constexpr int kTries = 4000;
