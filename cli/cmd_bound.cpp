@@ -15,6 +15,7 @@
 #include "cli/spec_flags.h"
 #include "ir/problem.h"
 #include "synth/global_bound.h"
+#include "synth/tuner_bound.h"
 #include "synth/megatron_layout.h"
 #include "synth/partition.h"
 #include "synth/placement.h"
@@ -85,6 +86,14 @@ int run_bound(const BoundArgs& a) {
   const int P = spec->cluster.devices, M = spec->pipeline.microbatches;
   auto g = global_lower_bound(*spec, P, M, spec->cluster.memory_gb);
   if (!g.ok()) return report_error(g.status());
+  // Layers are never split: some device carries at least the best packing's largest load.
+  const double packing_ms = layer_packing_bound_ms(spec->model, P, M);
+  double bound_ms = g->bound_ms;
+  std::string binding = g->binding;
+  if (packing_ms > bound_ms) {
+    bound_ms = packing_ms;
+    binding = "layer_packing";
+  }
   std::optional<PlanBound> plan;
   if (!a.partition.empty() || !a.placement.empty() || a.stages_per_device != 0) {
     auto pb = plan_bound(*spec, a);
@@ -97,12 +106,13 @@ int run_bound(const BoundArgs& a) {
     j["model"] = spec->model.name;
     j["devices"] = P;
     j["microbatches"] = M;
-    j["bound_ms"] = g->bound_ms;
-    j["binding"] = g->binding;
+    j["bound_ms"] = bound_ms;
+    j["binding"] = binding;
     j["terms_ms"] = {{"total_work", g->total_work_ms},
                      {"ramp", g->ramp_ms},
                      {"heaviest_layer", g->heaviest_layer_ms},
-                     {"critical_path", g->critical_path_ms}};
+                     {"critical_path", g->critical_path_ms},
+                     {"layer_packing", packing_ms}};
     j["heaviest_layer"] = g->heaviest_layer;
     j["model_state_gb"] = g->model_state_gb;
     j["memory_limit_gb"] = g->memory_limit_gb;
@@ -130,8 +140,9 @@ int run_bound(const BoundArgs& a) {
     s += fmt::format("  heaviest layer {:>4}: a_l+M·c_l {:11.3f} ms\n", g->heaviest_layer,
                      g->heaviest_layer_ms);
     s += fmt::format("  critical path                 {:12.3f} ms\n", g->critical_path_ms);
-    s +=
-        fmt::format("  => bound                      {:12.3f} ms  ({})\n", g->bound_ms, g->binding);
+    s += fmt::format("  whole layers on {:>3} devices   {:12.3f} ms  (M x the best packing's busiest device)\n", P,
+                     packing_ms);
+    s += fmt::format("  => bound                      {:12.3f} ms  ({})\n", bound_ms, binding);
     if (g->memory_limit_gb > 0)
       s += fmt::format(
           "memory: model states {:.2f} GB in total; at {:g} GB per device at least {} "

@@ -205,6 +205,16 @@ TEST_CASE("cli bound: terms, JSON, a plan's bound, memory infeasibility") {
   CHECK(j["plan"]["placement"] == nlohmann::json::array({0, 1, 2, 3}));
   CHECK(j["plan"]["bound_ms"].get<double>() > 0);
 
+  // 34 layers on 16 devices: some device carries two decoder layers and the head, more than the
+  // total work spread evenly; the bound says so and names the term.
+  auto packed = run_cli(fmt::format("bound {} --devices 16 --microbatches 64 --json", kLlama));
+  INFO(packed.output);
+  REQUIRE(packed.exit_code == 0);
+  auto pj = nlohmann::json::parse(packed.output);
+  CHECK(pj["binding"] == "layer_packing");
+  CHECK(pj["bound_ms"].get<double>() == doctest::Approx(pj["terms_ms"]["layer_packing"].get<double>()));
+  CHECK(pj["terms_ms"]["layer_packing"].get<double>() > 1.2 * pj["terms_ms"]["total_work"].get<double>());
+
   // The bound never exceeds what a schedule achieves.
   auto sched = run_cli(fmt::format("baseline {} --schedule zbv --devices 4 --microbatches 8 -o {}",
                                    kLlama, temp_path("bound-zbv.yaml")));
