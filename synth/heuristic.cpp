@@ -7,6 +7,8 @@
 #include <cmath>
 #include <limits>
 
+#include "synth/justify.h"
+
 namespace ps {
 
 std::string ListPolicy::name() const {
@@ -317,12 +319,28 @@ Result<HeuristicResult> heuristic_schedule(const OpDag& dag, const HeuristicOpti
   serial.serial = true;
   HeuristicResult res;
   bool have = false;
+  struct Entry {
+    TimedOrder order;
+    std::string policy;
+  };
+  constexpr size_t kJustified = 4;
+  std::vector<Entry> top;  // the shortest orders so far, shortest first
   auto consider = [&](const ListPolicy& p) {
     ++res.tried;
     Result<TimedOrder> r = list_schedule(dag, p);
     if (!r.ok()) {
       ++res.failed;
       return;
+    }
+    if (options.justify_rounds > 0) {
+      // The few shortest orders go to justification at the end (the shortest before it is not
+      // always the shortest after it).
+      auto at = std::find_if(top.begin(), top.end(), [&](const Entry& e) { return r->makespan < e.order.makespan; });
+      if (at != top.end() || top.size() < kJustified) {
+        if (top.size() == kJustified) top.pop_back();
+        top.insert(std::find_if(top.begin(), top.end(), [&](const Entry& e) { return r->makespan < e.order.makespan; }),
+                   Entry{*r, p.name()});
+      }
     }
     if (!have || r->makespan < res.best.makespan) {
       res.best = std::move(r).value();
@@ -347,6 +365,13 @@ Result<HeuristicResult> heuristic_schedule(const OpDag& dag, const HeuristicOpti
   if (!have) {
     return Status::error(ErrorCode::kInfeasible,
                          "no policy (not even one microbatch at a time) respects the memory caps");
+  }
+  for (Entry& e : top) {
+    if (!justify_in_place(dag, e.order, options.justify_rounds)) continue;
+    if (e.order.makespan < res.best.makespan) {
+      res.best = std::move(e.order);
+      res.policy = e.policy + " + justified";
+    }
   }
   // The winner's times are its order's earliest-start times (list scheduling never starts an op
   // later than it could given the order); re-timing guards that invariant.

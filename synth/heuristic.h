@@ -8,7 +8,8 @@
 //    W filling bubbles vs W right after I, in-flight limits like 1F1B/ZB-H1/ZB-H2), then seeded
 //    random perturbations of the best one's priorities, and always ends with the serial policy (one
 //    microbatch at a time), which succeeds whenever the cap admits any schedule. It returns the
-//    shortest; ties go to the earlier policy. Deterministic (fixed seeds).
+//    shortest, ties to the earlier policy, after double justification (synth/justify.h; the policy
+//    name then ends in " + justified"). Deterministic (fixed seeds).
 #pragma once
 
 #include <cstdint>
@@ -46,6 +47,7 @@ Result<TimedOrder> list_schedule(const OpDag& dag, const ListPolicy& policy);
 struct HeuristicOptions {
   bool portfolio = true;  // false: only the first policy (plus the serial fallback if it fails)
   int random_restarts = 32;  // then this many seeded perturbations of the best policy's priorities
+  int justify_rounds = 4;    // then at most this many double-justification rounds (synth/justify.h)
 };
 
 struct HeuristicResult {

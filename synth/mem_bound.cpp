@@ -700,8 +700,9 @@ DestructiveBound destructive_lower_bound(const OpDag& dag, const DestructiveOpti
 
   // 2. The search: bisection between the bound and the best schedule (measured on P = 8, M = 16
   // with a cap: half the steps of going up from the bound, which spends most on refutations close
-  // to the optimum that the bisection skips). Each trial gets at most half of what is left, and the
-  // first trial that runs out ends the search: where the bound is already tight every trial must
+  // to the optimum that the bisection skips). Each trial gets at most half of what is left (the
+  // last one, which closes the gap either way, all of it), and the first trial that runs out ends
+  // the search: where the bound is already tight every trial must
   // find an order at or near the optimum, the hard part, and this wastes at most that half.
   int64_t hi = upper;  // trials stay below this
   if (opt.search_work > 0 && refuted + 1 < hi) {
@@ -710,7 +711,8 @@ DestructiveBound destructive_lower_bound(const OpDag& dag, const DestructiveOpti
     const uint64_t limit = work + opt.search_work;
     while (refuted + 1 < hi && work < limit) {
       const int64_t c = refuted + 1 + (hi - refuted - 1) / 2;
-      prop.set_cap(work + (limit - work) / 2);
+      // The last trial between the two (c = hi - 1) decides the gap: it may use all that is left.
+      prop.set_cap(c == hi - 1 ? limit : work + (limit - work) / 2);
       ++out.trials;
       Outcome o = prop.start(c);
       if (o == Outcome::kFixpoint) o = search.run();

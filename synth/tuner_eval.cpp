@@ -10,6 +10,7 @@
 
 #include "synth/baselines.h"
 #include "synth/heuristic.h"
+#include "synth/justify.h"
 
 namespace ps {
 
@@ -304,6 +305,8 @@ Evaluation evaluate_candidate(const Spec& spec, const Candidate& c) {
         have = true;
       }
       for (const ListPolicy& p : extended_policies()) consider(p);
+      // The extended policies' winner has not been through the portfolio's justification.
+      if (have && justify_in_place(dag, e.order)) e.policy += " + justified";
     }
     if (!have && c.policy_set == 0) {
       // The screening policies got stuck on memory: the full portfolio ends with the serial

@@ -7,6 +7,7 @@
 
 #include "synth/decode.h"
 #include "synth/heuristic.h"
+#include "synth/justify.h"
 #include "synth/mem_bound.h"
 #include "synth/op_dag.h"
 #include "synth/synth_problems.h"
@@ -305,4 +306,40 @@ TEST_CASE("decode: schedules round-trip through DAG orders, fused B maps to I th
   Schedule bad = s;
   bad.programs[0].push_back(Action{OpType::F, 9, 0, {}});
   CHECK_FALSE(schedule_to_dag_order(*r, bad).ok());
+}
+
+TEST_CASE("justify: never longer, every edge and cap kept, and it shortens list schedules") {
+  int tried = 0, shorter = 0;
+  for (int devices : {4, 8}) {
+    for (int stages_per_device : {1, 2}) {
+      for (double cap : {0.0, 3.0}) {
+        HandProblem h;
+        h.devices = devices;
+        h.microbatches = 2 * devices;
+        h.stages_per_device = stages_per_device;
+        h.cap_microbatches = cap * stages_per_device;
+        h.stash_mb = 300;
+        h.heterogeneous = true;
+        Result<OpDag> r = build_op_dag(make_hand_problem(h));
+        REQUIRE(r.ok());
+        for (const ListPolicy& pol : heuristic_policies(*r)) {
+          INFO(devices, " devices, ", stages_per_device, " stages each, cap ", cap, ", ", pol.name());
+          Result<TimedOrder> t = list_schedule(*r, pol);
+          if (!t.ok()) continue;
+          ++tried;
+          const TimedOrder j = justify(*r, *t);
+          CHECK(j.makespan <= t->makespan);
+          check_timed_order(*r, j);
+          // Its times are the earliest-start times of its own order, caps included.
+          Result<TimedOrder> again = evaluate_order(*r, j.order, EdgeSet::kAll, true);
+          REQUIRE(again.ok());
+          CHECK(again->makespan == j.makespan);
+          if (j.makespan < t->makespan) ++shorter;
+        }
+      }
+    }
+  }
+  MESSAGE(tried, " list schedules, ", shorter, " shortened");
+  CHECK(tried > 100);
+  CHECK(shorter > 0);
 }
