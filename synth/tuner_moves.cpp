@@ -101,20 +101,33 @@ std::vector<int> placement_lpt(const SearchSpace& sp, const std::vector<int>& cu
 // loads, move one layer off the most loaded device, or swap one of its layers with another
 // device's, or two of its layers for one, or one for two (first improvement, deterministic; the
 // polish may move the first layers too: keeping them measured worse on 3 of 5 models).
-void pack_layers(const SearchSpace& sp, const std::vector<int>& layers, int d0, int nd, std::vector<int>& dev) {
+//
+// With `ramp` (per layer: its forward prefix over M, in ms per microbatch), a device whose first
+// layer is deeper in the chain starts later, and that start counts as load: device i's load starts
+// at ramp[layers[i]], and the first nd layers stay where they are (they define those starts).
+void pack_layers(const SearchSpace& sp, const std::vector<int>& layers, int d0, int nd, std::vector<int>& dev,
+                 const std::vector<double>* ramp = nullptr) {
   std::vector<double> load(nd, 0);
   std::vector<int> order = layers;  // the first nd in chain order, the rest heaviest first
   if (static_cast<int>(order.size()) > nd)
     std::stable_sort(order.begin() + nd, order.end(), [&](int a, int b) { return sp.layer_ms[a] > sp.layer_ms[b] + kEps; });
-  for (int l : order) {
-    const int d = static_cast<int>(std::min_element(load.begin(), load.end()) - load.begin());
+  for (int i = 0; i < static_cast<int>(order.size()); ++i) {
+    const int l = order[i];
+    const int d = i < nd ? i : static_cast<int>(std::min_element(load.begin(), load.end()) - load.begin());
     dev[l] = d0 + d;
-    load[d] += sp.layer_ms[l];
+    load[d] += sp.layer_ms[l] + (ramp && i < nd ? (*ramp)[l] : 0.0);
   }
   const int n = static_cast<int>(layers.size());
+  const int pinned = ramp ? std::min(nd, n) : 0;  // layers[0..pinned) do not move
   // Layers `give` (on the busiest device hi) go to device `to`, layers `take` (on `to`) come back,
   // if that lowers the larger of the two loads.
+  std::vector<char> fixed(sp.layers, 0);
+  for (int i = 0; i < pinned; ++i) fixed[layers[i]] = 1;
   auto exchange = [&](int hi, int to, std::initializer_list<int> give, std::initializer_list<int> take) {
+    for (int l : give)
+      if (fixed[l]) return false;
+    for (int l : take)
+      if (fixed[l]) return false;
     double delta = 0;
     for (int l : give) delta += sp.layer_ms[l];
     for (int l : take) delta -= sp.layer_ms[l];
@@ -153,19 +166,25 @@ void pack_layers(const SearchSpace& sp, const std::vector<int>& layers, int d0, 
 // node piece_node[i]); each node's layers, in chain order, are packed onto its devices, so the
 // chain crosses between nodes only between pieces. Returns the device of every layer.
 std::vector<int> pack_pieces(const SearchSpace& sp, int nodes, const std::vector<int>& piece_cuts,
-                             const std::vector<int>& piece_node) {
+                             const std::vector<int>& piece_node, const std::vector<double>* ramp) {
   const int per = sp.devices / nodes;
   std::vector<int> dev(sp.layers, 0);
   std::vector<std::vector<int>> node_layers(nodes);
   for (size_t i = 0; i < piece_node.size(); ++i)
     for (int l = piece_cuts[i]; l < piece_cuts[i + 1]; ++l) node_layers[piece_node[i]].push_back(l);
-  for (int k = 0; k < nodes; ++k) pack_layers(sp, node_layers[k], k * per, per, dev);
+  for (int k = 0; k < nodes; ++k) pack_layers(sp, node_layers[k], k * per, per, dev, ramp);
   return dev;
 }
 
-double max_device_load(const SearchSpace& sp, const std::vector<int>& dev) {
+// The busiest device's load; with `ramp`, plus the ramp of the device's first layer.
+double max_device_load(const SearchSpace& sp, const std::vector<int>& dev, const std::vector<double>* ramp) {
   std::vector<double> load(sp.devices, 0);
-  for (int l = 0; l < sp.layers; ++l) load[dev[l]] += sp.layer_ms[l];
+  std::vector<char> started(sp.devices, 0);
+  for (int l = 0; l < sp.layers; ++l) {
+    load[dev[l]] += sp.layer_ms[l];
+    if (ramp && !started[dev[l]]) load[dev[l]] += (*ramp)[l];
+    started[dev[l]] = 1;
+  }
   return *std::max_element(load.begin(), load.end());
 }
 
@@ -175,10 +194,10 @@ double max_device_load(const SearchSpace& sp, const std::vector<int>& dev) {
 // can still be the wrong mix of layers for its devices, e.g. 17 MoE layers for 8 devices. Then
 // neighbours on one device merge into one stage.
 void packed_pieces(const SearchSpace& sp, int nodes, std::vector<int> piece_cuts, const std::vector<int>& piece_node,
-                   bool refine_cuts, std::vector<int>& cuts, std::vector<int>& placement) {
+                   bool refine_cuts, const std::vector<double>* ramp, std::vector<int>& cuts, std::vector<int>& placement) {
   const int n = sp.layers;
-  std::vector<int> dev = pack_pieces(sp, nodes, piece_cuts, piece_node);
-  double best = max_device_load(sp, dev);
+  std::vector<int> dev = pack_pieces(sp, nodes, piece_cuts, piece_node, ramp);
+  double best = max_device_load(sp, dev, ramp);
   const int inner = refine_cuts ? static_cast<int>(piece_cuts.size()) - 2 : 0;  // cuts between pieces: 1..inner
   // Moves cut i by di and cut j by dj (j = 0: only cut i); keeps it if the busiest load drops.
   // At most kTries packings (each O(layers^3) at worst): many nodes and pieces stay affordable.
@@ -191,8 +210,8 @@ void packed_pieces(const SearchSpace& sp, int nodes, std::vector<int> piece_cuts
     if (j > 0) pc[j] += dj;
     for (int k = 1; k <= inner; ++k)
       if (pc[k] <= pc[k - 1] || pc[k] >= pc[k + 1]) return false;
-    std::vector<int> d2 = pack_pieces(sp, nodes, pc, piece_node);
-    const double m = max_device_load(sp, d2);
+    std::vector<int> d2 = pack_pieces(sp, nodes, pc, piece_node, ramp);
+    const double m = max_device_load(sp, d2, ramp);
     if (m >= best - kEps) return false;
     best = m;
     piece_cuts = std::move(pc);
@@ -781,6 +800,10 @@ std::vector<Candidate> seed_candidates(const SearchSpace& sp, const std::vector<
     struct Shape {
       int nodes, segments, front;
     };
+    // ramp_ms[l]: layer l's forward prefix (when its first microbatch can start) over M.
+    std::vector<double> ramp_ms(sp.layers, 0.0);
+    const int M = std::max(1, spec.pipeline.microbatches);
+    for (int l = 1; l < sp.layers; ++l) ramp_ms[l] = ramp_ms[l - 1] + spec.model.type_of(l - 1).forward_ms / M;
     std::vector<Shape> shapes{{1, 1, 0}};
     for (int r = 1; nodes > 1 && r <= 4; ++r)
       if (nodes * r <= sp.layers) shapes.push_back({nodes, nodes * r, 0});
@@ -795,17 +818,22 @@ std::vector<Candidate> seed_candidates(const SearchSpace& sp, const std::vector<
                                                          : fmt::format(" per node, {} pieces in zigzag", sh.segments);
       // The pieces as cut by load, and (several nodes) with their cuts refined for the devices'
       // loads: the first keeps the shorter ramp the load cut gives, the second the better balance.
-      std::vector<int> first_cuts;
-      for (bool refine : {false, true}) {
-        if (refine && sh.nodes == 1) break;
-        std::vector<int> cuts, placement;
-        packed_pieces(sp, sh.nodes, piece_cuts, piece_node, refine, cuts, placement);
-        const int S = static_cast<int>(placement.size());
-        if (refine && cuts == first_cuts) break;
-        if (!refine) first_cuts = cuts;
-        if (S <= sp.max_stages)
-          add(std::move(cuts), std::move(placement), MoveKind::kSeed,
-              fmt::format("seed S={} layers packed in order{}{}", S, what, refine ? ", node cuts refined" : ""));
+      // Each also ramp-aware: a device's start (its first layer's forward prefix) counts as load.
+      const std::vector<double>* ramps[] = {nullptr, &ramp_ms};
+      for (const std::vector<double>* ramp : ramps) {
+        std::vector<int> first_cuts;
+        for (bool refine : {false, true}) {
+          if (refine && sh.nodes == 1) break;
+          std::vector<int> cuts, placement;
+          packed_pieces(sp, sh.nodes, piece_cuts, piece_node, refine, ramp, cuts, placement);
+          const int S = static_cast<int>(placement.size());
+          if (refine && cuts == first_cuts) break;
+          if (!refine) first_cuts = cuts;
+          if (S <= sp.max_stages)
+            add(std::move(cuts), std::move(placement), MoveKind::kSeed,
+                fmt::format("seed S={} layers packed in order{}{}{}", S, what, refine ? ", node cuts refined" : "",
+                            ramp ? ", ramp-aware" : ""));
+        }
       }
     }
   }
