@@ -75,7 +75,7 @@ class PackingSearch {
 
   // Chooses how many more of types t.. go onto the current device (largest counts first).
   int extend(std::vector<int>& left, std::vector<int>& take, size_t t, double room, int bins) {
-    if (budget_ < 0) return 0;
+    if (--budget_ < 0) return 0;  // every node of the enumeration counts, not only the devices
     if (t == left.size()) {
       // Maximal: no layer left fits into the room.
       for (size_t u = 0; u < left.size(); ++u)

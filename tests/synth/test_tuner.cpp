@@ -394,6 +394,16 @@ TEST_CASE("tuner bound: the exact packing search beats the pigeonhole bound") {
   CHECK(b.pigeonhole_ms == doctest::Approx(4 * 11.221));
   CHECK(b.exact_ms == doctest::Approx(17.511 + 3 * 11.221).epsilon(1e-5));
   CHECK(b.packing_ms >= b.exact_ms);
+  // Twelve types of five layers each: the search is bounded by its work cap and stays valid (at
+  // least the pigeonhole bound and the mean, at most the packing it found).
+  std::vector<double> twelve;
+  for (int t = 0; t < 12; ++t)
+    for (int i = 0; i < 5; ++i) twelve.push_back(1.0 + 0.37 * t);
+  b = packing_bound(twelve, 7);
+  double sum = 0;
+  for (double x : twelve) sum += x;
+  CHECK(b.exact_ms >= std::max(b.pigeonhole_ms, sum / 7) - 1e-9);
+  CHECK(b.exact_ms <= b.packing_ms + 1e-9);
   // Many distinct costs: no exact search, the pigeonhole bound stands.
   std::vector<double> ramp;
   for (int i = 0; i < 40; ++i) ramp.push_back(1 + 0.01 * i);
