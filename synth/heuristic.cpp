@@ -45,6 +45,10 @@ struct Scheduler {
   std::vector<int> left_of_mb;             // serial: ops not yet scheduled per microbatch
   std::vector<double> jitter;              // per op, in [0, 1): priority noise
   int oldest_open_mb = 0;
+  // choose(d) depends only on device d's own state (its available ops, free_at, memory, the in-flight
+  // counts of its stages) and, for the serial policy, on the oldest open microbatch: it is
+  // recomputed only for the devices whose state changed since the last step.
+  std::vector<char> stale;                 // per device
   TimedOrder out;
 
   Scheduler(const OpDag& d, const ListPolicy& p) : dag(d), pol(p) {}
@@ -178,6 +182,7 @@ struct Scheduler {
     out.makespan = std::max(out.makespan, end);
     if (--left_of_mb[o.mb] == 0) {
       while (oldest_open_mb < dag.microbatches && left_of_mb[oldest_open_mb] == 0) ++oldest_open_mb;
+      if (pol.serial) std::fill(stale.begin(), stale.end(), 1);
     }
     if (o.is_transfer()) {
       avail_x.erase(std::find(avail_x.begin(), avail_x.end(), op));
@@ -191,6 +196,7 @@ struct Scheduler {
       return;
     }
     const int d = o.device;
+    stale[d] = 1;
     auto& av = avail[d];
     av.erase(std::find(av.begin(), av.end(), op));
     out.order[d].push_back(op);
@@ -211,6 +217,7 @@ struct Scheduler {
         avail_x.push_back(e.op);
       } else {
         avail[dag.ops[e.op].device].push_back(e.op);
+        stale[dag.ops[e.op].device] = 1;
       }
     }
   }
@@ -251,12 +258,18 @@ struct Scheduler {
       missing[i] = static_cast<int>(dag.pred[i].size());
       if (missing[i] == 0) avail[dag.ops[i].device].push_back(i);  // transfers always have a producer
     }
+    stale.assign(dag.devices, 1);
+    std::vector<Choice> choice(dag.devices);
     for (int placed = 0; placed < n; ++placed) {
       // Transfers go first on ties: they only occupy comm streams and unblock their consumers.
       Choice best = choose_transfer();
       int best_dev = best.op >= 0 ? dag.devices : -1;
       for (int d = 0; d < dag.devices; ++d) {
-        Choice c = choose(d);
+        if (stale[d]) {
+          choice[d] = choose(d);
+          stale[d] = 0;
+        }
+        const Choice& c = choice[d];
         if (c.op < 0) continue;
         if (best_dev < 0 || c.start < best.start) {
           best = c;
