@@ -49,6 +49,9 @@ struct Scheduler {
   // counts of its stages) and, for the serial policy, on the oldest open microbatch: it is
   // recomputed only for the devices whose state changed since the last step.
   std::vector<char> stale;                 // per device
+  // Likewise the transfer choice depends only on the available transfers and the comm streams'
+  // free times, which change only when a transfer is released or placed.
+  bool stale_x = true;
   TimedOrder out;
 
   Scheduler(const OpDag& d, const ListPolicy& p) : dag(d), pol(p) {}
@@ -185,6 +188,7 @@ struct Scheduler {
       if (pol.serial) std::fill(stale.begin(), stale.end(), 1);
     }
     if (o.is_transfer()) {
+      stale_x = true;
       avail_x.erase(std::find(avail_x.begin(), avail_x.end(), op));
       int r[2] = {0, 0};
       dag.resources_of(op, r);
@@ -215,6 +219,7 @@ struct Scheduler {
       if (--missing[e.op] > 0) continue;
       if (dag.ops[e.op].is_transfer()) {
         avail_x.push_back(e.op);
+        stale_x = true;
       } else {
         avail[dag.ops[e.op].device].push_back(e.op);
         stale[dag.ops[e.op].device] = 1;
@@ -260,9 +265,14 @@ struct Scheduler {
     }
     stale.assign(dag.devices, 1);
     std::vector<Choice> choice(dag.devices);
+    Choice transfer;
     for (int placed = 0; placed < n; ++placed) {
       // Transfers go first on ties: they only occupy comm streams and unblock their consumers.
-      Choice best = choose_transfer();
+      if (stale_x) {
+        transfer = choose_transfer();
+        stale_x = false;
+      }
+      Choice best = transfer;
       int best_dev = best.op >= 0 ? dag.devices : -1;
       for (int d = 0; d < dag.devices; ++d) {
         if (stale[d]) {
@@ -348,11 +358,10 @@ Result<HeuristicResult> heuristic_schedule(const OpDag& dag, const HeuristicOpti
     if (options.justify_rounds > 0) {
       // The few shortest orders go to justification at the end (the shortest before it is not
       // always the shortest after it).
-      auto at = std::find_if(top.begin(), top.end(), [&](const Entry& e) { return r->makespan < e.order.makespan; });
-      if (at != top.end() || top.size() < kJustified) {
+      auto longer = [&](const Entry& e) { return r->makespan < e.order.makespan; };
+      if (top.size() < kJustified || longer(top.back())) {
         if (top.size() == kJustified) top.pop_back();
-        top.insert(std::find_if(top.begin(), top.end(), [&](const Entry& e) { return r->makespan < e.order.makespan; }),
-                   Entry{*r, p.name()});
+        top.insert(std::find_if(top.begin(), top.end(), longer), Entry{*r, p.name()});
       }
     }
     if (!have || r->makespan < res.best.makespan) {
