@@ -8,8 +8,8 @@
 //    W filling bubbles vs W right after I, in-flight limits like 1F1B/ZB-H1/ZB-H2), then seeded
 //    random perturbations of the best one's priorities, and always ends with the serial policy (one
 //    microbatch at a time), which succeeds whenever the cap admits any schedule. It returns the
-//    shortest, ties to the earlier policy, after double justification (synth/justify.h; the policy
-//    name then ends in " + justified"). Deterministic (fixed seeds).
+//    shortest, ties to the earlier policy, after double justification of the four shortest
+//    (synth/justify.h; the policy name then ends in " + justified"). Deterministic (fixed seeds).
 #pragma once
 
 #include <cstdint>

@@ -64,17 +64,15 @@ class PackingSearch {
     if (failed_.count(k)) return 0;
     // One device takes a layer of the heaviest type left (some device must), then any maximal set
     // of the rest: adding a layer to a device that has room never makes the packing harder.
-    std::vector<int> take(left.size(), 0);
-    take[first] = 1;
     left[first] -= 1;
-    const int r = extend(left, take, first, cap_ - w_[first], bins);
+    const int r = extend(left, first, cap_ - w_[first], bins);
     left[first] += 1;
     if (r == 0) failed_.insert(k);
     return r;
   }
 
   // Chooses how many more of types t.. go onto the current device (largest counts first).
-  int extend(std::vector<int>& left, std::vector<int>& take, size_t t, double room, int bins) {
+  int extend(std::vector<int>& left, size_t t, double room, int bins) {
     if (--budget_ < 0) return 0;  // every node of the enumeration counts, not only the devices
     if (t == left.size()) {
       // Maximal: no layer left fits into the room.
@@ -85,10 +83,8 @@ class PackingSearch {
     const int most = std::min(left[t], static_cast<int>(std::floor(room / w_[t] + 1e-12)));
     for (int n = most; n >= 0; --n) {
       left[t] -= n;
-      take[t] += n;
-      const int r = extend(left, take, t + 1, room - n * w_[t], bins);
+      const int r = extend(left, t + 1, room - n * w_[t], bins);
       left[t] += n;
-      take[t] -= n;
       if (r == 1) return 1;
     }
     return 0;
@@ -175,8 +171,7 @@ double layer_packing_bound_ms(const Model& model, int devices, int microbatches)
   if (devices < 1 || microbatches < 1 || model.layers.empty()) return 0;
   std::vector<double> c;
   for (int l = 0; l < static_cast<int>(model.layers.size()); ++l) c.push_back(layer_time_ms(model, l));
-  const PackingBound b = packing_bound(c, devices);
-  return std::max(b.pigeonhole_ms, b.exact_ms) * microbatches;
+  return packing_bound(c, devices).exact_ms * microbatches;
 }
 
 }  // namespace ps

@@ -25,7 +25,7 @@
 
 namespace ps {
 
-// Milliseconds: M × max(pigeonhole, exact packing bound); 0 when devices or microbatches < 1.
+// Milliseconds: M × packing_bound(...).exact_ms; 0 when devices or microbatches < 1.
 double layer_packing_bound_ms(const Model& model, int devices, int microbatches);
 
 // The per-microbatch packing bound (ms) of the given layer costs on `devices` devices, and whether
@@ -33,7 +33,8 @@ double layer_packing_bound_ms(const Model& model, int devices, int microbatches)
 // figure is the pigeonhole bound or a looser point of the bisection).
 struct PackingBound {
   double pigeonhole_ms = 0;
-  double exact_ms = 0;      // largest capacity proven infeasible (≥ pigeonhole_ms when decided)
+  double exact_ms = 0;      // the bound: the largest capacity proven infeasible, at least
+                            // max(pigeonhole_ms, mean load) (exactly that when it already fits)
   double packing_ms = 0;    // a packing found on the way (an upper bound on the optimum)
   bool decided = true;
 };

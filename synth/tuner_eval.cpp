@@ -304,9 +304,10 @@ Evaluation evaluate_candidate(const Spec& spec, const Candidate& c) {
         e.policy = h->policy;
         have = true;
       }
+      const std::string portfolio_winner = e.policy;
       for (const ListPolicy& p : extended_policies()) consider(p);
-      // The extended policies' winner has not been through the portfolio's justification.
-      if (have && justify_in_place(dag, e.order)) e.policy += " + justified";
+      // An extended policy's winner has not been through the portfolio's justification.
+      if (have && e.policy != portfolio_winner && justify_in_place(dag, e.order)) e.policy += " + justified";
     }
     if (!have && c.policy_set == 0) {
       // The screening policies got stuck on memory: the full portfolio ends with the serial
