@@ -83,7 +83,10 @@ class Tuner {
   double elapsed() const { return std::chrono::duration<double>(Clock::now() - t0_).count(); }
   Status prepare();
   // Evaluates the candidates not yet in the history, in parallel; returns the new record indices.
-  std::vector<int> evaluate(std::vector<Candidate> cands, double deadline_s, bool budgeted = true);
+  // A list-scheduled candidate whose plan floor (plan_floor_ms) is at least `prune_ms` is skipped
+  // (not recorded: a later call with a higher threshold may evaluate it).
+  std::vector<int> evaluate(std::vector<Candidate> cands, double deadline_s, bool budgeted = true,
+                            double prune_ms = std::numeric_limits<double>::infinity());
   std::vector<int> ranking() const;
   void drop_orders(const std::vector<int>& rank);
   void report(const char* phase);
@@ -148,6 +151,7 @@ Status Tuner::prepare() {
     space_.layer_ms.push_back(layer_time_ms(spec_.model, l));
     space_.layer_mb.push_back(layer_memory_mb(spec_, l));
   }
+  space_.head_ms = forward_heads_ms(spec_.model);
   if (opt_.partition) {
     PS_RETURN_IF_ERROR(check_partition(*opt_.partition, L));
     fixed_cuts_.push_back(0);
@@ -172,7 +176,7 @@ Status Tuner::prepare() {
   return Status::ok();
 }
 
-std::vector<int> Tuner::evaluate(std::vector<Candidate> cands, double deadline_s, bool budgeted) {
+std::vector<int> Tuner::evaluate(std::vector<Candidate> cands, double deadline_s, bool budgeted, double prune_ms) {
   std::vector<Candidate> fresh;
   std::set<std::string> seen;
   std::vector<std::string> keys;
@@ -180,6 +184,10 @@ std::vector<int> Tuner::evaluate(std::vector<Candidate> cands, double deadline_s
     std::string k = c.key();
     if (history_.count(k) || !seen.insert(k).second) {
       ++stats_.duplicates;
+      continue;
+    }
+    if (c.baseline < 0 && plan_floor_ms(space_, c) >= prune_ms) {
+      ++stats_.pruned;
       continue;
     }
     keys.push_back(std::move(k));
@@ -507,8 +515,11 @@ Result<TuneResult> Tuner::run() {
       for (Candidate& c : m) moves.push_back(std::move(c));
       for (Candidate& c : k) moves.push_back(std::move(c));
     }
+    // A move that cannot beat the beam's last member cannot join the beam.
+    double prune_ms = std::numeric_limits<double>::infinity();
+    if (any_feasible && static_cast<int>(beam.size()) == beam_width_) prune_ms = records_[beam.back()].eval.makespan_ms;
     const int before = stats_.evaluated;
-    evaluate(std::move(moves), search_deadline);
+    evaluate(std::move(moves), search_deadline, true, prune_ms);
     ++stats_.rounds;
     const bool evaluated_any = stats_.evaluated > before;
     rank = ranking();

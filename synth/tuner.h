@@ -84,6 +84,7 @@ struct TuneStats {
   int rounds = 0;             // local-search rounds
   int improvements = 0;       // rounds that improved the best
   int duplicates = 0;         // moves skipped because the history already had them
+  int pruned = 0;             // moves skipped because their plan floor could not beat the beam
   int widenings = 0;          // times the beam was widened after an early convergence
   int verified = 0;           // candidates checked by verify()
   int z3_runs = 0;

@@ -871,4 +871,26 @@ std::vector<Candidate> seed_candidates(const SearchSpace& sp, const std::vector<
   return out;
 }
 
+double plan_floor_ms(const SearchSpace& sp, const Candidate& c) {
+  const int P = sp.devices;
+  std::vector<double> load(P, 0.0), head(P, std::numeric_limits<double>::infinity());
+  for (int s = 0; s + 1 < static_cast<int>(c.cuts.size()); ++s) {
+    const int d = c.placement[s];
+    head[d] = std::min(head[d], sp.head_ms[c.cuts[s]]);
+    for (int l = c.cuts[s]; l < c.cuts[s + 1]; ++l) load[d] += sp.layer_ms[l];
+  }
+  const int M = sp.spec->pipeline.microbatches;
+  double floor = 0;
+  for (int d = 0; d < P; ++d)
+    if (load[d] > 0) floor = std::max(floor, head[d] + M * load[d]);
+  return floor;
+}
+
+std::vector<double> forward_heads_ms(const Model& model) {
+  std::vector<double> head(model.layers.size(), 0.0);
+  for (size_t l = 0; l < model.layers.size(); ++l)
+    for (int u : model.layers[l].inputs) head[l] = std::max(head[l], head[u] + model.type_of(u).forward_ms);
+  return head;
+}
+
 }  // namespace ps::tuner_detail

@@ -34,6 +34,7 @@ struct SearchSpace {
   int max_stages = 0;             // k·P (capped by the layer count)
   std::vector<double> layer_ms;   // F+I+W per layer, one microbatch
   std::vector<double> layer_mb;   // model states + one microbatch of activation per layer
+  std::vector<double> head_ms;    // per layer: longest forward path before it can start (microbatch 0)
   bool fixed_partition = false;
   bool fixed_placement = false;
   bool canonical = true;          // identical devices and links: rename devices by first use
@@ -66,5 +67,12 @@ std::vector<int> rebalance_cuts(const SearchSpace& space, std::vector<int> cuts,
 
 // Normalises a candidate (canonical device names when allowed) and checks the invariants above.
 bool finish_candidate(const SearchSpace& space, Candidate& c);
+
+// A lower bound on the makespan of any order of the candidate's plan (comm taken as free): over
+// devices, when its earliest layer can start (sp.head_ms) plus M times its layers' F+I+W. The tuner
+// skips moves whose floor cannot beat the beam.
+double plan_floor_ms(const SearchSpace& sp, const Candidate& c);
+// sp.head_ms for a model: over each layer's inputs, the longest path of forward times.
+std::vector<double> forward_heads_ms(const Model& model);
 
 }  // namespace ps::tuner_detail

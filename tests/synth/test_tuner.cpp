@@ -340,6 +340,46 @@ TEST_CASE("tuner moves: diagnosis, rebalance and every move keep the invariants"
   for (const Candidate& m : kick_moves(sp, c, rng, 8)) CHECK(m.cuts == c.cuts);
 }
 
+TEST_CASE("tuner plan floor: a lower bound for every move's schedule, from the forward heads and loads") {
+  using namespace ps::tuner_detail;
+  const Spec spec = tiny_spec();
+  tuner_detail::SearchSpace sp = tiny_space(spec);
+  sp.head_ms = forward_heads_ms(spec.model);
+  // A chain: each layer starts after the forward times of all the layers before it.
+  double prefix = 0;
+  for (int l = 0; l < sp.layers; ++l) {
+    CHECK(sp.head_ms[l] == doctest::Approx(prefix));
+    prefix += spec.model.type_of(l).forward_ms;
+  }
+  Candidate c;
+  c.cuts = {0, 2, 9, 10, 11};
+  c.placement = {0, 1, 2, 3};
+  const int M = spec.pipeline.microbatches;
+  double expect = 0;
+  for (int s = 0; s < 4; ++s) {
+    double load = 0;
+    for (int l = c.cuts[s]; l < c.cuts[s + 1]; ++l) load += sp.layer_ms[l];
+    expect = std::max(expect, sp.head_ms[c.cuts[s]] + M * load);
+  }
+  CHECK(plan_floor_ms(sp, c) == doctest::Approx(expect));
+  Evaluation e = evaluate_candidate(spec, c);
+  REQUIRE(e.feasible);
+  std::vector<Candidate> all = bubble_moves(sp, c, e, true);
+  for (const Candidate& s : seed_candidates(sp, nullptr, nullptr)) all.push_back(s);
+  int n = 0;
+  for (Candidate m : all) {
+    if (m.baseline >= 0) continue;
+    for (int set : {0, 1}) {
+      m.policy_set = set;
+      Evaluation me = evaluate_candidate(spec, m);
+      if (!me.feasible) continue;
+      ++n;
+      CHECK(me.makespan_ms >= plan_floor_ms(sp, m) - 1e-6);
+    }
+  }
+  CHECK(n > 20);
+}
+
 TEST_CASE("tuner bound: layer packing sees that layers cannot be split") {
   // 9 equal layers (F+I+W = 6 ms) and a head of 3 ms on 4 devices, 10 microbatches: some device
   // holds 3 of the 9 big layers (pigeonhole over the 9 largest = 2·4+1), so at least 18 ms per
