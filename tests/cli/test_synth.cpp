@@ -208,6 +208,8 @@ TEST_CASE("cli synth: when Z3 could not load a typical plan's encoding, the sear
     REQUIRE(r.exit_code == 0);
     CHECK(contains(r.output, "synth: Z3 cannot load an encoding of this size in 1.6 s: the search gets 3.6 s"));
     CHECK(contains(r.output, "valid under rendezvous semantics"));
+    // Once the beam is full, moves whose plan floor cannot beat it are skipped, and counted.
+    CHECK(contains(r.output, "moves skipped by their plan floor"));
     CHECK(run_cli("verify " + out).exit_code == 0);
   }
   SUBCASE("llama2-7b on 4 devices, 4 microbatches: small, Z3 keeps its 40 %") {
