@@ -434,6 +434,17 @@ TEST_CASE("tuner bound: the exact packing search beats the pigeonhole bound") {
   CHECK(b.pigeonhole_ms == doctest::Approx(4 * 11.221));
   CHECK(b.exact_ms == doctest::Approx(17.511 + 3 * 11.221).epsilon(1e-5));
   CHECK(b.packing_ms >= b.exact_ms);
+  // The shipped file splits each MLP into two chained halves (8.756 ms): then the best packing is
+  // within 0.5 % of the mean, and the bound proves no more than that.
+  std::vector<double> halves(1, 0.0);
+  for (int i = 0; i < 24; ++i) halves.push_back(17.511 / 2), halves.push_back(17.511 / 2), halves.push_back(11.221);
+  for (int i = 0; i < 4; ++i) halves.push_back(7.504), halves.push_back(14.303);
+  const double mean = std::accumulate(halves.begin(), halves.end(), 0.0) / 16;
+  b = packing_bound(halves, 16);
+  CHECK(b.decided);
+  CHECK(b.exact_ms >= mean - 1e-9);
+  CHECK(b.packing_ms <= 1.005 * mean);
+  CHECK(b.exact_ms <= b.packing_ms);
   // Twelve types of five layers each: the search is bounded by its work cap and stays valid (at
   // least the pigeonhole bound and the mean, at most the packing it found).
   std::vector<double> twelve;
