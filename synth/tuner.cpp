@@ -507,6 +507,28 @@ Result<TuneResult> Tuner::run() {
         break;
       }
     }
+    // ... and for the screened plan with the lowest plan floor, when that floor is clearly below
+    // the best record's: the screening policies can rank a better-balanced plan below the beam
+    // although the whole portfolio finds a shorter order for it (gpt-oss at P = 16, M = 64). One
+    // per round: the whole portfolio costs about twenty screening evaluations.
+    if (opt_.full_portfolio_by_floor && !rank.empty()) {
+      int low = -1;
+      double low_floor = 0.995 * plan_floor_ms(space_, records_[rank[0]].cand);
+      for (int i : rank) {
+        const Record& r = records_[i];
+        if (!r.eval.feasible) break;
+        if (r.cand.baseline >= 0 || r.cand.policy_set != 0) continue;
+        const double f = plan_floor_ms(space_, r.cand);
+        if (f < low_floor && !history_.count(full_portfolio(r.cand).key())) {
+          low = i;
+          low_floor = f;
+        }
+      }
+      if (low >= 0) {
+        moves.push_back(full_portfolio(records_[low].cand));
+        ++stats_.floor_portfolios;
+      }
+    }
     for (int i : beam) {
       Record& r = records_[i];
       std::vector<Candidate> m = bubble_moves(space_, r.cand, r.eval, r.expansions > 0);
