@@ -272,10 +272,13 @@ int run_synth(const SynthArgs& a) {
   s += fmt::format("  iteration     {:.3f} ms{}\n", res->makespan_ms, proof);
   s += fmt::format("  lower bound   {:.3f} ms  (gap {:.2f}%)\n", res->bound_ms, 100 * res->gap);
   if (tuned)
-    s += fmt::format("  global bound  {:.3f} ms  (any partition and placement; gap {:.2f}%)  search: {} candidates in {:.1f} s, {}{}\n",
+    s += fmt::format("  global bound  {:.3f} ms  (any partition and placement; gap {:.2f}%)  search: {} candidates in {:.1f} s, {}{}{}\n",
                      tuned->lower_bound_ms, tuned->lower_bound_ms > 0 ? 100 * (res->makespan_ms / tuned->lower_bound_ms - 1) : 0.0,
                      tuned->stats.evaluated, tuned->stats.total_s, tuned->stats.stop_reason,
-                     tuned->stats.pruned > 0 ? fmt::format("; {} moves skipped by their plan floor", tuned->stats.pruned) : "");
+                     tuned->stats.pruned > 0 ? fmt::format("; {} moves skipped by their plan floor", tuned->stats.pruned) : "",
+                     tuned->stats.floor_portfolios > 0
+                         ? fmt::format("; {} low-floor plans given the whole portfolio", tuned->stats.floor_portfolios)
+                         : "");
   {
     // Where the iteration goes: the busiest device's own work, how far it is above the mean (load
     // spread), the plan's lower bound above it (ramp: warm-up and cool-down the plan forces), and

@@ -564,7 +564,7 @@ TEST_CASE("tuner: well-balanced plans the screening ranks low get the whole port
   REQUIRE_MESSAGE(off.ok(), off.status().str());
   REQUIRE_MESSAGE(on.ok(), on.status().str());
   CHECK(off->stats.floor_portfolios == 0);
-  // The asked-for evaluations happen (inside the same budget) and the result stays certified.
+  // Such evaluations are asked for, and the result stays certified.
   CHECK(on->stats.floor_portfolios > 0);
   CHECK(check(on->schedule).valid);
   CHECK(on->simulated_ms >= on->lower_bound_ms - 1e-6);
