@@ -277,7 +277,7 @@ int run_synth(const SynthArgs& a) {
                      tuned->stats.evaluated, tuned->stats.total_s, tuned->stats.stop_reason,
                      tuned->stats.pruned > 0 ? fmt::format("; {} moves skipped by their plan floor", tuned->stats.pruned) : "",
                      tuned->stats.floor_portfolios > 0
-                         ? fmt::format("; {} low-floor plans given the whole portfolio", tuned->stats.floor_portfolios)
+                         ? fmt::format("; {} low-floor plans given the search portfolio", tuned->stats.floor_portfolios)
                          : "");
   {
     // Where the iteration goes: the busiest device's own work, how far it is above the mean (load

@@ -338,6 +338,12 @@ std::vector<ListPolicy> heuristic_policies(const OpDag& dag) {
 Result<HeuristicResult> heuristic_schedule(const OpDag& dag, const HeuristicOptions& options) {
   std::vector<ListPolicy> policies = heuristic_policies(dag);
   if (!options.portfolio) policies.resize(1);
+  if (options.lean)
+    policies.erase(std::remove_if(policies.begin(), policies.end(),
+                                  [](const ListPolicy& p) {
+                                    return !p.by_tail && (p.w_mode == ListPolicy::WMode::kEager || !p.oldest_first);
+                                  }),
+                   policies.end());
   ListPolicy serial;
   serial.serial = true;
   HeuristicResult res;

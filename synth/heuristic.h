@@ -7,7 +7,8 @@
 //  * heuristic_schedule() runs a small fixed portfolio of policies (backward first vs forward first,
 //    W filling bubbles vs W right after I, in-flight limits like 1F1B/ZB-H1/ZB-H2), then seeded
 //    random perturbations of the best one's priorities, and always ends with the serial policy (one
-//    microbatch at a time), which succeeds whenever the cap admits any schedule. It returns the
+//    microbatch at a time), which succeeds whenever the cap admits any schedule (`lean` leaves out
+//    W-eager and lowest-stage-first policies). It returns the
 //    shortest, ties to the earlier policy, after double justification of the four shortest
 //    (synth/justify.h; the policy name then ends in " + justified"). Deterministic (fixed seeds).
 #pragma once
@@ -48,6 +49,10 @@ struct HeuristicOptions {
   bool portfolio = true;  // false: only the first policy (plus the serial fallback if it fails)
   int random_restarts = 32;  // then this many seeded perturbations of the best policy's priorities
   int justify_rounds = 4;    // then at most this many double-justification rounds (synth/justify.h)
+  // The tuner's lean portfolio (its search at M >= 4P): without the policies that run W right
+  // after its I or forwards by lowest stage first (in the tuner's P = 16, M = 64 searches they won
+  // none of 118 whole-portfolio evaluations; docs/tuner.md), 16 policies instead of 40.
+  bool lean = false;
 };
 
 struct HeuristicResult {

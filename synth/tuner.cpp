@@ -65,11 +65,12 @@ std::string describe(const Record& r, int P) {
                      r.eval.policy);
 }
 
-Candidate full_portfolio(const Candidate& c) {
+// The candidate's plan, ordered by the lean portfolio (policy set 1) or the whole one (2).
+Candidate with_portfolio(const Candidate& c, int policy_set) {
   Candidate n = c;
-  n.policy_set = 1;
+  n.policy_set = policy_set;
   n.kind = MoveKind::kSchedule;
-  n.origin = c.origin + ", full portfolio";
+  n.origin = c.origin + (policy_set == 1 ? ", lean portfolio" : ", full portfolio");
   return n;
 }
 
@@ -144,6 +145,10 @@ Status Tuner::prepare() {
   space_.devices = P_;
   space_.layers = L;
   space_.max_stages_per_device = std::max(1, opt_.max_stages_per_device);
+  // With M >= 4P the steady state dominates, and the policies the lean portfolio leaves out won none
+  // of 118 whole-portfolio evaluations in P = 16, M = 64 searches (docs/tuner.md); with fewer
+  // microbatches the ramp's order matters more and they can win.
+  space_.search_policy_set = opt_.lean_search && M_ >= 4 * P_ ? 1 : 2;
   space_.max_stages = std::min(L, space_.max_stages_per_device * P_);
   space_.include_baselines = opt_.include_baselines;
   space_.canonical = spec_.cluster.devices_per_node <= 0 || spec_.cluster.devices_per_node >= P_;
@@ -215,6 +220,8 @@ std::vector<int> Tuner::evaluate(std::vector<Candidate> cands, double deadline_s
     if (!ran[i]) continue;
     ++stats_.evaluated;
     eval_seconds_ += evals[i].seconds;
+    if (fresh[i].policy_set == 1) ++stats_.lean_evaluations;
+    if (fresh[i].policy_set == 2) ++stats_.whole_evaluations;
     if (evals[i].feasible) ++stats_.feasible;
     else ++stats_.infeasible;
     switch (fresh[i].kind) {
@@ -457,7 +464,7 @@ Result<TuneResult> Tuner::run() {
     c.origin = "given partition and placement";
     if (finish_candidate(space_, c)) {
       Candidate e = c;
-      e.policy_set = 1;
+      e.policy_set = 2;
       e.kind = MoveKind::kSchedule;
       e.origin += ", extended portfolio";
       seeds.insert(seeds.begin(), {c, e});
@@ -499,18 +506,22 @@ Result<TuneResult> Tuner::run() {
       beam.push_back(i);
     }
     std::vector<Candidate> moves;
-    // The whole portfolio for the best screened member (the others get it if they lead later).
+    // The search portfolio for the best screened member (with the lean one: the best two; the
+    // others get it if they lead later).
+    const int search_set = space_.search_policy_set;
+    int portfolios = 0;
     for (int i : beam) {
+      if (portfolios >= (search_set == 1 ? 2 : 1)) break;
       const Record& r = records_[i];
-      if (r.cand.baseline < 0 && r.cand.policy_set == 0 && !history_.count(full_portfolio(r.cand).key())) {
-        moves.push_back(full_portfolio(r.cand));
-        break;
+      if (r.cand.baseline < 0 && r.cand.policy_set == 0 && !history_.count(with_portfolio(r.cand, search_set).key())) {
+        moves.push_back(with_portfolio(r.cand, search_set));
+        ++portfolios;
       }
     }
     // ... and for the screened plan with the lowest plan floor, when that floor is clearly below
     // the best record's: the screening policies can rank a better-balanced plan below the beam
     // although the whole portfolio finds a shorter order for it (gpt-oss at P = 16, M = 64). One
-    // per round: the whole portfolio costs about twenty screening evaluations.
+    // per round: the whole portfolio costs about twenty screening evaluations, the lean one eight.
     if (opt_.full_portfolio_by_floor && !rank.empty()) {
       int low = -1;
       double low_floor = 0.995 * plan_floor_ms(space_, records_[rank[0]].cand);
@@ -519,13 +530,13 @@ Result<TuneResult> Tuner::run() {
         if (!r.eval.feasible) break;
         if (r.cand.baseline >= 0 || r.cand.policy_set != 0) continue;
         const double f = plan_floor_ms(space_, r.cand);
-        if (f < low_floor && !history_.count(full_portfolio(r.cand).key())) {
+        if (f < low_floor && !history_.count(with_portfolio(r.cand, search_set).key())) {
           low = i;
           low_floor = f;
         }
       }
       if (low >= 0) {
-        moves.push_back(full_portfolio(records_[low].cand));
+        moves.push_back(with_portfolio(records_[low].cand, search_set));
         ++stats_.floor_portfolios;
       }
     }
@@ -579,7 +590,8 @@ Result<TuneResult> Tuner::run() {
       break;
     }
   }
-  // Polish: the best screened candidates get the whole portfolio before the checker sees them.
+  // Polish: the best candidates get the whole portfolio before the checker sees them (the lean
+  // one leaves out policies that can win elsewhere).
   {
     std::vector<int> rank = ranking();
     std::vector<Candidate> polish;
@@ -587,7 +599,8 @@ Result<TuneResult> Tuner::run() {
       if (static_cast<int>(polish.size()) >= std::max(1, opt_.verify_top)) break;
       const Record& r = records_[i];
       if (!r.eval.feasible) break;
-      if (r.cand.baseline < 0 && r.cand.policy_set == 0) polish.push_back(full_portfolio(r.cand));
+      if (r.cand.baseline < 0 && r.cand.policy_set < 2 && !history_.count(with_portfolio(r.cand, 2).key()))
+        polish.push_back(with_portfolio(r.cand, 2));
     }
     // Outside the evaluation budget (they re-score what the result is made of), inside the time.
     evaluate(std::move(polish), limit * 0.9, false);

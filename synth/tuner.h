@@ -68,7 +68,10 @@ struct TuneOptions {
   int kicks_per_round = 2;             // random perturbations per beam member and round
   bool widen_on_convergence = true;    // converged within 80 % of the search time: double the beam
                                        // (up to 8x) and the kicks (up to 64) and go on
-  bool full_portfolio_by_floor = true; // each round, the whole portfolio also for the screened plan
+  bool lean_search = true;             // at M >= 4P the search re-scores screened plans with the lean
+                                       // portfolio (tuner_eval.h), two beam members per round; else
+                                       // with the whole one, one per round. The end: the whole one.
+  bool full_portfolio_by_floor = true; // each round, the search portfolio also for the screened plan
                                        // with the lowest plan floor, if 0.5 % below the best's floor
   bool include_baselines = true;       // published schedules as seeds
   int verify_top = 4;                  // candidates (besides baselines) checked by verify() at the end
@@ -86,7 +89,9 @@ struct TuneStats {
   int rounds = 0;             // local-search rounds
   int improvements = 0;       // rounds that improved the best
   int duplicates = 0;         // moves skipped because the history already had them
-  int floor_portfolios = 0;   // whole-portfolio evaluations asked for by a low plan floor
+  int lean_evaluations = 0;   // candidates ordered by the lean portfolio (policy set 1)
+  int whole_evaluations = 0;  // ... by the whole one (policy set 2)
+  int floor_portfolios = 0;   // lean- or whole-portfolio evaluations asked for by a low plan floor
   int pruned = 0;             // moves skipped because their plan floor could not beat the beam
   int widenings = 0;          // times the beam was widened after an early convergence
   int verified = 0;           // candidates checked by verify()

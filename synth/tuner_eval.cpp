@@ -113,8 +113,8 @@ std::vector<ListPolicy> screening_policies() {
   return out;
 }
 
-// Policy set 1 adds, to the whole default portfolio: in-flight limits it leaves out and
-// forward-first variants with in-flight limits.
+// Policy sets 1 and 2 add, to the heuristic portfolio (lean or whole): in-flight limits it leaves
+// out and forward-first variants with in-flight limits.
 std::vector<ListPolicy> extended_policies() {
   using WM = ListPolicy::WMode;
   std::vector<ListPolicy> out;
@@ -298,7 +298,12 @@ Evaluation evaluate_candidate(const Spec& spec, const Candidate& c) {
     if (c.policy_set == 0) {
       for (const ListPolicy& p : screening_policies()) consider(p);
     } else {
-      Result<HeuristicResult> h = heuristic_schedule(dag);
+      HeuristicOptions ho;
+      if (c.policy_set == 1) {
+        ho.lean = true;
+        ho.random_restarts = 1;
+      }
+      Result<HeuristicResult> h = heuristic_schedule(dag, ho);
       if (h.ok()) {
         e.order = std::move(h->best);
         e.policy = h->policy;

@@ -1,8 +1,10 @@
 // tuner_eval.h — one point of the tuner's search space and how it is scored.
 //
 // A Candidate is a partition (cut points), a placement (stage → device) and a way to order the ops:
-// four screening list-scheduling policies (policy_set 0, the inner loop's fast score), the whole
-// heuristic portfolio plus an extended one (policy_set 1), or a published baseline's own order.
+// four screening list-scheduling policies (policy_set 0, the inner loop's fast score), the lean
+// portfolio (policy_set 1: the heuristic portfolio without W-eager and lowest-stage-first policies,
+// one random restart, plus an extended portfolio), the whole portfolio (policy_set 2: the heuristic
+// portfolio with 32 random restarts, plus the extended one), or a published baseline's own order.
 // evaluate_candidate() builds the Problem and its op DAG with the per-device memory cap, orders the
 // ops and times the order on that DAG (eval_dag_options says how transfers are modelled). It also
 // measures the timeline the way
@@ -32,7 +34,7 @@ const char* move_kind_name(MoveKind k);
 struct Candidate {
   std::vector<int> cuts;       // S+1 entries: stage s = layers [cuts[s], cuts[s+1]); cuts[0] = 0
   std::vector<int> placement;  // S entries, stage → device
-  int policy_set = 0;          // 0: screening policies; 1: full + extended portfolio
+  int policy_set = 0;          // 0: screening policies; 1: lean portfolio; 2: whole portfolio
   int baseline = -1;           // BaselineKind as int: that baseline's order; -1: heuristic
   MoveKind kind = MoveKind::kSeed;
   std::string origin;          // "seed balanced S=16 looped", "shift layer 12 to stage 3", ...

@@ -496,7 +496,7 @@ void schedule_moves(const Candidate& c, MoveSink& sink, const SearchSpace& sp) {
   }
   if (c.policy_set == 0) {
     Candidate n = c;
-    n.policy_set = 1;
+    n.policy_set = sp.search_policy_set;
     n.kind = MoveKind::kSchedule;
     n.origin = "extended scheduling portfolio";
     if (finish_candidate(sp, n)) sink.out.push_back(std::move(n));

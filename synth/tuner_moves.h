@@ -40,6 +40,7 @@ struct SearchSpace {
   bool canonical = true;          // identical devices and links: rename devices by first use
   bool include_baselines = true;
   int max_stages_per_device = 8;
+  int search_policy_set = 2;      // how the search re-scores screened plans (tuner_eval.h)
 };
 
 enum class Diagnosis : unsigned char { kMemory, kImbalance, kBoundary, kResidual };

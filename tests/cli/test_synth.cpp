@@ -217,10 +217,10 @@ TEST_CASE("cli synth: the search reports the moves its plan floor skipped") {
   CHECK(run_cli("verify " + out).exit_code == 0);
 }
 
-TEST_CASE("cli synth: the search reports the low-floor plans it gave the whole portfolio") {
+TEST_CASE("cli synth: the search reports the low-floor plans it gave the search portfolio") {
   // 11 heterogeneous layers (embedding, dense, MoE, a head 4.5x a dense layer) on 4 devices: the
   // search converges in well under a second, and some plans better balanced than the best ranked
-  // only by the screening policies get the whole portfolio.
+  // only by the screening policies get the search portfolio.
   const std::string model = temp_path("synth-hetero.yaml");
   std::ofstream(model) << R"(schema: 1
 model:
@@ -241,7 +241,7 @@ pipeline: {microbatches: 8}
   const size_t at = r.output.find("moves skipped by their plan floor; ");
   REQUIRE(at != std::string::npos);
   long given = 0;
-  REQUIRE(std::sscanf(r.output.c_str() + at, "moves skipped by their plan floor; %ld low-floor plans given the whole portfolio",
+  REQUIRE(std::sscanf(r.output.c_str() + at, "moves skipped by their plan floor; %ld low-floor plans given the search portfolio",
                       &given) == 1);
   CHECK(given > 0);
   CHECK(run_cli("verify " + out).exit_code == 0);

@@ -252,6 +252,36 @@ TEST_CASE("heuristic: uniform costs without caps meet the lower bound, and the c
   CHECK(rep.sim->makespan_ms >= r->to_ms(lb.units) - 1e-9);
 }
 
+TEST_CASE("heuristic: the lean portfolio leaves out W-eager and lowest-stage-first policies") {
+  HandProblem h;
+  h.devices = 4;
+  h.microbatches = 8;
+  h.stages_per_device = 2;  // "lowest stage first" exists only with several stages per device
+  Problem p = make_hand_problem(h);
+  Result<OpDag> r = build_op_dag(p);
+  REQUIRE(r.ok());
+  int kept = 0, all = 0;
+  for (const ListPolicy& pol : heuristic_policies(*r)) {
+    ++all;
+    if (pol.by_tail || (pol.w_mode != ListPolicy::WMode::kEager && pol.oldest_first)) ++kept;
+  }
+  REQUIRE(kept < all);
+  HeuristicOptions lean;
+  lean.lean = true;
+  lean.random_restarts = 1;
+  Result<HeuristicResult> a = heuristic_schedule(*r, lean);
+  REQUIRE(a.ok());
+  CHECK(a->tried == kept + 1);  // no cap: no serial fallback
+  CHECK(a->policy.find("eager") == std::string::npos);
+  CHECK(a->policy.find("/stage") == std::string::npos);
+  check_timed_order(*r, a->best);
+  Result<HeuristicResult> whole = heuristic_schedule(*r);
+  REQUIRE(whole.ok());
+  CHECK(whole->tried == all + HeuristicOptions{}.random_restarts);
+  Report rep = verify(order_to_schedule(p, *r, a->best, "test"));
+  CHECK(rep.valid);
+}
+
 TEST_CASE("lower bound: the single-device relaxation sees the memory cap") {
   HandProblem h;
   h.devices = 8;

@@ -369,12 +369,13 @@ TEST_CASE("tuner plan floor: a lower bound for every move's schedule, from the f
   int n = 0;
   for (Candidate m : all) {
     if (m.baseline >= 0) continue;
-    for (int set : {0, 1}) {
+    for (int set : {0, 1, 2}) {
       m.policy_set = set;
       Evaluation me = evaluate_candidate(spec, m);
       if (!me.feasible) continue;
       ++n;
       CHECK(me.makespan_ms >= plan_floor_ms(sp, m) - 1e-6);
+      if (set == 1) CHECK(me.policy.find("eager") == std::string::npos);  // the lean portfolio
     }
   }
   CHECK(n > 20);
@@ -568,4 +569,27 @@ TEST_CASE("tuner: well-balanced plans the screening ranks low get the whole port
   CHECK(on->stats.floor_portfolios > 0);
   CHECK(check(on->schedule).valid);
   CHECK(on->simulated_ms >= on->lower_bound_ms - 1e-6);
+}
+
+TEST_CASE("tuner: at M >= 4P the search re-scores with the lean portfolio, and the end with the whole one") {
+  Spec spec = tiny_spec();  // 4 devices
+  TuneOptions o = quick_options();
+  o.max_evaluations = 150;
+  spec.pipeline.microbatches = 16;  // M = 4P
+  Result<TuneResult> lean = cooptimize(spec, o);
+  REQUIRE_MESSAGE(lean.ok(), lean.status().str());
+  CHECK(lean->stats.lean_evaluations > 0);
+  CHECK(lean->stats.whole_evaluations > 0);  // the polish before the checker
+  CHECK(check(lean->schedule).valid);
+  o.lean_search = false;
+  Result<TuneResult> whole = cooptimize(spec, o);
+  REQUIRE_MESSAGE(whole.ok(), whole.status().str());
+  CHECK(whole->stats.lean_evaluations == 0);
+  CHECK(whole->stats.whole_evaluations > 0);
+  o.lean_search = true;
+  spec.pipeline.microbatches = 8;  // M = 2P: the ramp's order matters more
+  Result<TuneResult> few = cooptimize(spec, o);
+  REQUIRE_MESSAGE(few.ok(), few.status().str());
+  CHECK(few->stats.lean_evaluations == 0);
+  CHECK(check(few->schedule).valid);
 }
