@@ -506,16 +506,13 @@ Result<TuneResult> Tuner::run() {
       beam.push_back(i);
     }
     std::vector<Candidate> moves;
-    // The search portfolio for the best screened member (with the lean one: the best two; the
-    // others get it if they lead later).
+    // The search portfolio for the best screened member (the others get it if they lead later).
     const int search_set = space_.search_policy_set;
-    int portfolios = 0;
     for (int i : beam) {
-      if (portfolios >= (search_set == 1 ? 2 : 1)) break;
       const Record& r = records_[i];
       if (r.cand.baseline < 0 && r.cand.policy_set == 0 && !history_.count(with_portfolio(r.cand, search_set).key())) {
         moves.push_back(with_portfolio(r.cand, search_set));
-        ++portfolios;
+        break;
       }
     }
     // ... and for the screened plan with the lowest plan floor, when that floor is clearly below

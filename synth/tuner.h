@@ -69,8 +69,8 @@ struct TuneOptions {
   bool widen_on_convergence = true;    // converged within 80 % of the search time: double the beam
                                        // (up to 8x) and the kicks (up to 64) and go on
   bool lean_search = true;             // at M >= 4P the search re-scores screened plans with the lean
-                                       // portfolio (tuner_eval.h), two beam members per round; else
-                                       // with the whole one, one per round. The end: the whole one.
+                                       // portfolio (tuner_eval.h), else with the whole one; the best
+                                       // candidates get the whole one before the checker
   bool full_portfolio_by_floor = true; // each round, the search portfolio also for the screened plan
                                        // with the lowest plan floor, if 0.5 % below the best's floor
   bool include_baselines = true;       // published schedules as seeds
