@@ -34,10 +34,21 @@ struct Scheduler {
   const OpDag& dag;
   const ListPolicy& pol;
   int n = 0;
-  std::vector<int> missing;                // predecessors not yet scheduled
-  std::vector<int64_t> ready;              // max over scheduled preds of end + delay
+  // Per op, together (release_successors touches all three of a successor at once).
+  struct OpState {
+    int64_t ready = 0;                     // max over scheduled preds of end + delay
+    int missing = 0;                       // predecessors not yet scheduled
+    int home = 0;                          // its device, or -1 for a transfer
+  };
+  std::vector<OpState> st;
   std::vector<std::vector<int>> avail;     // per device: compute ops whose predecessors are all scheduled
-  std::vector<int> avail_x;                // transfers whose predecessors are all scheduled
+                                           // (any order: every choice below is a minimum)
+  struct AvailTransfer {
+    int64_t ready;                         // final once available: all predecessors are placed
+    int r0, r1;                            // its two comm streams
+    int op;
+  };
+  std::vector<AvailTransfer> avail_x;      // transfers whose predecessors are all scheduled
   std::vector<int64_t> free_at;            // per resource (devices, comm streams)
   std::vector<int64_t> mem;                // per device: live activations + stashes
   std::vector<int64_t> reserve;            // per stage: activation of later stages on its device
@@ -49,8 +60,9 @@ struct Scheduler {
   // counts of its stages) and, for the serial policy, on the oldest open microbatch: it is
   // recomputed only for the devices whose state changed since the last step.
   std::vector<char> stale;                 // per device
+  std::vector<int> stale_list;             // the devices with stale set
   // Likewise the transfer choice depends only on the available transfers and the comm streams'
-  // free times, which change only when a transfer is released or placed.
+  // free times, which change only when a transfer is placed (a released one is compared with it).
   bool stale_x = true;
   TimedOrder out;
 
@@ -116,16 +128,18 @@ struct Scheduler {
     int op = -1;
     int64_t start = kNever;
   };
+  Choice transfer;                         // the transfer choice (valid unless stale_x)
+  bool transfer_changed = false;           // since its leaf was last updated
 
   Choice choose(int d) const {
     Choice c;
     int64_t t0 = kNever;
     for (int op : avail[d])
-      if (allowed(op)) t0 = std::min(t0, std::max(free_at[d], ready[op]));
+      if (allowed(op)) t0 = std::min(t0, std::max(free_at[d], st[op].ready));
     if (t0 == kNever) return c;
     int best = -1;
     for (int op : avail[d])
-      if (ready[op] <= t0 && allowed(op) && (best < 0 || better(op, best))) best = op;
+      if (st[op].ready <= t0 && allowed(op) && (best < 0 || better(op, best))) best = op;
     c.op = best;
     c.start = t0;
     if (pol.by_tail) {
@@ -134,13 +148,13 @@ struct Scheduler {
       const int64_t end = t0 + dag.ops[best].dur;
       int alt = -1;
       for (int op : avail[d]) {
-        if (ready[op] <= t0 || ready[op] >= end || !allowed(op)) continue;
-        if (level(op) - level(best) <= ready[op] - t0) continue;
+        if (st[op].ready <= t0 || st[op].ready >= end || !allowed(op)) continue;
+        if (level(op) - level(best) <= st[op].ready - t0) continue;
         if (alt < 0 || better(op, alt)) alt = op;
       }
       if (alt >= 0) {
         c.op = alt;
-        c.start = ready[alt];
+        c.start = st[alt].ready;
       }
       return c;
     }
@@ -152,30 +166,43 @@ struct Scheduler {
       const int64_t end = t0 + dag.ops[best].dur;
       int alt = -1;
       for (int op : avail[d]) {
-        if (klass(op) >= klass(best) || !allowed(op) || ready[op] <= t0 || ready[op] >= end) continue;
-        if (alt < 0 || ready[op] < ready[alt] || (ready[op] == ready[alt] && better(op, alt))) alt = op;
+        if (klass(op) >= klass(best) || !allowed(op) || st[op].ready <= t0 || st[op].ready >= end) continue;
+        if (alt < 0 || st[op].ready < st[alt].ready || (st[op].ready == st[alt].ready && better(op, alt))) alt = op;
       }
       if (alt >= 0) {
         c.op = alt;
-        c.start = ready[alt];
+        c.start = st[alt].ready;
       }
     }
     return c;
   }
 
   // The transfer that can start first on both of its comm streams (ties: lower id).
-  Choice choose_transfer() const {
-    Choice c;
-    for (int x : avail_x) {
-      int r[2] = {0, 0};
-      dag.resources_of(x, r);
-      const int64_t st = std::max({ready[x], free_at[r[0]], free_at[r[1]]});
-      if (c.op < 0 || st < c.start || (st == c.start && x < c.op)) {
-        c.op = x;
-        c.start = st;
-      }
+  void choose_transfer() {
+    transfer = Choice{};
+    for (const AvailTransfer& x : avail_x) offer_transfer(x);
+  }
+  void offer_transfer(const AvailTransfer& x) {
+    const int64_t start = std::max({x.ready, free_at[x.r0], free_at[x.r1]});
+    if (transfer.op < 0 || start < transfer.start || (start == transfer.start && x.op < transfer.op)) {
+      transfer.op = x.op;
+      transfer.start = start;
+      transfer_changed = true;
     }
-    return c;
+  }
+
+  void mark_stale(int d) {
+    if (stale[d]) return;
+    stale[d] = 1;
+    stale_list.push_back(d);
+  }
+
+  // Removes one element from an unordered list.
+  template <typename T, typename Pred>
+  static void remove_one(std::vector<T>& v, Pred is) {
+    auto it = std::find_if(v.begin(), v.end(), is);
+    *it = v.back();
+    v.pop_back();
   }
 
   void place(int op, int64_t start) {
@@ -185,11 +212,12 @@ struct Scheduler {
     out.makespan = std::max(out.makespan, end);
     if (--left_of_mb[o.mb] == 0) {
       while (oldest_open_mb < dag.microbatches && left_of_mb[oldest_open_mb] == 0) ++oldest_open_mb;
-      if (pol.serial) std::fill(stale.begin(), stale.end(), 1);
+      if (pol.serial)
+        for (int d = 0; d < dag.devices; ++d) mark_stale(d);
     }
     if (o.is_transfer()) {
       stale_x = true;
-      avail_x.erase(std::find(avail_x.begin(), avail_x.end(), op));
+      remove_one(avail_x, [op](const AvailTransfer& x) { return x.op == op; });
       int r[2] = {0, 0};
       dag.resources_of(op, r);
       for (int j : {0, 1}) {
@@ -200,9 +228,8 @@ struct Scheduler {
       return;
     }
     const int d = o.device;
-    stale[d] = 1;
-    auto& av = avail[d];
-    av.erase(std::find(av.begin(), av.end(), op));
+    mark_stale(d);
+    remove_one(avail[d], [op](int x) { return x == op; });
     out.order[d].push_back(op);
     free_at[d] = end;
     mem[d] += o.alloc_mem;
@@ -215,22 +242,26 @@ struct Scheduler {
 
   void release_successors(int op, int64_t end) {
     for (const DagEdge& e : dag.succ[op]) {
-      ready[e.op] = std::max(ready[e.op], end + e.delay);
-      if (--missing[e.op] > 0) continue;
-      if (dag.ops[e.op].is_transfer()) {
-        avail_x.push_back(e.op);
-        stale_x = true;
+      st[e.op].ready = std::max(st[e.op].ready, end + e.delay);
+      if (--st[e.op].missing > 0) continue;
+      const int d = st[e.op].home;
+      if (d < 0) {
+        int r[2] = {0, 0};
+        dag.resources_of(e.op, r);
+        avail_x.push_back({st[e.op].ready, r[0], r[1], e.op});
+        // The streams' free times have not changed since the last full choice unless a transfer
+        // was placed (stale_x): then the new transfer only has to beat that choice.
+        if (!stale_x) offer_transfer(avail_x.back());
       } else {
-        avail[dag.ops[e.op].device].push_back(e.op);
-        stale[dag.ops[e.op].device] = 1;
+        avail[d].push_back(e.op);
+        mark_stale(d);
       }
     }
   }
 
   Result<TimedOrder> run() {
     n = dag.num_ops();
-    missing.assign(n, 0);
-    ready.assign(n, 0);
+    st.assign(n, {});
     avail.assign(dag.devices, {});
     avail_x.clear();
     free_at.assign(dag.num_resources(), 0);
@@ -251,7 +282,10 @@ struct Scheduler {
       z ^= z >> 31;
       jitter[i] = static_cast<double>(z >> 11) * 0x1.0p-53;
     }
-    for (int i = 0; i < n; ++i) ++left_of_mb[dag.ops[i].mb];
+    for (int i = 0; i < n; ++i) {
+      ++left_of_mb[dag.ops[i].mb];
+      st[i].home = dag.ops[i].is_transfer() ? -1 : dag.ops[i].device;
+    }
     for (int s = 0; s < dag.stages; ++s) {
       const int d = dag.ops[dag.f_op(s, 0)].device;
       for (int s2 = s + 1; s2 < dag.stages; ++s2)
@@ -260,36 +294,59 @@ struct Scheduler {
         inflight_cap[s] = std::max(1, static_cast<int>(std::ceil(pol.inflight_factor * (dag.stages - s) - 1e-9)));
     }
     for (int i = 0; i < n; ++i) {
-      missing[i] = static_cast<int>(dag.pred[i].size());
-      if (missing[i] == 0) avail[dag.ops[i].device].push_back(i);  // transfers always have a producer
+      st[i].missing = static_cast<int>(dag.pred[i].size());
+      if (st[i].missing == 0) avail[dag.ops[i].device].push_back(i);  // transfers always have a producer
     }
-    stale.assign(dag.devices, 1);
+    stale.assign(dag.devices, 0);
+    stale_list.clear();
+    for (int d = 0; d < dag.devices; ++d) mark_stale(d);
     std::vector<Choice> choice(dag.devices);
-    Choice transfer;
+    // The next op to place: the earliest start over the transfer choice and the devices' choices;
+    // transfers go first on ties (they only occupy comm streams and unblock their consumers), then
+    // the lower device. A tournament tree over the leaves (transfers, device 0, device 1, ...) keyed
+    // by start * leaves + leaf keeps that minimum; only stale leaves are updated.
+    constexpr int64_t kNone = std::numeric_limits<int64_t>::max();
+    int leaves = 1, shift = 0;
+    while (leaves < dag.devices + 1) leaves <<= 1, ++shift;
+    const int64_t max_start = kNone >> (shift + 1);
+    std::vector<int64_t> tree(2 * leaves, kNone);
+    bool overflow = false;
+    auto update = [&](int leaf, const Choice& c) {
+      int i = leaves + leaf;
+      if (c.op >= 0 && c.start > max_start) overflow = true;
+      tree[i] = c.op >= 0 ? (c.start << shift) | leaf : kNone;
+      for (i >>= 1; i >= 1; i >>= 1) {
+        const int64_t m = std::min(tree[2 * i], tree[2 * i + 1]);
+        if (tree[i] == m) break;  // the ancestors are unchanged too
+        tree[i] = m;
+      }
+    };
     for (int placed = 0; placed < n; ++placed) {
-      // Transfers go first on ties: they only occupy comm streams and unblock their consumers.
       if (stale_x) {
-        transfer = choose_transfer();
+        choose_transfer();
         stale_x = false;
+        transfer_changed = true;
       }
-      Choice best = transfer;
-      int best_dev = best.op >= 0 ? dag.devices : -1;
-      for (int d = 0; d < dag.devices; ++d) {
-        if (stale[d]) {
-          choice[d] = choose(d);
-          stale[d] = 0;
-        }
-        const Choice& c = choice[d];
-        if (c.op < 0) continue;
-        if (best_dev < 0 || c.start < best.start) {
-          best = c;
-          best_dev = d;
-        }
+      if (transfer_changed) {
+        transfer_changed = false;
+        update(0, transfer);
       }
-      if (best_dev < 0) {
+      for (int d : stale_list) {
+        choice[d] = choose(d);
+        stale[d] = 0;
+        update(1 + d, choice[d]);
+      }
+      stale_list.clear();
+      if (overflow) {
+        return Status::error(ErrorCode::kBadInput,
+                             fmt::format("policy {}: op start times beyond {} time units", pol.name(), max_start));
+      }
+      if (tree[1] == kNone) {
         return Status::error(ErrorCode::kInfeasible,
                              fmt::format("policy {} got stuck after {} of {} ops", pol.name(), placed, n));
       }
+      const int leaf = static_cast<int>(tree[1] & (leaves - 1));
+      const Choice best = leaf == 0 ? transfer : choice[leaf - 1];
       place(best.op, best.start);
     }
     return std::move(out);

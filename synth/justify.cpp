@@ -17,25 +17,6 @@ void occupy(Busy& b, int64_t s, int64_t e) {
   b.insert(std::lower_bound(b.begin(), b.end(), std::make_pair(s, e)), {s, e});
 }
 
-// The latest end <= `end` such that [end - dur, end) is free on every resource in r[0..n).
-int64_t latest_end(const std::vector<Busy>& busy, const int* r, int n, int64_t dur, int64_t end) {
-  for (bool moved = true; moved;) {
-    moved = false;
-    for (int j = 0; j < n; ++j) {
-      const Busy& b = busy[r[j]];
-      // The last interval starting before `end`; intervals are disjoint, so only it can overlap.
-      auto it = std::lower_bound(b.begin(), b.end(), std::make_pair(end, int64_t{-1} << 62));
-      if (it == b.begin()) continue;
-      --it;
-      if (it->second > end - dur && (dur > 0 || it->second > end)) {
-        end = it->first;
-        moved = true;
-      }
-    }
-  }
-  return end;
-}
-
 // The earliest start >= `start` such that [start, start + dur) is free on every resource.
 int64_t earliest_start(const std::vector<Busy>& busy, const int* r, int n, int64_t dur, int64_t start) {
   for (bool moved = true; moved;) {
@@ -58,13 +39,25 @@ int64_t earliest_start(const std::vector<Busy>& busy, const int* r, int n, int64
 // One right pass and one left pass; returns the left pass's per-resource order.
 std::vector<std::vector<int>> justify_once(const OpDag& dag, const TimedOrder& in, const std::vector<int>& pos) {
   const int n = dag.num_ops();
+  // Sorting (key, pos) records is several times faster than sorting ids with a comparator that looks
+  // both up; pos is unique, so the order is total and the same as comparing (key, pos) directly.
+  struct Key {
+    int64_t key;
+    int pos;
+    int op;
+    bool operator<(const Key& o) const { return key != o.key ? key < o.key : pos < o.pos; }
+  };
+  std::vector<Key> keys(n);
   std::vector<int> ops(n);
-  for (int i = 0; i < n; ++i) ops[i] = i;
-  auto finish = [&](int i) { return in.start[i] + dag.ops[i].dur; };
-  std::sort(ops.begin(), ops.end(), [&](int a, int b) {
-    if (finish(a) != finish(b)) return finish(a) > finish(b);
-    return pos[a] > pos[b];
-  });
+  auto sort_ops = [&](auto key_of, bool descending) {
+    for (int i = 0; i < n; ++i) keys[i] = descending ? Key{-key_of(i), -pos[i], i} : Key{key_of(i), pos[i], i};
+    std::sort(keys.begin(), keys.end());
+    for (int i = 0; i < n; ++i) ops[i] = keys[i].op;
+  };
+  // Right pass, latest finish first. It works on mirrored time (t -> -t): an op placed as late as
+  // possible before `end` is an op placed as early as possible after -end, and the busy lists,
+  // filled from the end of the schedule backwards, then grow at their back.
+  sort_ops([&](int i) { return in.start[i] + dag.ops[i].dur; }, true);
   std::vector<int64_t> right(n, 0);
   std::vector<Busy> busy(dag.num_resources());
   int r[2] = {0, 0};
@@ -72,14 +65,12 @@ std::vector<std::vector<int>> justify_once(const OpDag& dag, const TimedOrder& i
     int64_t end = in.makespan;
     for (const DagEdge& e : dag.succ[i]) end = std::min(end, right[e.op] - e.delay);
     const int k = dag.resources_of(i, r);
-    end = latest_end(busy, r, k, dag.ops[i].dur, end);
+    const int64_t mirrored_start = earliest_start(busy, r, k, dag.ops[i].dur, -end);
+    end = -mirrored_start;
     right[i] = end - dag.ops[i].dur;
-    for (int j = 0; j < k; ++j) occupy(busy[r[j]], right[i], end);
+    for (int j = 0; j < k; ++j) occupy(busy[r[j]], -end, -right[i]);
   }
-  std::sort(ops.begin(), ops.end(), [&](int a, int b) {
-    if (right[a] != right[b]) return right[a] < right[b];
-    return pos[a] < pos[b];
-  });
+  sort_ops([&](int i) { return right[i]; }, false);
   std::vector<int64_t> left(n, 0);
   for (Busy& b : busy) b.clear();
   for (int i : ops) {
@@ -89,10 +80,7 @@ std::vector<std::vector<int>> justify_once(const OpDag& dag, const TimedOrder& i
     left[i] = earliest_start(busy, r, k, dag.ops[i].dur, start);
     for (int j = 0; j < k; ++j) occupy(busy[r[j]], left[i], left[i] + dag.ops[i].dur);
   }
-  std::sort(ops.begin(), ops.end(), [&](int a, int b) {
-    if (left[a] != left[b]) return left[a] < left[b];
-    return pos[a] < pos[b];
-  });
+  sort_ops([&](int i) { return left[i]; }, false);
   std::vector<std::vector<int>> order(dag.num_resources());
   for (int i : ops) {
     const int k = dag.resources_of(i, r);

@@ -433,6 +433,10 @@ Result<TimedOrder> evaluate_order(const OpDag& dag, std::vector<std::vector<int>
   // Event loop: always time the op that can start earliest (ties: lower op id). Timing an op only
   // enables ops that start at or after its end, so this is the earliest-start timing, and streams
   // without a given order serve their transfers first come, first served.
+  // The candidates — ops whose predecessors are all timed and that head each of their given lists
+  // — sit in a min-heap keyed by (start, op). A candidate's start is final, except for a transfer on
+  // streams without a given order, whose streams may get busier while it waits: its key is a lower
+  // bound, re-checked when it comes to the top.
   TimedOrder t;
   t.start.assign(n, -1);
   std::vector<size_t> cursor(R, 0);
@@ -442,38 +446,32 @@ Result<TimedOrder> evaluate_order(const OpDag& dag, std::vector<std::vector<int>
   for (int i = 0; i < n; ++i)
     for (const DagEdge& e : dag.pred[i])
       if (edges == EdgeSet::kAll || e.kind == EdgeKind::kData) ++missing[i];
-  std::vector<int> pending;  // transfers with every predecessor timed (implicit streams)
   std::vector<std::vector<int>> stream_order(R);
+  using Entry = std::pair<int64_t, int>;
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> heap;
+  auto start_of = [&](int op) {
+    int rs[2] = {0, 0};
+    const int k = dag.resources_of(op, rs);
+    int64_t st = ready[op];
+    for (int j = 0; j < k; ++j) st = std::max(st, free_at[rs[j]]);
+    return st;
+  };
+  auto heads = [&](int r, int op) { return r < given && cursor[r] < order[r].size() && order[r][cursor[r]] == op; };
+  // Pushes `op` if it is a candidate now.
+  auto offer = [&](int op) {
+    if (missing[op] > 0) return;
+    int rs[2] = {0, 0};
+    const int k = dag.resources_of(op, rs);
+    if (k == 1 || explicit_streams)
+      for (int j = 0; j < k; ++j)
+        if (!heads(rs[j], op)) return;
+    heap.push({start_of(op), op});
+  };
+  for (int r = 0; r < given; ++r)
+    if (!order[r].empty()) offer(order[r][0]);
   int done = 0;
   while (done < n) {
-    int best = -1;
-    int64_t best_start = 0;
-    auto consider = [&](int op) {
-      if (missing[op] > 0) return;
-      int rs[2] = {0, 0};
-      const int k = dag.resources_of(op, rs);
-      int64_t st = ready[op];
-      for (int j = 0; j < k; ++j) st = std::max(st, free_at[rs[j]]);
-      if (best < 0 || st < best_start || (st == best_start && op < best)) {
-        best = op;
-        best_start = st;
-      }
-    };
-    for (int d = 0; d < dag.devices; ++d)
-      if (cursor[d] < order[d].size()) consider(order[d][cursor[d]]);
-    if (explicit_streams) {
-      for (int r = dag.devices; r < R; ++r) {
-        if (cursor[r] >= order[r].size()) continue;
-        const int op = order[r][cursor[r]];
-        int rs[2] = {0, 0};
-        dag.resources_of(op, rs);
-        const int other = rs[0] == r ? rs[1] : rs[0];
-        if (cursor[other] < order[other].size() && order[other][cursor[other]] == op) consider(op);
-      }
-    } else {
-      for (int op : pending) consider(op);
-    }
-    if (best < 0) {
+    if (heap.empty()) {
       for (int r = 0; r < given; ++r) {
         if (cursor[r] < order[r].size()) {
           return Status::error(ErrorCode::kInvalidSchedule,
@@ -483,6 +481,14 @@ Result<TimedOrder> evaluate_order(const OpDag& dag, std::vector<std::vector<int>
         }
       }
       return Status::error(ErrorCode::kInvalidSchedule, "the order waits forever on a transfer");
+    }
+    const auto [key, best] = heap.top();
+    heap.pop();
+    if (t.start[best] >= 0) continue;  // offered twice (by its last predecessor and by its list)
+    const int64_t best_start = start_of(best);
+    if (best_start != key) {  // a transfer whose streams got busier: back with its new start
+      heap.push({best_start, best});
+      continue;
     }
     t.start[best] = best_start;
     const int64_t end = best_start + dag.ops[best].dur;
@@ -497,13 +503,14 @@ Result<TimedOrder> evaluate_order(const OpDag& dag, std::vector<std::vector<int>
         stream_order[rs[j]].push_back(best);
       }
     }
-    if (!explicit_streams && dag.ops[best].is_transfer()) pending.erase(std::find(pending.begin(), pending.end(), best));
     ++done;
     for (const DagEdge& e : dag.succ[best]) {
       if (edges == EdgeSet::kDataOnly && e.kind != EdgeKind::kData) continue;
       ready[e.op] = std::max(ready[e.op], end + e.delay);
-      if (--missing[e.op] == 0 && !explicit_streams && dag.ops[e.op].is_transfer()) pending.push_back(e.op);
+      if (--missing[e.op] == 0) offer(e.op);
     }
+    for (int j = 0; j < k; ++j)
+      if (rs[j] < given && cursor[rs[j]] < order[rs[j]].size()) offer(order[rs[j]][cursor[rs[j]]]);
   }
   if (!explicit_streams) {
     for (int r = dag.devices; r < R; ++r) order.push_back(std::move(stream_order[r]));

@@ -50,7 +50,88 @@ void check_timed_order(const OpDag& dag, const TimedOrder& t) {
   }
 }
 
+// Earliest-start timing the slow way: each step scans every resource's next op (and every waiting
+// transfer when the streams have no given order) for the one that can start first, ties to the
+// lower id. Returns the start times and, for device-only orders, the streams' resulting orders.
+std::pair<std::vector<int64_t>, std::vector<std::vector<int>>> reference_timing(const OpDag& dag,
+                                                                                const std::vector<std::vector<int>>& order) {
+  const int n = dag.num_ops(), R = dag.num_resources(), given = static_cast<int>(order.size());
+  std::vector<int64_t> start(n, -1), ready(n, 0), free_at(R, 0);
+  std::vector<int> missing(n, 0), pending;
+  std::vector<size_t> cursor(R, 0);
+  std::vector<std::vector<int>> streams(R);
+  for (int i = 0; i < n; ++i) missing[i] = static_cast<int>(dag.pred[i].size());
+  for (int done = 0; done < n; ++done) {
+    int best = -1;
+    int64_t best_start = 0;
+    auto consider = [&](int op) {
+      if (missing[op] > 0) return;
+      int rs[2] = {0, 0};
+      const int k = dag.resources_of(op, rs);
+      int64_t st = ready[op];
+      for (int j = 0; j < k; ++j) {
+        if (rs[j] < given && (cursor[rs[j]] >= order[rs[j]].size() || order[rs[j]][cursor[rs[j]]] != op)) return;
+        st = std::max(st, free_at[rs[j]]);
+      }
+      if (best < 0 || st < best_start || (st == best_start && op < best)) best = op, best_start = st;
+    };
+    for (int r = 0; r < given; ++r)
+      if (cursor[r] < order[r].size()) consider(order[r][cursor[r]]);
+    for (int op : pending) consider(op);
+    REQUIRE(best >= 0);
+    start[best] = best_start;
+    int rs[2] = {0, 0};
+    const int k = dag.resources_of(best, rs);
+    for (int j = 0; j < k; ++j) {
+      free_at[rs[j]] = best_start + dag.ops[best].dur;
+      if (rs[j] < given) ++cursor[rs[j]];
+      else streams[rs[j]].push_back(best);
+    }
+    pending.erase(std::remove(pending.begin(), pending.end(), best), pending.end());
+    for (const DagEdge& e : dag.succ[best]) {
+      ready[e.op] = std::max(ready[e.op], best_start + dag.ops[best].dur + e.delay);
+      if (--missing[e.op] == 0 && dag.ops[e.op].is_transfer() && given == dag.devices) pending.push_back(e.op);
+    }
+  }
+  return {start, streams};
+}
+
 }  // namespace
+
+TEST_CASE("evaluate_order: the same times as a step-by-step reference, with and without stream orders") {
+  int compared = 0;
+  for (int v : {1, 2}) {
+    for (double comm : {0.0, 1.0, 6.0}) {  // 6 ms links: transfers queue on the streams
+      HandProblem h;
+      h.devices = 4;
+      h.microbatches = 8;
+      h.stages_per_device = v;
+      h.comm_ms = comm;
+      h.heterogeneous = true;
+      CAPTURE(v);
+      CAPTURE(comm);
+      Result<OpDag> r = build_op_dag(make_hand_problem(h));
+      REQUIRE(r.ok());
+      for (const ListPolicy& pol : heuristic_policies(*r)) {
+        Result<TimedOrder> t = list_schedule(*r, pol);
+        if (!t.ok()) continue;
+        // With the streams' orders given.
+        Result<TimedOrder> full = evaluate_order(*r, t->order);
+        REQUIRE(full.ok());
+        CHECK(full->start == reference_timing(*r, t->order).first);
+        // Devices only: the streams serve transfers first come, first served.
+        std::vector<std::vector<int>> devices(t->order.begin(), t->order.begin() + r->devices);
+        Result<TimedOrder> fcfs = evaluate_order(*r, devices);
+        REQUIRE(fcfs.ok());
+        const auto [start, streams] = reference_timing(*r, devices);
+        CHECK(fcfs->start == start);
+        for (int s = r->devices; s < r->num_resources(); ++s) CHECK(fcfs->order[s] == streams[s]);
+        ++compared;
+      }
+    }
+  }
+  CHECK(compared > 50);
+}
 
 TEST_CASE("op dag: ids, durations, link delays and fused backward") {
   HandProblem h;
