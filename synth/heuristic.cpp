@@ -53,6 +53,9 @@ struct Scheduler {
   std::vector<int64_t> mem;                // per device: live activations + stashes
   std::vector<int64_t> reserve;            // per stage: activation of later stages on its device
   std::vector<int> inflight, inflight_cap; // per stage
+  std::vector<int64_t> work_left;          // per device: durations of its ops not yet placed
+  int64_t abandon_at = std::numeric_limits<int64_t>::max();
+  bool abandoned = false;
   std::vector<int> left_of_mb;             // serial: ops not yet scheduled per microbatch
   std::vector<double> jitter;              // per op, in [0, 1): priority noise
   int oldest_open_mb = 0;
@@ -232,6 +235,9 @@ struct Scheduler {
     remove_one(avail[d], [op](int x) { return x == op; });
     out.order[d].push_back(op);
     free_at[d] = end;
+    // Later ops of d start at or after `end`: the makespan is at least end + the work d has left.
+    work_left[d] -= o.dur;
+    if (end + work_left[d] >= abandon_at) abandoned = true;
     mem[d] += o.alloc_mem;
     out.peak_mem[d] = std::max(out.peak_mem[d], mem[d]);
     mem[d] -= o.free_mem;
@@ -282,7 +288,9 @@ struct Scheduler {
       z ^= z >> 31;
       jitter[i] = static_cast<double>(z >> 11) * 0x1.0p-53;
     }
+    work_left.assign(dag.devices, 0);
     for (int i = 0; i < n; ++i) {
+      if (!dag.ops[i].is_transfer()) work_left[dag.ops[i].device] += dag.ops[i].dur;
       ++left_of_mb[dag.ops[i].mb];
       st[i].home = dag.ops[i].is_transfer() ? -1 : dag.ops[i].device;
     }
@@ -348,6 +356,11 @@ struct Scheduler {
       const int leaf = static_cast<int>(tree[1] & (leaves - 1));
       const Choice best = leaf == 0 ? transfer : choice[leaf - 1];
       place(best.op, best.start);
+      if (abandoned) {
+        return Status::error(ErrorCode::kInfeasible,
+                             fmt::format("policy {} abandoned after {} of {} ops: its makespan reaches {}",
+                                         pol.name(), placed + 1, n, abandon_at));
+      }
     }
     return std::move(out);
   }
@@ -358,6 +371,14 @@ struct Scheduler {
 Result<TimedOrder> list_schedule(const OpDag& dag, const ListPolicy& policy) {
   Scheduler s(dag, policy);
   return s.run();
+}
+
+Result<TimedOrder> list_schedule(const OpDag& dag, const ListPolicy& policy, int64_t abandon_at, bool* abandoned) {
+  Scheduler s(dag, policy);
+  s.abandon_at = abandon_at;
+  Result<TimedOrder> r = s.run();
+  if (abandoned) *abandoned = s.abandoned;
+  return r;
 }
 
 std::vector<ListPolicy> heuristic_policies(const OpDag& dag) {
@@ -413,9 +434,15 @@ Result<HeuristicResult> heuristic_schedule(const OpDag& dag, const HeuristicOpti
   std::vector<Entry> top;  // the shortest orders so far, shortest first
   auto consider = [&](const ListPolicy& p) {
     ++res.tried;
-    Result<TimedOrder> r = list_schedule(dag, p);
+    // An order is kept only if shorter than the best (or, with justification, than the last of
+    // the full top list): give up on it as soon as it cannot be.
+    int64_t abandon_at = std::numeric_limits<int64_t>::max();
+    if (options.abandon && (options.justify_rounds > 0 ? top.size() == kJustified : have))
+      abandon_at = options.justify_rounds > 0 ? top.back().order.makespan : res.best.makespan;
+    bool abandoned = false;
+    Result<TimedOrder> r = list_schedule(dag, p, abandon_at, &abandoned);
     if (!r.ok()) {
-      ++res.failed;
+      ++(abandoned ? res.abandoned : res.failed);
       return;
     }
     if (options.justify_rounds > 0) {

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <optional>
 
 #include "synth/baselines.h"
@@ -287,7 +288,9 @@ Evaluation evaluate_candidate(const Spec& spec, const Candidate& c) {
     const OpDag& dag = *dagp;
     bool have = false;
     auto consider = [&](const ListPolicy& p) {
-      Result<TimedOrder> t = list_schedule(dag, p);
+      // Kept only if shorter than the best so far: given up as soon as it cannot be.
+      Result<TimedOrder> t =
+          list_schedule(dag, p, have ? e.order.makespan : std::numeric_limits<int64_t>::max(), nullptr);
       if (!t.ok()) return;
       if (!have || t->makespan < e.order.makespan) {
         e.order = std::move(t).value();

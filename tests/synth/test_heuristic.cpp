@@ -133,6 +133,70 @@ TEST_CASE("evaluate_order: the same times as a step-by-step reference, with and 
   CHECK(compared > 50);
 }
 
+TEST_CASE("list_schedule: abandoned exactly when its makespan reaches abandon_at, else unchanged") {
+  HandProblem h;
+  h.devices = 4;
+  h.microbatches = 8;
+  h.stages_per_device = 2;
+  h.cap_microbatches = 5;
+  h.heterogeneous = true;
+  Result<OpDag> r = build_op_dag(make_hand_problem(h));
+  REQUIRE(r.ok());
+  int abandoned_early = 0;
+  for (const ListPolicy& pol : heuristic_policies(*r)) {
+    CAPTURE(pol.name());
+    Result<TimedOrder> t = list_schedule(*r, pol);
+    if (!t.ok()) continue;
+    bool abandoned = true;
+    Result<TimedOrder> same = list_schedule(*r, pol, t->makespan + 1, &abandoned);
+    REQUIRE(same.ok());
+    CHECK_FALSE(abandoned);
+    CHECK(same->order == t->order);
+    CHECK(same->start == t->start);
+    Result<TimedOrder> cut = list_schedule(*r, pol, t->makespan, &abandoned);
+    CHECK_FALSE(cut.ok());
+    CHECK(abandoned);
+    // Well below its makespan it is given up before the end.
+    Result<TimedOrder> early = list_schedule(*r, pol, t->makespan * 3 / 4, &abandoned);
+    CHECK_FALSE(early.ok());
+    if (early.status().message().find("after " + std::to_string(r->num_ops()) + " of") == std::string::npos) ++abandoned_early;
+  }
+  CHECK(abandoned_early > 0);
+}
+
+TEST_CASE("heuristic: abandoning hopeless policies changes nothing in the result") {
+  for (int v : {1, 2}) {
+    for (double cap : {0.0, 3.0}) {
+      HandProblem h;
+      h.devices = 4;
+      h.microbatches = 12;
+      h.stages_per_device = v;
+      h.cap_microbatches = cap * v;
+      h.comm_ms = 2;
+      h.heterogeneous = true;
+      CAPTURE(v);
+      CAPTURE(cap);
+      Result<OpDag> r = build_op_dag(make_hand_problem(h));
+      REQUIRE(r.ok());
+      for (int rounds : {0, 4}) {
+        HeuristicOptions with, without;
+        with.justify_rounds = without.justify_rounds = rounds;
+        without.abandon = false;
+        Result<HeuristicResult> a = heuristic_schedule(*r, with);
+        Result<HeuristicResult> b = heuristic_schedule(*r, without);
+        REQUIRE(a.ok());
+        REQUIRE(b.ok());
+        CHECK(a->policy == b->policy);
+        CHECK(a->best.order == b->best.order);
+        CHECK(a->best.makespan == b->best.makespan);
+        CHECK(a->tried == b->tried);
+        CHECK(b->abandoned == 0);
+        CHECK(a->abandoned > 0);
+      }
+    }
+  }
+}
+
 TEST_CASE("op dag: ids, durations, link delays and fused backward") {
   HandProblem h;
   h.devices = 3;
