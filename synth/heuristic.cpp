@@ -368,11 +368,6 @@ struct Scheduler {
 
 }  // namespace
 
-Result<TimedOrder> list_schedule(const OpDag& dag, const ListPolicy& policy) {
-  Scheduler s(dag, policy);
-  return s.run();
-}
-
 Result<TimedOrder> list_schedule(const OpDag& dag, const ListPolicy& policy, int64_t abandon_at, bool* abandoned) {
   Scheduler s(dag, policy);
   s.abandon_at = abandon_at;

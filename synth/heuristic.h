@@ -1,19 +1,21 @@
 // heuristic.h — greedy memory-aware list scheduler: the fast incumbent (and the tuner's inner loop).
 //
 // Guarantees:
-//  * list_schedule() runs one priority policy in O(ops × devices); its result respects every edge of
+//  * list_schedule() runs one priority policy (per op placed: a rescan of the changed devices'
+//    available ops and a tournament-tree update over the devices); its result respects every edge of
 //    the DAG (data, symmetry, memory) and every device's memory cap, or it fails (the policy got
 //    stuck: every device waits on memory that only its own later ops could free).
 //  * heuristic_schedule() runs a small fixed portfolio of policies (backward first vs forward first,
 //    W filling bubbles vs W right after I, in-flight limits like 1F1B/ZB-H1/ZB-H2), then seeded
 //    random perturbations of the best one's priorities, and always ends with the serial policy (one
 //    microbatch at a time), which succeeds whenever the cap admits any schedule (`lean` leaves out
-//    W-eager and lowest-stage-first policies). It returns the
-//    shortest, ties to the earlier policy, after double justification of the four shortest
+//    W-eager and lowest-stage-first policies). It returns the shortest, ties to the earlier policy,
+//    after double justification of the four shortest
 //    (synth/justify.h; the policy name then ends in " + justified"). Deterministic (fixed seeds).
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -43,11 +45,12 @@ struct ListPolicy {
   std::string name() const;     // "bwd-first/fill/inflight=1/oldest"
 };
 
-Result<TimedOrder> list_schedule(const OpDag& dag, const ListPolicy& policy);
-// The same, abandoned as soon as its makespan is sure to be >= abandon_at units (some device's last
-// end plus the work it has left reaches it): then *abandoned is set and the result is an error.
-// A caller that keeps only orders shorter than abandon_at gets exactly what it would without it.
-Result<TimedOrder> list_schedule(const OpDag& dag, const ListPolicy& policy, int64_t abandon_at, bool* abandoned);
+// With abandon_at: abandoned as soon as its makespan is sure to be >= abandon_at units (some device's
+// last end plus the work it has left reaches it); then *abandoned (if given) is set and the result is
+// an error. A caller that keeps only orders shorter than abandon_at gets exactly what it would
+// without it.
+Result<TimedOrder> list_schedule(const OpDag& dag, const ListPolicy& policy,
+                                 int64_t abandon_at = std::numeric_limits<int64_t>::max(), bool* abandoned = nullptr);
 
 struct HeuristicOptions {
   bool portfolio = true;  // false: only the first policy (plus the serial fallback if it fails)

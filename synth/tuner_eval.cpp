@@ -290,7 +290,7 @@ Evaluation evaluate_candidate(const Spec& spec, const Candidate& c) {
     auto consider = [&](const ListPolicy& p) {
       // Kept only if shorter than the best so far: given up as soon as it cannot be.
       Result<TimedOrder> t =
-          list_schedule(dag, p, have ? e.order.makespan : std::numeric_limits<int64_t>::max(), nullptr);
+          list_schedule(dag, p, have ? e.order.makespan : std::numeric_limits<int64_t>::max());
       if (!t.ok()) return;
       if (!have || t->makespan < e.order.makespan) {
         e.order = std::move(t).value();
