@@ -485,13 +485,25 @@ TEST_CASE("tuner seeds: layers packed in order balance device loads; per node th
   std::vector<double> ramp(sp.layers, 0.0);
   for (int l = 1; l < sp.layers; ++l)
     ramp[l] = ramp[l - 1] + spec.model.type_of(l - 1).forward_ms / spec.pipeline.microbatches;
-  int whole = 0, per_node = 0, zigzag = 0, vee = 0, ramp_aware = 0;
+  int whole = 0, per_node = 0, zigzag = 0, vee = 0, ramp_aware = 0, banded = 0;
   for (const Candidate& c : seed_candidates(sp, nullptr, nullptr)) {
     if (c.origin.find("layers packed in order") == std::string::npos) continue;
     CAPTURE(c.origin);
     const bool on_nodes = c.origin.find("per node") != std::string::npos;
     const bool refined = c.origin.find("node cuts refined") != std::string::npos;
     const bool with_ramp = c.origin.find("ramp-aware") != std::string::npos;
+    if (c.origin.find("in bands") != std::string::npos) {
+      // Dealt in bands: one layer of every band of `per node` layers per device, and the polish
+      // swaps one for one, so the devices of a node hold as many layers as each other, +-1.
+      ++banded;
+      std::vector<int> count(4, 0);
+      for (int s = 0; s < c.stages(); ++s) count[c.placement[s]] += c.cuts[s + 1] - c.cuts[s];
+      const int k = on_nodes ? 2 : 4;
+      for (int d = 0; d < 4; ++d)
+        for (int e = d / k * k; e < d / k * k + k; ++e) CHECK(std::abs(count[d] - count[e]) <= 1);
+      for (int s = 0; s + 1 < c.stages(); ++s) CHECK(c.placement[s] != c.placement[s + 1]);
+      continue;
+    }
     ramp_aware += with_ramp;
     std::vector<double> load(4, 0), start(4, 0);  // start: what a pinned first layer adds (ramp-aware)
     std::vector<int> first(4, -1);
@@ -552,6 +564,7 @@ TEST_CASE("tuner seeds: layers packed in order balance device loads; per node th
   CHECK(zigzag >= 2);
   CHECK(vee == 1);
   CHECK(ramp_aware >= 4);
+  CHECK(banded >= 2);
 }
 
 TEST_CASE("tuner: well-balanced plans the screening ranks low get the whole portfolio") {
