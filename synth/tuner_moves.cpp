@@ -115,7 +115,7 @@ std::vector<int> placement_lpt(const SearchSpace& sp, const std::vector<int>& cu
 // chain, and it idles until the first microbatch gets to its second layer (docs/tuner.md, P = 16).
 void pack_layers(const SearchSpace& sp, const std::vector<int>& layers, int d0, int nd, std::vector<int>& dev,
                  const std::vector<double>* ramp = nullptr, bool bands = false) {
-  if (nd <= 0) return;
+  if (nd <= 0) return;  // no devices (callers pass P / nodes >= 1); also keeps used[] non-empty
   const int n = static_cast<int>(layers.size());
   std::vector<double> load(nd, 0);
   std::vector<int> band(sp.layers, 0);
@@ -212,19 +212,6 @@ double max_device_load(const SearchSpace& sp, const std::vector<int>& dev, const
   return *std::max_element(load.begin(), load.end());
 }
 
-// Stages from a device per layer: a new stage wherever the device changes along the chain.
-void stages_of_layers(const std::vector<int>& dev, std::vector<int>& cuts, std::vector<int>& placement) {
-  const int n = static_cast<int>(dev.size());
-  cuts = {0};
-  placement.clear();
-  for (int j = 0; j < n; ++j) {
-    if (j > 0 && dev[j] == dev[j - 1]) continue;
-    if (j > 0) cuts.push_back(j);
-    placement.push_back(dev[j]);
-  }
-  cuts.push_back(n);
-}
-
 // pack_pieces; with `refine_cuts`, the cuts between pieces are moved (by 1-4, 6, 8, 12 or 16 layers
 // either way) where that lowers the busiest device's load — one cut at a time, then two at once,
 // until no move helps (at most 8 passes and 4000 packings): a node's total that is right on average
@@ -268,7 +255,14 @@ void packed_pieces(const SearchSpace& sp, int nodes, std::vector<int> piece_cuts
           for (int dj : steps) improved |= try_move(i, di, j, dj);
     if (!improved) break;
   }
-  stages_of_layers(dev, cuts, placement);
+  cuts = {0};
+  placement.clear();
+  for (int j = 0; j < sp.layers; ++j) {
+    if (j > 0 && dev[j] == dev[j - 1]) continue;
+    if (j > 0) cuts.push_back(j);
+    placement.push_back(dev[j]);
+  }
+  cuts.push_back(sp.layers);
 }
 
 // The first layer at or after `from` where the prefix load reaches `target` (the nearer side of
