@@ -14,6 +14,8 @@ namespace pstest {
 inline std::string source_path(const std::string& rel) { return std::string(PIPESMITH_SOURCE_DIR) + "/" + rel; }
 inline std::string shared_path(const std::string& rel) { return std::string(PIPESMITH_SHARED_DIR) + "/" + rel; }
 
+inline bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
 inline std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::stringstream ss;

@@ -11,6 +11,7 @@
 #include "test_util.h"
 #include "verify/verify.h"
 
+using pstest::contains;
 using pstest::read_file;
 using pstest::run_cli;
 using pstest::source_path;
@@ -32,10 +33,6 @@ cluster: {name: ideal, devices: 4, memory_gb: 0, link: {bandwidth_gb_per_s: 1000
 pipeline: {microbatches: 8, bytes_per_param: 18}
 )";
   return path;
-}
-
-bool contains(const std::string& s, const std::string& sub) {
-  return s.find(sub) != std::string::npos;
 }
 
 const std::string kLlama = source_path("configs/models/llama2-7b.yaml");

@@ -9,6 +9,8 @@
 #include "ir/schedule_io.h"
 #include "test_util.h"
 
+using pstest::contains;
+
 namespace {
 
 std::string example(const std::string& name) { return pstest::shared_path("examples/pytorch/" + name); }
@@ -17,8 +19,6 @@ void write(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary);
   out << text;
 }
-
-bool contains(const std::string& hay, const std::string& needle) { return hay.find(needle) != std::string::npos; }
 
 std::string without_cr(std::string s) {
   s.erase(std::remove(s.begin(), s.end(), '\r'), s.end());

@@ -10,6 +10,7 @@
 #include "ir/schedule_io.h"
 #include "test_util.h"
 
+using pstest::contains;
 using pstest::read_file;
 using pstest::run_cli;
 using pstest::source_path;
@@ -34,8 +35,6 @@ pipeline: {microbatches: 6, bytes_per_param: 1}
 )";
   return path;
 }
-
-bool contains(const std::string& s, const std::string& sub) { return s.find(sub) != std::string::npos; }
 
 const std::string kFixed = " --partition balanced --placement sequential";
 
