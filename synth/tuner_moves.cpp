@@ -107,6 +107,11 @@ std::vector<int> placement_lpt(const SearchSpace& sp, const std::vector<int>& cu
 // layer is deeper in the chain starts later, and that start counts as load: device i's load starts
 // at ramp[layers[i]], and the first nd layers stay where they are (they define those starts).
 //
+// With `fwd` as well (per layer: its forward time), the start is not the first layer's ramp but the
+// forward-weighted mean of the device's layers' ramps: in the warm-up a device runs only forwards and
+// its stages get inputs at the chain's pace, so it waits about that long in all (docs/tuner.md,
+// Limits). Device i's cost is then its load + that mean, and the packing and the polish balance it.
+//
 // With `bands`, the layers (chain order) are dealt in bands of nd, one layer of every band per
 // device (a band's heaviest layer to the least-loaded device), and the polish only swaps two
 // layers of the same or neighbouring bands. Each device then holds a layer in every stretch of the
@@ -114,10 +119,13 @@ std::vector<int> placement_lpt(const SearchSpace& sp, const std::vector<int>& cu
 // microbatch reaches that stretch; plain packing can leave a device's layers far apart along the
 // chain, and it idles until the first microbatch gets to its second layer (docs/tuner.md, P = 16).
 void pack_layers(const SearchSpace& sp, const std::vector<int>& layers, int d0, int nd, std::vector<int>& dev,
-                 const std::vector<double>* ramp = nullptr, bool bands = false) {
+                 const std::vector<double>* ramp = nullptr, bool bands = false, const std::vector<double>* fwd = nullptr) {
   if (nd <= 0) return;  // no devices (callers pass P / nodes >= 1); also keeps used[] non-empty
   const int n = static_cast<int>(layers.size());
   std::vector<double> load(nd, 0);
+  std::vector<double> sf(nd, 0), sfa(nd, 0);  // with fwd: per device, sum of F and of F x arrival
+  const bool weighted = fwd && ramp;
+  auto cost = [&](int k) { return load[k] + (weighted && sf[k] > 0 ? sfa[k] / sf[k] : 0.0); };
   std::vector<int> band(sp.layers, 0);
   std::vector<int> order = layers;  // the first nd in chain order, the rest heaviest first (per band)
   for (int i = 0; i < n; ++i) band[layers[i]] = i / nd;
@@ -134,11 +142,15 @@ void pack_layers(const SearchSpace& sp, const std::vector<int>& layers, int d0, 
     if (i >= nd) {
       d = -1;
       for (int k = 0; k < nd; ++k)  // a band has at most nd layers: some device is free
-        if (!(bands && used[k]) && (d < 0 || load[k] < load[d] - kEps)) d = k;
+        if (!(bands && used[k]) && (d < 0 || cost(k) < cost(d) - kEps)) d = k;
     }
     used[d] = 1;
     dev[l] = d0 + d;
-    load[d] += sp.layer_ms[l] + (ramp && i < nd ? (*ramp)[l] : 0.0);
+    load[d] += sp.layer_ms[l] + (ramp && !weighted && i < nd ? (*ramp)[l] : 0.0);
+    if (weighted) {
+      sf[d] += (*fwd)[l];
+      sfa[d] += (*fwd)[l] * (*ramp)[l];
+    }
   }
   const int pinned = ramp ? std::min(nd, n) : 0;  // layers[0..pinned) do not move
   // Layers `give` (on the busiest device hi) go to device `to`, layers `take` (on `to`) come back,
@@ -152,10 +164,27 @@ void pack_layers(const SearchSpace& sp, const std::vector<int>& layers, int d0, 
       if (fixed[l]) return false;
     for (int l : take)
       if (fixed[l]) return false;
-    double delta = 0;
+    double delta = 0, df = 0, dfa = 0;
     for (int l : give) delta += sp.layer_ms[l];
     for (int l : take) delta -= sp.layer_ms[l];
-    if (to == hi || delta <= kEps || load[to - d0] + delta >= load[hi - d0] - kEps) return false;
+    if (to == hi) return false;
+    if (weighted) {
+      for (int l : give) df += (*fwd)[l], dfa += (*fwd)[l] * (*ramp)[l];
+      for (int l : take) df -= (*fwd)[l], dfa -= (*fwd)[l] * (*ramp)[l];
+      const int h = hi - d0, t = to - d0;
+      const double before = cost(h);
+      load[h] -= delta, sf[h] -= df, sfa[h] -= dfa;
+      load[t] += delta, sf[t] += df, sfa[t] += dfa;
+      if (cost(h) < before - kEps && cost(t) < before - kEps) {
+        for (int l : give) dev[l] = to;
+        for (int l : take) dev[l] = hi;
+        return true;
+      }
+      load[h] += delta, sf[h] += df, sfa[h] += dfa;
+      load[t] -= delta, sf[t] -= df, sfa[t] -= dfa;
+      return false;
+    }
+    if (delta <= kEps || load[to - d0] + delta >= load[hi - d0] - kEps) return false;
     load[hi - d0] -= delta;
     load[to - d0] += delta;
     for (int l : give) dev[l] = to;
@@ -163,7 +192,9 @@ void pack_layers(const SearchSpace& sp, const std::vector<int>& layers, int d0, 
     return true;
   };
   for (int iter = 0; iter < 4 * n * nd; ++iter) {
-    const int hi = d0 + static_cast<int>(std::max_element(load.begin(), load.end()) - load.begin());
+    int hi = d0;
+    for (int k = 1; k < nd; ++k)
+      if (cost(k) > cost(hi - d0) + kEps) hi = d0 + k;
     bool moved = false;
     for (int ia = 0; ia < n && !moved; ++ia) {  // move a, or swap it with a lighter b
       const int a = layers[ia];
@@ -190,25 +221,35 @@ void pack_layers(const SearchSpace& sp, const std::vector<int>& layers, int d0, 
 // node piece_node[i]); each node's layers, in chain order, are packed onto its devices, so the
 // chain crosses between nodes only between pieces. Returns the device of every layer.
 std::vector<int> pack_pieces(const SearchSpace& sp, int nodes, const std::vector<int>& piece_cuts,
-                             const std::vector<int>& piece_node, const std::vector<double>* ramp, bool bands) {
+                             const std::vector<int>& piece_node, const std::vector<double>* ramp, bool bands,
+                             const std::vector<double>* fwd) {
   const int per = sp.devices / nodes;
   std::vector<int> dev(sp.layers, 0);
   std::vector<std::vector<int>> node_layers(nodes);
   for (size_t i = 0; i < piece_node.size(); ++i)
     for (int l = piece_cuts[i]; l < piece_cuts[i + 1]; ++l) node_layers[piece_node[i]].push_back(l);
-  for (int k = 0; k < nodes; ++k) pack_layers(sp, node_layers[k], k * per, per, dev, ramp, bands);
+  for (int k = 0; k < nodes; ++k) pack_layers(sp, node_layers[k], k * per, per, dev, ramp, bands, fwd);
   return dev;
 }
 
-// The busiest device's load; with `ramp`, plus the ramp of the device's first layer.
-double max_device_load(const SearchSpace& sp, const std::vector<int>& dev, const std::vector<double>* ramp) {
-  std::vector<double> load(sp.devices, 0);
+// The busiest device's load; with `ramp`, plus the ramp of the device's first layer (with `fwd`: the
+// forward-weighted mean ramp of its layers, as pack_layers counts it).
+double max_device_load(const SearchSpace& sp, const std::vector<int>& dev, const std::vector<double>* ramp,
+                       const std::vector<double>* fwd) {
+  std::vector<double> load(sp.devices, 0), sf(sp.devices, 0), sfa(sp.devices, 0);
   std::vector<char> started(sp.devices, 0);
   for (int l = 0; l < sp.layers; ++l) {
     load[dev[l]] += sp.layer_ms[l];
-    if (ramp && !started[dev[l]]) load[dev[l]] += (*ramp)[l];
+    if (ramp && fwd) {
+      sf[dev[l]] += (*fwd)[l];
+      sfa[dev[l]] += (*fwd)[l] * (*ramp)[l];
+    } else if (ramp && !started[dev[l]]) {
+      load[dev[l]] += (*ramp)[l];
+    }
     started[dev[l]] = 1;
   }
+  for (int d = 0; d < sp.devices; ++d)
+    if (sf[d] > 0) load[d] += sfa[d] / sf[d];
   return *std::max_element(load.begin(), load.end());
 }
 
@@ -218,10 +259,11 @@ double max_device_load(const SearchSpace& sp, const std::vector<int>& dev, const
 // can still be the wrong mix of layers for its devices, e.g. 17 MoE layers for 8 devices. Then
 // neighbours on one device merge into one stage.
 void packed_pieces(const SearchSpace& sp, int nodes, std::vector<int> piece_cuts, const std::vector<int>& piece_node,
-                   bool refine_cuts, const std::vector<double>* ramp, bool bands, std::vector<int>& cuts,
+                   bool refine_cuts, const std::vector<double>* ramp, bool bands, const std::vector<double>* fwd,
+                   std::vector<int>& cuts,
                    std::vector<int>& placement) {
-  std::vector<int> dev = pack_pieces(sp, nodes, piece_cuts, piece_node, ramp, bands);
-  double best = max_device_load(sp, dev, ramp);
+  std::vector<int> dev = pack_pieces(sp, nodes, piece_cuts, piece_node, ramp, bands, fwd);
+  double best = max_device_load(sp, dev, ramp, fwd);
   const int inner = refine_cuts ? static_cast<int>(piece_cuts.size()) - 2 : 0;  // cuts between pieces: 1..inner
   // Moves cut i by di and cut j by dj (j = 0: only cut i); keeps it if the busiest load drops.
   // At most kTries packings (each O(layers^3) at worst): many nodes and pieces stay affordable.
@@ -234,8 +276,8 @@ void packed_pieces(const SearchSpace& sp, int nodes, std::vector<int> piece_cuts
     if (j > 0) pc[j] += dj;
     for (int k = 1; k <= inner; ++k)
       if (pc[k] <= pc[k - 1] || pc[k] >= pc[k + 1]) return false;
-    std::vector<int> d2 = pack_pieces(sp, nodes, pc, piece_node, ramp, bands);
-    const double m = max_device_load(sp, d2, ramp);
+    std::vector<int> d2 = pack_pieces(sp, nodes, pc, piece_node, ramp, bands, fwd);
+    const double m = max_device_load(sp, d2, ramp, fwd);
     if (m >= best - kEps) return false;
     best = m;
     piece_cuts = std::move(pc);
@@ -828,6 +870,8 @@ std::vector<Candidate> seed_candidates(const SearchSpace& sp, const std::vector<
     std::vector<double> ramp_ms(sp.layers, 0.0);
     const int M = std::max(1, spec.pipeline.microbatches);
     for (int l = 1; l < sp.layers; ++l) ramp_ms[l] = ramp_ms[l - 1] + spec.model.type_of(l - 1).forward_ms / M;
+    std::vector<double> fwd_ms(sp.layers, 0.0);
+    for (int l = 0; l < sp.layers; ++l) fwd_ms[l] = spec.model.type_of(l).forward_ms;
     std::vector<Shape> shapes{{1, 1, 0}};
     for (int r = 1; nodes > 1 && r <= 4; ++r)
       if (nodes * r <= sp.layers) shapes.push_back({nodes, nodes * r, 0});
@@ -843,23 +887,26 @@ std::vector<Candidate> seed_candidates(const SearchSpace& sp, const std::vector<
       // The pieces as cut by load, and (several nodes) with their cuts refined for the devices'
       // loads: the first keeps the shorter ramp the load cut gives, the second the better balance.
       // Each also ramp-aware: a device's start (its first layer's forward prefix) counts as load.
+      // Each also warm-up-aware: the forward-weighted mean ramp of a device's layers counts instead.
       // And each also dealt in bands (pack_layers): at P = 16, M = 64 that won Gemma 1.4 % and
       // Nemotron-H 0.5 %, but lost gpt-oss 1.3 % and MiniMax 1.0 % when it replaced plain packing.
-      const std::vector<double>* ramps[] = {nullptr, &ramp_ms};
+      const std::vector<double>* ramps[] = {nullptr, &ramp_ms, &ramp_ms};
       for (bool bands : {false, true}) {
-        for (const std::vector<double>* ramp : ramps) {
+        for (int ri = 0; ri < 3; ++ri) {
+          const std::vector<double>* ramp = ramps[ri];
+          const std::vector<double>* fwd = ri == 2 ? &fwd_ms : nullptr;
           std::vector<int> first_cuts;
           for (bool refine : {false, true}) {
             if (refine && sh.nodes == 1) break;
             std::vector<int> cuts, placement;
-            packed_pieces(sp, sh.nodes, piece_cuts, piece_node, refine, ramp, bands, cuts, placement);
+            packed_pieces(sp, sh.nodes, piece_cuts, piece_node, refine, ramp, bands, fwd, cuts, placement);
             const int S = static_cast<int>(placement.size());
             if (refine && cuts == first_cuts) break;
             if (!refine) first_cuts = cuts;
             if (S <= sp.max_stages)
               add(std::move(cuts), std::move(placement), MoveKind::kSeed,
                   fmt::format("seed S={} layers packed in order{}{}{}{}", S, what, refine ? ", node cuts refined" : "",
-                              ramp ? ", ramp-aware" : "", bands ? ", in bands" : ""));
+                              fwd ? ", warm-up-aware" : ramp ? ", ramp-aware" : "", bands ? ", in bands" : ""));
           }
         }
       }

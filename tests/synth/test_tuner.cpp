@@ -485,7 +485,7 @@ TEST_CASE("tuner seeds: layers packed in order balance device loads; per node th
   std::vector<double> ramp(sp.layers, 0.0);
   for (int l = 1; l < sp.layers; ++l)
     ramp[l] = ramp[l - 1] + spec.model.type_of(l - 1).forward_ms / spec.pipeline.microbatches;
-  int whole = 0, per_node = 0, zigzag = 0, vee = 0, ramp_aware = 0, banded = 0;
+  int whole = 0, per_node = 0, zigzag = 0, vee = 0, ramp_aware = 0, banded = 0, warm_up_aware = 0;
   for (const Candidate& c : seed_candidates(sp, nullptr, nullptr)) {
     if (c.origin.find("layers packed in order") == std::string::npos) continue;
     CAPTURE(c.origin);
@@ -502,6 +502,50 @@ TEST_CASE("tuner seeds: layers packed in order balance device loads; per node th
       for (int d = 0; d < 4; ++d)
         for (int e = d / k * k; e < d / k * k + k; ++e) CHECK(std::abs(count[d] - count[e]) <= 1);
       for (int s = 0; s + 1 < c.stages(); ++s) CHECK(c.placement[s] != c.placement[s + 1]);
+      continue;
+    }
+    if (c.origin.find("warm-up-aware") != std::string::npos) {
+      // A device's cost is its load plus its estimated warm-up wait: the forward-weighted mean of
+      // its layers' ramps. The polish stops when no move or swap off a node's costliest device
+      // lowers the larger cost of the pair, first layers of each node's list pinned (they define
+      // the starts); so no single move or swap may do it here.
+      ++warm_up_aware;
+      const int k = on_nodes ? 2 : 4;
+      std::vector<double> base(4, 0), f(4, 0), fa(4, 0);
+      std::vector<int> dev(sp.layers), seen(4 / k, 0);
+      std::vector<char> pinned(sp.layers, 0);
+      for (int s = 0; s < c.stages(); ++s)
+        for (int l = c.cuts[s]; l < c.cuts[s + 1]; ++l) dev[l] = c.placement[s];
+      for (int l = 0; l < sp.layers; ++l)
+        if (seen[dev[l] / k]++ < k) pinned[l] = 1;
+      auto add = [&](int l, int d, double sign) {
+        base[d] += sign * sp.layer_ms[l];
+        f[d] += sign * spec.model.type_of(l).forward_ms;
+        fa[d] += sign * spec.model.type_of(l).forward_ms * ramp[l];
+      };
+      for (int l = 0; l < sp.layers; ++l) add(l, dev[l], 1);
+      auto cost = [&](int d) { return base[d] + (f[d] > 0 ? fa[d] / f[d] : 0.0); };
+      for (int node = 0; node < 4 / k; ++node) {
+        int hi = node * k;
+        for (int d = node * k; d < node * k + k; ++d)
+          if (cost(d) > cost(hi) + 1e-9) hi = d;
+        const double top = cost(hi);
+        for (int a = 0; a < sp.layers; ++a) {
+          if (dev[a] != hi || pinned[a]) continue;
+          for (int to = node * k; to < node * k + k; ++to) {
+            if (to == hi) continue;
+            add(a, hi, -1), add(a, to, 1);  // move a
+            CHECK_FALSE((cost(hi) < top - 1e-9 && cost(to) < top - 1e-9));
+            for (int b = 0; b < sp.layers; ++b) {  // swap a with b
+              if (dev[b] != to || pinned[b]) continue;
+              add(b, to, -1), add(b, hi, 1);
+              CHECK_FALSE((cost(hi) < top - 1e-9 && cost(to) < top - 1e-9));
+              add(b, hi, -1), add(b, to, 1);
+            }
+            add(a, to, -1), add(a, hi, 1);
+          }
+        }
+      }
       continue;
     }
     ramp_aware += with_ramp;
@@ -565,6 +609,7 @@ TEST_CASE("tuner seeds: layers packed in order balance device loads; per node th
   CHECK(vee == 1);
   CHECK(ramp_aware >= 4);
   CHECK(banded >= 2);
+  CHECK(warm_up_aware >= 4);
 }
 
 TEST_CASE("tuner: well-balanced plans the screening ranks low get the whole portfolio") {
