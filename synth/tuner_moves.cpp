@@ -125,7 +125,12 @@ void pack_layers(const SearchSpace& sp, const std::vector<int>& layers, int d0, 
   std::vector<double> load(nd, 0);
   std::vector<double> sf(nd, 0), sfa(nd, 0);  // with fwd: per device, sum of F and of F x arrival
   const bool weighted = fwd && ramp;
-  auto cost = [&](int k) { return load[k] + (weighted && sf[k] > 0 ? sfa[k] / sf[k] : 0.0); };
+  // Device k's cost (its load, plus with fwd its mean ramp) after adding dl, df and dfa to its sums.
+  auto cost_with = [&](int k, double dl, double df, double dfa) {
+    const double f = sf[k] + df;
+    return load[k] + dl + (weighted && f > 0 ? (sfa[k] + dfa) / f : 0.0);
+  };
+  auto cost = [&](int k) { return cost_with(k, 0, 0, 0); };
   std::vector<int> band(sp.layers, 0);
   std::vector<int> order = layers;  // the first nd in chain order, the rest heaviest first (per band)
   for (int i = 0; i < n; ++i) band[layers[i]] = i / nd;
@@ -154,7 +159,7 @@ void pack_layers(const SearchSpace& sp, const std::vector<int>& layers, int d0, 
   }
   const int pinned = ramp ? std::min(nd, n) : 0;  // layers[0..pinned) do not move
   // Layers `give` (on the busiest device hi) go to device `to`, layers `take` (on `to`) come back,
-  // if that lowers the larger of the two loads.
+  // if that lowers the larger of the two costs (loads, or load + mean ramp with fwd).
   std::vector<char> fixed(sp.layers, 0);
   for (int i = 0; i < pinned; ++i) fixed[layers[i]] = 1;
   auto exchange = [&](int hi, int to, std::initializer_list<int> give, std::initializer_list<int> take) {
@@ -164,29 +169,19 @@ void pack_layers(const SearchSpace& sp, const std::vector<int>& layers, int d0, 
       if (fixed[l]) return false;
     for (int l : take)
       if (fixed[l]) return false;
+    if (to == hi) return false;
     double delta = 0, df = 0, dfa = 0;
     for (int l : give) delta += sp.layer_ms[l];
     for (int l : take) delta -= sp.layer_ms[l];
-    if (to == hi) return false;
     if (weighted) {
       for (int l : give) df += (*fwd)[l], dfa += (*fwd)[l] * (*ramp)[l];
       for (int l : take) df -= (*fwd)[l], dfa -= (*fwd)[l] * (*ramp)[l];
-      const int h = hi - d0, t = to - d0;
-      const double before = cost(h);
-      load[h] -= delta, sf[h] -= df, sfa[h] -= dfa;
-      load[t] += delta, sf[t] += df, sfa[t] += dfa;
-      if (cost(h) < before - kEps && cost(t) < before - kEps) {
-        for (int l : give) dev[l] = to;
-        for (int l : take) dev[l] = hi;
-        return true;
-      }
-      load[h] += delta, sf[h] += df, sfa[h] += dfa;
-      load[t] -= delta, sf[t] -= df, sfa[t] -= dfa;
-      return false;
     }
-    if (delta <= kEps || load[to - d0] + delta >= load[hi - d0] - kEps) return false;
-    load[hi - d0] -= delta;
-    load[to - d0] += delta;
+    const int h = hi - d0, t = to - d0;
+    const double before = cost(h);
+    if (cost_with(h, -delta, -df, -dfa) >= before - kEps || cost_with(t, delta, df, dfa) >= before - kEps) return false;
+    load[h] -= delta, sf[h] -= df, sfa[h] -= dfa;
+    load[t] += delta, sf[t] += df, sfa[t] += dfa;
     for (int l : give) dev[l] = to;
     for (int l : take) dev[l] = hi;
     return true;
@@ -890,11 +885,13 @@ std::vector<Candidate> seed_candidates(const SearchSpace& sp, const std::vector<
       // Each also warm-up-aware: the forward-weighted mean ramp of a device's layers counts instead.
       // And each also dealt in bands (pack_layers): at P = 16, M = 64 that won Gemma 1.4 % and
       // Nemotron-H 0.5 %, but lost gpt-oss 1.3 % and MiniMax 1.0 % when it replaced plain packing.
-      const std::vector<double>* ramps[] = {nullptr, &ramp_ms, &ramp_ms};
+      struct Start {
+        const std::vector<double>* ramp;  // ramp-aware: the first layer's ramp counts as load
+        const std::vector<double>* fwd;   // warm-up-aware: the forward-weighted mean ramp instead
+      };
+      const Start starts[] = {{nullptr, nullptr}, {&ramp_ms, nullptr}, {&ramp_ms, &fwd_ms}};
       for (bool bands : {false, true}) {
-        for (int ri = 0; ri < 3; ++ri) {
-          const std::vector<double>* ramp = ramps[ri];
-          const std::vector<double>* fwd = ri == 2 ? &fwd_ms : nullptr;
+        for (const auto& [ramp, fwd] : starts) {
           std::vector<int> first_cuts;
           for (bool refine : {false, true}) {
             if (refine && sh.nodes == 1) break;
