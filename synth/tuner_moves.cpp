@@ -771,6 +771,93 @@ std::vector<int> rebalance_cuts(const SearchSpace& sp, std::vector<int> cuts, co
   return cuts;
 }
 
+// Node count of the cluster when P devices split evenly into nodes of devices_per_node (else 1).
+int node_count(const SearchSpace& sp) {
+  const int dpn = sp.spec->cluster.devices_per_node, P = sp.devices;
+  return dpn > 0 && dpn < P && P % dpn == 0 ? P / dpn : 1;
+}
+
+// Per layer: its forward prefix over M (when its first microbatch can start, in ms per microbatch).
+std::vector<double> layer_ramps_ms(const SearchSpace& sp) {
+  const Spec& spec = *sp.spec;
+  std::vector<double> ramp(sp.layers, 0.0);
+  const int M = std::max(1, spec.pipeline.microbatches);
+  for (int l = 1; l < sp.layers; ++l) ramp[l] = ramp[l - 1] + spec.model.type_of(l - 1).forward_ms / M;
+  return ramp;
+}
+
+std::vector<double> layer_forwards_ms(const SearchSpace& sp) {
+  std::vector<double> fwd(sp.layers, 0.0);
+  for (int l = 0; l < sp.layers; ++l) fwd[l] = sp.spec->model.type_of(l).forward_ms;
+  return fwd;
+}
+
+// Layers packed onto devices in order and polished (packed_pieces), neighbours merged; on several
+// nodes also per node (node_pieces): the chain cut into nodes x r pieces dealt to the nodes in
+// zigzag order, or a V over the nodes with fronts of one or two layers per device. The packings run
+// on `g`, a space of layer groups (group i = layers [starts[i], starts[i + 1]) of `sp`, with ramp
+// and forward time per group): one layer per group for the plain seeds, the chain's front merged
+// for paced_front_seeds (`plain` false: only the per-node shapes, ramp- or warm-up-aware, not in
+// bands, so the front groups stay pinned).
+void add_packed_seeds(const SearchSpace& sp, const SearchSpace& g, const std::vector<int>& starts,
+                      const std::vector<double>& g_ramp, const std::vector<double>& g_fwd, bool plain,
+                      const std::string& label, std::vector<Candidate>& out) {
+  const int P = sp.devices, nodes = node_count(sp);
+  struct Shape {
+    int nodes, segments, front;
+  };
+  std::vector<Shape> shapes;
+  if (plain) shapes.push_back({1, 1, 0});
+  for (int r = 1; nodes > 1 && r <= 4; ++r)
+    if (nodes * r <= g.layers) shapes.push_back({nodes, nodes * r, 0});
+  for (int r = 1; nodes > 1 && r <= 2; ++r)
+    if ((r + 1) * P <= g.layers) shapes.push_back({nodes, 0, r * (P / nodes)});
+  for (const Shape& sh : shapes) {
+    std::vector<int> piece_cuts, piece_node;
+    node_pieces(g, sh.nodes, sh.segments, sh.front, piece_cuts, piece_node);
+    const std::string what = sh.nodes == 1 ? std::string("")
+                             : sh.front > 0 ? fmt::format(" per node, V over the nodes with {}-layer fronts", sh.front)
+                             : sh.segments == sh.nodes ? std::string(" per node")
+                                                       : fmt::format(" per node, {} pieces in zigzag", sh.segments);
+    // The pieces as cut by load, and (several nodes) with their cuts refined for the devices'
+    // loads: the first keeps the shorter ramp the load cut gives, the second the better balance.
+    // Each also ramp-aware: a device's start (its first layer's forward prefix) counts as load.
+    // Each also warm-up-aware: the forward-weighted mean ramp of a device's layers counts instead.
+    // And each also dealt in bands (pack_layers): at P = 16, M = 64 that won Gemma 1.4 % and
+    // Nemotron-H 0.5 %, but lost gpt-oss 1.3 % and MiniMax 1.0 % when it replaced plain packing.
+    // Merged fronts (`plain` false) only come ramp- and warm-up-aware, not in bands: their
+    // fronts stay pinned.
+    struct Start {
+      const std::vector<double>* ramp;  // ramp-aware: the first layer's ramp counts as load
+      const std::vector<double>* fwd;   // warm-up-aware: the forward-weighted mean ramp instead
+    };
+    const Start starts_of[] = {{nullptr, nullptr}, {&g_ramp, nullptr}, {&g_ramp, &g_fwd}};
+    for (bool bands : {false, true}) {
+      if (bands && !plain) break;
+      for (const auto& [ramp, fwd] : starts_of) {
+        if (!plain && !ramp) continue;
+        std::vector<int> first_cuts;
+        for (bool refine : {false, true}) {
+          if (refine && sh.nodes == 1) break;
+          std::vector<int> gcuts, placement;
+          packed_pieces(g, sh.nodes, piece_cuts, piece_node, refine, ramp, bands, fwd, gcuts, placement);
+          if (refine && gcuts == first_cuts) break;
+          if (!refine) first_cuts = gcuts;
+          std::vector<int> cuts;
+          for (int c : gcuts) cuts.push_back(starts[c]);
+          const int S = static_cast<int>(placement.size());
+          if (S > sp.max_stages) continue;
+          Candidate c = heuristic_candidate(
+              std::move(cuts), std::move(placement), MoveKind::kSeed,
+              fmt::format("seed S={} layers packed in order{}{}{}{}{}", S, what, refine ? ", node cuts refined" : "",
+                          fwd ? ", warm-up-aware" : ramp ? ", ramp-aware" : "", bands ? ", in bands" : "", label));
+          if (finish_candidate(sp, c)) out.push_back(std::move(c));
+        }
+      }
+    }
+  }
+}
+
 std::vector<Candidate> seed_candidates(const SearchSpace& sp, const std::vector<int>* fixed_cuts,
                                        const std::vector<int>* fixed_placement) {
   std::vector<Candidate> out;
@@ -852,62 +939,11 @@ std::vector<Candidate> seed_candidates(const SearchSpace& sp, const std::vector<
     std::iota(cuts.begin(), cuts.end(), 0);
     add(cuts, placement_lpt(sp, cuts), MoveKind::kSeed, fmt::format("seed S={} one layer per stage lpt-packed", sp.layers));
   }
-  // Layers packed onto devices in order and polished (packed_pieces), neighbours merged. On several
-  // nodes, also per node (node_pieces): the chain cut into nodes x r pieces dealt to the nodes in
-  // zigzag order, or a V over the nodes with fronts of one or two layers per device.
+  // Layers packed onto devices in order and polished (add_packed_seeds).
   if (!fixed_cuts && !fixed_placement && sp.layers > P) {
-    const int dpn = spec.cluster.devices_per_node;
-    const int nodes = dpn > 0 && dpn < P && P % dpn == 0 ? P / dpn : 1;
-    struct Shape {
-      int nodes, segments, front;
-    };
-    // ramp_ms[l]: layer l's forward prefix (when its first microbatch can start) over M.
-    std::vector<double> ramp_ms(sp.layers, 0.0);
-    const int M = std::max(1, spec.pipeline.microbatches);
-    for (int l = 1; l < sp.layers; ++l) ramp_ms[l] = ramp_ms[l - 1] + spec.model.type_of(l - 1).forward_ms / M;
-    std::vector<double> fwd_ms(sp.layers, 0.0);
-    for (int l = 0; l < sp.layers; ++l) fwd_ms[l] = spec.model.type_of(l).forward_ms;
-    std::vector<Shape> shapes{{1, 1, 0}};
-    for (int r = 1; nodes > 1 && r <= 4; ++r)
-      if (nodes * r <= sp.layers) shapes.push_back({nodes, nodes * r, 0});
-    for (int r = 1; nodes > 1 && r <= 2; ++r)
-      if ((r + 1) * P <= sp.layers) shapes.push_back({nodes, 0, r * (P / nodes)});
-    for (const Shape& sh : shapes) {
-      std::vector<int> piece_cuts, piece_node;
-      node_pieces(sp, sh.nodes, sh.segments, sh.front, piece_cuts, piece_node);
-      const std::string what = sh.nodes == 1 ? std::string("")
-                               : sh.front > 0 ? fmt::format(" per node, V over the nodes with {}-layer fronts", sh.front)
-                               : sh.segments == sh.nodes ? std::string(" per node")
-                                                         : fmt::format(" per node, {} pieces in zigzag", sh.segments);
-      // The pieces as cut by load, and (several nodes) with their cuts refined for the devices'
-      // loads: the first keeps the shorter ramp the load cut gives, the second the better balance.
-      // Each also ramp-aware: a device's start (its first layer's forward prefix) counts as load.
-      // Each also warm-up-aware: the forward-weighted mean ramp of a device's layers counts instead.
-      // And each also dealt in bands (pack_layers): at P = 16, M = 64 that won Gemma 1.4 % and
-      // Nemotron-H 0.5 %, but lost gpt-oss 1.3 % and MiniMax 1.0 % when it replaced plain packing.
-      struct Start {
-        const std::vector<double>* ramp;  // ramp-aware: the first layer's ramp counts as load
-        const std::vector<double>* fwd;   // warm-up-aware: the forward-weighted mean ramp instead
-      };
-      const Start starts[] = {{nullptr, nullptr}, {&ramp_ms, nullptr}, {&ramp_ms, &fwd_ms}};
-      for (bool bands : {false, true}) {
-        for (const auto& [ramp, fwd] : starts) {
-          std::vector<int> first_cuts;
-          for (bool refine : {false, true}) {
-            if (refine && sh.nodes == 1) break;
-            std::vector<int> cuts, placement;
-            packed_pieces(sp, sh.nodes, piece_cuts, piece_node, refine, ramp, bands, fwd, cuts, placement);
-            const int S = static_cast<int>(placement.size());
-            if (refine && cuts == first_cuts) break;
-            if (!refine) first_cuts = cuts;
-            if (S <= sp.max_stages)
-              add(std::move(cuts), std::move(placement), MoveKind::kSeed,
-                  fmt::format("seed S={} layers packed in order{}{}{}{}", S, what, refine ? ", node cuts refined" : "",
-                              fwd ? ", warm-up-aware" : ramp ? ", ramp-aware" : "", bands ? ", in bands" : ""));
-          }
-        }
-      }
-    }
+    std::vector<int> one_per_layer(sp.layers + 1);
+    std::iota(one_per_layer.begin(), one_per_layer.end(), 0);
+    add_packed_seeds(sp, sp, one_per_layer, layer_ramps_ms(sp), layer_forwards_ms(sp), true, "", out);
   }
   if (sp.include_baselines) {
     // The published schedules on Megatron's even partition and on the balanced one.
@@ -940,6 +976,46 @@ std::vector<Candidate> seed_candidates(const SearchSpace& sp, const std::vector<
       }
     }
   }
+  return out;
+}
+
+std::vector<Candidate> paced_front_seeds(const SearchSpace& sp) {
+  std::vector<Candidate> out;
+  const int P = sp.devices;
+  if (sp.fixed_partition || sp.fixed_placement || node_count(sp) == 1 || sp.layers < 2 * P) return out;
+  // The first `light` groups are single layers, for the devices that will hold a layer heavier than
+  // half a device's share (an LM head): they could not also take a full front group.
+  const double share = range_sum(sp.layer_ms, 0, sp.layers) / P;
+  int light = 0;
+  for (int l = 0; l < sp.layers; ++l) light += sp.layer_ms[l] > share / 2 + kEps;
+  if (light >= P) return out;
+  const std::vector<double> ramp = layer_ramps_ms(sp), fwd = layer_forwards_ms(sp);
+  const double pace = range_sum(fwd, 0, sp.layers) / (kPacedFrontRounds * P);
+  std::vector<int> starts{0};
+  for (int i = 0; i < P; ++i) {
+    int l = starts.back() + 1;
+    double acc = fwd[starts.back()];
+    if (i >= light)
+      while (l < sp.layers && std::abs(acc + fwd[l] - pace) < std::abs(acc - pace)) acc += fwd[l++];
+    starts.push_back(l);
+  }
+  if (starts.back() + P > sp.layers) return out;  // the rest must still give every device a layer
+  for (int l = starts.back() + 1; l <= sp.layers; ++l) starts.push_back(l);
+  const int groups = static_cast<int>(starts.size()) - 1;
+  SearchSpace g = sp;
+  g.layers = groups;
+  g.layer_ms.assign(groups, 0.0);
+  g.layer_mb.assign(groups, 0.0);
+  g.head_ms.assign(groups, 0.0);
+  std::vector<double> g_ramp(groups), g_fwd(groups);
+  for (int i = 0; i < groups; ++i) {
+    g.layer_ms[i] = range_sum(sp.layer_ms, starts[i], starts[i + 1]);
+    g.layer_mb[i] = range_sum(sp.layer_mb, starts[i], starts[i + 1]);
+    g.head_ms[i] = sp.head_ms[starts[i]];
+    g_ramp[i] = ramp[starts[i]];
+    g_fwd[i] = range_sum(fwd, starts[i], starts[i + 1]);
+  }
+  add_packed_seeds(sp, g, starts, g_ramp, g_fwd, false, ", paced front", out);
   return out;
 }
 

@@ -51,6 +51,16 @@ Diagnosis diagnose(const SearchSpace& space, const Candidate& c, const Evaluatio
 std::vector<Candidate> seed_candidates(const SearchSpace& space, const std::vector<int>* fixed_cuts,
                                        const std::vector<int>* fixed_placement);
 
+// Seeds with paced fronts (several nodes only; none with a fixed partition or placement): the
+// chain's first layers merged into P groups of about equal forward time F / (kPacedFrontRounds P),
+// one per device, pinned, and the rest of the chain packed per node as the plain packed seeds are.
+// A device whose first stage is light gets its inputs at the pace of the heaviest stage upstream
+// and idles through most of the warm-up; equal groups keep every device busy from its first input
+// (docs/tuner.md, "Paced fronts"). The tuner lets them start the search only when the best of them
+// beats every other seed (Tuner::run).
+constexpr int kPacedFrontRounds = 3;
+std::vector<Candidate> paced_front_seeds(const SearchSpace& space);
+
 // Moves from `c` for its diagnosis; with `all_kinds`, moves of every kind (the escalation used when
 // a candidate's own kind of move found nothing better).
 std::vector<Candidate> bubble_moves(const SearchSpace& space, const Candidate& c, const Evaluation& e,

@@ -612,6 +612,65 @@ TEST_CASE("tuner seeds: layers packed in order balance device loads; per node th
   CHECK(warm_up_aware >= 4);
 }
 
+TEST_CASE("tuner seeds: paced fronts give every device one front group of about equal forward time") {
+  using namespace ps::tuner_detail;
+  Spec spec = tiny_spec();
+  spec.cluster.devices_per_node = 2;  // two nodes of two devices
+  SearchSpace sp = tiny_space(spec);
+  sp.canonical = false;
+  sp.head_ms = forward_heads_ms(spec.model);
+  const int P = sp.devices;
+  std::vector<double> fwd(sp.layers);
+  for (int l = 0; l < sp.layers; ++l) fwd[l] = spec.model.type_of(l).forward_ms;
+  const double pace = std::accumulate(fwd.begin(), fwd.end(), 0.0) / (kPacedFrontRounds * P);
+  const double share = std::accumulate(sp.layer_ms.begin(), sp.layer_ms.end(), 0.0) / P;
+  int light = 0;
+  for (double t : sp.layer_ms) light += t > share / 2 + 1e-9;
+  REQUIRE(light < P);
+  // The front groups, from the chain alone: the first `light` one layer each, then each as near
+  // the pace as a layer more or less would make it.
+  std::vector<int> starts{0};
+  for (int g = 0; g < P; ++g) {
+    int end = starts.back() + 1;
+    double f = fwd[starts.back()];
+    while (g >= light && end < sp.layers && std::abs(f + fwd[end] - pace) < std::abs(f - pace)) f += fwd[end++];
+    starts.push_back(end);
+  }
+  REQUIRE(starts.back() < sp.layers);
+  CHECK(starts.back() > P);  // some group holds more than one layer
+  const std::vector<Candidate> seeds = paced_front_seeds(sp);
+  REQUIRE(seeds.size() >= 2);
+  int vee = 0;
+  for (const Candidate& c : seeds) {
+    CAPTURE(c.origin);
+    CHECK(c.origin.find("paced front") != std::string::npos);
+    std::vector<int> dev(sp.layers);
+    for (int s = 0; s < c.stages(); ++s)
+      for (int l = c.cuts[s]; l < c.cuts[s + 1]; ++l) dev[l] = c.placement[s];
+    // Every group stays whole on one device; neighbours on one device are one stage.
+    for (int g = 0; g < P; ++g)
+      for (int l = starts[g]; l < starts[g + 1]; ++l) CHECK(dev[l] == dev[starts[g]]);
+    for (int s = 0; s + 1 < c.stages(); ++s) CHECK(c.placement[s] != c.placement[s + 1]);
+    // The V over the nodes with one front group per device: node 0's devices take the first
+    // groups, node 1's the next, each device one (pinned), so every device starts on its group.
+    // (Refining the node cuts may move a group to the other node.)
+    if (c.origin.find("V over the nodes with 2-layer fronts") != std::string::npos &&
+        c.origin.find("refined") == std::string::npos) {
+      ++vee;
+      std::set<int> used;
+      for (int g = 0; g < P; ++g) {
+        CHECK(dev[starts[g]] / 2 == g / 2);
+        used.insert(dev[starts[g]]);
+      }
+      CHECK(static_cast<int>(used.size()) == P);
+    }
+  }
+  CHECK(vee >= 1);
+  // One node: no paced seeds (the gate and the seeds are for multi-node plans).
+  spec.cluster.devices_per_node = 4;
+  CHECK(paced_front_seeds(sp).empty());
+}
+
 TEST_CASE("tuner: well-balanced plans the screening ranks low get the whole portfolio") {
   const Spec spec = tiny_spec();
   TuneOptions o = quick_options();
