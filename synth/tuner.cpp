@@ -89,7 +89,10 @@ class Tuner {
   // (not recorded: a later call with a higher threshold may evaluate it).
   std::vector<int> evaluate(std::vector<Candidate> cands, double deadline_s, bool budgeted = true,
                             double prune_ms = std::numeric_limits<double>::infinity());
-  std::vector<int> ranking() const;
+  std::vector<int> ranking() const;  // records not parked, best first
+  // Evaluates paced_front_seeds and parks them (out of the ranking and the history) unless they
+  // are the best start.
+  void try_paced_fronts(double deadline_s);
   void drop_orders(const std::vector<int>& rank);
   void report(const char* phase);
   void refine_with_z3(const std::vector<int>& rank, double deadline_s);
@@ -242,6 +245,43 @@ std::vector<int> Tuner::evaluate(std::vector<Candidate> cands, double deadline_s
     records_.push_back(std::move(r));
   }
   return added;
+}
+
+// Paced-front seeds start the search only when the best of them is shorter than every other seed,
+// each family's best re-scored with the search portfolio (the screening policies rank Nemotron-H's
+// best paced seed 0.1 % behind the best plain one, the lean portfolio 1.5 % ahead); else they leave
+// the ranking and the history, and the search goes on as if they had not been tried. With all of
+// them in the ranking they crowded the beam where they were not the best start: MiniMax at P = 16,
+// M = 64 ended 0.5-1.6 % longer and Gemma 0.5-1.1 % (docs/tuner.md, "paced fronts").
+void Tuner::try_paced_fronts(double deadline_s) {
+  auto park = [&](const std::vector<int>& ids) {
+    for (int i : ids) {
+      records_[i].parked = true;
+      history_.erase(records_[i].key);
+    }
+  };
+  auto best_of = [&](const std::vector<int>& ids) {  // best feasible heuristic record, or -1
+    int best = -1;
+    for (int i : ids)
+      if (records_[i].eval.feasible && records_[i].cand.baseline < 0 &&
+          (best < 0 || ranks_before(records_[i], records_[best])))
+        best = i;
+    return best;
+  };
+  const int plain = best_of(ranking());
+  std::vector<int> paced = evaluate(paced_front_seeds(space_), deadline_s);
+  const int paced_best = best_of(paced);
+  if (paced_best < 0) return park(paced);
+  if (plain < 0) return;  // no other seed fits: they are the only start
+  const int set = space_.search_policy_set;
+  const std::vector<int> plain_whole = evaluate({with_portfolio(records_[plain].cand, set)}, deadline_s);
+  const std::vector<int> paced_whole = evaluate({with_portfolio(records_[paced_best].cand, set)}, deadline_s);
+  paced.insert(paced.end(), paced_whole.begin(), paced_whole.end());
+  std::vector<int> plain_ids = plain_whole;
+  plain_ids.push_back(plain);
+  if (ranks_before(records_[best_of(paced)], records_[best_of(plain_ids)])) return;
+  park(paced);
+  park(plain_whole);  // the search's first round re-scores the best seed itself
 }
 
 std::vector<int> Tuner::ranking() const {
@@ -473,46 +513,7 @@ Result<TuneResult> Tuner::run() {
     }
   }
   evaluate(std::move(seeds), search_deadline);
-  // Paced-front seeds start the search only when the best of them is shorter than every other
-  // seed, each family's best re-scored with the search portfolio (the screening policies rank
-  // Nemotron-H's best paced seed 0.1 % behind the best plain one, the lean portfolio 1.5 % ahead);
-  // else they leave the ranking and the history. With all of them in the ranking they crowded the
-  // beam where they were not the best start: MiniMax at P = 16, M = 64 ended 0.5-1.6 % longer and
-  // Gemma 0.5-1.1 % (docs/tuner.md, "Paced fronts").
-  {
-    auto park = [&](const std::vector<int>& ids) {
-      for (int i : ids) {
-        records_[i].parked = true;
-        history_.erase(records_[i].key);
-      }
-    };
-    auto best_of = [&](const std::vector<int>& ids) {
-      int best = -1;
-      for (int i : ids)
-        if (records_[i].eval.feasible && records_[i].cand.baseline < 0 &&
-            (best < 0 || ranks_before(records_[i], records_[best])))
-          best = i;
-      return best;
-    };
-    const int plain = best_of(ranking());
-    std::vector<int> paced = evaluate(paced_front_seeds(space_), search_deadline);
-    const int paced_best = best_of(paced);
-    if (plain >= 0 && paced_best >= 0) {
-      const int search_set = space_.search_policy_set;
-      const std::vector<int> plain_whole = evaluate({with_portfolio(records_[plain].cand, search_set)}, search_deadline);
-      const std::vector<int> paced_whole = evaluate({with_portfolio(records_[paced_best].cand, search_set)}, search_deadline);
-      paced.insert(paced.end(), paced_whole.begin(), paced_whole.end());
-      const int a = best_of(paced);
-      std::vector<int> plain_ids = plain_whole;
-      plain_ids.push_back(plain);
-      const int b = best_of(plain_ids);
-      // Lost: the search goes on as if they had not been tried (the plain seed's re-scoring too,
-      // which the search's first round makes itself).
-      if (!ranks_before(records_[a], records_[b])) park(plain_whole), park(paced);
-    } else {
-      park(paced);
-    }
-  }
+  try_paced_fronts(search_deadline);
   report("seeds");
 
   std::mt19937_64 rng(opt_.seed * 0x9E3779B97F4A7C15ull + 1);
