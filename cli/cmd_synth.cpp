@@ -272,12 +272,16 @@ int run_synth(const SynthArgs& a) {
   s += fmt::format("  iteration     {:.3f} ms{}\n", res->makespan_ms, proof);
   s += fmt::format("  lower bound   {:.3f} ms  (gap {:.2f}%)\n", res->bound_ms, 100 * res->gap);
   if (tuned)
-    s += fmt::format("  global bound  {:.3f} ms  (any partition and placement; gap {:.2f}%)  search: {} candidates in {:.1f} s, {}{}{}\n",
+    s += fmt::format("  global bound  {:.3f} ms  (any partition and placement; gap {:.2f}%)  search: {} candidates in {:.1f} s, {}{}{}{}\n",
                      tuned->lower_bound_ms, tuned->lower_bound_ms > 0 ? 100 * (res->makespan_ms / tuned->lower_bound_ms - 1) : 0.0,
                      tuned->stats.evaluated, tuned->stats.total_s, tuned->stats.stop_reason,
                      tuned->stats.pruned > 0 ? fmt::format("; {} moves skipped by their plan floor", tuned->stats.pruned) : "",
                      tuned->stats.floor_portfolios > 0
                          ? fmt::format("; {} low-floor plans given the search portfolio", tuned->stats.floor_portfolios)
+                         : "",
+                     tuned->stats.paced_seeds > 0
+                         ? fmt::format("; {} paced-front seeds, {}", tuned->stats.paced_seeds,
+                                       tuned->stats.paced_admitted ? "admitted as starts" : "not admitted (another seed started better)")
                          : "");
   {
     // Where the iteration goes: the busiest device's own work, how far it is above the mean (load

@@ -270,9 +270,11 @@ void Tuner::try_paced_fronts(double deadline_s) {
   };
   const int plain = best_of(ranking());
   std::vector<int> paced = evaluate(paced_front_seeds(space_), deadline_s);
+  stats_.paced_seeds = static_cast<int>(paced.size());
   const int paced_best = best_of(paced);
   if (paced_best < 0) return park(paced);
-  if (plain < 0) return;  // no other seed fits: they are the only start
+  stats_.paced_admitted = true;  // until they lose below
+  if (plain < 0) return;         // no other seed fits: they are the only start
   const int set = space_.search_policy_set;
   const std::vector<int> plain_whole = evaluate({with_portfolio(records_[plain].cand, set)}, deadline_s);
   const std::vector<int> paced_whole = evaluate({with_portfolio(records_[paced_best].cand, set)}, deadline_s);
@@ -280,6 +282,7 @@ void Tuner::try_paced_fronts(double deadline_s) {
   std::vector<int> plain_ids = plain_whole;
   plain_ids.push_back(plain);
   if (ranks_before(records_[best_of(paced)], records_[best_of(plain_ids)])) return;
+  stats_.paced_admitted = false;
   park(paced);
   park(plain_whole);  // the search's first round re-scores the best seed itself
 }

@@ -92,6 +92,8 @@ struct TuneStats {
   int lean_evaluations = 0;   // candidates ordered by the lean portfolio (policy set 1)
   int whole_evaluations = 0;  // ... by the whole one (policy set 2)
   int floor_portfolios = 0;   // lean- or whole-portfolio evaluations asked for by a low plan floor
+  int paced_seeds = 0;        // paced-front seeds evaluated (several nodes only; tuner_moves.h)
+  bool paced_admitted = false;  // ... and kept as starts: their best beat every other seed
   int pruned = 0;             // moves skipped because their plan floor could not beat the beam
   int widenings = 0;          // times the beam was widened after an early convergence
   int verified = 0;           // candidates checked by verify()

@@ -57,7 +57,7 @@ std::vector<Candidate> seed_candidates(const SearchSpace& space, const std::vect
 // A device whose first stage is light gets its inputs at the pace of the heaviest stage upstream
 // and idles through most of the warm-up; equal groups keep every device busy from its first input
 // (docs/tuner.md, "Paced fronts"). The tuner lets them start the search only when the best of them
-// beats every other seed (Tuner::run).
+// beats every other seed (Tuner::try_paced_fronts).
 constexpr int kPacedFrontRounds = 3;
 std::vector<Candidate> paced_front_seeds(const SearchSpace& space);
 

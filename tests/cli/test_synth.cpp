@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -243,6 +244,49 @@ pipeline: {microbatches: 8}
   REQUIRE(std::sscanf(r.output.c_str() + at, "moves skipped by their plan floor; %ld low-floor plans given the search portfolio",
                       &given) == 1);
   CHECK(given > 0);
+  CHECK(run_cli("verify " + out).exit_code == 0);
+}
+
+TEST_CASE("cli synth: on two nodes the search reports its paced-front seeds; on one node there are none") {
+  // 26 layers (embedding, attention and MoE sublayers, a head) on 8 devices: light attention
+  // sublayers at the front make paced-front groups of one attention + one MoE layer. Here a plain
+  // seed starts better, so they are not admitted; the schedule is checked either way.
+  const std::string two = temp_path("synth-two-nodes.yaml");
+  std::ofstream(two) << R"(schema: 1
+model:
+  name: two-node-hetero
+  layer_types:
+    E: {name: embedding, forward_ms: 0.1, backward_input_ms: 0, backward_weight_ms: 0.1, activation_mb: 8, wgrad_stash_mb: 0, output_mb: 32, params_m: 100}
+    A: {name: attention, forward_ms: 0.3, backward_input_ms: 0.4, backward_weight_ms: 0.2, activation_mb: 100, wgrad_stash_mb: 30, output_mb: 32, params_m: 20}
+    X: {name: moe, forward_ms: 1.0, backward_input_ms: 1.0, backward_weight_ms: 0.9, activation_mb: 400, wgrad_stash_mb: 200, output_mb: 32, params_m: 300}
+    L: {name: head, forward_ms: 4, backward_input_ms: 4, backward_weight_ms: 3.5, activation_mb: 1500, wgrad_stash_mb: 20, output_mb: 0, params_m: 200}
+  layers: "EAXAXAXAXAXAXAXAXAXAXAXAXL"
+cluster: {devices: 8, devices_per_node: 4, link: {bandwidth_gb_per_s: 300, latency_us: 10}, inter_node_link: {bandwidth_gb_per_s: 40, latency_us: 20}}
+pipeline: {microbatches: 16}
+)";
+  const std::string out = temp_path("synth-two-nodes-out.yaml");
+  auto r = run_cli(fmt::format("synth {} --time-limit 10 -o {}", two, out));
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  const size_t at = r.output.find(" paced-front seeds, ");
+  REQUIRE(at != std::string::npos);
+  const size_t semi = r.output.rfind("; ", at);
+  REQUIRE(semi != std::string::npos);
+  CHECK(std::atoi(r.output.c_str() + semi + 2) > 0);
+  CHECK(contains(r.output, "paced-front seeds, not admitted (another seed started better)"));
+  CHECK(run_cli("verify " + out).exit_code == 0);
+  // The same model on one node of 8: no paced-front seeds, and the line does not mention them.
+  const std::string one = temp_path("synth-one-node.yaml");
+  std::string text = read_file(two);
+  for (const std::string cut : {"devices_per_node: 4, ", ", inter_node_link: {bandwidth_gb_per_s: 40, latency_us: 20}"}) {
+    REQUIRE(text.find(cut) != std::string::npos);
+    text.erase(text.find(cut), cut.size());
+  }
+  std::ofstream(one) << text;
+  auto r1 = run_cli(fmt::format("synth {} --time-limit 10 -o {}", one, out));
+  INFO(r1.output);
+  REQUIRE(r1.exit_code == 0);
+  CHECK_FALSE(contains(r1.output, "paced-front"));
   CHECK(run_cli("verify " + out).exit_code == 0);
 }
 
