@@ -178,7 +178,7 @@ Runner add_bound(CLI::App& app) {
       "--partition", args->partition,
       "Also bound this partition: balanced, balanced-memory, even or a Megatron layout");
   sub->add_option("--placement", args->placement,
-                  "Placement for --partition: sequential, looped, vshape or a list like 0,1,1,0");
+                  "Placement for --partition: sequential, interleaved or looped, v or vshape, or a list like 0,1,1,0");
   sub->add_option("--stages-per-device", args->stages_per_device,
                   "Stages per device V for --partition");
   sub->add_flag("--json", args->json, "Print the bounds as JSON");

@@ -331,13 +331,16 @@ int run_synth(const SynthArgs& a) {
 Runner add_synth(CLI::App& app) {
   auto args = std::make_shared<SynthArgs>();
   auto* sub = app.add_subcommand(
-      "synth", "Synthesize a schedule with Z3 for a partition and placement, check it and write it with its certificate");
+      "synth",
+      "Search partition, placement and order (or keep what --partition/--placement fix), refine the order "
+      "with Z3, check the schedule and write it with its certificate");
   add_spec_flags(sub, &args->spec);
   sub->add_option("--partition", args->partition,
                   "Fix the partition: balanced, balanced-memory, even (over --stages-per-device x P stages, default P), "
                   "or a Megatron --pipeline-model-parallel-layout string (absent: searched)");
   sub->add_option("--placement", args->placement,
-                  "Fix the placement: sequential, interleaved (stage s on device s mod P), v (device d holds d and 2P-1-d) "
+                  "Fix the placement: sequential, interleaved or looped (stage s on device s mod P), "
+                  "v or vshape (device d holds d and 2P-1-d) "
                   "or a list of devices per stage, e.g. 0,1,1,0 (absent: searched)");
   sub->add_option("--stages-per-device", args->stages_per_device,
                   "Stages per device V (interleaved: default 2); alone it fixes the placement to interleaved with V");
