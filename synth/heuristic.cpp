@@ -408,7 +408,10 @@ std::vector<ListPolicy> heuristic_policies(const OpDag& dag) {
   return out;
 }
 
-Result<HeuristicResult> heuristic_schedule(const OpDag& dag, const HeuristicOptions& options) {
+namespace {
+
+// The policies heuristic_schedule() runs before the perturbations.
+std::vector<ListPolicy> portfolio_policies(const OpDag& dag, const HeuristicOptions& options) {
   std::vector<ListPolicy> policies = heuristic_policies(dag);
   if (!options.portfolio) policies.resize(1);
   if (options.lean)
@@ -417,6 +420,18 @@ Result<HeuristicResult> heuristic_schedule(const OpDag& dag, const HeuristicOpti
                                     return !p.by_tail && (p.w_mode == ListPolicy::WMode::kEager || !p.oldest_first);
                                   }),
                    policies.end());
+  return policies;
+}
+
+}  // namespace
+
+int portfolio_runs(const OpDag& dag, const HeuristicOptions& options) {
+  const int restarts = options.portfolio ? std::max(0, options.random_restarts) : 0;
+  return static_cast<int>(portfolio_policies(dag, options).size()) + restarts + (dag.mem_limited ? 1 : 0);
+}
+
+Result<HeuristicResult> heuristic_schedule(const OpDag& dag, const HeuristicOptions& options) {
+  const std::vector<ListPolicy> policies = portfolio_policies(dag, options);
   ListPolicy serial;
   serial.serial = true;
   HeuristicResult res;
@@ -428,6 +443,10 @@ Result<HeuristicResult> heuristic_schedule(const OpDag& dag, const HeuristicOpti
   constexpr size_t kJustified = 4;
   std::vector<Entry> top;  // the shortest orders so far, shortest first
   auto consider = [&](const ListPolicy& p) {
+    if (res.stopped || (options.stop && options.stop())) {
+      res.stopped = true;
+      return;
+    }
     ++res.tried;
     // An order is kept only if shorter than the best (or, with justification, than the last of
     // the full top list): give up on it as soon as it cannot be.
@@ -469,10 +488,12 @@ Result<HeuristicResult> heuristic_schedule(const OpDag& dag, const HeuristicOpti
     }
   }
   if (!have || dag.mem_limited) consider(serial);
+  if (!have && res.stopped) return Status::error(ErrorCode::kRuntime, "stopped before any policy finished");
   if (!have) {
     return Status::error(ErrorCode::kInfeasible,
                          "no policy (not even one microbatch at a time) respects the memory caps");
   }
+  if (res.stopped) return res;  // the caller discards it: no justification
   for (Entry& e : top) {
     if (!justify_in_place(dag, e.order, options.justify_rounds)) continue;
     if (e.order.makespan < res.best.makespan) {

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <string>
 #include <vector>
@@ -63,6 +64,10 @@ struct HeuristicOptions {
   // Give up on a policy's list schedule once it can no longer be kept (list_schedule's abandon_at):
   // the same result, about a third less time in the tuner (docs/tuner.md). false: run every one out.
   bool abandon = true;
+  // Checked before each policy: once it returns true no further policy starts, and the result says
+  // `stopped` (it holds the best of the policies that ran; an error if none finished). For callers
+  // with a wall-clock deadline that discard a stopped result (the tuner); empty: never stops.
+  std::function<bool()> stop;
 };
 
 struct HeuristicResult {
@@ -71,11 +76,15 @@ struct HeuristicResult {
   int tried = 0;
   int failed = 0;      // policies that got stuck on memory
   int abandoned = 0;   // policies given up once they could no longer make the kept orders
+  bool stopped = false;  // options.stop cut the portfolio short
 };
 
 // The portfolio's policies in the order they are tried.
 std::vector<ListPolicy> heuristic_policies(const OpDag& dag);
 
+// How many list schedules heuristic_schedule(dag, options) runs at most: its policies, the
+// perturbations and the serial policy (where memory is capped). For sizing a portfolio to a budget.
+int portfolio_runs(const OpDag& dag, const HeuristicOptions& options);
 // Fails (kInfeasible) only if even the serial policy cannot respect the caps.
 Result<HeuristicResult> heuristic_schedule(const OpDag& dag, const HeuristicOptions& options = {});
 

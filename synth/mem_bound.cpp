@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 #include <limits>
 #include <queue>
 #include <vector>
@@ -181,15 +182,26 @@ struct Orders {
 
 // Sorts idx by (key, index) by insertion: the orders are kept from one call to the next and
 // change little, so this is close to linear; the result does not depend on the previous order.
+// The first call, and one after a large change, would be quadratic: once the moves pass a few
+// times k·log k the rest is left to std::sort (the order is total, so the result is the same).
 void resort(std::vector<int>& idx, const Times& key, uint64_t& work) {
   auto less = [&](int a, int b) { return key[a] != key[b] ? key[a] < key[b] : a < b; };
-  for (size_t x = 1; x < idx.size(); ++x) {
+  const size_t k = idx.size();
+  const uint64_t full_sort = static_cast<uint64_t>(k) * (std::bit_width(k) + 1);
+  uint64_t moves = 0;
+  for (size_t x = 1; x < k; ++x) {
     const int v = idx[x];
     size_t y = x;
     while (y > 0 && less(v, idx[y - 1])) idx[y] = idx[y - 1], --y;
     idx[y] = v;
-    work += 1 + (x - y);
+    moves += 1 + (x - y);
+    if (moves > 4 * full_sort) {
+      std::sort(idx.begin(), idx.end(), less);
+      moves += full_sort;
+      break;
+    }
   }
+  work += moves;
 }
 
 // Ranks in earliest-start order: the ops' leaf positions in a Θ-Λ tree.
@@ -418,6 +430,7 @@ class Propagator {
         dirty_[r] = 0;
         any = true;
         if (!filter_resource(r)) return Outcome::kRefuted;
+        if (work_ > cap_) return Outcome::kOutOfWork;  // one resource's filter can be long (k log k)
       }
       if (!any && fwd_head_ == fwd_.size() && bwd_head_ == bwd_.size()) return Outcome::kFixpoint;
     }
@@ -705,7 +718,7 @@ DestructiveBound destructive_lower_bound(const OpDag& dag, const DestructiveOpti
   // the search: where the bound is already tight every trial must
   // find an order at or near the optimum, the hard part, and this wastes at most that half.
   int64_t hi = upper;  // trials stay below this
-  if (opt.search_work > 0 && refuted + 1 < hi) {
+  if (opt.search_work > 0 && refuted + 1 < hi && DeviceReach::affordable(dag)) {
     DeviceReach reach(dag);
     PairSearch search(dag, reach, prop, work);
     const uint64_t limit = work + opt.search_work;

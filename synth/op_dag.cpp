@@ -375,6 +375,15 @@ Status add_memory_edges(OpDag& dag) {
   return Status::ok();
 }
 
+int64_t default_dag_ops(const Problem& problem) {
+  int64_t per_mb = 0;
+  for (int s = 0; s < problem.num_stages(); ++s) {
+    per_mb += problem.stages[s].split_backward ? 3 : 2;
+    if (s + 1 < problem.num_stages() && problem.stages[s + 1].device != problem.stages[s].device) per_mb += 2;
+  }
+  return per_mb * problem.microbatches;
+}
+
 DeviceReach::DeviceReach(const OpDag& dag) {
   const int n = dag.num_ops();
   words_ = (static_cast<size_t>(n) + 63) / 64;

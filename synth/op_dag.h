@@ -23,6 +23,8 @@
 //    are longest paths over all edges present.
 #pragma once
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -123,6 +125,10 @@ struct OpDag {
 // (kInfeasible, message names the device; infeasible.h gives the full explanation).
 Result<OpDag> build_op_dag(const Problem& problem, const DagOptions& options = {});
 
+// The ops build_op_dag(problem) would make with comm streams, without building it: F, I and W (or
+// B) of every stage and microbatch, and a transfer each way across every boundary between devices.
+int64_t default_dag_ops(const Problem& problem);
+
 // Adds the precedences the memory cap implies when microbatches run in order per (stage, kind):
 // before F(s,m) allocates, the live memory of stage s and of the stages of its device upstream of it
 // (which cannot free a microbatch before stage s has run its I) must fit, which forces I(s, r-1)
@@ -149,9 +155,21 @@ enum class EdgeSet : unsigned char { kAll, kDataOnly };
 Result<TimedOrder> evaluate_order(const OpDag& dag, std::vector<std::vector<int>> order,
                                   EdgeSet edges = EdgeSet::kAll, bool check_memory = true);
 
-// Transitive closure of the DAG: reaches(a, b) == there is a path a -> b (n² bits).
+// Transitive closure of the DAG: reaches(a, b) == there is a path a -> b (n² bits). Its users
+// (the Z3 encoding, the destructive bound's pair search) only build it where `affordable(dag)`:
+// beyond kMaxBytes (about 65,000 ops, e.g. 56 stages × 200 microbatches with their transfers) the
+// table alone would take gigabytes and seconds to fill, and neither user could do anything useful
+// with so many ops in a time limit anyway.
 class DeviceReach {
  public:
+  static constexpr size_t kMaxBytes = size_t{512} << 20;
+  static size_t bytes_for(int ops) {
+    const size_t words = (static_cast<size_t>(ops) + 63) / 64;
+    return static_cast<size_t>(ops) * words * sizeof(uint64_t);
+  }
+  static bool affordable(int64_t ops) { return bytes_for(static_cast<int>(std::min<int64_t>(ops, 1 << 30))) <= kMaxBytes; }
+  static bool affordable(const OpDag& dag) { return affordable(dag.num_ops()); }
+
   explicit DeviceReach(const OpDag& dag);
   bool reaches(int a, int b) const {
     return (bits_[static_cast<size_t>(a) * words_ + b / 64] >> (b % 64)) & 1;

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <thread>
@@ -239,11 +240,32 @@ struct Driver {
     const int K = meets ? 1 : std::max(1, opt.contexts);
     budget = opt.rlimit ? opt.rlimit
                         : static_cast<uint64_t>(std::max(0.0, opt.time_limit_s) * rlimit_per_second() * K);
-    DeviceReach reach(dag);
     // Loading an encoding costs in proportion to its size, and Z3 neither stops for the rlimit nor
     // for its timeout while it internalizes: one too large for the budget would overrun the caller's
     // time limit many times over (48 stages x 32 microbatches on 8 devices: minutes for a 10 s
     // budget). Such an encoding is not built; the incumbent stands. Deterministic: sizes and rlimit.
+    // Sizing it needs the reachability table (n² bits); where even the 4 units per op exceed the
+    // budget, or the table would not be affordable, the encoding is skipped without it.
+    if (!DeviceReach::affordable(dag)) {
+      if (meets) return Status::ok();  // only the SMT-LIB2 dump needed it: not written
+      res.status = fmt::format("skipped: {} ops are too many for the pair encoding (its reachability table alone "
+                               "would take {:.1f} GB)",
+                               dag.num_ops(), static_cast<double>(DeviceReach::bytes_for(dag.num_ops())) / 1e9);
+      report("skipped");
+      return Status::ok();
+    }
+    if (!meets) {
+      const uint64_t floor = kLoadRlimitPerUnit * 4ull * static_cast<uint64_t>(dag.num_ops());
+      if (budget / static_cast<uint64_t>(K) < floor) {
+        res.status = fmt::format("skipped: an encoding of {} ops needs at least {:.0f} s to load, more than the "
+                                 "{:.1f} s budget",
+                                 dag.num_ops(), static_cast<double>(floor) / rlimit_per_second(),
+                                 static_cast<double>(budget) / K / rlimit_per_second());
+        report("skipped");
+        return Status::ok();
+      }
+    }
+    DeviceReach reach(dag);
     if (!meets) {
       const int64_t size = encoding_size(dag, reach);
       const uint64_t need = kLoadRlimitPerUnit * static_cast<uint64_t>(size);
@@ -276,6 +298,7 @@ struct Driver {
       std::ofstream out(opt.dump_smt2, std::ios::binary);
       out << encs[0]->to_smt2();
       if (!out) return Status::bad_input(fmt::format("cannot write '{}'", opt.dump_smt2));
+      res.smt2_written = true;
     }
     if (meets) return Status::ok();
     const uint64_t total = budget;
@@ -398,6 +421,7 @@ Result<SolveResult> solve(const OpDag& dag, const TimedOrder& incumbent, int64_t
 }
 
 double encoding_load_seconds(const OpDag& dag) {
+  if (!DeviceReach::affordable(dag)) return std::numeric_limits<double>::infinity();
   const DeviceReach reach(dag);
   return static_cast<double>(kLoadRlimitPerUnit) * static_cast<double>(encoding_size(dag, reach)) /
          static_cast<double>(rlimit_per_second());

@@ -64,6 +64,7 @@ struct SolveResult {
   bool improved = false;   // Z3 found a better order than the incumbent
   int free_pairs = 0;      // size of the encoding
   int memory_constraints = 0;
+  bool smt2_written = false;  // options.dump_smt2 was written (not when the encoding is not built)
 };
 
 // Resource units per second of one context assumed when deriving the rlimit budget from a time
@@ -71,7 +72,8 @@ struct SolveResult {
 uint64_t rlimit_per_second();
 
 // Seconds of one context's budget that loading the encoding of `dag` takes (the estimate solve()
-// uses to skip encodings too large for its budget; deterministic: sizes only).
+// uses to skip encodings too large for its budget; deterministic: sizes only). Infinity when the
+// encoding is never built (DeviceReach::affordable is false).
 double encoding_load_seconds(const OpDag& dag);
 
 Result<SolveResult> solve(const OpDag& dag, const TimedOrder& incumbent, int64_t lower_bound,

@@ -28,6 +28,33 @@ using Clock = std::chrono::steady_clock;
 // The most the destructive bound's search may take, in seconds of the budget (see step 3b).
 constexpr double kBoundSearchMaxS = 2.0;
 
+// List-scheduling steps (one op placed by one policy) per second assumed when sizing the heuristic's
+// portfolio to the budget (measured on this project's 2-core machine: 19 lean policies on 325,632
+// ops in 3.3 s, 1.9 M/s; the whole portfolio, where many policies are abandoned early, 6 M/s).
+constexpr double kListStepsPerSecond = 2e6;
+
+// The heuristic's options for this DAG and budget. Its whole portfolio (about 40 policies, 32
+// perturbations, justification) takes about (policies × ops) steps; where that exceeds half the
+// budget (at least 1 s of it) the portfolio is trimmed — the lean policies and fewer perturbations,
+// or the first policy alone — so that a plan of 10^5+ ops keeps to the time limit (Gemma-like at
+// P = 4, M = 4096: the whole portfolio alone took 5 s of a 5 s limit). Deterministic: sizes and
+// budget only.
+HeuristicOptions sized_heuristic(const OpDag& dag, double budget_s) {
+  HeuristicOptions ho;
+  const double affordable = std::max(0.5 * budget_s, 1.0) * kListStepsPerSecond / std::max(1, dag.num_ops());
+  if (affordable >= portfolio_runs(dag, ho)) return ho;
+  ho.lean = true;
+  ho.random_restarts = 0;
+  const int lean = portfolio_runs(dag, ho);
+  if (affordable >= lean) {
+    ho.random_restarts = static_cast<int>(affordable) - lean;
+  } else {
+    ho.portfolio = false;
+    ho.justify_rounds = 1;
+  }
+  return ho;
+}
+
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 std::string fmt_ms(double ms) { return fmt::format("{:.4f}", ms); }
@@ -102,7 +129,11 @@ Result<SynthResult> synthesize(const Problem& problem, const SynthOptions& opt, 
   }
 
   // 3. Heuristic, and the baselines as alternative seeds.
-  Result<HeuristicResult> h = heuristic_schedule(dag);
+  const double budget_s =
+      opt.rlimit ? static_cast<double>(opt.rlimit) /
+                       (static_cast<double>(rlimit_per_second()) * std::max(1, opt.contexts))
+                 : std::max(0.0, opt.time_limit_s);
+  Result<HeuristicResult> h = heuristic_schedule(dag, sized_heuristic(dag, budget_s));
   if (!h.ok()) {
     return Status::error(ErrorCode::kRuntime,
                          fmt::format("internal error: the memory limit looked feasible, but {}", h.status().message()));
@@ -112,7 +143,15 @@ Result<SynthResult> synthesize(const Problem& problem, const SynthOptions& opt, 
   Seed seed;
   seed.order = h->best;
   seed.source = fmt::format("heuristic {}", h->policy);
+  const double heuristic_s = seconds_since(t0);
   if (opt.use_baselines) try_baselines(problem, dag, out, seed);
+  if (opt.progress) {
+    opt.progress(fmt::format("[heuristic] {:.3f} ms ({}; {} policies, {:.2f} s), {} {:.2f} s; {} ops",
+                             out.heuristic_ms, h->policy, h->tried, heuristic_s,
+                             out.best_baseline.empty() ? std::string("no baseline fits,")
+                                                       : fmt::format("best baseline {:.3f} ms,", out.best_baseline_ms),
+                             seconds_since(t0) - heuristic_s, dag.num_ops()));
+  }
 
   // 3b. The destructive bound (propagation on trial makespans, then a complete search; mem_bound.h)
   // between the bound and the incumbent. Where it closes the gap no Z3 runs; elsewhere Z3 starts
@@ -122,10 +161,6 @@ Result<SynthResult> synthesize(const Problem& problem, const SynthOptions& opt, 
   // proven in 0.8 s, where Z3 needs 18 s — but on thousands of ops it rarely finishes a trial, and
   // Z3's LNS finds orders there better: the cap keeps it from eating their budget.)
   const double steps_per_s = static_cast<double>(bound_steps_per_second());
-  const double budget_s =
-      opt.rlimit ? static_cast<double>(opt.rlimit) /
-                       (static_cast<double>(rlimit_per_second()) * std::max(1, opt.contexts))
-                 : std::max(0.0, opt.time_limit_s);
   double bound_s = 0;      // its wall time
   double bound_share = 0;  // the budget it used, as a fraction
   if (seed.order.makespan > lb_units) {

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <limits>
@@ -212,13 +213,31 @@ std::vector<int> Tuner::evaluate(std::vector<Candidate> cands, double deadline_s
   const int n = static_cast<int>(fresh.size());
   std::vector<Evaluation> evals(n);
   std::vector<char> ran(n, 0);
+  // Past the deadline no evaluation starts, and one under way stops at its next policy and is
+  // dropped (on plans of 10^5+ ops one takes seconds) — unless nothing feasible has been found
+  // yet: the search must end with a plan.
+  // The deadline moves earlier by finish_s_per_op per op of the best plan (the first feasible one
+  // of this call while there is none yet): the seeds alone can take seconds on such plans.
+  std::atomic<bool> have_feasible{false};
+  std::atomic<int64_t> best_ops{0};
+  {
+    const std::vector<int> rank = ranking();
+    if (!rank.empty() && records_[rank[0]].eval.feasible) have_feasible = true, best_ops = records_[rank[0]].eval.ops;
+  }
+  auto deadline = [&] { return std::min(deadline_s, opt_.time_limit_s - opt_.finish_s_per_op * static_cast<double>(best_ops.load())); };
+  auto past_deadline = [&] { return have_feasible && elapsed() > deadline(); };
   parallel_for(
       n, std::max(1, opt_.threads),
       [&](int i) {
-        evals[i] = evaluate_candidate(spec_, fresh[i]);
-        ran[i] = 1;
+        evals[i] = evaluate_candidate(spec_, fresh[i], past_deadline);
+        ran[i] = !evals[i].stopped;
+        if (evals[i].feasible) {
+          int64_t none = 0;
+          best_ops.compare_exchange_strong(none, evals[i].ops);
+          have_feasible = true;
+        }
       },
-      [&] { return elapsed() > deadline_s; });
+      [&] { return elapsed() > deadline(); });
   std::vector<int> added;
   for (int i = 0; i < n; ++i) {
     if (!ran[i]) continue;
@@ -495,8 +514,16 @@ Result<TuneResult> Tuner::run() {
   const double limit = std::max(0.0, opt_.time_limit_s);
   const double z3_share = opt_.z3_candidates > 0 ? std::clamp(opt_.z3_time_fraction, 0.0, 0.9) : 0.0;
   // The end (verify) gets a tenth; Z3 its share; the search the rest.
-  const double search_deadline = limit * (0.9 - z3_share);
+  const double planned_search_end = limit * (0.9 - z3_share);
   const double z3_deadline = limit * 0.9;
+  // What follows the search takes time in proportion to the best plan's ops: the search ends that
+  // much earlier (a deadline that only moves when the best plan changes).
+  auto reserve = [&] {
+    const std::vector<int> rank = ranking();
+    const int64_t ops = !rank.empty() && records_[rank[0]].eval.feasible ? records_[rank[0]].eval.ops : 0;
+    return opt_.finish_s_per_op * static_cast<double>(ops);
+  };
+  auto search_deadline = [&] { return std::min(planned_search_end, limit - reserve()); };
 
   const std::vector<int>* fc = space_.fixed_partition ? &fixed_cuts_ : nullptr;
   const std::vector<int>* fp = space_.fixed_placement ? &fixed_placement_ : nullptr;
@@ -515,8 +542,8 @@ Result<TuneResult> Tuner::run() {
       seeds.insert(seeds.begin(), {c, e});
     }
   }
-  evaluate(std::move(seeds), search_deadline);
-  try_paced_fronts(search_deadline);
+  evaluate(std::move(seeds), search_deadline());
+  try_paced_fronts(search_deadline());
   report("seeds");
 
   std::mt19937_64 rng(opt_.seed * 0x9E3779B97F4A7C15ull + 1);
@@ -532,7 +559,7 @@ Result<TuneResult> Tuner::run() {
   kicks_ = std::max(0, opt_.kicks_per_round);
   if (!searchable) stats_.stop_reason = "fixed";
   while (searchable) {
-    if (elapsed() > search_deadline) {
+    if (elapsed() > search_deadline()) {
       stats_.stop_reason = "time limit";
       break;
     }
@@ -595,7 +622,7 @@ Result<TuneResult> Tuner::run() {
     double prune_ms = std::numeric_limits<double>::infinity();
     if (any_feasible && static_cast<int>(beam.size()) == beam_width_) prune_ms = records_[beam.back()].eval.makespan_ms;
     const int before = stats_.evaluated;
-    evaluate(std::move(moves), search_deadline, true, prune_ms);
+    evaluate(std::move(moves), search_deadline(), true, prune_ms);
     ++stats_.rounds;
     const bool evaluated_any = stats_.evaluated > before;
     rank = ranking();
@@ -623,7 +650,7 @@ Result<TuneResult> Tuner::run() {
       // Converged early: while at most 80 % of the search time is spent, widen the beam (up to 8x)
       // and the random kicks (up to 64 per member) and go on from the same history.
       const int max_beam = 8 * std::max(1, opt_.beam_width);
-      if (opt_.widen_on_convergence && elapsed() < 0.8 * search_deadline && (beam_width_ < max_beam || kicks_ < 64)) {
+      if (opt_.widen_on_convergence && elapsed() < 0.8 * search_deadline() && (beam_width_ < max_beam || kicks_ < 64)) {
         if (beam_width_ < max_beam) beam_width_ *= 2;
         kicks_ = std::min(64, std::max(1, kicks_ * 2));
         stale = 0;
@@ -646,7 +673,7 @@ Result<TuneResult> Tuner::run() {
         polish.push_back(with_portfolio(r.cand, 2));
     }
     // Outside the evaluation budget (they re-score what the result is made of), inside the time.
-    evaluate(std::move(polish), limit * 0.9, false);
+    evaluate(std::move(polish), std::min(limit * 0.9, limit - reserve()), false);
   }
   stats_.search_s = elapsed();
   std::vector<int> rank = ranking();

@@ -59,6 +59,10 @@ struct TuneOptions {
   int microbatches = 0;                // 0: spec.pipeline.microbatches
   std::optional<double> memory_gb;     // per device; unset: spec.cluster.memory_gb; 0 = unlimited
   double time_limit_s = 60;            // wall clock for everything (search, Z3, verify)
+  // Seconds per op of the best plan's DAG kept back from the search for what follows it (the
+  // checker here, and a caller's own steps: pipesmith synth sets it). 0: none. On plans of 10^5+
+  // ops (M in the thousands) those steps take seconds, and the search ends early to leave them.
+  double finish_s_per_op = 0;
   uint64_t seed = 0;                   // random kicks of the local search
   int threads = 2;                     // parallel candidate evaluations
   int max_stages_per_device = 8;       // k: S ≤ k·P

@@ -207,7 +207,7 @@ Result<Problem> dag_problem(const Spec& spec, const Candidate& c, bool fused_bac
   return pr;
 }
 
-Evaluation evaluate_candidate(const Spec& spec, const Candidate& c) {
+Evaluation evaluate_candidate(const Spec& spec, const Candidate& c, const std::function<bool()>& stop) {
   const auto t0 = std::chrono::steady_clock::now();
   Evaluation e;
   auto done = [&]() -> Evaluation {
@@ -288,6 +288,10 @@ Evaluation evaluate_candidate(const Spec& spec, const Candidate& c) {
     const OpDag& dag = *dagp;
     bool have = false;
     auto consider = [&](const ListPolicy& p) {
+      if (e.stopped || (stop && stop())) {
+        e.stopped = true;
+        return;
+      }
       // Kept only if shorter than the best so far: given up as soon as it cannot be.
       Result<TimedOrder> t =
           list_schedule(dag, p, have ? e.order.makespan : std::numeric_limits<int64_t>::max());
@@ -302,12 +306,14 @@ Evaluation evaluate_candidate(const Spec& spec, const Candidate& c) {
       for (const ListPolicy& p : screening_policies()) consider(p);
     } else {
       HeuristicOptions ho;
+      ho.stop = stop;
       if (c.policy_set == 1) {
         ho.lean = true;
         ho.random_restarts = 1;
       }
       Result<HeuristicResult> h = heuristic_schedule(dag, ho);
-      if (h.ok()) {
+      if (h.ok() && h->stopped) e.stopped = true;
+      if (h.ok() && !e.stopped) {
         e.order = std::move(h->best);
         e.policy = h->policy;
         have = true;
@@ -315,19 +321,28 @@ Evaluation evaluate_candidate(const Spec& spec, const Candidate& c) {
       const std::string portfolio_winner = e.policy;
       for (const ListPolicy& p : extended_policies()) consider(p);
       // An extended policy's winner has not been through the portfolio's justification.
-      if (have && e.policy != portfolio_winner && justify_in_place(dag, e.order)) e.policy += " + justified";
+      if (have && !e.stopped && e.policy != portfolio_winner && justify_in_place(dag, e.order)) e.policy += " + justified";
     }
-    if (!have && c.policy_set == 0) {
+    if (!have && !e.stopped && c.policy_set == 0) {
       // The screening policies got stuck on memory: the full portfolio ends with the serial
       // policy, which succeeds whenever the cap admits any schedule.
-      Result<HeuristicResult> h = heuristic_schedule(dag);
-      if (h.ok()) {
+      HeuristicOptions ho;
+      ho.stop = stop;
+      Result<HeuristicResult> h = heuristic_schedule(dag, ho);
+      if (h.ok() && !h->stopped) {
         e.order = std::move(h->best);
         e.policy = h->policy;
         have = true;
+      } else if (h.ok() || (stop && stop())) {
+        e.stopped = true;
       } else {
         e.why = h.status().message();
       }
+    }
+    if (e.stopped) {
+      e.why = "stopped at the deadline";
+      e.order = TimedOrder{};
+      return done();
     }
     if (!have) {
       if (e.why.empty()) e.why = "no list-scheduling policy respects the memory caps";
@@ -335,6 +350,7 @@ Evaluation evaluate_candidate(const Spec& spec, const Candidate& c) {
     }
   }
   e.feasible = true;
+  e.ops = default_dag_ops(problem);  // whatever DAG timed it: the checker's and synthesize()'s
   e.makespan_ms = dagp->to_ms(e.order.makespan);
   measure_timeline(*dagp, e.order, e);
   return done();

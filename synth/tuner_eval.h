@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <string>
 #include <vector>
@@ -65,6 +66,8 @@ struct Evaluation {
   std::vector<double> busy_ms, boundary_idle_ms, residual_idle_ms;  // per device, on the timeline
   double excess_mb = 0;                  // max over devices of min_footprint − cap (> 0: infeasible)
   double seconds = 0;                    // wall time of this evaluation (statistics only)
+  bool stopped = false;                  // `stop` cut it short: not an evaluation, discard it
+  int64_t ops = 0;                       // default_dag_ops of its problem
 };
 
 // The order of a compute-only `schedule` as op ids of `dag`, op for op: a B must meet a B of the
@@ -89,7 +92,9 @@ DagOptions eval_dag_options(const Candidate& c, const Problem& p);
 // tells whether the order respects every edge of `to` (else it was timed on data edges only).
 Result<TimedOrder> retime_on(const OpDag& from, const TimedOrder& order, const OpDag& to, bool* on_full_dag);
 
-// `spec` already carries the devices, microbatches and memory cap the tuner works with.
-Evaluation evaluate_candidate(const Spec& spec, const Candidate& c);
+// `spec` already carries the devices, microbatches and memory cap the tuner works with. `stop` is
+// checked before each list-scheduling policy; once it returns true the evaluation ends with
+// `stopped` set (on plans of 10^5+ ops one evaluation takes seconds: a deadline must not wait for it).
+Evaluation evaluate_candidate(const Spec& spec, const Candidate& c, const std::function<bool()>& stop = {});
 
 }  // namespace ps::tuner_detail
