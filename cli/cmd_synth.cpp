@@ -336,7 +336,11 @@ int run_synth(const SynthArgs& a) {
     if (!st.is_ok()) return report_error(st);
     s += fmt::format("wrote {}\n", a.svg_path);
   }
-  if (!a.smt2_path.empty()) s += fmt::format("wrote {}\n", a.smt2_path);
+  if (!a.smt2_path.empty()) {
+    s += res->solve.smt2_written
+             ? fmt::format("wrote {}\n", a.smt2_path)
+             : fmt::format("not written: {} (Z3 built no encoding of this plan; the solver line says why)\n", a.smt2_path);
+  }
   std::fputs(s.c_str(), info);
   return 0;
 }

@@ -133,7 +133,8 @@ Result<SynthResult> synthesize(const Problem& problem, const SynthOptions& opt, 
       opt.rlimit ? static_cast<double>(opt.rlimit) /
                        (static_cast<double>(rlimit_per_second()) * std::max(1, opt.contexts))
                  : std::max(0.0, opt.time_limit_s);
-  Result<HeuristicResult> h = heuristic_schedule(dag, sized_heuristic(dag, budget_s));
+  const HeuristicOptions hopt = sized_heuristic(dag, budget_s);
+  Result<HeuristicResult> h = heuristic_schedule(dag, hopt);
   if (!h.ok()) {
     return Status::error(ErrorCode::kRuntime,
                          fmt::format("internal error: the memory limit looked feasible, but {}", h.status().message()));
@@ -146,8 +147,11 @@ Result<SynthResult> synthesize(const Problem& problem, const SynthOptions& opt, 
   const double heuristic_s = seconds_since(t0);
   if (opt.use_baselines) try_baselines(problem, dag, out, seed);
   if (opt.progress) {
-    opt.progress(fmt::format("[heuristic] {:.3f} ms ({}; {} policies, {:.2f} s), {} {:.2f} s; {} ops",
-                             out.heuristic_ms, h->policy, h->tried, heuristic_s,
+    const std::string trimmed = !hopt.portfolio ? ", portfolio cut to one policy for the budget"
+                                : hopt.lean ? ", lean portfolio for the budget"
+                                            : "";
+    opt.progress(fmt::format("[heuristic] {:.3f} ms ({}; {} policies{}, {:.2f} s), {} {:.2f} s; {} ops",
+                             out.heuristic_ms, h->policy, h->tried, trimmed, heuristic_s,
                              out.best_baseline.empty() ? std::string("no baseline fits,")
                                                        : fmt::format("best baseline {:.3f} ms,", out.best_baseline_ms),
                              seconds_since(t0) - heuristic_s, dag.num_ops()));
@@ -267,6 +271,7 @@ Result<SynthResult> synthesize(const Problem& problem, const SynthOptions& opt, 
     if (nq_best && nq_best->makespan < fin.best.makespan) b.device_hint = nq_best;
     Result<SolveResult> rb = solve(dag, fin.best, fin.best.makespan > fin.bound ? fin.bound : fin.best.makespan, b);
     if (!rb.ok()) return rb.status();
+    fin.smt2_written = rb->smt2_written;
     if (rb->best.makespan < fin.best.makespan) fin.best = rb->best;
     if (fin.best.makespan > fin.bound || rb->checks > 0) absorb(*rb, "comm-stream");
   }

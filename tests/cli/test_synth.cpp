@@ -341,3 +341,26 @@ TEST_CASE("cli synth: when Z3 could not load a typical plan's encoding, the sear
     CHECK(!contains(r.output, "Z3 cannot load"));
   }
 }
+
+TEST_CASE("cli synth: a plan of 72,000 ops keeps to its budget — the portfolio is sized, Z3's encodings are skipped "
+          "with their reasons, and the SMT-LIB2 dump is reported as not written") {
+  // Nemotron-H-like on 4 devices in a V, M = 2000: 48,000 compute ops and 24,000 transfers. Before,
+  // plans this size built an n² reachability table (28 GB at M = 8192 on 12 stages: std::bad_alloc)
+  // and ran a whole portfolio whatever the time limit.
+  const std::string smt2 = temp_path("synth-big.smt2");
+  const std::string out = temp_path("synth-big.yaml");
+  std::remove(smt2.c_str());
+  auto r = run_cli(fmt::format("synth {} --devices 4 --microbatches 2000 --partition balanced --placement v "
+                               "--time-limit 1 --dump-smt2 {} -o {}",
+                               source_path("configs/models/nemotron-h-like.yaml"), smt2, out));
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK(contains(r.output, "; 72000 ops\n"));                     // the heuristic's progress line
+  CHECK(contains(r.output, "lean portfolio for the budget"));     // 1 s does not buy the whole one
+  CHECK(contains(r.output, "no-queue: skipped: an encoding of 48000 ops needs at least"));
+  CHECK(contains(r.output, "comm-stream: skipped: 72000 ops are too many for the pair encoding"));
+  CHECK(contains(r.output, "not written: " + smt2));
+  CHECK_FALSE(std::ifstream(smt2).good());
+  CHECK(contains(r.output, "valid under rendezvous semantics"));  // synth's own checker run
+  CHECK(contains(r.output, "M = 2000 microbatches"));
+}

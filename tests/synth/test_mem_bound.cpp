@@ -4,6 +4,7 @@
 // Jackson's bound where the cap binds, and it is deterministic under its work caps.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -263,4 +264,70 @@ TEST_CASE("destructive bound: deterministic, and a spent work cap still returns 
   CHECK(c.bound.units >= dag_lower_bound(dag).units);
   CHECK(c.bound.units <= opt);
   CHECK(c.work < 1'000'000);
+}
+
+TEST_CASE("plans of 10^5 ops: no reachability table, the bound keeps to its work cap, solve() skips at once") {
+  // 8 stages in a V over 4 devices × 3000 microbatches: 72,000 compute ops and 36,000 transfers
+  // (the V's turn stays on device 3). Its reachability table would take 1.5 GB; at M = 8192 on a
+  // 12-stage plan, 28 GB (synth ended in std::bad_alloc).
+  HandProblem h;
+  h.devices = 4;
+  h.stages_per_device = 2;
+  h.microbatches = 3000;
+  h.heterogeneous = true;
+  const OpDag dag = dag_of(h);
+  CHECK(dag.num_ops() == default_dag_ops(make_hand_problem(h)));
+  CHECK(dag.num_ops() == 108000);
+  CHECK_FALSE(DeviceReach::affordable(dag));
+  CHECK(std::isinf(encoding_load_seconds(dag)));
+  HeuristicOptions first;
+  first.portfolio = false;
+  Result<HeuristicResult> hr = heuristic_schedule(dag, first);
+  REQUIRE(hr.ok());
+
+  // Propagation stops near its cap: one resource's filter past it at most (10 M steps on 27,000
+  // ops). It took 1,750 M steps when a round filtered every resource before looking at the cap and
+  // the first sort of each resource's ops was an insertion sort (191 M with the first fix alone).
+  // The pair search, which needs the table, does not run.
+  DestructiveOptions o;
+  o.upper = 2 * hr->best.makespan;  // above the DAG bound, which the list schedule meets here
+  o.work_cap = 1'000'000;
+  o.search_work = 50'000'000;
+  const DestructiveBound b = destructive_lower_bound(dag, o);
+  INFO("work " << b.work);
+  CHECK(b.work < 30'000'000);
+  CHECK(b.nodes == 0);
+  CHECK(b.bound.units >= dag_lower_bound(dag).units);
+  CHECK(b.bound.units <= hr->best.makespan);
+  CHECK(b.trials >= 1);
+
+  // solve(): skipped with the reason, the incumbent kept, no Z3 check.
+  SolveOptions so;
+  so.time_limit_s = 1000;
+  Result<SolveResult> r = solve(dag, hr->best, 0, so);  // from bound 0: the heuristic never meets it
+  REQUIRE(r.ok());
+  INFO(r->status);
+  CHECK(r->status.find("108000 ops are too many for the pair encoding") != std::string::npos);
+  CHECK(r->best.makespan == hr->best.makespan);
+  CHECK(r->checks == 0);
+}
+
+TEST_CASE("solve(): an encoding whose 4 units per op already exceed the budget is skipped before it is sized") {
+  HandProblem h;
+  h.devices = 4;
+  h.microbatches = 1500;  // 27,000 ops: the table is affordable, the budget is not
+  const OpDag dag = dag_of(h);
+  REQUIRE(DeviceReach::affordable(dag));
+  HeuristicOptions first;
+  first.portfolio = false;
+  Result<HeuristicResult> hr = heuristic_schedule(dag, first);
+  REQUIRE(hr.ok());
+  SolveOptions so;
+  so.rlimit = 1'000'000;  // 0.5 s of one context; loading 27,000 ops takes at least 8 s
+  Result<SolveResult> r = solve(dag, hr->best, 0, so);
+  REQUIRE(r.ok());
+  INFO(r->status);
+  CHECK(r->status.find("skipped: an encoding of 27000 ops needs at least") != std::string::npos);
+  CHECK(r->checks == 0);
+  CHECK(r->best.makespan == hr->best.makespan);
 }

@@ -739,3 +739,32 @@ TEST_CASE("tuner: at M >= 4P the search re-scores with the lean portfolio, and t
   CHECK(few->stats.lean_evaluations == 0);
   CHECK(check(few->schedule).valid);
 }
+
+TEST_CASE("tuner evaluation: a stop that turns true ends it between policies, marked stopped, not scored") {
+  using namespace ps::tuner_detail;
+  const Spec spec = tiny_spec();
+  Candidate c;
+  c.cuts = {0, 2, 9, 10, 11};
+  c.placement = {0, 1, 2, 3};
+  for (int set : {0, 1, 2}) {
+    c.policy_set = set;
+    INFO("policy set " << set);
+    const Evaluation whole = evaluate_candidate(spec, c);
+    REQUIRE(whole.feasible);
+    CHECK_FALSE(whole.stopped);
+    CHECK(whole.ops == default_dag_ops(*make_problem(spec, c.partition(), c.placement)));
+    const Evaluation at_once = evaluate_candidate(spec, c, [] { return true; });
+    CHECK(at_once.stopped);
+    CHECK_FALSE(at_once.feasible);
+    CHECK(at_once.order.order.empty());
+    // A stop after the first policy: still stopped (the portfolio was cut short), never scored.
+    int calls = 0;
+    const Evaluation later = evaluate_candidate(spec, c, [&] { return ++calls > 1; });
+    CHECK(later.stopped);
+    CHECK_FALSE(later.feasible);
+    // A stop that never fires changes nothing.
+    const Evaluation never = evaluate_candidate(spec, c, [] { return false; });
+    CHECK(never.makespan_ms == whole.makespan_ms);
+    CHECK(never.policy == whole.policy);
+  }
+}
