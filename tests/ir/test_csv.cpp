@@ -1,5 +1,6 @@
 // Tests of the PyTorch pipelining CSV reader and writer (../shared/examples/pytorch).
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -190,6 +191,20 @@ TEST_CASE("csv: full-match parsing rejects malformed cells at their line:col") {
   expect_csv_error("0F0,\"0F1\"\n", 1, 5, "bad action");
   expect_csv_error("0UNSHARD0\n", 1, 1, "bad action '0UNSHARD0'");
   expect_csv_error("0F0,\xC3\xA9\n", 1, 5, "bad action '\xC3\xA9'");
+}
+
+TEST_CASE("csv: columns stay right on a row of 40,000 cells (a rank's program at M in the thousands)") {
+  // A padded first cell and an ignored UNSHARD, then 39,998 actions: each cell's column is counted
+  // on from the one before it (counting from the row's start made such files quadratic to read).
+  std::string row = " 0F0 ,0UNSHARD";
+  for (int m = 1; m < 20000; ++m) row += fmt::format(",0F{},0B{}", m, m - 1);
+  const int col_before = static_cast<int>(row.size()) + 2;  // 1-based, after the comma
+  expect_csv_error(row + ",0X1\n", 1, col_before, "bad action '0X1'");
+  expect_csv_error(row + ",(0F1; 1BW0)OVERLAP_F_B\n", 1, col_before + 6, "bad action '1BW0'");
+  auto r = parse_ok(row + ",0B19999\n");
+  REQUIRE(r.schedule.programs[0].size() == 40000u);
+  CHECK(r.schedule.programs[0][0].loc.col == 2);
+  CHECK(r.schedule.programs[0].back().loc.col == col_before);
 }
 
 TEST_CASE("csv: whitespace, CRLF, trailing commas and a byte-order mark are tolerated") {
