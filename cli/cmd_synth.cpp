@@ -220,9 +220,14 @@ int run_synth(const SynthArgs& a) {
                    0.4 * a.time_limit_s, to.time_limit_s);
     if (!a.quiet) {
       to.progress = [](const TuneProgress& p) {
-        std::fprintf(stderr, "synth: [%s] %d candidates (%d fit), best %.3f ms, bound %.3f ms, gap %.2f%%, %.1f s  %s\n",
-                     p.phase.c_str(), p.evaluated, p.feasible, p.best_ms, p.lower_bound_ms, 100 * p.gap,
-                     p.elapsed_s, p.best_desc.c_str());
+        if (p.best_ms > 0) {
+          std::fprintf(stderr, "synth: [%s] %d candidates (%d fit), best %.3f ms, bound %.3f ms, gap %.2f%%, %.1f s  %s\n",
+                       p.phase.c_str(), p.evaluated, p.feasible, p.best_ms, p.lower_bound_ms, 100 * p.gap,
+                       p.elapsed_s, p.best_desc.c_str());
+        } else {
+          std::fprintf(stderr, "synth: [%s] %d candidates, none fits the memory yet, bound %.3f ms, %.1f s\n",
+                       p.phase.c_str(), p.evaluated, p.lower_bound_ms, p.elapsed_s);
+        }
       };
     }
     auto tr = cooptimize(*spec, to);

@@ -63,8 +63,9 @@ std::string placement_desc(const std::vector<int>& placement, int P) {
 }
 
 std::string describe(const Record& r, int P) {
-  return fmt::format("S={} {} ({}; {})", r.cand.stages(), placement_desc(r.cand.placement, P), r.cand.origin,
-                     r.eval.policy);
+  // An infeasible candidate has no policy.
+  return fmt::format("S={} {} ({}{}{})", r.cand.stages(), placement_desc(r.cand.placement, P), r.cand.origin,
+                     r.eval.policy.empty() ? "" : "; ", r.eval.policy);
 }
 
 // The candidate's plan, ordered by the lean portfolio (policy set 1) or the whole one (2).
