@@ -216,7 +216,9 @@ int run_synth(const SynthArgs& a) {
     to.time_limit_s = std::max(0.1 * a.time_limit_s, (z3_hopeless ? 0.9 : 0.6) * a.time_limit_s - seconds_used());
     to.finish_s_per_op = kFinishSecondsPerOp;
     if (z3_hopeless && !a.quiet)
-      std::fprintf(stderr, "synth: Z3 cannot load an encoding of this size in %.1f s: the search gets %.1f s\n",
+      std::fprintf(stderr,
+                   "synth: Z3 cannot load an encoding of this size in %.1f s: the search gets 90 %% of the time "
+                   "limit (%.1f s of what is left)\n",
                    0.4 * a.time_limit_s, to.time_limit_s);
     if (!a.quiet) {
       to.progress = [](const TuneProgress& p) {

@@ -329,7 +329,7 @@ TEST_CASE("cli synth: when Z3 could not load a typical plan's encoding, the sear
                                  source_path("configs/models/gemma-like.yaml"), out));
     INFO(r.output);
     REQUIRE(r.exit_code == 0);
-    CHECK(contains(r.output, "synth: Z3 cannot load an encoding of this size in 1.6 s: the search gets 3.6 s"));
+    CHECK(contains(r.output, "synth: Z3 cannot load an encoding of this size in 1.6 s: the search gets 90 % of the time limit ("));
     CHECK(contains(r.output, "valid under rendezvous semantics"));
     CHECK(run_cli("verify " + out).exit_code == 0);
   }
