@@ -87,6 +87,59 @@ std::vector<int> minmax_partition(int n, int k, Cost cost, Allowed allowed) {
   return cuts;
 }
 
+// The same problem for a range cost that is a difference of prefix sums, pre[j] − pre[i] (non-
+// decreasing pre: every difference is then exactly monotone in i and j, rounding included), with
+// ranges [i, j) allowed only for i >= first[j]. The optimum of s stages over j layers is then
+// non-decreasing in j, so for each (s, j) max(best[s−1][i], cost(i, j)) falls then rises in i and
+// a binary search finds its minimum (the earliest i among ties): O(k·n·log n) time, O(k·n) memory,
+// where the table above takes O(k·n²) and O(n²) (a 5,000-layer model: minutes and 400 MB).
+std::vector<int> minmax_partition_prefix(int n, int k, const std::vector<double>& pre, const std::vector<int>& first) {
+  std::vector<std::vector<double>> best(k + 1, std::vector<double>(n + 1, kInf));
+  std::vector<std::vector<int>> arg(k + 1, std::vector<int>(n + 1, -1));
+  best[0][0] = -kInf;
+  for (int s = 1; s <= k; ++s) {
+    const std::vector<double>& g = best[s - 1];
+    for (int j = s; j <= n - (k - s); ++j) {
+      const int lo = std::max(s - 1, first[j]);
+      if (lo > j - 1) continue;
+      auto h = [&](int i) { return pre[j] - pre[i]; };
+      // i0: the first i in [lo, j) with g(i) >= h(i) (j when none).
+      int a = lo, b = j;
+      while (a < b) {
+        const int mid = a + (b - a) / 2;
+        if (g[mid] >= h(mid)) b = mid; else a = mid + 1;
+      }
+      const int i0 = a;
+      double m = kInf;
+      int at = -1;
+      if (i0 <= j - 1 && g[i0] != kInf) m = std::max(g[i0], h(i0)), at = i0;
+      if (i0 - 1 >= lo && g[i0 - 1] != kInf) {
+        const double v = h(i0 - 1);  // h > g left of i0
+        if (v <= m) {
+          // The earliest i in [lo, i0) with h(i) <= v (h does not increase with i).
+          int c = lo, d = i0 - 1;
+          while (c < d) {
+            const int mid = c + (d - c) / 2;
+            if (h(mid) <= v) d = mid; else c = mid + 1;
+          }
+          m = v, at = c;
+        }
+      }
+      best[s][j] = m;
+      arg[s][j] = at;
+    }
+  }
+  if (best[k][n] == kInf) return {};
+  std::vector<int> cuts(k + 1);
+  cuts[k] = n;
+  for (int s = k; s >= 1; --s) cuts[s - 1] = arg[s][cuts[s]];
+  return cuts;
+}
+
+// Models up to this many layers keep the exact table (their partitions, and so the tuner's
+// results, are unchanged); larger ones use minmax_partition_prefix.
+constexpr int kTableLayers = 1024;
+
 Partition cuts_to_partition(const std::vector<int>& cuts) {
   Partition p;
   for (size_t s = 0; s + 1 < cuts.size(); ++s) p.push_back({cuts[s], cuts[s + 1] - 1});
@@ -102,6 +155,26 @@ Result<Partition> balanced_partition(const Spec& spec, int stages, PartitionCost
   for (int l = 0; l < n; ++l) {
     time[l] = layer_time_ms(spec.model, l);
     mem[l] = layer_memory_mb(spec, l);
+  }
+  if (n > kTableLayers) {
+    std::vector<double> tpre(n + 1, 0.0), mpre(n + 1, 0.0);
+    for (int l = 0; l < n; ++l) tpre[l + 1] = tpre[l] + time[l], mpre[l + 1] = mpre[l] + mem[l];
+    std::vector<int> cuts = minmax_partition_prefix(n, stages, tpre, std::vector<int>(n + 1, 0));
+    PS_ASSERT(!cuts.empty(), "an unconstrained partition always exists when stages <= layers");
+    if (cost == PartitionCost::kTimeThenMemory) {
+      double t_opt = 0;
+      for (int s = 0; s < stages; ++s) t_opt = std::max(t_opt, tpre[cuts[s + 1]] - tpre[cuts[s]]);
+      const double limit = t_opt * (1 + 1e-12) + 1e-12;
+      std::vector<int> first(n + 1, 0);  // the first i with time(i, j) <= limit
+      for (int j = 1, i = 0; j <= n; ++j) {
+        while (i < j && tpre[j] - tpre[i] > limit) ++i;
+        first[j] = i;
+      }
+      std::vector<int> mcuts = minmax_partition_prefix(n, stages, mpre, first);
+      PS_ASSERT(!mcuts.empty(), "the time-optimal partition satisfies its own limit");
+      cuts = std::move(mcuts);
+    }
+    return cuts_to_partition(cuts);
   }
   // Range sums [i, j) accumulated left to right from i (O(n²) table, no prefix differences).
   auto table = [n](const std::vector<double>& v) {

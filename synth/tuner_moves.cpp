@@ -939,8 +939,11 @@ std::vector<Candidate> seed_candidates(const SearchSpace& sp, const std::vector<
     std::iota(cuts.begin(), cuts.end(), 0);
     add(cuts, placement_lpt(sp, cuts), MoveKind::kSeed, fmt::format("seed S={} one layer per stage lpt-packed", sp.layers));
   }
-  // Layers packed onto devices in order and polished (add_packed_seeds).
-  if (!fixed_cuts && !fixed_placement && sp.layers > P) {
+  // Layers packed onto devices in order and polished (add_packed_seeds). Its polish tries moves of
+  // up to three layers between the busiest device and any other, O(n³) per step: with thousands of
+  // layers (a model written op by op) it alone took minutes. The shipped models have 30-150.
+  constexpr int kPackedSeedLayers = 512;
+  if (!fixed_cuts && !fixed_placement && sp.layers > P && sp.layers <= kPackedSeedLayers) {
     std::vector<int> one_per_layer(sp.layers + 1);
     std::iota(one_per_layer.begin(), one_per_layer.end(), 0);
     add_packed_seeds(sp, sp, one_per_layer, layer_ramps_ms(sp), layer_forwards_ms(sp), true, "", out);

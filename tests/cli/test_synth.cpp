@@ -364,3 +364,24 @@ TEST_CASE("cli synth: a plan of 72,000 ops keeps to its budget — the portfolio
   CHECK(contains(r.output, "valid under rendezvous semantics"));  // synth's own checker run
   CHECK(contains(r.output, "M = 2000 microbatches"));
 }
+
+TEST_CASE("cli synth: a model of 3,000 layers is searched within its time limit") {
+  // A model written op by op: the balanced partition's O(k·n²) table and the packed seeds' O(n³)
+  // polish took minutes at 5,000 layers, before any candidate was evaluated, whatever the limit.
+  const std::string model = temp_path("synth-long.yaml");
+  const std::string out = temp_path("synth-long-out.yaml");
+  std::ofstream(model) << "schema: 1\nmodel:\n  name: long\n  layer_types:\n"
+                          "    T: {name: block, forward_ms: 2, backward_input_ms: 2, backward_weight_ms: 1.5, "
+                          "activation_mb: 5, wgrad_stash_mb: 1, output_mb: 10, params_m: 5}\n"
+                          "    U: {name: wide, forward_ms: 3, backward_input_ms: 3, backward_weight_ms: 2, "
+                          "activation_mb: 5, wgrad_stash_mb: 1, output_mb: 10, params_m: 8}\n"
+                       << "  layers: \"" << std::string(1500, 'T') << std::string(1500, 'U') << "\"\n"
+                       << "cluster: {name: test, devices: 4, memory_gb: 80, link: {bandwidth_gb_per_s: 100, "
+                          "latency_us: 0}}\npipeline: {microbatches: 8, bytes_per_param: 2}\n";
+  auto r = run_cli(fmt::format("synth {} --time-limit 2 -o {}", model, out));
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK(contains(r.output, "valid under rendezvous semantics"));
+  CHECK(contains(r.output, "P = 4 devices, M = 8 microbatches"));
+  CHECK(run_cli("verify " + out).exit_code == 0);
+}

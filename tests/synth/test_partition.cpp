@@ -269,3 +269,74 @@ TEST_CASE("parse_placement accepts names and lists, rejects bad ones precisely")
   CHECK(short_list.status().message().find("lists 2 devices but there are 3 stages") !=
         std::string::npos);
 }
+
+TEST_CASE("balanced partition of 3,000 layers: optimal, and the memory tie-break keeps the time") {
+  // Above 1024 layers the partition uses prefix sums and a binary search per (stages, layers)
+  // instead of the O(k·n²) table (a 5,000-layer model took minutes). Costs are multiples of 4 ms
+  // (F, I and W are exact quarters and halves), so every sum below is exact.
+  const int n = 3000;
+  Spec spec;
+  spec.model.name = "long-chain";
+  spec.pipeline.bytes_per_param = 2;
+  const double times[] = {4, 8, 12, 16, 40, 4, 4, 24};
+  const double params[] = {1, 30, 2, 1, 5, 60, 3, 1};
+  std::mt19937 rng(7);
+  for (int k = 0; k < 8; ++k) {
+    const char sym = static_cast<char>('a' + k);
+    LayerType t;
+    t.symbol = sym;
+    t.name = std::string("type-") + sym;
+    t.forward_ms = times[k] / 4;
+    t.backward_input_ms = times[k] / 2;
+    t.backward_weight_ms = times[k] / 4;
+    t.activation_mb = 10;
+    t.params_m = params[k];
+    spec.model.types[sym] = t;
+  }
+  std::vector<double> cost(n);
+  for (int l = 0; l < n; ++l) {
+    Layer layer;
+    layer.id = l;
+    layer.type = static_cast<char>('a' + rng() % 8);
+    if (l > 0) layer.inputs = {l - 1};
+    spec.model.layers.push_back(layer);
+    cost[l] = layer_time_ms(spec.model, l);
+  }
+  // The fewest stages of cost <= T (greedy, which is optimal for this).
+  auto stages_needed = [&](double T) {
+    int parts = 1;
+    double acc = 0;
+    for (double c : cost) {
+      if (c > T) return n + 1;
+      if (acc + c > T) ++parts, acc = 0;
+      acc += c;
+    }
+    return parts;
+  };
+  for (int S : {8, 64, 255}) {
+    INFO("S = " << S);
+    Result<Partition> p = balanced_partition(spec, S, PartitionCost::kTime);
+    REQUIRE(p.ok());
+    REQUIRE(check_partition(*p, n).is_ok());
+    REQUIRE(static_cast<int>(p->size()) == S);
+    double worst = 0;
+    for (const LayerRange& r : *p) worst = std::max(worst, range_time_ms(spec.model, r));
+    CHECK(stages_needed(worst) <= S);
+    CHECK(stages_needed(worst - 1) > S);  // costs are multiples of 4: nothing between
+    // Time, then memory: the same worst time, and no more memory on the worst stage.
+    Result<Partition> pm = balanced_partition(spec, S, PartitionCost::kTimeThenMemory);
+    REQUIRE(pm.ok());
+    REQUIRE(check_partition(*pm, n).is_ok());
+    double worst_m = 0, mem_t = 0, mem_m = 0;
+    for (const LayerRange& r : *pm) worst_m = std::max(worst_m, range_time_ms(spec.model, r));
+    auto stage_mem = [&](const LayerRange& r) {
+      double m = 0;
+      for (int l = r.first; l <= r.last; ++l) m += layer_memory_mb(spec, l);
+      return m;
+    };
+    for (const LayerRange& r : *p) mem_t = std::max(mem_t, stage_mem(r));
+    for (const LayerRange& r : *pm) mem_m = std::max(mem_m, stage_mem(r));
+    CHECK(worst_m == worst);
+    CHECK(mem_m <= mem_t);
+  }
+}
