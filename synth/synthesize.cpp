@@ -47,7 +47,7 @@ HeuristicOptions sized_heuristic(const OpDag& dag, double budget_s) {
   ho.random_restarts = 0;
   const int lean = portfolio_runs(dag, ho);
   if (affordable >= lean) {
-    ho.random_restarts = static_cast<int>(affordable) - lean;
+    ho.random_restarts = std::min(HeuristicOptions{}.random_restarts, static_cast<int>(affordable) - lean);
   } else {
     ho.portfolio = false;
     ho.justify_rounds = 1;
