@@ -92,6 +92,7 @@ class Tuner {
   std::vector<int> evaluate(std::vector<Candidate> cands, double deadline_s, bool budgeted = true,
                             double prune_ms = std::numeric_limits<double>::infinity());
   std::vector<int> ranking() const;  // records not parked, best first
+  int64_t best_ops() const;          // default-DAG ops of the best feasible record (0: none)
   // Evaluates paced_front_seeds and parks them (out of the ranking and the history) unless they
   // are the best start.
   void try_paced_fronts(double deadline_s);
@@ -216,16 +217,14 @@ std::vector<int> Tuner::evaluate(std::vector<Candidate> cands, double deadline_s
   std::vector<char> ran(n, 0);
   // Past the deadline no evaluation starts, and one under way stops at its next policy and is
   // dropped (on plans of 10^5+ ops one takes seconds) — unless nothing feasible has been found
-  // yet: the search must end with a plan.
-  // The deadline moves earlier by finish_s_per_op per op of the best plan (the first feasible one
-  // of this call while there is none yet): the seeds alone can take seconds on such plans.
-  std::atomic<bool> have_feasible{false};
-  std::atomic<int64_t> best_ops{0};
-  {
-    const std::vector<int> rank = ranking();
-    if (!rank.empty() && records_[rank[0]].eval.feasible) have_feasible = true, best_ops = records_[rank[0]].eval.ops;
-  }
-  auto deadline = [&] { return std::min(deadline_s, opt_.time_limit_s - opt_.finish_s_per_op * static_cast<double>(best_ops.load())); };
+  // yet: the search must end with a plan. The deadline moves earlier by finish_s_per_op per op of
+  // the best plan (the first feasible one of this call while there is none yet): the seeds alone
+  // can take seconds on such plans.
+  std::atomic<int64_t> reserve_ops{best_ops()};
+  std::atomic<bool> have_feasible{reserve_ops > 0};
+  auto deadline = [&] {
+    return std::min(deadline_s, opt_.time_limit_s - opt_.finish_s_per_op * static_cast<double>(reserve_ops.load()));
+  };
   auto past_deadline = [&] { return have_feasible && elapsed() > deadline(); };
   parallel_for(
       n, std::max(1, opt_.threads),
@@ -234,7 +233,7 @@ std::vector<int> Tuner::evaluate(std::vector<Candidate> cands, double deadline_s
         ran[i] = !evals[i].stopped;
         if (evals[i].feasible) {
           int64_t none = 0;
-          best_ops.compare_exchange_strong(none, evals[i].ops);
+          reserve_ops.compare_exchange_strong(none, evals[i].ops);
           have_feasible = true;
         }
       },
@@ -305,6 +304,11 @@ void Tuner::try_paced_fronts(double deadline_s) {
   stats_.paced_admitted = false;
   park(paced);
   park(plain_whole);  // the search's first round re-scores the best seed itself
+}
+
+int64_t Tuner::best_ops() const {
+  const std::vector<int> rank = ranking();
+  return !rank.empty() && records_[rank[0]].eval.feasible ? records_[rank[0]].eval.ops : 0;
 }
 
 std::vector<int> Tuner::ranking() const {
@@ -519,11 +523,7 @@ Result<TuneResult> Tuner::run() {
   const double z3_deadline = limit * 0.9;
   // What follows the search takes time in proportion to the best plan's ops: the search ends that
   // much earlier (a deadline that only moves when the best plan changes).
-  auto reserve = [&] {
-    const std::vector<int> rank = ranking();
-    const int64_t ops = !rank.empty() && records_[rank[0]].eval.feasible ? records_[rank[0]].eval.ops : 0;
-    return opt_.finish_s_per_op * static_cast<double>(ops);
-  };
+  auto reserve = [&] { return opt_.finish_s_per_op * static_cast<double>(best_ops()); };
   auto search_deadline = [&] { return std::min(planned_search_end, limit - reserve()); };
 
   const std::vector<int>* fc = space_.fixed_partition ? &fixed_cuts_ : nullptr;
