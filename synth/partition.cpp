@@ -59,6 +59,18 @@ Status check_stage_count(const Spec& spec, int stages, const char* what) {
   return Status::ok();
 }
 
+// The cut points of the optimum of k stages over n layers, from the tables of the two searches
+// below (best[s][j]: optimum of the first j layers in s stages; arg[s][j]: start of the last
+// stage); empty when there is none.
+std::vector<int> cuts_from(const std::vector<std::vector<double>>& best, const std::vector<std::vector<int>>& arg,
+                           int n, int k) {
+  if (best[k][n] == kInf) return {};
+  std::vector<int> cuts(k + 1);
+  cuts[k] = n;
+  for (int s = k; s >= 1; --s) cuts[s - 1] = arg[s][cuts[s]];
+  return cuts;
+}
+
 // Min over contiguous partitions of [0, n) into k non-empty ranges of max_r cost(r), where a range
 // is allowed only if allowed(i, j) (layers [i, j)). Returns the cut points (size k+1) or empty.
 template <class Cost, class Allowed>
@@ -80,11 +92,7 @@ std::vector<int> minmax_partition(int n, int k, Cost cost, Allowed allowed) {
       }
     }
   }
-  if (best[k][n] == kInf) return {};
-  std::vector<int> cuts(k + 1);
-  cuts[k] = n;
-  for (int s = k; s >= 1; --s) cuts[s - 1] = arg[s][cuts[s]];
-  return cuts;
+  return cuts_from(best, arg, n, k);
 }
 
 // The same problem for a range cost that is a difference of prefix sums, pre[j] − pre[i] (non-
@@ -129,11 +137,7 @@ std::vector<int> minmax_partition_prefix(int n, int k, const std::vector<double>
       arg[s][j] = at;
     }
   }
-  if (best[k][n] == kInf) return {};
-  std::vector<int> cuts(k + 1);
-  cuts[k] = n;
-  for (int s = k; s >= 1; --s) cuts[s - 1] = arg[s][cuts[s]];
-  return cuts;
+  return cuts_from(best, arg, n, k);
 }
 
 // Models up to this many layers keep the exact table (their partitions, and so the tuner's

@@ -15,21 +15,27 @@ namespace {
 
 // A model with one layer type per layer: symbols 'a', 'b', ... (up to 26 layers), plus optional
 // leading 'E' and trailing 'L' layers with the given times.
+// A layer type of F+I+W = time_ms (F and W a quarter each, I half), 10 MB of activation.
+LayerType quarter_type(char sym, const std::string& name, double time_ms, double params_m) {
+  LayerType t;
+  t.symbol = sym;
+  t.name = name;
+  t.forward_ms = time_ms / 4;
+  t.backward_input_ms = time_ms / 2;
+  t.backward_weight_ms = time_ms / 4;
+  t.activation_mb = 10;
+  t.params_m = params_m;
+  return t;
+}
+
 Spec chain_spec(const std::vector<double>& time_ms, const std::vector<double>& params_m = {}) {
   Spec spec;
   spec.model.name = "test-chain";
   spec.pipeline.bytes_per_param = 2;
   for (size_t l = 0; l < time_ms.size(); ++l) {
     char sym = static_cast<char>('a' + l);
-    LayerType t;
-    t.symbol = sym;
-    t.name = std::string("layer-") + sym;
-    t.forward_ms = time_ms[l] / 4;
-    t.backward_input_ms = time_ms[l] / 2;
-    t.backward_weight_ms = time_ms[l] / 4;
-    t.activation_mb = 10;
-    t.params_m = l < params_m.size() ? params_m[l] : 1;
-    spec.model.types[sym] = t;
+    spec.model.types[sym] =
+        quarter_type(sym, std::string("layer-") + sym, time_ms[l], l < params_m.size() ? params_m[l] : 1);
     Layer layer;
     layer.id = static_cast<int>(l);
     layer.type = sym;
@@ -283,15 +289,7 @@ TEST_CASE("balanced partition of 3,000 layers: optimal, and the memory tie-break
   std::mt19937 rng(7);
   for (int k = 0; k < 8; ++k) {
     const char sym = static_cast<char>('a' + k);
-    LayerType t;
-    t.symbol = sym;
-    t.name = std::string("type-") + sym;
-    t.forward_ms = times[k] / 4;
-    t.backward_input_ms = times[k] / 2;
-    t.backward_weight_ms = times[k] / 4;
-    t.activation_mb = 10;
-    t.params_m = params[k];
-    spec.model.types[sym] = t;
+    spec.model.types[sym] = quarter_type(sym, std::string("type-") + sym, times[k], params[k]);
   }
   std::vector<double> cost(n);
   for (int l = 0; l < n; ++l) {
