@@ -488,12 +488,11 @@ Result<HeuristicResult> heuristic_schedule(const OpDag& dag, const HeuristicOpti
     }
   }
   if (!have || dag.mem_limited) consider(serial);
-  if (!have && res.stopped) return Status::error(ErrorCode::kRuntime, "stopped before any policy finished");
+  if (res.stopped) return res;  // the caller discards it: no justification
   if (!have) {
     return Status::error(ErrorCode::kInfeasible,
                          "no policy (not even one microbatch at a time) respects the memory caps");
   }
-  if (res.stopped) return res;  // the caller discards it: no justification
   for (Entry& e : top) {
     if (!justify_in_place(dag, e.order, options.justify_rounds)) continue;
     if (e.order.makespan < res.best.makespan) {

@@ -65,7 +65,7 @@ struct HeuristicOptions {
   // the same result, about a third less time in the tuner (docs/tuner.md). false: run every one out.
   bool abandon = true;
   // Checked before each policy: once it returns true no further policy starts, and the result says
-  // `stopped` (it holds the best of the policies that ran; an error if none finished). For callers
+  // `stopped` (its order is the best of the policies that ran, if any, unjustified). For callers
   // with a wall-clock deadline that discard a stopped result (the tuner); empty: never stops.
   std::function<bool()> stop;
 };

@@ -140,6 +140,15 @@ std::vector<int> minmax_partition_prefix(int n, int k, const std::vector<double>
   return cuts_from(best, arg, n, k);
 }
 
+// The time limit of the memory tie-break: the worst stage time of `cuts` (range_time(i, j): layers
+// [i, j)), with room for rounding.
+template <class RangeTime>
+double tie_break_limit(const std::vector<int>& cuts, RangeTime range_time) {
+  double t_opt = 0;
+  for (size_t s = 0; s + 1 < cuts.size(); ++s) t_opt = std::max(t_opt, range_time(cuts[s], cuts[s + 1]));
+  return t_opt * (1 + 1e-12) + 1e-12;
+}
+
 // Models up to this many layers keep the exact table (their partitions, and so the tuner's
 // results, are unchanged); larger ones use minmax_partition_prefix.
 constexpr int kTableLayers = 1024;
@@ -166,9 +175,7 @@ Result<Partition> balanced_partition(const Spec& spec, int stages, PartitionCost
     std::vector<int> cuts = minmax_partition_prefix(n, stages, tpre, std::vector<int>(n + 1, 0));
     PS_ASSERT(!cuts.empty(), "an unconstrained partition always exists when stages <= layers");
     if (cost == PartitionCost::kTimeThenMemory) {
-      double t_opt = 0;
-      for (int s = 0; s < stages; ++s) t_opt = std::max(t_opt, tpre[cuts[s + 1]] - tpre[cuts[s]]);
-      const double limit = t_opt * (1 + 1e-12) + 1e-12;
+      const double limit = tie_break_limit(cuts, [&](int i, int j) { return tpre[j] - tpre[i]; });
       std::vector<int> first(n + 1, 0);  // the first i with time(i, j) <= limit
       for (int j = 1, i = 0; j <= n; ++j) {
         while (i < j && tpre[j] - tpre[i] > limit) ++i;
@@ -192,9 +199,7 @@ Result<Partition> balanced_partition(const Spec& spec, int stages, PartitionCost
   std::vector<int> cuts = minmax_partition(n, stages, time_cost, [](int, int) { return true; });
   PS_ASSERT(!cuts.empty(), "an unconstrained partition always exists when stages <= layers");
   if (cost == PartitionCost::kTimeThenMemory) {
-    double t_opt = 0;
-    for (int s = 0; s < stages; ++s) t_opt = std::max(t_opt, time_cost(cuts[s], cuts[s + 1]));
-    double limit = t_opt * (1 + 1e-12) + 1e-12;
+    const double limit = tie_break_limit(cuts, time_cost);
     const auto mem_table = table(mem);
     auto mem_cost = [&](int i, int j) { return mem_table[i][j]; };
     std::vector<int> mcuts = minmax_partition(

@@ -220,22 +220,18 @@ std::vector<int> Tuner::evaluate(std::vector<Candidate> cands, double deadline_s
   // yet: the search must end with a plan. The deadline moves earlier by finish_s_per_op per op of
   // the best plan (the first feasible one of this call while there is none yet): the seeds alone
   // can take seconds on such plans.
-  std::atomic<int64_t> reserve_ops{best_ops()};
-  std::atomic<bool> have_feasible{reserve_ops > 0};
+  std::atomic<int64_t> reserve_ops{best_ops()};  // > 0 once a plan that fits exists
   auto deadline = [&] {
     return std::min(deadline_s, opt_.time_limit_s - opt_.finish_s_per_op * static_cast<double>(reserve_ops.load()));
   };
-  auto past_deadline = [&] { return have_feasible && elapsed() > deadline(); };
+  auto past_deadline = [&] { return reserve_ops.load() > 0 && elapsed() > deadline(); };
   parallel_for(
       n, std::max(1, opt_.threads),
       [&](int i) {
         evals[i] = evaluate_candidate(spec_, fresh[i], past_deadline);
         ran[i] = !evals[i].stopped;
-        if (evals[i].feasible) {
-          int64_t none = 0;
-          reserve_ops.compare_exchange_strong(none, evals[i].ops);
-          have_feasible = true;
-        }
+        int64_t none = 0;
+        if (evals[i].feasible) reserve_ops.compare_exchange_strong(none, evals[i].ops);
       },
       [&] { return elapsed() > deadline(); });
   std::vector<int> added;

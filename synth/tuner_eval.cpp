@@ -312,8 +312,9 @@ Evaluation evaluate_candidate(const Spec& spec, const Candidate& c, const std::f
         ho.random_restarts = 1;
       }
       Result<HeuristicResult> h = heuristic_schedule(dag, ho);
-      if (h.ok() && h->stopped) e.stopped = true;
-      if (h.ok() && !e.stopped) {
+      if (h.ok() && h->stopped) {
+        e.stopped = true;
+      } else if (h.ok()) {
         e.order = std::move(h->best);
         e.policy = h->policy;
         have = true;
@@ -329,12 +330,12 @@ Evaluation evaluate_candidate(const Spec& spec, const Candidate& c, const std::f
       HeuristicOptions ho;
       ho.stop = stop;
       Result<HeuristicResult> h = heuristic_schedule(dag, ho);
-      if (h.ok() && !h->stopped) {
+      if (h.ok() && h->stopped) {
+        e.stopped = true;
+      } else if (h.ok()) {
         e.order = std::move(h->best);
         e.policy = h->policy;
         have = true;
-      } else if (h.ok() || (stop && stop())) {
-        e.stopped = true;
       } else {
         e.why = h.status().message();
       }
