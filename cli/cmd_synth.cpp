@@ -9,7 +9,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -38,6 +40,7 @@ struct SynthArgs {
   std::string placement = "sequential";
   int stages_per_device = 0;  // 0: 1 for sequential, 2 for interleaved and v
   double time_limit_s = 10;
+  int evaluations = 0;  // --evaluations: the search's budget in candidates (0: the wall clock ends it)
   unsigned long long rlimit = 0;
   unsigned seed = 0;
   int threads = 2;
@@ -189,10 +192,15 @@ int run_synth(const SynthArgs& a) {
   auto spec = load_spec_from_flags(a.spec);
   if (!spec.ok()) return report_error(spec.status());
   if (a.stages_per_device < 0) return report_error(Status::bad_input("--stages-per-device must be >= 1"));
+  if (a.evaluations > 0 && a.fix_partition && a.fix_placement)
+    return report_error(Status::bad_input(
+        "--evaluations budgets the search of the partition and placement, but --partition and --placement fix "
+        "both; the order's budget is --rlimit"));
   // Co-optimization: the tuner picks what the flags leave open (partition, placement or both, and a
   // heuristic order) with part of the time; Z3 refines the order of the chosen plan with the rest.
   std::optional<TuneResult> tuned;
   double z3_time_s = a.time_limit_s;
+  double z3_share_s = a.time_limit_s;  // Z3's planned share of the time limit: its rlimit budget
   std::string fixed_desc;
   if (!(a.fix_partition && a.fix_placement)) {
     TuneOptions to;
@@ -212,10 +220,22 @@ int run_synth(const SynthArgs& a) {
     // The tuner gets 60 % of the time and Z3 the rest, unless Z3 could not load the encoding of a
     // typical plan in that rest: then the tuner gets 90 %.
     const bool z3_hopeless = z3_cannot_load_typical_plan(*spec, to, 0.4 * a.time_limit_s);
-    // The time limit counts from the start: reading the inputs and the check above included.
-    to.time_limit_s = std::max(0.1 * a.time_limit_s, (z3_hopeless ? 0.9 : 0.6) * a.time_limit_s - seconds_used());
-    to.finish_s_per_op = kFinishSecondsPerOp;
-    if (z3_hopeless && !a.quiet)
+    const double search_share = z3_hopeless ? 0.9 : 0.6;
+    z3_share_s = (1 - search_share) * a.time_limit_s;
+    if (a.evaluations > 0) {
+      // A budget in candidates: the clock ends neither the search nor an evaluation, so the plan is
+      // the same on any machine; the time limit sizes Z3 alone (its share, above).
+      to.max_evaluations = a.evaluations;
+      to.time_limit_s = std::numeric_limits<double>::infinity();
+    } else {
+      // The time limit counts from the start: reading the inputs and the check above included.
+      to.time_limit_s = std::max(0.1 * a.time_limit_s, search_share * a.time_limit_s - seconds_used());
+      to.finish_s_per_op = kFinishSecondsPerOp;
+    }
+    if (z3_hopeless && !a.quiet && a.evaluations > 0)
+      std::fprintf(stderr, "synth: Z3 cannot load an encoding of this size in %.1f s: it gets 10 %% of the time limit\n",
+                   0.4 * a.time_limit_s);
+    else if (z3_hopeless && !a.quiet)
       std::fprintf(stderr,
                    "synth: Z3 cannot load an encoding of this size in %.1f s: the search gets 90 %% of the time "
                    "limit (%.1f s of what is left)\n",
@@ -235,7 +255,9 @@ int run_synth(const SynthArgs& a) {
     auto tr = cooptimize(*spec, to);
     if (!tr.ok()) return report_error(tr.status());
     tuned = std::move(*tr);
-    z3_time_s = std::max(1.0, a.time_limit_s - seconds_used());
+    // Z3's wall-clock cap is what is left (its share, with a budget in candidates); its rlimit
+    // (below) is its share, which does not depend on how long the search took.
+    z3_time_s = a.evaluations > 0 ? z3_share_s : std::max(1.0, a.time_limit_s - seconds_used());
   }
   Result<Plan> plan = Plan{};
   if (tuned) {
@@ -252,7 +274,9 @@ int run_synth(const SynthArgs& a) {
 
   SynthOptions so;
   so.time_limit_s = z3_time_s;
-  so.rlimit = a.rlimit;
+  so.rlimit = a.rlimit ? a.rlimit
+                      : static_cast<uint64_t>(z3_share_s * static_cast<double>(rlimit_per_second()) *
+                                              std::max(1, a.threads));
   so.seed = a.seed;
   so.contexts = a.threads;
   so.dump_smt2 = a.smt2_path;
@@ -272,10 +296,17 @@ int run_synth(const SynthArgs& a) {
     res->schedule.certificate->extra["optimal"] = "false";
     res->schedule.certificate->extra["output"] = "tuner order: faster in the checker's simulation than the Z3 result";
   }
+  // How it was run, as the user gave it (synthesize() wrote Z3's own cap, which depends on how
+  // long the search took). Counts the clock decided are printed, not written: same inputs, seed
+  // and budgets, byte-identical files.
+  res->schedule.certificate->extra["time_limit_s"] = fmt::format("{:g}", a.time_limit_s);
   if (tuned) {
+    if (a.evaluations > 0) res->schedule.certificate->extra["evaluations"] = std::to_string(a.evaluations);
     res->schedule.certificate->extra["search"] =
-        fmt::format("{} candidates, {} rounds, stop: {}", tuned->stats.evaluated, tuned->stats.rounds,
-                    tuned->stats.stop_reason);
+        tuned->stats.stop_reason == "time limit"
+            ? std::string("stop: time limit")
+            : fmt::format("{} candidates, {} rounds, stop: {}", tuned->stats.evaluated, tuned->stats.rounds,
+                          tuned->stats.stop_reason);
     res->schedule.certificate->extra["global_lower_bound_ms"] = fmt::format("{}", tuned->lower_bound_ms);
   }
 
@@ -321,6 +352,11 @@ int run_synth(const SynthArgs& a) {
                        busiest, work[busiest], mean, 100 * (work[busiest] / mean - 1),
                        100 * (res->bound_ms / work[busiest] - 1), 100 * (res->makespan_ms / res->bound_ms - 1));
   }
+  if (tuned && tuned->stats.stop_reason == "time limit")
+    s += fmt::format("  note          the time limit ended the search, so the plan depends on this machine's speed; "
+                     "--evaluations N bounds it by candidates instead (this run evaluated {}), the same on any "
+                     "machine\n",
+                     tuned->stats.evaluated);
   s += fmt::format("  heuristic     {:.3f} ms  ({})\n", res->heuristic_ms, res->heuristic_policy);
   if (!res->best_baseline.empty())
     s += fmt::format("  best baseline {:.3f} ms  ({})\n", res->best_baseline_ms, res->best_baseline);
@@ -370,10 +406,15 @@ Runner add_synth(CLI::App& app) {
                   "or a list of devices per stage, e.g. 0,1,1,0 (absent: searched)");
   sub->add_option("--stages-per-device", args->stages_per_device,
                   "Stages per device V (interleaved: default 2); alone it fixes the placement to interleaved with V");
-  sub->add_option("--time-limit", args->time_limit_s, "Wall-clock cap in seconds (default 10): the whole run, search of what --partition/--placement leave open (60 %, or 90 % when Z3 could not load a plan this size), then Z3; with both given, the Z3 phase");
+  sub->add_option("--time-limit", args->time_limit_s, "Wall-clock cap in seconds (default 10): the whole run, search of what --partition/--placement leave open (60 %, or 90 % when Z3 could not load a plan this size), then Z3; with both given or with --evaluations, the Z3 phase (its share)");
+  sub->add_option("--evaluations", args->evaluations,
+                  "Bound the search of what --partition/--placement leave open by N candidate evaluations instead "
+                  "of the clock: the same inputs, seed and N give the same plan on any machine (the search may "
+                  "then take longer than --time-limit, which sizes only Z3's share)")
+      ->check(CLI::Range(1, 1000000000));
   sub->add_option("--rlimit", args->rlimit,
-                  "Z3 resource budget (deterministic); default: the time limit times a fixed rate");
-  sub->add_option("--seed", args->seed, "Z3 random seed (default 0)");
+                  "Z3 resource budget (deterministic); default: Z3's share of the time limit times a fixed rate");
+  sub->add_option("--seed", args->seed, "Random seed of the search's kicks and of Z3 (default 0)");
   sub->add_option("--threads", args->threads,
                   "Z3 contexts run as a portfolio, one thread each, seeds seed, seed+1, ... (default 2)")
       ->check(CLI::Range(1, 64));

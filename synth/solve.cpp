@@ -25,6 +25,13 @@ namespace ps {
 uint64_t rlimit_per_second() { return 2'000'000; }
 
 namespace {
+// Seconds in a skip message, two significant digits and never an exponent: "0.0038", "9.5", "25".
+std::string seconds_text(double s) {
+  if (s >= 10) return fmt::format("{:.0f}", s);
+  if (s >= 1) return fmt::format("{:.1f}", s);
+  return fmt::format("{:.2g}", s);
+}
+
 // rlimit units that loading one unit of encoding size (an open pair, or a quarter of an op's
 // constraints) costs, measured on Z3 4.8.12.
 constexpr uint64_t kLoadRlimitPerUnit = 150;
@@ -257,10 +264,10 @@ struct Driver {
     if (!meets) {
       const uint64_t floor = kLoadRlimitPerUnit * 4ull * static_cast<uint64_t>(dag.num_ops());
       if (budget / static_cast<uint64_t>(K) < floor) {
-        res.status = fmt::format("skipped: an encoding of {} ops needs at least {:.0f} s to load, more than the "
-                                 "{:.1f} s budget",
-                                 dag.num_ops(), static_cast<double>(floor) / rlimit_per_second(),
-                                 static_cast<double>(budget) / K / rlimit_per_second());
+        res.status = fmt::format("skipped: an encoding of {} ops needs at least {} s to load, more than the "
+                                 "{} s budget",
+                                 dag.num_ops(), seconds_text(static_cast<double>(floor) / rlimit_per_second()),
+                                 seconds_text(static_cast<double>(budget) / K / rlimit_per_second()));
         report("skipped");
         return Status::ok();
       }
@@ -270,10 +277,10 @@ struct Driver {
       const int64_t size = encoding_size(dag, reach);
       const uint64_t need = kLoadRlimitPerUnit * static_cast<uint64_t>(size);
       if (budget / static_cast<uint64_t>(K) < need) {
-        res.status = fmt::format("skipped: an encoding of {} open pairs needs about {:.0f} s to load, more than the "
-                                 "{:.1f} s budget",
-                                 size - 4ll * dag.num_ops(), static_cast<double>(need) / rlimit_per_second(),
-                                 static_cast<double>(budget) / K / rlimit_per_second());
+        res.status = fmt::format("skipped: an encoding of {} open pairs needs about {} s to load, more than the "
+                                 "{} s budget",
+                                 size - 4ll * dag.num_ops(), seconds_text(static_cast<double>(need) / rlimit_per_second()),
+                                 seconds_text(static_cast<double>(budget) / K / rlimit_per_second()));
         report("skipped");
         return Status::ok();
       }

@@ -432,6 +432,8 @@ Result<TuneResult> Tuner::verify_and_choose(const std::vector<int>& rank) {
       if (!least || ranks_before(r, *least)) least = &r;
     std::string why = least ? fmt::format("; closest candidate ({}): {}", describe(*least, P_), least->eval.why) : "";
     if (stats_.stop_reason == "time limit") why += fmt::format(" (the {:g} s time limit ended the search)", opt_.time_limit_s);
+    if (stats_.stop_reason == "evaluation budget")
+      why += fmt::format(" (the budget of {} evaluations ended the search)", opt_.max_evaluations);
     return Status::error(ErrorCode::kInfeasible,
                          fmt::format("no partition/placement of '{}' on {} devices with {} microbatches fits {} GB per "
                                      "device{}",

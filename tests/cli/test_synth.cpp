@@ -83,6 +83,45 @@ TEST_CASE("cli synth: same seed and budget, byte-identical files; --quiet is qui
   CHECK(contains(read_file(a), "seed: \"5\""));
 }
 
+TEST_CASE("cli synth: --evaluations makes a searched plan reproducible; a search the clock ends says so") {
+  // A time limit far shorter than 300 evaluations take: with --evaluations the clock does not end
+  // the search, so two runs write the same file; without it the clock ends it, the run says the plan
+  // depends on the machine's speed, and the file does not record the clock-decided counts.
+  const std::string model = source_path("configs/models/gemma-like.yaml");
+  const std::string a = temp_path("synth-eval-a.yaml"), b = temp_path("synth-eval-b.yaml");
+  const std::string args =
+      fmt::format("synth {} --devices 4 --microbatches 8 --evaluations 300 --time-limit 0.05 --quiet", model);
+  auto ra = run_cli(args + " -o " + a);
+  auto rb = run_cli(args + " -o " + b);
+  INFO(ra.output);
+  REQUIRE(ra.exit_code == 0);
+  REQUIRE(rb.exit_code == 0);
+  CHECK(contains(ra.output, "evaluation budget"));
+  CHECK_FALSE(contains(ra.output, "the time limit ended the search"));
+  const std::string text = read_file(a);
+  CHECK(text == read_file(b));
+  CHECK(contains(text, "evaluations: \"300\""));
+  CHECK(contains(text, "stop: evaluation budget\""));
+  CHECK(contains(text, "time_limit_s: \"0.05\""));
+  CHECK(run_cli("verify " + a).exit_code == 0);
+
+  const std::string c = temp_path("synth-eval-c.yaml");
+  auto rc = run_cli(fmt::format("synth {} --devices 4 --microbatches 8 --time-limit 0.05 --quiet -o {}", model, c));
+  INFO(rc.output);
+  REQUIRE(rc.exit_code == 0);
+  CHECK(contains(rc.output, "time limit"));
+  CHECK(contains(rc.output, "note          the time limit ended the search, so the plan depends on this machine's speed"));
+  CHECK(contains(read_file(c), "search: \"stop: time limit\""));
+
+  // Nothing to search with both fixed, and a budget must be a count.
+  auto both = run_cli(fmt::format("synth {}{} --evaluations 5 -o {}", model_path(), kFixed, c));
+  CHECK(both.exit_code == 1);
+  CHECK(contains(both.output, "--partition and --placement fix both"));
+  auto zero = run_cli(fmt::format("synth {} --evaluations 0 -o {}", model_path(), c));
+  CHECK(zero.exit_code == 1);
+  CHECK(contains(zero.output, "--evaluations"));
+}
+
 TEST_CASE("cli synth: an impossible memory limit exits 2 and says why in terms of the inputs") {
   auto r = run_cli(fmt::format("synth {}{} --memory-limit-gb 1.5 --quiet -o {}", model_path(), kFixed,
                                temp_path("never.yaml")));
