@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <memory>
+#include <utility>
 
 #include "cli/commands.h"
 #include "ir/comm_insert.h"
@@ -66,6 +67,10 @@ int run(const RunFlags& f) {
   if (f.backend != "host" && f.backend != "cuda")
     return report_error(Status::bad_input(fmt::format("--backend must be host or cuda, got '{}'", f.backend)));
   if (!(f.timeout_s > 0)) return report_error(Status::bad_input("--timeout must be > 0 seconds"));
+  for (const auto& [path, flag] : {std::pair{&f.trace, "--trace"}, std::pair{&f.json, "--json"}}) {
+    Status st = check_writable(*path, flag);
+    if (!st.is_ok()) return report_error(st);
+  }
   if (f.semantics != "rendezvous" && f.semantics != "grouped")
     return report_error(Status::bad_input(fmt::format(
         "--semantics must be rendezvous or grouped, got '{}' (the runtime cannot provide buffered sends: NCCL "

@@ -15,6 +15,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "cli/commands.h"
 #include "cli/spec_flags.h"
@@ -189,6 +190,11 @@ int run_synth(const SynthArgs& a) {
   const auto t_start = std::chrono::steady_clock::now();
   auto seconds_used = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count(); };
   if (!(a.time_limit_s > 0)) return report_error(Status::bad_input("--time-limit must be > 0 seconds"));
+  for (const auto& [path, flag] : {std::pair{&a.out_path, "-o"}, std::pair{&a.csv_path, "--csv"},
+                                    std::pair{&a.svg_path, "--svg"}, std::pair{&a.smt2_path, "--dump-smt2"}}) {
+    Status st = check_writable(*path, flag);
+    if (!st.is_ok()) return report_error(st);
+  }
   auto spec = load_spec_from_flags(a.spec);
   if (!spec.ok()) return report_error(spec.status());
   if (a.stages_per_device < 0) return report_error(Status::bad_input("--stages-per-device must be >= 1"));

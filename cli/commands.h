@@ -31,6 +31,10 @@ Runner pending_command(CLI::App& app, const char* name, const char* what, int is
 
 // Prints "pipesmith: error: <status>" to stderr and returns its exit code.
 int report_error(const Status& st);
+// Before a long run: whether `path` (given by `flag`; "" or "-" = nothing to check) can be written —
+// its directory exists and is writable, and it is not a directory. Writing can still fail later
+// (a full disk); this only spares a user a search that ends in "cannot open".
+Status check_writable(const std::string& path, const char* flag);
 // Writes text to a file (or stdout for "-"); errors become a Status.
 Status write_text_file(const std::string& path, const std::string& text);
 

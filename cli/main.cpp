@@ -1,7 +1,10 @@
 // pipesmith — synthesize, certify and run pipeline-parallel training schedules.
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <map>
 
@@ -12,6 +15,23 @@ namespace ps::cli {
 int report_error(const Status& st) {
   std::fprintf(stderr, "pipesmith: error: %s\n", st.str().c_str());
   return st.exit_code() == 0 ? 1 : st.exit_code();
+}
+
+Status check_writable(const std::string& path, const char* flag) {
+  namespace fs = std::filesystem;
+  if (path.empty() || path == "-") return Status::ok();
+  std::error_code ec;
+  const fs::path p(path);
+  if (fs::is_directory(p, ec)) return Status::bad_input(fmt::format("cannot write '{}' ({}): it is a directory", path, flag));
+  const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
+  if (!fs::exists(dir, ec))
+    return Status::bad_input(fmt::format("cannot write '{}' ({}): directory '{}' does not exist", path, flag, dir.string()));
+  if (!fs::is_directory(dir, ec))
+    return Status::bad_input(fmt::format("cannot write '{}' ({}): '{}' is not a directory", path, flag, dir.string()));
+  const bool exists = fs::exists(p, ec);
+  if ((exists && ::access(path.c_str(), W_OK) != 0) || (!exists && ::access(dir.c_str(), W_OK) != 0))
+    return Status::bad_input(fmt::format("cannot write '{}' ({}): permission denied", path, flag));
+  return Status::ok();
 }
 
 Status write_text_file(const std::string& path, const std::string& text) {

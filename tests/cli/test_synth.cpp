@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <utility>
@@ -120,6 +121,26 @@ TEST_CASE("cli synth: --evaluations makes a searched plan reproducible; a search
   auto zero = run_cli(fmt::format("synth {} --evaluations 0 -o {}", model_path(), c));
   CHECK(zero.exit_code == 1);
   CHECK(contains(zero.output, "--evaluations"));
+}
+
+TEST_CASE("cli synth: an output it could not write is refused before the search, with the flag named") {
+  const std::string dir = temp_path("synth-out-dir");
+  std::filesystem::create_directories(dir);
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"-o " + dir + "/missing/s.yaml", "(-o): directory '" + dir + "/missing' does not exist"},
+      {"--svg " + dir, "(--svg): it is a directory"},
+      {"-o " + dir + "/s.yaml --csv " + model_path() + "/x.csv", "(--csv): '" + model_path() + "' is not a directory"},
+  };
+  for (const auto& [flags, said] : cases) {
+    // A search far longer than the check: --evaluations 100000 would take minutes if it ran.
+    auto r = run_cli(fmt::format("synth {} --evaluations 100000 --time-limit 600 --quiet {}",
+                                 source_path("configs/models/gemma-like.yaml"), flags));
+    INFO(r.output);
+    CHECK(r.exit_code == 1);
+    CHECK(contains(r.output, said));
+    CHECK_FALSE(contains(r.output, "candidates"));
+  }
+  CHECK_FALSE(std::filesystem::exists(dir + "/s.yaml"));
 }
 
 TEST_CASE("cli synth: an impossible memory limit exits 2 and says why in terms of the inputs") {

@@ -159,6 +159,12 @@ TEST_CASE("pipesmith run: bad usage and the cuda backend without a GPU fail clea
   CHECK(r.exit_code == 1);
   r = run_cli("run " + ex + " --timeout 0");
   CHECK(r.exit_code == 1);
+  // An output it could not write is refused before the run.
+  r = run_cli("run " + ex + " --json /nonexistent/run.json");
+  CHECK(r.exit_code == 1);
+  CHECK(r.output.find("cannot write '/nonexistent/run.json' (--json): directory '/nonexistent' does not exist") !=
+        std::string::npos);
+  CHECK(r.output.find("loss:") == std::string::npos);  // it did not run
   // cuda: a clean runtime error when there is no device (or no CUDA in this build), never a crash.
   auto probe = ps::kern::make_cuda_backend({2, ""});
   if (!probe.ok()) {
