@@ -5,6 +5,7 @@
 // print measured vs simulated figures, write a trace.
 #include <fmt/format.h>
 
+#include <chrono>
 #include <cstdio>
 #include <memory>
 #include <utility>
@@ -45,6 +46,7 @@ struct RunFlags {
   std::string widths = "cost";
   double memory_limit_gb = -1;  // < 0: the problem's own limit
   std::string semantics = "rendezvous";
+  bool quiet = false;
 };
 
 bool is_csv_file(const std::string& path) {
@@ -182,6 +184,15 @@ int run(const RunFlags& f) {
   eo.timeout_s = f.timeout_s;
   eo.collect_gradients = true;
   eo.grouped = grouped;
+  // Progress on stderr every 2 s (runs of a second or two print nothing).
+  const auto t_start = std::chrono::steady_clock::now();
+  auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count(); };
+  if (!f.quiet) {
+    eo.progress = [&](long done, long total) {
+      std::fprintf(stderr, "run: [replay] %ld/%ld ops (%.0f %%), %.1f s\n", done, total,
+                   total > 0 ? 100.0 * static_cast<double>(done) / static_cast<double>(total) : 100.0, seconds());
+    };
+  }
   rt::ExecResult result = rt::execute(to_run, *model, *backend, eo);
   if (!result.status.is_ok()) {
     if (!f.trace.empty() && !result.devices.empty())
@@ -201,7 +212,14 @@ int run(const RunFlags& f) {
   sum.rule = rt::memory_by_rule(to_run, *model);
   sum.notes = notes;
   if (f.check_gradients) {
-    auto ref = rt::run_sequential_reference(*model);
+    const double t_ref = seconds();
+    double next_report = t_ref + 2;
+    auto ref = rt::run_sequential_reference(*model, [&](int done, int total) {
+      if (f.quiet || seconds() < next_report) return;
+      std::fprintf(stderr, "run: [reference] %d/%d microbatches on one host thread, %.1f s\n", done, total,
+                   seconds() - t_ref);
+      next_report = seconds() + 2;
+    });
     if (!ref) return report_error(ref.status());
     sum.gradients = rt::compare_gradients(*model, result.gradients, result.losses, *ref, sum.tolerance);
   }
@@ -249,6 +267,7 @@ Runner add_run(CLI::App& app) {
   sub->add_option("--memory-limit-gb", f->memory_limit_gb,
                   "Memory limit per device for the check, GB (0 = unlimited; default: the problem's)");
   sub->add_flag("--no-verify", f->no_verify, "Run even if the checker rejects the schedule");
+  sub->add_flag("--quiet", f->quiet, "No progress lines on stderr (printed every 2 s of a long replay or gradient check)");
   sub->add_option("--nccl-id-file", f->nccl_id_file,
                   "cuda, multi-process: file through which rank 0 shares the ncclUniqueId");
   sub->add_flag("--print-nccl-id", f->print_nccl_id, "Print a fresh ncclUniqueId (hex) for PIPESMITH_NCCL_ID and exit");

@@ -455,6 +455,11 @@ ExecResult execute(const Schedule& schedule, const ExecModel& model, Backend& ba
   };
   std::vector<int> last(workers.size(), -1);
   std::vector<Clock::time_point> changed(workers.size(), Clock::now());
+  long total_ops = 0;
+  for (auto& w : workers) total_ops += static_cast<long>(w->program.size());
+  const auto report_every = std::chrono::duration<double>(std::max(0.001, options.progress_interval_s));
+  auto next_report = Clock::now() + report_every;
+  const auto wake = options.progress ? std::min<std::chrono::duration<double>>(poll, report_every) : poll;
   bool fired = false, aborted = false;
   res.stopped_at.assign(P, -2);
   while (true) {
@@ -468,6 +473,12 @@ ExecResult execute(const Schedule& schedule, const ExecModel& model, Backend& ba
         backend.abort_all();
         aborted = true;
       }
+    }
+    if (!aborted && options.progress && Clock::now() >= next_report) {
+      long done = 0;
+      for (auto& w : workers) done += w->done.load() ? static_cast<long>(w->program.size()) : progress(*w);
+      options.progress(done, total_ops);
+      next_report = Clock::now() + report_every;
     }
     if (!aborted) {
       const auto now = Clock::now();
@@ -499,7 +510,7 @@ ExecResult execute(const Schedule& schedule, const ExecModel& model, Backend& ba
       }
     }
     std::unique_lock<std::mutex> lock(signal.mu);
-    signal.cv.wait_for(lock, poll, [&] {  // wake early when all are done or one failed
+    signal.cv.wait_for(lock, wake, [&] {  // wake early when all are done or one failed
       bool all = true, failed = false;
       for (auto& w : workers) {
         all = all && w->done.load();

@@ -17,6 +17,7 @@
 //  * Never hangs: every wait is abortable and the watchdog always runs.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -35,6 +36,10 @@ struct ExecOptions {
   // Grouped semantics: consecutive comm ops between two computes run as one group (run_group)
   // that completes as a unit; otherwise (rendezvous) each SEND/RECV pairs up on its own.
   bool grouped = false;
+  // Called from the watchdog (never from a worker) every progress_interval_s while the iteration
+  // runs: ops completed and ops in all local programs. Empty: no calls.
+  std::function<void(long done_ops, long total_ops)> progress;
+  double progress_interval_s = 2;
 };
 
 struct DeviceRun {

@@ -11,7 +11,8 @@
 
 namespace ps::rt {
 
-Result<ReferenceResult> run_sequential_reference(const ExecModel& model) {
+Result<ReferenceResult> run_sequential_reference(const ExecModel& model,
+                                                 const std::function<void(int done, int total)>& progress) {
   HostOps ops("reference");
   StageCompute sc(model, ops);
   const int S = model.num_stages();
@@ -30,6 +31,7 @@ Result<ReferenceResult> run_sequential_reference(const ExecModel& model) {
       dy = std::move(*dx);
     }
     for (int s = 0; s < S; ++s) PS_RETURN_IF_ERROR(sc.backward_weight(s, m));
+    if (progress) progress(m + 1, model.microbatches);
   }
   ReferenceResult r;
   for (int s = 0; s < S; ++s) {

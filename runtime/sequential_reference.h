@@ -6,6 +6,7 @@
 // bit for bit and any backend within floating-point tolerance.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -20,7 +21,9 @@ struct ReferenceResult {
   std::map<int, double> losses;                              // microbatch → loss
 };
 
-Result<ReferenceResult> run_sequential_reference(const ExecModel& model);
+// `progress`, when given, is called after each microbatch with (microbatches done, M).
+Result<ReferenceResult> run_sequential_reference(const ExecModel& model,
+                                                 const std::function<void(int done, int total)>& progress = {});
 
 struct GradientComparison {
   bool ok = false;

@@ -3,6 +3,8 @@
 #include <doctest/doctest.h>
 
 #include <chrono>
+#include <utility>
+#include <vector>
 
 #include "runtime/exec_model.h"
 #include "runtime/executor.h"
@@ -58,6 +60,35 @@ void run_and_check(const Schedule& s, double scale = 0.125) {
 
 TEST_CASE("host executor: 1F1B with fused B on 4 devices matches the sequential reference") {
   run_and_check(pstest::with_comms_global_order(pstest::one_f_one_b(4, 8)));
+}
+
+TEST_CASE("host executor and reference: progress reports count ops and microbatches, never past the totals") {
+  const Schedule s = pstest::with_comms_global_order(pstest::one_f_one_b(4, 16));
+  const ExecModel model = small_model(s.problem, 1.0);  // full width: a run of well over a millisecond
+  long program_ops = 0;
+  for (const auto& prog : s.programs) program_ops += static_cast<long>(prog.size());
+  HostBackend backend(s.num_devices());
+  ExecOptions eo;
+  eo.progress_interval_s = 0.001;
+  std::vector<std::pair<long, long>> calls;
+  eo.progress = [&](long done, long total) { calls.emplace_back(done, total); };  // the watchdog's thread only
+  ExecResult r = execute(s, model, backend, eo);
+  REQUIRE_MESSAGE(r.status.is_ok(), r.status.str());
+  REQUIRE(calls.size() >= 2);
+  for (size_t i = 0; i < calls.size(); ++i) {
+    CHECK(calls[i].second == program_ops);
+    CHECK(calls[i].first >= 0);
+    CHECK(calls[i].first <= program_ops);
+    if (i > 0) CHECK(calls[i].first >= calls[i - 1].first);
+  }
+  std::vector<int> done;
+  auto ref = run_sequential_reference(model, [&](int d, int total) {
+    CHECK(total == 16);
+    done.push_back(d);
+  });
+  REQUIRE(ref.ok());
+  REQUIRE(done.size() == 16);
+  for (int m = 0; m < 16; ++m) CHECK(done[m] == m + 1);
 }
 
 TEST_CASE("host executor: 1F1B with split I/W and deferred W on 2..8 devices") {
