@@ -7,10 +7,16 @@
 // limit.
 #include <fmt/format.h>
 
+#include <signal.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <csignal>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -53,6 +59,59 @@ struct SynthArgs {
   bool fix_partition = false;
   bool fix_placement = false;
 };
+
+// SIGINT and SIGTERM (Ctrl-C; a batch system's notice before it kills a job at its time limit):
+// the first ends the search as its deadline would, and the best plan so far is checked and written;
+// then the command ends by that signal (status 130 or 143), so a script stops there as it would
+// have. The first delivery restores the default action: a second signal ends the process at once.
+std::atomic<bool> g_interrupted{false};
+volatile std::sig_atomic_t g_signal = 0;
+
+extern "C" void on_interrupt(int sig) {
+  g_signal = sig;
+  g_interrupted.store(true);
+  static const char kSaid[] =
+      "\nsynth: interrupted: the search stops; the best plan so far is checked and written (a second signal "
+      "quits at once)\n";
+  ssize_t ignored = ::write(STDERR_FILENO, kSaid, sizeof kSaid - 1);
+  (void)ignored;
+}
+
+// Installs on_interrupt for SIGINT and SIGTERM while it lives (a signal the shell had set to be
+// ignored, as for a background job, stays ignored).
+class InterruptGuard {
+ public:
+  InterruptGuard() {
+    struct sigaction sa {};
+    sa.sa_handler = on_interrupt;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESETHAND | SA_RESTART;
+    for (int i = 0; i < 2; ++i) {
+      sigaction(kSignals[i], nullptr, &old_[i]);
+      installed_[i] = old_[i].sa_handler != SIG_IGN && sigaction(kSignals[i], &sa, nullptr) == 0;
+    }
+  }
+  ~InterruptGuard() {
+    for (int i = 0; i < 2; ++i)
+      if (installed_[i]) sigaction(kSignals[i], &old_[i], nullptr);
+  }
+  InterruptGuard(const InterruptGuard&) = delete;
+  InterruptGuard& operator=(const InterruptGuard&) = delete;
+
+ private:
+  static constexpr int kSignals[2] = {SIGINT, SIGTERM};
+  struct sigaction old_[2] {};
+  bool installed_[2] = {false, false};
+};
+
+// After an interrupt: flush and end by the signal, as the shell expects of an interrupted command.
+[[noreturn]] void end_by_signal() {
+  std::fflush(nullptr);
+  const int sig = g_signal != 0 ? static_cast<int>(g_signal) : SIGINT;
+  std::signal(sig, SIG_DFL);
+  std::raise(sig);
+  std::_Exit(128 + sig);  // not reached
+}
 
 struct Plan {
   Partition partition;
@@ -195,6 +254,7 @@ int run_synth(const SynthArgs& a) {
     Status st = check_writable(*path, flag);
     if (!st.is_ok()) return report_error(st);
   }
+  InterruptGuard interrupt_guard;
   auto spec = load_spec_from_flags(a.spec);
   if (!spec.ok()) return report_error(spec.status());
   if (a.stages_per_device < 0) return report_error(Status::bad_input("--stages-per-device must be >= 1"));
@@ -211,6 +271,7 @@ int run_synth(const SynthArgs& a) {
   if (!(a.fix_partition && a.fix_placement)) {
     TuneOptions to;
     to.seed = a.seed;
+    to.interrupt = &g_interrupted;
     if (a.fix_partition) {
       auto part = fixed_partition(*spec, a);
       if (!part.ok()) return report_error(part.status());
@@ -259,6 +320,10 @@ int run_synth(const SynthArgs& a) {
       };
     }
     auto tr = cooptimize(*spec, to);
+    if (!tr.ok() && g_interrupted.load()) {
+      std::fprintf(stderr, "synth: interrupted before a plan that fits the memory was found: nothing written\n");
+      end_by_signal();
+    }
     if (!tr.ok()) return report_error(tr.status());
     tuned = std::move(*tr);
     // Z3's wall-clock cap is what is left (its share, with a budget in candidates); its rlimit
@@ -279,10 +344,16 @@ int run_synth(const SynthArgs& a) {
   if (!problem.ok()) return report_error(problem.status());
 
   SynthOptions so;
+  const bool z3_skipped = g_interrupted.load();
+  if (z3_skipped) {  // no Z3: the smallest budget skips it; the heuristic runs one policy
+    z3_time_s = 0.01;
+    z3_share_s = 0;
+  }
   so.time_limit_s = z3_time_s;
-  so.rlimit = a.rlimit ? a.rlimit
-                      : static_cast<uint64_t>(z3_share_s * static_cast<double>(rlimit_per_second()) *
-                                              std::max(1, a.threads));
+  so.rlimit = a.rlimit && !z3_skipped
+                  ? a.rlimit
+                  : std::max<uint64_t>(1, static_cast<uint64_t>(z3_share_s * static_cast<double>(rlimit_per_second()) *
+                                                                std::max(1, a.threads)));
   so.seed = a.seed;
   so.contexts = a.threads;
   so.dump_smt2 = a.smt2_path;
@@ -306,11 +377,15 @@ int run_synth(const SynthArgs& a) {
   // long the search took). Counts the clock decided are printed, not written: same inputs, seed
   // and budgets, byte-identical files.
   res->schedule.certificate->extra["time_limit_s"] = fmt::format("{:g}", a.time_limit_s);
+  if (z3_skipped && res->schedule.certificate) {
+    res->solver_status = "not run: interrupted";
+    res->schedule.certificate->extra["solver_status"] = res->solver_status;
+  }
   if (tuned) {
     if (a.evaluations > 0) res->schedule.certificate->extra["evaluations"] = std::to_string(a.evaluations);
     res->schedule.certificate->extra["search"] =
-        tuned->stats.stop_reason == "time limit"
-            ? std::string("stop: time limit")
+        tuned->stats.stop_reason == "time limit" || tuned->stats.stop_reason == "interrupted"
+            ? "stop: " + tuned->stats.stop_reason
             : fmt::format("{} candidates, {} rounds, stop: {}", tuned->stats.evaluated, tuned->stats.rounds,
                           tuned->stats.stop_reason);
     res->schedule.certificate->extra["global_lower_bound_ms"] = fmt::format("{}", tuned->lower_bound_ms);
@@ -358,7 +433,13 @@ int run_synth(const SynthArgs& a) {
                        busiest, work[busiest], mean, 100 * (work[busiest] / mean - 1),
                        100 * (res->bound_ms / work[busiest] - 1), 100 * (res->makespan_ms / res->bound_ms - 1));
   }
-  if (tuned && tuned->stats.stop_reason == "time limit")
+  if (g_interrupted.load())
+    s += fmt::format("  note          interrupted by {}: {}; this is the best plan found before it\n",
+                     g_signal == SIGTERM ? "SIGTERM" : "SIGINT",
+                     !z3_skipped ? "it came while Z3 ran, which kept to its budget"
+                     : tuned && tuned->stats.stop_reason == "interrupted" ? "the search stopped early and Z3 did not run"
+                                                                          : "Z3 did not run");
+  else if (tuned && tuned->stats.stop_reason == "time limit")
     s += fmt::format("  note          the time limit ended the search, so the plan depends on this machine's speed; "
                      "--evaluations N bounds it by candidates instead (this run evaluated {}), the same on any "
                      "machine\n",
@@ -391,6 +472,7 @@ int run_synth(const SynthArgs& a) {
              : fmt::format("not written: {} (Z3 built no encoding of this plan; the solver line says why)\n", a.smt2_path);
   }
   std::fputs(s.c_str(), info);
+  if (g_interrupted.load()) end_by_signal();  // everything is written
   return 0;
 }
 
@@ -402,6 +484,9 @@ Runner add_synth(CLI::App& app) {
       "synth",
       "Search partition, placement and order (or keep what --partition/--placement fix), refine the order "
       "with Z3, check the schedule and write it with its certificate");
+  sub->footer(
+      "Ctrl-C (SIGINT) or SIGTERM during the search stops it: the best plan so far is checked and written, "
+      "then the command ends by the signal (status 130 or 143); a second signal quits at once.");
   add_spec_flags(sub, &args->spec);
   sub->add_option("--partition", args->partition,
                   "Fix the partition: balanced, balanced-memory, even (over --stages-per-device x P stages, default P), "

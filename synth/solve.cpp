@@ -29,7 +29,8 @@ namespace {
 std::string seconds_text(double s) {
   if (s >= 10) return fmt::format("{:.0f}", s);
   if (s >= 1) return fmt::format("{:.1f}", s);
-  return fmt::format("{:.2g}", s);
+  if (s >= 0.001) return fmt::format("{:.2g}", s);
+  return "0.000";
 }
 
 // rlimit units that loading one unit of encoding size (an open pair, or a quarter of an op's

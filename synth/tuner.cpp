@@ -85,6 +85,7 @@ class Tuner {
 
  private:
   double elapsed() const { return std::chrono::duration<double>(Clock::now() - t0_).count(); }
+  bool interrupted() const { return opt_.interrupt && opt_.interrupt->load(); }
   Status prepare();
   // Evaluates the candidates not yet in the history, in parallel; returns the new record indices.
   // A list-scheduled candidate whose plan floor (plan_floor_ms) is at least `prune_ms` is skipped
@@ -222,6 +223,7 @@ std::vector<int> Tuner::evaluate(std::vector<Candidate> cands, double deadline_s
   // can take seconds on such plans.
   std::atomic<int64_t> reserve_ops{best_ops()};  // > 0 once a plan that fits exists
   auto deadline = [&] {
+    if (interrupted()) return -std::numeric_limits<double>::infinity();
     return std::min(deadline_s, opt_.time_limit_s - opt_.finish_s_per_op * static_cast<double>(reserve_ops.load()));
   };
   auto past_deadline = [&] { return reserve_ops.load() > 0 && elapsed() > deadline(); };
@@ -432,6 +434,7 @@ Result<TuneResult> Tuner::verify_and_choose(const std::vector<int>& rank) {
       if (!least || ranks_before(r, *least)) least = &r;
     std::string why = least ? fmt::format("; closest candidate ({}): {}", describe(*least, P_), least->eval.why) : "";
     if (stats_.stop_reason == "time limit") why += fmt::format(" (the {:g} s time limit ended the search)", opt_.time_limit_s);
+    if (stats_.stop_reason == "interrupted") why += " (the search was interrupted)";
     if (stats_.stop_reason == "evaluation budget")
       why += fmt::format(" (the budget of {} evaluations ended the search)", opt_.max_evaluations);
     return Status::error(ErrorCode::kInfeasible,
@@ -558,6 +561,10 @@ Result<TuneResult> Tuner::run() {
   kicks_ = std::max(0, opt_.kicks_per_round);
   if (!searchable) stats_.stop_reason = "fixed";
   while (searchable) {
+    if (interrupted()) {
+      stats_.stop_reason = "interrupted";
+      break;
+    }
     if (elapsed() > search_deadline()) {
       stats_.stop_reason = "time limit";
       break;

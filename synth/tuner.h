@@ -29,6 +29,7 @@
 //  * kInfeasible when no candidate fits the memory; kBadInput for a bad fixed partition/placement.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -84,6 +85,10 @@ struct TuneOptions {
   std::optional<Partition> partition;          // fixed partition (S = its size)
   std::optional<std::vector<int>> placement;   // fixed stage → device map (S = its size)
   std::function<void(const TuneProgress&)> progress;  // after the seeds and after every round
+  // Set (by a signal handler, say) to end the search as the deadline would, at once: no evaluation
+  // starts, one under way stops at its next policy once a plan fits, the polish is skipped, and the
+  // best plan so far is checked and returned (stop reason "interrupted"). Null: never.
+  const std::atomic<bool>* interrupt = nullptr;
 };
 
 struct TuneStats {

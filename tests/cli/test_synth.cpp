@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -141,6 +142,40 @@ TEST_CASE("cli synth: an output it could not write is refused before the search,
     CHECK_FALSE(contains(r.output, "candidates"));
   }
   CHECK_FALSE(std::filesystem::exists(dir + "/s.yaml"));
+}
+
+TEST_CASE("cli synth: SIGTERM mid-search writes the best plan so far, checked, then ends by the signal") {
+  // As a batch system does at a job's time limit: the search of a 300 s budget is under way (its
+  // first progress line is out) when SIGTERM comes.
+  const std::string out = temp_path("synth-int.yaml"), log = temp_path("synth-int.log");
+  const std::string script = temp_path("synth-int.sh");
+  std::ofstream(script) << fmt::format(
+      "'{}' synth '{}' --time-limit 300 -o '{}' > '{}' 2>&1 &\n"
+      "p=$!\ni=0\n"
+      "until grep -qF 'synth: [seeds]' '{}' || [ $i -ge 1200 ]; do sleep 0.1; i=$((i+1)); done\n"
+      "kill -TERM $p\nwait $p\necho status=$?\n",
+      PIPESMITH_CLI, source_path("configs/models/nemotron-h-like.yaml"), out, log, log);
+  const auto t0 = std::chrono::steady_clock::now();
+  FILE* p = popen(("sh " + script).c_str(), "r");
+  REQUIRE(p != nullptr);
+  std::string said;
+  char buf[256];
+  while (std::fgets(buf, sizeof buf, p)) said += buf;
+  pclose(p);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const std::string text = read_file(log);
+  INFO(text);
+  CHECK(contains(said, "status=143"));  // 128 + SIGTERM: the shell sees the signal
+  CHECK(contains(text, "synth: interrupted: the search stops"));
+  CHECK(contains(text, "note          interrupted by SIGTERM: the search stopped early and Z3 did not run"));
+  CHECK(contains(text, "wrote " + out));
+  CHECK(seconds < 150);  // not the 300 s budget
+  const std::string file = read_file(out);
+  CHECK(contains(file, "search: \"stop: interrupted\""));
+  CHECK(contains(file, "solver_status: \"not run: interrupted\""));
+  auto v = run_cli("verify " + out);
+  INFO(v.output);
+  CHECK(v.exit_code == 0);
 }
 
 TEST_CASE("cli synth: an impossible memory limit exits 2 and says why in terms of the inputs") {
