@@ -21,6 +21,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <utility>
 
 #include "cli/commands.h"
@@ -51,6 +52,7 @@ struct SynthArgs {
   unsigned long long rlimit = 0;
   unsigned seed = 0;
   int threads = 2;
+  int search_threads = 0;  // 0: the machine's hardware threads, at most kMaxSearchThreads
   bool quiet = false;
   std::string out_path, csv_path, svg_path, smt2_path;
   // Set from the parsed flags: what the flags fix; the rest is searched (issue 6: co-optimization).
@@ -103,6 +105,14 @@ class InterruptGuard {
   struct sigaction old_[2] {};
   bool installed_[2] = {false, false};
 };
+
+// Candidate evaluations run in parallel; the result does not depend on how many (synth/tuner_parallel.h).
+constexpr int kMaxSearchThreads = 16;
+int search_threads(const SynthArgs& a) {
+  if (a.search_threads > 0) return a.search_threads;
+  const int hw = static_cast<int>(std::thread::hardware_concurrency());
+  return std::clamp(hw, 1, kMaxSearchThreads);
+}
 
 // After an interrupt: flush and end by the signal, as the shell expects of an interrupted command.
 [[noreturn]] void end_by_signal() {
@@ -271,6 +281,7 @@ int run_synth(const SynthArgs& a) {
   if (!(a.fix_partition && a.fix_placement)) {
     TuneOptions to;
     to.seed = a.seed;
+    to.threads = search_threads(a);
     to.interrupt = &g_interrupted;
     if (a.fix_partition) {
       auto part = fixed_partition(*spec, a);
@@ -509,6 +520,10 @@ Runner add_synth(CLI::App& app) {
   sub->add_option("--threads", args->threads,
                   "Z3 contexts run as a portfolio, one thread each, seeds seed, seed+1, ... (default 2)")
       ->check(CLI::Range(1, 64));
+  sub->add_option("--search-threads", args->search_threads,
+                  "Threads evaluating the search's candidates (default: the machine's hardware threads, at most 16); "
+                  "the plan does not depend on it, only how many candidates a time limit allows")
+      ->check(CLI::Range(1, 256));
   sub->add_flag("--quiet", args->quiet, "No progress lines on stderr");
   sub->add_option("-o,--output", args->out_path, "Schedule file to write (pipesmith-schedule/1 YAML; - = stdout)");
   sub->add_option("--csv", args->csv_path, "Also write the checked programs (comms included) as a PyTorch CSV");
