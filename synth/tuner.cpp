@@ -235,7 +235,7 @@ std::vector<int> Tuner::evaluate(std::vector<Candidate> cands, double deadline_s
         int64_t none = 0;
         if (evals[i].feasible) reserve_ops.compare_exchange_strong(none, evals[i].ops);
       },
-      [&] { return elapsed() > deadline(); });
+      past_deadline);
   std::vector<int> added;
   for (int i = 0; i < n; ++i) {
     if (!ran[i]) continue;
