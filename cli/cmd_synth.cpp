@@ -73,8 +73,8 @@ extern "C" void on_interrupt(int sig) {
   g_signal = sig;
   g_interrupted.store(true);
   static const char kSaid[] =
-      "\nsynth: interrupted: the search stops; the best plan so far is checked and written (a second signal "
-      "quits at once)\n";
+      "\nsynth: interrupted: stopping; the best schedule so far is checked and written (a second signal quits "
+      "at once)\n";
   ssize_t ignored = ::write(STDERR_FILENO, kSaid, sizeof kSaid - 1);
   (void)ignored;
 }
@@ -367,6 +367,7 @@ int run_synth(const SynthArgs& a) {
                                                                 std::max(1, a.threads)));
   so.seed = a.seed;
   so.contexts = a.threads;
+  so.interrupt = &g_interrupted;
   so.dump_smt2 = a.smt2_path;
   if (!a.quiet) so.progress = [](const std::string& line) { std::fprintf(stderr, "synth: %s\n", line.c_str()); };
   auto res = synthesize(*problem, so, &*spec);
@@ -447,7 +448,7 @@ int run_synth(const SynthArgs& a) {
   if (g_interrupted.load())
     s += fmt::format("  note          interrupted by {}: {}; this is the best plan found before it\n",
                      g_signal == SIGTERM ? "SIGTERM" : "SIGINT",
-                     !z3_skipped ? "it came while Z3 ran, which kept to its budget"
+                     !z3_skipped ? "it came while Z3 ran, which stopped with its best order so far"
                      : tuned && tuned->stats.stop_reason == "interrupted" ? "the search stopped early and Z3 did not run"
                                                                           : "Z3 did not run");
   else if (tuned && tuned->stats.stop_reason == "time limit")

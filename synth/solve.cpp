@@ -10,10 +10,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <fstream>
 #include <limits>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <thread>
 #include <vector>
@@ -99,6 +102,42 @@ CheckResult run_check(Encoding& enc, const z3::expr_vector& assumptions, uint64_
   return out;
 }
 
+// While it lives: once *flag turns true (checked every 20 ms), interrupt every context, which ends
+// a check under way with "unknown" (z3::context::interrupt is meant to be called from another thread).
+class InterruptWatcher {
+ public:
+  InterruptWatcher(const std::atomic<bool>* flag, const std::vector<std::unique_ptr<Encoding>>& encs) {
+    if (!flag) return;
+    thread_ = std::thread([this, flag, &encs] {
+      std::unique_lock<std::mutex> lock(mu_);
+      while (!done_) {
+        if (flag->load()) {
+          for (const auto& e : encs) e->ctx().interrupt();
+          return;
+        }
+        cv_.wait_for(lock, std::chrono::milliseconds(20));
+      }
+    });
+  }
+  ~InterruptWatcher() {
+    if (!thread_.joinable()) return;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  InterruptWatcher(const InterruptWatcher&) = delete;
+  InterruptWatcher& operator=(const InterruptWatcher&) = delete;
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::thread thread_;
+};
+
 struct Driver {
   const OpDag& dag;
   const SolveOptions& opt;
@@ -112,7 +151,8 @@ struct Driver {
 
   double elapsed() const { return std::chrono::duration<double>(Clock::now() - t0).count(); }
   double wall_left() const { return opt.time_limit_s - elapsed(); }
-  bool out_of_time() const { return wall_left() <= 0.01 || budget == 0; }
+  bool interrupted() const { return opt.interrupt && opt.interrupt->load(); }
+  bool out_of_time() const { return wall_left() <= 0.01 || budget == 0 || interrupted(); }
   int live_count() const { return static_cast<int>(std::count(live.begin(), live.end(), true)); }
 
   void report(const char* phase) {
@@ -138,7 +178,7 @@ struct Driver {
     } catch (const z3::exception& e) {
       return Status::error(ErrorCode::kRuntime, fmt::format("Z3 failed: {}", e.msg()));
     }
-    const double left = wall_left();
+    const double left = interrupted() ? 0 : wall_left();  // run_check starts nothing without time
     if (live_count() == 1) {
       for (int k = 0; k < K; ++k)
         if (live[k]) out[k] = run_check(*encs[k], asms[k], share, left);
@@ -245,6 +285,10 @@ struct Driver {
       report("bound");
       if (opt.dump_smt2.empty()) return Status::ok();
     }
+    if (interrupted() && !meets) {
+      res.status = "stopped: interrupted";
+      return Status::ok();
+    }
     const int K = meets ? 1 : std::max(1, opt.contexts);
     budget = opt.rlimit ? opt.rlimit
                         : static_cast<uint64_t>(std::max(0.0, opt.time_limit_s) * rlimit_per_second() * K);
@@ -310,6 +354,7 @@ struct Driver {
     }
     if (meets) return Status::ok();
     const uint64_t total = budget;
+    const InterruptWatcher watcher(opt.interrupt, encs);
 
     // 2. Solution-guided check. It also internalizes the whole encoding, which costs in proportion
     // to its size; a context cancelled in the middle of that is not trusted any further.
@@ -322,7 +367,8 @@ struct Driver {
       for (int k = 0; k < K; ++k)
         if ((*rs)[k].outcome != Outcome::kSat) live[k] = false;
       if (live_count() == 0) {
-        res.status = out_of_time() || (*rs)[0].outcome == Outcome::kUnknown
+        res.status = interrupted() ? "stopped: interrupted"
+                     : out_of_time() || (*rs)[0].outcome == Outcome::kUnknown
                          ? "stopped: the budget ran out while Z3 loaded the encoding"
                          : "stopped: the guided check failed";
         return Status::ok();
@@ -412,6 +458,7 @@ struct Driver {
       }
       probe *= 2;
     }
+    if (interrupted()) res.status = "stopped: interrupted";
     if (res.status.empty()) res.status = wall_left() <= 0.01 ? "time limit" : "budget exhausted";
     return Status::ok();
   }

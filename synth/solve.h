@@ -18,6 +18,7 @@
 //    each round in context order, never in finishing order.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -51,6 +52,9 @@ struct SolveOptions {
   // orientations of every pair of compute ops as assumptions: only the comm streams are left to
   // order, a small problem that often turns the relaxation's optimum into this model's.
   std::optional<TimedOrder> device_hint;
+  // Set (by a signal handler, say) to stop: a check under way is interrupted, none starts, and the
+  // incumbent stands (status "stopped: interrupted"). Null: never.
+  const std::atomic<bool>* interrupt = nullptr;
 };
 
 struct SolveResult {

@@ -215,6 +215,7 @@ Result<SynthResult> synthesize(const Problem& problem, const SynthOptions& opt, 
     SolveOptions so;
     so.seed = opt.seed;
     so.contexts = opt.contexts;
+    so.interrupt = opt.interrupt;
     if (opt.progress) {
       so.progress = [&, model](const SolveProgress& p) {
         const double inc = dag.to_ms(fin.best.makespan);  // the comm-stream timing of the best order

@@ -15,6 +15,7 @@
 //  * Deterministic for a fixed seed and rlimit budget (see solve.h).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -37,6 +38,7 @@ struct SynthOptions {
   bool use_baselines = true; // seed with the best fitting baseline when it beats the heuristic
   std::string dump_smt2;     // write the encoding here
   std::function<void(const std::string&)> progress;  // one line per incumbent/bound change
+  const std::atomic<bool>* interrupt = nullptr;      // set: Z3 stops (SolveOptions::interrupt)
 };
 
 struct SynthResult {

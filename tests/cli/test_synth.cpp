@@ -146,35 +146,61 @@ TEST_CASE("cli synth: an output it could not write is refused before the search,
   CHECK_FALSE(std::filesystem::exists(dir + "/s.yaml"));
 }
 
-TEST_CASE("cli synth: SIGTERM mid-search writes the best plan so far, checked, then ends by the signal") {
-  // As a batch system does at a job's time limit: the search of a 300 s budget is under way (its
-  // first progress line is out) when SIGTERM comes.
-  const std::string out = temp_path("synth-int.yaml"), log = temp_path("synth-int.log");
+namespace {
+
+// Runs `pipesmith synth ARGS` in the background, sends SIGTERM once its stderr shows `cue`, and
+// returns what the shell saw ("status=N") and the seconds it all took.
+std::pair<std::string, double> synth_terminated_at(const std::string& args, const std::string& cue,
+                                                   const std::string& log) {
   const std::string script = temp_path("synth-int.sh");
   std::ofstream(script) << fmt::format(
-      "'{}' synth '{}' --time-limit 300 -o '{}' > '{}' 2>&1 &\n"
+      "'{}' synth {} > '{}' 2>&1 &\n"
       "p=$!\ni=0\n"
-      "until grep -qF 'synth: [seeds]' '{}' || [ $i -ge 1200 ]; do sleep 0.1; i=$((i+1)); done\n"
+      "until grep -qF '{}' '{}' || [ $i -ge 1200 ]; do sleep 0.1; i=$((i+1)); done\n"
       "kill -TERM $p\nwait $p\necho status=$?\n",
-      PIPESMITH_CLI, source_path("configs/models/nemotron-h-like.yaml"), out, log, log);
+      PIPESMITH_CLI, args, log, cue, log);
   const auto t0 = std::chrono::steady_clock::now();
   FILE* p = popen(("sh " + script).c_str(), "r");
-  REQUIRE(p != nullptr);
   std::string said;
-  char buf[256];
-  while (std::fgets(buf, sizeof buf, p)) said += buf;
-  pclose(p);
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  const std::string text = read_file(log);
-  INFO(text);
-  CHECK(contains(said, "status=143"));  // 128 + SIGTERM: the shell sees the signal
-  CHECK(contains(text, "synth: interrupted: the search stops"));
-  CHECK(contains(text, "note          interrupted by SIGTERM: the search stopped early and Z3 did not run"));
-  CHECK(contains(text, "wrote " + out));
-  CHECK(seconds < 150);  // not the 300 s budget
-  const std::string file = read_file(out);
-  CHECK(contains(file, "search: \"stop: interrupted\""));
-  CHECK(contains(file, "solver_status: \"not run: interrupted\""));
+  if (p) {
+    char buf[256];
+    while (std::fgets(buf, sizeof buf, p)) said += buf;
+    pclose(p);
+  }
+  return {said, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()};
+}
+
+}  // namespace
+
+TEST_CASE("cli synth: SIGTERM writes the best schedule so far, checked, then ends by the signal") {
+  // As a batch system does at a job's time limit, with a 300 s budget under way.
+  const std::string out = temp_path("synth-int.yaml"), log = temp_path("synth-int.log");
+  const std::string model = source_path("configs/models/nemotron-h-like.yaml");
+  SUBCASE("in the search (its first progress line is out)") {
+    auto [said, seconds] = synth_terminated_at(fmt::format("'{}' --time-limit 300 -o '{}'", model, out), "synth: [seeds]", log);
+    const std::string text = read_file(log);
+    INFO(text);
+    CHECK(contains(said, "status=143"));  // 128 + SIGTERM: the shell sees the signal
+    CHECK(contains(text, "synth: interrupted: stopping"));
+    CHECK(contains(text, "note          interrupted by SIGTERM: the search stopped early and Z3 did not run"));
+    CHECK(seconds < 150);  // not the 300 s budget
+    const std::string file = read_file(out);
+    CHECK(contains(file, "search: \"stop: interrupted\""));
+    CHECK(contains(file, "solver_status: \"not run: interrupted\""));
+  }
+  SUBCASE("in Z3, with a fixed plan (once its first check is done)") {
+    auto [said, seconds] = synth_terminated_at(
+        fmt::format("'{}' --partition balanced --placement interleaved --memory-limit-gb 0 --time-limit 300 -o '{}'", model, out),
+        "guided]", log);
+    const std::string text = read_file(log);
+    INFO(text);
+    CHECK(contains(said, "status=143"));
+    CHECK(contains(text, "note          interrupted by SIGTERM: it came while Z3 ran, which stopped with its best order"));
+    CHECK(contains(text, "stopped: interrupted"));
+    CHECK(seconds < 150);
+    CHECK(contains(read_file(out), "stopped: interrupted"));
+  }
+  CHECK(contains(read_file(log), "wrote " + out));
   auto v = run_cli("verify " + out);
   INFO(v.output);
   CHECK(v.exit_code == 0);
