@@ -471,6 +471,13 @@ Result<SolveResult> solve(const OpDag& dag, const TimedOrder& incumbent, int64_t
   Driver drv(dag, options);
   Status st = drv.run(incumbent, lower_bound);
   drv.res.seconds = drv.elapsed();
+  if (!st.is_ok() && drv.interrupted()) {
+    // An interrupted context throws "canceled" from whatever call it was in (a constraint being
+    // added, assumptions being built): the incumbent, only ever replaced by a checked order, stands.
+    drv.res.status = "stopped: interrupted";
+    drv.res.optimal = drv.res.best.makespan <= drv.res.bound;
+    return std::move(drv.res);
+  }
   if (!st.is_ok()) return st;
   return std::move(drv.res);
 }
