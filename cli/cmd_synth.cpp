@@ -448,7 +448,7 @@ int run_synth(const SynthArgs& a) {
   if (g_interrupted.load())
     s += fmt::format("  note          interrupted by {}: {}; this is the best plan found before it\n",
                      g_signal == SIGTERM ? "SIGTERM" : "SIGINT",
-                     !z3_skipped ? "it came while Z3 ran, which stopped with its best order so far"
+                     !z3_skipped ? "it came while the order was refined (bounds, Z3), which stopped with the best order so far"
                      : tuned && tuned->stats.stop_reason == "interrupted" ? "the search stopped early and Z3 did not run"
                                                                           : "Z3 did not run");
   else if (tuned && tuned->stats.stop_reason == "time limit")

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <limits>
 #include <queue>
@@ -318,6 +319,9 @@ class Propagator {
 
   const std::vector<int>& resource_ops(int r) const { return res_ops_[r]; }
   void set_cap(uint64_t cap) { cap_ = cap; }
+  void set_interrupt(const std::atomic<bool>* flag) { interrupt_ = flag; }
+  // The work cap, or an interrupt: either ends a trial as out of work (the bound stays valid).
+  bool out_of_work() const { return work_ > cap_ || (interrupt_ && interrupt_->load(std::memory_order_relaxed)); }
 
   // The windows of a trial makespan: [head, makespan − tail], then the fixpoint. Clears the trail
   // and the decided precedences.
@@ -423,14 +427,14 @@ class Propagator {
     const int R = dag_.num_resources();
     for (;;) {
       if (!propagate_edges()) return Outcome::kRefuted;
-      if (work_ > cap_) return Outcome::kOutOfWork;
+      if (out_of_work()) return Outcome::kOutOfWork;
       bool any = false;
       for (int r = 0; r < R; ++r) {
         if (!dirty_[r]) continue;
         dirty_[r] = 0;
         any = true;
         if (!filter_resource(r)) return Outcome::kRefuted;
-        if (work_ > cap_) return Outcome::kOutOfWork;  // one resource's filter can be long (k log k)
+        if (out_of_work()) return Outcome::kOutOfWork;  // one resource's filter can be long (k log k)
       }
       if (!any && fwd_head_ == fwd_.size() && bwd_head_ == bwd_.size()) return Outcome::kFixpoint;
     }
@@ -507,6 +511,7 @@ class Propagator {
   const OpDag& dag_;
   uint64_t& work_;
   uint64_t cap_ = 0;
+  const std::atomic<bool>* interrupt_ = nullptr;
   std::vector<std::vector<int>> res_ops_;
   std::vector<Orders> orders_;  // per resource, kept between calls (see resort)
   std::vector<std::vector<int>> extra_succ_, extra_pred_;
@@ -688,6 +693,7 @@ DestructiveBound destructive_lower_bound(const OpDag& dag, const DestructiveOpti
 
   // 1. Propagation alone: doubling steps from the starting bound, then bisection.
   prop.set_cap(opt.work_cap);
+  prop.set_interrupt(opt.interrupt);
   auto propagated = [&](int64_t c) {
     ++out.trials;
     return prop.start(c);

@@ -35,6 +35,7 @@
 //    bound proven so far is returned.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <limits>
 #include <optional>
@@ -69,6 +70,9 @@ struct DestructiveOptions {
   uint64_t work_cap = 20'000'000;
   // Steps for the search on top (0: no search).
   uint64_t search_work = 0;
+  // Set: the trial under way stops as if out of work, and no other runs (the bound found so far is
+  // valid). Null: never.
+  const std::atomic<bool>* interrupt = nullptr;
 };
 
 struct DestructiveBound {

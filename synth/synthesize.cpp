@@ -173,6 +173,7 @@ Result<SynthResult> synthesize(const Problem& problem, const SynthOptions& opt, 
     dopt.start = lb_units;
     dopt.upper = seed.order.makespan;
     dopt.search_work = static_cast<uint64_t>(std::min(budget_s / 4, kBoundSearchMaxS) * steps_per_s);
+    dopt.interrupt = opt.interrupt;
     DestructiveBound strong = destructive_lower_bound(dag, dopt);
     if (strong.bound.units > lb_units) {
       db = strong.bound;

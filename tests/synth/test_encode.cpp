@@ -4,7 +4,10 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "synth/encode.h"
@@ -181,6 +184,62 @@ TEST_CASE("solve: the budget bounds the work and the incumbent survives") {
   CHECK(r->best.makespan == heur->best.makespan);
   // Not built at all (the size check) or cancelled while loading: either way no Z3 answer.
   CHECK((r->status.find("skipped") != std::string::npos || r->status.find("stopped") != std::string::npos));
+}
+
+TEST_CASE("solve: an interrupt stops Z3 mid-check; the incumbent stands, valid") {
+  // A budget of minutes, a weak starting bound (no proof comes soon), an interrupt after 0.3 s.
+  HandProblem hp = capped_hetero();
+  hp.microbatches = 16;
+  Result<OpDag> dag = build_op_dag(make_hand_problem(hp));
+  REQUIRE(dag.ok());
+  Result<HeuristicResult> heur = heuristic_schedule(*dag);
+  REQUIRE(heur.ok());
+  std::atomic<bool> stop{false};
+  SolveOptions so;
+  so.time_limit_s = 300;
+  so.rlimit = 1'000'000'000'000ull;
+  so.contexts = 2;
+  so.interrupt = &stop;
+  std::thread timer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    stop.store(true);
+  });
+  Result<SolveResult> r = solve(*dag, heur->best, 0, so);
+  timer.join();
+  REQUIRE(r.ok());
+  CHECK(r->status == "stopped: interrupted");
+  CHECK(r->seconds < 30);  // not the 300 s budget
+  CHECK(r->checks >= 1);   // Z3 was under way
+  CHECK(r->best.makespan <= heur->best.makespan);
+  Result<TimedOrder> again = evaluate_order(*dag, r->best.order);
+  REQUIRE(again.ok());
+  CHECK(again->makespan == r->best.makespan);
+  // Set before the call: nothing is loaded.
+  Result<SolveResult> late = solve(*dag, heur->best, 0, so);
+  REQUIRE(late.ok());
+  CHECK(late->status == "stopped: interrupted");
+  CHECK(late->checks == 0);
+}
+
+TEST_CASE("destructive bound: an interrupt ends it at once, with a valid bound") {
+  HandProblem hp = capped_hetero();
+  hp.microbatches = 16;
+  Result<OpDag> dag = build_op_dag(make_hand_problem(hp));
+  REQUIRE(dag.ok());
+  Result<HeuristicResult> heur = heuristic_schedule(*dag);
+  REQUIRE(heur.ok());
+  const int64_t lb = dag_lower_bound(*dag).units;
+  std::atomic<bool> stop{true};
+  DestructiveOptions o;
+  o.start = lb;
+  o.upper = heur->best.makespan;
+  o.search_work = 1'000'000'000;
+  o.interrupt = &stop;
+  DestructiveBound b = destructive_lower_bound(*dag, o);
+  CHECK(b.bound.units >= lb);
+  CHECK(b.bound.units <= heur->best.makespan);
+  CHECK(b.work < 1'000'000);  // not the billion steps it was given
+  CHECK(b.nodes == 0);
 }
 
 TEST_CASE("solve: a device hint (compute orders of a better order) is taken up in one check") {
