@@ -42,6 +42,18 @@ pipeline: {microbatches: 6, bytes_per_param: 1}
 
 const std::string kFixed = " --partition balanced --placement sequential";
 
+// Runs `pipesmith ARGS_A` and then `pipesmith ARGS_B` (two runs meant to write the same file); both
+// must succeed. Returns the first one's output.
+std::string synth_twice(const std::string& args_a, const std::string& args_b) {
+  auto ra = run_cli(args_a);
+  auto rb = run_cli(args_b);
+  INFO(ra.output);
+  INFO(rb.output);
+  REQUIRE(ra.exit_code == 0);
+  REQUIRE(rb.exit_code == 0);
+  return ra.output;
+}
+
 }  // namespace
 
 TEST_CASE("cli synth: writes a certified schedule that pipesmith verify accepts, proven optimal") {
@@ -75,12 +87,8 @@ TEST_CASE("cli synth: same seed and budget, byte-identical files; --quiet is qui
   const std::string args = fmt::format("synth {}{} --memory-limit-gb 3.5 --microbatches 8 --seed 5 --rlimit 2000000 "
                                        "--time-limit 120 --quiet",
                                        model_path(), kFixed);
-  auto ra = run_cli(args + " -o " + a);
-  auto rb = run_cli(args + " -o " + b);
-  INFO(ra.output);
-  REQUIRE(ra.exit_code == 0);
-  REQUIRE(rb.exit_code == 0);
-  CHECK_FALSE(contains(ra.output, "synth: ["));
+  const std::string said = synth_twice(args + " -o " + a, args + " -o " + b);
+  CHECK_FALSE(contains(said, "synth: ["));
   CHECK(read_file(a) == read_file(b));
   CHECK(contains(read_file(a), "seed: \"5\""));
 }
@@ -95,13 +103,9 @@ TEST_CASE("cli synth: --evaluations makes a searched plan reproducible, whatever
   const std::string args =
       fmt::format("synth {} --devices 4 --microbatches 8 --evaluations 300 --time-limit 0.05 --quiet", model);
   // One search thread and three: the candidates are the same, and so is the file.
-  auto ra = run_cli(args + " --search-threads 1 -o " + a);
-  auto rb = run_cli(args + " --search-threads 3 -o " + b);
-  INFO(ra.output);
-  REQUIRE(ra.exit_code == 0);
-  REQUIRE(rb.exit_code == 0);
-  CHECK(contains(ra.output, "evaluation budget"));
-  CHECK_FALSE(contains(ra.output, "the time limit ended the search"));
+  const std::string said = synth_twice(args + " --search-threads 1 -o " + a, args + " --search-threads 3 -o " + b);
+  CHECK(contains(said, "evaluation budget"));
+  CHECK_FALSE(contains(said, "the time limit ended the search"));
   const std::string text = read_file(a);
   CHECK(text == read_file(b));
   CHECK(contains(text, "evaluations: \"300\""));

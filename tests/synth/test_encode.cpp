@@ -8,6 +8,7 @@
 #include <chrono>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "synth/encode.h"
@@ -186,14 +187,30 @@ TEST_CASE("solve: the budget bounds the work and the incumbent survives") {
   CHECK((r->status.find("skipped") != std::string::npos || r->status.find("stopped") != std::string::npos));
 }
 
-TEST_CASE("solve: an interrupt stops Z3 mid-check; the incumbent stands, valid") {
-  // A budget of minutes, a weak starting bound (no proof comes soon), an interrupt after 0.3 s.
+namespace {
+
+// capped_hetero() at M = 16, which nothing proves optimal soon, and its heuristic order.
+struct Capped16 {
+  OpDag dag;
+  HeuristicResult heur;
+};
+Capped16 capped_hetero_16() {
   HandProblem hp = capped_hetero();
   hp.microbatches = 16;
   Result<OpDag> dag = build_op_dag(make_hand_problem(hp));
   REQUIRE(dag.ok());
   Result<HeuristicResult> heur = heuristic_schedule(*dag);
   REQUIRE(heur.ok());
+  return {std::move(*dag), std::move(*heur)};
+}
+
+}  // namespace
+
+TEST_CASE("solve: an interrupt stops Z3 mid-check; the incumbent stands, valid") {
+  // A budget of minutes, a weak starting bound (no proof comes soon), an interrupt after 0.3 s.
+  const Capped16 c = capped_hetero_16();
+  const OpDag* dag = &c.dag;
+  const HeuristicResult* heur = &c.heur;
   std::atomic<bool> stop{false};
   SolveOptions so;
   so.time_limit_s = 300;
@@ -222,12 +239,9 @@ TEST_CASE("solve: an interrupt stops Z3 mid-check; the incumbent stands, valid")
 }
 
 TEST_CASE("destructive bound: an interrupt ends it at once, with a valid bound") {
-  HandProblem hp = capped_hetero();
-  hp.microbatches = 16;
-  Result<OpDag> dag = build_op_dag(make_hand_problem(hp));
-  REQUIRE(dag.ok());
-  Result<HeuristicResult> heur = heuristic_schedule(*dag);
-  REQUIRE(heur.ok());
+  const Capped16 c = capped_hetero_16();
+  const OpDag* dag = &c.dag;
+  const HeuristicResult* heur = &c.heur;
   const int64_t lb = dag_lower_bound(*dag).units;
   std::atomic<bool> stop{true};
   DestructiveOptions o;
