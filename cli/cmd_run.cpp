@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <utility>
 
@@ -214,12 +215,16 @@ int run(const RunFlags& f) {
   if (f.check_gradients) {
     const double t_ref = seconds();
     double next_report = t_ref + 2;
-    auto ref = rt::run_sequential_reference(*model, [&](int done, int total) {
-      if (f.quiet || seconds() < next_report) return;
-      std::fprintf(stderr, "run: [reference] %d/%d microbatches on one host thread, %.1f s\n", done, total,
-                   seconds() - t_ref);
-      next_report = seconds() + 2;
-    });
+    std::function<void(int, int)> ref_progress;
+    if (!f.quiet) {
+      ref_progress = [&](int done, int total) {
+        if (seconds() < next_report) return;
+        std::fprintf(stderr, "run: [reference] %d/%d microbatches on one host thread, %.1f s\n", done, total,
+                     seconds() - t_ref);
+        next_report = seconds() + 2;
+      };
+    }
+    auto ref = rt::run_sequential_reference(*model, ref_progress);
     if (!ref) return report_error(ref.status());
     sum.gradients = rt::compare_gradients(*model, result.gradients, result.losses, *ref, sum.tolerance);
   }

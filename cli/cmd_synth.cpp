@@ -355,16 +355,15 @@ int run_synth(const SynthArgs& a) {
   if (!problem.ok()) return report_error(problem.status());
 
   SynthOptions so;
-  const bool z3_skipped = g_interrupted.load();
-  if (z3_skipped) {  // no Z3: the smallest budget skips it; the heuristic runs one policy
-    z3_time_s = 0.01;
-    z3_share_s = 0;
-  }
   so.time_limit_s = z3_time_s;
-  so.rlimit = a.rlimit && !z3_skipped
-                  ? a.rlimit
-                  : std::max<uint64_t>(1, static_cast<uint64_t>(z3_share_s * static_cast<double>(rlimit_per_second()) *
-                                                                std::max(1, a.threads)));
+  so.rlimit = a.rlimit ? a.rlimit
+                       : static_cast<uint64_t>(z3_share_s * static_cast<double>(rlimit_per_second()) *
+                                               std::max(1, a.threads));
+  const bool z3_skipped = g_interrupted.load();
+  if (z3_skipped) {  // the smallest budget: Z3 is skipped and the heuristic runs one policy
+    so.time_limit_s = 0.01;
+    so.rlimit = 1;
+  }
   so.seed = a.seed;
   so.contexts = a.threads;
   so.interrupt = &g_interrupted;

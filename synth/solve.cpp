@@ -475,7 +475,6 @@ Result<SolveResult> solve(const OpDag& dag, const TimedOrder& incumbent, int64_t
     // An interrupted context throws "canceled" from whatever call it was in (a constraint being
     // added, assumptions being built): the incumbent, only ever replaced by a checked order, stands.
     drv.res.status = "stopped: interrupted";
-    drv.res.optimal = drv.res.best.makespan <= drv.res.bound;
     return std::move(drv.res);
   }
   if (!st.is_ok()) return st;

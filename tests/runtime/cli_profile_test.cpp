@@ -14,6 +14,12 @@ using pstest::run_cli;
 TEST_CASE("pipesmith profile → baseline → run --widths params") {
   const std::string model = pstest::source_path("configs/models/nemotron-h-like.yaml");
   const std::string out = pstest::temp_path("profiled.yaml");
+  // An output it could not write is refused before anything is measured.
+  auto bad = run_cli("profile " + model + " --backend host --scale 0.125 --tokens 8 -o /nonexistent/profiled.yaml");
+  CHECK(bad.exit_code == 1);
+  CHECK_MESSAGE(bad.output.find("cannot write '/nonexistent/profiled.yaml' (-o): directory '/nonexistent' does not "
+                                "exist") != std::string::npos,
+                bad.output);
   auto r = run_cli("profile " + model + " --backend host --scale 0.125 --tokens 8 --repeats 3 -o " + out);
   REQUIRE_MESSAGE(r.exit_code == 0, r.output);
   CHECK(r.output.find("wrote " + out) != std::string::npos);
