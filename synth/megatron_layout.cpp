@@ -175,7 +175,11 @@ MegatronLayers megatron_layers(const Model& model) {
   MegatronLayers ml;
   const int n = static_cast<int>(model.layers.size());
   for (int l = 0; l < n; ++l) {
-    const bool starts = l == 0 || !model.type_of(l - 1).joins_next;
+    // A vocabulary-sharded head (a run of one head type) is one loss layer to Megatron, as to the
+    // runtime: its shards stay together, as the unsharded head would.
+    const bool next_shard = l > 0 && model.layers[l].type == model.layers[l - 1].type &&
+                            megatron_kind(model, l) == 'L';
+    const bool starts = l == 0 || !(model.type_of(l - 1).joins_next || next_shard);
     if (starts) {
       ml.first.push_back(l);
       ml.kinds.push_back('t');

@@ -16,7 +16,8 @@
 // are matched in order: a model layer of symbol 'E' (or type kind/name "embedding") must meet an
 // `E`, one of symbol 'L' (or kind/name "head", "loss", "lm_head") an `L`, one of symbol 'm' (or
 // kind/name "mtp") an `m`, and every other layer a `t`; layers joined by `joins_next` (sublayers)
-// count as one layer of the group's kind (see megatron_layers). Any mismatch — counts or order — is an
+// and the shards of a vocabulary-sharded head (a run of one head type, e.g. `LLLL`) count as one
+// layer of the group's kind (see megatron_layers). Any mismatch — counts or order — is an
 // error that names the first disagreeing position, its stage and what each side has there.
 #pragma once
 
@@ -46,7 +47,10 @@ bool looks_like_megatron_layout(const std::string& text);
 char megatron_kind(const Model& model, int layer);
 
 // Megatron's layers over the model's: a run of layers joined by `joins_next` (sublayers, e.g. an
-// attention layer and its MLP) is ONE Megatron layer, every other layer is one by itself. Its kind
+// attention layer and its MLP) is ONE Megatron layer, and so is a run of consecutive layers of one
+// head type (the shards of a vocabulary-sharded head: Megatron has one loss layer, so its partitions
+// and layouts keep the shards together, where an unsharded head would be); every other layer is one
+// by itself. Its kind
 // is 'm' if any part is an MTP part, else 'E' if any is the embedding, else 'L' if any is a head,
 // else 't'. Megatron's even partitions and layouts only cut between these.
 struct MegatronLayers {

@@ -80,13 +80,13 @@ TEST_CASE("cli lower: every model config, alone and with every cluster, in text 
 TEST_CASE("cli lower: the DAG model's extra inputs appear in text and JSON") {
   pstest::CliResult r = pstest::run_cli("lower " + model_path("deepseek-like"));
   REQUIRE(r.exit_code == 0);
-  CHECK(r.output.find("graph     DAG, 61 edges; layers with inputs besides the previous layer: "
-                      "layer 56 <- 0, 54, 55") != std::string::npos);
+  CHECK(r.output.find("graph     DAG, 63 edges; layers with inputs besides the previous layer: "
+                      "layer 57 <- 0, 54, 56") != std::string::npos);
   pstest::CliResult js = pstest::run_cli("lower " + model_path("deepseek-like") + " --json");
   REQUIRE(js.exit_code == 0);
   nlohmann::json j = nlohmann::json::parse(js.output);
-  CHECK(j["layer_list"][56]["inputs"] == nlohmann::json({0, 54, 55}));
-  CHECK(j["edges"] == 61);
+  CHECK(j["layer_list"][57]["inputs"] == nlohmann::json({0, 54, 56}));
+  CHECK(j["edges"] == 63);
 }
 
 TEST_CASE("cli lower: sublayers that join the next layer are named in text and JSON") {

@@ -173,3 +173,28 @@ TEST_CASE("sublayers joined by joins_next are one Megatron layer") {
   mtp.types.at('Q').name = "head";
   CHECK(megatron_layers(mtp).kinds == "EtLm");
 }
+
+TEST_CASE("the shards of a vocabulary-sharded head are one Megatron loss layer") {
+  // Two decoder layers, then a head in 4 shards: Megatron has one 'L', which a layout names once.
+  Model m = model_of("EttLLLL");
+  const MegatronLayers ml = megatron_layers(m);
+  CHECK(ml.kinds == "EttL");
+  CHECK(ml.first == std::vector<int>{0, 1, 2, 3});
+  CHECK(ml.end(3, 7) == 7);
+  auto plan = apply_megatron_layout(*parse_megatron_layout("Et|tL"), m, 2);
+  REQUIRE_MESSAGE(plan.ok(), plan.status().str());
+  CHECK(plan->partition[1].first == 2);
+  CHECK(plan->partition[1].last == 6);  // t and all four shards
+  CHECK(!apply_megatron_layout(*parse_megatron_layout("Et|tLLLL"), m, 2).ok());
+
+  // DeepSeek's shape: a sharded main head, then an MTP module whose own sharded head ends the
+  // model: the main head's shards are one 'L', the MTP head's shards stay in the 'm'.
+  Model mtp = model_of("EtLLPBQQ");
+  mtp.types.at('P').kind = "mtp_projection";
+  mtp.types.at('P').joins_next = true;
+  mtp.types.at('B').joins_next = true;
+  mtp.types.at('Q').kind = "head";
+  const MegatronLayers mm = megatron_layers(mtp);
+  CHECK(mm.kinds == "EtLm");
+  CHECK(mm.first == std::vector<int>{0, 1, 2, 4});
+}

@@ -225,6 +225,22 @@ TEST_CASE("even partition keeps embedding and head with the end stages (Megatron
   REQUIRE(r.ok());
   for (int s = 0; s < 4; ++s) CHECK((*r)[s].first == s);
   CHECK(!even_partition(small, 5).ok());
+
+  // A head in 4 shards stays whole on the last stage, as Megatron keeps its head; more stages than
+  // Megatron layers (E, 2 decoders, the head) is an error, not a partition that spreads the shards.
+  Spec sharded = symbol_spec("EttLLLL");
+  auto two = even_partition(sharded, 2);
+  REQUIRE(two.ok());
+  CHECK((*two)[1].first == 2);
+  CHECK((*two)[1].last == 6);
+  auto four = even_partition(sharded, 4);
+  REQUIRE(four.ok());
+  CHECK((*four)[3].first == 3);
+  CHECK((*four)[3].last == 6);
+  auto five = even_partition(sharded, 5);
+  REQUIRE(!five.ok());
+  CHECK(five.status().message().find("4 layers counting joined sublayers as one (7 without)") !=
+        std::string::npos);
 }
 
 TEST_CASE("partition_by_name") {
