@@ -50,9 +50,8 @@ char megatron_kind(const Model& model, int layer);
 // attention layer and its MLP) is ONE Megatron layer, and so is a run of consecutive layers of one
 // head type (the shards of a vocabulary-sharded head: Megatron has one loss layer, so its partitions
 // and layouts keep the shards together, where an unsharded head would be); every other layer is one
-// by itself. Its kind
-// is 'm' if any part is an MTP part, else 'E' if any is the embedding, else 'L' if any is a head,
-// else 't'. Megatron's even partitions and layouts only cut between these.
+// by itself. Its kind is 'm' if any part is an MTP part, else 'E' if any is the embedding, else 'L'
+// if any is a head, else 't'. Megatron's even partitions and layouts only cut between these.
 struct MegatronLayers {
   std::vector<int> first;  // first model layer of each Megatron layer, increasing, first[0] = 0
   std::string kinds;       // one kind per Megatron layer
