@@ -17,7 +17,7 @@ Result<Schedule> parse_schedule_yaml(const std::string& text, const std::string&
 std::string format_schedule_yaml(const Schedule& s);
 Status write_schedule_yaml(const Schedule& s, const std::string& path);
 
-// ---- PyTorch torch.distributed.pipelining CSV (../shared/examples/pytorch/README.md) ----
+// ---- PyTorch torch.distributed.pipelining CSV (docs/schedule-format.md; examples in tests/data/pytorch) ----
 struct CsvReadResult {
   Schedule schedule;            // problem filled with unit costs; placement inferred from rows
   std::vector<std::string> notes;  // e.g. "ignored 4 UNSHARD/RESHARD/REDUCE_GRAD actions"

@@ -12,7 +12,8 @@
 namespace pstest {
 
 inline std::string source_path(const std::string& rel) { return std::string(PIPESMITH_SOURCE_DIR) + "/" + rel; }
-inline std::string shared_path(const std::string& rel) { return std::string(PIPESMITH_SHARED_DIR) + "/" + rel; }
+// Test inputs that ship with the tests (tests/data/).
+inline std::string data_path(const std::string& rel) { return std::string(PIPESMITH_TEST_DATA_DIR) + "/" + rel; }
 
 inline bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 

@@ -13,7 +13,7 @@ using pstest::contains;
 
 namespace {
 
-std::string example(const std::string& name) { return pstest::shared_path("examples/pytorch/" + name); }
+std::string example(const std::string& name) { return pstest::data_path("pytorch/" + name); }
 
 void write(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary);
@@ -27,7 +27,7 @@ std::string without_cr(std::string s) {
 
 }  // namespace
 
-TEST_CASE("pipesmith convert: CSV -> YAML -> CSV on the shared examples") {
+TEST_CASE("pipesmith convert: CSV -> YAML -> CSV on the examples in tests/data/pytorch") {
   for (const char* name : {"ScheduleZBVZeroBubble_p2_m4_v2_comms.csv", "ScheduleGPipe_p2_m4_v1.csv",
                            "ScheduleInterleaved1F1B_p2_m4_v2.csv"}) {
     CAPTURE(name);

@@ -11,7 +11,7 @@
 
 namespace {
 
-std::string ex(const std::string& name) { return pstest::shared_path("examples/pytorch/" + name); }
+std::string ex(const std::string& name) { return pstest::data_path("pytorch/" + name); }
 std::string bad(const std::string& name) { return pstest::source_path("configs/invalid-schedules/" + name); }
 
 bool has(const std::string& out, const std::string& what) { return out.find(what) != std::string::npos; }

@@ -1,4 +1,4 @@
-// Tests of the PyTorch pipelining CSV reader and writer (../shared/examples/pytorch).
+// Tests of the PyTorch pipelining CSV reader and writer (tests/data/pytorch).
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
@@ -21,7 +21,7 @@ const char* kExamples[] = {
     "ScheduleZBVZeroBubble_p2_m4_v2_comms.csv",
 };
 
-std::string example(const std::string& name) { return pstest::shared_path("examples/pytorch/" + name); }
+std::string example(const std::string& name) { return pstest::data_path("pytorch/" + name); }
 
 // The file's cells per row, with empty cells removed and CRLF handled: the action sequences.
 std::vector<std::vector<std::string>> cells_of(const std::string& text) {
@@ -83,7 +83,7 @@ bool has_note(const std::vector<std::string>& notes, const std::string& substr) 
 
 }  // namespace
 
-TEST_CASE("csv: every shared example reads with the right shape and placement") {
+TEST_CASE("csv: every example in tests/data/pytorch reads with the right shape and placement") {
   struct Expect {
     const char* file;
     int stages;
@@ -118,7 +118,7 @@ TEST_CASE("csv: every shared example reads with the right shape and placement") 
   }
 }
 
-TEST_CASE("csv: round trips on every shared example (CSV -> YAML -> CSV keeps action sequences)") {
+TEST_CASE("csv: round trips on every example in tests/data/pytorch (CSV -> YAML -> CSV keeps action sequences)") {
   for (const char* name : kExamples) {
     CAPTURE(name);
     auto r = ps::read_pytorch_csv(example(name));

@@ -63,7 +63,7 @@ TEST_CASE("pipesmith run: every baseline shape on 2-8 host workers matches the s
 }
 
 TEST_CASE("pipesmith run: PyTorch CSVs, with and without a model (balanced partition)") {
-  const std::string ex = pstest::shared_path("examples/pytorch/");
+  const std::string ex = pstest::data_path("pytorch/");
   for (const char* f : {"ScheduleGPipe_p2_m4_v1.csv", "ScheduleInterleaved1F1B_p2_m4_v2_comms.csv",
                         "ScheduleZBVZeroBubble_p2_m4_v2_comms.csv"}) {
     CAPTURE(f);
@@ -146,7 +146,7 @@ TEST_CASE("pipesmith run: trace and JSON outputs") {
 }
 
 TEST_CASE("pipesmith run: bad usage and the cuda backend without a GPU fail cleanly") {
-  const std::string ex = pstest::shared_path("examples/pytorch/ScheduleGPipe_p2_m4_v1.csv");
+  const std::string ex = pstest::data_path("pytorch/ScheduleGPipe_p2_m4_v1.csv");
   auto r = run_cli("run " + ex + " --backend tpu");
   CHECK(r.exit_code == 1);
   CHECK(r.output.find("--backend must be host or cuda, got 'tpu'") != std::string::npos);

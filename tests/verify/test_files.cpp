@@ -1,5 +1,5 @@
 // File-based checks: configs/invalid-schedules (one minimal file per rule, library path), the
-// PyTorch examples in ../shared/examples/pytorch with their expected verdicts, and CSV + model.
+// PyTorch examples in tests/data/pytorch with their expected verdicts, and CSV + model.
 #include <doctest/doctest.h>
 
 #include <filesystem>
@@ -86,7 +86,7 @@ TEST_CASE("the deadlock file is safe under grouped and buffered") {
 }
 
 TEST_CASE("the PyTorch examples get their expected verdicts") {
-  auto ex = [](const char* name) { return pstest::shared_path(std::string("examples/pytorch/") + name); };
+  auto ex = [](const char* name) { return pstest::data_path(std::string("pytorch/") + name); };
   for (const char* ok : {"ScheduleGPipe_p2_m4_v1.csv", "ScheduleInterleaved1F1B_p2_m4_v2.csv",
                          "ScheduleInterleaved1F1B_p2_m4_v2_comms.csv", "ScheduleZBVZeroBubble_p2_m4_v2_comms.csv"}) {
     Report r = check_file(ex(ok));
@@ -137,7 +137,7 @@ TEST_CASE("the PyTorch examples get their expected verdicts") {
 
 TEST_CASE("a CSV with a model: stages get the model's balanced partition and real costs") {
   CheckInput in;
-  in.file = pstest::shared_path("examples/pytorch/ScheduleInterleaved1F1B_p2_m4_v2.csv");
+  in.file = pstest::data_path("pytorch/ScheduleInterleaved1F1B_p2_m4_v2.csv");
   in.model = pstest::source_path("configs/models/llama2-7b.yaml");
   in.cluster = pstest::source_path("configs/clusters/8xh200.yaml");  // 141 GB: it fits
   auto loaded = load_schedule_for_check(in);
