@@ -26,9 +26,6 @@ Runner add_synth(CLI::App& app);
 Runner add_run(CLI::App& app);
 Runner add_profile(CLI::App& app);
 
-// Registers a subcommand that is not implemented yet: it says which issue fills it and exits 1.
-Runner pending_command(CLI::App& app, const char* name, const char* what, int issue);
-
 // Prints "pipesmith: error: <status>" to stderr and returns its exit code.
 int report_error(const Status& st);
 // Before a long run: whether `path` (given by `flag`; "" or "-" = nothing to check) can be written —
