@@ -2,13 +2,13 @@
 // at P ∈ {4, 8} and M ∈ {P, 2P, 4P}, generated, verified (rendezvous, comms inserted) and simulated
 // by the checker. Prints, per row: simulated iteration time, bubble ratio, max peak memory per
 // device (with '!' when it exceeds the cluster's memory), and the ratio of the iteration time to
-// the lower bound over all partitions and placements (synth/global_bound.h) and to the checker's
+// the lower bound over all partitions and placements (synth/bounds/global_bound.h) and to the checker's
 // bound for the schedule's own partition and placement.
 //
 // Usage: bench_baselines [SOURCE_DIR] [CLUSTER.yaml]   (defaults: .,
 // configs/clusters/8xh100-80gb.yaml) Partition: balanced (exact min-max F+I+W). Memory is reported,
 // not enforced, so every row has figures; rows over the limit are marked.
-#include "synth/baselines.h"
+#include "synth/baselines/baselines.h"
 
 #include <fmt/format.h>
 
@@ -21,8 +21,8 @@
 
 #include "ir/model.h"
 #include "ir/problem.h"
-#include "synth/global_bound.h"
-#include "synth/partition.h"
+#include "synth/bounds/global_bound.h"
+#include "synth/plan/partition.h"
 #include "verify/verify.h"
 
 using namespace ps;

@@ -7,7 +7,7 @@
 // schedule, comms inserted by the shared rule, under rendezvous semantics and the memory limit,
 // and its simulated iteration time is reported. A baseline that does not fit the memory prints
 // "OOM". Columns: iteration time (ms) of each; speed-up of pipesmith over interleaved 1F1B; bubble
-// ratio of pipesmith's simulation; its gap to the global lower bound (synth/global_bound.h: over all
+// ratio of pipesmith's simulation; its gap to the global lower bound (synth/bounds/global_bound.h: over all
 // partitions, placements and orders); search time; whether Z3 proved the schedule part optimal
 // ("-" when Z3 was not run); the chosen plan.
 //
@@ -40,12 +40,12 @@
 
 #include "ir/model.h"
 #include "ir/problem.h"
-#include "synth/baselines.h"
-#include "synth/global_bound.h"
-#include "synth/partition.h"
-#include "synth/placement.h"
+#include "synth/baselines/baselines.h"
+#include "synth/bounds/global_bound.h"
+#include "synth/plan/partition.h"
+#include "synth/plan/placement.h"
 #include "synth/synthesize.h"
-#include "synth/tuner.h"
+#include "synth/tuner/tuner.h"
 #include "verify/verify.h"
 
 namespace fs = std::filesystem;

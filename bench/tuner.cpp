@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "ir/model.h"
-#include "synth/tuner.h"
+#include "synth/tuner/tuner.h"
 
 namespace {
 

@@ -11,12 +11,12 @@
 #include "cli/spec_flags.h"
 #include "ir/problem.h"
 #include "ir/schedule_io.h"
-#include "synth/baseline_certify.h"
-#include "synth/baselines.h"
-#include "synth/global_bound.h"
-#include "synth/megatron_layout.h"
-#include "synth/partition.h"
-#include "synth/placement.h"
+#include "synth/certify.h"
+#include "synth/baselines/baselines.h"
+#include "synth/bounds/global_bound.h"
+#include "synth/plan/megatron_layout.h"
+#include "synth/plan/partition.h"
+#include "synth/plan/placement.h"
 #include "verify/verify.h"
 
 namespace ps::cli {

@@ -14,11 +14,11 @@
 #include "cli/commands.h"
 #include "cli/spec_flags.h"
 #include "ir/problem.h"
-#include "synth/global_bound.h"
-#include "synth/tuner_bound.h"
-#include "synth/megatron_layout.h"
-#include "synth/partition.h"
-#include "synth/placement.h"
+#include "synth/bounds/global_bound.h"
+#include "synth/bounds/packing_bound.h"
+#include "synth/plan/megatron_layout.h"
+#include "synth/plan/partition.h"
+#include "synth/plan/placement.h"
 #include "verify/verify.h"
 
 namespace ps::cli {

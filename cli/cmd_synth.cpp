@@ -1,5 +1,5 @@
 // `pipesmith synth MODEL.yaml [--partition ...] [--placement ...] [--time-limit S] [--seed N] -o OUT`
-// — synthesize a schedule, check it and write it with its certificate. The tuner (synth/tuner.h)
+// — synthesize a schedule, check it and write it with its certificate. The tuner (synth/tuner/tuner.h)
 // searches what the flags leave open — partition and placement without --partition/--placement/
 // --stages-per-device, the placement with only --partition, the partition with only --placement (or
 // --stages-per-device) — and Z3 refines the chosen plan's order; with both fixed only the order is
@@ -28,13 +28,13 @@
 #include "cli/spec_flags.h"
 #include "ir/problem.h"
 #include "ir/schedule_io.h"
-#include "synth/baseline_certify.h"
-#include "synth/megatron_layout.h"
-#include "synth/op_dag.h"
-#include "synth/partition.h"
-#include "synth/placement.h"
-#include "synth/tuner.h"
-#include "synth/solve.h"
+#include "synth/certify.h"
+#include "synth/plan/megatron_layout.h"
+#include "synth/dag/op_dag.h"
+#include "synth/plan/partition.h"
+#include "synth/plan/placement.h"
+#include "synth/tuner/tuner.h"
+#include "synth/z3/solve.h"
 #include "synth/synthesize.h"
 #include "verify/verify.h"
 
@@ -106,7 +106,7 @@ class InterruptGuard {
   bool installed_[2] = {false, false};
 };
 
-// Candidate evaluations run in parallel; the result does not depend on how many (synth/tuner_parallel.h).
+// Candidate evaluations run in parallel; the result does not depend on how many (synth/tuner/parallel_map.h).
 constexpr int kMaxSearchThreads = 16;
 int search_threads(const SynthArgs& a) {
   if (a.search_threads > 0) return a.search_threads;

@@ -9,13 +9,13 @@
 #include <cmath>
 #include <optional>
 
-#include "synth/baseline_certify.h"
-#include "synth/baselines.h"
-#include "synth/decode.h"
-#include "synth/heuristic.h"
-#include "synth/infeasible.h"
-#include "synth/mem_bound.h"
-#include "synth/op_dag.h"
+#include "synth/certify.h"
+#include "synth/baselines/baselines.h"
+#include "synth/dag/schedule_order.h"
+#include "synth/dag/list_scheduler.h"
+#include "synth/z3/infeasible.h"
+#include "synth/bounds/dag_bounds.h"
+#include "synth/dag/op_dag.h"
 
 namespace ps {
 
@@ -157,7 +157,7 @@ Result<SynthResult> synthesize(const Problem& problem, const SynthOptions& opt, 
                              seconds_since(t0) - heuristic_s, dag.num_ops()));
   }
 
-  // 3b. The destructive bound (propagation on trial makespans, then a complete search; mem_bound.h)
+  // 3b. The destructive bound (propagation on trial makespans, then a complete search; dag_bounds.h)
   // between the bound and the incumbent. Where it closes the gap no Z3 runs; elsewhere Z3 starts
   // from a higher bound and, when the search found one, a better order. It gets a quarter of the
   // budget but at most kBoundSearchMaxS, in its own deterministic steps; Z3 gets the budget less

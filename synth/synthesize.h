@@ -25,7 +25,7 @@
 #include "ir/problem.h"
 #include "ir/schedule.h"
 #include "ir/status.h"
-#include "synth/solve.h"
+#include "synth/z3/solve.h"
 #include "verify/verify.h"
 
 namespace ps {

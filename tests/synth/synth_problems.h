@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "ir/problem.h"
-#include "synth/op_dag.h"
+#include "synth/dag/op_dag.h"
 
 namespace pstest {
 

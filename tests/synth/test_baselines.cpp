@@ -10,11 +10,11 @@
 #include <set>
 #include <tuple>
 
-#include "synth/baseline_certify.h"
-#include "synth/baselines.h"
-#include "synth/global_bound.h"
-#include "synth/partition.h"
-#include "synth/placement.h"
+#include "synth/certify.h"
+#include "synth/baselines/baselines.h"
+#include "synth/bounds/global_bound.h"
+#include "synth/plan/partition.h"
+#include "synth/plan/placement.h"
 #include "verify/verify.h"
 
 using namespace ps;

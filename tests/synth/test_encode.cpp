@@ -1,4 +1,4 @@
-// Tests of the Z3 encoding and the anytime driver (synth/encode.h, synth/solve.h): Z3's optimum
+// Tests of the Z3 encoding and the anytime driver (synth/z3/encode.h, synth/z3/solve.h): Z3's optimum
 // equals a brute-force optimum on tiny problems (so symmetry breaking and memory edges lose
 // nothing), proofs of optimality on small ones, determinism under an rlimit budget.
 #include <doctest/doctest.h>
@@ -11,11 +11,11 @@
 #include <utility>
 #include <vector>
 
-#include "synth/encode.h"
-#include "synth/heuristic.h"
-#include "synth/mem_bound.h"
-#include "synth/op_dag.h"
-#include "synth/solve.h"
+#include "synth/z3/encode.h"
+#include "synth/dag/list_scheduler.h"
+#include "synth/bounds/dag_bounds.h"
+#include "synth/dag/op_dag.h"
+#include "synth/z3/solve.h"
 #include "synth/synth_problems.h"
 
 using namespace ps;

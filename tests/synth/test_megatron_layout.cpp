@@ -2,7 +2,7 @@
 // mapping onto a pipesmith model.
 #include <doctest/doctest.h>
 
-#include "synth/megatron_layout.h"
+#include "synth/plan/megatron_layout.h"
 
 using namespace ps;
 

@@ -6,8 +6,8 @@
 #include <functional>
 #include <random>
 
-#include "synth/partition.h"
-#include "synth/placement.h"
+#include "synth/plan/partition.h"
+#include "synth/plan/placement.h"
 
 using namespace ps;
 

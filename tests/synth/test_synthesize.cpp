@@ -1,10 +1,10 @@
 // Tests of the synthesizer's straight script (synth/synthesize.h) and the infeasibility explanation
-// (synth/infeasible.h): certified output that re-verifies from its file text, proofs, never worse
+// (synth/z3/infeasible.h): certified output that re-verifies from its file text, proofs, never worse
 // than a baseline, determinism, exit-2 explanations.
 #include <doctest/doctest.h>
 
 #include "ir/schedule_io.h"
-#include "synth/infeasible.h"
+#include "synth/z3/infeasible.h"
 #include "synth/synth_problems.h"
 #include "synth/synthesize.h"
 #include "verify/verify.h"

@@ -1,7 +1,7 @@
-// The co-optimizer (synth/tuner.h): its result passes the checker, is never slower than the
+// The co-optimizer (synth/tuner/tuner.h): its result passes the checker, is never slower than the
 // baselines and seeds it starts from, is deterministic for a seed, respects memory caps, reports
 // progress, honours a fixed partition/placement, and rejects bad fixed inputs; the moves keep
-// their invariants (tuner_moves.h).
+// their invariants (moves.h).
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -13,16 +13,16 @@
 
 #include "ir/model.h"
 #include "ir/problem.h"
-#include "synth/baselines.h"
-#include "synth/decode.h"
-#include "synth/heuristic.h"
-#include "synth/op_dag.h"
-#include "synth/partition.h"
-#include "synth/placement.h"
-#include "synth/tuner.h"
-#include "synth/tuner_bound.h"
-#include "synth/tuner_eval.h"
-#include "synth/tuner_moves.h"
+#include "synth/baselines/baselines.h"
+#include "synth/dag/schedule_order.h"
+#include "synth/dag/list_scheduler.h"
+#include "synth/dag/op_dag.h"
+#include "synth/plan/partition.h"
+#include "synth/plan/placement.h"
+#include "synth/tuner/tuner.h"
+#include "synth/bounds/packing_bound.h"
+#include "synth/tuner/evaluate.h"
+#include "synth/tuner/moves.h"
 #include "verify/verify.h"
 
 using namespace ps;
@@ -277,7 +277,7 @@ TEST_CASE("tuner: orders and compute-only schedules convert both ways") {
   Result<HeuristicResult> h = heuristic_schedule(*dag);
   REQUIRE(h.ok());
   Schedule s = order_to_schedule(*pb, *dag, h->best, "test");
-  // Keep the compute ops (decode.h also writes the transfers as SEND/RECV).
+  // Keep the compute ops (schedule_order.h also writes the transfers as SEND/RECV).
   size_t dag_compute = 0;
   for (const DagOp& o : dag->ops) dag_compute += is_compute(o.type) ? 1 : 0;
   for (auto& prog : s.programs) prog.erase(std::remove_if(prog.begin(), prog.end(), [](const Action& a) { return is_comm(a.type); }), prog.end());

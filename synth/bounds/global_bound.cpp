@@ -1,0 +1,104 @@
+#include "synth/bounds/global_bound.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "synth/plan/partition.h"
+
+namespace ps {
+
+Result<GlobalBound> global_lower_bound(const Spec& spec, int devices, int microbatches,
+                                       double memory_limit_gb) {
+  const Model& model = spec.model;
+  int L = static_cast<int>(model.layers.size());
+  if (devices < 1)
+    return Status::bad_input(fmt::format("bound needs devices >= 1, got {}", devices));
+  if (microbatches < 1)
+    return Status::bad_input(fmt::format("bound needs microbatches >= 1, got {}", microbatches));
+  if (L < 1) return Status::bad_input(fmt::format("model '{}' has no layers", model.name));
+  if (memory_limit_gb < 0)
+    return Status::bad_input(fmt::format("memory limit must be >= 0 GB, got {}", memory_limit_gb));
+
+  GlobalBound g;
+  g.devices = devices;
+  g.microbatches = microbatches;
+  const double M = microbatches;
+  const int Q = std::min(devices, L);
+
+  double sum_c = 0, sum_f = 0, sum_i = 0;
+  std::vector<double> a(L + 1, 0.0);  // a[l] = F_0 + … + F_{l−1}
+  for (int l = 0; l < L; ++l) {
+    const LayerType& t = model.type_of(l);
+    sum_c += layer_time_ms(model, l);
+    sum_f += t.forward_ms;
+    sum_i += t.backward_input_ms;
+    a[l + 1] = a[l] + t.forward_ms;
+  }
+  g.total_work_ms = M * sum_c / Q;
+
+  for (int l = 0; l < L; ++l) {
+    double v = a[l] + M * layer_time_ms(model, l);
+    if (v > g.heaviest_layer_ms) {
+      g.heaviest_layer_ms = v;
+      g.heaviest_layer = l;
+    }
+  }
+
+  const LayerType& t0 = model.type_of(0);
+  double cp_last_forward = (M - 1) * t0.forward_ms + sum_f + sum_i + t0.backward_weight_ms;
+  double cp_first_backward =
+      sum_f + (sum_i - t0.backward_input_ms) + M * (t0.backward_input_ms + t0.backward_weight_ms);
+  g.critical_path_ms = std::max(cp_last_forward, cp_first_backward);
+
+  double lost = 0;
+  for (int j = 1; j < Q; ++j) lost += a[j];
+  g.ramp_ms = (M * sum_c + lost) / Q;
+
+  g.bound_ms = g.total_work_ms;
+  g.binding = "total_work";
+  auto take = [&](double v, const char* name) {
+    if (v > g.bound_ms) {
+      g.bound_ms = v;
+      g.binding = name;
+    }
+  };
+  take(g.ramp_ms, "ramp");
+  take(g.heaviest_layer_ms, "heaviest_layer");
+  take(g.critical_path_ms, "critical_path");
+
+  // Memory.
+  double states_mb = 0;
+  for (int l = 0; l < L; ++l)
+    states_mb += model.type_of(l).params_m * spec.pipeline.bytes_per_param;
+  g.model_state_gb = states_mb / 1000.0;
+  g.memory_limit_gb = memory_limit_gb;
+  if (memory_limit_gb > 0) {
+    double cap_mb = memory_limit_gb * 1000.0;
+    g.min_devices_for_memory = static_cast<int>(std::ceil(states_mb / cap_mb - 1e-12));
+    if (g.min_devices_for_memory < 1) g.min_devices_for_memory = 1;
+    for (int l = 0; l < L; ++l) {
+      const LayerType& t = model.type_of(l);
+      double need_mb = t.params_m * spec.pipeline.bytes_per_param + t.activation_mb;
+      if (need_mb > cap_mb) {
+        g.memory_feasible = false;
+        g.memory_reason = fmt::format(
+            "layer {} ('{}', {}) alone needs {:.2f} GB (model states + one microbatch's "
+            "activations), more than the {:.2f} GB per device",
+            l, model.layers[l].type, t.name, need_mb / 1000.0, memory_limit_gb);
+        break;
+      }
+    }
+    if (g.memory_feasible && g.min_devices_for_memory > devices) {
+      g.memory_feasible = false;
+      g.memory_reason = fmt::format(
+          "the model states need {:.2f} GB in total; at {:.2f} GB per device that takes at least "
+          "{} devices, only {} given",
+          g.model_state_gb, memory_limit_gb, g.min_devices_for_memory, devices);
+    }
+  }
+  return g;
+}
+
+}  // namespace ps

@@ -1,0 +1,177 @@
+// packing_bound.cpp — see packing_bound.h.
+#include "synth/bounds/packing_bound.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <unordered_set>
+#include <vector>
+
+#include "synth/plan/partition.h"
+
+namespace ps {
+
+namespace {
+
+double pigeonhole(const std::vector<double>& sorted_desc, int devices) {
+  const int L = static_cast<int>(sorted_desc.size());
+  double best = 0;
+  for (int k = 0; k * devices < L; ++k) {
+    // The k+1 smallest of the k·P+1 largest: indices kP−k … kP (0-based, decreasing order).
+    double sum = 0;
+    for (int i = k * devices - k; i <= k * devices; ++i) sum += sorted_desc[i];
+    best = std::max(best, sum);
+  }
+  return best;
+}
+
+// Can the layers (count[t] of cost w[t], w decreasing) be packed onto `bins` devices of capacity
+// `cap`? Returns 1 yes, 0 no, -1 undecided (work budget spent).
+class PackingSearch {
+ public:
+  PackingSearch(const std::vector<double>& w, const std::vector<int>& count, double cap, int64_t budget)
+      : w_(w), count_(count), cap_(cap * (1 + 1e-12)), budget_(budget) {
+    radix_.assign(w.size(), 1);
+    for (size_t t = 1; t < w.size(); ++t) radix_[t] = radix_[t - 1] * (count[t - 1] + 1);
+  }
+
+  int run(int bins) {
+    std::vector<int> left = count_;
+    const int r = fits(left, bins);
+    return budget_ < 0 ? (r == 1 ? 1 : -1) : r;
+  }
+
+ private:
+  uint64_t key(const std::vector<int>& left, int bins) const {
+    uint64_t k = 0;
+    for (size_t t = 0; t < left.size(); ++t) k += radix_[t] * static_cast<uint64_t>(left[t]);
+    return k * 1024 + static_cast<uint64_t>(bins);
+  }
+
+  int fits(std::vector<int>& left, int bins) {
+    double volume = 0;
+    int first = -1;
+    for (size_t t = 0; t < left.size(); ++t) {
+      volume += left[t] * w_[t];
+      if (left[t] > 0 && first < 0) first = static_cast<int>(t);
+    }
+    if (first < 0) return 1;
+    if (bins == 0 || volume > bins * cap_) return 0;
+    if (--budget_ < 0) return 0;
+    const uint64_t k = key(left, bins);
+    if (failed_.count(k)) return 0;
+    // One device takes a layer of the heaviest type left (some device must), then any maximal set
+    // of the rest: adding a layer to a device that has room never makes the packing harder.
+    left[first] -= 1;
+    const int r = extend(left, first, cap_ - w_[first], bins);
+    left[first] += 1;
+    if (r == 0) failed_.insert(k);
+    return r;
+  }
+
+  // Chooses how many more of types t.. go onto the current device (largest counts first).
+  int extend(std::vector<int>& left, size_t t, double room, int bins) {
+    if (--budget_ < 0) return 0;  // every node of the enumeration counts, not only the devices
+    if (t == left.size()) {
+      // Maximal: no layer left fits into the room.
+      for (size_t u = 0; u < left.size(); ++u)
+        if (left[u] > 0 && w_[u] <= room) return 0;
+      return fits(left, bins - 1);
+    }
+    const int most = std::min(left[t], static_cast<int>(std::floor(room / w_[t] + 1e-12)));
+    for (int n = most; n >= 0; --n) {
+      left[t] -= n;
+      const int r = extend(left, t + 1, room - n * w_[t], bins);
+      left[t] += n;
+      if (r == 1) return 1;
+    }
+    return 0;
+  }
+
+  const std::vector<double>& w_;
+  const std::vector<int>& count_;
+  double cap_;
+  int64_t budget_;
+  std::vector<uint64_t> radix_;
+  std::unordered_set<uint64_t> failed_;
+};
+
+// Longest processing time first: an upper bound on the packing optimum.
+double lpt(const std::vector<double>& sorted_desc, int devices) {
+  std::vector<double> load(devices, 0);
+  for (double c : sorted_desc) *std::min_element(load.begin(), load.end()) += c;
+  return *std::max_element(load.begin(), load.end());
+}
+
+}  // namespace
+
+PackingBound packing_bound(const std::vector<double>& layer_ms, int devices) {
+  PackingBound b;
+  if (devices < 1 || layer_ms.empty()) return b;
+  std::vector<double> c = layer_ms;
+  std::sort(c.begin(), c.end(), std::greater<double>());
+  b.pigeonhole_ms = pigeonhole(c, devices);
+  b.packing_ms = lpt(c, devices);
+  double total = 0;
+  for (double x : c) total += x;
+  double lo = std::max(b.pigeonhole_ms, total / devices);  // a capacity below this cannot fit
+  b.exact_ms = lo;
+  // Types: equal costs. Too many types (profiled models with per-layer costs) or too many states
+  // make the search pointless; the pigeonhole bound stands.
+  std::map<double, int, std::greater<double>> types;
+  for (double x : c)
+    if (x > 0) ++types[x];  // free layers fit anywhere
+  std::vector<double> w;
+  std::vector<int> count;
+  double states = 1;
+  for (const auto& [cost, n] : types) {
+    w.push_back(cost);
+    count.push_back(n);
+    states *= n + 1;
+  }
+  if (w.size() > 12 || states > 1e12 || devices >= 1024) {
+    b.decided = false;
+    return b;
+  }
+  // Bisection between a capacity known too small (lo, or the pigeonhole bound itself, which may
+  // be feasible: then the search says so at once) and the LPT packing.
+  double hi = b.packing_ms;
+  constexpr int64_t kBudgetPerProbe = 2'000'000;
+  {
+    const int r = PackingSearch(w, count, lo, kBudgetPerProbe).run(devices);
+    if (r == 1) {
+      b.packing_ms = lo;
+      return b;  // the bound is met exactly
+    }
+    if (r < 0) {
+      b.decided = false;
+      return b;
+    }
+  }
+  for (int it = 0; it < 40 && hi - lo > 1e-6 * hi; ++it) {
+    const double mid = 0.5 * (lo + hi);
+    const int r = PackingSearch(w, count, mid, kBudgetPerProbe).run(devices);
+    if (r == 1) {
+      hi = mid;
+    } else if (r == 0) {
+      lo = mid;
+    } else {
+      b.decided = false;
+      break;
+    }
+  }
+  b.exact_ms = lo;
+  b.packing_ms = hi;
+  return b;
+}
+
+double layer_packing_bound_ms(const Model& model, int devices, int microbatches) {
+  if (devices < 1 || microbatches < 1 || model.layers.empty()) return 0;
+  std::vector<double> c;
+  for (int l = 0; l < static_cast<int>(model.layers.size()); ++l) c.push_back(layer_time_ms(model, l));
+  return packing_bound(c, devices).exact_ms * microbatches;
+}
+
+}  // namespace ps

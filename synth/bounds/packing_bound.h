@@ -1,0 +1,43 @@
+// packing_bound.h — a lower bound that sees layer granularity, for the tuner's gap figures.
+//
+// Every device runs M microbatches of the layers placed on it, so the makespan of any partition,
+// placement and order is at least M × (the largest per-device load), and the largest load is at
+// least the optimum of packing the layers' F+I+W costs c_l onto P devices (P||Cmax), whatever the
+// contiguity. It complements synth/bounds/global_bound.h, whose total-work term assumes work can be split
+// evenly: for a 32-layer model on 8 devices with a head, that term is 12 % below what any plan can
+// reach, this one is exact.
+//
+// Two ways to bound the packing optimum:
+//  * pigeonhole: with the costs sorted in decreasing order c_(1) ≥ c_(2) ≥ …, among the k·P+1 largest
+//    layers some device holds k+1 of them, so it carries at least the k+1 smallest of those:
+//    c_(kP−k+1) + … + c_(kP+1). The maximum of that over k ≥ 0 (k = 0 is the heaviest layer).
+//  * exact: layers of equal cost form a type (real models have a handful: dense, MoE, attention,
+//    head shards, ...); a search over how many layers of each type remain decides whether the layers
+//    fit onto P devices of capacity T (each device takes one layer of the heaviest type left, then a
+//    maximal set of the others; failed states are remembered), and a bisection on T finds the
+//    largest capacity proven too small. The search stops after a fixed amount of work; an undecided
+//    capacity counts as feasible, so the result stays a valid bound (only less tight).
+#pragma once
+
+#include <vector>
+
+#include "ir/model.h"
+
+namespace ps {
+
+// Milliseconds: M × packing_bound(...).exact_ms; 0 when devices or microbatches < 1.
+double layer_packing_bound_ms(const Model& model, int devices, int microbatches);
+
+// The per-microbatch packing bound (ms) of the given layer costs on `devices` devices, and whether
+// the exact search decided every capacity it tried (false: it ran out of work somewhere and the
+// figure is the pigeonhole bound or a looser point of the bisection).
+struct PackingBound {
+  double pigeonhole_ms = 0;
+  double exact_ms = 0;      // the bound: the largest capacity proven infeasible, at least
+                            // max(pigeonhole_ms, mean load) (exactly that when it already fits)
+  double packing_ms = 0;    // a packing found on the way (an upper bound on the optimum)
+  bool decided = true;
+};
+PackingBound packing_bound(const std::vector<double>& layer_ms, int devices);
+
+}  // namespace ps

@@ -1,0 +1,547 @@
+// op_dag.cpp — building the op DAG: ids, edges, integer time/memory scales, longest paths.
+#include "synth/dag/op_dag.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <queue>
+
+namespace ps {
+
+namespace {
+
+// Finds the smallest 10^j (j = 0..max_pow) such that every value is an integer multiple of 1/10^j,
+// then divides by the gcd of the integers. `magnitude` (the largest sum the solver will see) must
+// stay below max_units after scaling; if no exact power fits, the finest power that fits is used
+// and the representation is marked inexact. Returns the size of one unit in the values' own unit.
+struct Scale {
+  double unit = 1;
+  bool exact = true;
+};
+
+Scale choose_scale(const std::vector<double>& values, double magnitude, int max_pow, double max_units) {
+  double vmax = magnitude;
+  for (double v : values) vmax = std::max(vmax, std::abs(v));
+  int chosen = -1;
+  double k = 1;
+  for (int j = 0; j <= max_pow; ++j, k *= 10) {
+    if (vmax * k > max_units) break;
+    bool ok = true;
+    for (double v : values) {
+      double x = v * k;
+      if (std::abs(x - std::round(x)) > 1e-6 + 1e-12 * std::abs(x)) {
+        ok = false;
+        break;
+      }
+    }
+    if (ok) {
+      chosen = j;
+      break;
+    }
+  }
+  Scale s;
+  if (chosen < 0) {
+    // Not exactly representable: use the finest power that fits.
+    int j = max_pow;
+    k = std::pow(10.0, j);
+    while (j > 0 && vmax * k > max_units) {
+      --j;
+      k /= 10;
+    }
+    s.unit = 1 / k;
+    s.exact = false;
+    return s;
+  }
+  k = std::pow(10.0, chosen);
+  int64_t g = 0;
+  for (double v : values) {
+    auto x = static_cast<int64_t>(std::llround(std::abs(v) * k));
+    if (x != 0) g = std::gcd(g, x);
+  }
+  if (g == 0) g = 1;
+  s.unit = static_cast<double>(g) / k;
+  s.exact = true;
+  return s;
+}
+
+int64_t floor_units(double v, double unit, bool exact) {
+  double x = v / unit;
+  if (exact) return std::llround(x);
+  return static_cast<int64_t>(std::floor(x + 1e-9));
+}
+int64_t ceil_units(double v, double unit, bool exact) {
+  double x = v / unit;
+  if (exact) return std::llround(x);
+  return static_cast<int64_t>(std::ceil(x - 1e-9));
+}
+
+}  // namespace
+
+int64_t OpDag::to_units(double ms) const { return floor_units(ms, ms_per_unit, time_exact); }
+
+int64_t OpDag::device_work(int device) const {
+  int64_t w = 0;
+  for (int i : device_ops[device]) w += ops[i].dur;
+  return w;
+}
+
+int64_t OpDag::critical_path() const {
+  int64_t cp = 0;
+  for (int i = 0; i < num_ops(); ++i) cp = std::max(cp, head[i] + ops[i].dur + tail[i]);
+  return cp;
+}
+
+std::string OpDag::op_name(int op) const {
+  const DagOp& o = ops[op];
+  return fmt::format("{}(s{},m{})", op_type_name(o.type), o.stage, o.mb);
+}
+
+int OpDag::resources_of(int op, int r[2]) const {
+  const DagOp& o = ops[op];
+  if (!o.is_transfer()) {
+    r[0] = o.device;
+    return 1;
+  }
+  r[0] = devices + o.device;
+  r[1] = devices + o.peer;
+  return 2;
+}
+
+void OpDag::add_edge(int from, int to, int64_t delay, EdgeKind kind) {
+  for (DagEdge& e : succ[from]) {
+    if (e.op == to) {
+      if (delay > e.delay) {
+        e.delay = delay;
+        for (DagEdge& p : pred[to])
+          if (p.op == from) p.delay = delay;
+      }
+      return;
+    }
+  }
+  succ[from].push_back({to, delay, kind});
+  pred[to].push_back({from, delay, kind});
+}
+
+Status OpDag::recompute_paths() {
+  const int n = num_ops();
+  // Kahn's algorithm with a min-heap on op id: deterministic.
+  std::vector<int> indeg(n, 0);
+  for (int i = 0; i < n; ++i) indeg[i] = static_cast<int>(pred[i].size());
+  std::priority_queue<int, std::vector<int>, std::greater<int>> q;
+  for (int i = 0; i < n; ++i)
+    if (indeg[i] == 0) q.push(i);
+  topo.clear();
+  topo.reserve(n);
+  while (!q.empty()) {
+    int u = q.top();
+    q.pop();
+    topo.push_back(u);
+    for (const DagEdge& e : succ[u])
+      if (--indeg[e.op] == 0) q.push(e.op);
+  }
+  if (static_cast<int>(topo.size()) != n) {
+    for (int i = 0; i < n; ++i) {
+      if (indeg[i] > 0) {
+        return Status::error(ErrorCode::kInfeasible,
+                             fmt::format("precedences form a cycle through {} on device {}",
+                                         op_name(i), ops[i].device));
+      }
+    }
+  }
+  head.assign(n, 0);
+  tail.assign(n, 0);
+  for (int u : topo)
+    for (const DagEdge& e : succ[u]) head[e.op] = std::max(head[e.op], head[u] + ops[u].dur + e.delay);
+  for (auto it = topo.rbegin(); it != topo.rend(); ++it) {
+    int u = *it;
+    for (const DagEdge& e : succ[u]) tail[u] = std::max(tail[u], e.delay + ops[e.op].dur + tail[e.op]);
+  }
+  return Status::ok();
+}
+
+Result<OpDag> build_op_dag(const Problem& p, const DagOptions& options) {
+  if (p.num_stages() == 0 || p.microbatches <= 0 || p.devices <= 0) {
+    return Status::bad_input(fmt::format("cannot schedule an empty problem ({} stages, {} microbatches, {} devices)",
+                                         p.num_stages(), p.microbatches, p.devices));
+  }
+  const int S = p.num_stages();
+  const int M = p.microbatches;
+  std::vector<double> times, mems;
+  for (int s = 0; s < S; ++s) {
+    const StageSpec& st = p.stages[s];
+    if (st.device < 0 || st.device >= p.devices) {
+      return Status::bad_input(fmt::format("stage {} is placed on device {}, but there are {} devices", s,
+                                           st.device, p.devices));
+    }
+    if (!(st.fwd_ms >= 0 && st.bwd_input_ms >= 0 && st.bwd_weight_ms >= 0 && st.activation_mb >= 0 &&
+          st.wgrad_stash_mb >= 0 && st.params_m >= 0)) {
+      return Status::bad_input(fmt::format("stage {} has a negative (or NaN) cost or size", s));
+    }
+    if (st.split_backward) {
+      times.push_back(st.fwd_ms);
+      times.push_back(st.bwd_input_ms);
+      times.push_back(st.bwd_weight_ms);
+    } else {
+      times.push_back(st.fwd_ms);
+      times.push_back(st.bwd_ms());
+    }
+    if (s + 1 < S) times.push_back(p.boundary_transfer_ms(s));
+    mems.push_back(st.activation_mb);
+    mems.push_back(st.split_backward ? std::min(st.wgrad_stash_mb, st.activation_mb) : 0.0);
+  }
+  OpDag dag;
+  dag.devices = p.devices;
+  dag.stages = S;
+  dag.microbatches = M;
+  const bool limited = p.memory_gb > 0;
+  std::vector<double> state_mb(p.devices, 0);
+  for (int s = 0; s < S; ++s) state_mb[p.stages[s].device] += p.model_state_mb(s);
+  if (limited) {
+    mems.push_back(p.memory_gb * 1000);
+    for (double v : state_mb) mems.push_back(v);
+  }
+  // Time: keep twice (the busiest device's work + one microbatch's round trip) — a generous
+  // estimate of any good makespan — under 2^30 units, so Z3's difference logic stays in machine
+  // integers (worse schedules only cost speed, not correctness).
+  std::vector<double> work_ms(p.devices, 0);
+  double chain_ms = 0;
+  for (int s = 0; s < S; ++s) {
+    work_ms[p.stages[s].device] += M * (p.stages[s].fwd_ms + p.stages[s].bwd_ms());
+    chain_ms += p.stages[s].fwd_ms + p.stages[s].bwd_ms();
+    if (s + 1 < S) chain_ms += 2 * p.boundary_transfer_ms(s);
+  }
+  const double horizon_ms = 2 * (*std::max_element(work_ms.begin(), work_ms.end()) + chain_ms);
+  Scale ts = choose_scale(times, horizon_ms, 9, 1073741824.0);
+  dag.ms_per_unit = ts.unit;
+  dag.time_exact = ts.exact;
+  Scale mscale = choose_scale(mems, 0, 3, 1e9);
+  dag.mb_per_mem_unit = mscale.unit;
+  dag.mem_exact = mscale.exact;
+
+  auto tu = [&](double ms) { return floor_units(ms, ts.unit, ts.exact); };
+  dag.f_id_.assign(S * M, -1);
+  dag.b_id_.assign(S * M, -1);
+  dag.w_id_.assign(S * M, -1);
+  for (int s = 0; s < S; ++s) {
+    const StageSpec& st = p.stages[s];
+    const double stash = st.split_backward ? std::min(st.wgrad_stash_mb, st.activation_mb) : 0.0;
+    const int64_t act_u = ceil_units(st.activation_mb, mscale.unit, mscale.exact);
+    int64_t stash_u = floor_units(stash, mscale.unit, mscale.exact);
+    stash_u = std::min(stash_u, act_u);
+    for (int m = 0; m < M; ++m) {
+      DagOp f{OpType::F, s, m, st.device, -1, tu(st.fwd_ms), act_u, 0};
+      dag.f_id_[s * M + m] = dag.num_ops();
+      dag.ops.push_back(f);
+      if (st.split_backward) {
+        DagOp i{OpType::I, s, m, st.device, -1, tu(st.bwd_input_ms), 0, act_u - stash_u};
+        dag.b_id_[s * M + m] = dag.num_ops();
+        dag.ops.push_back(i);
+        DagOp w{OpType::W, s, m, st.device, -1, tu(st.bwd_weight_ms), 0, stash_u};
+        dag.w_id_[s * M + m] = dag.num_ops();
+        dag.ops.push_back(w);
+      } else {
+        DagOp b{OpType::B, s, m, st.device, -1, tu(st.bwd_ms()), 0, act_u};
+        dag.b_id_[s * M + m] = dag.num_ops();
+        dag.ops.push_back(b);
+      }
+    }
+  }
+  // Transfer ops, after all compute ops (compute ids do not depend on the option).
+  dag.comm_streams = options.comm_streams;
+  dag.xf_id_.assign(S * M, -1);
+  dag.xb_id_.assign(S * M, -1);
+  if (options.comm_streams) {
+    for (int s = 0; s + 1 < S; ++s) {
+      const int a = p.stages[s].device, b = p.stages[s + 1].device;
+      if (a == b) continue;
+      const int64_t link = tu(p.boundary_transfer_ms(s));
+      for (int m = 0; m < M; ++m) {
+        dag.xf_id_[s * M + m] = dag.num_ops();
+        dag.ops.push_back(DagOp{OpType::SEND_F, s, m, a, b, link, 0, 0});
+        dag.xb_id_[(s + 1) * M + m] = dag.num_ops();
+        dag.ops.push_back(DagOp{OpType::SEND_B, s + 1, m, b, a, link, 0, 0});
+      }
+    }
+  }
+  const int n = dag.num_ops();
+  dag.succ.assign(n, {});
+  dag.pred.assign(n, {});
+  dag.device_ops.assign(p.devices, {});
+  dag.resource_ops.assign(dag.num_resources(), {});
+  for (int i = 0; i < n; ++i) {
+    if (!dag.ops[i].is_transfer()) dag.device_ops[dag.ops[i].device].push_back(i);
+    int r[2] = {0, 0};
+    const int k = dag.resources_of(i, r);
+    for (int j = 0; j < k; ++j) dag.resource_ops[r[j]].push_back(i);
+  }
+
+  for (int s = 0; s < S; ++s) {
+    const int64_t link = s + 1 < S ? tu(p.boundary_transfer_ms(s)) : 0;
+    for (int m = 0; m < M; ++m) {
+      const int f = dag.f_op(s, m), b = dag.bwd_op(s, m), w = dag.w_op(s, m);
+      dag.add_edge(f, b, 0, EdgeKind::kData);
+      if (w >= 0) dag.add_edge(b, w, 0, EdgeKind::kData);
+      if (s + 1 < S) {
+        const int xf = dag.send_f_op(s, m), xb = dag.send_b_op(s + 1, m);
+        if (xf >= 0) {
+          dag.add_edge(f, xf, 0, EdgeKind::kData);
+          dag.add_edge(xf, dag.f_op(s + 1, m), 0, EdgeKind::kData);
+          dag.add_edge(dag.bwd_op(s + 1, m), xb, 0, EdgeKind::kData);
+          dag.add_edge(xb, b, 0, EdgeKind::kData);
+        } else {
+          dag.add_edge(f, dag.f_op(s + 1, m), link, EdgeKind::kData);
+          dag.add_edge(dag.bwd_op(s + 1, m), b, link, EdgeKind::kData);
+        }
+      }
+      if (options.symmetry && m + 1 < M) {
+        dag.add_edge(f, dag.f_op(s, m + 1), 0, EdgeKind::kSymmetry);
+        dag.add_edge(b, dag.bwd_op(s, m + 1), 0, EdgeKind::kSymmetry);
+        if (w >= 0) dag.add_edge(w, dag.w_op(s, m + 1), 0, EdgeKind::kSymmetry);
+        if (dag.send_f_op(s, m) >= 0) dag.add_edge(dag.send_f_op(s, m), dag.send_f_op(s, m + 1), 0, EdgeKind::kSymmetry);
+        if (dag.send_b_op(s, m) >= 0) dag.add_edge(dag.send_b_op(s, m), dag.send_b_op(s, m + 1), 0, EdgeKind::kSymmetry);
+      }
+    }
+  }
+  dag.state_mem.assign(p.devices, 0);
+  dag.cap_mem.assign(p.devices, 0);
+  dag.mem_limited = limited;
+  for (int d = 0; d < p.devices; ++d) {
+    dag.state_mem[d] = ceil_units(state_mb[d], mscale.unit, mscale.exact);
+    if (limited) {
+      int64_t cap = floor_units(p.memory_gb * 1000, mscale.unit, mscale.exact);
+      if (!mscale.exact) cap -= static_cast<int64_t>(dag.device_ops[d].size()) + 1;
+      dag.cap_mem[d] = cap - dag.state_mem[d];
+    }
+  }
+  PS_RETURN_IF_ERROR(dag.recompute_paths());
+  if (options.symmetry && options.memory_edges && limited) PS_RETURN_IF_ERROR(add_memory_edges(dag));
+  return dag;
+}
+
+Status add_memory_edges(OpDag& dag) {
+  const int M = dag.microbatches;
+  bool added = false;
+  for (int d = 0; d < dag.devices; ++d) {
+    if (!dag.mem_limited) return Status::ok();
+    const int64_t capx = dag.cap_mem[d];
+    if (capx < 0) {
+      return Status::error(ErrorCode::kInfeasible,
+                           fmt::format("device {} cannot hold the model states of its stages", d));
+    }
+    // Stages of this device in chain order.
+    std::vector<int> stages;
+    for (int s = 0; s < dag.stages; ++s)
+      if (dag.ops[dag.f_op(s, 0)].device == d) stages.push_back(s);
+    int64_t upstream_act = 0;  // A: activation of the device's stages up to and including s
+    for (int s : stages) {
+      const int64_t act = dag.ops[dag.f_op(s, 0)].alloc_mem;
+      upstream_act += act;
+      const int w0 = dag.w_op(s, 0);
+      const int64_t stash = w0 >= 0 ? dag.ops[w0].free_mem : 0;
+      for (int m = 0; m < M; ++m) {
+        const int f = dag.f_op(s, m);
+        if (upstream_act > 0) {
+          // (m+1)·A − nI·A ≤ capx  ⇒  nI ≥ ceil(((m+1)·A − capx) / A)
+          const int64_t need = (m + 1) * upstream_act - capx;
+          if (need > 0) {
+            const int64_t r = (need + upstream_act - 1) / upstream_act;
+            if (r > m) {
+              return Status::error(ErrorCode::kInfeasible,
+                                   fmt::format("device {} cannot hold the memory of {}", d, dag.op_name(f)));
+            }
+            dag.add_edge(dag.bwd_op(s, static_cast<int>(r - 1)), f, 0, EdgeKind::kMemory);
+            added = true;
+          }
+        }
+        if (stash > 0 && m > 0) {
+          // At most m I's precede F(s,m): (m+1)·A − m·(A − stash) − nW·stash ≤ capx.
+          const int64_t need = upstream_act + m * stash - capx;
+          if (need > 0) {
+            const int64_t wcount = (need + stash - 1) / stash;
+            if (wcount > m) {
+              return Status::error(ErrorCode::kInfeasible,
+                                   fmt::format("device {} cannot hold the memory of {}", d, dag.op_name(f)));
+            }
+            dag.add_edge(dag.w_op(s, static_cast<int>(wcount - 1)), f, 0, EdgeKind::kMemory);
+            added = true;
+          }
+        }
+      }
+    }
+  }
+  if (added) return dag.recompute_paths();
+  return Status::ok();
+}
+
+int64_t default_dag_ops(const Problem& problem) {
+  int64_t per_mb = 0;
+  for (int s = 0; s < problem.num_stages(); ++s) {
+    per_mb += problem.stages[s].split_backward ? 3 : 2;
+    if (s + 1 < problem.num_stages() && problem.stages[s + 1].device != problem.stages[s].device) per_mb += 2;
+  }
+  return per_mb * problem.microbatches;
+}
+
+DeviceReach::DeviceReach(const OpDag& dag) {
+  const int n = dag.num_ops();
+  words_ = (static_cast<size_t>(n) + 63) / 64;
+  bits_.assign(static_cast<size_t>(n) * words_, 0);
+  for (auto it = dag.topo.rbegin(); it != dag.topo.rend(); ++it) {
+    const int u = *it;
+    uint64_t* row = &bits_[static_cast<size_t>(u) * words_];
+    for (const DagEdge& e : dag.succ[u]) {
+      const uint64_t* r2 = &bits_[static_cast<size_t>(e.op) * words_];
+      for (size_t k = 0; k < words_; ++k) row[k] |= r2[k];
+      row[e.op / 64] |= uint64_t{1} << (e.op % 64);
+    }
+  }
+}
+
+}  // namespace ps
+
+namespace ps {
+
+Result<TimedOrder> evaluate_order(const OpDag& dag, std::vector<std::vector<int>> order, EdgeSet edges,
+                                  bool check_memory) {
+  const int n = dag.num_ops();
+  const int R = dag.num_resources();
+  const int given = static_cast<int>(order.size());
+  if (given != R && given != dag.devices) {
+    return Status::error(ErrorCode::kInvalidSchedule,
+                         fmt::format("order has {} lists, expected {} (devices) or {} (devices and comm streams)",
+                                     given, dag.devices, R));
+  }
+  const bool explicit_streams = given == R;
+  // Membership: each op once in each of its resources' lists (streams only when given).
+  std::vector<int> count(n, 0);
+  for (int r = 0; r < given; ++r) {
+    for (int op : order[r]) {
+      if (op < 0 || op >= n) {
+        return Status::error(ErrorCode::kInvalidSchedule, fmt::format("resource {}: op id {} out of range", r, op));
+      }
+      int rs[2] = {0, 0};
+      const int k = dag.resources_of(op, rs);
+      if (rs[0] != r && (k < 2 || rs[1] != r)) {
+        return Status::error(ErrorCode::kInvalidSchedule,
+                             fmt::format("{} is listed on {} {}, which it does not run on", dag.op_name(op),
+                                         r < dag.devices ? "device" : "comm stream", r % dag.devices));
+      }
+      ++count[op];
+    }
+  }
+  for (int i = 0; i < n; ++i) {
+    const int need = dag.ops[i].is_transfer() ? (explicit_streams ? 2 : 0) : 1;
+    if (count[i] != need) {
+      return Status::error(ErrorCode::kInvalidSchedule,
+                           fmt::format("device {}: {} is {}", dag.ops[i].device, dag.op_name(i),
+                                       count[i] < need ? "missing" : "listed twice"));
+    }
+  }
+  // Event loop: always time the op that can start earliest (ties: lower op id). Timing an op only
+  // enables ops that start at or after its end, so this is the earliest-start timing, and streams
+  // without a given order serve their transfers first come, first served.
+  // The candidates — ops whose predecessors are all timed and that head each of their given lists
+  // — sit in a min-heap keyed by (start, op). A candidate's start is final, except for a transfer on
+  // streams without a given order, whose streams may get busier while it waits: its key is a lower
+  // bound, re-checked when it comes to the top.
+  TimedOrder t;
+  t.start.assign(n, -1);
+  std::vector<size_t> cursor(R, 0);
+  std::vector<int64_t> free_at(R, 0);
+  std::vector<int> missing(n, 0);
+  std::vector<int64_t> ready(n, 0);
+  for (int i = 0; i < n; ++i)
+    for (const DagEdge& e : dag.pred[i])
+      if (edges == EdgeSet::kAll || e.kind == EdgeKind::kData) ++missing[i];
+  std::vector<std::vector<int>> stream_order(R);
+  using Entry = std::pair<int64_t, int>;
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> heap;
+  auto start_of = [&](int op) {
+    int rs[2] = {0, 0};
+    const int k = dag.resources_of(op, rs);
+    int64_t st = ready[op];
+    for (int j = 0; j < k; ++j) st = std::max(st, free_at[rs[j]]);
+    return st;
+  };
+  auto heads = [&](int r, int op) { return r < given && cursor[r] < order[r].size() && order[r][cursor[r]] == op; };
+  // Pushes `op` if it is a candidate now.
+  auto offer = [&](int op) {
+    if (missing[op] > 0) return;
+    int rs[2] = {0, 0};
+    const int k = dag.resources_of(op, rs);
+    if (k == 1 || explicit_streams)
+      for (int j = 0; j < k; ++j)
+        if (!heads(rs[j], op)) return;
+    heap.push({start_of(op), op});
+  };
+  for (int r = 0; r < given; ++r)
+    if (!order[r].empty()) offer(order[r][0]);
+  int done = 0;
+  while (done < n) {
+    if (heap.empty()) {
+      for (int r = 0; r < given; ++r) {
+        if (cursor[r] < order[r].size()) {
+          return Status::error(ErrorCode::kInvalidSchedule,
+                               fmt::format("the order waits forever: {} {} is blocked on {} (op {} of its list)",
+                                           r < dag.devices ? "device" : "comm stream", r % dag.devices,
+                                           dag.op_name(order[r][cursor[r]]), cursor[r]));
+        }
+      }
+      return Status::error(ErrorCode::kInvalidSchedule, "the order waits forever on a transfer");
+    }
+    const auto [key, best] = heap.top();
+    heap.pop();
+    if (t.start[best] >= 0) continue;  // offered twice (by its last predecessor and by its list)
+    const int64_t best_start = start_of(best);
+    if (best_start != key) {  // a transfer whose streams got busier: back with its new start
+      heap.push({best_start, best});
+      continue;
+    }
+    t.start[best] = best_start;
+    const int64_t end = best_start + dag.ops[best].dur;
+    t.makespan = std::max(t.makespan, end);
+    int rs[2] = {0, 0};
+    const int k = dag.resources_of(best, rs);
+    for (int j = 0; j < k; ++j) {
+      free_at[rs[j]] = end;
+      if (rs[j] < given) {
+        ++cursor[rs[j]];
+      } else {
+        stream_order[rs[j]].push_back(best);
+      }
+    }
+    ++done;
+    for (const DagEdge& e : dag.succ[best]) {
+      if (edges == EdgeSet::kDataOnly && e.kind != EdgeKind::kData) continue;
+      ready[e.op] = std::max(ready[e.op], end + e.delay);
+      if (--missing[e.op] == 0) offer(e.op);
+    }
+    for (int j = 0; j < k; ++j)
+      if (rs[j] < given && cursor[rs[j]] < order[rs[j]].size()) offer(order[rs[j]][cursor[rs[j]]]);
+  }
+  if (!explicit_streams) {
+    for (int r = dag.devices; r < R; ++r) order.push_back(std::move(stream_order[r]));
+  }
+  t.peak_mem.assign(dag.devices, 0);
+  for (int d = 0; d < dag.devices; ++d) {
+    int64_t mem = 0, peak = 0;
+    for (int op : order[d]) {
+      mem += dag.ops[op].alloc_mem;
+      peak = std::max(peak, mem);
+      mem -= dag.ops[op].free_mem;
+    }
+    t.peak_mem[d] = peak;
+    if (check_memory && dag.mem_limited && peak > dag.cap_mem[d]) {
+      return Status::error(ErrorCode::kInfeasible,
+                           fmt::format("device {}: activations and stashes peak at {:.1f} MB, over the {:.1f} MB left "
+                                       "after model states",
+                                       d, dag.mem_to_mb(peak), dag.mem_to_mb(dag.cap_mem[d])));
+    }
+  }
+  t.order = std::move(order);
+  return t;
+}
+
+}  // namespace ps

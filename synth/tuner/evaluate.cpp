@@ -1,0 +1,361 @@
+// evaluate.cpp — candidates, their keys and their evaluation (see evaluate.h); the conversions
+// between DAG orders and compute-only schedules declared in tuner.h.
+#include "synth/tuner/evaluate.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <limits>
+#include <optional>
+
+#include "synth/baselines/baselines.h"
+#include "synth/dag/list_scheduler.h"
+#include "synth/dag/justify.h"
+
+namespace ps {
+
+namespace tuner_detail {
+
+Result<std::vector<std::vector<int>>> schedule_to_order(const OpDag& dag, const Schedule& schedule) {
+  if (schedule.num_devices() != dag.devices)
+    return Status::error(ErrorCode::kInvalidSchedule,
+                         fmt::format("schedule has {} device programs, the problem {} devices",
+                                     schedule.num_devices(), dag.devices));
+  std::vector<std::vector<int>> order(dag.devices);
+  for (int d = 0; d < dag.devices; ++d) {
+    for (const Action& a : schedule.programs[d]) {
+      if (a.stage < 0 || a.stage >= dag.stages || a.mb < 0 || a.mb >= dag.microbatches)
+        return Status::error(ErrorCode::kInvalidSchedule,
+                             fmt::format("device {}: {} is outside {} stages × {} microbatches", d,
+                                         to_string(a), dag.stages, dag.microbatches));
+      int op = -1;
+      switch (a.type) {
+        case OpType::F: op = dag.f_op(a.stage, a.mb); break;
+        case OpType::I:
+        case OpType::B: op = dag.bwd_op(a.stage, a.mb); break;
+        case OpType::W: op = dag.w_op(a.stage, a.mb); break;
+        default:
+          return Status::error(ErrorCode::kInvalidSchedule,
+                               fmt::format("device {}: {} is a comm op; expected a compute-only schedule",
+                                           d, to_string(a)));
+      }
+      if (op < 0 || dag.ops[op].type != a.type)
+        return Status::error(ErrorCode::kInvalidSchedule,
+                             fmt::format("device {}: {} does not match the stage's backward ({})", d,
+                                         to_string(a), op < 0 ? "no W op" : op_type_name(dag.ops[op].type)));
+      order[d].push_back(op);
+    }
+  }
+  return order;
+}
+
+
+const char* move_kind_name(MoveKind k) {
+  switch (k) {
+    case MoveKind::kSeed: return "seed";
+    case MoveKind::kBaseline: return "baseline";
+    case MoveKind::kPartition: return "partition";
+    case MoveKind::kPlacement: return "placement";
+    case MoveKind::kSchedule: return "schedule";
+    case MoveKind::kKick: return "kick";
+    case MoveKind::kMemory: return "memory";
+  }
+  return "?";
+}
+
+Partition Candidate::partition() const {
+  Partition p;
+  for (size_t s = 0; s + 1 < cuts.size(); ++s) p.push_back({cuts[s], cuts[s + 1] - 1});
+  return p;
+}
+
+std::string Candidate::key() const {
+  std::string k;
+  k.reserve(cuts.size() * 4 + placement.size() * 3 + 8);
+  for (int c : cuts) k += fmt::format("{},", c);
+  k += '/';
+  for (int d : placement) k += fmt::format("{},", d);
+  k += fmt::format("/p{}/b{}", policy_set, baseline);
+  return k;
+}
+
+Candidate make_candidate(const Partition& p, std::vector<int> placement, MoveKind kind, std::string origin) {
+  Candidate c;
+  c.cuts.push_back(0);
+  for (const LayerRange& r : p) c.cuts.push_back(r.last + 1);
+  c.placement = std::move(placement);
+  c.kind = kind;
+  c.origin = std::move(origin);
+  return c;
+}
+
+std::vector<int> canonical_placement(const std::vector<int>& placement) {
+  std::vector<int> rename;
+  std::vector<int> out(placement.size());
+  for (size_t s = 0; s < placement.size(); ++s) {
+    const int d = placement[s];
+    if (d >= static_cast<int>(rename.size())) rename.resize(d + 1, -1);
+    if (rename[d] < 0) rename[d] = static_cast<int>(std::count_if(rename.begin(), rename.end(), [](int x) { return x >= 0; }));
+    out[s] = rename[d];
+  }
+  return out;
+}
+
+namespace {
+
+// Policy set 0 (screening): the four policies of the default portfolio that win most often on the
+// model suite (bench/quality; docs/tuner.md lists the count), about a tenth of its cost.
+std::vector<ListPolicy> screening_policies() {
+  std::vector<ListPolicy> out(4);
+  out[1].inflight_factor = 1;
+  out[2].backward_first = false;
+  out[3].oldest_first = false;
+  return out;
+}
+
+// Policy sets 1 and 2 add, to the heuristic portfolio (lean or whole): in-flight limits it leaves
+// out and forward-first variants with in-flight limits.
+std::vector<ListPolicy> extended_policies() {
+  using WM = ListPolicy::WMode;
+  std::vector<ListPolicy> out;
+  for (double f : {0.5, 1.5, 3.0, 4.0}) {
+    for (WM w : {WM::kFillGaps, WM::kStrictGaps}) {
+      ListPolicy p;
+      p.inflight_factor = f;
+      p.w_mode = w;
+      out.push_back(p);
+    }
+  }
+  for (double f : {1.0, 2.0}) {
+    ListPolicy p;
+    p.backward_first = false;
+    p.inflight_factor = f;
+    out.push_back(p);
+  }
+  ListPolicy strict_fwd;
+  strict_fwd.backward_first = false;
+  strict_fwd.w_mode = WM::kStrictGaps;
+  out.push_back(strict_fwd);
+  return out;
+}
+
+// Timeline measures of an order (OctoPipe's boundary vs residual idle).
+void measure_timeline(const OpDag& dag, const TimedOrder& t, Evaluation& e) {
+  const int P = dag.devices;
+  e.busy_ms.assign(P, 0);
+  e.boundary_idle_ms.assign(P, 0);
+  e.residual_idle_ms.assign(P, 0);
+  const double C = dag.to_ms(t.makespan);
+  for (int d = 0; d < P; ++d) {
+    const auto& ops = t.order[d];
+    if (ops.empty()) {
+      e.boundary_idle_ms[d] = C;
+      continue;
+    }
+    int64_t busy = 0;
+    for (int op : ops) busy += dag.ops[op].dur;
+    const int64_t first = t.start[ops.front()];
+    const int64_t last_end = t.start[ops.back()] + dag.ops[ops.back()].dur;
+    e.busy_ms[d] = dag.to_ms(busy);
+    e.boundary_idle_ms[d] = dag.to_ms(first + (t.makespan - last_end));
+    e.residual_idle_ms[d] = std::max(0.0, C - e.busy_ms[d] - e.boundary_idle_ms[d]);
+  }
+}
+
+}  // namespace
+
+DagOptions eval_dag_options(const Candidate& c, const Problem& p) {
+  DagOptions o;
+  // Screening times transfers as plain delays, except across nodes: a slow inter-node link queues
+  // transfers, and a delay-only ranking then prefers placements the checker finds slower.
+  const bool multi_node = p.devices_per_node > 0 && p.devices_per_node < p.devices;
+  o.comm_streams = c.baseline >= 0 || c.policy_set != 0 || multi_node;
+  return o;
+}
+
+Result<TimedOrder> retime_on(const OpDag& from, const TimedOrder& order, const OpDag& to, bool* on_full_dag) {
+  if (from.devices != to.devices || from.stages != to.stages || from.microbatches != to.microbatches)
+    return Status::error(ErrorCode::kInvalidSchedule, "retime_on: the two DAGs belong to different problems");
+  std::vector<std::vector<int>> ids(to.devices);
+  for (int d = 0; d < to.devices && d < static_cast<int>(order.order.size()); ++d) {
+    for (int op : order.order[d]) {
+      const DagOp& o = from.ops[op];
+      int id = -1;
+      switch (o.type) {
+        case OpType::F: id = to.f_op(o.stage, o.mb); break;
+        case OpType::I:
+        case OpType::B: id = to.bwd_op(o.stage, o.mb); break;
+        case OpType::W: id = to.w_op(o.stage, o.mb); break;
+        default: break;
+      }
+      if (id < 0 || to.ops[id].type != o.type)
+        return Status::error(ErrorCode::kInvalidSchedule, fmt::format("retime_on: {} has no counterpart", from.op_name(op)));
+      ids[d].push_back(id);
+    }
+  }
+  Result<TimedOrder> t = evaluate_order(to, ids, EdgeSet::kAll, true);
+  if (on_full_dag) *on_full_dag = t.ok();
+  if (!t.ok() && t.status().code() == ErrorCode::kInvalidSchedule) t = evaluate_order(to, std::move(ids), EdgeSet::kDataOnly, true);
+  return t;
+}
+
+Result<Problem> dag_problem(const Spec& spec, const Candidate& c, bool fused_backward) {
+  Result<Problem> pr = make_problem(spec, c.partition(), c.placement);
+  if (!pr.ok() || !fused_backward) return pr;
+  for (StageSpec& st : pr->stages) st.split_backward = false;
+  return pr;
+}
+
+Evaluation evaluate_candidate(const Spec& spec, const Candidate& c, const std::function<bool()>& stop) {
+  const auto t0 = std::chrono::steady_clock::now();
+  Evaluation e;
+  auto done = [&]() -> Evaluation {
+    e.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return std::move(e);
+  };
+  Result<Problem> pr = make_problem(spec, c.partition(), c.placement);
+  if (!pr.ok()) {
+    e.why = pr.status().message();
+    return done();
+  }
+  const Problem& problem = *pr;
+  const int P = problem.devices;
+  e.load_ms.assign(P, 0);
+  e.state_mb.assign(P, 0);
+  e.min_footprint_mb.assign(P, 0);
+  for (int s = 0; s < problem.num_stages(); ++s) {
+    const StageSpec& st = problem.stages[s];
+    e.load_ms[st.device] += st.fwd_ms + st.bwd_ms();
+    e.state_mb[st.device] += problem.model_state_mb(s);
+    e.min_footprint_mb[st.device] += problem.model_state_mb(s) + st.activation_mb;
+  }
+  if (problem.memory_gb > 0) {
+    e.excess_mb = -std::numeric_limits<double>::infinity();
+    for (int d = 0; d < P; ++d) e.excess_mb = std::max(e.excess_mb, e.min_footprint_mb[d] - problem.memory_gb * 1000);
+  }
+  Result<OpDag> dr = build_op_dag(problem, eval_dag_options(c, problem));
+  if (!dr.ok()) {
+    e.why = dr.status().message();
+    return done();
+  }
+  const OpDag* dagp = &*dr;
+  std::optional<OpDag> fused_dag;
+  if (c.baseline >= 0) {
+    const auto kind = static_cast<BaselineKind>(c.baseline);
+    Result<Schedule> b = make_baseline(problem, kind);
+    if (!b.ok()) {
+      e.why = b.status().message();
+      return done();
+    }
+    // 1F1B and interleaved 1F1B run fused B even where I and W could be split: time them on the
+    // DAG of the same problem with fused backwards.
+    for (const auto& prog : b->programs)
+      for (const Action& a : prog)
+        if (a.type == OpType::B && problem.stages[a.stage].split_backward) e.fused_backward = true;
+    if (e.fused_backward) {
+      Result<Problem> fp = dag_problem(spec, c, true);
+      if (!fp.ok()) {
+        e.why = fp.status().message();
+        return done();
+      }
+      Result<OpDag> fd = build_op_dag(*fp, eval_dag_options(c, *fp));
+      if (!fd.ok()) {
+        e.why = fd.status().message();
+        return done();
+      }
+      fused_dag = std::move(fd).value();
+      dagp = &*fused_dag;
+    }
+    const OpDag& dag = *dagp;
+    Result<std::vector<std::vector<int>>> order = schedule_to_order(dag, *b);
+    if (!order.ok()) {
+      e.why = order.status().message();
+      return done();
+    }
+    Result<TimedOrder> t = evaluate_order(dag, *order, EdgeSet::kAll, true);
+    if (!t.ok() && t.status().code() == ErrorCode::kInvalidSchedule) {
+      t = evaluate_order(dag, *order, EdgeSet::kDataOnly, true);
+      e.order_on_full_dag = false;
+    }
+    if (!t.ok()) {
+      e.why = t.status().message();
+      return done();
+    }
+    e.order = std::move(t).value();
+    e.policy = baseline_name(kind);
+  } else {
+    const OpDag& dag = *dagp;
+    bool have = false;
+    auto consider = [&](const ListPolicy& p) {
+      if (e.stopped || (stop && stop())) {
+        e.stopped = true;
+        return;
+      }
+      // Kept only if shorter than the best so far: given up as soon as it cannot be.
+      Result<TimedOrder> t =
+          list_schedule(dag, p, have ? e.order.makespan : std::numeric_limits<int64_t>::max());
+      if (!t.ok()) return;
+      if (!have || t->makespan < e.order.makespan) {
+        e.order = std::move(t).value();
+        e.policy = p.name();
+        have = true;
+      }
+    };
+    if (c.policy_set == 0) {
+      for (const ListPolicy& p : screening_policies()) consider(p);
+    } else {
+      HeuristicOptions ho;
+      ho.stop = stop;
+      if (c.policy_set == 1) {
+        ho.lean = true;
+        ho.random_restarts = 1;
+      }
+      Result<HeuristicResult> h = heuristic_schedule(dag, ho);
+      if (h.ok() && h->stopped) {
+        e.stopped = true;
+      } else if (h.ok()) {
+        e.order = std::move(h->best);
+        e.policy = h->policy;
+        have = true;
+      }
+      const std::string portfolio_winner = e.policy;
+      for (const ListPolicy& p : extended_policies()) consider(p);
+      // An extended policy's winner has not been through the portfolio's justification.
+      if (have && !e.stopped && e.policy != portfolio_winner && justify_in_place(dag, e.order)) e.policy += " + justified";
+    }
+    if (!have && !e.stopped && c.policy_set == 0) {
+      // The screening policies got stuck on memory: the full portfolio ends with the serial
+      // policy, which succeeds whenever the cap admits any schedule.
+      HeuristicOptions ho;
+      ho.stop = stop;
+      Result<HeuristicResult> h = heuristic_schedule(dag, ho);
+      if (h.ok() && h->stopped) {
+        e.stopped = true;
+      } else if (h.ok()) {
+        e.order = std::move(h->best);
+        e.policy = h->policy;
+        have = true;
+      } else {
+        e.why = h.status().message();
+      }
+    }
+    if (e.stopped) {
+      e.why = "stopped at the deadline";
+      e.order = TimedOrder{};
+      return done();
+    }
+    if (!have) {
+      if (e.why.empty()) e.why = "no list-scheduling policy respects the memory caps";
+      return done();
+    }
+  }
+  e.feasible = true;
+  e.ops = default_dag_ops(problem);  // whatever DAG timed it: the checker's and synthesize()'s
+  e.makespan_ms = dagp->to_ms(e.order.makespan);
+  measure_timeline(*dagp, e.order, e);
+  return done();
+}
+
+}  // namespace tuner_detail
+}  // namespace ps

@@ -1,0 +1,89 @@
+// moves.h — where the tuner looks: seed candidates and bubble-aware moves.
+//
+// Diagnosis of an evaluated candidate (OctoPipe, arXiv 2509.23722, §4: the tuner reads the
+// simulated timeline), in this order:
+//   memory     it does not fit: move layers (or a stage) off the device that overflows;
+//   imbalance  the per-microbatch load spread between the busiest and idlest device exceeds the
+//              cost of one layer the busiest device could give away: move layers across a stage
+//              boundary (single shifts, and a greedy device-aware rebalance of all boundaries);
+//   boundary   warm-up/cool-down idle dominates the internal gaps: change the placement — split a
+//              stage onto the idlest device, move or swap stages between devices, disperse adjacent
+//              stages that share a device, merge neighbours on one device; each also in a
+//              rebalanced variant;
+//   residual   internal gaps dominate: change the scheduling policy (extended portfolio).
+// Guarantees: every returned candidate has contiguous non-empty stages covering all layers, one
+// device in [0, P) per stage, every device used, at most max_stages stages, and respects the
+// fixed partition / placement of the search space; generation is a pure function of its inputs
+// and the RNG state (deterministic).
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "ir/model.h"
+#include "synth/tuner/evaluate.h"
+
+namespace ps::tuner_detail {
+
+struct SearchSpace {
+  const Spec* spec = nullptr;     // with the tuner's devices, microbatches and memory
+  int devices = 0;                // P
+  int layers = 0;
+  int max_stages = 0;             // k·P (capped by the layer count)
+  std::vector<double> layer_ms;   // F+I+W per layer, one microbatch
+  std::vector<double> layer_mb;   // model states + one microbatch of activation per layer
+  std::vector<double> head_ms;    // per layer: longest forward path before it can start (microbatch 0)
+  bool fixed_partition = false;
+  bool fixed_placement = false;
+  bool canonical = true;          // identical devices and links: rename devices by first use
+  bool include_baselines = true;
+  int max_stages_per_device = 8;
+  int search_policy_set = 2;      // how the search re-scores screened plans (evaluate.h)
+};
+
+enum class Diagnosis : unsigned char { kMemory, kImbalance, kBoundary, kResidual };
+const char* diagnosis_name(Diagnosis d);
+Diagnosis diagnose(const SearchSpace& space, const Candidate& c, const Evaluation& e);
+
+// The starting points (see tuner.h). With a fixed partition and/or placement only compatible ones.
+std::vector<Candidate> seed_candidates(const SearchSpace& space, const std::vector<int>* fixed_cuts,
+                                       const std::vector<int>* fixed_placement);
+
+// Seeds with paced fronts (several nodes only; none with a fixed partition or placement): the
+// chain's first layers merged into P groups of about equal forward time F / (kPacedFrontRounds P),
+// one per device, pinned, and the rest of the chain packed per node as the plain packed seeds are.
+// A device whose first stage is light gets its inputs at the pace of the heaviest stage upstream
+// and idles through most of the warm-up; equal groups keep every device busy from its first input
+// (docs/tuner.md, "Paced fronts"). The tuner lets them start the search only when the best of them
+// beats every other seed (Tuner::try_paced_fronts).
+constexpr int kPacedFrontRounds = 3;
+std::vector<Candidate> paced_front_seeds(const SearchSpace& space);
+
+// Moves from `c` for its diagnosis; with `all_kinds`, moves of every kind (the escalation used when
+// a candidate's own kind of move found nothing better).
+std::vector<Candidate> bubble_moves(const SearchSpace& space, const Candidate& c, const Evaluation& e,
+                                    bool all_kinds);
+
+// `count` random perturbations of `c` (shift a boundary by one layer, move or swap a stage).
+std::vector<Candidate> kick_moves(const SearchSpace& space, const Candidate& c, std::mt19937_64& rng,
+                                  int count);
+
+// Greedy device-aware balancing: repeatedly shifts one boundary layer off the device with the
+// largest per-microbatch load (or memory, by_memory) while that lowers the maximum. Returns the
+// new cut points (unchanged if nothing helps).
+std::vector<int> rebalance_cuts(const SearchSpace& space, std::vector<int> cuts,
+                                const std::vector<int>& placement, bool by_memory);
+
+// Normalises a candidate (canonical device names when allowed) and checks the invariants above.
+bool finish_candidate(const SearchSpace& space, Candidate& c);
+
+// A lower bound on the makespan of any order of the candidate's plan (comm taken as free): over
+// devices, when its earliest layer can start (sp.head_ms) plus M times its layers' F+I+W. The tuner
+// skips moves whose floor cannot beat the beam.
+double plan_floor_ms(const SearchSpace& sp, const Candidate& c);
+// sp.head_ms for a model: over each layer's inputs, the longest path of forward times.
+std::vector<double> forward_heads_ms(const Model& model);
+
+}  // namespace ps::tuner_detail

@@ -1,0 +1,213 @@
+// encode.cpp — building the Z3 problem from the op DAG (see encode.h for the constraints).
+#include "synth/z3/encode.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <climits>
+
+namespace ps {
+
+namespace {
+Status z3_error(const z3::exception& e, const char* where) {
+  return Status::error(ErrorCode::kRuntime, fmt::format("Z3 failed while {}: {}", where, e.msg()));
+}
+}  // namespace
+
+Result<std::unique_ptr<Encoding>> Encoding::create(const OpDag& dag, const DeviceReach& reach,
+                                                   const EncodeOptions& options) {
+  std::unique_ptr<Encoding> enc(new Encoding(dag, reach));
+  try {
+    PS_RETURN_IF_ERROR(enc->build(options));
+  } catch (const z3::exception& e) {
+    return z3_error(e, "building the encoding");
+  }
+  return enc;
+}
+
+int Encoding::pair_index(int a, int b) const {
+  const uint64_t key = static_cast<uint64_t>(std::min(a, b)) * dag_.num_ops() + std::max(a, b);
+  auto it = pair_of_.find(key);
+  return it == pair_of_.end() ? -1 : it->second;
+}
+
+z3::expr Encoding::before(int a, int b) {
+  PS_ASSERT(a != b, "before() needs two different ops");
+  const int k = pair_index(a, b);
+  if (k < 0) return ctx_->bool_val(reach_.reaches(a, b));
+  return (*atoms_)[2 * k + (pair_a_[k] == a ? 0 : 1)];
+}
+
+Status Encoding::build(const EncodeOptions& options) {
+  ctx_ = std::make_unique<z3::context>();
+  z3::context& c = *ctx_;
+  solver_ = std::make_unique<z3::solver>(c, z3::solver::simple());
+  z3::params p(c);
+  p.set("arith.solver", 1u);  // sparse difference logic: every atom is x - y <= k
+  p.set("random_seed", options.seed);
+  solver_->set(p);
+  z3::solver& s = *solver_;
+  const int n = dag_.num_ops();
+
+  starts_.reserve(n);
+  for (int i = 0; i < n; ++i) {
+    const DagOp& o = dag_.ops[i];
+    std::string name = options.name_vars ? fmt::format("start[{},s{},mb{}]", op_type_name(o.type), o.stage, o.mb)
+                                         : fmt::format("s{}", i);
+    starts_.push_back(c.int_const(name.c_str()));
+  }
+  c_ = c.int_const("C");
+  const z3::expr& C = *c_;
+  for (int i = 0; i < n; ++i) {
+    const int64_t dur = dag_.ops[i].dur;
+    s.add(starts_[i] >= c.int_val(dag_.head[i]));
+    s.add(starts_[i] + c.int_val(dur + dag_.tail[i]) <= C);
+    for (const DagEdge& e : dag_.succ[i]) s.add(starts_[i] + c.int_val(dur + e.delay) <= starts_[e.op]);
+  }
+
+  // No-overlap pairs, per resource (two transfers may share both streams: one pair).
+  atoms_ = std::make_unique<z3::expr_vector>(c);
+  for (int r = 0; r < dag_.num_resources(); ++r) {
+    const auto& ops = dag_.resource_ops[r];
+    const int nr = static_cast<int>(ops.size());
+    for (int x = 0; x < nr; ++x) {
+      for (int y = x + 1; y < nr; ++y) {
+        const int a = ops[x], b = ops[y];
+        if (reach_.reaches(a, b) || reach_.reaches(b, a)) continue;
+        const uint64_t key = static_cast<uint64_t>(a) * n + b;
+        if (pair_of_.count(key) > 0) continue;
+        const int k = static_cast<int>(pair_a_.size());
+        pair_of_.emplace(key, k);
+        pair_a_.push_back(a);
+        pair_b_.push_back(b);
+        pair_r_.push_back(r);
+        z3::expr ab = starts_[a] + c.int_val(dag_.ops[a].dur) <= starts_[b];
+        z3::expr ba = starts_[b] + c.int_val(dag_.ops[b].dur) <= starts_[a];
+        atoms_->push_back(ab);
+        atoms_->push_back(ba);
+        s.add(ab || ba);
+      }
+    }
+  }
+
+  // Memory caps: one pseudo-Boolean constraint per F.
+  if (options.memory && dag_.mem_limited) {
+    for (int d = 0; d < dag_.devices; ++d) {
+      const auto& ops = dag_.device_ops[d];
+      for (int f : ops) {
+        if (dag_.ops[f].type != OpType::F) continue;
+        int64_t bound = dag_.cap_mem[d] - dag_.ops[f].alloc_mem;
+        z3::expr_vector lits(c);
+        std::vector<int64_t> coef;
+        int64_t coef_sum = 0;
+        for (int g : ops) {
+          if (g == f) continue;
+          const DagOp& o = dag_.ops[g];
+          const int k = pair_index(f, g);
+          if (o.type == OpType::F) {
+            if (o.alloc_mem == 0) continue;
+            if (k < 0) {
+              if (reach_.reaches(g, f)) bound -= o.alloc_mem;
+              continue;
+            }
+            lits.push_back(before(g, f));
+            coef.push_back(o.alloc_mem);
+            coef_sum += o.alloc_mem;
+          } else {
+            if (o.free_mem == 0) continue;
+            if (k < 0) {
+              if (reach_.reaches(g, f)) bound += o.free_mem;
+              continue;
+            }
+            bound += o.free_mem;  // -free·[g before f] = -free + free·[f before g]
+            lits.push_back(before(f, g));
+            coef.push_back(o.free_mem);
+            coef_sum += o.free_mem;
+          }
+        }
+        if (bound >= coef_sum) continue;  // cannot bind
+        if (bound < 0) {
+          s.add(c.bool_val(false));
+          ++memory_constraints_;
+          continue;
+        }
+        if (bound > INT_MAX || std::any_of(coef.begin(), coef.end(), [](int64_t v) { return v > INT_MAX; })) {
+          return Status::error(ErrorCode::kRuntime,
+                               fmt::format("memory numbers of device {} are too large for Z3's pseudo-Boolean "
+                                           "constraints",
+                                           d));
+        }
+        std::vector<int> ci(coef.begin(), coef.end());
+        s.add(z3::pble(lits, ci.data(), static_cast<int>(bound)));
+        ++memory_constraints_;
+      }
+    }
+  }
+  return Status::ok();
+}
+
+z3::expr_vector Encoding::orientation(const TimedOrder& t, const std::function<bool(int, int)>& keep) {
+  // Position of every op in each of its resources' lists.
+  std::vector<std::vector<int>> pos(t.order.size(), std::vector<int>());
+  for (size_t r = 0; r < t.order.size(); ++r) {
+    pos[r].assign(dag_.num_ops(), -1);
+    for (size_t k = 0; k < t.order[r].size(); ++k) pos[r][t.order[r][k]] = static_cast<int>(k);
+  }
+  z3::expr_vector out(*ctx_);
+  for (size_t k = 0; k < pair_a_.size(); ++k) {
+    const int a = pair_a_[k], b = pair_b_[k], r = pair_r_[k];
+    if (!keep(a, b) || r >= static_cast<int>(pos.size())) continue;
+    out.push_back((*atoms_)[2 * k + (pos[r][a] < pos[r][b] ? 0 : 1)]);
+  }
+  return out;
+}
+
+Status Encoding::set_limits(unsigned timeout_ms, uint64_t rlimit) {
+  try {
+    z3::params p(*ctx_);
+    p.set("timeout", timeout_ms == 0 ? UINT_MAX : timeout_ms);
+    p.set("rlimit", static_cast<unsigned>(std::min<uint64_t>(rlimit, UINT_MAX)));
+    solver_->set(p);
+  } catch (const z3::exception& e) {
+    return z3_error(e, "setting limits");
+  }
+  return Status::ok();
+}
+
+std::string Encoding::to_smt2() {
+  try {
+    return solver_->to_smt2();
+  } catch (const z3::exception& e) {
+    return fmt::format("; Z3 failed to print the problem: {}\n", e.msg());
+  }
+}
+
+Result<TimedOrder> Encoding::decode_model() {
+  std::vector<std::vector<int>> order(dag_.devices);
+  std::vector<int64_t> t(dag_.num_ops(), 0);
+  try {
+    z3::model m = solver_->get_model();
+    for (int i = 0; i < dag_.num_ops(); ++i) {
+      z3::expr v = m.eval(starts_[i], true);
+      int64_t x = 0;
+      if (!v.is_numeral_i64(x)) {
+        return Status::error(ErrorCode::kRuntime, fmt::format("Z3 model has no value for {}", dag_.op_name(i)));
+      }
+      t[i] = x;
+    }
+  } catch (const z3::exception& e) {
+    return z3_error(e, "reading the model");
+  }
+  // Ties (zero-length ops) go by topological position, so the order never contradicts an edge.
+  std::vector<int> topo_pos(dag_.num_ops(), 0);
+  for (size_t k = 0; k < dag_.topo.size(); ++k) topo_pos[dag_.topo[k]] = static_cast<int>(k);
+  order.assign(dag_.num_resources(), {});
+  for (int r = 0; r < dag_.num_resources(); ++r) {
+    order[r] = dag_.resource_ops[r];
+    std::sort(order[r].begin(), order[r].end(),
+              [&](int a, int b) { return t[a] != t[b] ? t[a] < t[b] : topo_pos[a] < topo_pos[b]; });
+  }
+  return evaluate_order(dag_, std::move(order));
+}
+
+}  // namespace ps

@@ -1,0 +1,491 @@
+// solve.cpp — guided check, LNS windows and linear descent over a portfolio of Z3 contexts.
+//
+// The portfolio runs in rounds: every live context runs one check (its own thread, its own Z3
+// context, seed = options.seed + k) with the same rlimit share; the round's results are combined in
+// context order (any UNSAT is a proof; the best SAT model wins, ties to the lower index), then every
+// context gets the new bound. Nothing depends on which thread finished first, so a fixed seed and
+// budget give the same answer as long as the wall-clock cap is not what stopped a check.
+#include "synth/z3/solve.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <fstream>
+#include <limits>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "synth/z3/encode.h"
+
+namespace ps {
+
+uint64_t rlimit_per_second() { return 2'000'000; }
+
+namespace {
+// Seconds in a skip message, two significant digits and never an exponent: "0.0038", "9.5", "25".
+std::string seconds_text(double s) {
+  if (s >= 10) return fmt::format("{:.0f}", s);
+  if (s >= 1) return fmt::format("{:.1f}", s);
+  if (s >= 0.001) return fmt::format("{:.2g}", s);
+  return "0.000";
+}
+
+// rlimit units that loading one unit of encoding size (an open pair, or a quarter of an op's
+// constraints) costs, measured on Z3 4.8.12.
+constexpr uint64_t kLoadRlimitPerUnit = 150;
+
+// Upper bound on the pairs an encoding leaves open (ops on one resource that no path orders; a pair
+// of transfers sharing both streams counts twice here, once in the encoding), plus 4 per op.
+int64_t encoding_size(const OpDag& dag, const DeviceReach& reach) {
+  int64_t n = 0;
+  for (int r = 0; r < dag.num_resources(); ++r) {
+    const auto& ops = dag.resource_ops[r];
+    for (size_t x = 0; x < ops.size(); ++x)
+      for (size_t y = x + 1; y < ops.size(); ++y) n += !reach.reaches(ops[x], ops[y]) && !reach.reaches(ops[y], ops[x]);
+  }
+  return n + 4ll * dag.num_ops();
+}
+
+using Clock = std::chrono::steady_clock;
+
+enum class Outcome { kSat, kUnsat, kUnknown };
+
+// What one context's check produced (filled by its thread, read after the join).
+struct CheckResult {
+  Outcome outcome = Outcome::kUnknown;
+  uint64_t used = 0;                  // rlimit units
+  std::optional<TimedOrder> model;    // decoded order when SAT and valid
+  bool invalid_model = false;         // SAT, but the model did not decode into a valid order
+  std::string error;                  // a Z3 exception
+};
+
+uint64_t rlimit_count(Encoding& enc) {
+  z3::stats st = enc.solver().statistics();
+  for (unsigned i = 0; i < st.size(); ++i)
+    if (st.key(i) == "rlimit count") return st.is_uint(i) ? st.uint_value(i) : static_cast<uint64_t>(st.double_value(i));
+  return 0;
+}
+
+// One check; touches only `enc` (safe to run concurrently on different contexts).
+CheckResult run_check(Encoding& enc, const z3::expr_vector& assumptions, uint64_t share, double wall_left_s) {
+  CheckResult out;
+  if (share == 0 || wall_left_s <= 0.01) return out;
+  Status st = enc.set_limits(static_cast<unsigned>(std::max(1.0, wall_left_s * 1000)), share);
+  if (!st.is_ok()) {
+    out.error = st.message();
+    return out;
+  }
+  try {
+    const uint64_t before = rlimit_count(enc);
+    const z3::check_result r = assumptions.empty() ? enc.solver().check() : enc.solver().check(assumptions);
+    const uint64_t after = rlimit_count(enc);
+    out.used = after > before ? after - before : 0;
+    if (r == z3::unsat) out.outcome = Outcome::kUnsat;
+    if (r == z3::sat) {
+      out.outcome = Outcome::kSat;
+      Result<TimedOrder> t = enc.decode_model();
+      if (t.ok()) {
+        out.model = std::move(t).value();
+      } else {
+        out.invalid_model = true;
+      }
+    }
+  } catch (const z3::exception& e) {
+    out.error = e.msg();
+  }
+  return out;
+}
+
+// While it lives: once *flag turns true (checked every 20 ms), interrupt every context, which ends
+// a check under way with "unknown" (z3::context::interrupt is meant to be called from another thread).
+class InterruptWatcher {
+ public:
+  InterruptWatcher(const std::atomic<bool>* flag, const std::vector<std::unique_ptr<Encoding>>& encs) {
+    if (!flag) return;
+    thread_ = std::thread([this, flag, &encs] {
+      std::unique_lock<std::mutex> lock(mu_);
+      while (!done_) {
+        if (flag->load()) {
+          for (const auto& e : encs) e->ctx().interrupt();
+          return;
+        }
+        cv_.wait_for(lock, std::chrono::milliseconds(20));
+      }
+    });
+  }
+  ~InterruptWatcher() {
+    if (!thread_.joinable()) return;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  InterruptWatcher(const InterruptWatcher&) = delete;
+  InterruptWatcher& operator=(const InterruptWatcher&) = delete;
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::thread thread_;
+};
+
+struct Driver {
+  const OpDag& dag;
+  const SolveOptions& opt;
+  Clock::time_point t0 = Clock::now();
+  uint64_t budget = 0;  // rlimit left, all contexts together
+  SolveResult res;
+  std::vector<std::unique_ptr<Encoding>> encs;
+  std::vector<bool> live;  // false once a context returned an invalid model or failed to load
+
+  Driver(const OpDag& d, const SolveOptions& o) : dag(d), opt(o) {}
+
+  double elapsed() const { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+  double wall_left() const { return opt.time_limit_s - elapsed(); }
+  bool interrupted() const { return opt.interrupt && opt.interrupt->load(); }
+  bool out_of_time() const { return wall_left() <= 0.01 || budget == 0 || interrupted(); }
+  int live_count() const { return static_cast<int>(std::count(live.begin(), live.end(), true)); }
+
+  void report(const char* phase) {
+    if (!opt.progress) return;
+    SolveProgress p;
+    p.incumbent = res.best.makespan;
+    p.bound = res.bound;
+    p.elapsed_s = elapsed();
+    p.phase = phase;
+    opt.progress(p);
+  }
+
+  // One round: each live context k checks assumptions(k) with `share`. Charges the budget and
+  // counts checks in context order. Returns the results (index = context).
+  Result<std::vector<CheckResult>> round(const std::function<z3::expr_vector(Encoding&, int)>& assumptions,
+                                         uint64_t share) {
+    const int K = static_cast<int>(encs.size());
+    std::vector<CheckResult> out(K);
+    std::vector<z3::expr_vector> asms;
+    asms.reserve(K);
+    try {
+      for (int k = 0; k < K; ++k) asms.push_back(live[k] ? assumptions(*encs[k], k) : z3::expr_vector(encs[k]->ctx()));
+    } catch (const z3::exception& e) {
+      return Status::error(ErrorCode::kRuntime, fmt::format("Z3 failed: {}", e.msg()));
+    }
+    const double left = interrupted() ? 0 : wall_left();  // run_check starts nothing without time
+    if (live_count() == 1) {
+      for (int k = 0; k < K; ++k)
+        if (live[k]) out[k] = run_check(*encs[k], asms[k], share, left);
+    } else {
+      std::vector<std::thread> threads;
+      for (int k = 0; k < K; ++k)
+        if (live[k]) threads.emplace_back([&, k] { out[k] = run_check(*encs[k], asms[k], share, left); });
+      for (auto& t : threads) t.join();
+    }
+    for (int k = 0; k < K; ++k) {
+      if (!live[k]) continue;
+      if (!out[k].error.empty()) return Status::error(ErrorCode::kRuntime, fmt::format("Z3 check failed: {}", out[k].error));
+      ++res.checks;
+      res.rlimit_used += out[k].used;
+      budget -= std::min(budget, out[k].used);
+      if (out[k].invalid_model) {
+        live[k] = false;  // Z3 misbehaved (seen after cancelled checks): do not trust it again
+        res.status = "a context returned a model that is not a valid order; it was dropped";
+      }
+    }
+    return out;
+  }
+
+  // Best valid model of a round that beats the incumbent (ties: lower context index).
+  bool take_best(std::vector<CheckResult>& rs) {
+    int pick = -1;
+    for (int k = 0; k < static_cast<int>(rs.size()); ++k) {
+      if (!rs[k].model || rs[k].model->makespan >= res.best.makespan) continue;
+      if (pick < 0 || rs[k].model->makespan < rs[pick].model->makespan) pick = k;
+    }
+    if (pick < 0) return false;
+    res.best = std::move(*rs[pick].model);
+    res.improved = true;
+    if (opt.on_incumbent) opt.on_incumbent(res.best);
+    return true;
+  }
+
+  bool proven() {
+    if (res.best.makespan > res.bound) return false;
+    res.optimal = true;
+    res.status = "optimal";
+    return true;
+  }
+
+  // Every context: C <= best - 1 from now on.
+  Status tighten() {
+    try {
+      for (auto& e : encs) e->solver().add(e->makespan() <= e->ctx().int_val(res.best.makespan - 1));
+    } catch (const z3::exception& e) {
+      return Status::error(ErrorCode::kRuntime, fmt::format("Z3 failed: {}", e.msg()));
+    }
+    return Status::ok();
+  }
+
+  // One sweep of windows of opt.lns_window microbatches (step: half a window), K windows per round.
+  // Orientations of pairs with both ops outside the window are fixed to the incumbent's.
+  Result<bool> lns_pass(uint64_t share) {
+    const int M = dag.microbatches;
+    const int W = opt.lns_window;
+    const int step = std::max(1, W / 2);
+    std::vector<int> starts;
+    for (int w0 = 0;; w0 += step) {
+      starts.push_back(std::min(w0, M - W));
+      if (std::min(w0, M - W) + W >= M) break;
+    }
+    bool improved = false;
+    const int K = static_cast<int>(encs.size());
+    for (size_t first = 0; first < starts.size() && !out_of_time() && live_count() > 0; first += K) {
+      const TimedOrder incumbent = res.best;
+      auto window_asms = [&](Encoding& enc, int k) {
+        const size_t w = std::min(starts.size() - 1, first + static_cast<size_t>(k));
+        const int lo = starts[w], hi = lo + W;
+        return enc.orientation(incumbent, [&](int a, int b) {
+          const int ma = dag.ops[a].mb, mb = dag.ops[b].mb;
+          return (ma < lo || ma >= hi) && (mb < lo || mb >= hi);
+        });
+      };
+      Result<std::vector<CheckResult>> rs = round(window_asms, std::min(share, budget / std::max(1, live_count())));
+      if (!rs.ok()) return rs.status();
+      if (take_best(*rs)) {
+        improved = true;
+        report("lns");
+        if (proven()) return true;
+        PS_RETURN_IF_ERROR(tighten());
+      }
+    }
+    return improved;
+  }
+
+  // Budget of one whole-encoding check per context (the guided check, the hint): a tenth of the
+  // total, but at least enough to load an encoding of this size, and never more than what is left.
+  uint64_t single_check_share(uint64_t total, int K) const {
+    const uint64_t size = static_cast<uint64_t>(res.free_pairs) + 4ull * dag.num_ops();
+    return std::min(budget / K, std::max(total / 10 / K, kLoadRlimitPerUnit * size));
+  }
+
+  Status run(const TimedOrder& incumbent, int64_t lower_bound) {
+    res.best = incumbent;
+    res.bound = std::min(lower_bound, incumbent.makespan);
+    const bool meets = res.bound >= res.best.makespan;
+    if (meets) {
+      res.optimal = true;
+      res.status = "heuristic meets bound";
+      report("bound");
+      if (opt.dump_smt2.empty()) return Status::ok();
+    }
+    if (interrupted() && !meets) {
+      res.status = "stopped: interrupted";
+      return Status::ok();
+    }
+    const int K = meets ? 1 : std::max(1, opt.contexts);
+    budget = opt.rlimit ? opt.rlimit
+                        : static_cast<uint64_t>(std::max(0.0, opt.time_limit_s) * rlimit_per_second() * K);
+    // Loading an encoding costs in proportion to its size, and Z3 neither stops for the rlimit nor
+    // for its timeout while it internalizes: one too large for the budget would overrun the caller's
+    // time limit many times over (48 stages x 32 microbatches on 8 devices: minutes for a 10 s
+    // budget). Such an encoding is not built; the incumbent stands. Deterministic: sizes and rlimit.
+    // Sizing it needs the reachability table (n² bits); where even the 4 units per op exceed the
+    // budget, or the table would not be affordable, the encoding is skipped without it.
+    if (!DeviceReach::affordable(dag)) {
+      if (meets) return Status::ok();  // only the SMT-LIB2 dump needed it: not written
+      res.status = fmt::format("skipped: {} ops are too many for the pair encoding (its reachability table alone "
+                               "would take {:.1f} GB)",
+                               dag.num_ops(), static_cast<double>(DeviceReach::bytes_for(dag.num_ops())) / 1e9);
+      report("skipped");
+      return Status::ok();
+    }
+    if (!meets) {
+      const uint64_t floor = kLoadRlimitPerUnit * 4ull * static_cast<uint64_t>(dag.num_ops());
+      if (budget / static_cast<uint64_t>(K) < floor) {
+        res.status = fmt::format("skipped: an encoding of {} ops needs at least {} s to load, more than the "
+                                 "{} s budget",
+                                 dag.num_ops(), seconds_text(static_cast<double>(floor) / rlimit_per_second()),
+                                 seconds_text(static_cast<double>(budget) / K / rlimit_per_second()));
+        report("skipped");
+        return Status::ok();
+      }
+    }
+    DeviceReach reach(dag);
+    if (!meets) {
+      const int64_t size = encoding_size(dag, reach);
+      const uint64_t need = kLoadRlimitPerUnit * static_cast<uint64_t>(size);
+      if (budget / static_cast<uint64_t>(K) < need) {
+        res.status = fmt::format("skipped: an encoding of {} open pairs needs about {} s to load, more than the "
+                                 "{} s budget",
+                                 size - 4ll * dag.num_ops(), seconds_text(static_cast<double>(need) / rlimit_per_second()),
+                                 seconds_text(static_cast<double>(budget) / K / rlimit_per_second()));
+        report("skipped");
+        return Status::ok();
+      }
+    }
+    for (int k = 0; k < K; ++k) {
+      EncodeOptions eo;
+      eo.memory = opt.memory;
+      eo.seed = opt.seed + static_cast<unsigned>(k);
+      Result<std::unique_ptr<Encoding>> er = Encoding::create(dag, reach, eo);
+      if (!er.ok()) return er.status();
+      encs.push_back(std::move(er).value());
+      live.push_back(true);
+    }
+    res.free_pairs = encs[0]->num_free_pairs();
+    res.memory_constraints = encs[0]->num_memory_constraints();
+    try {
+      for (auto& e : encs) e->solver().add(e->makespan() <= e->ctx().int_val(res.best.makespan));
+    } catch (const z3::exception& e) {
+      return Status::error(ErrorCode::kRuntime, fmt::format("Z3 failed: {}", e.msg()));
+    }
+    if (!opt.dump_smt2.empty()) {
+      std::ofstream out(opt.dump_smt2, std::ios::binary);
+      out << encs[0]->to_smt2();
+      if (!out) return Status::bad_input(fmt::format("cannot write '{}'", opt.dump_smt2));
+      res.smt2_written = true;
+    }
+    if (meets) return Status::ok();
+    const uint64_t total = budget;
+    const InterruptWatcher watcher(opt.interrupt, encs);
+
+    // 2. Solution-guided check. It also internalizes the whole encoding, which costs in proportion
+    // to its size; a context cancelled in the middle of that is not trusted any further.
+    {
+      const uint64_t share = single_check_share(total, K);
+      const TimedOrder start = res.best;
+      Result<std::vector<CheckResult>> rs =
+          round([&](Encoding& enc, int) { return enc.orientation(start, [](int, int) { return true; }); }, share);
+      if (!rs.ok()) return rs.status();
+      for (int k = 0; k < K; ++k)
+        if ((*rs)[k].outcome != Outcome::kSat) live[k] = false;
+      if (live_count() == 0) {
+        res.status = interrupted() ? "stopped: interrupted"
+                     : out_of_time() || (*rs)[0].outcome == Outcome::kUnknown
+                         ? "stopped: the budget ran out while Z3 loaded the encoding"
+                         : "stopped: the guided check failed";
+        return Status::ok();
+      }
+      take_best(*rs);
+      report("guided");
+      if (proven()) return Status::ok();
+    }
+    PS_RETURN_IF_ERROR(tighten());
+
+    // 2b. The device hint: its compute orders fixed, the comm streams free, C <= best - 1.
+    if (opt.device_hint && live_count() > 0) {
+      const uint64_t share = single_check_share(total, K);
+      const TimedOrder& hint = *opt.device_hint;
+      Result<std::vector<CheckResult>> rs = round(
+          [&](Encoding& enc, int) {
+            return enc.orientation(hint, [&](int a, int b) { return !dag.ops[a].is_transfer() && !dag.ops[b].is_transfer(); });
+          },
+          share);
+      if (!rs.ok()) return rs.status();
+      if (take_best(*rs)) {
+        report("hint");
+        if (proven()) return Status::ok();
+        PS_RETURN_IF_ERROR(tighten());
+      }
+    }
+
+    // 3/4. Descent in probes: ask for C <= best - step (an assumption), step = 1/8 of the gap in
+    // units (so fine time units do not crawl), 1 near the end. UNSAT with step > 1 raises the proven
+    // bound to best - step + 1 and shrinks the step; UNSAT with step 1 proves optimality. With two
+    // or more contexts and a gap of 2 % or more, the odd ones ask C <= bound + gap/4 instead: UNSAT
+    // raises the bound from below, SAT is a (much) better incumbent. When a probe runs out, one LNS pass over windows of
+    // microbatches; a pass that finds nothing doubles the probe, until the probe is everything left.
+    const int M = dag.microbatches;
+    const int W = opt.lns_window;
+    const bool lns_possible = W > 0 && M > W;
+    uint64_t probe = std::max<uint64_t>(lns_possible ? total / 32 / K : total, 1);
+    int64_t step = std::max<int64_t>(1, (res.best.makespan - res.bound) / 8);
+    while (!out_of_time() && live_count() > 0) {
+      step = std::min(step, std::max<int64_t>(1, (res.best.makespan - res.bound) / 8));
+      const int64_t target = res.best.makespan - step;
+      // While the gap is 2 % or more (a loose bound is the likelier culprit), odd contexts raise the
+      // bound from below instead: C <= bound + a quarter of the gap.
+      const int64_t gap = res.best.makespan - res.bound;
+      const int64_t raise = gap * 50 >= res.best.makespan ? std::min(target - 1, res.bound + gap / 4) : -1;
+      auto target_of = [&](int k) { return k % 2 == 1 && raise >= res.bound ? raise : target; };
+      const uint64_t share = std::min(probe, budget / std::max(1, live_count()));
+      Result<std::vector<CheckResult>> rs = round(
+          [&](Encoding& enc, int k) {
+            z3::expr_vector goal(enc.ctx());
+            if (target_of(k) < res.best.makespan - 1) goal.push_back(enc.makespan() <= enc.ctx().int_val(target_of(k)));
+            return goal;
+          },
+          share);
+      if (!rs.ok()) return rs.status();
+      bool unsat = false, sat = false, unsat_top = false;
+      for (int k = 0; k < static_cast<int>(rs->size()); ++k) {
+        const CheckResult& c = (*rs)[k];
+        if (c.outcome == Outcome::kUnsat) {
+          unsat = true;
+          unsat_top = unsat_top || target_of(k) == target;
+          res.bound = std::max(res.bound, target_of(k) + 1);  // nothing at or below the target
+        }
+        sat = sat || c.model.has_value();
+      }
+      if (sat && take_best(*rs)) {
+        report("descent");
+        if (proven()) return Status::ok();
+        PS_RETURN_IF_ERROR(tighten());
+        continue;
+      }
+      if (unsat) {
+        report("descent");
+        if (proven()) return Status::ok();
+        if (unsat_top) step = std::max<int64_t>(1, step / 4);
+        continue;
+      }
+      if (sat) {
+        return Status::error(ErrorCode::kRuntime, "Z3 returned a model that is not better than C <= best - 1");
+      }
+      if (share * live_count() >= budget || budget == 0) break;  // the last probe had everything left
+      if (lns_possible) {
+        Result<bool> imp = lns_pass(std::max<uint64_t>(total / 128 / K, 1));
+        if (!imp.ok()) return imp.status();
+        if (res.optimal) return Status::ok();
+        if (*imp) continue;
+      }
+      probe *= 2;
+    }
+    if (interrupted()) res.status = "stopped: interrupted";
+    if (res.status.empty()) res.status = wall_left() <= 0.01 ? "time limit" : "budget exhausted";
+    return Status::ok();
+  }
+};
+
+}  // namespace
+
+Result<SolveResult> solve(const OpDag& dag, const TimedOrder& incumbent, int64_t lower_bound,
+                          const SolveOptions& options) {
+  Driver drv(dag, options);
+  Status st = drv.run(incumbent, lower_bound);
+  drv.res.seconds = drv.elapsed();
+  if (!st.is_ok() && drv.interrupted()) {
+    // An interrupted context throws "canceled" from whatever call it was in (a constraint being
+    // added, assumptions being built): the incumbent, only ever replaced by a checked order, stands.
+    drv.res.status = "stopped: interrupted";
+    return std::move(drv.res);
+  }
+  if (!st.is_ok()) return st;
+  return std::move(drv.res);
+}
+
+double encoding_load_seconds(const OpDag& dag) {
+  if (!DeviceReach::affordable(dag)) return std::numeric_limits<double>::infinity();
+  const DeviceReach reach(dag);
+  return static_cast<double>(kLoadRlimitPerUnit) * static_cast<double>(encoding_size(dag, reach)) /
+         static_cast<double>(rlimit_per_second());
+}
+
+}  // namespace ps

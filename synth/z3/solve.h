@@ -1,0 +1,86 @@
+// solve.h — the anytime Z3 driver: improve an incumbent order and prove how good it is.
+//
+// Steps (each bounded by the budget; docs/synth.md explains why this order):
+//  1. If the incumbent's makespan equals the lower bound: optimal, no Z3 call.
+//  2. Solution-guided check: C <= incumbent with the incumbent's orientations as assumptions. It is
+//     satisfiable by construction and leaves Z3's saved phases on the incumbent. With a device hint,
+//     a second check fixes only the hint's compute orders and asks for a better makespan.
+//  3. Large-neighbourhood search: keep the incumbent's orientations of every pair outside a window
+//     of microbatches, ask for C <= best - 1, slide the window.
+//  4. Linear descent: C <= best - 1 without assumptions; SAT gives a better incumbent, UNSAT proves
+//     the incumbent optimal (bound = best).
+// Guarantees:
+//  * The returned order is always valid on the DAG (edges, caps) and never worse than the incumbent.
+//  * `bound` is a proven lower bound on the DAG's optimum in time units (the input bound, raised to
+//    best when Z3 proved UNSAT); `optimal` is true only then (or when step 1 applies).
+//  * Deterministic for a fixed seed and rlimit budget as long as the wall-clock cap is not hit:
+//    every check gets a fixed rlimit share, and the portfolio (contexts > 1) combines the results of
+//    each round in context order, never in finishing order.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "ir/status.h"
+#include "synth/dag/op_dag.h"
+
+namespace ps {
+
+struct SolveProgress {
+  int64_t incumbent = 0;  // units
+  int64_t bound = 0;      // units
+  double elapsed_s = 0;
+  std::string phase;      // "guided", "lns", "descent"
+};
+
+struct SolveOptions {
+  double time_limit_s = 10;  // wall-clock cap for all checks together
+  uint64_t rlimit = 0;       // total Z3 resource budget, all contexts together;
+                             // 0 = time_limit_s × rlimit_per_second() × contexts
+  unsigned seed = 0;
+  int contexts = 1;          // portfolio: separate Z3 contexts (threads) with seeds seed, seed+1, ...
+  int lns_window = 8;        // microbatches per LNS window; 0 disables LNS
+  bool memory = true;        // encode the caps
+  std::string dump_smt2;     // write the encoding (before solving) to this path, if not empty
+  std::function<void(const SolveProgress&)> progress;  // called on each new incumbent/bound
+  std::function<void(const TimedOrder&)> on_incumbent;  // called with each better order Z3 finds
+  // Optional: device orders (order[0..devices-1]) of an order found on a relaxation (e.g. the
+  // no-queue model). After the guided check, one check asks for C <= best - 1 with the hint's
+  // orientations of every pair of compute ops as assumptions: only the comm streams are left to
+  // order, a small problem that often turns the relaxation's optimum into this model's.
+  std::optional<TimedOrder> device_hint;
+  // Set (by a signal handler, say) to stop: a check under way is interrupted, none starts, and the
+  // incumbent stands (status "stopped: interrupted"). Null: never.
+  const std::atomic<bool>* interrupt = nullptr;
+};
+
+struct SolveResult {
+  TimedOrder best;
+  int64_t bound = 0;       // proven lower bound, units
+  bool optimal = false;
+  std::string status;      // "optimal", "heuristic meets bound", "budget exhausted", "time limit", ...
+  double seconds = 0;
+  int checks = 0;
+  uint64_t rlimit_used = 0;
+  bool improved = false;   // Z3 found a better order than the incumbent
+  int free_pairs = 0;      // size of the encoding
+  int memory_constraints = 0;
+  bool smt2_written = false;  // options.dump_smt2 was written (not when the encoding is not built)
+};
+
+// Resource units per second of one context assumed when deriving the rlimit budget from a time
+// limit (measured: ~2.3M/s on this project's 2-core machine when it is otherwise idle).
+uint64_t rlimit_per_second();
+
+// Seconds of one context's budget that loading the encoding of `dag` takes (the estimate solve()
+// uses to skip encodings too large for its budget; deterministic: sizes only). Infinity when the
+// encoding is never built (DeviceReach::affordable is false).
+double encoding_load_seconds(const OpDag& dag);
+
+Result<SolveResult> solve(const OpDag& dag, const TimedOrder& incumbent, int64_t lower_bound,
+                          const SolveOptions& options);
+
+}  // namespace ps
