@@ -90,10 +90,8 @@ Schedule greedy_order(const Problem& p) {
   std::vector<char> idle(D, 0);
   auto duration = [&](int op) {
     const int kind = op / (S * M), s = (op / M) % S;
-    const StageSpec& st = p.stages[s];
-    if (kind == 0) return st.fwd_ms;
-    if (kind == 1) return split ? st.bwd_input_ms : st.bwd_ms();
-    return st.bwd_weight_ms;
+    static constexpr OpType kSplit[] = {OpType::F, OpType::I, OpType::W};
+    return compute_ms(p.stages[s], kind == 1 && !split ? OpType::B : kSplit[kind]);
   };
   auto finish = [&](int op, double end) {
     const int kind = op / (S * M), s = (op / M) % S, m = op % M;

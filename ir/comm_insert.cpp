@@ -109,16 +109,6 @@ CommInsertResult insert_comms(const Schedule& in) {
     }
     return n;
   };
-  auto duration_ms = [&](const Action& a) {
-    const StageSpec& st = pb.stages.at(a.stage);
-    switch (a.type) {
-      case OpType::F: return st.fwd_ms;
-      case OpType::I: return st.bwd_input_ms;
-      case OpType::W: return st.bwd_weight_ms;
-      case OpType::B: return st.bwd_ms();
-      default: return 0.0;
-    }
-  };
 
   // ---- Step 1: data-flow timing (worklist over per-device pointers; O(ops)). ----
   std::vector<double> start(N, 0), end(N, 0);
@@ -167,7 +157,7 @@ CommInsertResult insert_comms(const Schedule& in) {
       }
       if (!ready) break;
       start[id] = t;
-      end[id] = t + duration_ms(*ops[id]);
+      end[id] = t + compute_ms(pb.stages.at(ops[id]->stage), ops[id]->type);
       done[id] = 1;
       ++ptr[d];
       wake_consumers(id);

@@ -56,6 +56,18 @@ inline bool is_send(OpType t) { return t == OpType::SEND_F || t == OpType::SEND_
 inline bool is_recv(OpType t) { return t == OpType::RECV_F || t == OpType::RECV_B; }
 const char* op_type_name(OpType t);  // "F", "SEND_B", ...
 
+// The one op-duration rule: how long compute op `t` of stage `st` takes, ms (F, I, W; B = I + W).
+// Comm ops take no compute time (transfers are timed by the link model, ir/problem.h).
+inline double compute_ms(const StageSpec& st, OpType t) {
+  switch (t) {
+    case OpType::F: return st.fwd_ms;
+    case OpType::I: return st.bwd_input_ms;
+    case OpType::W: return st.bwd_weight_ms;
+    case OpType::B: return st.bwd_ms();
+    default: return 0.0;
+  }
+}
+
 struct Action {
   OpType type = OpType::F;
   int stage = 0;  // 3

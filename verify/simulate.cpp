@@ -80,16 +80,7 @@ class TimingRun {
   }
 
  private:
-  double duration_ms(const Action& a) const {
-    const StageSpec& st = s_.problem.stages[a.stage];
-    switch (a.type) {
-      case OpType::F: return st.fwd_ms;
-      case OpType::I: return st.bwd_input_ms;
-      case OpType::W: return st.bwd_weight_ms;
-      case OpType::B: return st.bwd_ms();
-      default: return 0.0;
-    }
-  }
+  double duration_ms(const Action& a) const { return compute_ms(s_.problem.stages[a.stage], a.type); }
   void push(int d) {
     if (!queued_[d]) {
       queued_[d] = 1;
