@@ -1,4 +1,5 @@
-// partition.h — cutting the layer chain into contiguous stages.
+// partition.h — cutting the layer chain into contiguous stages: the balanced (min-max) partition
+// that the synthesizer and the checker share.
 //
 // Layers are in topological order (ir/model.h), so every contiguous range is a convex set of the
 // layer DAG; a Partition (ir/problem.h) is a list of such ranges covering all layers in order.
@@ -6,19 +7,14 @@
 // Guarantees:
 //  * balanced_partition is EXACT: no contiguous partition into the same number of stages has a
 //    smaller maximum stage time (F+I+W summed over the stage's layers, one microbatch). It is found
-//    by dynamic programming over the chain (O(S·n²)), not by a greedy cut. With
-//    PartitionCost::kTimeThenMemory, among all partitions that reach that optimal time it returns
-//    one with the smallest maximum stage memory (model states + one microbatch's activations),
-//    again exactly.
-//  * even_partition is Megatron's default: leading embedding layers stay with the first stage,
-//    trailing loss/MTP layers with the last (kinds as synth/plan/megatron_layout.h maps them: symbols
-//    'E', 'L', 'm' or type kinds/names embedding, head, mtp), and the remaining ("decoder")
-//    layers are split evenly; when they do not divide, the first stages get one extra layer each.
-//    With fewer decoder layers than stages, all layers are split evenly instead.
+//    by dynamic programming over the chain (O(S·n²) up to 1024 layers; above, O(S·n·log n) by prefix
+//    sums and a binary search), not by a greedy cut. With PartitionCost::kTimeThenMemory, among all
+//    partitions that reach that optimal time it returns one with the smallest maximum stage memory
+//    (model states + one microbatch's activations), again exactly.
 //  * Results are deterministic (ties are broken towards earlier cuts).
+// Megatron's even partition and the partitions chosen by name live in synth/plan/partition.h.
 #pragma once
 
-#include <string>
 #include <vector>
 
 #include "ir/model.h"
@@ -41,14 +37,10 @@ double range_time_ms(const Model& model, const LayerRange& r);
 
 Result<Partition> balanced_partition(const Spec& spec, int stages,
                                      PartitionCost cost = PartitionCost::kTime);
-Result<Partition> even_partition(const Spec& spec, int stages);
-
-// "balanced" | "balanced-memory" | "even" → the matching partition. (Megatron layout strings are
-// read by synth/plan/megatron_layout.h because they also fix the placement.)
-Result<Partition> partition_by_name(const Spec& spec, int stages, const std::string& method);
-bool is_partition_method_name(const std::string& method);
 
 // Checks that `p` covers layers [0, n) contiguously with non-empty ranges.
 Status check_partition(const Partition& p, int num_layers);
+// Checks that `stages` is in [1, layers of the model]; `what` names the partition ("balanced").
+Status check_stage_count(const Spec& spec, int stages, const char* what);
 
 }  // namespace ps

@@ -6,7 +6,7 @@
 #include "ir/model.h"
 #include "ir/problem.h"
 #include "ir/schedule_io.h"
-#include "verify/balanced_partition.h"
+#include "ir/partition.h"
 
 namespace ps {
 
@@ -37,7 +37,7 @@ Result<LoadedSchedule> load_schedule_for_check(const CheckInput& in) {
   auto spec = load_spec(in.model, in.cluster, ov);
   if (!spec) return spec.status();
   const int S = sch.problem.num_stages();
-  auto part = balanced_partition(spec->model, S);
+  auto part = balanced_partition(*spec, S);
   if (!part) return part.status();
   std::vector<int> placement;
   for (const StageSpec& st : sch.problem.stages) placement.push_back(st.device);

@@ -6,7 +6,7 @@
 #include <set>
 
 #include "builders.h"
-#include "verify/balanced_partition.h"
+#include "ir/partition.h"
 
 using namespace vt;
 
@@ -184,7 +184,9 @@ TEST_CASE("balanced partition: exact minimum of the max stage time") {
   m.types['b'] = b;
   const std::string layers = "aaabaaaab";
   for (size_t i = 0; i < layers.size(); ++i) m.layers.push_back(Layer{static_cast<int>(i), layers[i], {}, {}});
-  auto p = balanced_partition(m, 3);
+  Spec spec;
+  spec.model = m;
+  auto p = balanced_partition(spec, 3);
   REQUIRE(p.ok());
   // Costs 1 1 1 5 1 1 1 1 5; brute force over all cut pairs gives the optimum.
   const int n = static_cast<int>(layers.size());
@@ -207,5 +209,5 @@ TEST_CASE("balanced partition: exact minimum of the max stage time") {
   CHECK(worst == doctest::Approx(best));
   CHECK((*p)[0].first == 0);
   CHECK((*p)[2].last == 8);
-  CHECK_FALSE(balanced_partition(m, 10).ok());
+  CHECK_FALSE(balanced_partition(spec, 10).ok());
 }
