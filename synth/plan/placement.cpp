@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <numeric>
 
 namespace ps {
 
@@ -34,9 +35,37 @@ std::vector<int> placement_looped(int stages, int devices) {
   return p;
 }
 
-std::vector<int> placement_vshape(int devices) {
-  std::vector<int> p(static_cast<size_t>(2 * std::max(devices, 0)));
-  for (int s = 0; s < 2 * devices; ++s) p[s] = s < devices ? s : 2 * devices - 1 - s;
+std::vector<int> placement_vshape(int devices) { return placement_zigzag(2 * std::max(devices, 0), devices); }
+
+std::vector<int> placement_zigzag(int stages, int devices) {
+  PS_ASSERT(devices > 0 || stages == 0, "a zigzag placement needs at least one device");
+  std::vector<int> p(static_cast<size_t>(std::max(stages, 0)));
+  for (int s = 0; s < stages; ++s) {
+    const int c = s / devices, i = s % devices;
+    p[s] = c % 2 == 0 ? i : devices - 1 - i;
+  }
+  return p;
+}
+
+std::vector<int> placement_lpt(const std::vector<double>& stage_ms, int devices) {
+  constexpr double kEps = 1e-9;
+  const int S = static_cast<int>(stage_ms.size());
+  std::vector<int> order(S);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return stage_ms[a] > stage_ms[b] + kEps; });
+  std::vector<int> p(S, -1);
+  std::vector<double> load(devices, 0);
+  for (int s : order) {
+    int best = -1;
+    for (int pass = 0; pass < 2 && best < 0; ++pass) {
+      for (int d = 0; d < devices; ++d) {
+        if (pass == 0 && ((s > 0 && p[s - 1] == d) || (s + 1 < S && p[s + 1] == d))) continue;
+        if (best < 0 || load[d] < load[best] - kEps) best = d;
+      }
+    }
+    p[s] = best;
+    load[best] += stage_ms[s];
+  }
   return p;
 }
 

@@ -8,6 +8,8 @@
 //   sequential  stage s on device s                 (S == P; GPipe, 1F1B, ZB-H1/H2)
 //   looped      stage s on device s mod P           (S == V·P; Megatron's interleaved 1F1B)
 //   vshape      device d holds stages d and 2P−1−d  (S == 2P; ZB-V, DualPipeV)
+//   zigzag      chunks of P stages, alternately 0..P−1 and P−1..0 (any S; the V-shape at S == 2P)
+//   lpt         longest stage first to the least-loaded device (irregular stage times)
 //   explicit    any list, e.g. "0,1,1,0"
 #pragma once
 
@@ -27,6 +29,12 @@ std::vector<int> placement_sequential(int stages);
 std::vector<int> placement_looped(int stages, int devices);
 // 2·devices stages: stage s < P on device s, stage s >= P on device 2P−1−s.
 std::vector<int> placement_vshape(int devices);
+// Chunk c = s / devices runs devices 0..P−1 when c is even, P−1..0 when odd.
+std::vector<int> placement_zigzag(int stages, int devices);
+// Longest-processing-time-first packing of stages (stage_ms: one microbatch's time per stage) onto
+// devices: stages by decreasing time, each to the least-loaded device that does not hold its chain
+// neighbours (when there is one), ties to the lower device id. Every device gets a stage when S >= P.
+std::vector<int> placement_lpt(const std::vector<double>& stage_ms, int devices);
 
 // Checks an explicit list: one entry per stage, each in [0, devices), every device used at least
 // once (an idle device is almost certainly a typo; say so).

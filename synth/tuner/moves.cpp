@@ -59,41 +59,12 @@ std::vector<double> device_sums(const SearchSpace& sp, const std::vector<int>& c
   return out;
 }
 
-// zigzag: chunk c = s / P runs devices 0..P-1 when c is even, P-1..0 when odd (V-shape for V = 2).
-std::vector<int> placement_zigzag(int stages, int devices) {
-  std::vector<int> p(stages);
-  for (int s = 0; s < stages; ++s) {
-    const int c = s / devices, i = s % devices;
-    p[s] = c % 2 == 0 ? i : devices - 1 - i;
-  }
-  return p;
-}
-
-// Longest-processing-time-first bin packing of stages onto devices: stages by decreasing time, each
-// to the least-loaded device that does not hold its chain neighbours (when there is one), ties to the
-// lower device id. Balances device loads for irregular stage times; every device gets a stage when
-// S >= P.
-std::vector<int> placement_lpt(const SearchSpace& sp, const std::vector<int>& cuts) {
+// Longest-processing-time-first placement of the stages that `cuts` makes (synth/plan/placement.h).
+std::vector<int> lpt_placement_of(const SearchSpace& sp, const std::vector<int>& cuts) {
   const int S = static_cast<int>(cuts.size()) - 1;
-  std::vector<int> order(S);
-  std::iota(order.begin(), order.end(), 0);
   std::vector<double> t(S);
   for (int s = 0; s < S; ++s) t[s] = range_sum(sp.layer_ms, cuts[s], cuts[s + 1]);
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return t[a] > t[b] + kEps; });
-  std::vector<int> p(S, -1);
-  std::vector<double> load(sp.devices, 0);
-  for (int s : order) {
-    int best = -1;
-    for (int pass = 0; pass < 2 && best < 0; ++pass) {
-      for (int d = 0; d < sp.devices; ++d) {
-        if (pass == 0 && ((s > 0 && p[s - 1] == d) || (s + 1 < S && p[s + 1] == d))) continue;
-        if (best < 0 || load[d] < load[best] - kEps) best = d;
-      }
-    }
-    p[s] = best;
-    load[best] += t[s];
-  }
-  return p;
+  return placement_lpt(t, sp.devices);
 }
 
 // One layer per stage on devices d0..d0+nd-1: the first nd of `layers` (chain order) one per
@@ -923,7 +894,7 @@ std::vector<Candidate> seed_candidates(const SearchSpace& sp, const std::vector<
       }
       // Irregular: the stages packed onto devices by load (uneven stage counts per device).
       if (!fixed_placement && S > P) {
-        std::vector<int> lpt = placement_lpt(sp, nc.cuts);
+        std::vector<int> lpt = lpt_placement_of(sp, nc.cuts);
         const std::string origin = fmt::format("seed S={} {} lpt-packed", S, nc.name);
         add(nc.cuts, lpt, MoveKind::kSeed, origin);
         if (!fixed_cuts) {
@@ -937,7 +908,7 @@ std::vector<Candidate> seed_candidates(const SearchSpace& sp, const std::vector<
   if (!fixed_cuts && !fixed_placement && sp.layers <= sp.max_stages && sp.layers > P) {
     std::vector<int> cuts(sp.layers + 1);
     std::iota(cuts.begin(), cuts.end(), 0);
-    add(cuts, placement_lpt(sp, cuts), MoveKind::kSeed, fmt::format("seed S={} one layer per stage lpt-packed", sp.layers));
+    add(cuts, lpt_placement_of(sp, cuts), MoveKind::kSeed, fmt::format("seed S={} one layer per stage lpt-packed", sp.layers));
   }
   // Layers packed onto devices in order and polished (add_packed_seeds). Its polish tries moves of
   // up to three layers between the busiest device and any other, O(n³) per step: with thousands of
