@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "ir/chrome_trace.h"
+
 namespace ps::rt {
 
 namespace {
@@ -137,54 +139,16 @@ std::string format_run_json(const RunSummary& s) {
 }
 
 std::string format_run_trace(const Schedule& schedule, const ExecResult& result, const std::string& title) {
-  using nlohmann::ordered_json;
-  ordered_json events = ordered_json::array();
-  auto meta = [&](const char* name, int tid, ordered_json args) {
-    ordered_json e;
-    e["name"] = name;
-    e["ph"] = "M";
-    e["pid"] = 0;
-    e["tid"] = tid;
-    e["args"] = std::move(args);
-    events.push_back(std::move(e));
-  };
-  meta("process_name", 0, {{"name", title}});
+  std::vector<TraceTrack> tracks;
   for (const DeviceRun& d : result.devices) {
-    meta("thread_name", 2 * d.device, {{"name", fmt::format("device {} compute", d.device)}});
-    meta("thread_sort_index", 2 * d.device, {{"sort_index", 2 * d.device}});
-    meta("thread_name", 2 * d.device + 1, {{"name", fmt::format("device {} comm", d.device)}});
-    meta("thread_sort_index", 2 * d.device + 1, {{"sort_index", 2 * d.device + 1}});
+    TraceTrack t;
+    t.device = d.device;
+    for (const auto& iv : d.times) t.op_ms.emplace_back(iv.start_ms, iv.end_ms);
+    const size_t n = std::min({schedule.programs.at(d.device).size(), d.held_bytes.size(), d.times.size()});
+    for (size_t i = 0; i < n; ++i) t.memory_mb.emplace_back(d.times[i].end_ms, static_cast<double>(d.held_bytes[i]) / 1e6);
+    tracks.push_back(std::move(t));
   }
-  for (const DeviceRun& d : result.devices) {
-    const auto& prog = schedule.programs.at(d.device);
-    for (size_t i = 0; i < prog.size() && i < d.times.size(); ++i) {
-      const Action& a = prog[i];
-      ordered_json e;
-      e["name"] = to_string(a);
-      e["cat"] = is_comm(a.type) ? "comm" : op_type_name(a.type);
-      e["ph"] = "X";
-      e["pid"] = 0;
-      e["tid"] = is_comm(a.type) ? 2 * d.device + 1 : 2 * d.device;
-      e["ts"] = d.times[i].start_ms * 1000.0;
-      e["dur"] = (d.times[i].end_ms - d.times[i].start_ms) * 1000.0;
-      e["args"] = {{"stage", a.stage}, {"microbatch", a.mb}, {"op_index", i}};
-      events.push_back(std::move(e));
-    }
-    for (size_t i = 0; i < prog.size() && i < d.held_bytes.size() && i < d.times.size(); ++i) {
-      ordered_json e;
-      e["name"] = fmt::format("memory device {} (MB)", d.device);
-      e["ph"] = "C";
-      e["pid"] = 0;
-      e["ts"] = d.times[i].end_ms * 1000.0;
-      e["args"] = {{"MB", static_cast<double>(d.held_bytes[i]) / 1e6}};
-      events.push_back(std::move(e));
-    }
-  }
-  ordered_json j;
-  j["traceEvents"] = std::move(events);
-  j["displayTimeUnit"] = "ms";
-  j["otherData"] = {{"measured_ms", result.iteration_ms}, {"source", "pipesmith run"}};
-  return j.dump() + "\n";
+  return format_chrome_trace(schedule, title, tracks, {{"measured_ms", result.iteration_ms}, {"source", "pipesmith run"}});
 }
 
 }  // namespace ps::rt
