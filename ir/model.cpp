@@ -43,10 +43,7 @@ SourceLoc file_loc(const Ctx& c) {
 }
 
 SourceLoc loc_of(const Ctx& c, const YAML::Node& n, const SourceLoc& fallback) {
-  if (!n.IsDefined()) return fallback;
-  YAML::Mark m = n.Mark();
-  if (m.is_null() || m.line < 0) return fallback;
-  return SourceLoc{c.file, m.line + 1, m.column + 1};
+  return yamlu::loc_of(n, c.file, fallback.valid() ? fallback : SourceLoc{});
 }
 
 // What a node holds, in words, for "expected X, got Y" messages.
@@ -57,20 +54,6 @@ std::string describe(const YAML::Node& n) {
   std::string s = n.Scalar();
   if (s.size() > 40) s = s.substr(0, 40) + "...";
   return fmt::format("'{}'", s);
-}
-
-size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      size_t sub = prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1);
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, sub});
-    }
-    std::swap(prev, cur);
-  }
-  return prev[b.size()];
 }
 
 std::string join(const std::vector<std::string>& v, const char* sep = ", ") {
@@ -123,15 +106,8 @@ Result<MapView> read_map(const Ctx& c, const YAML::Node& node, const SourceLoc& 
     if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
       std::string msg =
           fmt::format("{}: unknown key '{}' (expected one of: {})", what, key, join(allowed));
-      size_t best = 4;  // suggest keys within 3 edits (and a third of the length)
-      std::string best_key;
-      for (const std::string& a : allowed) {
-        size_t d = edit_distance(key, a);
-        if (d < best && d * 3 <= std::max(a.size(), key.size())) {
-          best = d;
-          best_key = a;
-        }
-      }
+      const std::vector<std::string_view> keys(allowed.begin(), allowed.end());
+      const std::string_view best_key = yamlu::suggest_key(key, keys);
       if (!best_key.empty()) msg += fmt::format("; did you mean '{}'?", best_key);
       return Status::bad_input(std::move(msg), kloc);
     }

@@ -94,10 +94,18 @@ size_t edit_distance(std::string_view a, std::string_view b) {
   return prev[b.size()];
 }
 
-// The allowed key a typo most likely meant: one that extends it ("fwd" -> "fwd_ms") or that it
-// extends ("latency_usec" -> "latency_us"), else one within a few edits ("programz" -> "programs");
-// empty when nothing is close.
-std::string_view suggest(std::string_view key, std::initializer_list<std::string_view> allowed) {
+std::string join(std::initializer_list<std::string_view> xs) {
+  std::string s;
+  for (auto x : xs) {
+    if (!s.empty()) s += ", ";
+    s += x;
+  }
+  return s;
+}
+
+}  // namespace
+
+std::string_view suggest_key(std::string_view key, const std::vector<std::string_view>& allowed) {
   std::string_view best;
   for (auto a : allowed) {
     bool extends = key.size() >= 3 && a.substr(0, key.size()) == key;
@@ -116,17 +124,6 @@ std::string_view suggest(std::string_view key, std::initializer_list<std::string
   return best;
 }
 
-std::string join(std::initializer_list<std::string_view> xs) {
-  std::string s;
-  for (auto x : xs) {
-    if (!s.empty()) s += ", ";
-    s += x;
-  }
-  return s;
-}
-
-}  // namespace
-
 Result<Fields> read_map(const YAML::Node& map, std::initializer_list<std::string_view> allowed,
                         const std::string& file, std::string_view what) {
   if (!map.IsMap()) {
@@ -142,7 +139,7 @@ Result<Fields> read_map(const YAML::Node& map, std::initializer_list<std::string
     }
     const std::string& key = k.Scalar();
     if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
-      std::string_view best = suggest(key, allowed);
+      std::string_view best = suggest_key(key, std::vector<std::string_view>(allowed));
       std::string hint = best.empty() ? "" : fmt::format(" (did you mean '{}'?)", best);
       return Status::bad_input(fmt::format("{}: unknown key '{}'{}; allowed keys: {}", what, key, hint,
                                            join(allowed)),

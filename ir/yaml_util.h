@@ -17,6 +17,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "ir/status.h"
 
@@ -42,6 +43,10 @@ using Fields = std::map<std::string, Field, std::less<>>;
 // unknown key's message suggests the closest allowed one) or at the node that is not a map.
 Result<Fields> read_map(const YAML::Node& map, std::initializer_list<std::string_view> allowed,
                         const std::string& file, std::string_view what);
+// The allowed key a typo most likely meant: one that extends it ("fwd" -> "fwd_ms") or that it
+// extends ("latency_usec" -> "latency_us"), else one within a few edits ("programz" -> "programs");
+// empty when nothing is close. The one suggestion rule of every YAML reader.
+std::string_view suggest_key(std::string_view key, const std::vector<std::string_view>& allowed);
 // The field `key`, or nullptr when absent.
 const Field* find(const Fields& f, std::string_view key);
 
