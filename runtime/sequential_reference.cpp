@@ -91,10 +91,28 @@ GradientComparison compare_gradients(const ExecModel& model,
       if (!(rel <= rel_tol)) c.ok = false;
     }
   }
-  for (const auto& [m, l] : got_losses) {
-    auto it = ref.losses.find(m);
-    if (it == ref.losses.end()) continue;
-    c.max_loss_diff = std::max(c.max_loss_diff, std::fabs(l - it->second));
+  // A comparison with a side missing fails: every stage and every microbatch's loss of the
+  // reference must be in the run's results (a multi-process run gathers them first).
+  for (int s = 0; s < model.num_stages(); ++s) {
+    if (got.count(s) == 0) {
+      c.ok = false;
+      c.problem = fmt::format("stage {}: no gradients in the run's results", s);
+    }
+  }
+  for (const auto& [m, l] : ref.losses) {
+    auto it = got_losses.find(m);
+    if (it == got_losses.end()) {
+      c.ok = false;
+      c.problem = fmt::format("microbatch {}: no loss in the run's results", m);
+      continue;
+    }
+    double diff = std::fabs(it->second - l);
+    if (std::isnan(diff)) diff = std::numeric_limits<double>::infinity();
+    c.max_loss_diff = std::max(c.max_loss_diff, diff);
+    if (!(diff <= rel_tol * std::max(std::fabs(l), 1.0))) {
+      c.ok = false;
+      if (c.problem.empty()) c.problem = fmt::format("microbatch {}: loss {} against the reference's {}", m, it->second, l);
+    }
   }
   return c;
 }

@@ -33,11 +33,13 @@ struct GradientComparison {
   double max_rel_diff = 0;     // max over tensors of max|got − ref| / max|ref|
   std::string worst_param;     // parameter with the largest relative difference: "s2.b0.w1"
   double max_loss_diff = 0;    // max |loss got − loss ref| over microbatches compared
-  std::string problem;         // why !ok beyond tolerance (missing stage, shape)
+  std::string problem;         // why !ok beyond tolerance (missing stage or loss, shape, loss)
 };
 
-// Compares the stages present in `got` (a multi-process run holds only its own) with the reference.
-// ok iff every compared tensor is within rel_tol (relative to its largest reference magnitude).
+// Compares a run's gradients and losses with the reference. ok iff every stage of the model has
+// gradients in `got` and every tensor is within rel_tol (relative to its largest reference
+// magnitude), and every microbatch of the reference has a loss in `got_losses` within rel_tol
+// (relative to max(|reference loss|, 1)). A missing stage or loss fails the comparison.
 GradientComparison compare_gradients(const ExecModel& model,
                                      const std::map<int, std::vector<std::vector<float>>>& got,
                                      const std::map<int, double>& got_losses, const ReferenceResult& ref,

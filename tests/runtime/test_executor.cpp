@@ -120,6 +120,35 @@ TEST_CASE("host executor: a wrong routing would be caught by the gradient check"
   CHECK(c.max_rel_diff > 1e-3);
 }
 
+TEST_CASE("gradient comparison: a missing stage or loss, or a wrong loss, fails it") {
+  Schedule s = pstest::with_comms_global_order(pstest::one_f_one_b(2, 4));
+  const ExecModel model = small_model(s.problem);
+  HostBackend backend(2);
+  ExecResult r = execute(s, model, backend, {});
+  REQUIRE_MESSAGE(r.status.is_ok(), r.status.str());
+  auto ref = run_sequential_reference(model);
+  REQUIRE(ref.ok());
+  REQUIRE(compare_gradients(model, r.gradients, r.losses, *ref).ok);
+
+  auto no_stage = r.gradients;
+  no_stage.erase(1);
+  GradientComparison a = compare_gradients(model, no_stage, r.losses, *ref);
+  CHECK_FALSE(a.ok);
+  CHECK(a.problem.find("stage 1") != std::string::npos);
+
+  auto no_loss = r.losses;
+  no_loss.erase(no_loss.begin());
+  GradientComparison b = compare_gradients(model, r.gradients, no_loss, *ref);
+  CHECK_FALSE(b.ok);
+  CHECK(b.problem.find("no loss") != std::string::npos);
+
+  auto wrong_loss = r.losses;
+  wrong_loss.begin()->second += 1.0;
+  GradientComparison c = compare_gradients(model, r.gradients, wrong_loss, *ref);
+  CHECK_FALSE(c.ok);
+  CHECK(c.max_loss_diff == doctest::Approx(1.0));
+}
+
 TEST_CASE("host executor: the watchdog stops naive-comm 1F1B (deadlock under rendezvous) with a witness") {
   Schedule s = pstest::with_comms_naive(pstest::one_f_one_b(2, 4));
   // dev0: 0F0 0SEND_F0 0F1 0SEND_F1 0RECV_B0 ...; dev1: 1RECV_F0 1F0 1B0 1SEND_B0 1RECV_F1 ...
