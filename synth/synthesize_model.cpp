@@ -1,0 +1,326 @@
+// synthesize_model.cpp — see synthesize_model.h.
+#include "synth/synthesize_model.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+#include <thread>
+#include <utility>
+
+#include "synth/certify.h"
+#include "synth/dag/op_dag.h"
+#include "synth/plan/megatron_layout.h"
+#include "synth/plan/partition.h"
+#include "synth/plan/placement.h"
+#include "synth/z3/solve.h"
+
+namespace ps {
+
+namespace {
+
+constexpr char kInterruptedWithoutPlan[] = "interrupted before a plan that fits the memory was found: nothing written";
+
+// Seconds per op of the chosen plan's DAG that the steps after the search take (the tuner's checker
+// run, synthesize() and writing the file), kept back from the search; only plans of 10^5+ ops
+// notice it.
+constexpr double kFinishSecondsPerOp = 15e-6;
+constexpr int kMaxSearchThreads = 16;
+
+struct Plan {
+  Partition partition;
+  std::vector<int> placement;
+  std::string desc;
+};
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+// Placement words → placement.h names.
+std::string placement_name(const std::string& p) {
+  if (p == "interleaved" || p == "looped") return "looped";
+  if (p == "v" || p == "vshape" || p == "v-shape") return "vshape";
+  return p;
+}
+
+// The stage count the placement names (sequential: P, interleaved: V·P, v: 2P, a list: its length).
+Result<int> placement_stage_count(const ModelSynthOptions& a, int P) {
+  const std::string pl = placement_name(a.placement);
+  if (pl == "sequential") {
+    if (a.stages_per_device > 1) {
+      return Status::bad_input(fmt::format(
+          "--placement sequential puts one stage on each device; for {} stages per device use --placement "
+          "interleaved or v",
+          a.stages_per_device));
+    }
+    return P;
+  }
+  if (pl == "looped") return (a.stages_per_device ? a.stages_per_device : 2) * P;
+  if (pl == "vshape") {
+    if (a.stages_per_device != 0 && a.stages_per_device != 2)
+      return Status::bad_input("--placement v holds exactly 2 stages per device");
+    return 2 * P;
+  }
+  int S = 1;  // an explicit list: its length is the stage count
+  for (char ch : pl) S += ch == ',';
+  return S;
+}
+
+// The placement the options fix, over the stage count they name.
+Result<std::vector<int>> fixed_placement(const ModelSynthOptions& a, int P) {
+  Result<int> S = placement_stage_count(a, P);
+  if (!S.ok()) return S.status();
+  return parse_placement(placement_name(a.placement), *S, P);
+}
+
+// A partition read as a Megatron layout string: its stages and its own (looped) placement.
+Result<LayoutPlan> layout_plan(const Spec& spec, const std::string& text) {
+  auto layout = parse_megatron_layout(text);
+  if (!layout.ok()) return layout.status();
+  return apply_megatron_layout(*layout, spec.model, spec.cluster.devices);
+}
+
+// The partition the options fix when the placement is searched: a layout's own stages, or the
+// named method over stages_per_device × P stages (default P).
+Result<Partition> fixed_partition(const Spec& spec, const ModelSynthOptions& a) {
+  const int P = spec.cluster.devices;
+  if (is_layout_partition(a.partition)) {
+    auto lp = layout_plan(spec, a.partition);
+    if (!lp.ok()) return lp.status();
+    return lp->partition;
+  }
+  return partition_by_name(spec, (a.stages_per_device ? a.stages_per_device : 1) * P, a.partition);
+}
+
+// Both fixed.
+Result<Plan> fixed_plan(const Spec& spec, const ModelSynthOptions& a) {
+  const int P = spec.cluster.devices;
+  const std::string pl = placement_name(a.placement);
+  Plan plan;
+  if (is_layout_partition(a.partition)) {
+    auto lp = layout_plan(spec, a.partition);
+    if (!lp.ok()) return lp.status();
+    plan.partition = lp->partition;
+    const int S = static_cast<int>(plan.partition.size());
+    if (a.stages_per_device != 0 && a.stages_per_device * P != S) {
+      return Status::bad_input(fmt::format("layout \"{}\" has {} stages, but --stages-per-device {} on {} devices needs {}",
+                                           a.partition, S, a.stages_per_device, P, a.stages_per_device * P));
+    }
+    if (a.placement == "sequential" && S != P) {
+      plan.placement = lp->placement;  // the layout's own (looped) placement
+    } else {
+      auto place = parse_placement(pl, S, P);
+      if (!place.ok()) return place.status();
+      plan.placement = *place;
+    }
+    plan.desc = fmt::format("Megatron layout \"{}\"", a.partition);
+    return plan;
+  }
+  Result<int> S = placement_stage_count(a, P);
+  if (!S.ok()) return S.status();
+  auto part = partition_by_name(spec, *S, a.partition);
+  if (!part.ok()) return part.status();
+  plan.partition = *part;
+  auto place = parse_placement(pl, *S, P);
+  if (!place.ok()) return place.status();
+  plan.placement = *place;
+  plan.desc = a.partition;
+  return plan;
+}
+
+// True when loading the Z3 encoding of a typical plan the tuner could choose would take more than
+// `z3_seconds` (solve()'s estimate, on the no-queue DAG Z3 starts from): the given partition, or
+// the balanced one over the given placement's stage count or min(2P, layers) stages (the tuner's
+// winners have 2P or more stages on all but small models); the given placement, or looped. Z3 then
+// skips the plan the tuner chooses almost surely, and its share of the time is better spent on the
+// search. A plan whose ops are too many for solve() to size its encoding at all
+// (DeviceReach::affordable) is hopeless without building its DAG. A heuristic for sharing the time
+// only: correctness never depends on it.
+bool z3_cannot_load_typical_plan(const Spec& spec, const TuneOptions& to, double z3_seconds) {
+  const int P = spec.cluster.devices;
+  const int S = to.partition ? static_cast<int>(to.partition->size())
+                : to.placement ? static_cast<int>(to.placement->size())
+                               : std::min(2 * P, static_cast<int>(spec.model.layers.size()));
+  Result<Partition> part = to.partition ? Result<Partition>(*to.partition) : balanced_partition(spec, S, PartitionCost::kTime);
+  if (!part.ok()) return false;
+  auto problem = make_problem(spec, *part, to.placement ? *to.placement : placement_looped(S, P));
+  if (!problem.ok()) return false;
+  if (!DeviceReach::affordable(default_dag_ops(*problem))) return true;  // never built: no DAG needed
+  DagOptions o;
+  o.comm_streams = false;
+  auto dag = build_op_dag(*problem, o);
+  return dag.ok() && encoding_load_seconds(*dag) > z3_seconds;
+}
+
+// What the search and Z3 get of the time limit.
+struct Budget {
+  double z3_time_s = 0;   // Z3's wall-clock cap
+  double z3_share_s = 0;  // Z3's planned share of the time limit: its rlimit budget
+};
+
+// The tuner's options for what `a` leaves open; `desc` gets the fixed part's description.
+Result<TuneOptions> tune_options(const Spec& spec, const ModelSynthOptions& a, std::string& desc) {
+  TuneOptions to;
+  to.seed = a.seed;
+  to.threads = a.search_threads > 0 ? a.search_threads : default_search_threads();
+  to.interrupt = a.interrupt;
+  to.progress = a.search_progress;
+  if (a.fix_partition) {
+    auto part = fixed_partition(spec, a);
+    if (!part.ok()) return part.status();
+    to.partition = *part;
+    desc = fmt::format("{} (given; placement searched: ", a.partition);
+  }
+  if (a.fix_placement) {
+    auto place = fixed_placement(a, spec.cluster.devices);
+    if (!place.ok()) return place.status();
+    to.placement = *place;
+    desc = fmt::format("searched for the given placement {} (", a.placement);
+  }
+  return to;
+}
+
+// Searches the plan: the tuner with its share of the time (60 %, or 90 % when Z3 could not load a
+// typical plan's encoding in the rest). Sets `budget` for the Z3 phase that follows.
+Result<TuneResult> search_plan(const Spec& spec, const ModelSynthOptions& a, TuneOptions to, Budget& budget) {
+  const bool z3_hopeless = z3_cannot_load_typical_plan(spec, to, 0.4 * a.time_limit_s);
+  const double search_share = z3_hopeless ? 0.9 : 0.6;
+  budget.z3_share_s = (1 - search_share) * a.time_limit_s;
+  if (a.evaluations > 0) {
+    to.max_evaluations = a.evaluations;
+    to.time_limit_s = std::numeric_limits<double>::infinity();
+  } else {
+    // The time limit counts from the start: reading the inputs included.
+    to.time_limit_s = std::max(0.1 * a.time_limit_s, search_share * a.time_limit_s - seconds_since(a.start));
+    to.finish_s_per_op = kFinishSecondsPerOp;
+  }
+  if (z3_hopeless && a.note) {
+    a.note(a.evaluations > 0
+               ? fmt::format("Z3 cannot load an encoding of this size in {:.1f} s: it gets 10 % of the time limit",
+                             0.4 * a.time_limit_s)
+               : fmt::format("Z3 cannot load an encoding of this size in {:.1f} s: the search gets 90 % of the time "
+                             "limit ({:.1f} s of what is left)",
+                             0.4 * a.time_limit_s, to.time_limit_s));
+  }
+  auto tr = cooptimize(spec, to);
+  if (!tr.ok() && a.interrupt && a.interrupt->load()) return Status::error(ErrorCode::kRuntime, kInterruptedWithoutPlan);
+  if (!tr.ok()) return tr.status();
+  // Z3's wall-clock cap is what is left (its share, with a budget in candidates); its rlimit is its
+  // share, which does not depend on how long the search took.
+  budget.z3_time_s = a.evaluations > 0 ? budget.z3_share_s : std::max(1.0, a.time_limit_s - seconds_since(a.start));
+  return tr;
+}
+
+// Never worse than the tuner's own choice: if its order simulates faster, certify and keep it.
+Status keep_faster_tuner_order(const TuneResult& tuned, SynthResult& res) {
+  if (!(tuned.simulated_ms + 1e-9 * tuned.simulated_ms < res.makespan_ms)) return Status::ok();
+  auto cert = certify_schedule(tuned.schedule, VerifyOptions{});
+  if (!cert.ok()) return cert.status();
+  res.schedule = std::move(cert->schedule);
+  res.report = std::move(cert->report);
+  res.makespan_ms = res.report.sim ? res.report.sim->makespan_ms : tuned.simulated_ms;
+  res.optimal = false;
+  res.gap = res.bound_ms > 0 ? (res.makespan_ms - res.bound_ms) / res.bound_ms : 0;
+  res.schedule.generator = "pipesmith synth (tuner order)";
+  res.schedule.certificate->extra["optimal"] = "false";
+  res.schedule.certificate->extra["gap"] = fmt::format("{:.6f}", res.gap);
+  res.schedule.certificate->extra["output"] = "tuner order: faster in the checker's simulation than the Z3 result";
+  return Status::ok();
+}
+
+// How the run was budgeted, as the caller gave it (synthesize() wrote Z3's own cap, which depends on
+// how long the search took). Counts the clock decided are not written: same inputs, seed and
+// budgets, byte-identical files.
+void write_run_extras(const ModelSynthOptions& a, ModelSynthesis& out) {
+  auto& extra = out.result.schedule.certificate->extra;
+  extra["time_limit_s"] = fmt::format("{:g}", a.time_limit_s);
+  if (out.z3_skipped) {
+    out.result.solver_status = "not run: interrupted";
+    extra["solver_status"] = out.result.solver_status;
+  }
+  if (!out.tuned) return;
+  const TuneResult& t = *out.tuned;
+  if (a.evaluations > 0) extra["evaluations"] = std::to_string(a.evaluations);
+  extra["search"] = t.stats.stop_reason == "time limit" || t.stats.stop_reason == "interrupted"
+                        ? "stop: " + t.stats.stop_reason
+                        : fmt::format("{} candidates, {} rounds, stop: {}", t.stats.evaluated, t.stats.rounds,
+                                      t.stats.stop_reason);
+  extra["global_lower_bound_ms"] = fmt::format("{}", t.lower_bound_ms);
+}
+
+}  // namespace
+
+bool is_layout_partition(const std::string& partition) {
+  return !is_partition_method_name(partition) && looks_like_megatron_layout(partition);
+}
+
+bool interrupted_without_plan(const Status& st) { return !st.is_ok() && st.message() == kInterruptedWithoutPlan; }
+
+int default_search_threads() {
+  const int hw = static_cast<int>(std::thread::hardware_concurrency());
+  return std::clamp(hw, 1, kMaxSearchThreads);
+}
+
+Result<ModelSynthesis> synthesize_model(const Spec& spec, const ModelSynthOptions& a) {
+  if (!(a.time_limit_s > 0)) return Status::bad_input("--time-limit must be > 0 seconds");
+  if (a.stages_per_device < 0) return Status::bad_input("--stages-per-device must be >= 1");
+  if (a.evaluations > 0 && a.fix_partition && a.fix_placement)
+    return Status::bad_input(
+        "--evaluations budgets the search of the partition and placement, but --partition and --placement fix "
+        "both; the order's budget is --rlimit");
+  ModelSynthesis out;
+  // 1. The plan: fixed, or searched by the tuner with part of the time.
+  Budget budget{a.time_limit_s, a.time_limit_s};
+  Plan plan;
+  if (!(a.fix_partition && a.fix_placement)) {
+    std::string fixed_desc;
+    Result<TuneOptions> to = tune_options(spec, a, fixed_desc);
+    if (!to.ok()) return to.status();
+    Result<TuneResult> tr = search_plan(spec, a, std::move(*to), budget);
+    if (!tr.ok()) return tr.status();
+    out.tuned = std::move(*tr);
+    plan.partition = out.tuned->partition;
+    plan.placement = out.tuned->placement;
+    plan.desc = fixed_desc.empty() ? fmt::format("searched ({})", out.tuned->description)
+                                   : fmt::format("{}{})", fixed_desc, out.tuned->description);
+  } else {
+    Result<Plan> p = fixed_plan(spec, a);
+    if (!p.ok()) return p.status();
+    plan = std::move(*p);
+  }
+  Result<Problem> problem = out.tuned ? Result<Problem>(out.tuned->problem) : make_problem(spec, plan.partition, plan.placement);
+  if (!problem.ok()) return problem.status();
+  out.problem = std::move(*problem);
+  out.placement = plan.placement;
+  out.plan_desc = plan.desc;
+
+  // 2. The order of the chosen plan: synthesize() with Z3's share (the smallest budget after an
+  //    interrupt: Z3 is skipped and the heuristic runs one policy).
+  SynthOptions so;
+  so.time_limit_s = budget.z3_time_s;
+  so.rlimit = a.rlimit ? a.rlimit
+                       : static_cast<uint64_t>(budget.z3_share_s * static_cast<double>(rlimit_per_second()) *
+                                               std::max(1, a.z3_threads));
+  out.z3_skipped = a.interrupt && a.interrupt->load();
+  if (out.z3_skipped) {
+    so.time_limit_s = 0.01;
+    so.rlimit = 1;
+  }
+  so.seed = a.seed;
+  so.contexts = a.z3_threads;
+  so.interrupt = a.interrupt;
+  so.dump_smt2 = a.dump_smt2;
+  so.progress = a.solver_progress;
+  Result<SynthResult> res = synthesize(out.problem, so, &spec);
+  if (!res.ok()) return res.status();
+  out.result = std::move(*res);
+
+  // 3. The tuner's order where it is faster, and the certificate's record of the budgets.
+  if (out.tuned) PS_RETURN_IF_ERROR(keep_faster_tuner_order(*out.tuned, out.result));
+  write_run_extras(a, out);
+  seal_certificate(out.result.schedule);
+  return out;
+}
+
+}  // namespace ps

@@ -1,0 +1,83 @@
+// synthesize_model.h — `pipesmith synth` as a library call: from a model and cluster (Spec) to a
+// certified schedule, searching what the caller leaves open.
+//
+//   plan (fixed by the options, or searched by the tuner) → synthesize() on the chosen plan (Z3
+//   refines the order) → keep the tuner's order if it simulates faster (re-certified) →
+//   certificate extras that say how the run was budgeted.
+//
+// Time: the tuner gets 60 % of `time_limit_s` and Z3 the rest, unless Z3 could not load the encoding
+// of a typical plan in its share — then the tuner gets 90 %. With `evaluations` the search is bounded
+// by candidates (the clock ends neither the search nor an evaluation) and the time limit sizes Z3's
+// share alone, so the file is byte-identical on any machine.
+//
+// Guarantees:
+//  * The returned schedule passed the checker (synthesize.h); it is never slower in the checker's
+//    simulation than the tuner's own order.
+//  * Same Spec, options and seed with `evaluations` set: byte-identical schedule file.
+//  * An interrupt (options.interrupt set while it runs) ends the search as its deadline would and
+//    skips Z3; the best plan so far is checked and returned. Interrupted before any plan fits the
+//    memory: an error whose `interrupted_without_plan` flag is set.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/model.h"
+#include "ir/problem.h"
+#include "ir/status.h"
+#include "synth/synthesize.h"
+#include "synth/tuner/tuner.h"
+
+namespace ps {
+
+struct ModelSynthOptions {
+  // What is fixed (the rest is searched). A fixed partition is a method name (balanced,
+  // balanced-memory, even) or a Megatron layout string; a fixed placement is sequential,
+  // interleaved/looped, v/vshape or a list of devices per stage.
+  bool fix_partition = false;
+  bool fix_placement = false;
+  std::string partition = "balanced";
+  std::string placement = "sequential";
+  int stages_per_device = 0;  // 0: 1 for sequential, 2 for interleaved and v
+  // Budgets.
+  double time_limit_s = 10;  // the whole call, counted from `start`
+  int evaluations = 0;       // > 0: the search's budget in candidates instead of the clock
+  uint64_t rlimit = 0;       // Z3's budget; 0: its share of the time limit × rlimit_per_second × threads
+  unsigned seed = 0;
+  int z3_threads = 2;        // Z3 contexts (portfolio)
+  int search_threads = 0;    // candidate evaluations in parallel; 0: hardware threads, at most 16
+  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+  const std::atomic<bool>* interrupt = nullptr;
+  std::string dump_smt2;     // write Z3's encoding here
+  // Reporting (all optional).
+  std::function<void(const TuneProgress&)> search_progress;
+  std::function<void(const std::string&)> solver_progress;  // synthesize()'s lines
+  std::function<void(const std::string&)> note;             // one-off notes (how the time is shared)
+};
+
+struct ModelSynthesis {
+  Problem problem;                  // the chosen plan's problem
+  std::vector<int> placement;       // stage → device of the chosen plan
+  std::string plan_desc;            // "searched (…)", "balanced", "Megatron layout \"…\""
+  std::optional<TuneResult> tuned;  // the search, when something was searched
+  SynthResult result;               // the certified schedule and its figures
+  bool z3_skipped = false;          // interrupted before Z3: it did not run
+};
+
+// Whether a partition option names a Megatron layout string (not a method name).
+bool is_layout_partition(const std::string& partition);
+
+// Status of an interrupted call in which no plan fit the memory yet (nothing to return).
+bool interrupted_without_plan(const Status& st);
+
+// Candidate evaluations run in parallel: the default thread count (hardware threads, 1..16).
+int default_search_threads();
+
+Result<ModelSynthesis> synthesize_model(const Spec& spec, const ModelSynthOptions& options);
+
+}  // namespace ps
