@@ -38,6 +38,7 @@ Result<CertifiedSchedule> certify_schedule(const Schedule& schedule, const Verif
   Certificate cert = make_certificate(out.schedule, report);
   if (schedule.certificate) cert.extra = schedule.certificate->extra;
   out.schedule.certificate = std::move(cert);
+  seal_certificate(out.schedule);
   out.report = std::move(report);
   return out;
 }

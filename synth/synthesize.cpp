@@ -358,6 +358,7 @@ Result<SynthResult> synthesize(const Problem& problem, const SynthOptions& opt, 
     c.extra["note"] = "the order is proven optimal on the integer op DAG, but the checker's makespan differs from "
                       "the DAG's timing by more than the certificate tolerance";
   }
+  seal_certificate(out.schedule);
   out.total_s = seconds_since(t0);
   return out;
 }

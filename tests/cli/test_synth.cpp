@@ -76,6 +76,20 @@ TEST_CASE("cli synth: writes a certified schedule that pipesmith verify accepts,
   CHECK(contains(text, "z3_version:"));
   CHECK(contains(text, "bound_proven_ms:"));
   CHECK(contains(text, "SEND_F"));  // written with its comm order
+  {
+    // A claim edited in the file (here the proof withdrawn) is caught: the digest seals every claim.
+    std::string forged = text;
+    const size_t at = forged.find("optimal: \"true\"");
+    REQUIRE(at != std::string::npos);
+    forged.replace(at, std::string("optimal: \"true\"").size(), "optimal: \"false\"");
+    const std::string forged_path = temp_path("synth-forged.yaml");
+    std::ofstream(forged_path) << forged;
+    auto fv = run_cli("verify " + forged_path);
+    INFO(fv.output);
+    CHECK(fv.exit_code == 3);
+    CHECK(contains(fv.output, "certificate.mismatch"));
+    CHECK(contains(fv.output, "'digest'"));
+  }
   CHECK(contains(read_file(svg), "<svg"));
   auto vc = run_cli("verify " + csv);
   INFO(vc.output);

@@ -465,7 +465,7 @@ TEST_CASE("certify_schedule returns the checked schedule with comms, times and a
   CHECK(c->schedule.certificate->verdict == "valid");
   CHECK(c->schedule.certificate->semantics == "rendezvous");
   CHECK(c->schedule.certificate->makespan_ms == doctest::Approx(c->report.sim->makespan_ms));
-  CHECK(c->schedule.certificate->digest == schedule_digest(c->schedule));
+  CHECK(c->schedule.certificate->digest == certificate_digest(c->schedule, *c->schedule.certificate));
   REQUIRE(c->schedule.predicted.size() == c->schedule.programs.size());
   for (size_t d = 0; d < c->schedule.programs.size(); ++d)
     CHECK(c->schedule.predicted[d].size() == c->schedule.programs[d].size());

@@ -56,7 +56,8 @@ TEST_CASE("certificate round trip: written, read back, recomputed, accepted") {
   REQUIRE(back.certificate.has_value());
   Report r = verify(back);
   CHECK_MESSAGE(r.valid, format_report(r));
-  CHECK(schedule_digest(back) == c.digest);
+  CHECK(certificate_digest(back, *back.certificate) == c.digest);
+  CHECK(schedule_digest(back) != c.digest);  // the certificate's digest seals its claims too
 }
 
 TEST_CASE("digest: SHA-256 of the canonical text, as sha256sum computes it") {
@@ -88,8 +89,10 @@ TEST_CASE("tampered certificates are caught, naming the field, claimed vs recomp
   const Schedule s = certified(random_valid(problem(), rng));
   const double mk = s.certificate->makespan_ms;
 
+  // Each edit below is re-sealed (a forger can recompute SHA-256): the figures are still recomputed.
   Schedule a = s;
   a.certificate->makespan_ms = mk * 0.9;
+  seal_certificate(a);
   Report ra = verify(round_trip(a));
   CHECK(mismatched_fields(ra) == std::vector<std::string>{"makespan_ms"});
   const Violation* v = find_rule(ra, "certificate.mismatch");
@@ -101,12 +104,16 @@ TEST_CASE("tampered certificates are caught, naming the field, claimed vs recomp
   b.certificate->peak_memory_gb[1] += 0.001;
   b.certificate->bubble_ratio += 0.01;
   b.certificate->lower_bound_ms += 1;
+  seal_certificate(b);
   CHECK(mismatched_fields(verify(round_trip(b))) ==
         std::vector<std::string>{"lower_bound_ms", "bubble_ratio", "peak_memory_gb[1]"});
 
   Schedule c = s;  // within the 1e-6 relative tolerance
   c.certificate->makespan_ms = mk * (1 + 1e-7);
+  seal_certificate(c);
   CHECK(verify(round_trip(c)).valid);
+  c.certificate->makespan_ms = mk;  // an edit that is not re-sealed: the digest names it
+  CHECK(mismatched_fields(verify(round_trip(c))) == std::vector<std::string>{"digest"});
 
   Schedule d = s;  // the schedule changed after certification: the digest no longer matches
   d.problem.stages[0].fwd_ms += 0.5;  // re-costed: figures and digest both change
@@ -123,6 +130,53 @@ TEST_CASE("tampered certificates are caught, naming the field, claimed vs recomp
   g.semantics = Semantics::kBuffered;
   auto fg = mismatched_fields(verify(round_trip(s), g));
   CHECK(std::find(fg.begin(), fg.end(), "semantics") != fg.end());
+}
+
+TEST_CASE("the extras are claims: edited, sealed or not, they are held against the recomputed figures") {
+  std::mt19937 rng(5);
+  Schedule s = certified(random_valid(problem(), rng));
+  const double mk = s.certificate->makespan_ms;
+  const double lb = s.certificate->lower_bound_ms;
+  REQUIRE(lb < mk * 0.99);  // a gap to lie about
+  auto& x = s.certificate->extra;
+  x["optimal"] = "false";
+  x["bound_ms"] = fmt::format("{}", lb);
+  x["bound_proven_ms"] = fmt::format("{}", lb);
+  x["gap"] = fmt::format("{:.6f}", (mk - lb) / lb);
+  x["solver_status"] = "no-queue: stopped: budget";
+  x["seeded_by"] = "heuristic bwd-first";
+  seal_certificate(s);
+  CHECK_MESSAGE(verify(round_trip(s)).valid, format_report(verify(round_trip(s))));
+
+  // An edit without re-sealing: the digest names it, and the claim itself is checked too.
+  Schedule a = s;
+  a.certificate->extra["optimal"] = "true";
+  CHECK(mismatched_fields(verify(round_trip(a))) == std::vector<std::string>{"digest", "extra.optimal"});
+
+  // The claim of optimality with a re-computed digest: every lie is named.
+  Schedule b = s;
+  b.certificate->extra["optimal"] = "true";
+  b.certificate->extra["solver_status"] = "optimal";
+  b.certificate->extra["gap"] = "0.000000";
+  seal_certificate(b);
+  auto fb = mismatched_fields(verify(round_trip(b)));
+  CHECK(fb == std::vector<std::string>{"extra.gap", "extra.optimal"});
+
+  Schedule c = s;  // a proven bound above the makespan, a status and a source from no list
+  c.certificate->extra["bound_proven_ms"] = fmt::format("{}", mk * 1.01);
+  c.certificate->extra["solver_status"] = "proven by hand";
+  c.certificate->extra["seeded_by"] = "a friend";
+  c.certificate->extra["heuristic_ms"] = "fast";
+  seal_certificate(c);
+  auto fc = mismatched_fields(verify(round_trip(c)));
+  CHECK(fc == std::vector<std::string>{"extra.heuristic_ms", "extra.bound_proven_ms", "extra.solver_status",
+                                       "extra.seeded_by"});
+
+  Schedule d = s;  // a best bound below the checker's own
+  d.certificate->extra["bound_ms"] = fmt::format("{}", lb * 0.5);
+  d.certificate->extra["gap"] = fmt::format("{:.6f}", (mk - lb * 0.5) / (lb * 0.5));
+  seal_certificate(d);
+  CHECK(mismatched_fields(verify(round_trip(d))) == std::vector<std::string>{"extra.bound_ms"});
 }
 
 TEST_CASE("a certificate claiming 'valid' on an invalid schedule is a mismatch of the verdict") {
