@@ -55,7 +55,7 @@ struct SynthArgs {
   int search_threads = 0;  // 0: the machine's hardware threads, at most kMaxSearchThreads
   bool quiet = false;
   std::string out_path, csv_path, svg_path, smt2_path;
-  // Set from the parsed flags: what the flags fix; the rest is searched (issue 6: co-optimization).
+  // Set from the parsed flags: what the flags fix; the rest is searched (the tuner).
   // --placement or --stages-per-device fix the placement (--stages-per-device alone means
   // --placement interleaved); --partition fixes the partition.
   bool fix_partition = false;
@@ -251,8 +251,8 @@ bool z3_cannot_load_typical_plan(const Spec& spec, const TuneOptions& to, double
 
 // Seconds per op of the chosen plan's DAG that the steps after the search take — the tuner's
 // checker run, synthesize() (DAG, a portfolio sized to what is left, bounds, the checker) and
-// writing the file — kept back from the search (measured on this project's 2-core machine: 11.6
-// and 13.3 µs per op at 475,136 and 323,584 ops). Only plans of 10^5+ ops notice it.
+// writing the file — kept back from the search (one core takes 11.6–13.3 µs per op on plans of
+// 3·10^5–5·10^5 ops). Only plans of 10^5+ ops notice it.
 constexpr double kFinishSecondsPerOp = 15e-6;
 
 int run_synth(const SynthArgs& a) {
