@@ -17,8 +17,9 @@
 // --time-limit is the whole budget of one case (search + Z3 + checks). With --z3 Z, the tuner gets
 // S − Z seconds and synthesize() (synth/synthesize.h: heuristic, baselines and Z3 on the chosen
 // partition and placement) the last Z seconds, on problems of at most --z3-max-ops compute ops
-// (default 3000; larger encodings need more memory than this machine spares); the faster of the
-// two verified schedules is reported, and "Z3 optimal" says whether Z3 proved the order optimal.
+// (default 3000; larger encodings cost more memory and load time than a bench case spares); the
+// faster of the two verified schedules is reported, and "Z3 optimal" says whether Z3 proved the
+// order optimal.
 //
 // With --svg-dir, one SVG per model (at the largest P, M = 2P): pipesmith's schedule above
 // interleaved 1F1B's, composed into one file on the same time axis (the shorter schedule's chart is

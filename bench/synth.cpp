@@ -1,4 +1,4 @@
-// bench_synth — the Z3 scheduler against the baselines and the lower bound (issue 5's table).
+// bench_synth — the Z3 scheduler against the baselines and the lower bound (docs/synth.md's table).
 //
 // For P ∈ {4, 8, 16}, M ∈ {8, 16, 32, 64}, uniform and heterogeneous per-stage costs, with and
 // without a memory cap, on one fixed partition/placement per case (one stage per device,

@@ -1,4 +1,4 @@
-// bench/verify — how fast the checker is on big schedules (issue 3's scale figure: a 64-device ×
+// bench/verify — how fast the checker is on big schedules (the scale target: a 64-device ×
 // 256-microbatch × 2-stages-per-device schedule with comms, ~200k ops, verified with all rules,
 // deadlock analysis under three semantics and the timing simulation in under 2 s on one core).
 //

@@ -8,15 +8,13 @@
 //    needs it (never a silent default, except the defaults documented below and in docs/inputs.md).
 //
 // Model (docs/inputs.md has the derivations and sources):
-//  * A layer type is a sequence of components (kind "attention+mlp" = an attention sublayer, then
-//  an
+//  * A layer type is a sequence of components (kind "attention+mlp" = an attention sublayer, then an
 //    MLP sublayer). Per component and per microbatch of T = micro_batch_size * seq_length tokens we
 //    count matmul FLOPs (2 per multiply-add), the HBM bytes of memory-bound kernels, the bytes of
 //    activations kept for the backward (Korthikanti et al. 2022's accounting: every input of a
 //    matmul or nonlinearity that the backward reads), the part of those the W pass needs (the
 //    inputs of the weight matmuls), the output that crosses to the next layer, and the parameters.
-//  * Matmuls with weights: backward-input FLOPs = backward-weight FLOPs = forward FLOPs.
-//  Weight-free
+//  * Matmuls with weights: backward-input FLOPs = backward-weight FLOPs = forward FLOPs. Weight-free
 //    cores (attention scores, the SSD scan): backward = 2x forward, all in I.
 //  * Time of a pass = FLOPs / (peak_tflops * achievable_fraction) + bytes / hbm_gb_per_s
 //    (compute-bound and memory-bound kernels run one after the other).

@@ -25,7 +25,7 @@ struct SourceLoc {
   std::string str() const;
 };
 
-// Exit-code classes of the `pipesmith` command (DEVELOPERS.md / issue 2).
+// Exit-code classes of the `pipesmith` command (listed in README.md).
 enum class ErrorCode : int {
   kOk = 0,
   kBadInput = 1,         // bad input or usage

@@ -9,9 +9,9 @@
 //    SEND before its producer, a consumer without its RECV, a RECV of the wrong tensor, buffers left
 //    over at the end) stops the run with a kRuntime Status naming the device, the op index and action.
 //  * Watchdog: when a device that has started its program (parameters set up) but not finished it
-//    completes no op for `timeout_s`, every device is
-//    aborted and the result lists, per unfinished device, the op it is blocked on and the op (and
-//    device) it waits for; the status message holds the same witness, including the wait cycle.
+//    completes no op for `timeout_s`, every device is aborted and the result lists, per unfinished
+//    device, the op it is blocked on and the op (and device) it waits for; the status message holds
+//    the same witness, including the wait cycle.
 //  * Memory: after every op the bytes held by activations and stashes (the buffers the memory rule of
 //    ir/schedule.h talks about) are recorded; the peak and the op index where it is first reached.
 //  * Never hangs: every wait is abortable and the watchdog always runs.

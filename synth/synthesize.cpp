@@ -29,8 +29,8 @@ using Clock = std::chrono::steady_clock;
 constexpr double kBoundSearchMaxS = 2.0;
 
 // List-scheduling steps (one op placed by one policy) per second assumed when sizing the heuristic's
-// portfolio to the budget (measured on this project's 2-core machine: 19 lean policies on 325,632
-// ops in 3.3 s, 1.9 M/s; the whole portfolio, where many policies are abandoned early, 6 M/s).
+// portfolio to the budget: about what one core does with the lean policies on a plan of 3·10^5 ops
+// (1.9 M/s); the whole portfolio, where many policies are abandoned early, goes faster (about 6 M/s).
 constexpr double kListStepsPerSecond = 2e6;
 
 // The heuristic's options for this DAG and budget. Its whole portfolio (about 40 policies, 32

@@ -34,7 +34,7 @@ struct SynthOptions {
   double time_limit_s = 10;  // wall-clock cap of the Z3 phase
   uint64_t rlimit = 0;       // Z3 budget; 0 = time_limit_s × rlimit_per_second() × contexts
   unsigned seed = 0;
-  int contexts = 2;          // Z3 portfolio size (threads); the machine has 2 cores
+  int contexts = 2;          // Z3 portfolio size (threads)
   bool use_baselines = true; // seed with the best fitting baseline when it beats the heuristic
   std::string dump_smt2;     // write the encoding here
   std::function<void(const std::string&)> progress;  // one line per incumbent/bound change

@@ -595,8 +595,8 @@ class PairSearch {
 
   // Branching: compute ops first, then transfers, then W (a W only fills idle time, so its order
   // rarely decides anything). Within a class, the open pair whose looser order has the least slack:
-  // both orders are tight, so both branches propagate far (measured: refuting 223 ms for P = 8,
-  // M = 16 with a cap takes 171 nodes this way, 7741 when taking the tightest order instead).
+  // both orders are tight, so both branches propagate far (refuting 223 ms for P = 8, M = 16 with
+  // a cap takes 171 nodes this way, 7741 when taking the tightest order first).
   // The looser order is tried first. False when every pair is ordered.
   bool pick(int& a, int& b) {
     const Times& est = prop_.est;
@@ -717,12 +717,12 @@ DestructiveBound destructive_lower_bound(const OpDag& dag, const DestructiveOpti
     if (o == Outcome::kRefuted) refuted = mid, how = "propagation";
   }
 
-  // 2. The search: bisection between the bound and the best schedule (measured on P = 8, M = 16
-  // with a cap: half the steps of going up from the bound, which spends most on refutations close
-  // to the optimum that the bisection skips). Each trial gets at most half of what is left (the
-  // last one, which closes the gap either way, all of it), and the first trial that runs out ends
-  // the search: where the bound is already tight every trial must
-  // find an order at or near the optimum, the hard part, and this wastes at most that half.
+  // 2. The search: bisection between the bound and the best schedule (on P = 8, M = 16 with a cap,
+  // half the steps of going up from the bound, which spends most on refutations close to the
+  // optimum that the bisection skips). Each trial gets at most half of what is left (the last one,
+  // which closes the gap either way, all of it), and the first trial that runs out ends the search:
+  // where the bound is already tight every trial must find an order at or near the optimum, the
+  // hard part, and this wastes at most that half.
   int64_t hi = upper;  // trials stay below this
   if (opt.search_work > 0 && refuted + 1 < hi && DeviceReach::affordable(dag)) {
     DeviceReach reach(dag);

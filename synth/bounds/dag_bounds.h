@@ -58,7 +58,7 @@ int64_t device_relaxation_bound(const OpDag& dag, int resource);
 DagBound dag_lower_bound(const OpDag& dag);
 
 // Elementary steps of destructive_lower_bound per second, assumed when a time budget is turned into
-// a work cap (measured on this project's 2-core machine, otherwise idle).
+// a work cap (about what one otherwise idle core does).
 uint64_t bound_steps_per_second();
 
 struct DestructiveOptions {

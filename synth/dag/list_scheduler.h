@@ -1,4 +1,5 @@
-// list_scheduler.h — greedy memory-aware list scheduler: the fast incumbent (and the tuner's inner loop).
+// list_scheduler.h — greedy memory-aware list scheduler: the fast incumbent (and the tuner's inner
+// loop).
 //
 // Guarantees:
 //  * list_schedule() runs one priority policy (per op placed: a rescan of the changed devices'
@@ -10,8 +11,8 @@
 //    random perturbations of the best one's priorities, and always ends with the serial policy (one
 //    microbatch at a time), which succeeds whenever the cap admits any schedule (`lean` leaves out
 //    W-eager and lowest-stage-first policies). It returns the shortest, ties to the earlier policy,
-//    after double justification of the four shortest
-//    (synth/dag/justify.h; the policy name then ends in " + justified"). Deterministic (fixed seeds).
+//    after double justification of the four shortest (synth/dag/justify.h; the policy name then ends
+//    in " + justified"). Deterministic (fixed seeds).
 #pragma once
 
 #include <cstdint>
@@ -58,11 +59,11 @@ struct HeuristicOptions {
   int random_restarts = 32;  // then this many seeded perturbations of the best policy's priorities
   int justify_rounds = 4;    // then at most this many double-justification rounds (synth/dag/justify.h)
   // The tuner's lean portfolio (its search at M >= 4P): without the policies that run W right
-  // after its I or forwards by lowest stage first (in the tuner's P = 16, M = 64 searches they won
-  // none of 118 whole-portfolio evaluations; docs/tuner.md), 16 policies instead of 40.
+  // after its I or forwards by lowest stage first (in long pipelines they do not win; docs/tuner.md,
+  // "Lean portfolio"), 16 policies instead of 40.
   bool lean = false;
   // Give up on a policy's list schedule once it can no longer be kept (list_schedule's abandon_at):
-  // the same result, about a third less time in the tuner (docs/tuner.md). false: run every one out.
+  // the same result in less time (docs/tuner.md, "Giving up early"). false: run every one out.
   bool abandon = true;
   // Checked before each policy: once it returns true no further policy starts, and the result says
   // `stopped` (its order is the best of the policies that ran, if any, unjustified). For callers

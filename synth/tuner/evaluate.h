@@ -7,9 +7,9 @@
 // portfolio with 32 random restarts, plus the extended one), or a published baseline's own order.
 // evaluate_candidate() builds the Problem and its op DAG with the per-device memory cap, orders the
 // ops and times the order on that DAG (eval_dag_options says how transfers are modelled). It also
-// measures the timeline the way
-// OctoPipe's tuner reads it: per device, busy time, boundary idle (before its first op and after
-// its last op: warm-up and cool-down) and residual idle (gaps in between).
+// measures the timeline the way OctoPipe's tuner reads it: per device, busy time, boundary idle
+// (before its first op and after its last op: warm-up and cool-down) and residual idle (gaps in
+// between).
 // Guarantees: pure function of (spec, candidate) — thread-safe and deterministic; an infeasible
 // candidate (memory) comes back with feasible = false and, per device, by how much the smallest
 // possible footprint (model states + one microbatch of every stage's activations) exceeds the cap.

@@ -72,7 +72,7 @@ std::vector<int> lpt_placement_of(const SearchSpace& sp, const std::vector<int>&
 // device (longest processing time first); then polished: while it lowers the larger of the two
 // loads, move one layer off the most loaded device, or swap one of its layers with another
 // device's, or two of its layers for one, or one for two (first improvement, deterministic; the
-// polish may move the first layers too: keeping them measured worse on 3 of 5 models).
+// polish may move the first layers too: pinning them gives worse seeds on most shipped models).
 //
 // With `ramp` (per layer: its forward prefix over M, in ms per microbatch), a device whose first
 // layer is deeper in the chain starts later, and that start counts as load: device i's load starts
@@ -794,8 +794,8 @@ void add_packed_seeds(const SearchSpace& sp, const SearchSpace& g, const std::ve
     // loads: the first keeps the shorter ramp the load cut gives, the second the better balance.
     // Each also ramp-aware: a device's start (its first layer's forward prefix) counts as load.
     // Each also warm-up-aware: the forward-weighted mean ramp of a device's layers counts instead.
-    // And each also dealt in bands (pack_layers): at P = 16, M = 64 that won Gemma 1.4 % and
-    // Nemotron-H 0.5 %, but lost gpt-oss 1.3 % and MiniMax 1.0 % when it replaced plain packing.
+    // And each also dealt in bands (pack_layers): bands suit some models and plain packing others,
+    // so both kinds are seeds.
     // Merged fronts (`plain` false) only come ramp- and warm-up-aware, not in bands: their
     // fronts stay pinned.
     struct Start {

@@ -153,9 +153,9 @@ Status Tuner::prepare() {
   space_.devices = P_;
   space_.layers = L;
   space_.max_stages_per_device = std::max(1, opt_.max_stages_per_device);
-  // With M >= 4P the steady state dominates, and the policies the lean portfolio leaves out won none
-  // of 118 whole-portfolio evaluations in P = 16, M = 64 searches (docs/tuner.md); with fewer
-  // microbatches the ramp's order matters more and they can win.
+  // With M >= 4P the steady state dominates, and the policies the lean portfolio leaves out do not win
+  // (docs/tuner.md, "Lean portfolio"); with fewer microbatches the ramp's order matters more and they
+  // can win.
   space_.search_policy_set = opt_.lean_search && M_ >= 4 * P_ ? 1 : 2;
   space_.max_stages = std::min(L, space_.max_stages_per_device * P_);
   space_.include_baselines = opt_.include_baselines;
@@ -267,9 +267,8 @@ std::vector<int> Tuner::evaluate(std::vector<Candidate> cands, double deadline_s
 // Paced-front seeds start the search only when the best of them is shorter than every other seed,
 // each family's best re-scored with the search portfolio (the screening policies rank Nemotron-H's
 // best paced seed 0.1 % behind the best plain one, the lean portfolio 1.5 % ahead); else they leave
-// the ranking and the history, and the search goes on as if they had not been tried. With all of
-// them in the ranking they crowded the beam where they were not the best start: MiniMax at P = 16,
-// M = 64 ended 0.5-1.6 % longer and Gemma 0.5-1.1 % (docs/tuner.md, "paced fronts").
+// the ranking and the history, and the search goes on as if they had not been tried: admitted
+// where they are not the best start, they would crowd the beam (docs/tuner.md, "Paced fronts").
 void Tuner::try_paced_fronts(double deadline_s) {
   auto park = [&](const std::vector<int>& ids) {
     for (int i : ids) {

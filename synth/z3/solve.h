@@ -72,7 +72,7 @@ struct SolveResult {
 };
 
 // Resource units per second of one context assumed when deriving the rlimit budget from a time
-// limit (measured: ~2.3M/s on this project's 2-core machine when it is otherwise idle).
+// limit (one context on an otherwise idle core does about 2.3 M per second).
 uint64_t rlimit_per_second();
 
 // Seconds of one context's budget that loading the encoding of `dag` takes (the estimate solve()

@@ -486,9 +486,9 @@ TEST_CASE("cli synth: when Z3 could not load a typical plan's encoding, the sear
 
 TEST_CASE("cli synth: a plan of 72,000 ops keeps to its budget — the portfolio is sized, Z3's encodings are skipped "
           "with their reasons, and the SMT-LIB2 dump is reported as not written") {
-  // Nemotron-H-like on 4 devices in a V, M = 2000: 48,000 compute ops and 24,000 transfers. Before,
-  // plans this size built an n² reachability table (28 GB at M = 8192 on 12 stages: std::bad_alloc)
-  // and ran a whole portfolio whatever the time limit.
+  // Nemotron-H-like on 4 devices in a V, M = 2000: 48,000 compute ops and 24,000 transfers. A plan
+  // this size must neither build the n² reachability table (28 GB at M = 8192 on 12 stages) nor run
+  // the whole portfolio whatever the time limit.
   const std::string smt2 = temp_path("synth-big.smt2");
   const std::string out = temp_path("synth-big.yaml");
   std::remove(smt2.c_str());

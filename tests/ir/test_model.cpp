@@ -244,7 +244,7 @@ pipeline: {microbatches: 4}
   std::remove(model.c_str());
 }
 
-TEST_CASE("model: the example of issue 2 (single file) reads as written") {
+TEST_CASE("model: a single-file example (model, cluster and pipeline) reads as written") {
   const char* text = R"(model:
   name: nemotron-h-like
   layer_types:            # one-character symbols, as in Megatron's hybrid layer patterns

@@ -297,7 +297,7 @@ TEST_CASE("sharded head: the model maps a trailing run of one head type to shard
   CHECK(one.stage_summary(1) == "head (96 classes)");
 
   // A different head type last (DeepSeek's main head, then its MTP head): not shards of one head; the
-  // earlier head runs as an MLP block as before.
+  // earlier head runs as an MLP block, as any head that is not the last layer does.
   const ExecModel mtp = build(ranged_problem(2, 2, {{0, 2}, {3, 4}}, {0, 1}), sharded_model(1, "P"));
   CHECK(mtp.head_shards() == 1);
   CHECK(mtp.stages[1][0].kind == BlockKind::kMlp);
