@@ -99,40 +99,46 @@ void try_baselines(const Problem& problem, const OpDag& dag, SynthResult& out, S
   }
 }
 
-}  // namespace
-
-Result<SynthResult> synthesize(const Problem& problem, const SynthOptions& opt, const Spec* spec) {
-  const auto t0 = Clock::now();
-  SynthResult out;
-
-  // Infeasible memory limits: explained in terms of the inputs.
-  PS_RETURN_IF_ERROR(check_memory_feasible(problem, spec));
-
-  // 1. The op DAG.
+// 1. The op DAG. The memory limit was checked first, so a DAG that finds it infeasible is our bug.
+Result<OpDag> build_dag(const Problem& problem) {
   Result<OpDag> dr = build_op_dag(problem);
-  if (!dr.ok()) {
-    if (dr.status().code() == ErrorCode::kInfeasible) {
-      return Status::error(ErrorCode::kRuntime,
-                           fmt::format("internal error: the memory limit looked feasible, but {}", dr.status().message()));
-    }
-    return dr.status();
+  if (!dr.ok() && dr.status().code() == ErrorCode::kInfeasible) {
+    return Status::error(ErrorCode::kRuntime,
+                         fmt::format("internal error: the memory limit looked feasible, but {}", dr.status().message()));
   }
-  const OpDag& dag = *dr;
+  return dr;
+}
 
-  // 2. Lower bounds: the DAG's (memory edges, single-device relaxations) and the checker's; the
-  // destructive bound raises them once a schedule (step 3) caps how far it needs to search.
-  DagBound db = dag_lower_bound(dag);
-  const double checker_lb_ms = lower_bound_ms(problem);
-  int64_t lb_units = db.units;
+// The lower bounds known so far.
+struct Bounds {
+  DagBound db;               // the DAG's; the destructive bound may raise it
+  double checker_lb_ms = 0;  // the checker's (lower_bound_ms)
+  int64_t lb_units = 0;      // the best of both, in DAG time units
+};
+
+// 2. Lower bounds: the DAG's (memory edges, single-device relaxations) and the checker's; the
+// destructive bound raises them once a schedule (step 3) caps how far it needs to search.
+Bounds initial_bounds(const Problem& problem, const OpDag& dag) {
+  Bounds b;
+  b.db = dag_lower_bound(dag);
+  b.checker_lb_ms = lower_bound_ms(problem);
+  b.lb_units = b.db.units;
   if (dag.time_exact) {
-    lb_units = std::max(lb_units, static_cast<int64_t>(std::ceil(checker_lb_ms / dag.ms_per_unit - 1e-9)));
+    b.lb_units = std::max(b.lb_units, static_cast<int64_t>(std::ceil(b.checker_lb_ms / dag.ms_per_unit - 1e-9)));
   }
+  return b;
+}
 
-  // 3. Heuristic, and the baselines as alternative seeds.
-  const double budget_s =
-      opt.rlimit ? static_cast<double>(opt.rlimit) /
-                       (static_cast<double>(rlimit_per_second()) * std::max(1, opt.contexts))
-                 : std::max(0.0, opt.time_limit_s);
+// The budget in seconds of one run: the rlimit's worth of Z3 time when one is given, else the time limit.
+double budget_seconds(const SynthOptions& opt) {
+  return opt.rlimit ? static_cast<double>(opt.rlimit) /
+                          (static_cast<double>(rlimit_per_second()) * std::max(1, opt.contexts))
+                    : std::max(0.0, opt.time_limit_s);
+}
+
+// 3. Heuristic, and the baselines as alternative seeds.
+Result<Seed> heuristic_seed(const Problem& problem, const OpDag& dag, const SynthOptions& opt, double budget_s,
+                            Clock::time_point t0, SynthResult& out) {
   const HeuristicOptions hopt = sized_heuristic(dag, budget_s);
   Result<HeuristicResult> h = heuristic_schedule(dag, hopt);
   if (!h.ok()) {
@@ -156,143 +162,183 @@ Result<SynthResult> synthesize(const Problem& problem, const SynthOptions& opt, 
                                                        : fmt::format("best baseline {:.3f} ms,", out.best_baseline_ms),
                              seconds_since(t0) - heuristic_s, dag.num_ops()));
   }
+  return seed;
+}
 
-  // 3b. The destructive bound (propagation on trial makespans, then a complete search; dag_bounds.h)
-  // between the bound and the incumbent. Where it closes the gap no Z3 runs; elsewhere Z3 starts
-  // from a higher bound and, when the search found one, a better order. It gets a quarter of the
-  // budget but at most kBoundSearchMaxS, in its own deterministic steps; Z3 gets the budget less
-  // what it used. (The search decides small plans — P = 8, M = 16 with a cap: 224 ms found and
-  // proven in 0.8 s, where Z3 needs 18 s — but on thousands of ops it rarely finishes a trial, and
-  // Z3's LNS finds orders there better: the cap keeps it from eating their budget.)
+// What the destructive bound's search cost.
+struct BoundSearchCost {
+  double wall_s = 0;        // its wall time
+  double budget_share = 0;  // the budget it used, as a fraction
+};
+
+// 3b. The destructive bound (propagation on trial makespans, then a complete search; dag_bounds.h)
+// between the bound and the incumbent. Where it closes the gap no Z3 runs; elsewhere Z3 starts
+// from a higher bound and, when the search found one, a better order. It gets a quarter of the
+// budget but at most kBoundSearchMaxS, in its own deterministic steps; Z3 gets the budget less
+// what it used. (The search decides small plans — P = 8, M = 16 with a cap: 224 ms found and
+// proven in 0.8 s, where Z3 needs 18 s — but on thousands of ops it rarely finishes a trial, and
+// Z3's LNS finds orders there better: the cap keeps it from eating their budget.)
+BoundSearchCost raise_bound(const OpDag& dag, const SynthOptions& opt, double budget_s, Bounds& bounds, Seed& seed) {
+  BoundSearchCost cost;
+  if (seed.order.makespan <= bounds.lb_units) return cost;
   const double steps_per_s = static_cast<double>(bound_steps_per_second());
-  double bound_s = 0;      // its wall time
-  double bound_share = 0;  // the budget it used, as a fraction
-  if (seed.order.makespan > lb_units) {
-    const auto tb = Clock::now();
-    DestructiveOptions dopt;
-    dopt.start = lb_units;
-    dopt.upper = seed.order.makespan;
-    dopt.search_work = static_cast<uint64_t>(std::min(budget_s / 4, kBoundSearchMaxS) * steps_per_s);
-    dopt.interrupt = opt.interrupt;
-    DestructiveBound strong = destructive_lower_bound(dag, dopt);
-    if (strong.bound.units > lb_units) {
-      db = strong.bound;
-      lb_units = strong.bound.units;
-    }
-    if (strong.order && strong.order->makespan < seed.order.makespan) {
-      seed.order = std::move(*strong.order);
-      seed.source = "destructive-bound search";
-    }
-    bound_s = seconds_since(tb);
-    if (budget_s > 0) {
-      bound_share = std::min(0.25, static_cast<double>(strong.work) / steps_per_s / budget_s);
-    }
-    if (opt.progress) {
-      opt.progress(fmt::format(
-          "[bound] {:.3f} ms: {} ({} trials, {} search nodes, {:.1f} M steps{}); incumbent {:.3f} ms  {:.2f} s",
-          dag.to_ms(lb_units), db.reason, strong.trials, strong.nodes, static_cast<double>(strong.work) / 1e6,
-          strong.capped ? ", a work cap hit" : "", dag.to_ms(seed.order.makespan), seconds_since(tb)));
-    }
+  const auto tb = Clock::now();
+  DestructiveOptions dopt;
+  dopt.start = bounds.lb_units;
+  dopt.upper = seed.order.makespan;
+  dopt.search_work = static_cast<uint64_t>(std::min(budget_s / 4, kBoundSearchMaxS) * steps_per_s);
+  dopt.interrupt = opt.interrupt;
+  DestructiveBound strong = destructive_lower_bound(dag, dopt);
+  if (strong.bound.units > bounds.lb_units) {
+    bounds.db = strong.bound;
+    bounds.lb_units = strong.bound.units;
   }
-  out.seed_source = seed.source;
-  out.dag_bound_ms = dag.to_ms(db.units);
+  if (strong.order && strong.order->makespan < seed.order.makespan) {
+    seed.order = std::move(*strong.order);
+    seed.source = "destructive-bound search";
+  }
+  cost.wall_s = seconds_since(tb);
+  if (budget_s > 0) {
+    cost.budget_share = std::min(0.25, static_cast<double>(strong.work) / steps_per_s / budget_s);
+  }
+  if (opt.progress) {
+    opt.progress(fmt::format(
+        "[bound] {:.3f} ms: {} ({} trials, {} search nodes, {:.1f} M steps{}); incumbent {:.3f} ms  {:.2f} s",
+        dag.to_ms(bounds.lb_units), bounds.db.reason, strong.trials, strong.nodes,
+        static_cast<double>(strong.work) / 1e6, strong.capped ? ", a work cap hit" : "",
+        dag.to_ms(seed.order.makespan), seconds_since(tb)));
+  }
+  return cost;
+}
 
-  // 4-5. Encode and solve, in two phases. (a) The model where transfers never queue (link time as
-  // a plain delay) is a relaxation of the comm-stream model with half the pairs: Z3 finds orders
-  // and proofs there faster. Every order it finds is re-timed with comm streams and kept when
-  // better, and its proven bound bounds the real problem too. (b) The comm-stream model, seeded with
-  // the best order so far, closes what is left. Phase (a) gets 3/4 of the budget, (b) the rest
-  // (all of it when (a) proves the order optimal and the comm streams do not delay it).
-  const uint64_t full_rlimit =
-      opt.rlimit ? opt.rlimit
-                 : static_cast<uint64_t>(std::max(0.0, opt.time_limit_s) * rlimit_per_second() * std::max(1, opt.contexts));
-  const uint64_t total_rlimit = static_cast<uint64_t>(static_cast<double>(full_rlimit) * (1 - bound_share));
-  const double z3_time_limit_s = std::max(0.01, opt.time_limit_s - bound_s);
-  SolveResult fin;
-  fin.best = seed.order;
-  fin.bound = std::min(lb_units, seed.order.makespan);
-  std::string last_status;  // "no-queue: ...; comm-stream: ..." 
-  auto make_options = [&](const char* model) {
+// 4-5. Encode and solve, in two phases. (a) The model where transfers never queue (link time as
+// a plain delay) is a relaxation of the comm-stream model with half the pairs: Z3 finds orders
+// and proofs there faster. Every order it finds is re-timed with comm streams and kept when
+// better, and its proven bound bounds the real problem too. (b) The comm-stream model, seeded with
+// the best order so far, closes what is left. Phase (a) gets 3/4 of the budget, (b) the rest
+// (all of it when (a) proves the order optimal and the comm streams do not delay it).
+class TwoPhaseSolve {
+ public:
+  TwoPhaseSolve(const Problem& problem, const OpDag& dag, const SynthOptions& opt, Clock::time_point t0)
+      : problem_(problem), dag_(dag), opt_(opt), t0_(t0) {}
+
+  // Both phases from the seed and the bounds, less the budget the bound search used; the result's
+  // status says how it ended.
+  Result<SolveResult> run(const Seed& seed, const Bounds& bounds, const BoundSearchCost& cost) {
+    const uint64_t full_rlimit =
+        opt_.rlimit ? opt_.rlimit
+                    : static_cast<uint64_t>(std::max(0.0, opt_.time_limit_s) * rlimit_per_second() *
+                                            std::max(1, opt_.contexts));
+    const uint64_t total_rlimit = static_cast<uint64_t>(static_cast<double>(full_rlimit) * (1 - cost.budget_share));
+    const double z3_time_limit_s = std::max(0.01, opt_.time_limit_s - cost.wall_s);
+    fin_.best = seed.order;
+    fin_.bound = std::min(bounds.lb_units, seed.order.makespan);
+    const auto solve_start = Clock::now();
+    if (fin_.best.makespan > fin_.bound) PS_RETURN_IF_ERROR(solve_no_queue(total_rlimit, z3_time_limit_s));
+    if (fin_.best.makespan > fin_.bound || !opt_.dump_smt2.empty()) {
+      PS_RETURN_IF_ERROR(solve_comm_stream(total_rlimit, z3_time_limit_s - seconds_since(solve_start)));
+    }
+    set_status(bounds.db);
+    return fin_;
+  }
+
+ private:
+  SolveOptions options(const char* model) const {
     SolveOptions so;
-    so.seed = opt.seed;
-    so.contexts = opt.contexts;
-    so.interrupt = opt.interrupt;
-    if (opt.progress) {
-      so.progress = [&, model](const SolveProgress& p) {
-        const double inc = dag.to_ms(fin.best.makespan);  // the comm-stream timing of the best order
-        const double bd = dag.to_ms(std::max(p.bound, fin.bound));
-        opt.progress(fmt::format("[{} {}] incumbent {:.3f} ms  bound {:.3f} ms  gap {:.2f}%  {:.1f} s", model, p.phase,
-                                 inc, bd, bd > 0 ? 100 * (inc - bd) / bd : 0.0, seconds_since(t0)));
+    so.seed = opt_.seed;
+    so.contexts = opt_.contexts;
+    so.interrupt = opt_.interrupt;
+    if (opt_.progress) {
+      so.progress = [this, model](const SolveProgress& p) {
+        const double inc = dag_.to_ms(fin_.best.makespan);  // the comm-stream timing of the best order
+        const double bd = dag_.to_ms(std::max(p.bound, fin_.bound));
+        opt_.progress(fmt::format("[{} {}] incumbent {:.3f} ms  bound {:.3f} ms  gap {:.2f}%  {:.1f} s", model,
+                                  p.phase, inc, bd, bd > 0 ? 100 * (inc - bd) / bd : 0.0, seconds_since(t0_)));
       };
     }
     return so;
-  };
-  auto absorb = [&](const SolveResult& r, const char* model) {
-    fin.checks += r.checks;
-    fin.rlimit_used += r.rlimit_used;
-    fin.seconds += r.seconds;
-    fin.free_pairs = std::max(fin.free_pairs, r.free_pairs);
-    fin.memory_constraints = std::max(fin.memory_constraints, r.memory_constraints);
-    fin.bound = std::max(fin.bound, r.bound);
-    last_status = last_status.empty() ? fmt::format("{}: {}", model, r.status)
-                                      : fmt::format("{}; {}: {}", last_status, model, r.status);
-  };
-  const auto solve_start = Clock::now();
-  std::optional<TimedOrder> nq_best;  // the no-queue phase's best order (its timing)
-  if (fin.best.makespan > fin.bound) {
+  }
+
+  void absorb(const SolveResult& r, const char* model) {
+    fin_.checks += r.checks;
+    fin_.rlimit_used += r.rlimit_used;
+    fin_.seconds += r.seconds;
+    fin_.free_pairs = std::max(fin_.free_pairs, r.free_pairs);
+    fin_.memory_constraints = std::max(fin_.memory_constraints, r.memory_constraints);
+    fin_.bound = std::max(fin_.bound, r.bound);
+    last_status_ = last_status_.empty() ? fmt::format("{}: {}", model, r.status)
+                                        : fmt::format("{}; {}: {}", last_status_, model, r.status);
+  }
+
+  std::vector<std::vector<int>> devices_only(const TimedOrder& t) const {
+    return std::vector<std::vector<int>>(t.order.begin(), t.order.begin() + dag_.devices);
+  }
+
+  // (a) The no-queue relaxation: 3/4 of the budget.
+  Status solve_no_queue(uint64_t total_rlimit, double z3_time_limit_s) {
     DagOptions pdo;
     pdo.comm_streams = false;
-    Result<OpDag> pd = build_op_dag(problem, pdo);
-    if (pd.ok() && pd->ms_per_unit == dag.ms_per_unit) {
-      fin.bound = std::max(fin.bound, std::min(dag_lower_bound(*pd).units, fin.best.makespan));
-      auto devices_only = [&](const TimedOrder& t) {
-        return std::vector<std::vector<int>>(t.order.begin(), t.order.begin() + dag.devices);
-      };
-      Result<TimedOrder> inc = evaluate_order(*pd, devices_only(fin.best));
-      if (inc.ok() && fin.best.makespan > fin.bound) {
-        SolveOptions a = make_options("no-queue");
-        a.rlimit = total_rlimit / 4 * 3;
-        a.time_limit_s = z3_time_limit_s * 0.75;
-        a.on_incumbent = [&](const TimedOrder& t) {
-          nq_best = t;  // each is better than the last, in the no-queue model
-          Result<TimedOrder> real = evaluate_order(dag, devices_only(t));
-          if (real.ok() && real->makespan < fin.best.makespan) fin.best = std::move(real).value();
-        };
-        Result<SolveResult> ra = solve(*pd, *inc, fin.bound, a);
-        if (!ra.ok()) return ra.status();
-        absorb(*ra, "no-queue");
-      }
+    Result<OpDag> pd = build_op_dag(problem_, pdo);
+    if (!pd.ok() || pd->ms_per_unit != dag_.ms_per_unit) return Status::ok();
+    fin_.bound = std::max(fin_.bound, std::min(dag_lower_bound(*pd).units, fin_.best.makespan));
+    Result<TimedOrder> inc = evaluate_order(*pd, devices_only(fin_.best));
+    if (!inc.ok() || fin_.best.makespan <= fin_.bound) return Status::ok();
+    SolveOptions a = options("no-queue");
+    a.rlimit = total_rlimit / 4 * 3;
+    a.time_limit_s = z3_time_limit_s * 0.75;
+    a.on_incumbent = [this](const TimedOrder& t) {
+      nq_best_ = t;  // each is better than the last, in the no-queue model
+      Result<TimedOrder> real = evaluate_order(dag_, devices_only(t));
+      if (real.ok() && real->makespan < fin_.best.makespan) fin_.best = std::move(real).value();
+    };
+    Result<SolveResult> ra = solve(*pd, *inc, fin_.bound, a);
+    if (!ra.ok()) return ra.status();
+    absorb(*ra, "no-queue");
+    return Status::ok();
+  }
+
+  // (b) The comm-stream model: what is left of the budget.
+  Status solve_comm_stream(uint64_t total_rlimit, double time_left_s) {
+    SolveOptions b = options("comm-stream");
+    b.rlimit = std::max<uint64_t>(1, total_rlimit - std::min(total_rlimit, fin_.rlimit_used));
+    b.time_limit_s = std::max(0.01, time_left_s);
+    b.dump_smt2 = opt_.dump_smt2;
+    // The no-queue optimum re-timed first-come-first-served may lose to a better comm order.
+    if (nq_best_ && nq_best_->makespan < fin_.best.makespan) b.device_hint = nq_best_;
+    Result<SolveResult> rb =
+        solve(dag_, fin_.best, fin_.best.makespan > fin_.bound ? fin_.bound : fin_.best.makespan, b);
+    if (!rb.ok()) return rb.status();
+    fin_.smt2_written = rb->smt2_written;
+    if (rb->best.makespan < fin_.best.makespan) fin_.best = rb->best;
+    if (fin_.best.makespan > fin_.bound || rb->checks > 0) absorb(*rb, "comm-stream");
+    return Status::ok();
+  }
+
+  void set_status(const DagBound& db) {
+    fin_.optimal = fin_.best.makespan <= fin_.bound;
+    if (!fin_.optimal) {
+      fin_.status = last_status_.empty() ? "no Z3 run" : last_status_;
+    } else if (fin_.checks > 0) {
+      fin_.status = "optimal";
+    } else {
+      // No Z3 check: the proof is the DAG bound's; say which one.
+      const bool destructive = db.reason.rfind("destructive", 0) == 0;
+      fin_.status = destructive ? "destructive bound meets incumbent" : "heuristic meets bound";
     }
   }
-  if (fin.best.makespan > fin.bound || !opt.dump_smt2.empty()) {
-    SolveOptions b = make_options("comm-stream");
-    b.rlimit = std::max<uint64_t>(1, total_rlimit - std::min(total_rlimit, fin.rlimit_used));
-    b.time_limit_s = std::max(0.01, z3_time_limit_s - seconds_since(solve_start));
-    b.dump_smt2 = opt.dump_smt2;
-    // The no-queue optimum re-timed first-come-first-served may lose to a better comm order.
-    if (nq_best && nq_best->makespan < fin.best.makespan) b.device_hint = nq_best;
-    Result<SolveResult> rb = solve(dag, fin.best, fin.best.makespan > fin.bound ? fin.bound : fin.best.makespan, b);
-    if (!rb.ok()) return rb.status();
-    fin.smt2_written = rb->smt2_written;
-    if (rb->best.makespan < fin.best.makespan) fin.best = rb->best;
-    if (fin.best.makespan > fin.bound || rb->checks > 0) absorb(*rb, "comm-stream");
-  }
-  fin.optimal = fin.best.makespan <= fin.bound;
-  if (!fin.optimal) {
-    fin.status = last_status.empty() ? "no Z3 run" : last_status;
-  } else if (fin.checks > 0) {
-    fin.status = "optimal";
-  } else {
-    // No Z3 check: the proof is the DAG bound's; say which one.
-    const bool destructive = db.reason.rfind("destructive", 0) == 0;
-    fin.status = destructive ? "destructive bound meets incumbent" : "heuristic meets bound";
-  }
-  out.solve = fin;
-  out.solve_s = seconds_since(solve_start);
-  out.solver_status = fin.status;
 
-  // 6-8. Decode, insert comms, verify. A rejection is our bug: never written.
-  Schedule compute = order_to_schedule(problem, dag, fin.best, "pipesmith synth");
+  const Problem& problem_;
+  const OpDag& dag_;
+  const SynthOptions& opt_;
+  const Clock::time_point t0_;
+  SolveResult fin_;
+  std::string last_status_;             // "no-queue: ...; comm-stream: ..."
+  std::optional<TimedOrder> nq_best_;  // the no-queue phase's best order (its timing)
+};
+
+// 6-8. Decode, insert comms, verify. A rejection is our bug: never written.
+Status decode_and_certify(const Problem& problem, const OpDag& dag, const TimedOrder& best, SynthResult& out) {
+  Schedule compute = order_to_schedule(problem, dag, best, "pipesmith synth");
   VerifyOptions vo;
   vo.semantics = Semantics::kRendezvous;
   Result<CertifiedSchedule> cert = certify_schedule(compute, vo);
@@ -304,17 +350,22 @@ Result<SynthResult> synthesize(const Problem& problem, const SynthOptions& opt, 
   out.schedule = std::move(cert->schedule);
   out.report = std::move(cert->report);
   out.makespan_ms = out.report.sim ? out.report.sim->makespan_ms : 0;
-  // The DAG times comm streams as the checker does, so this never triggers unless the two disagree;
-  // should the result ever simulate slower than a certified baseline, the baseline is the answer.
-  bool baseline_output = false;
-  if (seed.best_baseline && out.best_baseline_ms + 1e-9 * out.best_baseline_ms < out.makespan_ms) {
-    out.schedule = std::move(seed.best_baseline->schedule);
-    out.report = std::move(seed.best_baseline->report);
-    out.makespan_ms = out.best_baseline_ms;
-    baseline_output = true;
-  }
+  return Status::ok();
+}
 
-  // 9. Bounds, optimality and the certificate's extras.
+// The DAG times comm streams as the checker does, so this never triggers unless the two disagree;
+// should the result ever simulate slower than a certified baseline, the baseline is the answer.
+// Returns whether it replaced the result.
+bool fall_back_to_baseline(Seed& seed, SynthResult& out) {
+  if (!seed.best_baseline || out.best_baseline_ms + 1e-9 * out.best_baseline_ms >= out.makespan_ms) return false;
+  out.schedule = std::move(seed.best_baseline->schedule);
+  out.report = std::move(seed.best_baseline->report);
+  out.makespan_ms = out.best_baseline_ms;
+  return true;
+}
+
+// 9a. Bounds and optimality.
+void settle_bounds(const OpDag& dag, const SolveResult& fin, double checker_lb_ms, SynthResult& out) {
   const double proven_ms = dag.to_ms(fin.bound);
   out.z3_bound_ms = fin.checks > 0 ? proven_ms : 0;
   out.bound_ms = std::max({out.dag_bound_ms, checker_lb_ms, proven_ms, out.report.lower_bound_ms});
@@ -329,6 +380,12 @@ Result<SynthResult> synthesize(const Problem& problem, const SynthOptions& opt, 
   // Proven on the integer DAG but above the bound by more than the tolerance: with inexact time
   // units that is the rounding of this schedule's own durations; the optimum lies in between.
   if (fin.optimal && !out.optimal && !dag.time_exact) out.optimal_up_to_ms = out.makespan_ms - proven_ms;
+}
+
+// 9b. The certificate's extras.
+void add_certificate_extras(const OpDag& dag, const SolveResult& fin, const SynthOptions& opt,
+                            const std::string& seed_source, bool baseline_output, SynthResult& out) {
+  const double proven_ms = dag.to_ms(fin.bound);
   Certificate& c = *out.schedule.certificate;
   if (baseline_output) {
     out.schedule.generator = fmt::format("pipesmith synth (baseline {})", out.best_baseline);
@@ -346,7 +403,7 @@ Result<SynthResult> synthesize(const Problem& problem, const SynthOptions& opt, 
   c.extra["seed"] = std::to_string(opt.seed);
   c.extra["z3_version"] = z3_version();
   c.extra["time_unit_ms"] = fmt::format("{:g}", dag.ms_per_unit);
-  c.extra["seeded_by"] = seed.source;
+  c.extra["seeded_by"] = seed_source;
   c.extra["heuristic_ms"] = fmt_ms(out.heuristic_ms);
   if (!out.best_baseline.empty()) c.extra["best_baseline"] = fmt::format("{} {} ms", out.best_baseline, fmt_ms(out.best_baseline_ms));
   if (out.optimal_up_to_ms > 0) {
@@ -358,6 +415,39 @@ Result<SynthResult> synthesize(const Problem& problem, const SynthOptions& opt, 
     c.extra["note"] = "the order is proven optimal on the integer op DAG, but the checker's makespan differs from "
                       "the DAG's timing by more than the certificate tolerance";
   }
+}
+
+}  // namespace
+
+Result<SynthResult> synthesize(const Problem& problem, const SynthOptions& opt, const Spec* spec) {
+  const auto t0 = Clock::now();
+  SynthResult out;
+
+  // Infeasible memory limits: explained in terms of the inputs.
+  PS_RETURN_IF_ERROR(check_memory_feasible(problem, spec));
+  Result<OpDag> dr = build_dag(problem);
+  if (!dr.ok()) return dr.status();
+  const OpDag& dag = *dr;
+  Bounds bounds = initial_bounds(problem, dag);
+
+  const double budget_s = budget_seconds(opt);
+  Result<Seed> seed = heuristic_seed(problem, dag, opt, budget_s, t0, out);
+  if (!seed.ok()) return seed.status();
+  const BoundSearchCost bound_cost = raise_bound(dag, opt, budget_s, bounds, *seed);
+  out.seed_source = seed->source;
+  out.dag_bound_ms = dag.to_ms(bounds.db.units);
+
+  const auto solve_start = Clock::now();
+  Result<SolveResult> fin = TwoPhaseSolve(problem, dag, opt, t0).run(*seed, bounds, bound_cost);
+  if (!fin.ok()) return fin.status();
+  out.solve = *fin;
+  out.solve_s = seconds_since(solve_start);
+  out.solver_status = fin->status;
+
+  PS_RETURN_IF_ERROR(decode_and_certify(problem, dag, fin->best, out));
+  const bool baseline_output = fall_back_to_baseline(*seed, out);
+  settle_bounds(dag, *fin, bounds.checker_lb_ms, out);
+  add_certificate_extras(dag, *fin, opt, seed->source, baseline_output, out);
   seal_certificate(out.schedule);
   out.total_s = seconds_since(t0);
   return out;
