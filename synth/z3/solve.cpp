@@ -275,61 +275,55 @@ struct Driver {
     return std::min(budget / K, std::max(total / 10 / K, kLoadRlimitPerUnit * size));
   }
 
-  Status run(const TimedOrder& incumbent, int64_t lower_bound) {
+  // The incumbent and the bound; when they meet, the solve is done before Z3 (the encoding is still
+  // built for an SMT-LIB2 dump). Returns whether Z3 is needed.
+  bool start(const TimedOrder& incumbent, int64_t lower_bound) {
     res.best = incumbent;
     res.bound = std::min(lower_bound, incumbent.makespan);
-    const bool meets = res.bound >= res.best.makespan;
-    if (meets) {
-      res.optimal = true;
-      res.status = "heuristic meets bound";
-      report("bound");
-      if (opt.dump_smt2.empty()) return Status::ok();
-    }
-    if (interrupted() && !meets) {
-      res.status = "stopped: interrupted";
-      return Status::ok();
-    }
-    const int K = meets ? 1 : std::max(1, opt.contexts);
-    budget = opt.rlimit ? opt.rlimit
-                        : static_cast<uint64_t>(std::max(0.0, opt.time_limit_s) * rlimit_per_second() * K);
-    // Loading an encoding costs in proportion to its size, and Z3 neither stops for the rlimit nor
-    // for its timeout while it internalizes: one too large for the budget would overrun the caller's
-    // time limit many times over (48 stages x 32 microbatches on 8 devices: minutes for a 10 s
-    // budget). Such an encoding is not built; the incumbent stands. Deterministic: sizes and rlimit.
-    // Sizing it needs the reachability table (n² bits); where even the 4 units per op exceed the
-    // budget, or the table would not be affordable, the encoding is skipped without it.
-    if (!DeviceReach::affordable(dag)) {
-      if (meets) return Status::ok();  // only the SMT-LIB2 dump needed it: not written
-      res.status = fmt::format("skipped: {} ops are too many for the pair encoding (its reachability table alone "
-                               "would take {:.1f} GB)",
-                               dag.num_ops(), static_cast<double>(DeviceReach::bytes_for(dag.num_ops())) / 1e9);
-      report("skipped");
-      return Status::ok();
-    }
-    if (!meets) {
-      const uint64_t floor = kLoadRlimitPerUnit * 4ull * static_cast<uint64_t>(dag.num_ops());
-      if (budget / static_cast<uint64_t>(K) < floor) {
-        res.status = fmt::format("skipped: an encoding of {} ops needs at least {} s to load, more than the "
-                                 "{} s budget",
-                                 dag.num_ops(), seconds_text(static_cast<double>(floor) / rlimit_per_second()),
-                                 seconds_text(static_cast<double>(budget) / K / rlimit_per_second()));
-        report("skipped");
-        return Status::ok();
-      }
-    }
-    DeviceReach reach(dag);
-    if (!meets) {
-      const int64_t size = encoding_size(dag, reach);
-      const uint64_t need = kLoadRlimitPerUnit * static_cast<uint64_t>(size);
-      if (budget / static_cast<uint64_t>(K) < need) {
-        res.status = fmt::format("skipped: an encoding of {} open pairs needs about {} s to load, more than the "
-                                 "{} s budget",
-                                 size - 4ll * dag.num_ops(), seconds_text(static_cast<double>(need) / rlimit_per_second()),
-                                 seconds_text(static_cast<double>(budget) / K / rlimit_per_second()));
-        report("skipped");
-        return Status::ok();
-      }
-    }
+    if (res.bound < res.best.makespan) return true;
+    res.optimal = true;
+    res.status = "heuristic meets bound";
+    report("bound");
+    return false;
+  }
+
+  // Ends the solve without Z3: the incumbent stands.
+  Status skip(std::string why) {
+    res.status = std::move(why);
+    report("skipped");
+    return Status::ok();
+  }
+
+  // Why no encoding is built when the reachability table would not be affordable.
+  std::string too_many_ops_for_reach() const {
+    return fmt::format("skipped: {} ops are too many for the pair encoding (its reachability table alone "
+                       "would take {:.1f} GB)",
+                       dag.num_ops(), static_cast<double>(DeviceReach::bytes_for(dag.num_ops())) / 1e9);
+  }
+
+  // Why no encoding is built when even 4 units per op exceed the budget, or "" when they do not.
+  std::string too_large_by_ops(int K) const {
+    const uint64_t floor = kLoadRlimitPerUnit * 4ull * static_cast<uint64_t>(dag.num_ops());
+    if (budget / static_cast<uint64_t>(K) >= floor) return "";
+    return fmt::format("skipped: an encoding of {} ops needs at least {} s to load, more than the "
+                       "{} s budget",
+                       dag.num_ops(), seconds_text(static_cast<double>(floor) / rlimit_per_second()),
+                       seconds_text(static_cast<double>(budget) / K / rlimit_per_second()));
+  }
+
+  // Why no encoding is built when its open pairs take longer to load than the budget, or "" when not.
+  std::string too_large_by_pairs(const DeviceReach& reach, int K) const {
+    const int64_t size = encoding_size(dag, reach);
+    const uint64_t need = kLoadRlimitPerUnit * static_cast<uint64_t>(size);
+    if (budget / static_cast<uint64_t>(K) >= need) return "";
+    return fmt::format("skipped: an encoding of {} open pairs needs about {} s to load, more than the "
+                       "{} s budget",
+                       size - 4ll * dag.num_ops(), seconds_text(static_cast<double>(need) / rlimit_per_second()),
+                       seconds_text(static_cast<double>(budget) / K / rlimit_per_second()));
+  }
+
+  // One encoding per context (seeds seed + k), each with C <= incumbent; the SMT-LIB2 dump of the first.
+  Status build_encodings(const DeviceReach& reach, int K) {
     for (int k = 0; k < K; ++k) {
       EncodeOptions eo;
       eo.memory = opt.memory;
@@ -352,56 +346,58 @@ struct Driver {
       if (!out) return Status::bad_input(fmt::format("cannot write '{}'", opt.dump_smt2));
       res.smt2_written = true;
     }
-    if (meets) return Status::ok();
-    const uint64_t total = budget;
-    const InterruptWatcher watcher(opt.interrupt, encs);
+    return Status::ok();
+  }
 
-    // 2. Solution-guided check. It also internalizes the whole encoding, which costs in proportion
-    // to its size; a context cancelled in the middle of that is not trusted any further.
-    {
-      const uint64_t share = single_check_share(total, K);
-      const TimedOrder start = res.best;
-      Result<std::vector<CheckResult>> rs =
-          round([&](Encoding& enc, int) { return enc.orientation(start, [](int, int) { return true; }); }, share);
-      if (!rs.ok()) return rs.status();
-      for (int k = 0; k < K; ++k)
-        if ((*rs)[k].outcome != Outcome::kSat) live[k] = false;
-      if (live_count() == 0) {
-        res.status = interrupted() ? "stopped: interrupted"
-                     : out_of_time() || (*rs)[0].outcome == Outcome::kUnknown
-                         ? "stopped: the budget ran out while Z3 loaded the encoding"
-                         : "stopped: the guided check failed";
-        return Status::ok();
-      }
-      take_best(*rs);
-      report("guided");
-      if (proven()) return Status::ok();
+  // 2. Solution-guided check. It also internalizes the whole encoding, which costs in proportion
+  // to its size; a context cancelled in the middle of that is not trusted any further. Returns
+  // whether the solve is over (proven, or no context left).
+  Result<bool> guided_check(uint64_t total, int K) {
+    const uint64_t share = single_check_share(total, K);
+    const TimedOrder start = res.best;
+    Result<std::vector<CheckResult>> rs =
+        round([&](Encoding& enc, int) { return enc.orientation(start, [](int, int) { return true; }); }, share);
+    if (!rs.ok()) return rs.status();
+    for (int k = 0; k < K; ++k)
+      if ((*rs)[k].outcome != Outcome::kSat) live[k] = false;
+    if (live_count() == 0) {
+      res.status = interrupted() ? "stopped: interrupted"
+                   : out_of_time() || (*rs)[0].outcome == Outcome::kUnknown
+                       ? "stopped: the budget ran out while Z3 loaded the encoding"
+                       : "stopped: the guided check failed";
+      return true;
     }
+    take_best(*rs);
+    report("guided");
+    return proven();
+  }
+
+  // 2b. The device hint: its compute orders fixed, the comm streams free, C <= best - 1. Returns
+  // whether the solve is over (proven).
+  Result<bool> hint_check(uint64_t total, int K) {
+    if (!opt.device_hint || live_count() == 0) return false;
+    const uint64_t share = single_check_share(total, K);
+    const TimedOrder& hint = *opt.device_hint;
+    Result<std::vector<CheckResult>> rs = round(
+        [&](Encoding& enc, int) {
+          return enc.orientation(hint, [&](int a, int b) { return !dag.ops[a].is_transfer() && !dag.ops[b].is_transfer(); });
+        },
+        share);
+    if (!rs.ok()) return rs.status();
+    if (!take_best(*rs)) return false;
+    report("hint");
+    if (proven()) return true;
     PS_RETURN_IF_ERROR(tighten());
+    return false;
+  }
 
-    // 2b. The device hint: its compute orders fixed, the comm streams free, C <= best - 1.
-    if (opt.device_hint && live_count() > 0) {
-      const uint64_t share = single_check_share(total, K);
-      const TimedOrder& hint = *opt.device_hint;
-      Result<std::vector<CheckResult>> rs = round(
-          [&](Encoding& enc, int) {
-            return enc.orientation(hint, [&](int a, int b) { return !dag.ops[a].is_transfer() && !dag.ops[b].is_transfer(); });
-          },
-          share);
-      if (!rs.ok()) return rs.status();
-      if (take_best(*rs)) {
-        report("hint");
-        if (proven()) return Status::ok();
-        PS_RETURN_IF_ERROR(tighten());
-      }
-    }
-
-    // 3/4. Descent in probes: ask for C <= best - step (an assumption), step = 1/8 of the gap in
-    // units (so fine time units do not crawl), 1 near the end. UNSAT with step > 1 raises the proven
-    // bound to best - step + 1 and shrinks the step; UNSAT with step 1 proves optimality. With two
-    // or more contexts and a gap of 2 % or more, the odd ones ask C <= bound + gap/4 instead: UNSAT
-    // raises the bound from below, SAT is a (much) better incumbent. When a probe runs out, one LNS pass over windows of
-    // microbatches; a pass that finds nothing doubles the probe, until the probe is everything left.
+  // 3/4. Descent in probes: ask for C <= best - step (an assumption), step = 1/8 of the gap in
+  // units (so fine time units do not crawl), 1 near the end. UNSAT with step > 1 raises the proven
+  // bound to best - step + 1 and shrinks the step; UNSAT with step 1 proves optimality. With two
+  // or more contexts and a gap of 2 % or more, the odd ones ask C <= bound + gap/4 instead: UNSAT
+  // raises the bound from below, SAT is a (much) better incumbent. When a probe runs out, one LNS pass over windows of
+  // microbatches; a pass that finds nothing doubles the probe, until the probe is everything left.
+  Status descend(uint64_t total, int K) {
     const int M = dag.microbatches;
     const int W = opt.lns_window;
     const bool lns_possible = W > 0 && M > W;
@@ -461,6 +457,43 @@ struct Driver {
     if (interrupted()) res.status = "stopped: interrupted";
     if (res.status.empty()) res.status = wall_left() <= 0.01 ? "time limit" : "budget exhausted";
     return Status::ok();
+  }
+
+  Status run(const TimedOrder& incumbent, int64_t lower_bound) {
+    const bool needed = start(incumbent, lower_bound);
+    if (!needed && opt.dump_smt2.empty()) return Status::ok();
+    if (interrupted() && needed) {
+      res.status = "stopped: interrupted";
+      return Status::ok();
+    }
+    const int K = needed ? std::max(1, opt.contexts) : 1;
+    budget = opt.rlimit ? opt.rlimit
+                        : static_cast<uint64_t>(std::max(0.0, opt.time_limit_s) * rlimit_per_second() * K);
+    // Loading an encoding costs in proportion to its size, and Z3 neither stops for the rlimit nor
+    // for its timeout while it internalizes: one too large for the budget would overrun the caller's
+    // time limit many times over (48 stages x 32 microbatches on 8 devices: minutes for a 10 s
+    // budget). Such an encoding is not built; the incumbent stands. Deterministic: sizes and rlimit.
+    // Sizing it needs the reachability table (n² bits); where even the 4 units per op exceed the
+    // budget, or the table would not be affordable, the encoding is skipped without it.
+    // (Where only the SMT-LIB2 dump needed it, it is not written.)
+    if (!DeviceReach::affordable(dag)) return needed ? skip(too_many_ops_for_reach()) : Status::ok();
+    if (needed) {
+      if (const std::string why = too_large_by_ops(K); !why.empty()) return skip(why);
+    }
+    DeviceReach reach(dag);
+    if (needed) {
+      if (const std::string why = too_large_by_pairs(reach, K); !why.empty()) return skip(why);
+    }
+    PS_RETURN_IF_ERROR(build_encodings(reach, K));
+    if (!needed) return Status::ok();
+    const uint64_t total = budget;
+    const InterruptWatcher watcher(opt.interrupt, encs);
+    Result<bool> over = guided_check(total, K);
+    if (!over.ok() || *over) return over.status();
+    PS_RETURN_IF_ERROR(tighten());
+    over = hint_check(total, K);
+    if (!over.ok() || *over) return over.status();
+    return descend(total, K);
   }
 };
 
