@@ -110,6 +110,30 @@ class Tuner {
   Result<OnDefault> on_default_dag(const Record& r) const;
   Result<TuneResult> verify_and_choose(const std::vector<int>& rank);
 
+  // The time plan: the end (verify) gets a tenth of the limit, Z3 its share, the search the rest.
+  double limit_s() const { return std::max(0.0, opt_.time_limit_s); }
+  double z3_share() const {
+    return opt_.z3_candidates > 0 ? std::clamp(opt_.z3_time_fraction, 0.0, 0.9) : 0.0;
+  }
+  // What follows the search takes time in proportion to the best plan's ops: the search ends that
+  // much earlier (a deadline that only moves when the best plan changes).
+  double reserve_s() const { return opt_.finish_s_per_op * static_cast<double>(best_ops()); }
+  double search_deadline() const { return std::min(limit_s() * (0.9 - z3_share()), limit_s() - reserve_s()); }
+
+  std::vector<Candidate> initial_seeds() const;
+  void search();
+  // The best feasible makespan and the rounds since it last improved.
+  struct BestSoFar {
+    double ms = std::numeric_limits<double>::infinity();
+    int stale = 0;
+  };
+  bool stop_before_round();
+  std::vector<int> choose_beam(const std::vector<int>& rank, bool any_feasible) const;
+  std::vector<Candidate> portfolio_moves(const std::vector<int>& rank, const std::vector<int>& beam);
+  void add_beam_moves(const std::vector<int>& beam, std::mt19937_64& rng, std::vector<Candidate>& moves);
+  bool keep_searching(const std::vector<int>& beam, bool evaluated_any, BestSoFar& best);
+  void polish();
+
   Spec spec_;
   const TuneOptions& opt_;
   SearchSpace space_;
@@ -514,23 +538,13 @@ Result<TuneResult> Tuner::verify_and_choose(const std::vector<int>& rank) {
   return out;
 }
 
-Result<TuneResult> Tuner::run() {
-  PS_RETURN_IF_ERROR(prepare());
-  const double limit = std::max(0.0, opt_.time_limit_s);
-  const double z3_share = opt_.z3_candidates > 0 ? std::clamp(opt_.z3_time_fraction, 0.0, 0.9) : 0.0;
-  // The end (verify) gets a tenth; Z3 its share; the search the rest.
-  const double planned_search_end = limit * (0.9 - z3_share);
-  const double z3_deadline = limit * 0.9;
-  // What follows the search takes time in proportion to the best plan's ops: the search ends that
-  // much earlier (a deadline that only moves when the best plan changes).
-  auto reserve = [&] { return opt_.finish_s_per_op * static_cast<double>(best_ops()); };
-  auto search_deadline = [&] { return std::min(planned_search_end, limit - reserve()); };
-
+// The seeds; with both the partition and the placement given, nothing is left to search but the
+// scheduling policy: the plan itself comes first, then with the extended portfolio.
+std::vector<Candidate> Tuner::initial_seeds() const {
   const std::vector<int>* fc = space_.fixed_partition ? &fixed_cuts_ : nullptr;
   const std::vector<int>* fp = space_.fixed_placement ? &fixed_placement_ : nullptr;
   std::vector<Candidate> seeds = seed_candidates(space_, fc, fp);
   if (fc && fp) {
-    // Nothing to search but the scheduling policy.
     Candidate c;
     c.cuts = fixed_cuts_;
     c.placement = fixed_placement_;
@@ -543,149 +557,188 @@ Result<TuneResult> Tuner::run() {
       seeds.insert(seeds.begin(), {c, e});
     }
   }
-  evaluate(std::move(seeds), search_deadline());
-  try_paced_fronts(search_deadline());
-  report("seeds");
+  return seeds;
+}
 
+// Whether the search stops before another round: interrupted, out of time, or out of evaluations
+// (stats_.stop_reason says which).
+bool Tuner::stop_before_round() {
+  if (interrupted()) {
+    stats_.stop_reason = "interrupted";
+    return true;
+  }
+  if (elapsed() > search_deadline()) {
+    stats_.stop_reason = "time limit";
+    return true;
+  }
+  if (opt_.max_evaluations > 0 && stats_.evaluated >= opt_.max_evaluations) {
+    stats_.stop_reason = "evaluation budget";
+    return true;
+  }
+  return false;
+}
+
+// The beam: the best feasible records (or, when none fits, the least infeasible ones).
+std::vector<int> Tuner::choose_beam(const std::vector<int>& rank, bool any_feasible) const {
+  std::vector<int> beam;
+  for (int i : rank) {
+    if (static_cast<int>(beam.size()) >= beam_width_) break;
+    if (records_[i].eval.feasible != any_feasible) break;
+    if (!any_feasible && records_[i].eval.min_footprint_mb.empty()) continue;
+    beam.push_back(i);
+  }
+  return beam;
+}
+
+// Screened plans re-scored with the search portfolio.
+std::vector<Candidate> Tuner::portfolio_moves(const std::vector<int>& rank, const std::vector<int>& beam) {
+  std::vector<Candidate> moves;
+  // The search portfolio for the best screened member (the others get it if they lead later).
+  const int search_set = space_.search_policy_set;
+  for (int i : beam) {
+    const Record& r = records_[i];
+    if (r.cand.baseline < 0 && r.cand.policy_set == 0 && !history_.count(with_portfolio(r.cand, search_set).key())) {
+      moves.push_back(with_portfolio(r.cand, search_set));
+      break;
+    }
+  }
+  // ... and for the screened plan with the lowest plan floor, when that floor is clearly below
+  // the best record's: the screening policies can rank a better-balanced plan below the beam
+  // although the whole portfolio finds a shorter order for it (gpt-oss at P = 16, M = 64). One
+  // per round: the whole portfolio costs about twenty screening evaluations, the lean one eight.
+  if (opt_.full_portfolio_by_floor && !rank.empty()) {
+    int low = -1;
+    double low_floor = 0.995 * plan_floor_ms(space_, records_[rank[0]].cand);
+    for (int i : rank) {
+      const Record& r = records_[i];
+      if (!r.eval.feasible) break;
+      if (r.cand.baseline >= 0 || r.cand.policy_set != 0) continue;
+      const double f = plan_floor_ms(space_, r.cand);
+      if (f < low_floor && !history_.count(with_portfolio(r.cand, search_set).key())) {
+        low = i;
+        low_floor = f;
+      }
+    }
+    if (low >= 0) {
+      moves.push_back(with_portfolio(records_[low].cand, search_set));
+      ++stats_.floor_portfolios;
+    }
+  }
+  return moves;
+}
+
+// Every beam member's bubble moves (escalated once it was expanded before) and random kicks.
+void Tuner::add_beam_moves(const std::vector<int>& beam, std::mt19937_64& rng, std::vector<Candidate>& moves) {
+  for (int i : beam) {
+    Record& r = records_[i];
+    std::vector<Candidate> m = bubble_moves(space_, r.cand, r.eval, r.expansions > 0);
+    ++r.expansions;
+    std::vector<Candidate> k = kick_moves(space_, r.cand, rng, kicks_);
+    for (Candidate& c : m) moves.push_back(std::move(c));
+    for (Candidate& c : k) moves.push_back(std::move(c));
+  }
+}
+
+// After a round: tracks improvement, reports, and decides whether another round follows (the
+// bound reached, or converged without room to widen, ends the search).
+bool Tuner::keep_searching(const std::vector<int>& beam, bool evaluated_any, BestSoFar& best) {
+  const std::vector<int> rank = ranking();
+  const double now_best =
+      !rank.empty() && records_[rank[0]].eval.feasible ? records_[rank[0]].eval.makespan_ms : best.ms;
+  if (now_best < best.ms) {
+    best.ms = now_best;
+    ++stats_.improvements;
+    best.stale = 0;
+  } else {
+    ++best.stale;
+  }
+  report("search");
+  // Converged: nothing new to try, or no improvement for `patience` rounds once every beam
+  // member has been expanded with all kinds of moves.
+  bool all_escalated = true;
+  for (int i : beam) all_escalated = all_escalated && records_[i].expansions >= 2;
+  // Within 0.01 % of the bound: nothing left worth searching for.
+  if (best.ms <= bound_ms_ * (1 + 1e-4)) {
+    stats_.stop_reason = "reached the lower bound";
+    return false;
+  }
+  const bool converged = (!evaluated_any || best.stale >= std::max(1, opt_.patience)) && all_escalated;
+  if (!converged) return true;
+  // Converged early: while at most 80 % of the search time is spent, widen the beam (up to 8x)
+  // and the random kicks (up to 64 per member) and go on from the same history.
+  const int max_beam = 8 * std::max(1, opt_.beam_width);
+  if (opt_.widen_on_convergence && elapsed() < 0.8 * search_deadline() && (beam_width_ < max_beam || kicks_ < 64)) {
+    if (beam_width_ < max_beam) beam_width_ *= 2;
+    kicks_ = std::min(64, std::max(1, kicks_ * 2));
+    best.stale = 0;
+    ++stats_.widenings;
+    return true;
+  }
+  return false;
+}
+
+// The bubble-aware beam search: each round expands the beam with moves and kicks, evaluates what
+// could still join the beam, and stops on the limits, at the bound, or when converged.
+void Tuner::search() {
   std::mt19937_64 rng(opt_.seed * 0x9E3779B97F4A7C15ull + 1);
-  int stale = 0;
-  double best_ms = std::numeric_limits<double>::infinity();
+  BestSoFar best;
   {
     std::vector<int> rank = ranking();
-    if (!rank.empty() && records_[rank[0]].eval.feasible) best_ms = records_[rank[0]].eval.makespan_ms;
+    if (!rank.empty() && records_[rank[0]].eval.feasible) best.ms = records_[rank[0]].eval.makespan_ms;
   }
   stats_.stop_reason = "converged";
-  const bool searchable = !(fc && fp);
   beam_width_ = std::max(1, opt_.beam_width);
   kicks_ = std::max(0, opt_.kicks_per_round);
-  if (!searchable) stats_.stop_reason = "fixed";
-  while (searchable) {
-    if (interrupted()) {
-      stats_.stop_reason = "interrupted";
-      break;
-    }
-    if (elapsed() > search_deadline()) {
-      stats_.stop_reason = "time limit";
-      break;
-    }
-    if (opt_.max_evaluations > 0 && stats_.evaluated >= opt_.max_evaluations) {
-      stats_.stop_reason = "evaluation budget";
-      break;
-    }
+  if (space_.fixed_partition && space_.fixed_placement) {
+    stats_.stop_reason = "fixed";
+    return;
+  }
+  while (!stop_before_round()) {
     std::vector<int> rank = ranking();
     drop_orders(rank);
-    // The beam: the best feasible records (or, when none fits, the least infeasible ones).
-    std::vector<int> beam;
     const bool any_feasible = !rank.empty() && records_[rank[0]].eval.feasible;
-    for (int i : rank) {
-      if (static_cast<int>(beam.size()) >= beam_width_) break;
-      if (records_[i].eval.feasible != any_feasible) break;
-      if (!any_feasible && records_[i].eval.min_footprint_mb.empty()) continue;
-      beam.push_back(i);
-    }
-    std::vector<Candidate> moves;
-    // The search portfolio for the best screened member (the others get it if they lead later).
-    const int search_set = space_.search_policy_set;
-    for (int i : beam) {
-      const Record& r = records_[i];
-      if (r.cand.baseline < 0 && r.cand.policy_set == 0 && !history_.count(with_portfolio(r.cand, search_set).key())) {
-        moves.push_back(with_portfolio(r.cand, search_set));
-        break;
-      }
-    }
-    // ... and for the screened plan with the lowest plan floor, when that floor is clearly below
-    // the best record's: the screening policies can rank a better-balanced plan below the beam
-    // although the whole portfolio finds a shorter order for it (gpt-oss at P = 16, M = 64). One
-    // per round: the whole portfolio costs about twenty screening evaluations, the lean one eight.
-    if (opt_.full_portfolio_by_floor && !rank.empty()) {
-      int low = -1;
-      double low_floor = 0.995 * plan_floor_ms(space_, records_[rank[0]].cand);
-      for (int i : rank) {
-        const Record& r = records_[i];
-        if (!r.eval.feasible) break;
-        if (r.cand.baseline >= 0 || r.cand.policy_set != 0) continue;
-        const double f = plan_floor_ms(space_, r.cand);
-        if (f < low_floor && !history_.count(with_portfolio(r.cand, search_set).key())) {
-          low = i;
-          low_floor = f;
-        }
-      }
-      if (low >= 0) {
-        moves.push_back(with_portfolio(records_[low].cand, search_set));
-        ++stats_.floor_portfolios;
-      }
-    }
-    for (int i : beam) {
-      Record& r = records_[i];
-      std::vector<Candidate> m = bubble_moves(space_, r.cand, r.eval, r.expansions > 0);
-      ++r.expansions;
-      std::vector<Candidate> k = kick_moves(space_, r.cand, rng, kicks_);
-      for (Candidate& c : m) moves.push_back(std::move(c));
-      for (Candidate& c : k) moves.push_back(std::move(c));
-    }
+    const std::vector<int> beam = choose_beam(rank, any_feasible);
+    std::vector<Candidate> moves = portfolio_moves(rank, beam);
+    add_beam_moves(beam, rng, moves);
     // A move that cannot beat the beam's last member cannot join the beam.
     double prune_ms = std::numeric_limits<double>::infinity();
     if (any_feasible && static_cast<int>(beam.size()) == beam_width_) prune_ms = records_[beam.back()].eval.makespan_ms;
     const int before = stats_.evaluated;
     evaluate(std::move(moves), search_deadline(), true, prune_ms);
     ++stats_.rounds;
-    const bool evaluated_any = stats_.evaluated > before;
-    rank = ranking();
-    const double now_best =
-        !rank.empty() && records_[rank[0]].eval.feasible ? records_[rank[0]].eval.makespan_ms : best_ms;
-    if (now_best < best_ms) {
-      best_ms = now_best;
-      ++stats_.improvements;
-      stale = 0;
-    } else {
-      ++stale;
-    }
-    report("search");
-    // Converged: nothing new to try, or no improvement for `patience` rounds once every beam
-    // member has been expanded with all kinds of moves.
-    bool all_escalated = true;
-    for (int i : beam) all_escalated = all_escalated && records_[i].expansions >= 2;
-    // Within 0.01 % of the bound: nothing left worth searching for.
-    if (best_ms <= bound_ms_ * (1 + 1e-4)) {
-      stats_.stop_reason = "reached the lower bound";
-      break;
-    }
-    const bool converged = (!evaluated_any || stale >= std::max(1, opt_.patience)) && all_escalated;
-    if (converged) {
-      // Converged early: while at most 80 % of the search time is spent, widen the beam (up to 8x)
-      // and the random kicks (up to 64 per member) and go on from the same history.
-      const int max_beam = 8 * std::max(1, opt_.beam_width);
-      if (opt_.widen_on_convergence && elapsed() < 0.8 * search_deadline() && (beam_width_ < max_beam || kicks_ < 64)) {
-        if (beam_width_ < max_beam) beam_width_ *= 2;
-        kicks_ = std::min(64, std::max(1, kicks_ * 2));
-        stale = 0;
-        ++stats_.widenings;
-        continue;
-      }
-      break;
-    }
+    if (!keep_searching(beam, stats_.evaluated > before, best)) break;
   }
-  // Polish: the best candidates get the whole portfolio before the checker sees them (the lean
-  // one leaves out policies that can win elsewhere).
-  {
-    std::vector<int> rank = ranking();
-    std::vector<Candidate> polish;
-    for (int i : rank) {
-      if (static_cast<int>(polish.size()) >= std::max(1, opt_.verify_top)) break;
-      const Record& r = records_[i];
-      if (!r.eval.feasible) break;
-      if (r.cand.baseline < 0 && r.cand.policy_set < 2 && !history_.count(with_portfolio(r.cand, 2).key()))
-        polish.push_back(with_portfolio(r.cand, 2));
-    }
-    // Outside the evaluation budget (they re-score what the result is made of), inside the time.
-    evaluate(std::move(polish), std::min(limit * 0.9, limit - reserve()), false);
+}
+
+// Polish: the best candidates get the whole portfolio before the checker sees them (the lean
+// one leaves out policies that can win elsewhere).
+void Tuner::polish() {
+  std::vector<int> rank = ranking();
+  std::vector<Candidate> polish;
+  for (int i : rank) {
+    if (static_cast<int>(polish.size()) >= std::max(1, opt_.verify_top)) break;
+    const Record& r = records_[i];
+    if (!r.eval.feasible) break;
+    if (r.cand.baseline < 0 && r.cand.policy_set < 2 && !history_.count(with_portfolio(r.cand, 2).key()))
+      polish.push_back(with_portfolio(r.cand, 2));
   }
+  // Outside the evaluation budget (they re-score what the result is made of), inside the time.
+  evaluate(std::move(polish), std::min(limit_s() * 0.9, limit_s() - reserve_s()), false);
+}
+
+Result<TuneResult> Tuner::run() {
+  PS_RETURN_IF_ERROR(prepare());
+  evaluate(initial_seeds(), search_deadline());
+  try_paced_fronts(search_deadline());
+  report("seeds");
+  search();
+  polish();
   stats_.search_s = elapsed();
   std::vector<int> rank = ranking();
   drop_orders(rank);
   if (opt_.z3_candidates > 0) {
     const double tz = elapsed();
-    refine_with_z3(rank, std::min(z3_deadline, tz + limit * z3_share));
+    refine_with_z3(rank, std::min(limit_s() * 0.9, tz + limit_s() * z3_share()));
     stats_.z3_s = elapsed() - tz;
     report("z3");
     rank = ranking();
