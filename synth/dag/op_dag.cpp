@@ -161,15 +161,14 @@ Status OpDag::recompute_paths() {
   return Status::ok();
 }
 
-Result<OpDag> build_op_dag(const Problem& p, const DagOptions& options) {
+namespace {
+
+Status check_problem(const Problem& p) {
   if (p.num_stages() == 0 || p.microbatches <= 0 || p.devices <= 0) {
     return Status::bad_input(fmt::format("cannot schedule an empty problem ({} stages, {} microbatches, {} devices)",
                                          p.num_stages(), p.microbatches, p.devices));
   }
-  const int S = p.num_stages();
-  const int M = p.microbatches;
-  std::vector<double> times, mems;
-  for (int s = 0; s < S; ++s) {
+  for (int s = 0; s < p.num_stages(); ++s) {
     const StageSpec& st = p.stages[s];
     if (st.device < 0 || st.device >= p.devices) {
       return Status::bad_input(fmt::format("stage {} is placed on device {}, but there are {} devices", s,
@@ -179,6 +178,26 @@ Result<OpDag> build_op_dag(const Problem& p, const DagOptions& options) {
           st.wgrad_stash_mb >= 0 && st.params_m >= 0)) {
       return Status::bad_input(fmt::format("stage {} has a negative (or NaN) cost or size", s));
     }
+  }
+  return Status::ok();
+}
+
+// The model states each device holds, MB.
+std::vector<double> state_mb_per_device(const Problem& p) {
+  std::vector<double> state_mb(p.devices, 0);
+  for (int s = 0; s < p.num_stages(); ++s) state_mb[p.stages[s].device] += p.model_state_mb(s);
+  return state_mb;
+}
+
+// Time: keep twice (the busiest device's work + one microbatch's round trip) — a generous
+// estimate of any good makespan — under 2^30 units, so Z3's difference logic stays in machine
+// integers (worse schedules only cost speed, not correctness).
+Scale time_scale(const Problem& p) {
+  const int S = p.num_stages();
+  const int M = p.microbatches;
+  std::vector<double> times;
+  for (int s = 0; s < S; ++s) {
+    const StageSpec& st = p.stages[s];
     if (st.split_backward) {
       times.push_back(st.fwd_ms);
       times.push_back(st.bwd_input_ms);
@@ -188,23 +207,7 @@ Result<OpDag> build_op_dag(const Problem& p, const DagOptions& options) {
       times.push_back(st.bwd_ms());
     }
     if (s + 1 < S) times.push_back(p.boundary_transfer_ms(s));
-    mems.push_back(st.activation_mb);
-    mems.push_back(st.split_backward ? std::min(st.wgrad_stash_mb, st.activation_mb) : 0.0);
   }
-  OpDag dag;
-  dag.devices = p.devices;
-  dag.stages = S;
-  dag.microbatches = M;
-  const bool limited = p.memory_gb > 0;
-  std::vector<double> state_mb(p.devices, 0);
-  for (int s = 0; s < S; ++s) state_mb[p.stages[s].device] += p.model_state_mb(s);
-  if (limited) {
-    mems.push_back(p.memory_gb * 1000);
-    for (double v : state_mb) mems.push_back(v);
-  }
-  // Time: keep twice (the busiest device's work + one microbatch's round trip) — a generous
-  // estimate of any good makespan — under 2^30 units, so Z3's difference logic stays in machine
-  // integers (worse schedules only cost speed, not correctness).
   std::vector<double> work_ms(p.devices, 0);
   double chain_ms = 0;
   for (int s = 0; s < S; ++s) {
@@ -213,14 +216,30 @@ Result<OpDag> build_op_dag(const Problem& p, const DagOptions& options) {
     if (s + 1 < S) chain_ms += 2 * p.boundary_transfer_ms(s);
   }
   const double horizon_ms = 2 * (*std::max_element(work_ms.begin(), work_ms.end()) + chain_ms);
-  Scale ts = choose_scale(times, horizon_ms, 9, 1073741824.0);
-  dag.ms_per_unit = ts.unit;
-  dag.time_exact = ts.exact;
-  Scale mscale = choose_scale(mems, 0, 3, 1e9);
-  dag.mb_per_mem_unit = mscale.unit;
-  dag.mem_exact = mscale.exact;
+  return choose_scale(times, horizon_ms, 9, 1073741824.0);
+}
 
-  auto tu = [&](double ms) { return floor_units(ms, ts.unit, ts.exact); };
+// Memory: activations, stashes and (under a cap) the cap and the model states in one unit.
+Scale memory_scale(const Problem& p, const std::vector<double>& state_mb) {
+  std::vector<double> mems;
+  for (const StageSpec& st : p.stages) {
+    mems.push_back(st.activation_mb);
+    mems.push_back(st.split_backward ? std::min(st.wgrad_stash_mb, st.activation_mb) : 0.0);
+  }
+  if (p.memory_gb > 0) {
+    mems.push_back(p.memory_gb * 1000);
+    for (double v : state_mb) mems.push_back(v);
+  }
+  return choose_scale(mems, 0, 3, 1e9);
+}
+
+int64_t time_units(double ms, const Scale& ts) { return floor_units(ms, ts.unit, ts.exact); }
+
+// F, I and W (or F and B) of every stage and microbatch, stage-major.
+void add_compute_ops(const Problem& p, const Scale& ts, const Scale& mscale, OpDag& dag) {
+  const int S = p.num_stages();
+  const int M = p.microbatches;
+  auto tu = [&](double ms) { return time_units(ms, ts); };
   dag.f_id_.assign(S * M, -1);
   dag.b_id_.assign(S * M, -1);
   dag.w_id_.assign(S * M, -1);
@@ -248,27 +267,35 @@ Result<OpDag> build_op_dag(const Problem& p, const DagOptions& options) {
       }
     }
   }
-  // Transfer ops, after all compute ops (compute ids do not depend on the option).
-  dag.comm_streams = options.comm_streams;
+}
+
+// Transfer ops, after all compute ops (compute ids do not depend on the option).
+void add_transfer_ops(const Problem& p, const Scale& ts, bool comm_streams, OpDag& dag) {
+  const int S = p.num_stages();
+  const int M = p.microbatches;
+  dag.comm_streams = comm_streams;
   dag.xf_id_.assign(S * M, -1);
   dag.xb_id_.assign(S * M, -1);
-  if (options.comm_streams) {
-    for (int s = 0; s + 1 < S; ++s) {
-      const int a = p.stages[s].device, b = p.stages[s + 1].device;
-      if (a == b) continue;
-      const int64_t link = tu(p.boundary_transfer_ms(s));
-      for (int m = 0; m < M; ++m) {
-        dag.xf_id_[s * M + m] = dag.num_ops();
-        dag.ops.push_back(DagOp{OpType::SEND_F, s, m, a, b, link, 0, 0});
-        dag.xb_id_[(s + 1) * M + m] = dag.num_ops();
-        dag.ops.push_back(DagOp{OpType::SEND_B, s + 1, m, b, a, link, 0, 0});
-      }
+  if (!comm_streams) return;
+  for (int s = 0; s + 1 < S; ++s) {
+    const int a = p.stages[s].device, b = p.stages[s + 1].device;
+    if (a == b) continue;
+    const int64_t link = time_units(p.boundary_transfer_ms(s), ts);
+    for (int m = 0; m < M; ++m) {
+      dag.xf_id_[s * M + m] = dag.num_ops();
+      dag.ops.push_back(DagOp{OpType::SEND_F, s, m, a, b, link, 0, 0});
+      dag.xb_id_[(s + 1) * M + m] = dag.num_ops();
+      dag.ops.push_back(DagOp{OpType::SEND_B, s + 1, m, b, a, link, 0, 0});
     }
   }
+}
+
+// Empty edge lists, and the ops of every device and resource.
+void index_ops(int devices, OpDag& dag) {
   const int n = dag.num_ops();
   dag.succ.assign(n, {});
   dag.pred.assign(n, {});
-  dag.device_ops.assign(p.devices, {});
+  dag.device_ops.assign(devices, {});
   dag.resource_ops.assign(dag.num_resources(), {});
   for (int i = 0; i < n; ++i) {
     if (!dag.ops[i].is_transfer()) dag.device_ops[dag.ops[i].device].push_back(i);
@@ -276,9 +303,15 @@ Result<OpDag> build_op_dag(const Problem& p, const DagOptions& options) {
     const int k = dag.resources_of(i, r);
     for (int j = 0; j < k; ++j) dag.resource_ops[r[j]].push_back(i);
   }
+}
 
+// Data edges along each microbatch's chain (through the transfer ops, or with the link time as a
+// delay), and with `symmetry` microbatches in order per (stage, kind).
+void add_precedence_edges(const Problem& p, const Scale& ts, bool symmetry, OpDag& dag) {
+  const int S = p.num_stages();
+  const int M = p.microbatches;
   for (int s = 0; s < S; ++s) {
-    const int64_t link = s + 1 < S ? tu(p.boundary_transfer_ms(s)) : 0;
+    const int64_t link = s + 1 < S ? time_units(p.boundary_transfer_ms(s), ts) : 0;
     for (int m = 0; m < M; ++m) {
       const int f = dag.f_op(s, m), b = dag.bwd_op(s, m), w = dag.w_op(s, m);
       dag.add_edge(f, b, 0, EdgeKind::kData);
@@ -295,7 +328,7 @@ Result<OpDag> build_op_dag(const Problem& p, const DagOptions& options) {
           dag.add_edge(dag.bwd_op(s + 1, m), b, link, EdgeKind::kData);
         }
       }
-      if (options.symmetry && m + 1 < M) {
+      if (symmetry && m + 1 < M) {
         dag.add_edge(f, dag.f_op(s, m + 1), 0, EdgeKind::kSymmetry);
         dag.add_edge(b, dag.bwd_op(s, m + 1), 0, EdgeKind::kSymmetry);
         if (w >= 0) dag.add_edge(w, dag.w_op(s, m + 1), 0, EdgeKind::kSymmetry);
@@ -304,6 +337,12 @@ Result<OpDag> build_op_dag(const Problem& p, const DagOptions& options) {
       }
     }
   }
+}
+
+// Model states and, under a cap, what the cap leaves for activations and stashes (with inexact
+// units, one unit less per op of the device and one more, for rounding).
+void set_memory(const Problem& p, const std::vector<double>& state_mb, const Scale& mscale, OpDag& dag) {
+  const bool limited = p.memory_gb > 0;
   dag.state_mem.assign(p.devices, 0);
   dag.cap_mem.assign(p.devices, 0);
   dag.mem_limited = limited;
@@ -315,8 +354,31 @@ Result<OpDag> build_op_dag(const Problem& p, const DagOptions& options) {
       dag.cap_mem[d] = cap - dag.state_mem[d];
     }
   }
+}
+
+}  // namespace
+
+Result<OpDag> build_op_dag(const Problem& p, const DagOptions& options) {
+  PS_RETURN_IF_ERROR(check_problem(p));
+  OpDag dag;
+  dag.devices = p.devices;
+  dag.stages = p.num_stages();
+  dag.microbatches = p.microbatches;
+  const std::vector<double> state_mb = state_mb_per_device(p);
+  const Scale ts = time_scale(p);
+  dag.ms_per_unit = ts.unit;
+  dag.time_exact = ts.exact;
+  const Scale mscale = memory_scale(p, state_mb);
+  dag.mb_per_mem_unit = mscale.unit;
+  dag.mem_exact = mscale.exact;
+
+  add_compute_ops(p, ts, mscale, dag);
+  add_transfer_ops(p, ts, options.comm_streams, dag);
+  index_ops(p.devices, dag);
+  add_precedence_edges(p, ts, options.symmetry, dag);
+  set_memory(p, state_mb, mscale, dag);
   PS_RETURN_IF_ERROR(dag.recompute_paths());
-  if (options.symmetry && options.memory_edges && limited) PS_RETURN_IF_ERROR(add_memory_edges(dag));
+  if (options.symmetry && options.memory_edges && dag.mem_limited) PS_RETURN_IF_ERROR(add_memory_edges(dag));
   return dag;
 }
 
@@ -403,18 +465,13 @@ DeviceReach::DeviceReach(const OpDag& dag) {
 
 namespace ps {
 
-Result<TimedOrder> evaluate_order(const OpDag& dag, std::vector<std::vector<int>> order, EdgeSet edges,
-                                  bool check_memory) {
+namespace {
+
+// Each op once in each of its resources' lists (streams only when given).
+Status check_membership(const OpDag& dag, const std::vector<std::vector<int>>& order) {
   const int n = dag.num_ops();
-  const int R = dag.num_resources();
   const int given = static_cast<int>(order.size());
-  if (given != R && given != dag.devices) {
-    return Status::error(ErrorCode::kInvalidSchedule,
-                         fmt::format("order has {} lists, expected {} (devices) or {} (devices and comm streams)",
-                                     given, dag.devices, R));
-  }
-  const bool explicit_streams = given == R;
-  // Membership: each op once in each of its resources' lists (streams only when given).
+  const bool explicit_streams = given == dag.num_resources();
   std::vector<int> count(n, 0);
   for (int r = 0; r < given; ++r) {
     for (int op : order[r]) {
@@ -439,6 +496,46 @@ Result<TimedOrder> evaluate_order(const OpDag& dag, std::vector<std::vector<int>
                                        count[i] < need ? "missing" : "listed twice"));
     }
   }
+  return Status::ok();
+}
+
+// Each device's peak of activations and stashes along its order; over the cap is an error when
+// `check_memory`.
+Status set_peak_memory(const OpDag& dag, const std::vector<std::vector<int>>& order, bool check_memory,
+                       TimedOrder& t) {
+  t.peak_mem.assign(dag.devices, 0);
+  for (int d = 0; d < dag.devices; ++d) {
+    int64_t mem = 0, peak = 0;
+    for (int op : order[d]) {
+      mem += dag.ops[op].alloc_mem;
+      peak = std::max(peak, mem);
+      mem -= dag.ops[op].free_mem;
+    }
+    t.peak_mem[d] = peak;
+    if (check_memory && dag.mem_limited && peak > dag.cap_mem[d]) {
+      return Status::error(ErrorCode::kInfeasible,
+                           fmt::format("device {}: activations and stashes peak at {:.1f} MB, over the {:.1f} MB left "
+                                       "after model states",
+                                       d, dag.mem_to_mb(peak), dag.mem_to_mb(dag.cap_mem[d])));
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Result<TimedOrder> evaluate_order(const OpDag& dag, std::vector<std::vector<int>> order, EdgeSet edges,
+                                  bool check_memory) {
+  const int n = dag.num_ops();
+  const int R = dag.num_resources();
+  const int given = static_cast<int>(order.size());
+  if (given != R && given != dag.devices) {
+    return Status::error(ErrorCode::kInvalidSchedule,
+                         fmt::format("order has {} lists, expected {} (devices) or {} (devices and comm streams)",
+                                     given, dag.devices, R));
+  }
+  const bool explicit_streams = given == R;
+  PS_RETURN_IF_ERROR(check_membership(dag, order));
   // Event loop: always time the op that can start earliest (ties: lower op id). Timing an op only
   // enables ops that start at or after its end, so this is the earliest-start timing, and streams
   // without a given order serve their transfers first come, first served.
@@ -524,22 +621,7 @@ Result<TimedOrder> evaluate_order(const OpDag& dag, std::vector<std::vector<int>
   if (!explicit_streams) {
     for (int r = dag.devices; r < R; ++r) order.push_back(std::move(stream_order[r]));
   }
-  t.peak_mem.assign(dag.devices, 0);
-  for (int d = 0; d < dag.devices; ++d) {
-    int64_t mem = 0, peak = 0;
-    for (int op : order[d]) {
-      mem += dag.ops[op].alloc_mem;
-      peak = std::max(peak, mem);
-      mem -= dag.ops[op].free_mem;
-    }
-    t.peak_mem[d] = peak;
-    if (check_memory && dag.mem_limited && peak > dag.cap_mem[d]) {
-      return Status::error(ErrorCode::kInfeasible,
-                           fmt::format("device {}: activations and stashes peak at {:.1f} MB, over the {:.1f} MB left "
-                                       "after model states",
-                                       d, dag.mem_to_mb(peak), dag.mem_to_mb(dag.cap_mem[d])));
-    }
-  }
+  PS_RETURN_IF_ERROR(set_peak_memory(dag, order, check_memory, t));
   t.order = std::move(order);
   return t;
 }
