@@ -28,14 +28,30 @@ constexpr int kNone = -1;
 
 // Compute ops of a compute-only schedule, addressed by a flat id (device offset + index).
 struct ComputeIndex {
-  int stages = 0;
-  std::vector<int> offset;         // per device: flat id of its op 0
+  std::vector<const Action*> ops;  // flat id → the op
+  std::vector<int> offset;         // per device (and one past the last): flat id of its op 0
   std::vector<int> dev;            // flat id → device
   std::unordered_map<long long, int> by_key;  // (type, stage, mb) → flat id (first occurrence)
+
+  explicit ComputeIndex(const Schedule& in) {
+    const int D = in.num_devices();
+    offset.assign(D + 1, 0);
+    for (int d = 0; d < D; ++d) {
+      offset[d] = static_cast<int>(ops.size());
+      for (const Action& a : in.programs[d]) {
+        by_key.emplace(key(a.type, a.stage, a.mb), static_cast<int>(ops.size()));
+        ops.push_back(&a);
+        dev.push_back(d);
+      }
+    }
+    offset[D] = static_cast<int>(ops.size());
+  }
 
   static long long key(OpType t, int s, int m) {
     return (static_cast<long long>(s) * (1LL << 31) + m) * 8 + static_cast<int>(t);
   }
+  int size() const { return static_cast<int>(ops.size()); }
+  int index_of(int id) const { return id - offset[dev[id]]; }
   int find(OpType t, int s, int m) const {
     auto it = by_key.find(key(t, s, m));
     return it == by_key.end() ? kNone : it->second;
@@ -53,44 +69,54 @@ struct Producer {
   double delay_ms = 0;  // link time when the producer sits on another device
 };
 
-}  // namespace
+// The order graph of step 2. Node ids: 0..N-1 computes; N + k for the k-th transfer pair
+// (cross-device edge).
+struct OrderGraph {
+  struct Pair {
+    int producer = kNone;
+    int consumer = kNone;
+  };
+  std::vector<Pair> pairs;
+  std::vector<int> indeg;                    // per compute: unmet predecessors
+  std::vector<std::vector<int>> pairs_from;  // producer → its pair ids (0 or 1)
+  std::vector<int> next_in_program;
+};
 
-CommInsertResult insert_comms(const Schedule& in) {
-  CommInsertResult res;
-  const Problem& pb = in.problem;
-  const int D = in.num_devices();
-  const int S = pb.num_stages();
+class Inserter {
+ public:
+  explicit Inserter(const Schedule& in)
+      : in_(in), pb_(in.problem), D_(in.num_devices()), S_(pb_.num_stages()), ix_(in), N_(ix_.size()) {}
 
-  ComputeIndex ix;
-  ix.stages = S;
-  ix.offset.assign(D + 1, 0);
-  std::vector<const Action*> ops;
-  for (int d = 0; d < D; ++d) {
-    ix.offset[d] = static_cast<int>(ops.size());
-    for (const Action& a : in.programs[d]) {
-      ix.by_key.emplace(ComputeIndex::key(a.type, a.stage, a.mb), static_cast<int>(ops.size()));
-      ops.push_back(&a);
-      ix.dev.push_back(d);
+  CommInsertResult run() {
+    CommInsertResult res;
+    time_data_flow();
+    for (int d = 0; d < D_; ++d) {
+      if (ptr_[d] < static_cast<int>(in_.programs[d].size())) {
+        res.blocked = wait_cycle(d);
+        res.ok = false;
+        return res;
+      }
     }
+    res.schedule = sort_by_time(order_graph());
+    res.ok = true;
+    return res;
   }
-  ix.offset[D] = static_cast<int>(ops.size());
-  const int N = static_cast<int>(ops.size());
-  auto index_of = [&](int id) { return id - ix.offset[ix.dev[id]]; };
 
+ private:
   // Producers of a compute op (data flow; the program predecessor is handled separately).
   // Writes at most two into `out` and returns how many.
-  auto producers = [&](int id, Producer* out) {
+  int producers(int id, Producer* out) const {
     int n = 0;
-    const Action& a = *ops[id];
-    const int d = ix.dev[id];
+    const Action& a = *ix_.ops[id];
+    const int d = ix_.dev[id];
     auto add = [&](OpType t, int s, int boundary) {
       Producer& p = out[n++];
       p = Producer{};
       p.wanted = Action{t, s, a.mb, {}};
-      p.id = (t == OpType::I) ? ix.bwd(s, a.mb) : ix.find(t, s, a.mb);
+      p.id = (t == OpType::I) ? ix_.bwd(s, a.mb) : ix_.find(t, s, a.mb);
       if (p.id == kNone) return;
-      p.wanted = *ops[p.id];
-      if (ix.dev[p.id] != d && boundary >= 0) p.delay_ms = pb.boundary_transfer_ms(boundary);
+      p.wanted = *ix_.ops[p.id];
+      if (ix_.dev[p.id] != d && boundary >= 0) p.delay_ms = pb_.boundary_transfer_ms(boundary);
     };
     switch (a.type) {
       case OpType::F:
@@ -99,7 +125,7 @@ CommInsertResult insert_comms(const Schedule& in) {
       case OpType::I:
       case OpType::B:
         add(OpType::F, a.stage, -1);
-        if (a.stage + 1 < S) add(OpType::I, a.stage + 1, a.stage);
+        if (a.stage + 1 < S_) add(OpType::I, a.stage + 1, a.stage);
         break;
       case OpType::W:
         add(OpType::I, a.stage, -1);
@@ -108,89 +134,91 @@ CommInsertResult insert_comms(const Schedule& in) {
         break;
     }
     return n;
-  };
+  }
 
-  // ---- Step 1: data-flow timing (worklist over per-device pointers; O(ops)). ----
-  std::vector<double> start(N, 0), end(N, 0);
-  std::vector<char> done(N, 0);
-  std::vector<int> ptr(D, 0);
-  std::vector<int> work;
-  std::vector<char> queued(D, 1);
-  for (int d = D - 1; d >= 0; --d) work.push_back(d);
   // Consumers of an op: devices to wake when it ends.
-  auto wake_consumers = [&](int id) {
-    const Action& a = *ops[id];
+  void wake_consumers(int id, std::vector<int>& work, std::vector<char>& queued) const {
+    const Action& a = *ix_.ops[id];
     auto wake = [&](int c) {
       if (c == kNone) return;
-      int e = ix.dev[c];
+      int e = ix_.dev[c];
       if (!queued[e]) {
         queued[e] = 1;
         work.push_back(e);
       }
     };
     if (a.type == OpType::F) {
-      if (a.stage + 1 < S) wake(ix.find(OpType::F, a.stage + 1, a.mb));
-      wake(ix.bwd(a.stage, a.mb));
+      if (a.stage + 1 < S_) wake(ix_.find(OpType::F, a.stage + 1, a.mb));
+      wake(ix_.bwd(a.stage, a.mb));
     } else if (a.type == OpType::I || a.type == OpType::B) {
-      if (a.stage > 0) wake(ix.bwd(a.stage - 1, a.mb));
-      wake(ix.find(OpType::W, a.stage, a.mb));
+      if (a.stage > 0) wake(ix_.bwd(a.stage - 1, a.mb));
+      wake(ix_.find(OpType::W, a.stage, a.mb));
     }
-  };
-  while (!work.empty()) {
-    int d = work.back();
-    work.pop_back();
-    queued[d] = 0;
-    const int len = static_cast<int>(in.programs[d].size());
-    while (ptr[d] < len) {
-      int id = ix.offset[d] + ptr[d];
-      double t = ptr[d] > 0 ? end[id - 1] : 0.0;
-      bool ready = true;
-      Producer prod[2];
-      const int np = producers(id, prod);
-      for (int k = 0; k < np; ++k) {
-        const Producer& p = prod[k];
-        if (p.id == kNone || !done[p.id]) {
-          ready = false;
-          break;
-        }
-        t = std::max(t, end[p.id] + p.delay_ms);
+  }
+
+  // Times the op at the head of device d's program when all its producers have ended; returns
+  // whether it did.
+  bool time_head(int d) {
+    int id = ix_.offset[d] + ptr_[d];
+    double t = ptr_[d] > 0 ? end_[id - 1] : 0.0;
+    Producer prod[2];
+    const int np = producers(id, prod);
+    for (int k = 0; k < np; ++k) {
+      const Producer& p = prod[k];
+      if (p.id == kNone || !done_[p.id]) return false;
+      t = std::max(t, end_[p.id] + p.delay_ms);
+    }
+    start_[id] = t;
+    end_[id] = t + compute_ms(pb_.stages.at(ix_.ops[id]->stage), ix_.ops[id]->type);
+    done_[id] = 1;
+    ++ptr_[d];
+    return true;
+  }
+
+  // ---- Step 1: data-flow timing (worklist over per-device pointers; O(ops)). ----
+  void time_data_flow() {
+    start_.assign(N_, 0);
+    end_.assign(N_, 0);
+    done_.assign(N_, 0);
+    ptr_.assign(D_, 0);
+    std::vector<int> work;
+    std::vector<char> queued(D_, 1);
+    for (int d = D_ - 1; d >= 0; --d) work.push_back(d);
+    while (!work.empty()) {
+      int d = work.back();
+      work.pop_back();
+      queued[d] = 0;
+      const int len = static_cast<int>(in_.programs[d].size());
+      while (ptr_[d] < len && time_head(d)) wake_consumers(ix_.offset[d] + ptr_[d] - 1, work, queued);
+    }
+  }
+
+  // A stuck device's head op and the first producer it still waits for.
+  BlockedOp blocked_of(int d) const {
+    BlockedOp b;
+    b.device = d;
+    b.op_index = ptr_[d];
+    int id = ix_.offset[d] + ptr_[d];
+    b.op = *ix_.ops[id];
+    Producer prod[2];
+    const int np = producers(id, prod);
+    for (int k = 0; k < np; ++k) {
+      const Producer& p = prod[k];
+      if (p.id == kNone || !done_[p.id]) {
+        b.waits_for = p.wanted;
+        b.waits_for_device = p.id == kNone ? kNone : ix_.dev[p.id];
+        break;
       }
-      if (!ready) break;
-      start[id] = t;
-      end[id] = t + compute_ms(pb.stages.at(ops[id]->stage), ops[id]->type);
-      done[id] = 1;
-      ++ptr[d];
-      wake_consumers(id);
     }
+    return b;
   }
 
   // Stuck: extract the wait cycle (each stuck device waits for the device of its head's first
   // unmet producer; following those edges from the lowest stuck device must revisit a device).
-  std::vector<int> stuck;
-  for (int d = 0; d < D; ++d)
-    if (ptr[d] < static_cast<int>(in.programs[d].size())) stuck.push_back(d);
-  if (!stuck.empty()) {
-    auto blocked_of = [&](int d) {
-      BlockedOp b;
-      b.device = d;
-      b.op_index = ptr[d];
-      int id = ix.offset[d] + ptr[d];
-      b.op = *ops[id];
-      Producer prod[2];
-      const int np = producers(id, prod);
-      for (int k = 0; k < np; ++k) {
-        const Producer& p = prod[k];
-        if (p.id == kNone || !done[p.id]) {
-          b.waits_for = p.wanted;
-          b.waits_for_device = p.id == kNone ? kNone : ix.dev[p.id];
-          break;
-        }
-      }
-      return b;
-    };
-    std::vector<int> seen_at(D, -1);
+  std::vector<BlockedOp> wait_cycle(int first_stuck) const {
+    std::vector<int> seen_at(D_, -1);
     std::vector<BlockedOp> path;
-    int d = stuck.front();
+    int d = first_stuck;
     while (d != kNone && seen_at[d] < 0) {
       seen_at[d] = static_cast<int>(path.size());
       path.push_back(blocked_of(d));
@@ -199,80 +227,94 @@ CommInsertResult insert_comms(const Schedule& in) {
       d = next;
     }
     if (d == kNone || path.back().waits_for_device == path.back().device) {
-      res.blocked.push_back(path.back());  // missing producer or a local order problem
-    } else {
-      res.blocked.assign(path.begin() + seen_at[d], path.end());
+      return {path.back()};  // missing producer or a local order problem
     }
-    res.ok = false;
-    return res;
+    return std::vector<BlockedOp>(path.begin() + seen_at[d], path.end());
   }
 
   // ---- Step 2: global order by a time-keyed topological sort. ----
-  // Node ids: 0..N-1 computes; N + k for the k-th transfer pair (cross-device edge).
-  struct Pair {
-    int producer = kNone;
-    int consumer = kNone;
-  };
-  std::vector<Pair> pairs;
-  std::vector<int> indeg(N, 0);
-  std::vector<std::vector<int>> pairs_from(N);  // producer → its pair ids (0 or 1)
-  std::vector<int> next_in_program(N, kNone);
-  for (int d = 0; d < D; ++d)
-    for (int id = ix.offset[d]; id + 1 < ix.offset[d + 1]; ++id) {
-      next_in_program[id] = id + 1;
-      ++indeg[id + 1];
+  // The graph: program order on each device, and every cross-device edge as a transfer pair
+  // between its producer and its consumer.
+  OrderGraph order_graph() const {
+    OrderGraph g;
+    g.indeg.assign(N_, 0);
+    g.pairs_from.assign(N_, {});
+    g.next_in_program.assign(N_, kNone);
+    for (int d = 0; d < D_; ++d)
+      for (int id = ix_.offset[d]; id + 1 < ix_.offset[d + 1]; ++id) {
+        g.next_in_program[id] = id + 1;
+        ++g.indeg[id + 1];
+      }
+    for (int id = 0; id < N_; ++id) {
+      const Action& a = *ix_.ops[id];
+      int consumer = kNone;
+      if (a.type == OpType::F && a.stage + 1 < S_) consumer = ix_.find(OpType::F, a.stage + 1, a.mb);
+      if ((a.type == OpType::I || a.type == OpType::B) && a.stage > 0) consumer = ix_.bwd(a.stage - 1, a.mb);
+      if (consumer == kNone || ix_.dev[consumer] == ix_.dev[id]) continue;
+      g.pairs_from[id].push_back(static_cast<int>(g.pairs.size()));
+      g.pairs.push_back({id, consumer});
+      ++g.indeg[consumer];
     }
-  for (int id = 0; id < N; ++id) {
-    const Action& a = *ops[id];
-    int consumer = kNone;
-    if (a.type == OpType::F && a.stage + 1 < S) consumer = ix.find(OpType::F, a.stage + 1, a.mb);
-    if ((a.type == OpType::I || a.type == OpType::B) && a.stage > 0) consumer = ix.bwd(a.stage - 1, a.mb);
-    if (consumer == kNone || ix.dev[consumer] == ix.dev[id]) continue;
-    pairs_from[id].push_back(static_cast<int>(pairs.size()));
-    pairs.push_back({id, consumer});
-    ++indeg[consumer];
+    return g;
   }
-  // Min-heap on (time, kind, device, index): pairs (kind 0) before computes (kind 1) at equal time.
-  using Key = std::tuple<double, int, int, int, int>;  // ..., node
-  std::priority_queue<Key, std::vector<Key>, std::greater<Key>> heap;
-  auto push_compute = [&](int id) { heap.emplace(start[id], 1, ix.dev[id], index_of(id), id); };
-  for (int d = 0; d < D; ++d)
-    if (ix.offset[d] < ix.offset[d + 1] && indeg[ix.offset[d]] == 0) push_compute(ix.offset[d]);
 
-  Schedule out = in;
-  out.predicted.clear();
-  for (auto& p : out.programs) p.clear();
-  auto release = [&](int id) {
-    if (--indeg[id] == 0) push_compute(id);
-  };
-  while (!heap.empty()) {
-    auto [t, kind, dev, idx, node] = heap.top();
-    heap.pop();
-    (void)t;
-    (void)dev;
-    (void)idx;
-    if (kind == 1) {
-      const int id = node;
-      out.programs[ix.dev[id]].push_back(*ops[id]);
-      for (int k : pairs_from[id]) heap.emplace(end[id], 0, ix.dev[id], index_of(id), N + k);
-      if (next_in_program[id] != kNone) release(next_in_program[id]);
-    } else {
-      const Pair& p = pairs[node - N];
-      const Action& prod = *ops[p.producer];
-      const Action& cons = *ops[p.consumer];
-      const bool fwd = prod.type == OpType::F;
-      Action send{fwd ? OpType::SEND_F : OpType::SEND_B, prod.stage, prod.mb, prod.loc};
-      Action recv{fwd ? OpType::RECV_F : OpType::RECV_B, cons.stage, cons.mb, cons.loc};
-      out.programs[ix.dev[p.producer]].push_back(send);
-      out.programs[ix.dev[p.consumer]].push_back(recv);
-      release(p.consumer);
+  // The sort, writing each node into the programs it touches: a compute into its device's, a pair
+  // as a SEND into the producer's and a RECV into the consumer's.
+  Schedule sort_by_time(OrderGraph g) const {
+    // Min-heap on (time, kind, device, index): pairs (kind 0) before computes (kind 1) at equal time.
+    using Key = std::tuple<double, int, int, int, int>;  // ..., node
+    std::priority_queue<Key, std::vector<Key>, std::greater<Key>> heap;
+    auto push_compute = [&](int id) { heap.emplace(start_[id], 1, ix_.dev[id], ix_.index_of(id), id); };
+    for (int d = 0; d < D_; ++d)
+      if (ix_.offset[d] < ix_.offset[d + 1] && g.indeg[ix_.offset[d]] == 0) push_compute(ix_.offset[d]);
+
+    Schedule out = in_;
+    out.predicted.clear();
+    for (auto& p : out.programs) p.clear();
+    auto release = [&](int id) {
+      if (--g.indeg[id] == 0) push_compute(id);
+    };
+    while (!heap.empty()) {
+      auto [t, kind, dev, idx, node] = heap.top();
+      heap.pop();
+      (void)t;
+      (void)dev;
+      (void)idx;
+      if (kind == 1) {
+        const int id = node;
+        out.programs[ix_.dev[id]].push_back(*ix_.ops[id]);
+        for (int k : g.pairs_from[id]) heap.emplace(end_[id], 0, ix_.dev[id], ix_.index_of(id), N_ + k);
+        if (g.next_in_program[id] != kNone) release(g.next_in_program[id]);
+      } else {
+        const OrderGraph::Pair& p = g.pairs[node - N_];
+        const Action& prod = *ix_.ops[p.producer];
+        const Action& cons = *ix_.ops[p.consumer];
+        const bool fwd = prod.type == OpType::F;
+        Action send{fwd ? OpType::SEND_F : OpType::SEND_B, prod.stage, prod.mb, prod.loc};
+        Action recv{fwd ? OpType::RECV_F : OpType::RECV_B, cons.stage, cons.mb, cons.loc};
+        out.programs[ix_.dev[p.producer]].push_back(send);
+        out.programs[ix_.dev[p.consumer]].push_back(recv);
+        release(p.consumer);
+      }
     }
+    PS_ASSERT(out.num_ops() == static_cast<size_t>(N_) + 2 * g.pairs.size(),
+              "comm insertion lost ops: the data-flow run finished, so the order graph is acyclic");
+    return out;
   }
-  PS_ASSERT(out.num_ops() == static_cast<size_t>(N) + 2 * pairs.size(),
-            "comm insertion lost ops: the data-flow run finished, so the order graph is acyclic");
-  res.schedule = std::move(out);
-  res.ok = true;
-  return res;
-}
+
+  const Schedule& in_;
+  const Problem& pb_;
+  const int D_, S_;
+  const ComputeIndex ix_;
+  const int N_;
+  // Step 1's timing, per flat id, and how far each device's program is timed.
+  std::vector<double> start_, end_;
+  std::vector<char> done_;
+  std::vector<int> ptr_;
+};
+
+}  // namespace
+
+CommInsertResult insert_comms(const Schedule& in) { return Inserter(in).run(); }
 
 }  // namespace ps
