@@ -417,6 +417,28 @@ void add_certificate_extras(const OpDag& dag, const SolveResult& fin, const Synt
   }
 }
 
+// 9c. The solver block: what Z3 did to the order and the bound, and which method produced each
+// (DAG timings in ms; deterministic for a seed and budget).
+void add_solver_extras(const OpDag& dag, const SolveResult& fin, const Seed& seed, const Bounds& bounds,
+                       bool baseline_output, SynthResult& out) {
+  Certificate& c = *out.schedule.certificate;
+  const bool z3_order = fin.best.makespan < seed.order.makespan;
+  const bool z3_bound = fin.checks > 0 && fin.bound > bounds.lb_units;
+  c.extra["z3_checks"] = std::to_string(fin.checks);
+  c.extra["before_z3_ms"] = fmt_ms(dag.to_ms(seed.order.makespan));
+  c.extra["z3_improved_ms"] = fmt_ms(dag.to_ms(seed.order.makespan - std::min(seed.order.makespan, fin.best.makespan)));
+  c.extra["bound_before_z3_ms"] = fmt_ms(std::min(dag.to_ms(bounds.lb_units), out.makespan_ms));
+  const std::string& src = seed.source;
+  c.extra["schedule_method"] = baseline_output                              ? "baseline"
+                               : z3_order                                   ? "z3"
+                               : src.rfind("baseline", 0) == 0              ? "baseline"
+                               : src == "destructive-bound search"          ? "destructive-bound search"
+                                                                            : "list scheduler";
+  c.extra["bound_method"] = z3_bound                                           ? "z3"
+                            : bounds.db.reason.rfind("destructive", 0) == 0 ? "destructive bound"
+                                                                            : "dag bound";
+}
+
 }  // namespace
 
 Result<SynthResult> synthesize(const Problem& problem, const SynthOptions& opt, const Spec* spec) {
@@ -448,6 +470,7 @@ Result<SynthResult> synthesize(const Problem& problem, const SynthOptions& opt, 
   const bool baseline_output = fall_back_to_baseline(*seed, out);
   settle_bounds(dag, *fin, bounds.checker_lb_ms, out);
   add_certificate_extras(dag, *fin, opt, seed->source, baseline_output, out);
+  add_solver_extras(dag, *fin, *seed, bounds, baseline_output, out);
   seal_certificate(out.schedule);
   out.total_s = seconds_since(t0);
   return out;

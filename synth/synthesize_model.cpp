@@ -225,6 +225,7 @@ Status keep_faster_tuner_order(const TuneResult& tuned, SynthResult& res) {
   res.schedule.generator = "pipesmith synth (tuner order)";
   res.schedule.certificate->extra["optimal"] = "false";
   res.schedule.certificate->extra["gap"] = fmt::format("{:.6f}", res.gap);
+  res.schedule.certificate->extra["schedule_method"] = "tuner";
   res.schedule.certificate->extra["output"] = "tuner order: faster in the checker's simulation than the Z3 result";
   return Status::ok();
 }

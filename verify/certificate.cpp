@@ -5,6 +5,7 @@
 #include <openssl/evp.h>
 
 #include <charconv>
+#include <initializer_list>
 #include <cmath>
 #include <optional>
 #include <utility>
@@ -100,7 +101,13 @@ class ClaimCheck {
     const std::optional<double> proven = number("bound_proven_ms");
     const std::optional<double> bound = number("bound_ms");
     const std::optional<double> gap = number("gap");
-    for (const char* f : {"heuristic_ms", "global_lower_bound_ms", "optimal_up_to_ms", "time_unit_ms"}) number(f);
+    for (const char* f : {"heuristic_ms", "global_lower_bound_ms", "optimal_up_to_ms", "time_unit_ms", "before_z3_ms",
+                          "z3_improved_ms", "bound_before_z3_ms", "z3_checks"})
+      number(f);
+    if (const auto b = number("bound_before_z3_ms"); b && !at_most(*b, makespan))
+      fail("bound_before_z3_ms", fmt::format("{} ms", *b), fmt::format("a bound above the makespan {} ms", makespan));
+    if (const auto z = number("z3_improved_ms"); z && *z < 0)
+      fail("z3_improved_ms", fmt::format("{} ms", *z), "a non-negative improvement");
     // A lower bound never lies above the makespan it bounds.
     for (const auto& [name, v] : {std::pair{"bound_proven_ms", proven}, std::pair{"bound_ms", bound}})
       if (v && !at_most(*v, makespan)) fail(name, fmt::format("{} ms", *v), fmt::format("a bound above the makespan {} ms", makespan));
@@ -140,8 +147,10 @@ class ClaimCheck {
       fail("solver_status", quoted(*status), "a proof of optimality, but 'optimal' is not 'true'");
   }
 
-  // Which method produced the schedule: a label from a fixed list.
+  // Which method produced the schedule and the bound: labels from fixed lists.
   void check_labels() {
+    one_of("schedule_method", {"list scheduler", "baseline", "destructive-bound search", "z3", "tuner"});
+    one_of("bound_method", {"dag bound", "destructive bound", "z3"});
     if (const std::string* seed = text("seeded_by")) {
       const bool ok = seed->rfind("heuristic ", 0) == 0 || seed->rfind("baseline ", 0) == 0 ||
                       *seed == "destructive-bound search";
@@ -149,6 +158,16 @@ class ClaimCheck {
     }
   }
 
+  void one_of(const char* key, std::initializer_list<const char*> allowed) {
+    const std::string* t = text(key);
+    if (!t) return;
+    std::string list;
+    for (const char* a : allowed) {
+      if (*t == a) return;
+      list += fmt::format("{}'{}'", list.empty() ? "" : ", ", a);
+    }
+    fail(key, quoted(*t), "one of " + list);
+  }
   const std::string* text(const char* key) const {
     auto it = c_.extra.find(key);
     return it == c_.extra.end() ? nullptr : &it->second;

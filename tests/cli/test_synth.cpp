@@ -75,6 +75,9 @@ TEST_CASE("cli synth: writes a certified schedule that pipesmith verify accepts,
   CHECK(contains(text, "optimal: \"true\""));
   CHECK(contains(text, "z3_version:"));
   CHECK(contains(text, "bound_proven_ms:"));
+  CHECK(contains(text, "schedule_method:"));  // the solver block
+  CHECK(contains(text, "bound_method:"));
+  CHECK(contains(text, "z3_improved_ms:"));
   CHECK(contains(text, "SEND_F"));  // written with its comm order
   {
     // A claim edited in the file (here the proof withdrawn) is caught: the digest seals every claim.

@@ -167,10 +167,11 @@ TEST_CASE("the extras are claims: edited, sealed or not, they are held against t
   c.certificate->extra["solver_status"] = "proven by hand";
   c.certificate->extra["seeded_by"] = "a friend";
   c.certificate->extra["heuristic_ms"] = "fast";
+  c.certificate->extra["schedule_method"] = "magic";
   seal_certificate(c);
   auto fc = mismatched_fields(verify(round_trip(c)));
   CHECK(fc == std::vector<std::string>{"extra.heuristic_ms", "extra.bound_proven_ms", "extra.solver_status",
-                                       "extra.seeded_by"});
+                                       "extra.seeded_by", "extra.schedule_method"});
 
   Schedule d = s;  // a best bound below the checker's own
   d.certificate->extra["bound_ms"] = fmt::format("{}", lb * 0.5);
