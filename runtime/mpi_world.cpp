@@ -212,8 +212,7 @@ Status agree_on_inputs(MpiWorld& world, const std::vector<std::pair<std::string,
       const std::string a = i < mine0.size() ? mine0[i] : "(none)", b = i < theirs.size() ? theirs[i] : "(none)";
       if (a == b) continue;
       const size_t eq = b.find('=');
-      diffs += fmt::format("\n  rank {}: {} differs from rank 0's ({} vs {})", r,
-                           eq == std::string::npos ? b : b.substr(0, eq),
+      diffs += fmt::format("\n  rank {}'s {} is {}; rank 0's is {}", r, eq == std::string::npos ? b : b.substr(0, eq),
                            eq == std::string::npos ? b : b.substr(eq + 1),
                            a.find('=') == std::string::npos ? a : a.substr(a.find('=') + 1));
     }
@@ -359,25 +358,20 @@ Status MpiWorld::health() {
     std::lock_guard<std::mutex> lock(impl_->mu);
     if (!impl_->failure.is_ok()) return impl_->failure;
   }
+  // Peers on this host that are gone come first (they are the cause), then a peer's stop notice.
   std::string why;
-  // A stop notice from a peer.
+  for (int r = 0; r < size_; ++r)
+    if (r != rank_ && impl_->hosts[r] == impl_->hosts[rank_] && process_gone(impl_->pids[r]))
+      why += (why.empty() ? "" : ", ") + label(r);
+  if (!why.empty()) why += " is gone (the process died or exited without finishing the run)";
   int flag = 0;
   MPI_Status st;
-  if (MPI_Iprobe(MPI_ANY_SOURCE, kStopTag, impl_->ctl, &flag, &st) == MPI_SUCCESS && flag) {
+  if (why.empty() && MPI_Iprobe(MPI_ANY_SOURCE, kStopTag, impl_->ctl, &flag, &st) == MPI_SUCCESS && flag) {
     int n = 0;
     MPI_Get_count(&st, MPI_CHAR, &n);
     std::string text(static_cast<size_t>(std::max(n, 0)), '\0');
     MPI_Recv(text.data(), n, MPI_CHAR, st.MPI_SOURCE, kStopTag, impl_->ctl, MPI_STATUS_IGNORE);
     why = fmt::format("{} stopped: {}", label(st.MPI_SOURCE), text);
-  }
-  // Peers on this host that are gone.
-  std::string gone;
-  for (int r = 0; r < size_; ++r)
-    if (r != rank_ && impl_->hosts[r] == impl_->hosts[rank_] && process_gone(impl_->pids[r]))
-      gone += (gone.empty() ? "" : ", ") + label(r);
-  if (!gone.empty()) {
-    const std::string dead = fmt::format("{} is gone (the process died or exited without finishing the run)", gone);
-    why = why.empty() ? dead : why + "; " + dead;
   }
   if (why.empty() && g_sigterm)
     why = "the launcher sent SIGTERM (another rank failed or the job was cancelled)";

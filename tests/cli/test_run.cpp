@@ -149,7 +149,7 @@ TEST_CASE("pipesmith run: bad usage and the cuda backend without a GPU fail clea
   const std::string ex = pstest::data_path("pytorch/ScheduleGPipe_p2_m4_v1.csv");
   auto r = run_cli("run " + ex + " --backend tpu");
   CHECK(r.exit_code == 1);
-  CHECK(r.output.find("--backend must be host or cuda, got 'tpu'") != std::string::npos);
+  CHECK(r.output.find("--backend must be host, mpi or cuda, got 'tpu'") != std::string::npos);
   r = run_cli("run " + ex + " --scale 0");
   CHECK(r.exit_code == 1);
   CHECK(r.output.find("--scale must be in (0, 64]") != std::string::npos);
