@@ -251,7 +251,7 @@ constexpr int kHostChars = 64;
 std::atomic<int> g_watchers{0};
 volatile sig_atomic_t g_sigterm = 0;
 
-extern "C" void pipesmith_on_sigterm(int) {
+void mpi_world_on_sigterm(int) {
   if (g_watchers.load() > 0) {
     g_sigterm = 1;
     return;
@@ -336,7 +336,7 @@ Result<MpiWorld*> MpiWorld::get() {
   }
   delete[] all;
   struct sigaction sa{};
-  sa.sa_handler = pipesmith_on_sigterm;
+  sa.sa_handler = mpi_world_on_sigterm;
   sigemptyset(&sa.sa_mask);
   sigaction(SIGTERM, &sa, nullptr);
   std::atexit([] {
