@@ -204,7 +204,8 @@ class CudaDevice final : public rt::DeviceContext {
   Status send(const Action& op, int peer, const rt::Tensor& t, const Action&) override {
     if (t.empty()) return runtime_error(fmt::format("'{}': nothing to send", to_string(op)));
     PS_CUDA_RETURN(cudaSetDevice(ops_->gpu()));
-    PS_RETURN_IF_ERROR(gate_.call([&] { return PS_NCCL(ncclSend(t.f32(), t.count(), ncclFloat, peer, comm_, comm_stream_)); }));
+    PS_RETURN_IF_ERROR(
+        gate_.call([&] { return PS_NCCL(ncclSend(t.f32(), t.count(), ncclFloat, peer, comm_, comm_stream_)); }));
     PS_RETURN_IF_ERROR(settle(to_string(op)));
     CudaOps::set_free_stream(t, comm_stream_);  // freed after the send, on its stream
     return Status::ok();
@@ -214,7 +215,8 @@ class CudaDevice final : public rt::DeviceContext {
     rt::Tensor t = ops_->alloc_on(count, rt::DType::kF32, comm_stream_);
     PS_RETURN_IF_ERROR(ops_->status());
     PS_CUDA_RETURN(cudaSetDevice(ops_->gpu()));
-    PS_RETURN_IF_ERROR(gate_.call([&] { return PS_NCCL(ncclRecv(t.f32(), count, ncclFloat, peer, comm_, comm_stream_)); }));
+    PS_RETURN_IF_ERROR(
+        gate_.call([&] { return PS_NCCL(ncclRecv(t.f32(), count, ncclFloat, peer, comm_, comm_stream_)); }));
     PS_RETURN_IF_ERROR(settle(to_string(op)));
     return t;
   }

@@ -520,8 +520,9 @@ ExecResult execute(const Schedule& schedule, const ExecModel& model, Backend& ba
         for (const BlockedOp& b : res.blocked)
           where += fmt::format("{}device {} blocked at op {} '{}'", where.empty() ? "" : ", ", b.device, b.op_index,
                                to_string(b.op));
-        backend.announce_stop(health.is_ok() ? fmt::format("watchdog: no progress for {:g} s ({})", options.timeout_s, where)
-                                             : fmt::format("{} ({})", health.message(), where));
+        backend.announce_stop(health.is_ok()
+                                  ? fmt::format("watchdog: no progress for {:g} s ({})", options.timeout_s, where)
+                                  : fmt::format("{} ({})", health.message(), where));
         backend.abort_all();
         aborted = true;
       }

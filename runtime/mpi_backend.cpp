@@ -268,7 +268,8 @@ Result<std::unique_ptr<Backend>> make_mpi_backend(const MpiBackendOptions& o) {
 
 Result<std::unique_ptr<Backend>> make_mpi_backend(const MpiBackendOptions&) {
   return Status::error(ErrorCode::kRuntime,
-                       "built without the mpi backend (no MPI library was found when pipesmith was configured; "
+                       "built without the mpi backend (MPI was not found, or PIPESMITH_MPI was OFF, when pipesmith "
+                       "was configured; "
                        "install libopenmpi-dev and rebuild); use --backend host");
 }
 

@@ -521,7 +521,8 @@ MpiWorld::~MpiWorld() = default;
 
 Result<MpiWorld*> MpiWorld::get() {
   return Status::error(ErrorCode::kRuntime,
-                       "built without MPI (no MPI library was found when pipesmith was configured; install "
+                       "built without MPI (MPI was not found, or PIPESMITH_MPI was OFF, when pipesmith was "
+                       "configured; install "
                        "libopenmpi-dev and rebuild)");
 }
 
