@@ -2,12 +2,16 @@
 // invalid, unless --no-verify), insert comms for compute-only schedules with the checker's rule, build
 // the executable model, run it on the host or CUDA backend under the watchdog (exit 4 with the
 // blocked ops if it stops), optionally check gradients against a sequential run (exit 4 on mismatch),
-// print measured vs simulated figures, write a trace.
+// print measured vs simulated figures, write a trace. With one process per rank (--backend mpi, cuda
+// under a launcher) the processes first agree on their inputs, and rank 0 gathers every rank's
+// result, checks the gradients and prints and writes everything.
 #include <fmt/format.h>
 
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <functional>
+#include <sstream>
 #include <memory>
 #include <utility>
 
@@ -19,6 +23,7 @@
 #include "runtime/executor.h"
 #include "runtime/host_backend.h"
 #include "runtime/memory_rule.h"
+#include "runtime/mpi_backend.h"
 #include "runtime/run_report.h"
 #include "runtime/sequential_reference.h"
 #include "verify/load.h"
@@ -59,6 +64,25 @@ std::string base_name(const std::string& path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
+std::string file_digest(const std::string& path) {
+  if (path.empty()) return "-";
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return sha256_digest(ss.str());
+}
+
+// What every process of a multi-process run must agree on before any transfer.
+std::vector<std::pair<std::string, std::string>> input_digests(const RunFlags& f, const Schedule& schedule) {
+  const std::string options =
+      fmt::format("scale={} tokens={} seed={} widths={} semantics={} no_verify={} devices={}", f.scale, f.tokens,
+                  f.seed, f.widths, f.semantics, f.no_verify, schedule.num_devices());
+  return {{"schedule digest (" + base_name(f.file) + ")", schedule_digest(schedule)},
+          {"model file digest", file_digest(f.model)},
+          {"cluster file digest", file_digest(f.cluster)},
+          {"run options", sha256_digest(options)}};
+}
+
 int run(const RunFlags& f) {
   if (f.print_nccl_id) {
     auto id = kern::nccl_id_hex();
@@ -67,8 +91,8 @@ int run(const RunFlags& f) {
     return 0;
   }
   if (f.file.empty()) return report_error(Status::bad_input("a SCHEDULE file is required"));
-  if (f.backend != "host" && f.backend != "cuda")
-    return report_error(Status::bad_input(fmt::format("--backend must be host or cuda, got '{}'", f.backend)));
+  if (f.backend != "host" && f.backend != "cuda" && f.backend != "mpi")
+    return report_error(Status::bad_input(fmt::format("--backend must be host, mpi or cuda, got '{}'", f.backend)));
   if (!(f.timeout_s > 0)) return report_error(Status::bad_input("--timeout must be > 0 seconds"));
   for (const auto& [path, flag] : {std::pair{&f.trace, "--trace"}, std::pair{&f.json, "--json"}}) {
     Status st = check_writable(*path, flag);
@@ -94,6 +118,7 @@ int run(const RunFlags& f) {
   auto loaded = load_schedule_for_check(in);
   if (!loaded) return report_error(loaded.status());
   Schedule schedule = std::move(loaded->schedule);
+  const auto digests = f.backend == "host" ? decltype(input_digests(f, schedule)){} : input_digests(f, schedule);
   std::vector<std::string> notes = loaded->notes;
   std::unique_ptr<Spec> spec;
   if (!f.model.empty()) {
@@ -171,6 +196,14 @@ int run(const RunFlags& f) {
   std::unique_ptr<rt::Backend> backend;
   if (f.backend == "host") {
     backend = std::make_unique<rt::HostBackend>(to_run.num_devices());
+  } else if (f.backend == "mpi") {
+    rt::MpiBackendOptions mpo;
+    mpo.devices = to_run.num_devices();
+    mpo.stages = to_run.problem.num_stages();
+    mpo.microbatches = to_run.problem.microbatches;
+    auto b = rt::make_mpi_backend(mpo);
+    if (!b) return report_error(b.status());
+    backend = std::move(*b);
   } else {
     kern::CudaBackendOptions co;
     co.devices = to_run.num_devices();
@@ -180,6 +213,15 @@ int run(const RunFlags& f) {
     backend = std::move(*b);
   }
 
+  // One process per rank: rank-prefixed errors, the same inputs everywhere, rank 0 reports.
+  const bool multi = backend->processes() > 1;
+  auto fail = [&](const Status& st) {
+    return report_error(multi ? Status::error(st.code(), backend->process_label() + ": " + st.message(), st.loc()) : st);
+  };
+  if (Status st = backend->agree_on_inputs(digests); !st)
+    return fail(st);
+  const bool root = backend->rank() == 0;
+
   // 5. Run.
   rt::ExecOptions eo;
   eo.timeout_s = f.timeout_s;
@@ -188,7 +230,7 @@ int run(const RunFlags& f) {
   // Progress on stderr every 2 s (runs of a second or two print nothing).
   const auto t_start = std::chrono::steady_clock::now();
   auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count(); };
-  if (!f.quiet) {
+  if (!f.quiet && root) {
     eo.progress = [&](long done, long total) {
       std::fprintf(stderr, "run: [replay] %ld/%ld ops (%.0f %%), %.1f s\n", done, total,
                    total > 0 ? 100.0 * static_cast<double>(done) / static_cast<double>(total) : 100.0, seconds());
@@ -196,10 +238,12 @@ int run(const RunFlags& f) {
   }
   rt::ExecResult result = rt::execute(to_run, *model, *backend, eo);
   if (!result.status.is_ok()) {
-    if (!f.trace.empty() && !result.devices.empty())
+    if (!f.trace.empty() && !result.devices.empty() && root)
       (void)write_text_file(f.trace, rt::format_run_trace(to_run, result, base_name(f.file)));
-    return report_error(result.status);
+    return fail(result.status);
   }
+  if (Status st = backend->gather_results(result); !st) return fail(st);
+  if (!root) return 0;
 
   // 6. Gradients, summary, trace.
   rt::RunSummary sum;
@@ -254,7 +298,9 @@ Runner add_run(CLI::App& app) {
                   "Model YAML: the layer types behind the stages (a CSV's stages get its balanced partition)");
   sub->add_option("--cluster", f->cluster, "Cluster YAML (with --model, for a CSV)");
   sub->add_option("--microbatches", f->microbatches, "Expected microbatch count (checked against the file)");
-  sub->add_option("--backend", f->backend, "host (CPU threads, default) or cuda (CUDA + NCCL)");
+  sub->add_option("--backend", f->backend,
+                  "host (CPU threads, default), mpi (one process per rank under mpirun, CPU math, MPI transfers) or "
+                  "cuda (CUDA + NCCL)");
   sub->add_flag("--check-gradients", f->check_gradients,
                 "Compare every gradient with a single-device sequential run (1e-5 relative)");
   sub->add_option("--timeout", f->timeout_s, "Watchdog: seconds without progress before stopping (default 30)");

@@ -19,8 +19,10 @@
 #include <tuple>
 #include <vector>
 
+#include "kernels/comm_gate.h"
 #include "kernels/cuda_check.h"
 #include "kernels/cuda_ops.h"
+#include "runtime/mpi_world.h"
 
 namespace ps::kern {
 
@@ -31,39 +33,7 @@ constexpr double kInitTimeoutS = 120;
 
 Status runtime_error(std::string msg) { return Status::error(ErrorCode::kRuntime, std::move(msg)); }
 
-// ---- rank environment and the ncclUniqueId bootstrap ----
-
-struct RankEnv {
-  int rank = -1;
-  int world = -1;
-  int local_rank = -1;
-};
-
-int env_int(const char* name) {
-  const char* v = std::getenv(name);
-  if (!v || !*v) return -1;
-  char* end = nullptr;
-  const long x = std::strtol(v, &end, 10);
-  return end && *end == '\0' && x >= 0 && x < 1 << 20 ? static_cast<int>(x) : -1;
-}
-
-RankEnv rank_from_env() {
-  RankEnv e;
-  static constexpr std::tuple<const char*, const char*, const char*> kLaunchers[] = {
-      {"RANK", "WORLD_SIZE", "LOCAL_RANK"},
-      {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK"},
-      {"SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID"},
-      {"PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID"}};
-  for (const auto& [r, w, l] : kLaunchers) {
-    if (env_int(r) >= 0 && env_int(w) > 0) {
-      e.rank = env_int(r);
-      e.world = env_int(w);
-      e.local_rank = env_int(l);
-      return e;
-    }
-  }
-  return e;
-}
+// ---- the ncclUniqueId bootstrap ----
 
 std::string id_to_hex(const ncclUniqueId& id) {
   std::string s;
@@ -89,12 +59,23 @@ Result<ncclUniqueId> id_from_hex(const std::string& hex, const std::string& wher
   return id;
 }
 
-Result<ncclUniqueId> shared_unique_id(const RankEnv& env, const std::string& file) {
+// The id every rank uses: PIPESMITH_NCCL_ID, else --nccl-id-file, else rank 0's broadcast over MPI
+// (the nccl-tests convention) when an MPI launcher started the processes.
+Result<ncclUniqueId> shared_unique_id(const rt::LaunchEnv& env, const std::string& file, rt::MpiWorld* world) {
   if (const char* hex = std::getenv("PIPESMITH_NCCL_ID"); hex && *hex) return id_from_hex(hex, "PIPESMITH_NCCL_ID");
+  if (file.empty() && world != nullptr) {
+    ncclUniqueId id{};
+    if (world->rank() == 0) PS_NCCL_RETURN(ncclGetUniqueId(&id));
+    auto hex = world->broadcast(world->rank() == 0 ? id_to_hex(id) : std::string(), kInitTimeoutS,
+                                "the ncclUniqueId broadcast");
+    if (!hex) return hex.status();
+    return id_from_hex(*hex, "the ncclUniqueId broadcast from rank 0");
+  }
   if (file.empty())
     return runtime_error(fmt::format(
         "rank {} of {}: multi-process mode needs --nccl-id-file PATH (a fresh path per job on a file system all ranks "
-        "see) or PIPESMITH_NCCL_ID (from `pipesmith run --print-nccl-id`)",
+        "see), PIPESMITH_NCCL_ID (from `pipesmith run --print-nccl-id`) or an MPI launcher (mpirun, with pipesmith "
+        "built with MPI: rank 0 broadcasts the id)",
         env.rank, env.world));
   if (env.rank == 0) {
     ncclUniqueId id{};
@@ -178,7 +159,7 @@ class CudaDevice final : public rt::DeviceContext {
     std::lock_guard<std::mutex> lock(events_mu_);
     enqueued_ = 0;
     completed_.store(0);
-    abort_requested_.store(false);
+    gate_.clear_request();
     return Status::ok();
   }
 
@@ -223,10 +204,9 @@ class CudaDevice final : public rt::DeviceContext {
   Status send(const Action& op, int peer, const rt::Tensor& t, const Action&) override {
     if (t.empty()) return runtime_error(fmt::format("'{}': nothing to send", to_string(op)));
     PS_CUDA_RETURN(cudaSetDevice(ops_->gpu()));
-    std::lock_guard<std::mutex> lock(comm_mu_);
-    if (comm_aborted_) return rt::aborted_status();
-    PS_NCCL_RETURN(ncclSend(t.f32(), t.count(), ncclFloat, peer, comm_, comm_stream_));
-    PS_RETURN_IF_ERROR(settle_locked(to_string(op)));
+    PS_RETURN_IF_ERROR(
+        gate_.call([&] { return PS_NCCL(ncclSend(t.f32(), t.count(), ncclFloat, peer, comm_, comm_stream_)); }));
+    PS_RETURN_IF_ERROR(settle(to_string(op)));
     CudaOps::set_free_stream(t, comm_stream_);  // freed after the send, on its stream
     return Status::ok();
   }
@@ -235,10 +215,9 @@ class CudaDevice final : public rt::DeviceContext {
     rt::Tensor t = ops_->alloc_on(count, rt::DType::kF32, comm_stream_);
     PS_RETURN_IF_ERROR(ops_->status());
     PS_CUDA_RETURN(cudaSetDevice(ops_->gpu()));
-    std::lock_guard<std::mutex> lock(comm_mu_);
-    if (comm_aborted_) return rt::aborted_status();
-    PS_NCCL_RETURN(ncclRecv(t.f32(), count, ncclFloat, peer, comm_, comm_stream_));
-    PS_RETURN_IF_ERROR(settle_locked(to_string(op)));
+    PS_RETURN_IF_ERROR(
+        gate_.call([&] { return PS_NCCL(ncclRecv(t.f32(), count, ncclFloat, peer, comm_, comm_stream_)); }));
+    PS_RETURN_IF_ERROR(settle(to_string(op)));
     return t;
   }
 
@@ -251,22 +230,23 @@ class CudaDevice final : public rt::DeviceContext {
       PS_RETURN_IF_ERROR(ops_->status());
     }
     PS_CUDA_RETURN(cudaSetDevice(ops_->gpu()));
-    std::lock_guard<std::mutex> lock(comm_mu_);
-    if (comm_aborted_) return rt::aborted_status();
     if (!items.empty()) current.store(items.front().index);
-    PS_NCCL_RETURN(ncclGroupStart());
-    Status st;
-    for (rt::CommItem& it : items) {
-      if (!st.is_ok()) break;
-      if (is_send(it.op.type))
-        st = PS_NCCL(ncclSend(it.send.f32(), it.send.count(), ncclFloat, it.peer, comm_, comm_stream_));
-      else
-        st = PS_NCCL(ncclRecv(it.received.f32(), it.count, ncclFloat, it.peer, comm_, comm_stream_));
-    }
-    Status end = PS_NCCL(ncclGroupEnd());
-    PS_RETURN_IF_ERROR(st);
-    PS_RETURN_IF_ERROR(end);
-    PS_RETURN_IF_ERROR(settle_locked("comm group"));
+    // The group is enqueued under the gate (non-blocking calls), then waited for outside it.
+    PS_RETURN_IF_ERROR(gate_.call([&] {
+      PS_NCCL_RETURN(ncclGroupStart());
+      Status st;
+      for (rt::CommItem& it : items) {
+        if (!st.is_ok()) break;
+        if (is_send(it.op.type))
+          st = PS_NCCL(ncclSend(it.send.f32(), it.send.count(), ncclFloat, it.peer, comm_, comm_stream_));
+        else
+          st = PS_NCCL(ncclRecv(it.received.f32(), it.count, ncclFloat, it.peer, comm_, comm_stream_));
+      }
+      Status end = PS_NCCL(ncclGroupEnd());
+      PS_RETURN_IF_ERROR(st);
+      return end;
+    }));
+    PS_RETURN_IF_ERROR(settle("comm group"));
     for (rt::CommItem& it : items)
       if (is_send(it.op.type)) CudaOps::set_free_stream(it.send, comm_stream_);
     return Status::ok();
@@ -282,19 +262,18 @@ class CudaDevice final : public rt::DeviceContext {
         const cudaError_t e = cudaEventQuery(end_[i]);
         if (e == cudaSuccess) break;
         if (e != cudaErrorNotReady) return PS_CUDA(e);
-        if (abort_requested_.load() || aborted()) {
+        if (gate_.abort_requested() || gate_.aborted()) {
           abort_comm();
           return rt::aborted_status();
         }
-        {
-          std::lock_guard<std::mutex> lock(comm_mu_);
-          if (!comm_aborted_) {
-            ncclResult_t st = ncclSuccess;
-            PS_NCCL_RETURN(ncclCommGetAsyncError(comm_, &st));
-            if (st != ncclSuccess && st != ncclInProgress)
-              return runtime_error(fmt::format("device {}: asynchronous NCCL error: {}", device_, ncclGetErrorString(st)));
-          }
-        }
+        Status async = gate_.call([&] {
+          ncclResult_t st = ncclSuccess;
+          PS_NCCL_RETURN(ncclCommGetAsyncError(comm_, &st));
+          if (st != ncclSuccess && st != ncclInProgress)
+            return runtime_error(fmt::format("device {}: asynchronous NCCL error: {}", device_, ncclGetErrorString(st)));
+          return Status::ok();
+        });
+        if (!async.is_ok() && !rt::is_aborted(async)) return async;
         std::this_thread::sleep_for(std::chrono::microseconds(50));
       }
       raise_completed(i + 1);
@@ -321,42 +300,37 @@ class CudaDevice final : public rt::DeviceContext {
   std::vector<rt::OpSpan> op_times() override { return times_; }
 
   // Thread-safe: aborts the communicator right away (a stuck NCCL kernel then exits), and makes the
-  // worker's loops return.
-  void abort() override {
-    abort_requested_.store(true);
-    abort_comm();
-  }
+  // worker's loops return. The gate is held by a worker only for one short NCCL call, never while it
+  // waits for a transfer (kernels/comm_gate.h), so this never waits for the transfer.
+  void abort() override { abort_comm(); }
 
   std::string describe() const override {
     return world_ > 0 ? fmt::format("{} rank {}/{}", ops_->name(), device_, world_) : ops_->name();
   }
 
-  bool aborted() const {
-    std::lock_guard<std::mutex> lock(comm_mu_);
-    return comm_aborted_;
-  }
+  bool aborted() const { return gate_.aborted(); }
 
   void abort_comm() {
-    std::lock_guard<std::mutex> lock(comm_mu_);
-    if (comm_aborted_ || comm_ == nullptr) return;
-    comm_aborted_ = true;
-    (void)cudaSetDevice(ops_->gpu());
-    (void)ncclCommAbort(comm_);
+    gate_.abort([&] {
+      if (comm_ == nullptr) return;
+      (void)cudaSetDevice(ops_->gpu());
+      (void)ncclCommAbort(comm_);
+    });
   }
 
   void shutdown() {
     if (shut_) return;
     shut_ = true;
     (void)cudaSetDevice(ops_->gpu());
-    {
-      std::lock_guard<std::mutex> lock(comm_mu_);
-      if (comm_ != nullptr && !comm_aborted_) {
-        // Finalize (non-blocking) then destroy; abort if it does not settle.
-        Status fin = PS_NCCL(ncclCommFinalize(comm_));
-        if (fin.is_ok()) fin = wait_comm(comm_, 10.0, "ncclCommFinalize");
-        if (fin.is_ok()) (void)ncclCommDestroy(comm_);
-        else (void)ncclCommAbort(comm_);
-        comm_aborted_ = true;
+    // Finalize (non-blocking) then destroy; abort if it does not settle. The workers have stopped.
+    if (comm_ != nullptr && !gate_.aborted()) {
+      Status fin = PS_NCCL(ncclCommFinalize(comm_));
+      if (fin.is_ok()) fin = wait_comm(comm_, 10.0, "ncclCommFinalize");
+      if (fin.is_ok()) {
+        (void)ncclCommDestroy(comm_);
+        gate_.close();
+      } else {
+        abort_comm();
       }
     }
     for (cudaEvent_t e : start_) (void)cudaEventDestroy(e);
@@ -390,17 +364,17 @@ class CudaDevice final : public rt::DeviceContext {
     }
     return true;
   }
-  // After an NCCL call on the non-blocking communicator: waits until it is enqueued (or aborted).
-  Status settle_locked(const std::string& what) {
-    while (true) {
+  // After an NCCL call on the non-blocking communicator: waits until it is enqueued (or aborted),
+  // holding the gate only for each ncclCommGetAsyncError.
+  Status settle(const std::string& what) {
+    return gate_.settle([&]() -> Result<bool> {
       ncclResult_t st = ncclInProgress;
       PS_NCCL_RETURN(ncclCommGetAsyncError(comm_, &st));
-      if (st == ncclSuccess) return Status::ok();
+      if (st == ncclSuccess) return true;
       if (st != ncclInProgress)
         return runtime_error(fmt::format("device {}: NCCL error in '{}': {}", device_, what, ncclGetErrorString(st)));
-      if (abort_requested_.load()) return rt::aborted_status();
-      std::this_thread::sleep_for(std::chrono::microseconds(20));
-    }
+      return false;
+    });
   }
 
   int device_;
@@ -409,10 +383,8 @@ class CudaDevice final : public rt::DeviceContext {
   cudaStream_t comm_stream_ = nullptr;
   cudaEvent_t epoch_ = nullptr;
   ncclComm_t comm_ = nullptr;
-  mutable std::mutex comm_mu_;
-  bool comm_aborted_ = false;
+  CommGate gate_;  // the worker's NCCL calls and the watchdog's ncclCommAbort
   bool shut_ = false;
-  std::atomic<bool> abort_requested_{false};
   mutable std::mutex events_mu_;  // guards start_/end_ growth and enqueued_ (read by completed_ops)
   std::vector<cudaEvent_t> start_, end_;
   std::vector<char> kinds_;  // per op: 1 = comm stream
@@ -442,6 +414,22 @@ class CudaBackend final : public rt::Backend {
   }
   void abort_all() override {
     for (auto& [d, ctx] : ctx_) ctx->abort();
+  }
+
+  // One process per GPU under an MPI launcher: the same control plane as the mpi backend (input
+  // check, health, stop notices, results gathered on rank 0). Other launchers: each rank reports alone.
+  int rank() const override { return world_ ? world_->rank() : 0; }
+  int processes() const override { return world_ ? world_->size() : 1; }
+  std::string process_label() const override { return world_ ? world_->label() : ""; }
+  Status agree_on_inputs(const std::vector<std::pair<std::string, std::string>>& digests) override {
+    return world_ ? rt::agree_on_inputs(*world_, digests, kInitTimeoutS) : Status::ok();
+  }
+  Status health() override { return world_ ? world_->health() : Status::ok(); }
+  void announce_stop(const std::string& reason) override {
+    if (world_) world_->stop(reason);
+  }
+  Status gather_results(rt::ExecResult& result) override {
+    return world_ ? rt::gather_exec_results(*world_, result, kInitTimeoutS) : Status::ok();
   }
 
   static Result<std::unique_ptr<rt::Backend>> create(const CudaBackendOptions& opt);
@@ -503,8 +491,43 @@ class CudaBackend final : public rt::Backend {
   }
 
  private:
+  // Device d of the schedule on GPU `gpu` (rank_world > 0: one process per GPU).
+  Status add_device(int d, int gpu, int rank_world) {
+    auto ops = CudaOps::create(gpu);
+    if (!ops) return ops.status();
+    auto ctx = std::make_unique<CudaDevice>(d, rank_world, std::move(*ops));
+    PS_RETURN_IF_ERROR(ctx->init_streams());
+    ctx_[d] = std::move(ctx);
+    return Status::ok();
+  }
+  // One communicator per local device from one id (ranks = schedule devices), created in one group
+  // and waited for (non-blocking communicators).
+  Status init_comms(const ncclUniqueId& id, const char* what) {
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0;
+    std::map<int, ncclComm_t> comms;
+    Status st = PS_NCCL(ncclGroupStart());
+    for (auto& [d, ctx] : ctx_) {
+      if (!st.is_ok()) break;
+      st = PS_CUDA(cudaSetDevice(ctx->cuda_ops().gpu()));
+      comms[d] = nullptr;
+      if (st.is_ok()) st = PS_NCCL(ncclCommInitRankConfig(&comms[d], devices_, id, d, &config));
+    }
+    Status end = PS_NCCL(ncclGroupEnd());
+    if (st.is_ok()) st = end;
+    for (auto& [d, c] : comms)
+      if (c != nullptr) ctx_.at(d)->set_comm(c);
+    PS_RETURN_IF_ERROR(st);
+    for (auto& [d, c] : comms) {
+      PS_CUDA_RETURN(cudaSetDevice(ctx_.at(d)->cuda_ops().gpu()));
+      PS_RETURN_IF_ERROR(wait_comm(c, kInitTimeoutS, what));
+    }
+    return Status::ok();
+  }
+
   int devices_ = 0;
   bool multi_process_ = false;
+  rt::MpiWorld* world_ = nullptr;  // set under an MPI launcher in a build with MPI
   float* barrier_buf_ = nullptr;
   std::map<int, std::unique_ptr<CudaDevice>> ctx_;
 };
@@ -519,56 +542,36 @@ Result<std::unique_ptr<rt::Backend>> CudaBackend::create(const CudaBackendOption
   if (opt.devices <= 0) return runtime_error("the schedule has no devices");
   std::unique_ptr<CudaBackend> b(new CudaBackend());
   b->devices_ = opt.devices;
-  const RankEnv env = rank_from_env();
-  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-  config.blocking = 0;
+  const rt::LaunchEnv env = rt::launch_env();
   if (env.world > 1) {
-    // One process per GPU.
+    // One process per GPU (the launch path of the mpi backend): this process runs device `rank`.
     if (env.world != opt.devices)
       return runtime_error(fmt::format("{} processes were launched but the schedule has {} devices (one process per "
                                        "device)", env.world, opt.devices));
     b->multi_process_ = true;
+    if (rt::mpi_built() && rt::launched_by_mpi()) {
+      auto w = rt::MpiWorld::get();
+      if (!w) return w.status();
+      if ((*w)->size() != env.world || (*w)->rank() != env.rank)
+        return runtime_error(fmt::format("{} says rank {} of {}, MPI says rank {} of {}", env.source, env.rank,
+                                         env.world, (*w)->rank(), (*w)->size()));
+      b->world_ = *w;
+    }
     // GPU = local rank mod the visible GPUs: all GPUs of a node visible → the local rank's GPU; one GPU
     // per task (srun --gpus-per-task 1, CUDA_VISIBLE_DEVICES per rank) → that GPU.
-    const int local = (env.local_rank >= 0 ? env.local_rank : env.rank) % gpus;
-    auto ops = CudaOps::create(local);
-    if (!ops) return ops.status();
-    auto ctx = std::make_unique<CudaDevice>(env.rank, env.world, std::move(*ops));
-    PS_RETURN_IF_ERROR(ctx->init_streams());
-    auto id = shared_unique_id(env, opt.nccl_id_file);
+    PS_RETURN_IF_ERROR(b->add_device(env.rank, (env.local_rank >= 0 ? env.local_rank : env.rank) % gpus, env.world));
+    auto id = shared_unique_id(env, opt.nccl_id_file, b->world_);
     if (!id) return id.status();
-    ncclComm_t comm = nullptr;
-    PS_NCCL_RETURN(ncclCommInitRankConfig(&comm, env.world, *id, env.rank, &config));
-    ctx->set_comm(comm);
-    PS_RETURN_IF_ERROR(wait_comm(comm, kInitTimeoutS, "ncclCommInitRankConfig (stale --nccl-id-file?)"));
-    b->ctx_[env.rank] = std::move(ctx);
+    PS_RETURN_IF_ERROR(b->init_comms(*id, "ncclCommInitRankConfig (stale --nccl-id-file?)"));
   } else {
-    // One process, devices 0..P-1 on GPUs 0..P-1.
+    // One process, devices 0..P-1 on GPUs 0..P-1, one communicator each from one id.
     if (opt.devices > gpus)
       return runtime_error(fmt::format("the schedule has {} devices but only {} CUDA device(s) are visible; launch one "
                                        "process per GPU across nodes (docs/runtime.md)", opt.devices, gpus));
-    for (int d = 0; d < opt.devices; ++d) {
-      auto ops = CudaOps::create(d);
-      if (!ops) return ops.status();
-      auto ctx = std::make_unique<CudaDevice>(d, 0, std::move(*ops));
-      PS_RETURN_IF_ERROR(ctx->init_streams());
-      b->ctx_[d] = std::move(ctx);
-    }
+    for (int d = 0; d < opt.devices; ++d) PS_RETURN_IF_ERROR(b->add_device(d, d, 0));
     ncclUniqueId id{};
     PS_NCCL_RETURN(ncclGetUniqueId(&id));
-    std::vector<ncclComm_t> comms(opt.devices, nullptr);
-    Status st = PS_NCCL(ncclGroupStart());
-    for (int d = 0; d < opt.devices && st.is_ok(); ++d) {
-      st = PS_CUDA(cudaSetDevice(d));
-      if (st.is_ok()) st = PS_NCCL(ncclCommInitRankConfig(&comms[d], opt.devices, id, d, &config));
-    }
-    Status end = PS_NCCL(ncclGroupEnd());
-    if (st.is_ok()) st = end;
-    for (int d = 0; d < opt.devices; ++d)
-      if (comms[d] != nullptr) b->ctx_[d]->set_comm(comms[d]);
-    PS_RETURN_IF_ERROR(st);
-    for (int d = 0; d < opt.devices; ++d)
-      PS_RETURN_IF_ERROR(wait_comm(comms[d], kInitTimeoutS, "ncclCommInitRankConfig"));
+    PS_RETURN_IF_ERROR(b->init_comms(id, "ncclCommInitRankConfig"));
   }
   PS_RETURN_IF_ERROR(b->warm_up());
   return std::unique_ptr<rt::Backend>(std::move(b));

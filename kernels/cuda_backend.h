@@ -5,15 +5,20 @@
 //    `rank` of the schedule on GPU `local_rank`; world size must equal the schedule's device count.
 //    Rank/world come from RANK/WORLD_SIZE, OMPI_COMM_WORLD_RANK/SIZE, SLURM_PROCID/SLURM_NTASKS or
 //    PMI_RANK/PMI_SIZE; its GPU is the local rank (LOCAL_RANK, OMPI_COMM_WORLD_LOCAL_RANK, SLURM_LOCALID,
-//    MPI_LOCALRANKID; else the rank) modulo the number of visible GPUs. The ncclUniqueId comes from --nccl-id-file (rank 0 writes it,
-//    the others wait for it) or the environment variable PIPESMITH_NCCL_ID (hex, see nccl_id_hex()).
+//    MPI_LOCALRANKID; else the rank) modulo the number of visible GPUs (runtime/mpi_world.h). The
+//    ncclUniqueId comes from PIPESMITH_NCCL_ID (hex, see nccl_id_hex()), else --nccl-id-file (rank 0
+//    writes it, the others wait for it), else — under an MPI launcher in a build with MPI — rank 0's
+//    broadcast over MPI. Under an MPI launcher the processes also share the mpi backend's control
+//    plane: the input check, dead-peer detection and stop notices, results gathered on rank 0.
 //  * single-process multi-GPU (no rank in the environment): devices 0..P-1 on GPUs 0..P-1, one
-//    worker thread per GPU, communicators from ncclCommInitAll.
+//    worker thread per GPU; the same device setup and communicator creation (one ncclUniqueId,
+//    ncclCommInitRankConfig per device in one group) as one process per GPU.
 // Each device: compute on one stream (cuBLAS GEMMs, our kernels), NCCL p2p on a comm stream, CUDA
 // events for exactly the dependencies of ir/schedule.h; rendezvous semantics = each SEND/RECV its own
 // NCCL call (outside a group) on the comm stream, in program order; grouped semantics = each run of
 // consecutive comm ops one ncclGroupStart/End. Every CUDA/NCCL call is checked
-// (kernels/cuda_check.h); the finish loop polls ncclCommGetAsyncError; abort() calls ncclCommAbort.
+// (kernels/cuda_check.h); the finish loop polls ncclCommGetAsyncError; abort() calls ncclCommAbort
+// without waiting for a worker's transfer (kernels/comm_gate.h).
 // Without a usable GPU, make_cuda_backend fails with kRuntime "no CUDA device: ..." (never crashes);
 // in a build without CUDA it fails with kRuntime "built without the CUDA backend".
 #pragma once

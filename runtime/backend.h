@@ -13,6 +13,11 @@
 //  * abort() may be called from any thread at any time: blocked calls return a kRuntime Status
 //    soon after, and the device stops issuing work.
 //  * op_times() (after the iteration) gives [start, end] per op in ms since the iteration began.
+//  * Multi-process backends (one process per rank: mpi, cuda under a launcher) also check that every
+//    process got the same inputs before any transfer, report a peer that is gone through health()
+//    (polled by the watchdog), tell the other processes when this one stops (announce_stop), and
+//    gather every rank's devices, gradients and losses on rank 0 after the iteration. Single-process
+//    backends keep the defaults.
 #pragma once
 
 #include <atomic>
@@ -70,6 +75,8 @@ class DeviceContext {
   virtual std::string describe() const = 0;  // "host thread 2", "cuda:1 NVIDIA H200"
 };
 
+struct ExecResult;
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -81,6 +88,23 @@ class Backend {
   virtual Status begin_iteration() = 0;
   // Stops every local device (thread-safe).
   virtual void abort_all() = 0;
+
+  // ---- one process per rank (defaults: a single process) ----
+  virtual int rank() const { return 0; }       // this process; rank 0 prints and writes the outputs
+  virtual int processes() const { return 1; }
+  virtual std::string process_label() const { return ""; }  // "rank 1/4 (pid 4242, host node7)"
+  // Before any transfer: refuses (kBadInput, naming rank and input) if the processes' (input name,
+  // digest) lists differ.
+  virtual Status agree_on_inputs(const std::vector<std::pair<std::string, std::string>>&) { return Status::ok(); }
+  // Polled by the watchdog (thread-safe): non-ok when another process is gone or stopped, or the
+  // launcher asked this one to stop; the executor then stops the local devices.
+  virtual Status health() { return Status::ok(); }
+  // Called by the executor once when this process stops (a failed op, the watchdog, health()):
+  // tells the other processes why (one line).
+  virtual void announce_stop(const std::string&) {}
+  // After a successful iteration: rank 0's result gets every process's devices (ascending),
+  // gradients and losses.
+  virtual Status gather_results(ExecResult&) { return Status::ok(); }
 };
 
 }  // namespace ps::rt

@@ -349,8 +349,10 @@ BlockedOp waits_for(const Schedule& schedule, int device, int index) {
 }
 
 std::string format_blocked(const Schedule& schedule, const std::vector<BlockedOp>& blocked,
-                           const std::vector<int>& stopped_at, double timeout_s) {
-  std::string out = fmt::format("watchdog: no progress for {:g} s; all devices stopped. Blocked devices:\n", timeout_s);
+                           const std::vector<int>& stopped_at, double timeout_s, const std::string& cause) {
+  std::string out = cause.empty()
+                        ? fmt::format("watchdog: no progress for {:g} s; all devices stopped. Blocked devices:\n", timeout_s)
+                        : cause + "; all local devices stopped. Blocked devices:\n";
   auto state = [&](int d) -> std::string {
     if (d < 0 || d >= static_cast<int>(stopped_at.size())) return "";
     const int k = stopped_at[d];
@@ -461,6 +463,7 @@ ExecResult execute(const Schedule& schedule, const ExecModel& model, Backend& ba
   auto next_report = Clock::now() + report_every;
   const auto wake = options.progress ? std::min<std::chrono::duration<double>>(poll, report_every) : poll;
   bool fired = false, aborted = false;
+  Status health;  // non-ok: another process is gone or stopped (multi-process backends)
   res.stopped_at.assign(P, -2);
   while (true) {
     bool all_done = true;
@@ -470,6 +473,10 @@ ExecResult execute(const Schedule& schedule, const ExecModel& model, Backend& ba
       bool any_failed = false;
       for (auto& w : workers) any_failed = any_failed || w->failed_seq.load() >= 0;
       if (any_failed) {
+        const Worker* first = nullptr;
+        for (auto& w : workers)
+          if (w->failed_seq.load() >= 0 && (!first || w->failed_seq.load() < first->failed_seq.load())) first = w.get();
+        backend.announce_stop(first->status.message());
         backend.abort_all();
         aborted = true;
       }
@@ -496,6 +503,10 @@ ExecResult execute(const Schedule& schedule, const ExecModel& model, Backend& ba
           fired = true;
         }
       }
+      if (!fired) {
+        health = backend.health();
+        fired = !health.is_ok();
+      }
       if (fired) {
         for (auto& w : workers) {
           const int n = static_cast<int>(w->program.size());
@@ -505,6 +516,13 @@ ExecResult execute(const Schedule& schedule, const ExecModel& model, Backend& ba
         for (auto& w : workers)
           if (!w->done.load() && !w->program.empty())
             res.blocked.push_back(waits_for(schedule, w->device, res.stopped_at[w->device]));
+        std::string where;
+        for (const BlockedOp& b : res.blocked)
+          where += fmt::format("{}device {} blocked at op {} '{}'", where.empty() ? "" : ", ", b.device, b.op_index,
+                               to_string(b.op));
+        backend.announce_stop(health.is_ok()
+                                  ? fmt::format("watchdog: no progress for {:g} s ({})", options.timeout_s, where)
+                                  : fmt::format("{} ({})", health.message(), where));
         backend.abort_all();
         aborted = true;
       }
@@ -522,7 +540,8 @@ ExecResult execute(const Schedule& schedule, const ExecModel& model, Backend& ba
   for (auto& t : threads) t.join();
 
   if (fired) {
-    res.status = Status::error(ErrorCode::kRuntime, format_blocked(schedule, res.blocked, res.stopped_at, options.timeout_s));
+    res.status = Status::error(ErrorCode::kRuntime, format_blocked(schedule, res.blocked, res.stopped_at,
+                                                                   options.timeout_s, health.message()));
     return res;
   }
   const Worker* first_fail = nullptr;

@@ -14,6 +14,9 @@
 //    the same witness, including the wait cycle.
 //  * Memory: after every op the bytes held by activations and stashes (the buffers the memory rule of
 //    ir/schedule.h talks about) are recorded; the peak and the op index where it is first reached.
+//  * Multi-process backends: the watchdog also polls Backend::health(); when another process is gone
+//    or stopped, the local devices are stopped the same way and the status names the cause before
+//    the blocked ops. Every stop is announced to the other processes (Backend::announce_stop).
 //  * Never hangs: every wait is abortable and the watchdog always runs.
 #pragma once
 
@@ -73,7 +76,8 @@ ExecResult execute(const Schedule& schedule, const ExecModel& model, Backend& ba
 BlockedOp waits_for(const Schedule& schedule, int device, int index);
 
 // Human text of a watchdog stop: one line per blocked device, then the wait cycle if there is one.
+// `cause` (when not empty) replaces the "no progress" header: why another process made this one stop.
 std::string format_blocked(const Schedule& schedule, const std::vector<BlockedOp>& blocked,
-                           const std::vector<int>& stopped_at, double timeout_s);
+                           const std::vector<int>& stopped_at, double timeout_s, const std::string& cause = "");
 
 }  // namespace ps::rt

@@ -55,6 +55,8 @@ std::string canonical_claims(const Certificate& c) {
 
 std::string schedule_digest(const Schedule& schedule) { return sha256_hex(canonical_text(schedule)); }
 
+std::string sha256_digest(const std::string& bytes) { return sha256_hex(bytes); }
+
 std::string certificate_digest(const Schedule& schedule, const Certificate& certificate) {
   return sha256_hex(canonical_text(schedule) + canonical_claims(certificate));
 }

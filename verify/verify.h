@@ -89,6 +89,8 @@ std::string schedule_digest(const Schedule& schedule);
 std::string certificate_digest(const Schedule& schedule, const Certificate& certificate);
 // Recomputes schedule.certificate->digest from the schedule and the certificate's claims.
 void seal_certificate(Schedule& schedule);
+// SHA-256 of any bytes, as "sha256:<hex>".
+std::string sha256_digest(const std::string& bytes);
 
 // Human text report: verdict first, then violations with notes, then figures.
 std::string format_report(const Report& report);

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kernels/cuda_backend.h"
+#include "runtime/mpi_world.h"
 #include "test_util.h"
 
 using pstest::run_cli;
@@ -149,7 +150,7 @@ TEST_CASE("pipesmith run: bad usage and the cuda backend without a GPU fail clea
   const std::string ex = pstest::data_path("pytorch/ScheduleGPipe_p2_m4_v1.csv");
   auto r = run_cli("run " + ex + " --backend tpu");
   CHECK(r.exit_code == 1);
-  CHECK(r.output.find("--backend must be host or cuda, got 'tpu'") != std::string::npos);
+  CHECK(r.output.find("--backend must be host, mpi or cuda, got 'tpu'") != std::string::npos);
   r = run_cli("run " + ex + " --scale 0");
   CHECK(r.exit_code == 1);
   CHECK(r.output.find("--scale must be in (0, 64]") != std::string::npos);
@@ -165,6 +166,17 @@ TEST_CASE("pipesmith run: bad usage and the cuda backend without a GPU fail clea
   CHECK(r.output.find("cannot write '/nonexistent/run.json' (--json): directory '/nonexistent' does not exist") !=
         std::string::npos);
   CHECK(r.output.find("loss:") == std::string::npos);  // it did not run
+  // mpi: one process cannot run a 2-device schedule (or this build has no MPI).
+  r = run_cli("run " + ex + " --backend mpi " + kSmall);
+  if (ps::rt::mpi_built()) {
+    CHECK(r.exit_code == 1);
+    CHECK_MESSAGE(r.output.find("--backend mpi: 1 process was launched, but the schedule has 2 devices: run one "
+                                "process per device (mpirun -np 2 pipesmith run ... --backend mpi)") != std::string::npos,
+                  r.output);
+  } else {
+    CHECK(r.exit_code == 4);
+    CHECK(r.output.find("built without the mpi backend") != std::string::npos);
+  }
   // cuda: a clean runtime error when there is no device (or no CUDA in this build), never a crash.
   auto probe = ps::kern::make_cuda_backend({2, ""});
   if (!probe.ok()) {

@@ -1,0 +1,280 @@
+// `pipesmith run --backend mpi` with real processes under mpirun: replays on 2, 4 and 8 processes
+// (1F1B, interleaved 1F1B, ZB-V, a synthesized irregular schedule) with gradients identical to the
+// unpipelined run, and the faults: a deadlock stopped on every rank, a rank killed with SIGKILL, inputs
+// that differ across ranks, a world size that does not match the schedule. A small wrapper records
+// every rank's pipesmith pid and exit status; each pid is checked to be gone afterwards.
+#include <doctest/doctest.h>
+#include <signal.h>
+
+#include <cerrno>
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <thread>
+
+#include "test_util.h"
+
+namespace {
+
+const char* kSmall = "--scale 0.125 --tokens 8";
+
+std::string model_path(const std::string& name) { return pstest::source_path("configs/models/" + name + ".yaml"); }
+
+pstest::CliResult shell(const std::string& cmd) {
+  pstest::CliResult r;
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) r.output.append(buf, n);
+  const int st = pclose(p);
+  r.exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
+
+// Runs one rank's command and reports its pid and exit status. The wrapper itself exits 0, so that
+// mpirun does not end the other ranks before they report, except when its process died by a signal:
+// then, a second later, it dies by the same signal (mpirun sees a rank killed, as without a wrapper).
+// The rank $PS_ODD_RANK runs $PS_ODD_SCHEDULE instead of the schedule (argument 3).
+const char* kWrapper = R"(R=$OMPI_COMM_WORLD_RANK
+if [ "$R" = "${PS_ODD_RANK:--1}" ]; then a=$1; b=$2; shift 3; set -- "$a" "$b" "$PS_ODD_SCHEDULE" "$@"; fi
+"$@" & p=$!
+trap '' TERM
+echo "rank $R pid $p"
+wait $p; rc=$?
+echo "rank $R exit $rc"
+if [ $rc -gt 128 ]; then sleep 1; kill -s $((rc - 128)) $$; fi
+exit 0
+)";
+
+struct Launch {
+  int exit_code = -1;        // mpirun's
+  std::string output;        // every rank's stdout and stderr, and mpirun's
+  std::map<int, int> pids;   // rank → pid of its pipesmith process
+  std::map<int, int> exits;  // rank → exit status of its pipesmith process (128 + signal when killed)
+};
+
+// mpirun -np `np` pipesmith run SCHEDULE ARGS; `env` holds NAME=VALUE pairs passed to every rank.
+Launch mpirun(int np, const std::string& schedule, const std::string& args,
+              const std::vector<std::pair<std::string, std::string>>& env = {}) {
+  const std::string wrapper = pstest::temp_path("rank-wrapper.sh");
+  {
+    std::ofstream out(wrapper);
+    out << kWrapper;
+  }
+  std::string prefix, exports;
+  for (const auto& [k, v] : env) {
+    prefix += k + "='" + v + "' ";
+    exports += " -x " + k;
+  }
+  const std::string cmd = prefix + PIPESMITH_MPIEXEC + " --allow-run-as-root --oversubscribe" + exports + " -np " +
+                          std::to_string(np) + " sh " + wrapper + " " + PIPESMITH_CLI + " run " + schedule + " " + args;
+  auto r = shell(cmd);
+  Launch l;
+  l.exit_code = r.exit_code;
+  l.output = r.output;
+  const std::regex pid_re("rank (\\d+) pid (\\d+)"), exit_re("rank (\\d+) exit (\\d+)");
+  for (std::sregex_iterator it(r.output.begin(), r.output.end(), pid_re), end; it != end; ++it)
+    l.pids[std::stoi((*it)[1])] = std::stoi((*it)[2]);
+  for (std::sregex_iterator it(r.output.begin(), r.output.end(), exit_re), end; it != end; ++it)
+    l.exits[std::stoi((*it)[1])] = std::stoi((*it)[2]);
+  std::remove(wrapper.c_str());
+  return l;
+}
+
+bool process_gone(int pid) {
+  if (kill(pid, 0) != 0 && errno == ESRCH) return true;
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t close = stat.rfind(')');
+  return !in || (close != std::string::npos && close + 2 < stat.size() && stat[close + 2] == 'Z');
+}
+
+// Every rank reported its pid, and none of them is left running (an exiting process gets a moment).
+void check_no_process_left(const Launch& l, int np) {
+  CHECK_MESSAGE(static_cast<int>(l.pids.size()) == np, l.output);
+  for (const auto& [rank, pid] : l.pids) {
+    CAPTURE(rank);
+    bool gone = process_gone(pid);
+    for (int i = 0; i < 30 && !gone; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      gone = process_gone(pid);
+    }
+    CHECK_MESSAGE(gone, "pid ", pid, " is still running");
+    if (!gone) kill(pid, SIGKILL);
+  }
+}
+
+std::string write_schedule(const std::string& cmd_args, const std::string& name) {
+  const std::string out = pstest::temp_path(name);
+  auto r = pstest::run_cli(cmd_args + " -o " + out);
+  REQUIRE_MESSAGE(r.exit_code == 0, r.output);
+  return out;
+}
+
+std::string baseline(const std::string& model, const std::string& kind, int P, int M) {
+  return write_schedule("baseline " + model_path(model) + " --schedule " + kind + " --devices " + std::to_string(P) +
+                            " --microbatches " + std::to_string(M) + " --memory-limit-gb 0",
+                        model + "-" + kind + "-p" + std::to_string(P) + ".yaml");
+}
+
+// The naive-comm 1F1B of docs/runtime.md's watchdog example: deadlocks under rendezvous semantics.
+std::string naive_1f1b() {
+  const std::string file = pstest::temp_path("naive-1f1b.csv");
+  std::ofstream out(file);
+  out << "0F0,0SEND_F0,0F1,0SEND_F1,0RECV_B0,0B0,0F2,0SEND_F2,0RECV_B1,0B1,0F3,0SEND_F3,0RECV_B2,0B2,0RECV_B3,0B3\n"
+      << "1RECV_F0,1F0,1B0,1SEND_B0,1RECV_F1,1F1,1B1,1SEND_B1,1RECV_F2,1F2,1B2,1SEND_B2,1RECV_F3,1F3,1B3,1SEND_B3\n";
+  return file;
+}
+
+void check_replay(const std::string& file, const std::string& model, int P) {
+  auto l = mpirun(P, file, "--model " + model_path(model) + " --backend mpi --check-gradients " + kSmall);
+  CHECK_MESSAGE(l.exit_code == 0, l.output);
+  for (int r = 0; r < P; ++r) {
+    CAPTURE(r);
+    CHECK_MESSAGE(l.exits.count(r) == 1, l.output);
+    if (l.exits.count(r)) CHECK(l.exits.at(r) == 0);
+    // Rank 0's summary has a row for every rank's device, measured in that rank's process.
+    CHECK_MESSAGE(pstest::contains(l.output, "mpi rank " + std::to_string(r) + "/" + std::to_string(P) + " pid " +
+                                                 std::to_string(l.pids[r])),
+                  l.output);
+  }
+  CHECK(pstest::contains(l.output, "on backend mpi (" + std::to_string(P) + " devices"));
+  CHECK_MESSAGE(pstest::contains(l.output, "max |diff| 0, max relative 0"), l.output);
+  CHECK(pstest::contains(l.output, "OK (within 1e-05 relative)"));
+  CHECK(pstest::contains(l.output, "after every op on " + std::to_string(P) + "/" + std::to_string(P) + " devices"));
+  check_no_process_left(l, P);
+}
+
+}  // namespace
+
+TEST_CASE("mpi [replay]: 1F1B, interleaved 1F1B, ZB-V and a synthesized schedule on 2, 4 and 8 processes") {
+  for (int P : {2, 4, 8}) {
+    CAPTURE(P);
+    for (const char* kind : {"1f1b", "interleaved-1f1b", "zbv"}) {
+      CAPTURE(kind);
+      const std::string file = baseline("llama2-7b", kind, P, 2 * P);
+      check_replay(file, "llama2-7b", P);
+      std::remove(file.c_str());
+    }
+    // The search's irregular plans (stages dealt over devices unevenly, V and looped placements).
+    const std::string file = write_schedule("synth " + model_path("nemotron-h-like") + " --devices " +
+                                                std::to_string(P) + " --microbatches " + std::to_string(2 * P) +
+                                                " --memory-limit-gb 0 --evaluations 50",
+                                            "synth-p" + std::to_string(P) + ".yaml");
+    check_replay(file, "nemotron-h-like", P);
+    std::remove(file.c_str());
+  }
+}
+
+TEST_CASE("mpi [replay]: grouped semantics, and rank 0's trace and JSON hold every rank's timeline") {
+  const std::string naive = naive_1f1b();
+  auto l = mpirun(2, naive, std::string("--backend mpi --semantics grouped --check-gradients --timeout 10 ") + kSmall);
+  CHECK_MESSAGE(l.exit_code == 0, l.output);
+  CHECK(pstest::contains(l.output, "grouped semantics"));
+  CHECK(pstest::contains(l.output, "max |diff| 0, max relative 0"));
+  std::remove(naive.c_str());
+
+  const std::string file = baseline("llama2-7b", "1f1b", 4, 8);
+  const std::string trace = pstest::temp_path("mpi-trace.json"), json = pstest::temp_path("mpi-run.json");
+  l = mpirun(4, file, "--model " + model_path("llama2-7b") + " --backend mpi --trace " + trace + " --json " + json +
+                          " " + kSmall);
+  REQUIRE_MESSAGE(l.exit_code == 0, l.output);
+  auto t = nlohmann::json::parse(pstest::read_file(trace));
+  std::map<int, int> per_tid;
+  for (const auto& e : t["traceEvents"])
+    if (e["ph"] == "X") ++per_tid[e["tid"].get<int>()];
+  // 1F1B, 4 devices, 8 microbatches: 16 compute ops per device; comms 16 on the ends, 32 inside.
+  for (int d = 0; d < 4; ++d) {
+    CAPTURE(d);
+    CHECK(per_tid[2 * d] == 16);
+    CHECK(per_tid[2 * d + 1] == (d == 0 || d == 3 ? 16 : 32));
+  }
+  auto j = nlohmann::json::parse(pstest::read_file(json));
+  CHECK(j["backend"] == "mpi");
+  REQUIRE(j["per_device"].size() == 4);
+  for (int d = 0; d < 4; ++d) {
+    CHECK(j["per_device"][d]["device"] == d);
+    CHECK(j["per_device"][d]["memory_matches_rule"] == true);
+    CHECK(j["per_device"][d]["measured_ms"].get<double>() > 0);
+  }
+  for (const std::string& f : {file, trace, json}) std::remove(f.c_str());
+}
+
+TEST_CASE("mpi [faults]: a deadlock is stopped on every rank with its witness, exit 4 everywhere") {
+  const std::string file = naive_1f1b();
+  const std::string args = std::string("--backend mpi --no-verify --timeout 1 ") + kSmall;
+  auto l = mpirun(2, file, args);
+  for (int r = 0; r < 2; ++r) {
+    CAPTURE(r);
+    REQUIRE_MESSAGE(l.exits.count(r) == 1, l.output);
+    CHECK(l.exits.at(r) == 4);
+  }
+  // Each rank names the op it is blocked on and the peer op it waits for.
+  CHECK_MESSAGE(pstest::contains(l.output, "device 0 is blocked at op 3 '0SEND_F1' (" + file +
+                                               ":1:18): waits for device 1 to run op 4 '1RECV_F1'"),
+                l.output);
+  CHECK(pstest::contains(l.output, "device 1 is blocked at op 3 '1SEND_B0' (" + file +
+                                       ":2:18): waits for device 0 to run op 4 '0RECV_B0'"));
+  CHECK(pstest::contains(l.output, "watchdog: no progress for 1 s"));
+  check_no_process_left(l, 2);
+  // Without the wrapper, as a user runs it: mpirun itself fails.
+  auto direct = shell(std::string(PIPESMITH_MPIEXEC) + " --allow-run-as-root --oversubscribe -np 2 " + PIPESMITH_CLI +
+                      " run " + file + " " + args);
+  CHECK(direct.exit_code != 0);
+  CHECK_MESSAGE(pstest::contains(direct.output, "watchdog: no progress for 1 s"), direct.output);
+  std::remove(file.c_str());
+}
+
+TEST_CASE("mpi [faults]: a rank killed with SIGKILL mid-run makes the others exit 4 naming it") {
+  const std::string file = baseline("llama2-7b", "1f1b", 4, 8);
+  auto l = mpirun(4, file, std::string("--backend mpi --timeout 20 ") + kSmall, {{"PIPESMITH_TEST_KILL", "1:10"}});
+  CHECK(l.exit_code != 0);
+  REQUIRE_MESSAGE(l.pids.count(1) == 1, l.output);
+  CHECK(pstest::contains(l.output, "raising SIGKILL after 10 ops"));
+  CHECK_MESSAGE(l.exits[1] == 128 + SIGKILL, l.output);
+  const std::string dead = "rank 1/4 (pid " + std::to_string(l.pids[1]) + ", host ";
+  for (int r : {0, 2, 3}) {
+    CAPTURE(r);
+    REQUIRE_MESSAGE(l.exits.count(r) == 1, l.output);
+    CHECK(l.exits.at(r) == 4);
+    // Each survivor's error names the dead rank (directly, or through the stop notice of a rank
+    // that saw it first) and the op the survivor was blocked on.
+    const std::string mine = "pipesmith: error: rank " + std::to_string(r) + "/4 (pid " + std::to_string(l.pids[r]);
+    const size_t at = l.output.find(mine);
+    REQUIRE_MESSAGE(at != std::string::npos, l.output);
+    const std::string line = l.output.substr(at, l.output.find('\n', at) - at);
+    CHECK_MESSAGE(pstest::contains(line, dead), line);
+    CHECK_MESSAGE(pstest::contains(line, "is gone"), line);
+  }
+  // Well within the 20 s timeout: the death is detected by pid, not by the watchdog's timeout.
+  CHECK(!pstest::contains(l.output, "no progress for 20 s"));
+  check_no_process_left(l, 4);
+  std::remove(file.c_str());
+}
+
+TEST_CASE("mpi [faults]: different inputs on one rank are refused before any transfer; a wrong world size too") {
+  const std::string a = baseline("llama2-7b", "1f1b", 4, 8), b = baseline("llama2-7b", "gpipe", 4, 8);
+  auto l = mpirun(4, a, std::string("--backend mpi ") + kSmall, {{"PS_ODD_RANK", "2"}, {"PS_ODD_SCHEDULE", b}});
+  for (int r = 0; r < 4; ++r) {
+    CAPTURE(r);
+    REQUIRE_MESSAGE(l.exits.count(r) == 1, l.output);
+    CHECK(l.exits.at(r) == 1);
+  }
+  CHECK_MESSAGE(pstest::contains(l.output, "the 4 processes were given different inputs; refused before any transfer"),
+                l.output);
+  CHECK(pstest::contains(l.output, "llama2-7b-gpipe-p4.yaml) is sha256:"));
+  CHECK(!pstest::contains(l.output, "loss:"));  // nothing ran
+  check_no_process_left(l, 4);
+
+  l = mpirun(3, a, std::string("--backend mpi ") + kSmall);
+  CHECK_MESSAGE(pstest::contains(l.output, "--backend mpi: 3 processes were launched, but the schedule has 4 devices"),
+                l.output);
+  CHECK(l.exits.size() == 3);
+  for (const auto& [rank, code] : l.exits) CHECK(code == 1);
+  check_no_process_left(l, 3);
+  std::remove(a.c_str());
+  std::remove(b.c_str());
+}
