@@ -29,6 +29,9 @@ struct CheckFlags {
                                                           "default: the problem's)");
   }
 
+  // The files the flags name as inputs (for check_outputs).
+  std::vector<std::string> input_files() const { return {input.file, input.model, input.cluster}; }
+
   // Loads and verifies; on bad input prints the error and returns its exit code in `rc`.
   std::unique_ptr<Report> run(int& rc, std::vector<std::string>* load_notes = nullptr) const {
     auto sem = parse_semantics(semantics);

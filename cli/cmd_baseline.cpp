@@ -119,6 +119,10 @@ int run_baseline(const BaselineArgs& a) {
   if (!kind)
     return report_error(Status::bad_input(fmt::format("unknown schedule '{}': expected one of {}",
                                                       a.schedule, baseline_names_joined(", "))));
+  if (Status st = check_outputs({{a.out_path, "-o"}, {a.csv_path, "--csv"}, {a.svg_path, "--svg"}},
+                                {a.spec.model_path, a.spec.cluster_path});
+      !st.is_ok())
+    return report_error(st);
   auto spec = load_spec_from_flags(a.spec);
   if (!spec.ok()) return report_error(spec.status());
   auto plan = make_plan(*spec, *kind, a);

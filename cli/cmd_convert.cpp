@@ -40,6 +40,7 @@ int run_convert(const ConvertOptions& o) {
         "(pipesmith-schedule/1)",
         o.out)));
   }
+  if (Status st = check_outputs({{o.out, "OUT"}}, {o.in}); !st.is_ok()) return report_error(st);
   CsvReadOptions opt;
   opt.microbatches = o.microbatches;
   opt.stages = o.stages;

@@ -33,7 +33,7 @@ int run_profile(const ProfileFlags& f) {
   if (f.backend != "host" && f.backend != "cuda")
     return report_error(Status::bad_input(fmt::format("--backend must be host or cuda, got '{}'", f.backend)));
   if (f.tokens < 1 || f.tokens > 1 << 16) return report_error(Status::bad_input("--tokens must be in 1..65536"));
-  if (Status st = check_writable(f.output, "-o"); !st.is_ok()) return report_error(st);
+  if (Status st = check_outputs({{f.output, "-o"}}, {f.model, f.cluster}); !st.is_ok()) return report_error(st);
   auto spec = load_spec(f.model, f.cluster);
   if (!spec) return report_error(spec.status());
   std::unique_ptr<rt::Backend> backend;

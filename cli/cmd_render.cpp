@@ -21,6 +21,8 @@ Runner add_render(CLI::App& app) {
   return [flags, svg, trace, title] {
     if (svg->empty() && trace->empty())
       return report_error(Status::bad_input("render needs --svg OUT and/or --trace OUT"));
+    if (Status st = check_outputs({{*svg, "--svg"}, {*trace, "--trace"}}, flags->input_files()); !st.is_ok())
+      return report_error(st);
     int rc = 0;
     auto report = flags->run(rc);
     if (!report) return rc;

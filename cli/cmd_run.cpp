@@ -94,10 +94,8 @@ int run(const RunFlags& f) {
   if (f.backend != "host" && f.backend != "cuda" && f.backend != "mpi")
     return report_error(Status::bad_input(fmt::format("--backend must be host, mpi or cuda, got '{}'", f.backend)));
   if (!(f.timeout_s > 0)) return report_error(Status::bad_input("--timeout must be > 0 seconds"));
-  for (const auto& [path, flag] : {std::pair{&f.trace, "--trace"}, std::pair{&f.json, "--json"}}) {
-    Status st = check_writable(*path, flag);
-    if (!st.is_ok()) return report_error(st);
-  }
+  if (Status st = check_outputs({{f.trace, "--trace"}, {f.json, "--json"}}, {f.file, f.model, f.cluster}); !st.is_ok())
+    return report_error(st);
   if (f.semantics != "rendezvous" && f.semantics != "grouped")
     return report_error(Status::bad_input(fmt::format(
         "--semantics must be rendezvous or grouped, got '{}' (the runtime cannot provide buffered sends: NCCL "

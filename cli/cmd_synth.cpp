@@ -252,11 +252,11 @@ Status write_outputs(const SynthArgs& a, const ModelSynthesis& m, std::string& s
 int run_synth(const SynthArgs& a) {
   const auto t_start = std::chrono::steady_clock::now();
   if (!(a.time_limit_s > 0)) return report_error(Status::bad_input("--time-limit must be > 0 seconds"));
-  for (const auto& [path, flag] : {std::pair{&a.out_path, "-o"}, std::pair{&a.csv_path, "--csv"},
-                                    std::pair{&a.svg_path, "--svg"}, std::pair{&a.smt2_path, "--dump-smt2"}}) {
-    Status st = check_writable(*path, flag);
-    if (!st.is_ok()) return report_error(st);
-  }
+  if (Status st = check_outputs({{a.out_path, "-o"}, {a.csv_path, "--csv"}, {a.svg_path, "--svg"},
+                                  {a.smt2_path, "--dump-smt2"}},
+                                 {a.spec.model_path, a.spec.cluster_path});
+      !st.is_ok())
+    return report_error(st);
   InterruptGuard interrupt_guard;
   auto spec = load_spec_from_flags(a.spec);
   if (!spec.ok()) return report_error(spec.status());

@@ -19,6 +19,8 @@ Runner add_verify(CLI::App& app) {
   sub->add_option("--trace", *trace, "Write a Chrome/Perfetto trace JSON of the simulated timing");
   sub->add_option("--svg", *svg, "Write an SVG Gantt chart with memory curves");
   return [flags, json, trace, svg] {
+    if (Status st = check_outputs({{*trace, "--trace"}, {*svg, "--svg"}}, flags->input_files()); !st.is_ok())
+      return report_error(st);
     int rc = 0;
     auto report = flags->run(rc);
     if (!report) return rc;

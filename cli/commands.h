@@ -8,7 +8,9 @@
 #include <CLI/CLI.hpp>
 #include <functional>
 #include <string>
+#include <vector>
 
+#include "ir/output_file.h"
 #include "ir/status.h"
 
 namespace ps::cli {
@@ -28,11 +30,15 @@ Runner add_profile(CLI::App& app);
 
 // Prints "pipesmith: error: <status>" to stderr and returns its exit code.
 int report_error(const Status& st);
-// Before a long run: whether `path` (given by `flag`; "" or "-" = nothing to check) can be written —
-// its directory exists and is writable, and it is not a directory. Writing can still fail later
-// (a full disk); this only spares a user a search that ends in "cannot open".
+// Before any work: every output (a path and the flag that named it; "" or "-" = nothing to check) can
+// be written, no two name the same file, and none names one of `inputs` (ir/output_file.h). Writing can
+// still fail later (a full disk); this spares a user a search that ends in "cannot open", and an input
+// replaced by an output.
+Status check_outputs(const std::vector<OutputPath>& outputs, const std::vector<std::string>& inputs);
+// check_outputs for one output and no inputs.
 Status check_writable(const std::string& path, const char* flag);
-// Writes text to a file (or stdout for "-"); errors become a Status.
+// Writes text to a file whole or not at all (temporary, fsync, rename), or to stdout for "-"; errors
+// become a Status with the path and the system's reason.
 Status write_text_file(const std::string& path, const std::string& text);
 
 }  // namespace ps::cli

@@ -1,11 +1,7 @@
 // pipesmith — synthesize, certify and run pipeline-parallel training schedules.
 #include <fmt/format.h>
 
-#include <unistd.h>
-
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <map>
 
 #include "cli/commands.h"
@@ -17,35 +13,13 @@ int report_error(const Status& st) {
   return st.exit_code() == 0 ? 1 : st.exit_code();
 }
 
-Status check_writable(const std::string& path, const char* flag) {
-  namespace fs = std::filesystem;
-  if (path.empty() || path == "-") return Status::ok();
-  std::error_code ec;
-  const fs::path p(path);
-  if (fs::is_directory(p, ec)) return Status::bad_input(fmt::format("cannot write '{}' ({}): it is a directory", path, flag));
-  const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
-  if (!fs::exists(dir, ec))
-    return Status::bad_input(fmt::format("cannot write '{}' ({}): directory '{}' does not exist", path, flag, dir.string()));
-  if (!fs::is_directory(dir, ec))
-    return Status::bad_input(fmt::format("cannot write '{}' ({}): '{}' is not a directory", path, flag, dir.string()));
-  const bool exists = fs::exists(p, ec);
-  if ((exists && ::access(path.c_str(), W_OK) != 0) || (!exists && ::access(dir.c_str(), W_OK) != 0))
-    return Status::bad_input(fmt::format("cannot write '{}' ({}): permission denied", path, flag));
-  return Status::ok();
+Status check_writable(const std::string& path, const char* flag) { return check_outputs({{path, flag}}, {}); }
+
+Status check_outputs(const std::vector<OutputPath>& outputs, const std::vector<std::string>& inputs) {
+  return check_output_paths(outputs, inputs);
 }
 
-Status write_text_file(const std::string& path, const std::string& text) {
-  if (path == "-") {
-    std::fwrite(text.data(), 1, text.size(), stdout);
-    return Status::ok();
-  }
-  std::ofstream out(path, std::ios::binary);
-  if (!out) return Status::bad_input(fmt::format("cannot open '{}' for writing", path));
-  out << text;
-  out.close();
-  if (!out) return Status::bad_input(fmt::format("failed writing '{}'", path));
-  return Status::ok();
-}
+Status write_text_file(const std::string& path, const std::string& text) { return write_output_file(path, text); }
 
 }  // namespace ps::cli
 
@@ -79,14 +53,17 @@ int main(int argc, char** argv) {
     return rc == 0 ? 0 : 1;
   }
   for (auto& [sub, run] : runners) {
-    if (sub->parsed()) {
-      try {
-        return run();
-      } catch (const std::exception& e) {
-        std::fprintf(stderr, "pipesmith: internal error: %s\n", e.what());
-        return 4;
-      }
+    if (!sub->parsed()) continue;
+    int rc = 0;
+    try {
+      rc = run();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "pipesmith: internal error: %s\n", e.what());
+      rc = 4;
     }
+    // Output lost on the way to stdout (a full disk, a closed pipe) fails the command.
+    if (ps::Status st = ps::finish_stdout(); !st.is_ok()) return rc != 0 ? rc : ps::cli::report_error(st);
+    return rc;
   }
   return 1;
 }

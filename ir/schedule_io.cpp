@@ -13,6 +13,7 @@
 #include <map>
 #include <sstream>
 
+#include "ir/output_file.h"
 #include "ir/yaml_util.h"
 
 namespace ps {
@@ -41,14 +42,7 @@ Result<std::string> read_text_file(const std::string& path) {
   return ss.str();
 }
 
-Status write_text(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  if (!out) return Status::bad_input(fmt::format("cannot open '{}' for writing: {}", path, std::strerror(errno)));
-  out << text;
-  out.close();
-  if (!out) return Status::bad_input(fmt::format("failed writing '{}'", path));
-  return Status::ok();
-}
+Status write_text(const std::string& path, const std::string& text) { return write_output_file(path, text); }
 
 std::string num(double v) { return yamlu::format_number(v); }
 const char* boolstr(bool b) { return b ? "true" : "false"; }

@@ -19,6 +19,7 @@
 #include <tuple>
 #include <vector>
 
+#include "ir/output_file.h"
 #include "kernels/comm_gate.h"
 #include "kernels/cuda_check.h"
 #include "kernels/cuda_ops.h"
@@ -80,14 +81,8 @@ Result<ncclUniqueId> shared_unique_id(const rt::LaunchEnv& env, const std::strin
   if (env.rank == 0) {
     ncclUniqueId id{};
     PS_NCCL_RETURN(ncclGetUniqueId(&id));
-    const std::string tmp = fmt::format("{}.tmp.{}", file, getpid());
-    {
-      std::ofstream out(tmp);
-      out << id_to_hex(id) << "\n";
-      if (!out) return runtime_error(fmt::format("cannot write '{}'", tmp));
-    }
-    if (std::rename(tmp.c_str(), file.c_str()) != 0)
-      return runtime_error(fmt::format("cannot rename '{}' to '{}'", tmp, file));
+    // Whole or not at all: the other ranks poll for the file and read it as soon as it appears.
+    if (Status st = write_output_file(file, id_to_hex(id) + "\n"); !st.is_ok()) return runtime_error(st.message());
     return id;
   }
   const auto deadline = Clock::now() + std::chrono::duration<double>(kInitTimeoutS);

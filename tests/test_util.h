@@ -29,9 +29,10 @@ struct CliResult {
   std::string output;  // stdout and stderr together
 };
 
-// Runs `pipesmith ARGS` through the shell (as a user would) and captures its output.
-inline CliResult run_cli(const std::string& args) {
-  std::string cmd = std::string(PIPESMITH_CLI) + " " + args + " 2>&1";
+// Runs `pipesmith ARGS` through the shell (as a user would) and captures its output; `env` is put
+// before the command ("NAME=value ...").
+inline CliResult run_cli(const std::string& args, const std::string& env = "") {
+  std::string cmd = env + " " + std::string(PIPESMITH_CLI) + " " + args + " 2>&1";
   CliResult r;
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return r;

@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "ir/output_file.h"
 #include "synth/z3/encode.h"
 
 namespace ps {
@@ -341,9 +342,7 @@ struct Driver {
       return Status::error(ErrorCode::kRuntime, fmt::format("Z3 failed: {}", e.msg()));
     }
     if (!opt.dump_smt2.empty()) {
-      std::ofstream out(opt.dump_smt2, std::ios::binary);
-      out << encs[0]->to_smt2();
-      if (!out) return Status::bad_input(fmt::format("cannot write '{}'", opt.dump_smt2));
+      PS_RETURN_IF_ERROR(write_output_file(opt.dump_smt2, encs[0]->to_smt2()));
       res.smt2_written = true;
     }
     return Status::ok();

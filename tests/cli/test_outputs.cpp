@@ -1,0 +1,168 @@
+// Outputs through the command line: written whole or not at all, never over an input, and a failed
+// write (to a file or to stdout) is exit 1. Write failures are injected through the writer
+// (PIPESMITH_WRITE_FAULT, ir/output_file.h); a kill lands while the writer is stalled in the middle.
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <string>
+
+#include "test_util.h"
+
+using pstest::contains;
+using pstest::read_file;
+using pstest::run_cli;
+using pstest::source_path;
+using pstest::temp_path;
+
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string kLlama = source_path("configs/models/llama2-7b.yaml");
+
+// A fresh, empty directory for one test.
+std::string fresh_dir(const std::string& name) {
+  const std::string dir = temp_path(name);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+std::set<std::string> entries(const std::string& dir) {
+  std::set<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir)) names.insert(e.path().filename().string());
+  return names;
+}
+
+// Runs a shell script and returns what it printed.
+std::string sh(const std::string& script_path, const std::string& script) {
+  std::ofstream(script_path) << script;
+  std::string out;
+  if (FILE* p = popen(("sh " + script_path + " 2>&1").c_str(), "r")) {
+    char buf[512];
+    while (std::fgets(buf, sizeof buf, p)) out += buf;
+    pclose(p);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("cli outputs: an injected write failure keeps the old file and leaves no temporary") {
+  const std::string dir = fresh_dir("out-fault");
+  const std::string out = dir + "/s.yaml";
+  auto first = run_cli(fmt::format("baseline {} --schedule 1f1b -o {}", kLlama, out));
+  REQUIRE(first.exit_code == 0);
+  const std::string valid = read_file(out);
+  REQUIRE(contains(valid, "certificate:"));
+  // Each failure of the writer's steps, with an anonymous and with a named temporary.
+  for (const char* fault : {"enospc:100", "enospc:0", "fsync", "close", "rename", "named,enospc:100", "named,fsync",
+                            "named,close", "named,rename"}) {
+    CAPTURE(fault);
+    auto r = run_cli(fmt::format("baseline {} --schedule gpipe -o {} --csv {}/s.csv", kLlama, out, dir),
+                     fmt::format("PIPESMITH_WRITE_FAULT={}", fault));
+    INFO(r.output);
+    CHECK(r.exit_code == 1);
+    CHECK(contains(r.output, "pipesmith: error: cannot write '" + out + "': "));
+    CHECK(read_file(out) == valid);  // the 1F1B file, whole
+    CHECK(entries(dir) == std::set<std::string>{"s.yaml"});  // no temporary, and the CSV was not written
+  }
+  CHECK(contains(run_cli(fmt::format("baseline {} --schedule gpipe -o {}", kLlama, out), "PIPESMITH_WRITE_FAULT=enospc:10")
+                     .output,
+                 "write failed: No space left on device"));
+  // Without a fault the same command replaces the file.
+  auto ok = run_cli(fmt::format("baseline {} --schedule gpipe -o {}", kLlama, out));
+  CHECK(ok.exit_code == 0);
+  CHECK(contains(read_file(out), "gpipe"));
+  CHECK(entries(dir) == std::set<std::string>{"s.yaml"});
+}
+
+TEST_CASE("cli outputs: SIGKILL in the middle of a write leaves the old file whole and no other file") {
+  const std::string dir = fresh_dir("out-kill");
+  const std::string out = dir + "/s.yaml", log = dir + "/../out-kill.log";
+  REQUIRE(run_cli(fmt::format("baseline {} --schedule 1f1b -o {}", kLlama, out)).exit_code == 0);
+  const std::string valid = read_file(out);
+  for (const char* fault : {"stall:2000", "named,stall:2000"}) {
+    CAPTURE(fault);
+    // The writer stalls after 2000 bytes of the new file and says so; the kill lands there.
+    const std::string said = sh(temp_path("out-kill.sh"),
+                                fmt::format("PIPESMITH_WRITE_FAULT={} '{}' baseline '{}' --schedule gpipe -o '{}' > '{}' 2>&1 &\n"
+                                            "p=$!\ni=0\n"
+                                            "until grep -q 'stalled after' '{}' || [ $i -ge 600 ]; do sleep 0.1; i=$((i+1)); done\n"
+                                            "kill -KILL $p\nwait $p\necho status=$?\n",
+                                            fault, PIPESMITH_CLI, kLlama, out, log, log));
+    INFO(said, read_file(log));
+    CHECK(contains(said, "status=137"));  // killed by SIGKILL
+    CHECK(contains(read_file(log), "stalled after 2000 bytes"));
+    CHECK(read_file(out) == valid);
+    if (std::string(fault) == "stall:2000") {
+      CHECK(entries(dir) == std::set<std::string>{"s.yaml"});  // the anonymous temporary died with the process
+    } else {
+      // A named temporary cannot be removed by a killed process; it never carries the target's name.
+      for (const std::string& e : entries(dir))
+        if (e != "s.yaml") CHECK(contains(e, ".s.yaml.pipesmith-"));
+    }
+  }
+}
+
+TEST_CASE("cli outputs: an output that names an input is refused before any work, the input untouched") {
+  const std::string dir = fresh_dir("out-input");
+  const std::string model = dir + "/m.yaml", sched = dir + "/s.yaml", link = dir + "/hard.yaml";
+  fs::copy_file(kLlama, model);
+  const std::string model_text = read_file(model);
+  REQUIRE(run_cli(fmt::format("baseline {} --schedule 1f1b -o {}", model, sched)).exit_code == 0);
+  fs::create_hard_link(sched, link);
+  const std::string sched_text = read_file(sched);
+  struct Case {
+    std::string args, said;
+  };
+  const Case cases[] = {
+      {fmt::format("synth {} --time-limit 5 -o {}", model, model), "(-o): it is the input file"},
+      {fmt::format("synth {} --time-limit 5 -o {}/x.yaml --svg {}/./m.yaml", model, dir, dir), "(--svg): it is the input file"},
+      {fmt::format("baseline {} --schedule 1f1b -o {}", model, model), "(-o): it is the input file"},
+      {fmt::format("baseline {} --schedule 1f1b --csv {}", model, model), "(--csv): it is the input file"},
+      {fmt::format("render {} --svg {}", sched, sched), "(--svg): it is the input file"},
+      {fmt::format("render {} --trace {}", sched, link), "(--trace): it is the input file"},  // a hard link
+      {fmt::format("verify {} --svg {}", sched, sched), "(--svg): it is the input file"},
+      {fmt::format("convert {} {}", link, sched), "(OUT): it is the input file"},
+      {fmt::format("run {} --trace {}", sched, sched), "(--trace): it is the input file"},
+      {fmt::format("profile {} -o {}", model, model), "(-o): it is the input file"},
+      {fmt::format("baseline {} --schedule 1f1b -o {}/a.yaml --svg {}/a.yaml", model, dir, dir),
+       "-o and --svg both name"},
+  };
+  for (const Case& c : cases) {
+    auto r = run_cli(c.args);
+    INFO(c.args, "\n", r.output);
+    CHECK(r.exit_code == 1);
+    CHECK(contains(r.output, c.said));
+    CHECK_FALSE(contains(r.output, "wrote"));
+  }
+  CHECK(read_file(model) == model_text);
+  CHECK(read_file(sched) == sched_text);
+  CHECK(entries(dir) == std::set<std::string>{"m.yaml", "s.yaml", "hard.yaml"});
+}
+
+TEST_CASE("cli outputs: every output is checked before anything is written") {
+  const std::string dir = fresh_dir("out-first");
+  auto r = run_cli(fmt::format("baseline {} --schedule 1f1b -o {}/ok.yaml --svg /nonexistent-dir/x.svg", kLlama, dir));
+  INFO(r.output);
+  CHECK(r.exit_code == 1);
+  CHECK(contains(r.output, "cannot write '/nonexistent-dir/x.svg' (--svg): directory '/nonexistent-dir' does not exist"));
+  CHECK(entries(dir).empty());
+}
+
+TEST_CASE("cli outputs: a failed write to stdout is exit 1 with a message") {
+  for (const std::string& args : {"verify " + source_path("tests/data/pytorch/ScheduleGPipe_p2_m4_v1.csv"),
+                                 "lower " + kLlama, "baseline " + kLlama + " --schedule 1f1b -o -"}) {
+    const std::string said = sh(temp_path("full.sh"), fmt::format("'{}' {} >/dev/full\necho status=$?\n", PIPESMITH_CLI, args));
+    INFO(args, "\n", said);
+    CHECK(contains(said, "status=1"));
+    CHECK(contains(said, "pipesmith: error: cannot write to standard output: No space left on device"));
+  }
+  // A file that exists and is not a regular file is written in place (nothing to replace).
+  auto ok = run_cli("baseline " + kLlama + " --schedule 1f1b -o /dev/null");
+  CHECK(ok.exit_code == 0);
+}
