@@ -22,13 +22,15 @@
 #include <sstream>
 
 #include "ir/cost_model.h"
+#include "ir/input_file.h"
+#include "ir/limits.h"
 
 namespace ps {
 
 namespace {
 
 constexpr int kSchemaVersion = 1;
-constexpr long long kMaxLayers = 100000;
+constexpr long long kMaxLayers = limits::kMaxLayers;
 
 // ---------------------------------------------------------------------------------------------
 // YAML access with locations.
@@ -408,12 +410,18 @@ Result<TypeDraft> parse_layer_type(const Ctx& c, char sym, const Entry& e) {
   return d;
 }
 
-// Location of the index-th non-whitespace symbol of a layer string, found in the source text.
-// Falls back to the scalar's own location when the text cannot be matched (escapes, folding).
-SourceLoc symbol_loc(const Ctx& c, const YAML::Node& scalar, const std::string& symbols,
-                     size_t index, const SourceLoc& fallback) {
+// Locations of the non-whitespace symbols of a layer string, found in the source text in one pass.
+// Where the text cannot be matched (escapes, folding) the rest fall back to the scalar's own location.
+std::vector<SourceLoc> symbol_locs(const Ctx& c, const YAML::Node& scalar, const std::string& symbols,
+                                   const SourceLoc& fallback) {
+  std::vector<SourceLoc> locs;
+  locs.reserve(symbols.size());
+  auto finish = [&] {
+    locs.resize(symbols.size(), fallback);
+    return locs;
+  };
   YAML::Mark m = scalar.Mark();
-  if (m.is_null() || m.pos < 0 || static_cast<size_t>(m.pos) >= c.text.size()) return fallback;
+  if (m.is_null() || m.pos < 0 || static_cast<size_t>(m.pos) >= c.text.size()) return finish();
   size_t pos = static_cast<size_t>(m.pos);
   int line = m.line + 1, col = m.column + 1;
   auto advance = [&] {
@@ -432,20 +440,18 @@ SourceLoc symbol_loc(const Ctx& c, const YAML::Node& scalar, const std::string& 
   } else if (c.text[pos] == '|' || c.text[pos] == '>') {
     while (pos < c.text.size() && c.text[pos] != '\n') advance();
   }
-  size_t k = 0;
-  while (pos < c.text.size() && k < symbols.size()) {
+  while (pos < c.text.size() && locs.size() < symbols.size()) {
     char ch = c.text[pos];
-    if (quote && ch == quote) return fallback;
+    if (quote && ch == quote) break;
     if (ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r') {
       advance();
       continue;
     }
-    if (ch != symbols[k]) return fallback;
-    if (k == index) return SourceLoc{c.file, line, col};
-    ++k;
+    if (ch != symbols[locs.size()]) break;
+    locs.push_back(SourceLoc{c.file, line, col});
     advance();
   }
-  return fallback;
+  return finish();
 }
 
 struct PendingInput {
@@ -473,8 +479,9 @@ Status parse_layers(const Ctx& c, const Entry& e, Draft& d) {
       return Status::bad_input(
           fmt::format("model.layers: at most {} layers are supported", kMaxLayers), e.value_loc);
     }
+    const std::vector<SourceLoc> locs = symbol_locs(c, e.value, symbols, e.value_loc);
     for (size_t i = 0; i < symbols.size(); ++i) {
-      SourceLoc sloc = symbol_loc(c, e.value, symbols, i, e.value_loc);
+      const SourceLoc& sloc = locs[i];
       if (!known(symbols[i])) {
         return Status::bad_input(
             fmt::format("model.layers: unknown layer type '{}' at layer {} (defined "
@@ -730,8 +737,9 @@ Result<ClusterDraft> parse_cluster(const Ctx& c, const Entry& e) {
     } else if (x.key == "devices") {
       Result<long long> v = get_int_min(x, "cluster", 1);
       if (!v.ok()) return v.status();
-      if (*v > 1000000)
-        return Status::bad_input("cluster: devices must be <= 1000000", x.value_loc);
+      if (*v > limits::kMaxDevices)
+        return Status::bad_input(fmt::format("cluster: devices must be <= {}, got {}", limits::kMaxDevices, *v),
+                                 x.value_loc);
       cl.devices = static_cast<int>(*v);
       d.devices_given = true;
     } else if (x.key == "memory_gb") {
@@ -741,8 +749,9 @@ Result<ClusterDraft> parse_cluster(const Ctx& c, const Entry& e) {
     } else if (x.key == "devices_per_node") {
       Result<long long> v = get_int_min(x, "cluster", 1);
       if (!v.ok()) return v.status();
-      if (*v > 1000000)
-        return Status::bad_input("cluster: devices_per_node must be <= 1000000", x.value_loc);
+      if (*v > limits::kMaxDevices)
+        return Status::bad_input(
+            fmt::format("cluster: devices_per_node must be <= {}, got {}", limits::kMaxDevices, *v), x.value_loc);
       cl.devices_per_node = static_cast<int>(*v);
     } else if (x.key == "link" || x.key == "inter_node_link") {
       Result<LinkModel> l = parse_link(c, x, "cluster." + x.key);
@@ -778,8 +787,9 @@ Status parse_pipeline(const Entry& e, const Ctx& c, Draft& d) {
     if (x.key == "microbatches") {
       Result<long long> v = get_int_min(x, "pipeline", 1);
       if (!v.ok()) return v.status();
-      if (*v > 1000000)
-        return Status::bad_input("pipeline: microbatches must be <= 1000000", x.value_loc);
+      if (*v > limits::kMaxMicrobatches)
+        return Status::bad_input(
+            fmt::format("pipeline: microbatches must be <= {}, got {}", limits::kMaxMicrobatches, *v), x.value_loc);
       p.microbatches = static_cast<int>(*v);
       d.microbatches_given = true;
     } else {
@@ -825,14 +835,10 @@ Result<MapView> read_top(const Ctx& c, const YAML::Node& root, bool is_cluster_f
 }
 
 Result<std::string> read_text(const std::string& path, const char* what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return Status::bad_input(fmt::format("cannot read {} file: {}", what, std::strerror(errno)),
-                             SourceLoc{path, 0, 0});
-  }
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  std::string text;
+  if (std::optional<std::string> why = read_input_file(path, text))
+    return Status::bad_input(fmt::format("cannot read {} file: {}", what, *why), SourceLoc{path, 0, 0});
+  return text;
 }
 
 Result<ClusterDraft> parse_cluster_text(const std::string& text, const std::string& file) {
@@ -967,8 +973,14 @@ Status check_joins_next(const Draft& d) {
 Status check_overrides(const SpecOverrides& o) {
   if (o.devices && *o.devices < 1)
     return Status::bad_input(fmt::format("--devices must be >= 1, got {}", *o.devices));
+  if (o.devices && *o.devices > limits::kMaxDevices)
+    return Status::bad_input(fmt::format("--devices must be <= {}, got {}", limits::kMaxDevices, *o.devices));
   if (o.microbatches && *o.microbatches < 1) {
     return Status::bad_input(fmt::format("--microbatches must be >= 1, got {}", *o.microbatches));
+  }
+  if (o.microbatches && *o.microbatches > limits::kMaxMicrobatches) {
+    return Status::bad_input(
+        fmt::format("--microbatches must be <= {}, got {}", limits::kMaxMicrobatches, *o.microbatches));
   }
   if (o.memory_gb && (!(*o.memory_gb >= 0) || !std::isfinite(*o.memory_gb))) {
     return Status::bad_input(fmt::format("--memory-limit-gb must be >= 0, got {}", *o.memory_gb));
@@ -1011,6 +1023,11 @@ Result<Spec> finish(Draft d, const std::string& model_file, const SpecOverrides&
   }
   if (d.spec.cluster.name.empty()) d.spec.cluster.name = "cluster";
   PS_RETURN_IF_ERROR(validate(d.spec));
+  // The smallest plan (one stage per device) within the limits; a flag that set a count is named.
+  const int P = d.spec.cluster.devices, M = d.spec.pipeline.microbatches;
+  const std::string what = fmt::format("{} devices{}, {} microbatches{}", P, o.devices ? " (--devices)" : "", M,
+                                       o.microbatches ? " (--microbatches)" : "");
+  PS_RETURN_IF_ERROR(limits::check_plan_ops(P, M, what, o.microbatches || o.devices ? SourceLoc{} : d.spec.pipeline.loc));
   return d.spec;
 }
 
@@ -1069,6 +1086,45 @@ Result<Spec> load_spec(const std::string& model_path, const std::string& cluster
   }
   return finish(std::move(*d), model_path, overrides);
 }
+
+namespace {
+
+// Every sum over an iteration — F/I/W time, activations, model states, transfers — stays within
+// limits::kMaxIterationTotal, so per-stage, per-device and per-iteration figures are finite whatever
+// the partition. The error names the layer at which a running total crosses the bound.
+Status check_totals(const Spec& spec) {
+  const Model& m = spec.model;
+  const double M = spec.pipeline.microbatches;
+  const double bw = std::min(spec.cluster.link.bandwidth_gb_per_s,
+                             spec.cluster.devices_per_node > 0 ? spec.cluster.inter_node_link.bandwidth_gb_per_s
+                                                               : spec.cluster.link.bandwidth_gb_per_s);
+  const double lat_ms = std::max(spec.cluster.link.latency_us, spec.cluster.inter_node_link.latency_us) / 1000.0;
+  double time_ms = 0, act_mb = 0, state_mb = 0, comm_ms = 0;
+  for (const Layer& l : m.layers) {
+    const LayerType& t = m.types.at(l.type);
+    time_ms += M * (t.forward_ms + t.backward_input_ms + t.backward_weight_ms);
+    act_mb += M * t.activation_mb;
+    state_mb += t.params_m * spec.pipeline.bytes_per_param;
+    comm_ms += 2 * M * (lat_ms + t.output_mb / bw);  // its output sent forward and its gradient back
+    const char* over = !(time_ms <= limits::kMaxIterationTotal)    ? "F+I+W time (ms)"
+                       : !(act_mb <= limits::kMaxIterationTotal)   ? "activation memory (MB)"
+                       : !(state_mb <= limits::kMaxIterationTotal) ? "model-state memory (MB)"
+                       : !(comm_ms <= limits::kMaxIterationTotal)  ? "transfer time (ms)"
+                                                                   : nullptr;
+    if (over) {
+      return Status::bad_input(
+          fmt::format("layer {} (type '{}', {}): the iteration's total {} over {} microbatches exceeds {:g} at this "
+                      "layer; pipesmith needs every sum over an iteration to stay below it (docs/inputs.md, "
+                      "\"Limits\")",
+                      l.id, std::string(1, l.type), t.name, over, spec.pipeline.microbatches,
+                      limits::kMaxIterationTotal),
+          l.loc.valid() ? l.loc : t.loc);
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace
 
 Status validate(const Spec& spec) {
   const Model& m = spec.model;
@@ -1131,7 +1187,13 @@ Status validate(const Spec& spec) {
     return Status::bad_input(
         fmt::format("pipeline: bytes_per_param must be > 0, got {}", p.bytes_per_param), p.loc);
   }
-  return Status::ok();
+  if (c.devices > limits::kMaxDevices || p.microbatches > limits::kMaxMicrobatches ||
+      static_cast<int64_t>(m.layers.size()) > limits::kMaxLayers)
+    return Status::bad_input(fmt::format("{} devices, {} microbatches, {} layers: at most {}, {} and {} are supported",
+                                         c.devices, p.microbatches, m.layers.size(), limits::kMaxDevices,
+                                         limits::kMaxMicrobatches, limits::kMaxLayers),
+                             p.loc);
+  return check_totals(spec);
 }
 
 }  // namespace ps

@@ -8,6 +8,8 @@
 // read it), so skip edges of a DAG model are carried through every boundary they cross.
 #include "ir/problem.h"
 
+#include "ir/limits.h"
+
 #include <fmt/format.h>
 
 namespace ps {
@@ -22,12 +24,42 @@ double Problem::boundary_transfer_ms(int stage) const {
   return l.transfer_ms(stages[stage].output_mb);
 }
 
+Status check_limits(const Problem& p, const std::vector<SourceLoc>& stage_locs) {
+  PS_RETURN_IF_ERROR(limits::check_plan_ops(p.num_stages(), p.microbatches, "problem"));
+  const double M = p.microbatches;
+  double time_ms = 0, act_mb = 0, state_mb = 0, comm_ms = 0;
+  for (int s = 0; s < p.num_stages(); ++s) {
+    const StageSpec& st = p.stages[s];
+    time_ms += M * (st.fwd_ms + st.bwd_input_ms + st.bwd_weight_ms);
+    act_mb += M * st.activation_mb;
+    state_mb += st.params_m * p.bytes_per_param;
+    if (st.device >= 0 && st.device < p.devices && s + 1 < p.num_stages() && p.stages[s + 1].device >= 0 &&
+        p.stages[s + 1].device < p.devices)
+      comm_ms += 2 * M * p.boundary_transfer_ms(s);
+    const char* over = !(time_ms <= limits::kMaxIterationTotal)    ? "F+I+W time (ms)"
+                       : !(act_mb <= limits::kMaxIterationTotal)   ? "activation memory (MB)"
+                       : !(state_mb <= limits::kMaxIterationTotal) ? "model-state memory (MB)"
+                       : !(comm_ms <= limits::kMaxIterationTotal)  ? "transfer time (ms)"
+                                                                   : nullptr;
+    if (over) {
+      return Status::bad_input(
+          fmt::format("stage {}: the iteration's total {} over {} microbatches exceeds {:g} at this stage; pipesmith "
+                      "needs every sum over an iteration to stay below it (docs/inputs.md, \"Limits\")",
+                      s, over, p.microbatches, limits::kMaxIterationTotal),
+          s < static_cast<int>(stage_locs.size()) ? stage_locs[s] : SourceLoc{});
+    }
+  }
+  return Status::ok();
+}
+
 Result<Problem> make_problem(const Spec& spec, const Partition& partition,
                              const std::vector<int>& placement) {
   PS_RETURN_IF_ERROR(validate(spec));
   const Model& m = spec.model;
   const int n = static_cast<int>(m.layers.size());
   if (partition.empty()) return Status::bad_input("partition: no stages (need at least one)");
+  PS_RETURN_IF_ERROR(limits::check_plan_ops(static_cast<int64_t>(partition.size()), spec.pipeline.microbatches,
+                                            "partition"));
   int expect_first = 0;
   for (size_t s = 0; s < partition.size(); ++s) {
     const LayerRange& r = partition[s];

@@ -51,6 +51,12 @@ struct Problem {
   double boundary_transfer_ms(int stage) const;
 };
 
+// The limits (ir/limits.h) a problem read from a file must meet: its stages × microbatches within the
+// plan-ops limit, and every sum over an iteration (F+I+W time, activations, model states, transfers)
+// within limits::kMaxIterationTotal, so every derived figure is finite. stage_locs[s], when given, is
+// where stage s was read.
+Status check_limits(const Problem& p, const std::vector<SourceLoc>& stage_locs = {});
+
 // A partition: stage → [first, last] layer range, contiguous and covering all layers in order.
 struct LayerRange {
   int first = 0;

@@ -13,6 +13,8 @@
 #include <map>
 #include <sstream>
 
+#include "ir/input_file.h"
+#include "ir/limits.h"
 #include "ir/output_file.h"
 #include "ir/yaml_util.h"
 
@@ -23,23 +25,17 @@ namespace {
 constexpr std::string_view kFormat = "pipesmith-schedule/1";
 constexpr size_t kOpsPerLine = 16;    // actions per line in `ops: [...]`
 constexpr size_t kTimesPerLine = 8;   // [start, end] pairs per line in `times: [...]`
-constexpr int kMaxDevices = 1 << 20;  // sanity bounds on counts read from files
-constexpr int kMaxMicrobatches = 1 << 24;
-constexpr int kMaxStages = 4096;
+constexpr int kMaxDevices = static_cast<int>(limits::kMaxDevices);
+constexpr int kMaxMicrobatches = static_cast<int>(limits::kMaxMicrobatches);
+constexpr int kMaxStages = static_cast<int>(limits::kMaxStages);
 
 Result<std::string> read_text_file(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
-    return Status::bad_input(fmt::format("cannot read '{}': it is a directory", path));
+  std::string text;
+  if (std::optional<std::string> why = read_input_file(path, text)) {
+    const bool opened = why->rfind("it is", 0) == 0;  // a directory, or too large
+    return Status::bad_input(fmt::format("cannot {} '{}': {}", opened ? "read" : "open", path, *why));
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return Status::bad_input(fmt::format("cannot open '{}': {}", path, std::strerror(errno)));
-  }
-  std::stringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) return Status::bad_input(fmt::format("failed reading '{}'", path));
-  return ss.str();
+  return text;
 }
 
 Status write_text(const std::string& path, const std::string& text) { return write_output_file(path, text); }
@@ -541,11 +537,14 @@ Result<Schedule> parse_schedule_yaml(const std::string& text, const std::string&
         fmt::format("stages: expected a non-empty sequence of stage maps, got {}", yamlu::kind_name(sf->value)),
         yamlu::loc_of(sf->value, file, yamlu::loc_of(sf->key, file)));
   }
+  std::vector<SourceLoc> stage_locs;
   for (size_t i = 0; i < sf->value.size(); ++i) {
     StageSpec st;
     PS_RETURN_IF_ERROR(read_stage(file, sf->value[i], static_cast<int>(i), s.problem.devices, st));
     s.problem.stages.push_back(st);
+    stage_locs.push_back(yamlu::loc_of(sf->value[i], file));
   }
+  PS_RETURN_IF_ERROR(check_limits(s.problem, stage_locs));
 
   const Field* prf = r.get("programs");
   if (!prf) return r.missing("programs");
@@ -774,6 +773,10 @@ Result<CsvReadResult> parse_pytorch_csv(const std::string& text_in, const std::s
                              max_mb_at->loc);
   }
   int stages = max_stage + 1;
+  PS_RETURN_IF_ERROR(limits::check_plan_ops(stages, max_mb + 1,
+                                            fmt::format("stages 0..{} and microbatches 0..{} (action '{}')", max_stage,
+                                                        max_mb, to_string(*max_mb_at)),
+                                            max_mb_at->loc));
   if (opt.stages >= 0 && opt.stages != stages) {
     if (stages > opt.stages) {
       return Status::bad_input(

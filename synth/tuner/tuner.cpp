@@ -2,6 +2,8 @@
 // See tuner.h for what it guarantees and docs/tuner.md for the design.
 #include "synth/tuner/tuner.h"
 
+#include "ir/limits.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -181,7 +183,9 @@ Status Tuner::prepare() {
   // (docs/tuner.md, "Lean portfolio"); with fewer microbatches the ramp's order matters more and they
   // can win.
   space_.search_policy_set = opt_.lean_search && M_ >= 4 * P_ ? 1 : 2;
-  space_.max_stages = std::min(L, space_.max_stages_per_device * P_);
+  // Plans stay within the ops limit (finish() checked that one stage per device does).
+  space_.max_stages = static_cast<int>(std::min<int64_t>({L, int64_t{space_.max_stages_per_device} * P_,
+                                                          std::max<int64_t>(P_, limits::kMaxPlanOps / (3 * int64_t{M_}))}));
   space_.include_baselines = opt_.include_baselines;
   space_.canonical = spec_.cluster.devices_per_node <= 0 || spec_.cluster.devices_per_node >= P_;
   for (int l = 0; l < L; ++l) {

@@ -288,7 +288,7 @@ TEST_CASE("csv: files without actions, and idle cells among comms, are rejected"
   expect_csv_error(",,,\n,\n", 0, 0, "no pipeline actions");
   expect_csv_error("0UNSHARD,0RESHARD\n", 0, 0, "no pipeline actions");
   expect_csv_error("0F0,0SEND_F0,,0B0\n1RECV_F0,1F0,1B0\n", 1, 14, "empty cell (idle slot) in a file with SEND/RECV");
-  expect_csv_error("0F0,0B0\n4096F0\n", 2, 1, "action '4096F0' uses stage 4096; pipesmith supports at most 4096 stages");
+  expect_csv_error("0F0,0B0\n100000F0\n", 2, 1, "action '100000F0' uses stage 100000; pipesmith supports at most 100000 stages");
 }
 
 TEST_CASE("csv: read_schedule_any picks the format by extension, else by content") {

@@ -151,7 +151,7 @@ TEST_CASE("schedule yaml: write -> read -> write is byte-identical with predicte
   s.problem.memory_gb = 0.1;
   s.problem.stages[0].fwd_ms = 1e-7;
   s.problem.stages[0].params_m = 123456.789;
-  s.problem.stages[1].fwd_ms = 1e20;
+  s.problem.stages[1].fwd_ms = 2.5e13;
   s.problem.stages[1].bwd_weight_ms = 1.0 / 3.0;
   s.predicted.resize(2);
   double t = 0;
@@ -182,7 +182,7 @@ TEST_CASE("schedule yaml: write -> read -> write is byte-identical with predicte
   CHECK(r->problem.memory_gb == 0.1);
   CHECK(r->problem.stages[0].fwd_ms == 1e-7);
   CHECK(r->problem.stages[0].params_m == 123456.789);
-  CHECK(r->problem.stages[1].fwd_ms == 1e20);
+  CHECK(r->problem.stages[1].fwd_ms == 2.5e13);
   CHECK(r->problem.stages[1].bwd_weight_ms == 1.0 / 3.0);
   REQUIRE(r->predicted.size() == 2);
   CHECK(r->predicted[1].back().end_ms == s.predicted[1].back().end_ms);
