@@ -3,11 +3,13 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <cmath>
 #include <cstdio>
 #include <memory>
 #include <string>
 
 #include "cli/commands.h"
+#include "ir/limits.h"
 #include "verify/load.h"
 #include "verify/verify.h"
 
@@ -22,8 +24,10 @@ struct CheckFlags {
     sub->add_option("file", input.file, "Schedule: pipesmith-schedule/1 YAML or PyTorch CSV")->required();
     sub->add_option("--model", input.model, "Model YAML: cost a CSV's stages with it (balanced partition)");
     sub->add_option("--cluster", input.cluster, "Cluster YAML (with --model)");
-    sub->add_option("--microbatches", input.microbatches, "Expected microbatch count (checked against the file)");
-    sub->add_option("--stages", input.stages, "Expected stage count (checked against the file)");
+    sub->add_option("--microbatches", input.microbatches, "Expected microbatch count (checked against the file)")
+        ->check(CLI::Range(1, static_cast<int>(limits::kMaxMicrobatches)));
+    sub->add_option("--stages", input.stages, "Expected stage count (checked against the file)")
+        ->check(CLI::Range(1, static_cast<int>(limits::kMaxStages)));
     sub->add_option("--semantics", semantics, "Send/recv semantics: rendezvous (default), grouped, buffered");
     sub->add_option("--memory-limit-gb", memory_limit_gb, "Per-device memory limit in GB (0 = unlimited; "
                                                           "default: the problem's)");
@@ -32,19 +36,21 @@ struct CheckFlags {
   // The files the flags name as inputs (for check_outputs).
   std::vector<std::string> input_files() const { return {input.file, input.model, input.cluster}; }
 
-  // Loads and verifies; on bad input prints the error and returns its exit code in `rc`.
-  std::unique_ptr<Report> run(int& rc, std::vector<std::string>* load_notes = nullptr) const {
+  // Loads and verifies; on bad input prints the error (and, with `json_errors`, a JSON report of it on
+  // stdout) and returns its exit code in `rc`.
+  std::unique_ptr<Report> run(int& rc, std::vector<std::string>* load_notes = nullptr, bool json_errors = false) const {
+    auto fail = [&](const Status& st) -> std::unique_ptr<Report> {
+      if (json_errors) std::fputs(format_error_json(st, input.file).c_str(), stdout);
+      rc = report_error(st);
+      return nullptr;
+    };
     auto sem = parse_semantics(semantics);
-    if (!sem) {
-      rc = report_error(Status::bad_input("--semantics must be rendezvous, grouped or buffered, got '" +
-                                          semantics + "'"));
-      return nullptr;
-    }
+    if (!sem)
+      return fail(Status::bad_input("--semantics must be rendezvous, grouped or buffered, got '" + semantics + "'"));
+    if (!(memory_limit_gb < 0 || std::isfinite(memory_limit_gb)))
+      return fail(Status::bad_input("--memory-limit-gb must be a finite number (0 = unlimited)"));
     auto loaded = load_schedule_for_check(input);
-    if (!loaded) {
-      rc = report_error(loaded.status());
-      return nullptr;
-    }
+    if (!loaded) return fail(loaded.status());
     VerifyOptions opt;
     opt.semantics = *sem;
     if (memory_limit_gb >= 0) opt.memory_limit_gb = memory_limit_gb;

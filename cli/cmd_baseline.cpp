@@ -125,6 +125,7 @@ int run_baseline(const BaselineArgs& a) {
     return report_error(st);
   auto spec = load_spec_from_flags(a.spec);
   if (!spec.ok()) return report_error(spec.status());
+  if (Status st = check_stages_per_device(*spec, a.stages_per_device); !st.is_ok()) return report_error(st);
   auto plan = make_plan(*spec, *kind, a);
   if (!plan.ok()) return report_error(plan.status());
   auto problem = make_problem(*spec, plan->partition, plan->placement);
@@ -174,8 +175,7 @@ int run_baseline(const BaselineArgs& a) {
                    limit > 0 ? fmt::format(" of {:g} GB", limit) : std::string(), peaks);
 
   if (!a.out_path.empty()) {
-    Status st = a.out_path == "-" ? write_text_file("-", format_schedule_yaml(out))
-                                  : write_schedule_yaml(out, a.out_path);
+    Status st = write_schedule_yaml(out, a.out_path);
     if (!st.is_ok()) return report_error(st);
     if (a.out_path != "-") s += fmt::format("wrote {}\n", a.out_path);
   }

@@ -83,6 +83,7 @@ Result<PlanBound> plan_bound(const Spec& spec, const BoundArgs& a) {
 int run_bound(const BoundArgs& a) {
   auto spec = load_spec_from_flags(a.spec);
   if (!spec.ok()) return report_error(spec.status());
+  if (Status st = check_stages_per_device(*spec, a.stages_per_device); !st.is_ok()) return report_error(st);
   const int P = spec->cluster.devices, M = spec->pipeline.microbatches;
   auto g = global_lower_bound(*spec, P, M, spec->cluster.memory_gb);
   if (!g.ok()) return report_error(g.status());

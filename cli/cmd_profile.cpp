@@ -3,6 +3,7 @@
 // profile → baseline/synth → run.
 #include <fmt/format.h>
 
+#include <cmath>
 #include <cstdio>
 #include <memory>
 
@@ -33,6 +34,8 @@ int run_profile(const ProfileFlags& f) {
   if (f.backend != "host" && f.backend != "cuda")
     return report_error(Status::bad_input(fmt::format("--backend must be host or cuda, got '{}'", f.backend)));
   if (f.tokens < 1 || f.tokens > 1 << 16) return report_error(Status::bad_input("--tokens must be in 1..65536"));
+  if (!(f.timeout_s > 0) || !std::isfinite(f.timeout_s))
+    return report_error(Status::bad_input(fmt::format("--timeout must be a finite number of seconds > 0, got {}", f.timeout_s)));
   if (Status st = check_outputs({{f.output, "-o"}}, {f.model, f.cluster}); !st.is_ok()) return report_error(st);
   auto spec = load_spec(f.model, f.cluster);
   if (!spec) return report_error(spec.status());

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <functional>
@@ -93,7 +94,8 @@ int run(const RunFlags& f) {
   if (f.file.empty()) return report_error(Status::bad_input("a SCHEDULE file is required"));
   if (f.backend != "host" && f.backend != "cuda" && f.backend != "mpi")
     return report_error(Status::bad_input(fmt::format("--backend must be host, mpi or cuda, got '{}'", f.backend)));
-  if (!(f.timeout_s > 0)) return report_error(Status::bad_input("--timeout must be > 0 seconds"));
+  if (!(f.timeout_s > 0) || !std::isfinite(f.timeout_s))
+    return report_error(Status::bad_input(fmt::format("--timeout must be a finite number of seconds > 0, got {}", f.timeout_s)));
   if (Status st = check_outputs({{f.trace, "--trace"}, {f.json, "--json"}}, {f.file, f.model, f.cluster}); !st.is_ok())
     return report_error(st);
   if (f.semantics != "rendezvous" && f.semantics != "grouped")
@@ -295,7 +297,8 @@ Runner add_run(CLI::App& app) {
   sub->add_option("--model", f->model,
                   "Model YAML: the layer types behind the stages (a CSV's stages get its balanced partition)");
   sub->add_option("--cluster", f->cluster, "Cluster YAML (with --model, for a CSV)");
-  sub->add_option("--microbatches", f->microbatches, "Expected microbatch count (checked against the file)");
+  sub->add_option("--microbatches", f->microbatches, "Expected microbatch count (checked against the file)")
+      ->check(CLI::PositiveNumber);
   sub->add_option("--backend", f->backend,
                   "host (CPU threads, default), mpi (one process per rank under mpirun, CPU math, MPI transfers) or "
                   "cuda (CUDA + NCCL)");

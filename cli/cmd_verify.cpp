@@ -19,10 +19,12 @@ Runner add_verify(CLI::App& app) {
   sub->add_option("--trace", *trace, "Write a Chrome/Perfetto trace JSON of the simulated timing");
   sub->add_option("--svg", *svg, "Write an SVG Gantt chart with memory curves");
   return [flags, json, trace, svg] {
-    if (Status st = check_outputs({{*trace, "--trace"}, {*svg, "--svg"}}, flags->input_files()); !st.is_ok())
+    if (Status st = check_outputs({{*trace, "--trace"}, {*svg, "--svg"}}, flags->input_files()); !st.is_ok()) {
+      if (*json) std::fputs(format_error_json(st, flags->input.file).c_str(), stdout);
       return report_error(st);
+    }
     int rc = 0;
-    auto report = flags->run(rc);
+    auto report = flags->run(rc, nullptr, *json);
     if (!report) return rc;
     std::fputs((*json ? format_report_json(*report) : format_report(*report)).c_str(), stdout);
     if (!trace->empty()) {

@@ -45,7 +45,7 @@ Result<Action> parse_action(std::string_view text, const SourceLoc& loc) {
     return Status::bad_input(
         fmt::format("bad action '{}': {} (expected STAGE TYPE MICROBATCH, e.g. '3F1' or "
                     "'0SEND_B2'; TYPE one of F I W B SEND_F RECV_F SEND_B RECV_B)",
-                    text, why),
+                    excerpt(text), why),
         loc);
   };
   size_t pos = 0;
@@ -67,7 +67,7 @@ Result<Action> parse_action(std::string_view text, const SourceLoc& loc) {
   }
   if (!found) return fail("unknown op type");
   if (!read_int(text, pos, a.mb)) return fail("missing or too large microbatch number");
-  if (pos != text.size()) return fail(fmt::format("unexpected text '{}' after the microbatch", text.substr(pos)));
+  if (pos != text.size()) return fail(fmt::format("unexpected text '{}' after the microbatch", excerpt(text.substr(pos), 40)));
   return a;
 }
 

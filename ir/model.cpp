@@ -107,7 +107,7 @@ Result<MapView> read_map(const Ctx& c, const YAML::Node& node, const SourceLoc& 
     std::string key = k.Scalar();
     if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
       std::string msg =
-          fmt::format("{}: unknown key '{}' (expected one of: {})", what, key, join(allowed));
+          fmt::format("{}: unknown key '{}' (expected one of: {})", what, excerpt(key), join(allowed));
       const std::vector<std::string_view> keys(allowed.begin(), allowed.end());
       const std::string_view best_key = yamlu::suggest_key(key, keys);
       if (!best_key.empty()) msg += fmt::format("; did you mean '{}'?", best_key);
@@ -115,7 +115,7 @@ Result<MapView> read_map(const Ctx& c, const YAML::Node& node, const SourceLoc& 
     }
     if (const Entry* prev = mv.find(key)) {
       return Status::bad_input(fmt::format("{}: duplicate key '{}' (first given at line {})", what,
-                                           key, prev->key_loc.line),
+                                           excerpt(key), prev->key_loc.line),
                                kloc);
     }
     mv.entries.push_back(Entry{key, v, kloc, loc_of(c, v, kloc)});
@@ -138,7 +138,7 @@ Result<double> get_number(const Entry& e, const std::string& what) {
   if (t.empty() || ec != std::errc() || end != t.data() + t.size()) return bad();
   if (!std::isfinite(v)) {
     return Status::bad_input(
-        fmt::format("{}: {} must be finite, got '{}'", what, e.key, e.value.Scalar()), e.value_loc);
+        fmt::format("{}: {} must be finite, got '{}'", what, e.key, excerpt(e.value.Scalar())), e.value_loc);
   }
   return v;
 }
@@ -486,7 +486,7 @@ Status parse_layers(const Ctx& c, const Entry& e, Draft& d) {
         return Status::bad_input(
             fmt::format("model.layers: unknown layer type '{}' at layer {} (defined "
                         "types: {})",
-                        symbols[i], i, symbol_list(d)),
+                        excerpt(std::string_view(&symbols[i], 1)), i, symbol_list(d)),
             sloc);
       }
       Layer l;
@@ -538,7 +538,7 @@ Status parse_layers(const Ctx& c, const Entry& e, Draft& d) {
         if (pattern.size() > 1) {
           return Status::bad_input(
               fmt::format("{}: inputs need a single layer type, not the pattern '{}' (give that layer its own entry)",
-                          what, pattern),
+                          what, excerpt(pattern)),
               ie->value_loc);
         }
         if (!ie->value.IsSequence()) {

@@ -136,7 +136,40 @@ std::string format_schedule_yaml(const Schedule& s) {
   return out;
 }
 
+namespace {
+
+// A schedule file never carries a number that is not finite (`.inf`, `.nan`): the readers refuse them.
+Status check_finite_numbers(const Schedule& s, const std::string& path) {
+  auto bad = [&](const std::string& what, double v) {
+    return Status::error(ErrorCode::kInvalidSchedule,
+                         fmt::format("not writing '{}': {} is {}, not a finite number", path, what, v));
+  };
+  const Problem& p = s.problem;
+  for (int i = 0; i < p.num_stages(); ++i) {
+    const StageSpec& st = p.stages[i];
+    for (double v : {st.fwd_ms, st.bwd_input_ms, st.bwd_weight_ms, st.activation_mb, st.wgrad_stash_mb, st.output_mb,
+                     st.params_m})
+      if (!std::isfinite(v)) return bad(fmt::format("a cost of stage {}", i), v);
+  }
+  for (const auto& times : s.predicted)
+    for (const OpTime& t : times)
+      if (!std::isfinite(t.start_ms) || !std::isfinite(t.end_ms)) return bad("a predicted time", t.end_ms);
+  if (s.certificate) {
+    const Certificate& c = *s.certificate;
+    for (auto [what, v] : {std::pair{"certificate.makespan_ms", c.makespan_ms},
+                           std::pair{"certificate.lower_bound_ms", c.lower_bound_ms},
+                           std::pair{"certificate.bubble_ratio", c.bubble_ratio}})
+      if (!std::isfinite(v)) return bad(what, v);
+    for (double g : c.peak_memory_gb)
+      if (!std::isfinite(g)) return bad("certificate.peak_memory_gb", g);
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
 Status write_schedule_yaml(const Schedule& s, const std::string& path) {
+  PS_RETURN_IF_ERROR(check_finite_numbers(s, path));
   return write_text(path, format_schedule_yaml(s));
 }
 
@@ -690,7 +723,7 @@ Result<CsvReadResult> parse_pytorch_csv(const std::string& text_in, const std::s
           return Status::bad_input(
               fmt::format("bad action '{}': an overlapped action is written '(A;B)OVERLAP_F_B', e.g. "
                           "'(0F1;1B0)OVERLAP_F_B'",
-                          t),
+                          excerpt(t)),
               loc);
         }
         std::string_view inner = t.substr(1, t.size() - 1 - kOverlap.size());
@@ -706,12 +739,12 @@ Result<CsvReadResult> parse_pytorch_csv(const std::string& text_in, const std::s
           SourceLoc sub_loc{file, line_no, column.at(inner_byte + a)};
           std::string_view sub = inner.substr(a, b - a);
           if (sub.empty()) {
-            return Status::bad_input(fmt::format("bad action '{}': empty sub-action in OVERLAP_F_B", t), sub_loc);
+            return Status::bad_input(fmt::format("bad action '{}': empty sub-action in OVERLAP_F_B", excerpt(t)), sub_loc);
           }
           auto act = parse_action(sub, sub_loc);
           if (!act) {
             return Status::bad_input(
-                fmt::format("in '{}': {}", t, act.status().message()), sub_loc);
+                fmt::format("in '{}': {}", excerpt(t), act.status().message()), sub_loc);
           }
           subs.push_back(std::move(*act));
           if (semi == std::string_view::npos) break;
@@ -719,7 +752,7 @@ Result<CsvReadResult> parse_pytorch_csv(const std::string& text_in, const std::s
         }
         if (subs.size() < 2) {
           return Status::bad_input(
-              fmt::format("bad action '{}': OVERLAP_F_B needs at least two sub-actions '(A;B)'", t), loc);
+              fmt::format("bad action '{}': OVERLAP_F_B needs at least two sub-actions '(A;B)'", excerpt(t)), loc);
         }
         ++overlap_count;
         for (auto& a : subs) prog.push_back(std::move(a));
@@ -772,41 +805,42 @@ Result<CsvReadResult> parse_pytorch_csv(const std::string& text_in, const std::s
                                          to_string(*max_mb_at), max_mb, kMaxMicrobatches),
                              max_mb_at->loc);
   }
+  // An action beyond the counts --stages/--microbatches declare stays in the schedule: the checker reports
+  // it as structure.index (an invalid schedule, not an unreadable file). Fewer than declared is an error.
   int stages = max_stage + 1;
-  PS_RETURN_IF_ERROR(limits::check_plan_ops(stages, max_mb + 1,
-                                            fmt::format("stages 0..{} and microbatches 0..{} (action '{}')", max_stage,
-                                                        max_mb, to_string(*max_mb_at)),
-                                            max_mb_at->loc));
-  if (opt.stages >= 0 && opt.stages != stages) {
-    if (stages > opt.stages) {
-      return Status::bad_input(
-          fmt::format("action '{}' uses stage {}, but --stages is {} (stages 0..{})", to_string(*max_stage_at),
-                      max_stage, opt.stages, opt.stages - 1),
-          max_stage_at->loc);
-    }
+  if (opt.stages >= 0 && stages > opt.stages) {
+    res.notes.push_back(fmt::format("action '{}' ({}) uses stage {}, beyond --stages {}", to_string(*max_stage_at),
+                                    max_stage_at->loc.str(), max_stage, opt.stages));
+    stages = opt.stages;
+  } else if (opt.stages >= 0 && opt.stages != stages) {
     return Status::bad_input(fmt::format("--stages is {}, but the highest stage in the file is {} ({} stages)",
                                          opt.stages, max_stage, stages),
                              SourceLoc{file, 0, 0});
   }
   int mbs = max_mb + 1;
-  if (opt.microbatches >= 0 && opt.microbatches != mbs) {
-    if (mbs > opt.microbatches) {
-      return Status::bad_input(
-          fmt::format("action '{}' uses microbatch {}, but --microbatches is {} (microbatches 0..{})",
-                      to_string(*max_mb_at), max_mb, opt.microbatches, opt.microbatches - 1),
-          max_mb_at->loc);
-    }
+  if (opt.microbatches >= 0 && mbs > opt.microbatches) {
+    res.notes.push_back(fmt::format("action '{}' ({}) uses microbatch {}, beyond --microbatches {}",
+                                    to_string(*max_mb_at), max_mb_at->loc.str(), max_mb, opt.microbatches));
+    mbs = opt.microbatches;
+  } else if (opt.microbatches >= 0 && opt.microbatches != mbs) {
     return Status::bad_input(
         fmt::format("--microbatches is {}, but the highest microbatch in the file is {} ({} microbatches)",
                     opt.microbatches, max_mb, mbs),
         SourceLoc{file, 0, 0});
   }
+  if (stages < 1 || mbs < 1)
+    return Status::bad_input(fmt::format("--stages and --microbatches must be >= 1, got {} and {}", stages, mbs),
+                             SourceLoc{file, 0, 0});
+  PS_RETURN_IF_ERROR(limits::check_plan_ops(
+      stages, mbs, fmt::format("{} stages and {} microbatches (action '{}')", stages, mbs, to_string(*max_mb_at)),
+      max_mb_at->loc));
 
   // Placement: the first row (rank) each stage appears in.
   std::vector<int> placement(stages, -1);
   std::map<int, std::vector<int>> extra_rows;  // stage -> other rows it also appears in
   for (size_t d = 0; d < s.programs.size(); ++d) {
     for (const Action& a : s.programs[d]) {
+      if (a.stage >= stages) continue;  // out of range: structure.index
       int& p = placement[a.stage];
       if (p < 0) {
         p = static_cast<int>(d);

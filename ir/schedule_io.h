@@ -15,6 +15,8 @@ namespace ps {
 Result<Schedule> read_schedule_yaml(const std::string& path);
 Result<Schedule> parse_schedule_yaml(const std::string& text, const std::string& file_name);
 std::string format_schedule_yaml(const Schedule& s);
+// Whole or not at all (ir/output_file.h; "-" = stdout); refuses a schedule holding a number that is not
+// finite (exit 3: nothing that could not be read back is written).
 Status write_schedule_yaml(const Schedule& s, const std::string& path);
 
 // ---- PyTorch torch.distributed.pipelining CSV (docs/schedule-format.md; examples in tests/data/pytorch) ----

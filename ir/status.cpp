@@ -19,6 +19,21 @@ std::string Status::str() const {
   return message_;
 }
 
+std::string excerpt(std::string_view text, size_t max_chars) {
+  std::string out;
+  size_t shown = 0, i = 0;
+  for (; i < text.size() && shown < max_chars; ++i, ++shown) {
+    const unsigned char ch = static_cast<unsigned char>(text[i]);
+    if (ch == '\n') out += "\\n";
+    else if (ch == '\t') out += "\\t";
+    else if (ch == '\r') out += "\\r";
+    else if (ch < 0x20 || ch >= 0x7f) out += fmt::format("\\x{:02x}", ch);
+    else out += static_cast<char>(ch);
+  }
+  if (i < text.size()) out += fmt::format("... ({} bytes)", text.size());
+  return out;
+}
+
 void assert_fail(const char* expr, const char* file, int line, const std::string& msg) {
   std::fprintf(stderr, "pipesmith internal error at %s:%d: assertion '%s' failed: %s\n", file, line,
                expr, msg.c_str());

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <variant>
 
@@ -88,6 +89,10 @@ class Result {
  private:
   std::variant<T, Status> v_;
 };
+
+// Text from an input quoted in a message: at most `max_chars` characters, non-printable bytes escaped
+// (\n, \t, \xNN), a longer text cut with "... (N bytes)".
+std::string excerpt(std::string_view text, size_t max_chars = 80);
 
 [[noreturn]] void assert_fail(const char* expr, const char* file, int line, const std::string& msg);
 

@@ -69,7 +69,7 @@ std::string kind_name(const YAML::Node& n) {
     case YAML::NodeType::Scalar: {
       const std::string& t = n.Scalar();
       if (t.size() > 40) return fmt::format("the scalar '{}...'", t.substr(0, 40));
-      return fmt::format("the scalar '{}'", t);
+      return fmt::format("the scalar '{}'", excerpt(t));
     }
     case YAML::NodeType::Sequence: return "a sequence";
     case YAML::NodeType::Map: return "a map";
@@ -141,14 +141,14 @@ Result<Fields> read_map(const YAML::Node& map, std::initializer_list<std::string
     if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
       std::string_view best = suggest_key(key, std::vector<std::string_view>(allowed));
       std::string hint = best.empty() ? "" : fmt::format(" (did you mean '{}'?)", best);
-      return Status::bad_input(fmt::format("{}: unknown key '{}'{}; allowed keys: {}", what, key, hint,
+      return Status::bad_input(fmt::format("{}: unknown key '{}'{}; allowed keys: {}", what, excerpt(key), hint,
                                            join(allowed)),
                                loc_of(k, file, loc_of(map, file)));
     }
     if (out.count(key) > 0) {
       SourceLoc first = loc_of(out[key].key, file);
       return Status::bad_input(
-          fmt::format("{}: duplicate key '{}' (first given at line {})", what, key, first.line),
+          fmt::format("{}: duplicate key '{}' (first given at line {})", what, excerpt(key), first.line),
           loc_of(k, file, loc_of(map, file)));
     }
     out[key] = Field{k, kv.second};
@@ -175,10 +175,10 @@ Result<long long> to_int(const YAML::Node& n, const std::string& file, std::stri
   long long v = 0;
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (ec == std::errc::result_out_of_range) {
-    return Status::bad_input(fmt::format("{}: integer '{}' is out of range", what, s), loc_of(n, file));
+    return Status::bad_input(fmt::format("{}: integer '{}' is out of range", what, excerpt(s)), loc_of(n, file));
   }
   if (ec != std::errc() || p != s.data() + s.size()) {
-    return Status::bad_input(fmt::format("{}: expected an integer, got '{}'", what, s), loc_of(n, file));
+    return Status::bad_input(fmt::format("{}: expected an integer, got '{}'", what, excerpt(s)), loc_of(n, file));
   }
   return v;
 }
@@ -189,7 +189,7 @@ Result<double> to_double(const YAML::Node& n, const std::string& file, std::stri
   double v = 0;
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (ec != std::errc() || p != s.data() + s.size() || !std::isfinite(v)) {
-    return Status::bad_input(fmt::format("{}: expected a finite number, got '{}'", what, s),
+    return Status::bad_input(fmt::format("{}: expected a finite number, got '{}'", what, excerpt(s)),
                              loc_of(n, file));
   }
   return v;
@@ -200,7 +200,7 @@ Result<bool> to_bool(const YAML::Node& n, const std::string& file, std::string_v
   const std::string& s = n.Scalar();
   if (s == "true" || s == "True" || s == "TRUE") return true;
   if (s == "false" || s == "False" || s == "FALSE") return false;
-  return Status::bad_input(fmt::format("{}: expected true or false, got '{}'", what, s), loc_of(n, file));
+  return Status::bad_input(fmt::format("{}: expected true or false, got '{}'", what, excerpt(s)), loc_of(n, file));
 }
 
 Result<std::string> to_string(const YAML::Node& n, const std::string& file, std::string_view what) {

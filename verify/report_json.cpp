@@ -58,7 +58,23 @@ std::string format_report_json(const Report& r) {
     j["peak_memory_gb"] = ordered_json::array();
     j["devices"] = ordered_json::array();
   }
-  return j.dump(2) + "\n";
+  // Text from the input (file names, quoted cells) may hold invalid UTF-8: replaced, never thrown.
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
+std::string format_error_json(const Status& st, const std::string& schedule_file) {
+  using nlohmann::ordered_json;
+  ordered_json j;
+  j["format"] = "pipesmith-verify-report/1";
+  j["valid"] = false;
+  j["schedule"] = schedule_file;
+  ordered_json e;
+  e["file"] = st.loc().file;
+  e["line"] = st.loc().line;
+  e["column"] = st.loc().col;
+  e["message"] = st.message();
+  j["error"] = std::move(e);
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace ps

@@ -96,6 +96,9 @@ std::string sha256_digest(const std::string& bytes);
 std::string format_report(const Report& report);
 // JSON report (docs/verifier-rules.md documents the schema).
 std::string format_report_json(const Report& report);
+// JSON for a schedule that could not be checked at all (unreadable, malformed): "valid": false and an
+// "error" object with file, line, column (0 when unknown) and message.
+std::string format_error_json(const Status& error, const std::string& schedule_file);
 
 // Pictures: Chrome/Perfetto trace JSON and an SVG Gantt chart with memory curves.
 std::string format_chrome_trace(const Report& report);
