@@ -24,6 +24,15 @@ std::string excerpt(std::string_view text, size_t max_chars) {
   size_t shown = 0, i = 0;
   for (; i < text.size() && shown < max_chars; ++i, ++shown) {
     const unsigned char ch = static_cast<unsigned char>(text[i]);
+    // A well-formed UTF-8 sequence is one printable character: kept.
+    const size_t len = ch >= 0xf0 && ch < 0xf5 ? 4 : ch >= 0xe0 && ch < 0xf0 ? 3 : ch >= 0xc2 && ch < 0xe0 ? 2 : 1;
+    bool utf8 = len > 1 && i + len <= text.size();
+    for (size_t k = 1; utf8 && k < len; ++k) utf8 = (static_cast<unsigned char>(text[i + k]) & 0xc0) == 0x80;
+    if (utf8) {
+      out.append(text.substr(i, len));
+      i += len - 1;
+      continue;
+    }
     if (ch == '\n') out += "\\n";
     else if (ch == '\t') out += "\\t";
     else if (ch == '\r') out += "\\r";

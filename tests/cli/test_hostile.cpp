@@ -79,7 +79,7 @@ TEST_CASE("cli hostile: out-of-range counts on the command line are refused, nam
 TEST_CASE("cli hostile: finite costs whose sum over an iteration overflows are refused at the layer") {
   const std::string m = model_file("hostile-huge.yaml", kHuge, "TTHT");
   const std::string out = temp_path("hostile-huge-out.yaml");
-  const std::string said = "hostile-huge.yaml:10:14: layer 2 (type 'H', huge): the iteration's total F+I+W time (ms)";
+  const std::string said = "hostile-huge.yaml:7:14: layer 2 (type 'H', huge): the iteration's total F+I+W time (ms)";
   check_cases({
       {fmt::format("synth {} --time-limit 2 -o {}", m, out), 1, said},  // was SIGABRT in the partition
       {fmt::format("baseline {} --schedule 1f1b --partition even -o {}", m, out), 1, said},  // was .inf in a certificate
@@ -166,7 +166,7 @@ TEST_CASE("cli hostile: verify --json prints a JSON document for input errors to
                             {"verify " + csv + " --json --semantics sideways", -1, -1}};
   for (const JsonCase& c : cases) {
     const std::string out = temp_path("hostile-json.out");
-    auto r = run_cli(c.args + " 2>/dev/null >" + out);
+    auto r = run_cli(c.args + " 2>/dev/null >" + out + "; exit $?");  // stdout alone to the file
     const std::string text = read_file(out);
     INFO(c.args, "\n", text);
     CHECK(r.exit_code == 1);
