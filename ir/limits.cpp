@@ -2,10 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <cstdint>
+
 namespace ps::limits {
 
 std::string with_commas(int64_t v) {
-  std::string digits = std::to_string(v < 0 ? -v : v), out;
+  const uint64_t magnitude = v < 0 ? 0 - static_cast<uint64_t>(v) : static_cast<uint64_t>(v);
+  std::string digits = std::to_string(magnitude), out;
   for (size_t i = 0; i < digits.size(); ++i) {
     if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
     out += digits[i];
@@ -13,20 +16,33 @@ std::string with_commas(int64_t v) {
   return v < 0 ? "-" + out : out;
 }
 
-int64_t max_microbatches_for(int64_t stages) { return stages <= 0 ? kMaxMicrobatches : kMaxPlanOps / (3 * stages); }
+int64_t max_microbatches_for(int64_t stages) {
+  return stages <= 0 ? kMaxMicrobatches : stages > kMaxPlanOps ? 0 : kMaxPlanOps / (3 * stages);
+}
 
 Status check_plan_ops(int64_t stages, int64_t microbatches, const std::string& what, const SourceLoc& loc) {
-  // Both factors are at most about 2^31 here, so the product fits in 64 bits.
-  if (stages < 0 || microbatches < 0 || stages > (int64_t{1} << 31) || microbatches > (int64_t{1} << 31) ||
-      3 * stages * microbatches > kMaxPlanOps) {
-    return Status::bad_input(
-        fmt::format("{}: a plan of {} stages x {} microbatches has {} F/I/W ops, more than the {} pipesmith plans "
-                    "and checks (docs/inputs.md, \"Limits\"); with {} stages at most {} microbatches",
-                    what, stages, microbatches, with_commas(3 * stages * microbatches), with_commas(kMaxPlanOps),
-                    stages, with_commas(max_microbatches_for(stages))),
-        loc);
+  // Each factor is checked alone first, so the product below cannot overflow.
+  if (stages >= 0 && microbatches >= 0 && stages <= kMaxPlanOps && microbatches <= kMaxPlanOps &&
+      3 * stages * microbatches <= kMaxPlanOps)
+    return Status::ok();
+  // 3·S·M for the message: exact while it fits in 64 bits unsigned, else "more than 10^19".
+  const bool exact = stages >= 0 && microbatches >= 0 && stages <= (int64_t{1} << 31) && microbatches <= (int64_t{1} << 31);
+  const uint64_t ops = exact ? 3 * static_cast<uint64_t>(stages) * static_cast<uint64_t>(microbatches) : 0;
+  std::string ops_text = exact ? std::to_string(ops) : std::string("more than 10^19");
+  if (exact) {
+    std::string grouped;
+    for (size_t i = 0; i < ops_text.size(); ++i) {
+      if (i > 0 && (ops_text.size() - i) % 3 == 0) grouped += ',';
+      grouped += ops_text[i];
+    }
+    ops_text = grouped;
   }
-  return Status::ok();
+  return Status::bad_input(
+      fmt::format("{}: a plan of {} stages x {} microbatches has {} F/I/W ops, more than the {} pipesmith plans "
+                  "and checks (docs/inputs.md, \"Limits\"); with {} stages at most {} microbatches",
+                  what, stages, microbatches, ops_text, with_commas(kMaxPlanOps), stages,
+                  with_commas(max_microbatches_for(stages))),
+      loc);
 }
 
 }  // namespace ps::limits

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -206,6 +207,8 @@ TEST_CASE("cli hostile: --time-limit holds on a 100,000-layer model") {
   INFO(r.output, "\nseconds: ", seconds);
   // Either a checked schedule in time, or the time limit's own error; never a run far past it.
   CHECK((r.exit_code == 0 || (r.exit_code == 1 && contains(r.output, "--time-limit 3 s reached while"))));
-  CHECK(seconds < 3 + 2.5);  // 1 s of grace, process start and exit on a loaded machine
+  // 0.85 s of grace, process start and exit on a loaded machine; a sanitized build widens the grace.
+  const char* grace = std::getenv("PIPESMITH_TIME_LIMIT_GRACE_S");
+  CHECK(seconds < 3 + (grace ? std::atof(grace) : 0.85) + 1.65);
   if (r.exit_code == 0) CHECK(run_cli("verify " + out).exit_code == 0);
 }

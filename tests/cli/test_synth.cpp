@@ -496,12 +496,12 @@ TEST_CASE("cli synth: a plan of 72,000 ops keeps to its budget — the portfolio
   const std::string out = temp_path("synth-big.yaml");
   std::remove(smt2.c_str());
   auto r = run_cli(fmt::format("synth {} --devices 4 --microbatches 2000 --partition balanced --placement v "
-                               "--time-limit 1 --dump-smt2 {} -o {}",
+                               "--time-limit 2 --dump-smt2 {} -o {}",
                                source_path("configs/models/nemotron-h-like.yaml"), smt2, out));
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
   CHECK(contains(r.output, "; 72000 ops\n"));                     // the heuristic's progress line
-  CHECK(contains(r.output, "lean portfolio for the budget"));     // 1 s does not buy the whole one
+  CHECK(contains(r.output, "lean portfolio for the budget"));     // 2 s do not buy the whole one
   CHECK(contains(r.output, "no-queue: skipped: an encoding of 48000 ops needs at least"));
   CHECK(contains(r.output, "comm-stream: skipped: 72000 ops are too many for the pair encoding"));
   CHECK(contains(r.output, "not written: " + smt2));
