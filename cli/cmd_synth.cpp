@@ -13,12 +13,15 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
+#include <condition_variable>
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -115,6 +118,72 @@ class InterruptGuard {
   std::raise(sig);
   std::_Exit(128 + sig);  // not reached
 }
+
+// What the command is doing, for the backstop's message.
+std::atomic<const char*> g_phase{"reading the inputs"};
+
+// The hard stop behind --time-limit and the signals. The search, the bounds and Z3 poll the deadline
+// and the signal flag and end on their own, leaving time for what follows; a step that cannot poll
+// (reading a file, building a large plan's op DAG, checking it, writing it) is ended here, kGraceS past
+// the deadline or past the first SIGINT/SIGTERM, so neither is overrun by more than a second on any
+// input. Nothing is then left half-written: every output is written whole or not at all
+// (ir/output_file.h). A time limit ends the command with exit 1, a signal by that signal.
+// PIPESMITH_TIME_LIMIT_GRACE_S widens the grace for builds that run many times slower than a release
+// build (the ASan+UBSan test run sets it); it is not meant for users.
+class Backstop {
+ public:
+  static constexpr double kGraceS = 0.85;
+  static double grace_s() {
+    const char* v = std::getenv("PIPESMITH_TIME_LIMIT_GRACE_S");
+    const double g = v ? std::strtod(v, nullptr) : 0;
+    return g > 0 && std::isfinite(g) ? g : kGraceS;
+  }
+  // deadline: none for a run bounded by --evaluations (the clock does not end it; signals still do).
+  explicit Backstop(std::optional<std::chrono::steady_clock::time_point> deadline, double time_limit_s)
+      : deadline_(deadline), time_limit_s_(time_limit_s), thread_([this] { watch(); }) {}
+  ~Backstop() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  Backstop(const Backstop&) = delete;
+  Backstop& operator=(const Backstop&) = delete;
+
+ private:
+  void watch() {
+    using Clock = std::chrono::steady_clock;
+    const auto grace = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(grace_s()));
+    std::optional<Clock::time_point> signalled;
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!cv_.wait_for(lock, std::chrono::milliseconds(20), [this] { return done_; })) {
+      const auto now = Clock::now();
+      if (g_interrupted.load() && !signalled) signalled = now;
+      if (signalled && now > *signalled + grace) {
+        std::fprintf(stderr, "pipesmith: stopped by %s while %s: nothing more written\n",
+                     g_signal == SIGTERM ? "SIGTERM" : "SIGINT", g_phase.load());
+        end_by_signal();
+      }
+      if (deadline_ && now > *deadline_ + grace) {
+        std::fprintf(stderr,
+                     "pipesmith: error: --time-limit %g s reached while %s: stopped, nothing more written (a "
+                     "longer --time-limit, or a smaller plan: fewer microbatches or stages)\n",
+                     time_limit_s_, g_phase.load());
+        std::fflush(nullptr);
+        std::_Exit(1);
+      }
+    }
+  }
+
+  std::optional<std::chrono::steady_clock::time_point> deadline_;
+  double time_limit_s_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::thread thread_;  // last: starts once the members above exist
+};
 
 // The library's options from the flags.
 ModelSynthOptions synth_options(const SynthArgs& a, std::chrono::steady_clock::time_point start) {
@@ -228,7 +297,7 @@ std::string format_summary(const SynthArgs& a, const ModelSynthesis& m) {
 Status write_outputs(const SynthArgs& a, const ModelSynthesis& m, std::string& s) {
   const Schedule& out = m.result.schedule;
   if (!a.out_path.empty()) {
-    PS_RETURN_IF_ERROR(a.out_path == "-" ? write_text_file("-", format_schedule_yaml(out)) : write_schedule_yaml(out, a.out_path));
+    PS_RETURN_IF_ERROR(write_schedule_yaml(out, a.out_path));
     if (a.out_path != "-") s += fmt::format("wrote {}\n", a.out_path);
   }
   if (!a.csv_path.empty()) {
@@ -258,8 +327,14 @@ int run_synth(const SynthArgs& a) {
       !st.is_ok())
     return report_error(st);
   InterruptGuard interrupt_guard;
+  const Backstop backstop(a.evaluations > 0 ? std::nullopt
+                                            : std::optional(t_start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                                                          std::chrono::duration<double>(a.time_limit_s))),
+                          a.time_limit_s);
   auto spec = load_spec_from_flags(a.spec);
   if (!spec.ok()) return report_error(spec.status());
+  if (Status st = check_stages_per_device(*spec, a.stages_per_device); !st.is_ok()) return report_error(st);
+  g_phase = "synthesizing (search, order, checker)";
   Result<ModelSynthesis> m = synthesize_model(*spec, synth_options(a, t_start));
   if (interrupted_without_plan(m.status())) {
     std::fprintf(stderr, "synth: %s\n", m.status().message().c_str());
@@ -267,6 +342,7 @@ int run_synth(const SynthArgs& a) {
   }
   if (!m.ok()) return report_error(m.status());
   std::string s = format_summary(a, *m);
+  g_phase = "writing the outputs";
   Status st = write_outputs(a, *m, s);
   if (!st.is_ok()) return report_error(st);
   std::fputs(s.c_str(), a.out_path == "-" ? stderr : stdout);
