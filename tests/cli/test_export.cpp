@@ -195,3 +195,27 @@ TEST_CASE("cli export: a PyTorch CSV with --model, and bad input") {
   std::filesystem::remove(file);
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("cli synth --cuts layers: stages a module splitter can build, and the plan says so") {
+  const std::string yaml = temp_path("export-cuts.yaml");
+  const std::string dir = temp_path("export-cuts");
+  for (const char* cuts : {"layers", "sublayers"}) {
+    INFO(cuts);
+    auto r = run_cli(fmt::format("synth {} --devices 4 --microbatches 8 --evaluations 50 --time-limit 5 --quiet "
+                                 "--cuts {} -o {}",
+                                 kGemma, cuts, yaml));
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    Exported e = export_ok(yaml, "--model " + kGemma, dir);
+    check_export(e, 4, 8);
+    int inside = 0;
+    for (const auto& st : e.plan["stages"])
+      inside += st["starts_inside_joined_layer"].get<bool>() + st["ends_inside_joined_layer"].get<bool>();
+    if (std::string(cuts) == "layers") CHECK(inside == 0);
+  }
+  auto bad = run_cli(fmt::format("synth {} --cuts modules -o {}", kGemma, yaml));
+  CHECK(bad.exit_code == 1);
+  CHECK(contains(bad.output, "--cuts"));
+  std::filesystem::remove(yaml);
+  std::filesystem::remove_all(dir);
+}
