@@ -68,6 +68,7 @@ struct StageInfo {
   ordered_json starts_inside = nullptr;
   ordered_json ends_inside = nullptr;
   ordered_json vocab = nullptr;
+  ordered_json skip = nullptr;
 };
 
 Status check_layers_match(const Problem& pb, const Spec& spec, const std::string& model_file) {
@@ -109,6 +110,14 @@ StageInfo stage_info(const StageSpec& st, const Spec& spec) {
       last_module = mod;
     }
   }
+  // A tensor from a layer other than the one just before crosses a boundary of this stage (a skip
+  // edge, e.g. an MTP module reading the embedding): stages must pass it along.
+  bool skip = false;
+  for (const Layer& l : m.layers)
+    for (int u : l.inputs)
+      if (u != l.id - 1 && ((u < st.first_layer && st.first_layer <= l.id) || (u <= st.last_layer && st.last_layer < l.id)))
+        skip = true;
+  info.skip = skip;
   info.starts_inside = st.first_layer > 0 && m.type_of(st.first_layer - 1).joins_next;
   info.ends_inside = m.type_of(st.last_layer).joins_next;
   info.vocab = vocab;
@@ -134,7 +143,8 @@ std::string plan_json(const Schedule& s, const PytorchExport& ex, const PytorchE
   j["rank_to_stages"] = r2s;
   j["files"] = {{"compute_only", "compute_only.csv"}, {"compute_comms", "compute_comms.csv"}};
   j["fsdp"] = o.fsdp;
-  j["whole_modules"] = o.spec ? ordered_json(ex.stages_split_inside_joined == 0 && ex.stages_with_vocab_shards == 0)
+  j["whole_modules"] = o.spec ? ordered_json(ex.stages_split_inside_joined == 0 && ex.stages_with_vocab_shards == 0 &&
+                                             ex.stages_with_skip_inputs == 0)
                               : ordered_json(nullptr);
   j["iteration_ms"] = {{"certified", ex.certified_ms},
                        {"pytorch_lowering", ex.pytorch_valid ? ordered_json(ex.pytorch_ms) : ordered_json(nullptr)}};
@@ -151,6 +161,7 @@ std::string plan_json(const Schedule& s, const PytorchExport& ex, const PytorchE
     e["starts_inside_joined_layer"] = info.starts_inside;
     e["ends_inside_joined_layer"] = info.ends_inside;
     e["vocab_shards"] = info.vocab;
+    e["skip_inputs_cross"] = info.skip;
     stages.push_back(std::move(e));
   }
   j["stages"] = std::move(stages);
@@ -259,6 +270,7 @@ Result<PytorchExport> export_pytorch(const Schedule& schedule, const PytorchExpo
       infos[s] = stage_info(pb.stages[s], *o.spec);
       if (infos[s].starts_inside.get<bool>() || infos[s].ends_inside.get<bool>()) ++ex.stages_split_inside_joined;
       if (infos[s].vocab.get<bool>()) ++ex.stages_with_vocab_shards;
+      if (infos[s].skip.get<bool>()) ++ex.stages_with_skip_inputs;
     }
     if (ex.stages_split_inside_joined > 0)
       ex.notes.push_back(fmt::format("{} stage(s) start or end inside a joined layer (a joins_next group): a module "
@@ -268,6 +280,10 @@ Result<PytorchExport> export_pytorch(const Schedule& schedule, const PytorchExpo
       ex.notes.push_back(fmt::format("{} stage(s) hold vocabulary shards of a sharded head: they need custom stage "
                                      "modules (docs/pytorch.md)",
                                      ex.stages_with_vocab_shards));
+    if (ex.stages_with_skip_inputs > 0)
+      ex.notes.push_back(fmt::format("{} stage(s) receive or pass on a tensor from a layer other than the one before "
+                                     "(a skip input): their modules must carry it along (docs/pytorch.md)",
+                                     ex.stages_with_skip_inputs));
   } else {
     ex.notes.push_back("no model given: plan.json names no layer types or modules (pass --model MODEL.yaml)");
   }

@@ -48,6 +48,7 @@ struct PytorchExport {
   double pytorch_ms = 0;                 // its simulated iteration (0 if not simulated)
   int stages_split_inside_joined = 0;    // stages that start or end inside a joins_next group
   int stages_with_vocab_shards = 0;      // stages holding vocabulary shards
+  int stages_with_skip_inputs = 0;       // stages a skip input (a non-chain layer input) crosses
   std::vector<std::string> notes;
 };
 
