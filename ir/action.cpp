@@ -73,7 +73,7 @@ Result<Action> parse_action(std::string_view text, const SourceLoc& loc) {
 
 namespace {
 constexpr std::string_view kOverlapSuffix = ")OVERLAP_F_B";
-bool is_blank(char c) { return c == ' ' || c == '\t'; }
+bool is_space_or_tab(char c) { return c == ' ' || c == '\t'; }
 }  // namespace
 
 bool looks_like_overlap(std::string_view t) {
@@ -95,8 +95,8 @@ Result<std::vector<Action>> parse_overlap(std::string_view t, const std::functio
     size_t semi = inner.find(';', p);
     size_t e = semi == std::string_view::npos ? inner.size() : semi;
     size_t a = p, b = e;
-    while (a < b && is_blank(inner[a])) ++a;
-    while (b > a && is_blank(inner[b - 1])) --b;
+    while (a < b && is_space_or_tab(inner[a])) ++a;
+    while (b > a && is_space_or_tab(inner[b - 1])) --b;
     SourceLoc sub_loc = loc_at(1 + a);
     std::string_view sub = inner.substr(a, b - a);
     if (sub.empty()) return Status::bad_input(fmt::format("bad action '{}': empty sub-action in OVERLAP_F_B", t), sub_loc);
