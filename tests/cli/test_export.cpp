@@ -21,8 +21,8 @@ namespace pt = pstest::pt;
 
 namespace {
 
-const std::string kLlama = source_path("configs/models/llama2-7b.yaml");
-const std::string kGemma = source_path("configs/models/gemma-like.yaml");
+const std::string kExportLlama = source_path("configs/models/llama2-7b.yaml");
+const std::string kExportGemma = source_path("configs/models/gemma-like.yaml");
 
 struct Exported {
   std::vector<pt::Row> only, comms;
@@ -107,10 +107,10 @@ TEST_CASE("cli export: every baseline, read back by PyTorch's rules") {
   const std::string dir = temp_path("export-baseline");
   for (const char* kind : {"gpipe", "1f1b", "interleaved-1f1b", "zb-h1", "zb-h2", "zbv", "dualpipev"}) {
     INFO(kind);
-    auto b = run_cli(fmt::format("baseline {} --schedule {} --devices 4 --microbatches 8 -o {}", kLlama, kind, yaml));
+    auto b = run_cli(fmt::format("baseline {} --schedule {} --devices 4 --microbatches 8 -o {}", kExportLlama, kind, yaml));
     INFO(b.output);
     REQUIRE(b.exit_code == 0);
-    Exported e = export_ok(yaml, "--model " + kLlama, dir);
+    Exported e = export_ok(yaml, "--model " + kExportLlama, dir);
     check_export(e, 4, 8);
     CHECK(e.plan["whole_modules"] == true);
     // REDUCE_GRAD is PyTorch's to add when it lowers a compute-only file.
@@ -127,10 +127,10 @@ TEST_CASE("cli export: a synthesized schedule with an irregular placement and un
   // 7 stages on 4 devices, not looped: devices 0-2 hold two stages, device 3 one.
   auto r = run_cli(fmt::format("synth {} --devices 4 --microbatches 8 --placement 0,1,2,3,1,0,2 --evaluations 50 "
                                "--time-limit 5 --quiet -o {}",
-                               kGemma, yaml));
+                               kExportGemma, yaml));
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
-  Exported e = export_ok(yaml, "--model " + kGemma + " --fsdp", dir);
+  Exported e = export_ok(yaml, "--model " + kExportGemma + " --fsdp", dir);
   check_export(e, 4, 8);
   CHECK(e.plan["stage_to_rank"] == nlohmann::json::array({0, 1, 2, 3, 1, 0, 2}));
   CHECK(e.plan["rank_to_stages"] == nlohmann::json::parse("[[0, 5], [1, 4], [2, 6], [3]]"));
@@ -169,14 +169,14 @@ TEST_CASE("cli export: a PyTorch CSV with --model, and bad input") {
   CHECK(r.exit_code == 1);
   CHECK(contains(r.output, "pass --model"));
   CHECK(!std::filesystem::exists(dir));
-  Exported e = export_ok(csv, "--model " + kGemma, dir);
+  Exported e = export_ok(csv, "--model " + kExportGemma, dir);
   check_export(e, 2, 4);
   CHECK(e.plan["stages"][0]["layer_types"][0] == "embedding");
 
   // An invalid schedule: the checker's report, exit 3, nothing written.
   std::filesystem::remove_all(dir);
   r = run_cli(fmt::format("export {} --to pytorch -o {} --model {}",
-                          source_path("configs/invalid-schedules/deadlock.csv"), dir, kLlama));
+                          source_path("configs/invalid-schedules/deadlock.csv"), dir, kExportLlama));
   CHECK(r.exit_code == 3);
   CHECK(contains(r.output, "deadlock"));
   CHECK(contains(r.output, "nothing written"));
@@ -185,11 +185,11 @@ TEST_CASE("cli export: a PyTorch CSV with --model, and bad input") {
   // -o naming an existing file, an unknown target.
   const std::string file = temp_path("export-not-a-dir");
   std::ofstream(file) << "x";
-  r = run_cli(fmt::format("export {} --to pytorch -o {} --model {}", csv, file, kLlama));
+  r = run_cli(fmt::format("export {} --to pytorch -o {} --model {}", csv, file, kExportLlama));
   CHECK(r.exit_code == 1);
   CHECK(contains(r.output, "is not a directory"));
   CHECK(read_file(file) == "x");
-  r = run_cli(fmt::format("export {} --to jax -o {} --model {}", csv, dir, kLlama));
+  r = run_cli(fmt::format("export {} --to jax -o {} --model {}", csv, dir, kExportLlama));
   CHECK(r.exit_code == 1);
   CHECK(contains(r.output, "--to must be 'pytorch'"));
   std::filesystem::remove(file);
@@ -203,17 +203,17 @@ TEST_CASE("cli synth --cuts layers: stages a module splitter can build, and the 
     INFO(cuts);
     auto r = run_cli(fmt::format("synth {} --devices 4 --microbatches 8 --evaluations 50 --time-limit 5 --quiet "
                                  "--cuts {} -o {}",
-                                 kGemma, cuts, yaml));
+                                 kExportGemma, cuts, yaml));
     INFO(r.output);
     REQUIRE(r.exit_code == 0);
-    Exported e = export_ok(yaml, "--model " + kGemma, dir);
+    Exported e = export_ok(yaml, "--model " + kExportGemma, dir);
     check_export(e, 4, 8);
     int inside = 0;
     for (const auto& st : e.plan["stages"])
       inside += st["starts_inside_joined_layer"].get<bool>() + st["ends_inside_joined_layer"].get<bool>();
     if (std::string(cuts) == "layers") CHECK(inside == 0);
   }
-  auto bad = run_cli(fmt::format("synth {} --cuts modules -o {}", kGemma, yaml));
+  auto bad = run_cli(fmt::format("synth {} --cuts modules -o {}", kExportGemma, yaml));
   CHECK(bad.exit_code == 1);
   CHECK(contains(bad.output, "--cuts"));
   std::filesystem::remove(yaml);
