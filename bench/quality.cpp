@@ -13,7 +13,11 @@
 //
 //   bench/quality [--quick] [--models a,b] [--devices 4,8] [--m-factors 1,2,4,8] [--p16]
 //                 [--time-limit S] [--threads N] [--z3 SECONDS] [--z3-max-ops N] [--seed N] [--svg-dir DIR]
+//                 [--cuts-layers]
 //
+// --cuts-layers adds a column: the same search with stages cut only between whole model layers
+// (`pipesmith synth --cuts layers`, ir/whole_layers.h: no joins_next group split), so the price of
+// plans a module splitter can build is measured per case (twice the search time).
 // --time-limit is the whole budget of one case (search + Z3 + checks). With --z3 Z, the tuner gets
 // S − Z seconds and synthesize() (synth/synthesize.h: heuristic, baselines and Z3 on the chosen
 // partition and placement) the last Z seconds, on problems of at most --z3-max-ops compute ops
@@ -41,6 +45,7 @@
 
 #include "ir/model.h"
 #include "ir/problem.h"
+#include "ir/whole_layers.h"
 #include "synth/baselines/baselines.h"
 #include "synth/bounds/global_bound.h"
 #include "synth/plan/partition.h"
@@ -67,6 +72,7 @@ struct Args {
   uint64_t seed = 0;
   std::string svg_dir;
   std::string source_dir = ".";
+  bool cuts_layers = false;
 };
 
 std::vector<std::string> split(const std::string& s) {
@@ -93,7 +99,7 @@ std::optional<std::vector<int>> split_ints(const std::string& s) {
 int usage(const char* msg) {
   std::fprintf(stderr,
                "bench/quality: %s\nusage: bench/quality [--quick] [--models a,b] [--devices 4,8] "
-               "[--m-factors 1,2,4,8] [--p16] [--time-limit S] [--threads N] [--z3 SECONDS] [--z3-max-ops N] [--seed N] [--svg-dir DIR]\n",
+               "[--m-factors 1,2,4,8] [--p16] [--time-limit S] [--threads N] [--z3 SECONDS] [--z3-max-ops N] [--seed N] [--svg-dir DIR] [--cuts-layers]\n",
                msg);
   return 1;
 }
@@ -218,11 +224,38 @@ std::string compose_svg(const Report& top, const std::string& top_title, const R
   return out;
 }
 
+// The tuner on the model's whole layers (ir/whole_layers.h), its plan costed on the model as written.
+Figure search_whole_layers(const Spec& spec, TuneOptions to) {
+  Figure f;
+  Result<WholeLayerModel> w = whole_layer_model(spec);
+  if (!w.ok()) {
+    f.note = "ERROR";
+    return f;
+  }
+  to.progress = nullptr;
+  Result<TuneResult> tr = cooptimize(w->spec, to);
+  if (!tr.ok()) {
+    f.note = tr.status().code() == ErrorCode::kInfeasible ? "OOM" : "ERROR";
+    return f;
+  }
+  Result<Problem> pb = make_problem(spec, refine_partition(tr->partition, *w), tr->placement);
+  if (!pb.ok()) {
+    f.note = "ERROR";
+    return f;
+  }
+  pb->memory_gb = tr->problem.memory_gb;
+  Schedule s = tr->schedule;
+  s.problem = *pb;
+  s.certificate.reset();
+  return check(s, false);
+}
+
 struct Row {
   std::string model;
   bool heterogeneous = true;
   int P = 0, M = 0;
   Figure f1f1b, inter, zbh1, zbv, ours;
+  Figure whole;  // --cuts-layers: the search over whole-layer partitions
   double speedup = 0;         // interleaved / ours (0: interleaved not feasible)
   double speedup_uncapped = 0;  // interleaved without the memory limit / ours, when it does not fit
   double min_bubble = 0;      // the bubble the lower bound forces: 1 − (work / P) / bound
@@ -257,6 +290,7 @@ int main(int argc, char** argv) {
       return std::string(argv[++i]);
     };
     if (k == "--quick") a.quick = true;
+    else if (k == "--cuts-layers") a.cuts_layers = true;
     else if (k == "--p16") a.p16 = true;
     else if (k == "--models") {
       auto v = value();
@@ -384,6 +418,7 @@ int main(int argc, char** argv) {
           for (int l = 0; l < static_cast<int>(spec->model.layers.size()); ++l) work_ms += layer_time_ms(spec->model, l);
           row.min_bubble = std::max(0.0, 1 - work_ms * M / P / tr->lower_bound_ms);
         }
+        if (a.cuts_layers) row.whole = search_whole_layers(*spec, to);
         double best = 0;
         for (const Figure* b : {&row.f1f1b, &row.inter, &row.zbh1, &row.zbv})
           if (b->ok && (best == 0 || b->ms < best)) best = b->ms;
@@ -416,13 +451,18 @@ int main(int argc, char** argv) {
   }
 
   // The table.
-  std::printf("| model | P | M | 1F1B | interleaved 1F1B | ZB-H1 | ZB-V | pipesmith | speed-up vs interleaved | "
-              "vs best baseline | bubble | gap to bound | search s | Z3 optimal | plan |\n");
-  std::printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---:|---|\n");
+  std::printf("| model | P | M | 1F1B | interleaved 1F1B | ZB-H1 | ZB-V | pipesmith |%s speed-up vs interleaved | "
+              "vs best baseline | bubble | gap to bound | search s | Z3 optimal | plan |\n",
+              a.cuts_layers ? " --cuts layers |" : "");
+  std::printf("|---|---:|---:|---:|---:|---:|---:|---:|%s---:|---:|---:|---:|---:|:---:|---|\n", a.cuts_layers ? "---:|" : "");
   for (const Row& r : rows) {
-    std::printf("| %s | %d | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %.1f | %s | %s |\n", r.model.c_str(), r.P,
+    const std::string whole =
+        !a.cuts_layers ? ""
+        : r.whole.ok && r.ours.ok ? fmt::format(" {} ({:+.1f}%) |", cell(r.whole), 100 * (r.whole.ms / r.ours.ms - 1))
+                                  : fmt::format(" {} |", cell(r.whole));
+    std::printf("| %s | %d | %d | %s | %s | %s | %s | %s |%s %s | %s | %s | %s | %.1f | %s | %s |\n", r.model.c_str(), r.P,
                 r.M, cell(r.f1f1b).c_str(), cell(r.inter).c_str(), cell(r.zbh1).c_str(), cell(r.zbv).c_str(),
-                cell(r.ours).c_str(),
+                cell(r.ours).c_str(), whole.c_str(),
                 r.speedup > 0                ? fmt::format("{:.2f}x", r.speedup).c_str()
                 : r.speedup_uncapped > 0     ? fmt::format("({:.2f}x)", r.speedup_uncapped).c_str()
                                              : "-",

@@ -96,24 +96,6 @@ std::string ranges_str(const Partition& p) {
   return out;
 }
 
-// Compute ops only, with their simulated times: what PyTorch's CSV with idle cells shows.
-Schedule compute_only_view(const Schedule& checked) {
-  Schedule s = checked;
-  s.certificate.reset();
-  for (size_t d = 0; d < s.programs.size(); ++d) {
-    std::vector<Action> ops;
-    std::vector<OpTime> times;
-    for (size_t i = 0; i < checked.programs[d].size(); ++i) {
-      if (!is_compute(checked.programs[d][i].type)) continue;
-      ops.push_back(checked.programs[d][i]);
-      if (d < checked.predicted.size()) times.push_back(checked.predicted[d][i]);
-    }
-    s.programs[d] = std::move(ops);
-    if (d < s.predicted.size()) s.predicted[d] = std::move(times);
-  }
-  return s;
-}
-
 int run_baseline(const BaselineArgs& a) {
   auto kind = parse_baseline_kind(a.schedule);
   if (!kind)

@@ -58,6 +58,7 @@ struct SynthArgs {
   int threads = 2;
   int search_threads = 0;  // 0: the machine's hardware threads, at most 16
   bool quiet = false;
+  std::string cuts = "sublayers";  // --cuts: "layers" keeps every joins_next group in one stage
   std::string out_path, csv_path, svg_path, smt2_path;
   // Set from the parsed flags: what the flags fix; the rest is searched (co-optimization).
   // --placement or --stages-per-device fix the placement (--stages-per-device alone means
@@ -190,6 +191,7 @@ ModelSynthOptions synth_options(const SynthArgs& a, std::chrono::steady_clock::t
   ModelSynthOptions o;
   o.fix_partition = a.fix_partition;
   o.fix_placement = a.fix_placement;
+  o.whole_layers = a.cuts == "layers";
   o.partition = a.partition;
   o.placement = a.placement;
   o.stages_per_device = a.stages_per_device;
@@ -388,6 +390,10 @@ Runner add_synth(CLI::App& app) {
                   "the plan does not depend on it, only how many candidates a time limit allows")
       ->check(CLI::Range(1, 256));
   sub->add_flag("--quiet", args->quiet, "No progress lines on stderr");
+  sub->add_option("--cuts", args->cuts,
+                  "Where stages may be cut: sublayers (default; also inside a joins_next group) or layers (only "
+                  "between whole model layers, as a module splitter can build them; docs/pytorch.md)")
+      ->check(CLI::IsMember({"layers", "sublayers"}));
   sub->add_option("-o,--output", args->out_path, "Schedule file to write (pipesmith-schedule/1 YAML; - = stdout)");
   sub->add_option("--csv", args->csv_path, "Also write the checked programs (comms included) as a PyTorch CSV");
   sub->add_option("--svg", args->svg_path, "Also write an SVG Gantt chart of the simulated schedule");

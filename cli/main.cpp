@@ -46,6 +46,7 @@ int main(int argc, char** argv) {
   add(ps::cli::add_synth);
   add(ps::cli::add_run);
   add(ps::cli::add_profile);
+  add(ps::cli::add_export);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -71,6 +71,60 @@ Result<Action> parse_action(std::string_view text, const SourceLoc& loc) {
   return a;
 }
 
+namespace {
+constexpr std::string_view kOverlapSuffix = ")OVERLAP_F_B";
+bool is_space_or_tab(char c) { return c == ' ' || c == '\t'; }
+}  // namespace
+
+bool looks_like_overlap(std::string_view t) {
+  return (!t.empty() && t.front() == '(') || t.find("OVERLAP_F_B") != std::string_view::npos;
+}
+
+Result<std::vector<Action>> parse_overlap(std::string_view t, const std::function<SourceLoc(size_t)>& loc_at) {
+  if (t.empty() || t.front() != '(' || t.size() < kOverlapSuffix.size() + 1 ||
+      t.substr(t.size() - kOverlapSuffix.size()) != kOverlapSuffix) {
+    return Status::bad_input(
+        fmt::format("bad action '{}': an overlapped action is written '(A;B)OVERLAP_F_B', e.g. '(0F1;1B0)OVERLAP_F_B'",
+                    excerpt(t)),
+        loc_at(0));
+  }
+  std::string_view inner = t.substr(1, t.size() - 1 - kOverlapSuffix.size());
+  std::vector<Action> subs;
+  size_t p = 0;
+  while (true) {
+    size_t semi = inner.find(';', p);
+    size_t e = semi == std::string_view::npos ? inner.size() : semi;
+    size_t a = p, b = e;
+    while (a < b && is_space_or_tab(inner[a])) ++a;
+    while (b > a && is_space_or_tab(inner[b - 1])) --b;
+    SourceLoc sub_loc = loc_at(1 + a);
+    std::string_view sub = inner.substr(a, b - a);
+    if (sub.empty()) return Status::bad_input(fmt::format("bad action '{}': empty sub-action in OVERLAP_F_B", excerpt(t)), sub_loc);
+    auto act = parse_action(sub, sub_loc);
+    if (!act) return Status::bad_input(fmt::format("in '{}': {}", excerpt(t), act.status().message()), sub_loc);
+    if (!is_compute(act->type))
+      return Status::bad_input(fmt::format("in '{}': sub-action '{}' is a {}; OVERLAP_F_B overlaps compute actions "
+                                           "(F, I, W, B)",
+                                           excerpt(t), excerpt(sub), op_type_name(act->type)),
+                               sub_loc);
+    subs.push_back(std::move(*act));
+    if (semi == std::string_view::npos) break;
+    p = semi + 1;
+  }
+  if (subs.size() < 2)
+    return Status::bad_input(fmt::format("bad action '{}': OVERLAP_F_B needs at least two sub-actions '(A;B)'", excerpt(t)),
+                             loc_at(0));
+  for (size_t k = 0; k + 1 < subs.size(); ++k) subs[k].overlap_next = true;
+  return subs;
+}
+
+std::string overlap_text(const std::vector<Action>& ops, size_t first, size_t last) {
+  if (first == last) return to_string(ops[first]);
+  std::string inner;
+  for (size_t k = first; k <= last; ++k) inner += (k == first ? "" : ";") + to_string(ops[k]);
+  return "(" + inner + ")OVERLAP_F_B";
+}
+
 bool Schedule::has_comms() const {
   for (const auto& p : programs)
     for (const auto& a : p)

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
@@ -466,10 +467,93 @@ std::string symbol_list(const Draft& d) {
   return join(syms);
 }
 
+// A `module:` template: a framework module name of letters, digits, '_' and '.', in which "{i}"
+// stands for how many earlier copies used the same template ("layers.{i}" → layers.0, layers.1, ...).
+Status check_module_template(const std::string& t, const std::string& what, const SourceLoc& loc) {
+  if (t.empty()) return Status::bad_input(fmt::format("{}: module must be a non-empty name", what), loc);
+  for (size_t k = 0; k < t.size(); ++k) {
+    const char ch = t[k];
+    if (ch == '{') {
+      if (t.compare(k, 3, "{i}") != 0)
+        return Status::bad_input(
+            fmt::format("{}: module '{}': the only placeholder is '{{i}}' (the copy number), got '{}'", what, t,
+                        t.substr(k, std::min<size_t>(t.find('}', k) == std::string::npos ? t.size() - k
+                                                                                        : t.find('}', k) - k + 1,
+                                                     12))),
+            loc);
+      k += 2;
+      continue;
+    }
+    if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '.'))
+      return Status::bad_input(fmt::format("{}: module '{}': character '{}' is not allowed (module names are "
+                                           "letters, digits, '_' and '.', with '{{i}}' for the copy number)",
+                                           what, t, ch),
+                               loc);
+  }
+  if (t.front() == '.' || t.back() == '.' || t.find("..") != std::string::npos)
+    return Status::bad_input(fmt::format("{}: module '{}' is not a dotted name (an empty part)", what, t), loc);
+  return Status::ok();
+}
+
+// `module:` of a layer entry: one template, or a list of them (a layer made of several modules,
+// e.g. [norm, output]).
+Result<std::vector<std::string>> read_module_templates(const Ctx& c, const Entry& e, const std::string& what) {
+  std::vector<std::string> out;
+  if (e.value.IsScalar()) {
+    out.push_back(e.value.Scalar());
+    PS_RETURN_IF_ERROR(check_module_template(out.back(), what, e.value_loc));
+    return out;
+  }
+  if (!e.value.IsSequence() || e.value.size() == 0)
+    return Status::bad_input(fmt::format("{}: module must be a module name like \"layers.{{i}}\" or a non-empty "
+                                         "list of names, got {}",
+                                         what, describe(e.value)),
+                             e.value_loc);
+  for (const YAML::Node& n : e.value) {
+    SourceLoc nloc = loc_of(c, n, e.value_loc);
+    if (!n.IsScalar())
+      return Status::bad_input(fmt::format("{}: module list entries must be names, got {}", what, describe(n)), nloc);
+    out.push_back(n.Scalar());
+    PS_RETURN_IF_ERROR(check_module_template(out.back(), what, nloc));
+  }
+  return out;
+}
+
+std::string expand_module(const std::string& t, int copy) {
+  std::string out;
+  for (size_t k = 0; k < t.size(); ++k) {
+    if (t.compare(k, 3, "{i}") == 0) {
+      out += std::to_string(copy);
+      k += 2;
+    } else {
+      out += t[k];
+    }
+  }
+  return out;
+}
+
+// One module name on layers that are not consecutive would make two stages claim it.
+Status check_module_runs(const std::vector<Layer>& layers, const std::vector<SourceLoc>& module_loc) {
+  std::map<std::string, int> last_at;
+  for (const Layer& l : layers)
+    for (const std::string& m : l.modules) {
+      auto it = last_at.find(m);
+      if (it != last_at.end() && it->second < l.id - 1)
+        return Status::bad_input(fmt::format("model.layers: module '{}' names layer {} and again layer {}; a module "
+                                             "name may only cover consecutive layers (use '{{i}}' to number copies)",
+                                             m, it->second, l.id),
+                                 module_loc[l.id]);
+      last_at[m] = l.id;
+    }
+  return Status::ok();
+}
+
 Status parse_layers(const Ctx& c, const Entry& e, Draft& d) {
   std::vector<Layer>& layers = d.spec.model.layers;
   auto known = [&](char s) { return d.spec.model.types.count(s) > 0; };
   std::vector<PendingInput> pending;
+  std::vector<SourceLoc> module_loc;                 // per layer: its entry's `module:`
+  std::map<std::string, int> module_copies;          // template → copies numbered so far
   if (e.value.IsScalar()) {
     std::string symbols;
     for (char ch : e.value.Scalar()) {
@@ -500,7 +584,7 @@ Status parse_layers(const Ctx& c, const Entry& e, Draft& d) {
     for (const YAML::Node& item : e.value) {
       std::string what = fmt::format("model.layers[{}]", index++);
       SourceLoc iloc = loc_of(c, item, e.value_loc);
-      Result<MapView> m = read_map(c, item, iloc, what, {"type", "repeat", "inputs"});
+      Result<MapView> m = read_map(c, item, iloc, what, {"type", "repeat", "inputs", "module"});
       if (!m.ok()) return m.status();
       const Entry* te = m->find("type");
       if (!te)
@@ -558,16 +642,29 @@ Status parse_layers(const Ctx& c, const Entry& e, Draft& d) {
           extra.emplace_back(*v, ue.value_loc);
         }
       }
+      std::vector<std::string> templates;
+      SourceLoc mloc = iloc;
+      if (const Entry* me = m->find("module")) {
+        Result<std::vector<std::string>> t = read_module_templates(c, *me, what);
+        if (!t.ok()) return t.status();
+        templates = *t;
+        mloc = me->value_loc;
+      }
       if (static_cast<long long>(layers.size()) + repeat * static_cast<long long>(pattern.size()) > kMaxLayers) {
         return Status::bad_input(
             fmt::format("{}: at most {} layers are supported", what, kMaxLayers), iloc);
       }
       for (long long r = 0; r < repeat; ++r) {
+        std::vector<std::string> names;
+        for (const std::string& t : templates) names.push_back(expand_module(t, module_copies[t]++));
         for (char sym : pattern) {
           Layer l;
           l.id = static_cast<int>(layers.size());
           l.type = sym;
           l.loc = iloc;
+          l.modules = names;
+          module_loc.resize(layers.size() + 1, iloc);
+          module_loc[l.id] = mloc;
           for (const auto& [u, uloc] : extra) pending.push_back(PendingInput{l.id, u, uloc});
           layers.push_back(l);
         }
@@ -585,6 +682,8 @@ Status parse_layers(const Ctx& c, const Entry& e, Draft& d) {
     return Status::bad_input("model.layers is empty: a model needs at least one layer",
                              e.value_loc);
   }
+  module_loc.resize(layers.size(), e.value_loc);
+  PS_RETURN_IF_ERROR(check_module_runs(layers, module_loc));
   const long long n = static_cast<long long>(layers.size());
   for (Layer& l : layers) {
     if (l.id > 0) l.inputs.push_back(l.id - 1);
@@ -933,7 +1032,7 @@ Status derive_types(Draft& d) {
 
 // A layer type that is one shard of a vocabulary-parallel head (vocab_shards: K > 1) must appear
 // exactly K times, one run of consecutive layers: fewer would silently model part of the vocabulary.
-Status check_vocab_shards(const Draft& d) {
+Status check_vocab_shards(Draft& d) {
   for (const TypeDraft& t : d.types) {
     if (std::find(t.components.begin(), t.components.end(), Component::kHead) == t.components.end()) continue;
     const long long K = d.arch.merged_with(t.arch).vocab_shards.value_or(1);
@@ -950,6 +1049,7 @@ Status check_vocab_shards(const Draft& d) {
                       type_what(sym), K, K, sym, at.size(), consecutive || at.empty() ? "" : " not consecutive"),
           t.type.loc);
     }
+    d.spec.model.types.at(sym).vocab_shards = static_cast<int>(K);
   }
   return Status::ok();
 }

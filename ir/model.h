@@ -34,6 +34,7 @@ struct LayerType {
   bool joins_next = false;       // true: with the next layer it forms one model layer (a sublayer,
                                  // e.g. attention before its MLP): Megatron-style partitions and
                                  // layouts never cut after it; pipesmith's search may
+  int vocab_shards = 1;          // K > 1: a head type that is one of K vocabulary shards
   std::string kind;              // "attention+mlp": analytic kind named in the file; "" if none
   SourceLoc loc;                 // where the type is defined
 };
@@ -43,6 +44,7 @@ struct Layer {
   char type = '?';          // symbol of its LayerType
   std::vector<int> inputs;  // producers; by default {id-1} (none for layer 0)
   SourceLoc loc;
+  std::vector<std::string> modules{};  // framework module names ({"layers.3"}); empty: not named
 };
 
 struct Model {

@@ -37,6 +37,7 @@
 // the checker and the runtime.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -73,6 +74,8 @@ struct Action {
   int stage = 0;  // 3
   int mb = 0;     // 1
   SourceLoc loc;  // where it was read from (not part of equality)
+  bool overlap_next = false;  // this compute op and the next one form a PyTorch OVERLAP_F_B cell
+                              // (run as its sub-actions in order; not part of equality)
 
   bool operator==(const Action& o) const { return type == o.type && stage == o.stage && mb == o.mb; }
 };
@@ -82,6 +85,15 @@ std::string to_string(const Action& a);
 // Parses one action, matching the whole text (rejects "2BW0", "F1", "3F"). `loc` is attached to the
 // result and used in errors.
 Result<Action> parse_action(std::string_view text, const SourceLoc& loc = {});
+// PyTorch's overlapped cell "(A;B)OVERLAP_F_B" (two or more compute sub-actions, blanks around each
+// allowed): true if `text` is written as one (starts with '(' or mentions OVERLAP_F_B).
+bool looks_like_overlap(std::string_view text);
+// Parses it into its sub-actions, in order, each but the last with overlap_next set. `loc_at(k)`
+// gives the location of byte k of `text` (errors point at the sub-action).
+Result<std::vector<Action>> parse_overlap(std::string_view text,
+                                          const std::function<SourceLoc(size_t)>& loc_at);
+// "(0F1;1B0)OVERLAP_F_B" for ops[first..last] (last > first); to_string(op) when first == last.
+std::string overlap_text(const std::vector<Action>& ops, size_t first, size_t last);
 
 // The certificate written by the checker (verify/certificate.h fills it). Figures are recomputed by
 // the checker on read; `extra` holds what the synthesizer adds (optimal, solver status, seed, ...).

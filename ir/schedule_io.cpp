@@ -41,6 +41,19 @@ Result<std::string> read_text_file(const std::string& path) {
 Status write_text(const std::string& path, const std::string& text) { return write_output_file(path, text); }
 
 std::string num(double v) { return yamlu::format_number(v); }
+
+// The cells writers emit for a program, as [first, last] op ranges: a run of compute ops chained by
+// overlap_next is one OVERLAP_F_B cell; every other op is a cell of its own.
+std::vector<std::pair<size_t, size_t>> program_cells(const std::vector<Action>& prog) {
+  std::vector<std::pair<size_t, size_t>> out;
+  for (size_t i = 0; i < prog.size();) {
+    size_t j = i;
+    while (j + 1 < prog.size() && prog[j].overlap_next && is_compute(prog[j].type) && is_compute(prog[j + 1].type)) ++j;
+    out.emplace_back(i, j);
+    i = j + 1;
+  }
+  return out;
+}
 const char* boolstr(bool b) { return b ? "true" : "false"; }
 
 // ---------------------------------------------------------------------------------------------
@@ -101,7 +114,7 @@ std::string format_schedule_yaml(const Schedule& s) {
     out += fmt::format("  - device: {}\n", d);
     std::vector<std::string> items;
     items.reserve(s.programs[d].size());
-    for (const Action& a : s.programs[d]) items.push_back(to_string(a));
+    for (const auto& [first, last] : program_cells(s.programs[d])) items.push_back(overlap_text(s.programs[d], first, last));
     write_flow_list(out, "    ops: ", items, kOpsPerLine);
   }
   if (!s.predicted.empty()) {
@@ -410,6 +423,14 @@ Status read_programs(const std::string& file, const Field& field, int devices, S
             fmt::format("programs[{}].ops[{}]: expected an action like '3F1', got {}", d, k, yamlu::kind_name(e)),
             loc);
       }
+      if (looks_like_overlap(e.Scalar())) {
+        auto subs = parse_overlap(e.Scalar(), [&](size_t k) {
+          return loc.line > 0 ? SourceLoc{loc.file, loc.line, loc.col + static_cast<int>(k)} : loc;
+        });
+        if (!subs) return subs.status();
+        for (auto& a : *subs) prog.push_back(std::move(a));
+        continue;
+      }
       auto a = parse_action(e.Scalar(), loc);
       if (!a) return a.status();
       prog.push_back(std::move(*a));
@@ -716,46 +737,11 @@ Result<CsvReadResult> parse_pytorch_csv(const std::string& text_in, const std::s
         ++fsdp_count;
         continue;
       }
-      constexpr std::string_view kOverlap = ")OVERLAP_F_B";
-      if (t.front() == '(' || t.find("OVERLAP_F_B") != std::string_view::npos) {
-        if (t.front() != '(' || t.size() < kOverlap.size() + 1 ||
-            t.substr(t.size() - kOverlap.size()) != kOverlap) {
-          return Status::bad_input(
-              fmt::format("bad action '{}': an overlapped action is written '(A;B)OVERLAP_F_B', e.g. "
-                          "'(0F1;1B0)OVERLAP_F_B'",
-                          excerpt(t)),
-              loc);
-        }
-        std::string_view inner = t.substr(1, t.size() - 1 - kOverlap.size());
-        size_t inner_byte = cell.byte + 1;
-        std::vector<Action> subs;
-        size_t p = 0;
-        while (true) {
-          size_t semi = inner.find(';', p);
-          size_t e = semi == std::string_view::npos ? inner.size() : semi;
-          size_t a = p, b = e;
-          while (a < b && is_blank(inner[a])) ++a;
-          while (b > a && is_blank(inner[b - 1])) --b;
-          SourceLoc sub_loc{file, line_no, column.at(inner_byte + a)};
-          std::string_view sub = inner.substr(a, b - a);
-          if (sub.empty()) {
-            return Status::bad_input(fmt::format("bad action '{}': empty sub-action in OVERLAP_F_B", excerpt(t)), sub_loc);
-          }
-          auto act = parse_action(sub, sub_loc);
-          if (!act) {
-            return Status::bad_input(
-                fmt::format("in '{}': {}", excerpt(t), act.status().message()), sub_loc);
-          }
-          subs.push_back(std::move(*act));
-          if (semi == std::string_view::npos) break;
-          p = semi + 1;
-        }
-        if (subs.size() < 2) {
-          return Status::bad_input(
-              fmt::format("bad action '{}': OVERLAP_F_B needs at least two sub-actions '(A;B)'", excerpt(t)), loc);
-        }
+      if (looks_like_overlap(t)) {
+        auto subs = parse_overlap(t, [&](size_t k) { return SourceLoc{file, line_no, column.at(cell.byte + k)}; });
+        if (!subs) return subs.status();
         ++overlap_count;
-        for (auto& a : subs) prog.push_back(std::move(a));
+        for (auto& a : *subs) prog.push_back(std::move(a));
         continue;
       }
       auto act = parse_action(t, loc);
@@ -895,7 +881,8 @@ Result<CsvReadResult> parse_pytorch_csv(const std::string& text_in, const std::s
     res.notes.push_back(fmt::format("ignored {} UNSHARD/RESHARD/REDUCE_GRAD action(s) (not pipeline ops)", fsdp_count));
   }
   if (overlap_count > 0) {
-    res.notes.push_back(fmt::format("expanded {} OVERLAP_F_B action(s) into their sub-actions, in order", overlap_count));
+    res.notes.push_back(fmt::format("{} OVERLAP_F_B action(s): kept as pairs, run as their sub-actions in order",
+                                    overlap_count));
   }
   return res;
 }
@@ -946,16 +933,35 @@ std::string format_pytorch_csv(const Schedule& s) {
   std::string out;
   for (size_t d = 0; d < s.programs.size(); ++d) {
     long long next = 0;
-    for (size_t i = 0; i < s.programs[d].size(); ++i) {
-      long long c = col[d].empty() ? static_cast<long long>(i) : col[d][i];
+    for (const auto& [first, last] : program_cells(s.programs[d])) {
+      long long c = col[d].empty() ? next : col[d][first];
       for (; next < c; ++next) out += (next > 0 ? "," : "");
       if (next > 0) out += ',';
-      out += to_string(s.programs[d][i]);
+      out += overlap_text(s.programs[d], first, last);
       next = c + 1;
     }
     out += '\n';
   }
   return out;
+}
+
+Schedule compute_only_view(const Schedule& in) {
+  Schedule s = in;
+  s.certificate.reset();
+  const bool times = in.predicted.size() == in.programs.size();
+  for (size_t d = 0; d < s.programs.size(); ++d) {
+    std::vector<Action> ops;
+    std::vector<OpTime> kept;
+    const bool dev_times = times && in.predicted[d].size() == in.programs[d].size();
+    for (size_t i = 0; i < in.programs[d].size(); ++i) {
+      if (!is_compute(in.programs[d][i].type)) continue;
+      ops.push_back(in.programs[d][i]);
+      if (dev_times) kept.push_back(in.predicted[d][i]);
+    }
+    s.programs[d] = std::move(ops);
+    if (times) s.predicted[d] = std::move(kept);
+  }
+  return s;
 }
 
 Status write_pytorch_csv(const Schedule& s, const std::string& path) { return write_text(path, format_pytorch_csv(s)); }

@@ -36,6 +36,10 @@ Result<CsvReadResult> parse_pytorch_csv(const std::string& text, const std::stri
 std::string format_pytorch_csv(const Schedule& s);
 Status write_pytorch_csv(const Schedule& s, const std::string& path);
 
+// The compute ops only (predicted times kept for them when present), no certificate: the programs
+// of a compute-only CSV, with idle cells where the predicted times leave a device waiting.
+Schedule compute_only_view(const Schedule& s);
+
 // Reads either format, chosen by content/extension (".csv" → CSV, otherwise YAML).
 Result<Schedule> read_schedule_any(const std::string& path, const CsvReadOptions& opt = {},
                                    std::vector<std::string>* notes = nullptr);

@@ -8,6 +8,7 @@
 #include <thread>
 #include <utility>
 
+#include "ir/whole_layers.h"
 #include "synth/certify.h"
 #include "synth/dag/op_dag.h"
 #include "synth/plan/megatron_layout.h"
@@ -271,24 +272,43 @@ Result<ModelSynthesis> synthesize_model(const Spec& spec, const ModelSynthOption
         "--evaluations budgets the search of the partition and placement, but --partition and --placement fix "
         "both; the order's budget is --rlimit");
   ModelSynthesis out;
+  // With whole_layers the plan is chosen on the model's whole layers (ir/whole_layers.h) and its
+  // partition mapped back, so the problem is costed on the model as written.
+  std::optional<WholeLayerModel> whole;
+  if (a.whole_layers) {
+    Result<WholeLayerModel> w = whole_layer_model(spec);
+    if (!w.ok()) return w.status();
+    whole = std::move(*w);
+  }
+  const Spec& plan_spec = whole ? whole->spec : spec;
   // 1. The plan: fixed, or searched by the tuner with part of the time.
   Budget budget{a.time_limit_s, a.time_limit_s};
   Plan plan;
   if (!(a.fix_partition && a.fix_placement)) {
     std::string fixed_desc;
-    Result<TuneOptions> to = tune_options(spec, a, fixed_desc);
+    Result<TuneOptions> to = tune_options(plan_spec, a, fixed_desc);
     if (!to.ok()) return to.status();
-    Result<TuneResult> tr = search_plan(spec, a, std::move(*to), budget);
+    Result<TuneResult> tr = search_plan(plan_spec, a, std::move(*to), budget);
     if (!tr.ok()) return tr.status();
     out.tuned = std::move(*tr);
+    if (whole) {
+      out.tuned->partition = refine_partition(out.tuned->partition, *whole);
+      Result<Problem> fine = make_problem(spec, out.tuned->partition, out.tuned->placement);
+      if (!fine.ok()) return fine.status();
+      fine->memory_gb = out.tuned->problem.memory_gb;
+      out.tuned->problem = *fine;
+      out.tuned->schedule.problem = *fine;
+      out.tuned->schedule.certificate.reset();
+    }
     plan.partition = out.tuned->partition;
     plan.placement = out.tuned->placement;
     plan.desc = fixed_desc.empty() ? fmt::format("searched ({})", out.tuned->description)
                                    : fmt::format("{}{})", fixed_desc, out.tuned->description);
   } else {
-    Result<Plan> p = fixed_plan(spec, a);
+    Result<Plan> p = fixed_plan(plan_spec, a);
     if (!p.ok()) return p.status();
     plan = std::move(*p);
+    if (whole) plan.partition = refine_partition(plan.partition, *whole);
   }
   Result<Problem> problem = out.tuned ? Result<Problem>(out.tuned->problem) : make_problem(spec, plan.partition, plan.placement);
   if (!problem.ok()) return problem.status();

@@ -44,6 +44,7 @@ struct ModelSynthOptions {
   std::string partition = "balanced";
   std::string placement = "sequential";
   int stages_per_device = 0;  // 0: 1 for sequential, 2 for interleaved and v
+  bool whole_layers = false;  // cut only between whole model layers (no joins_next group split)
   // Budgets.
   double time_limit_s = 10;  // the whole call, counted from `start`
   int evaluations = 0;       // > 0: the search's budget in candidates instead of the clock

@@ -63,12 +63,18 @@ TEST_CASE("pipesmith convert: notes about ignored and expanded actions go to std
   auto r = pstest::run_cli("convert " + in + " " + out);
   CHECK_MESSAGE(r.exit_code == 0, r.output);
   CHECK_MESSAGE(contains(r.output, "note: " + in + ": ignored 1 UNSHARD/RESHARD/REDUCE_GRAD action(s)"), r.output);
-  CHECK_MESSAGE(contains(r.output, "expanded 1 OVERLAP_F_B action(s)"), r.output);
+  CHECK_MESSAGE(contains(r.output, "1 OVERLAP_F_B action(s): kept as pairs"), r.output);
   auto y = ps::read_schedule_yaml(out);
   REQUIRE_MESSAGE(y.ok(), y.status().str());
   REQUIRE(y->programs[0].size() == 4);
   CHECK(ps::to_string(y->programs[0][1]) == "0F1");
   CHECK(ps::to_string(y->programs[0][2]) == "1B0");
+  // ... and the pair comes back as one OVERLAP_F_B cell (the FSDP action is PyTorch's to add).
+  std::string back = pstest::temp_path("fsdp-back.csv");
+  r = pstest::run_cli("convert " + out + " " + back);
+  CHECK_MESSAGE(r.exit_code == 0, r.output);
+  CHECK(pstest::read_file(back) == "0F0,(0F1;1B0)OVERLAP_F_B,0B1\n1F0,1F1,1B1\n");
+  std::remove(back.c_str());
   std::remove(in.c_str());
   std::remove(out.c_str());
 }

@@ -225,11 +225,14 @@ TEST_CASE("csv: UNSHARD/RESHARD/REDUCE_GRAD are read and ignored with one note")
   CHECK(r.schedule.programs[0][1].loc.col == 23);
 }
 
-TEST_CASE("csv: OVERLAP_F_B expands into its sub-actions, in order") {
+TEST_CASE("csv: OVERLAP_F_B is read as its sub-actions, in order, kept as a pair") {
   auto r = parse_ok("0F0,0F1,(0F2;1B0)OVERLAP_F_B,( 0F3 ; 1B1 )OVERLAP_F_B,1B2,1B3\n"
                     "1F0,1F1,1F2,1F3\n");
   CHECK(strings_of(r.schedule)[0] == std::vector<std::string>{"0F0", "0F1", "0F2", "1B0", "0F3", "1B1", "1B2", "1B3"});
-  CHECK(has_note(r.notes, "expanded 2 OVERLAP_F_B action(s) into their sub-actions, in order"));
+  CHECK(has_note(r.notes, "2 OVERLAP_F_B action(s): kept as pairs, run as their sub-actions in order"));
+  CHECK(r.schedule.programs[0][2].overlap_next);
+  CHECK(!r.schedule.programs[0][3].overlap_next);
+  CHECK(!r.schedule.programs[0][1].overlap_next);
   CHECK(r.schedule.programs[0][2].loc.col == 10);  // "0F2" inside "(0F2;1B0)"
   CHECK(r.schedule.programs[0][3].loc.col == 14);  // "1B0"
   CHECK(r.schedule.programs[0][5].loc.col == 38);  // "1B1" after the blanks
@@ -239,6 +242,27 @@ TEST_CASE("csv: OVERLAP_F_B expands into its sub-actions, in order") {
   expect_csv_error("0F1;1B0)OVERLAP_F_B\n", 1, 1, "'(A;B)OVERLAP_F_B'");
   expect_csv_error("(0F1;1B0)OVERLAP_F\n", 1, 1, "'(A;B)OVERLAP_F_B'");
   expect_csv_error("(0F1;0UNSHARD)OVERLAP_F_B\n", 1, 6, "bad action '0UNSHARD'");
+  expect_csv_error("(0F1;0SEND_F1)OVERLAP_F_B\n", 1, 6, "OVERLAP_F_B overlaps compute actions");
+}
+
+TEST_CASE("csv and yaml: OVERLAP_F_B survives CSV -> YAML -> CSV, cell for cell") {
+  const std::string text = "0F0,0F1,(0F2;1B0)OVERLAP_F_B,(0F3;1B1)OVERLAP_F_B,1B2,1B3\n1F0,1F1,1F2,1F3\n";
+  auto r = parse_ok(text);
+  CHECK(ps::format_pytorch_csv(r.schedule) == text);
+  const std::string yaml = ps::format_schedule_yaml(r.schedule);
+  CHECK(pstest::contains(yaml, "(0F2;1B0)OVERLAP_F_B, (0F3;1B1)OVERLAP_F_B"));
+  auto back = ps::parse_schedule_yaml(yaml, "t.yaml");
+  REQUIRE(back.ok());
+  CHECK(back->programs == r.schedule.programs);
+  CHECK(back->programs[0][2].overlap_next);
+  CHECK(ps::format_pytorch_csv(*back) == text);
+  CHECK(ps::format_schedule_yaml(*back) == yaml);
+  // In YAML the same errors, located at the list item.
+  std::string broken = yaml;
+  broken.replace(broken.find("(0F2;1B0)"), 9, "(0F2;1BW0)");
+  auto bad = ps::parse_schedule_yaml(broken, "t.yaml");
+  REQUIRE(!bad.ok());
+  CHECK(pstest::contains(bad.status().message(), "bad action '1BW0'"));
 }
 
 TEST_CASE("csv: placement comes from the first row a stage appears in") {

@@ -361,3 +361,45 @@ TEST_CASE("model: the complete example in docs/inputs.md reads as documented") {
   CHECK(s->cluster.devices == 8);
   CHECK(s->pipeline.microbatches == 16);
 }
+
+TEST_CASE("model: module names per entry, '{i}' numbered per template across entries") {
+  Result<Spec> s = parse_spec(model_yaml("\n"
+                                         "    - {type: E, module: tok_embeddings}\n"
+                                         "    - {type: M, repeat: 2, module: \"layers.{i}\"}\n"
+                                         "    - {type: '*-', repeat: 2, module: \"layers.{i}\"}\n"
+                                         "    - {type: M}\n"
+                                         "    - {type: L, module: [norm, output]}"),
+                              "m.yaml");
+  REQUIRE_MESSAGE(s.ok(), s.status().str());
+  const auto& l = s->model.layers;
+  REQUIRE(l.size() == 9);
+  CHECK(l[0].modules == std::vector<std::string>{"tok_embeddings"});
+  CHECK(l[1].modules == std::vector<std::string>{"layers.0"});
+  CHECK(l[2].modules == std::vector<std::string>{"layers.1"});
+  // A pattern copy is one module: both of its layers carry it; the count goes on from 2.
+  CHECK(l[3].modules == std::vector<std::string>{"layers.2"});
+  CHECK(l[4].modules == std::vector<std::string>{"layers.2"});
+  CHECK(l[5].modules == std::vector<std::string>{"layers.3"});
+  CHECK(l[6].modules == std::vector<std::string>{"layers.3"});
+  CHECK(l[7].modules.empty());
+  CHECK(l[8].modules == std::vector<std::string>{"norm", "output"});
+}
+
+TEST_CASE("model: bad module names are located errors") {
+  auto err = [](const std::string& layers) {
+    Result<Spec> s = parse_spec(model_yaml(layers), "m.yaml");
+    REQUIRE(!s.ok());
+    return s.status().str();
+  };
+  CHECK(pstest::contains(err("[{type: E, module: \"layers[0]\"}, {type: L}]"), "m.yaml:11:"));
+  CHECK(pstest::contains(err("[{type: E, module: \"layers[0]\"}, {type: L}]"), "character '[' is not allowed"));
+  CHECK(pstest::contains(err("[{type: E, module: \"layers.{n}\"}, {type: L}]"), "the only placeholder is '{i}'"));
+  CHECK(pstest::contains(err("[{type: E, module: \"layers..x\"}, {type: L}]"), "not a dotted name"));
+  CHECK(pstest::contains(err("[{type: E, module: []}, {type: L}]"), "non-empty list of names"));
+  CHECK(pstest::contains(err("[{type: E, module: [a, {b: 1}]}, {type: L}]"), "module list entries must be names"));
+  // One name may cover consecutive layers (a module written as several), not layers apart.
+  CHECK(parse_spec(model_yaml("[{type: E}, {type: M, repeat: 3, module: block}, {type: L}]"), "m.yaml").ok());
+  const std::string apart = err("[{type: M, module: block}, {type: E}, {type: M, module: block}, {type: L}]");
+  CHECK(pstest::contains(apart, "module 'block' names layer 0 and again layer 2"));
+  CHECK(pstest::contains(apart, "m.yaml:11:"));
+}

@@ -1,0 +1,294 @@
+// pytorch_export.cpp — see pytorch_export.h. A straight script: check → compute-only view →
+// certified programs with REDUCE_GRAD → PyTorch's own lowering, checked and simulated → plan.
+#include "verify/pytorch_export.h"
+
+#include <fmt/format.h>
+
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "ir/pytorch_lowering.h"
+#include "ir/schedule_io.h"
+#include "verify/load.h"
+
+namespace ps {
+
+namespace {
+
+using nlohmann::ordered_json;
+
+// The peer rank of a comm op and the identity of the tensor it moves, the same on both sides:
+// (producing stage, microbatch, direction).
+struct Message {
+  int peer = -1;
+  int stage = 0;
+  int mb = 0;
+  bool fwd = true;
+  bool operator==(const Message& o) const { return stage == o.stage && mb == o.mb && fwd == o.fwd; }
+};
+
+Message message_of(const Action& a, const Problem& pb) {
+  switch (a.type) {
+    case OpType::SEND_F: return {pb.device_of(a.stage + 1), a.stage, a.mb, true};
+    case OpType::RECV_F: return {pb.device_of(a.stage - 1), a.stage - 1, a.mb, true};
+    case OpType::SEND_B: return {pb.device_of(a.stage - 1), a.stage, a.mb, false};
+    case OpType::RECV_B: return {pb.device_of(a.stage + 1), a.stage + 1, a.mb, false};
+    default: return {};
+  }
+}
+
+// NCCL and gloo match point-to-point messages between two ranks in posting order: the k-th send
+// from a to b must be the k-th receive on b from a.
+Status check_pairwise_order(const Schedule& s) {
+  const int P = s.num_devices();
+  std::map<std::pair<int, int>, std::vector<Message>> sends, recvs;
+  for (int d = 0; d < P; ++d)
+    for (const Action& a : s.programs[d]) {
+      if (!is_comm(a.type)) continue;
+      Message m = message_of(a, s.problem);
+      (is_send(a.type) ? sends[{d, m.peer}] : recvs[{m.peer, d}]).push_back(m);
+    }
+  for (const auto& [pair, list] : sends) {
+    const auto& other = recvs[pair];
+    for (size_t k = 0; k < list.size(); ++k) {
+      if (k >= other.size() || !(list[k] == other[k]))
+        return Status::error(ErrorCode::kRuntime,
+                             fmt::format("export: send {} from rank {} to rank {} does not match receive {} there "
+                                         "(the programs' message order is not pairwise consistent)",
+                                         k, pair.first, pair.second, k));
+    }
+  }
+  return Status::ok();
+}
+
+// Per stage: what the plan says about its layers.
+struct StageInfo {
+  ordered_json types = nullptr;
+  ordered_json modules = nullptr;
+  ordered_json starts_inside = nullptr;
+  ordered_json ends_inside = nullptr;
+  ordered_json vocab = nullptr;
+  ordered_json skip = nullptr;
+};
+
+Status check_layers_match(const Problem& pb, const Spec& spec, const std::string& model_file) {
+  const int n = static_cast<int>(spec.model.layers.size());
+  int expect = 0;
+  for (int s = 0; s < pb.num_stages(); ++s) {
+    const StageSpec& st = pb.stages[s];
+    if (st.first_layer < 0)
+      return Status::bad_input(fmt::format("stage {} of the schedule does not record its layers ([-1, -1]), so "
+                                           "'{}' cannot name them",
+                                           s, model_file));
+    if (st.first_layer != expect || st.last_layer >= n)
+      return Status::bad_input(fmt::format("stage {} holds layers {}-{}, which do not continue a cover of model '{}' "
+                                           "({} layers, from '{}'): is this the model the schedule was made for?",
+                                           s, st.first_layer, st.last_layer, spec.model.name, n, model_file));
+    expect = st.last_layer + 1;
+  }
+  if (expect != n)
+    return Status::bad_input(fmt::format("the schedule's stages cover layers 0-{}, but model '{}' ('{}') has {} layers",
+                                         expect - 1, spec.model.name, model_file, n));
+  return Status::ok();
+}
+
+StageInfo stage_info(const StageSpec& st, const Spec& spec) {
+  const Model& m = spec.model;
+  StageInfo info;
+  info.types = ordered_json::array();
+  bool named = false;
+  for (const Layer& l : m.layers) named = named || !l.modules.empty();
+  if (named) info.modules = ordered_json::array();
+  bool vocab = false;
+  std::string last_module;
+  for (int l = st.first_layer; l <= st.last_layer; ++l) {
+    info.types.push_back(m.type_of(l).name);
+    vocab = vocab || m.type_of(l).vocab_shards > 1;
+    for (const std::string& mod : m.layers[l].modules) {
+      if (mod == last_module) continue;
+      info.modules.push_back(mod);
+      last_module = mod;
+    }
+  }
+  // A tensor from a layer other than the one just before crosses a boundary of this stage (a skip
+  // edge, e.g. an MTP module reading the embedding): stages must pass it along.
+  bool skip = false;
+  for (const Layer& l : m.layers)
+    for (int u : l.inputs)
+      if (u != l.id - 1 && ((u < st.first_layer && st.first_layer <= l.id) || (u <= st.last_layer && st.last_layer < l.id)))
+        skip = true;
+  info.skip = skip;
+  info.starts_inside = st.first_layer > 0 && m.type_of(st.first_layer - 1).joins_next;
+  info.ends_inside = m.type_of(st.last_layer).joins_next;
+  info.vocab = vocab;
+  return info;
+}
+
+std::string plan_json(const Schedule& s, const PytorchExport& ex, const PytorchExportOptions& o,
+                      const std::vector<StageInfo>& infos) {
+  const Problem& pb = s.problem;
+  ordered_json j;
+  j["schema"] = "pipesmith-plan/1";
+  j["model"] = pb.name;
+  j["devices"] = pb.devices;
+  j["num_stages"] = pb.num_stages();
+  j["microbatches"] = pb.microbatches;
+  ordered_json s2r = ordered_json::array();
+  std::vector<std::vector<int>> r2s(pb.devices);
+  for (int st = 0; st < pb.num_stages(); ++st) {
+    s2r.push_back(pb.device_of(st));
+    r2s[pb.device_of(st)].push_back(st);
+  }
+  j["stage_to_rank"] = s2r;
+  j["rank_to_stages"] = r2s;
+  j["files"] = {{"compute_only", "compute_only.csv"}, {"compute_comms", "compute_comms.csv"}};
+  j["fsdp"] = o.fsdp;
+  j["whole_modules"] = o.spec ? ordered_json(ex.stages_split_inside_joined == 0 && ex.stages_with_vocab_shards == 0 &&
+                                             ex.stages_with_skip_inputs == 0)
+                              : ordered_json(nullptr);
+  j["iteration_ms"] = {{"certified", ex.certified_ms},
+                       {"pytorch_lowering", ex.pytorch_valid ? ordered_json(ex.pytorch_ms) : ordered_json(nullptr)}};
+  ordered_json stages = ordered_json::array();
+  for (int st = 0; st < pb.num_stages(); ++st) {
+    const StageSpec& sp = pb.stages[st];
+    ordered_json e;
+    e["stage"] = st;
+    e["rank"] = sp.device;
+    e["layers"] = sp.first_layer < 0 ? ordered_json(nullptr) : ordered_json::array({sp.first_layer, sp.last_layer});
+    const StageInfo& info = infos[st];
+    e["layer_types"] = info.types;
+    e["modules"] = info.modules;
+    e["starts_inside_joined_layer"] = info.starts_inside;
+    e["ends_inside_joined_layer"] = info.ends_inside;
+    e["vocab_shards"] = info.vocab;
+    e["skip_inputs_cross"] = info.skip;
+    stages.push_back(std::move(e));
+  }
+  j["stages"] = std::move(stages);
+  return j.dump(2) + "\n";
+}
+
+// The schedule's certified order with the simulated times as predicted times (for idle cells).
+Schedule with_simulated_times(const Report& rep) {
+  Schedule s = rep.checked;
+  s.predicted.assign(s.programs.size(), {});
+  for (size_t d = 0; d < s.programs.size(); ++d)
+    for (const OpInterval& t : rep.sim->times[d]) s.predicted[d].push_back(OpTime{t.start_ms, t.end_ms});
+  return s;
+}
+
+// PyTorch's own lowering of the compute-only programs, checked and simulated.
+void pytorch_order(const Schedule& compute_only, PytorchExport& ex) {
+  PtLowering low = pytorch_lower(compute_only);
+  ex.pytorch_lowered = low.ok;
+  if (!low.ok) {
+    ex.pytorch_blocked = low.blocked;
+    return;
+  }
+  Schedule pt = compute_only;
+  pt.predicted.clear();
+  pt.certificate.reset();
+  pt.programs = ops_of(low.programs);
+  Report r = verify(pt, VerifyOptions{});
+  ex.pytorch_valid = r.valid;
+  ex.pytorch_safe_under = r.safe_under;
+  if (r.valid && r.sim) ex.pytorch_ms = r.sim->makespan_ms;
+}
+
+}  // namespace
+
+Result<ExportInput> load_export_input(const std::string& file, const std::string& model_file,
+                                      const std::string& cluster_file) {
+  ExportInput in;
+  in.model_file = model_file;
+  std::vector<std::string> notes;
+  auto s = read_schedule_any(file, {}, &notes);
+  if (!s) return s.status();
+  const bool csv = s->generator == "pytorch-csv";
+  if (csv && model_file.empty())
+    return Status::bad_input(fmt::format("'{}' is a PyTorch CSV, which holds neither layers nor costs: pass --model "
+                                         "MODEL.yaml (its balanced partition costs the stages, as `pipesmith verify "
+                                         "--model` does)",
+                                         file),
+                             SourceLoc{file, 0, 0});
+  if (!model_file.empty() && !csv) {
+    SpecOverrides ov;
+    ov.devices = s->num_devices();
+    ov.microbatches = s->problem.microbatches;
+    auto spec = load_spec(model_file, cluster_file, ov);
+    if (!spec) return spec.status();
+    in.spec = std::move(*spec);
+    in.schedule = std::move(*s);
+    in.notes = std::move(notes);
+    return in;
+  }
+  if (model_file.empty() && !cluster_file.empty())
+    return Status::bad_input("--cluster needs --model (the cluster only matters with a model's costs)");
+  if (csv) {
+    CheckInput ci;
+    ci.file = file;
+    ci.model = model_file;
+    ci.cluster = cluster_file;
+    auto loaded = load_schedule_for_check(ci);
+    if (!loaded) return loaded.status();
+    SpecOverrides ov;
+    ov.devices = loaded->schedule.num_devices();
+    ov.microbatches = loaded->schedule.problem.microbatches;
+    auto spec = load_spec(model_file, cluster_file, ov);
+    if (!spec) return spec.status();
+    in.spec = std::move(*spec);
+    in.schedule = std::move(loaded->schedule);
+    in.notes = std::move(loaded->notes);
+    return in;
+  }
+  in.schedule = std::move(*s);
+  in.notes = std::move(notes);
+  return in;
+}
+
+Result<PytorchExport> export_pytorch(const Schedule& schedule, const PytorchExportOptions& o) {
+  PytorchExport ex;
+  VerifyOptions vo;
+  vo.semantics = Semantics::kRendezvous;
+  ex.report = verify(schedule, vo);
+  if (!ex.report.valid || !ex.report.sim) return ex;
+  ex.valid = true;
+  const Schedule& checked = ex.report.checked;
+  const Problem& pb = checked.problem;
+  if (o.spec) PS_RETURN_IF_ERROR(check_layers_match(pb, *o.spec, o.model_file));
+  PS_RETURN_IF_ERROR(check_pairwise_order(checked));
+  ex.certified_ms = ex.report.sim->makespan_ms;
+
+  const Schedule compute_only = compute_only_view(with_simulated_times(ex.report));
+  ex.compute_only_csv = format_pytorch_csv(compute_only);
+  ex.compute_comms_csv = format_pt_csv(certified_pytorch_programs(checked, o.fsdp));
+  pytorch_order(compute_only, ex);
+
+  std::vector<StageInfo> infos(pb.num_stages());
+  if (o.spec) {
+    for (int s = 0; s < pb.num_stages(); ++s) {
+      infos[s] = stage_info(pb.stages[s], *o.spec);
+      if (infos[s].starts_inside.get<bool>() || infos[s].ends_inside.get<bool>()) ++ex.stages_split_inside_joined;
+      if (infos[s].vocab.get<bool>()) ++ex.stages_with_vocab_shards;
+      if (infos[s].skip.get<bool>()) ++ex.stages_with_skip_inputs;
+    }
+    if (ex.stages_split_inside_joined > 0)
+      ex.notes.push_back(fmt::format("{} stage(s) start or end inside a joined layer (a joins_next group): a module "
+                                     "splitter cannot cut there; build those stages' modules yourself",
+                                     ex.stages_split_inside_joined));
+    if (ex.stages_with_vocab_shards > 0)
+      ex.notes.push_back(fmt::format("{} stage(s) hold vocabulary shards of a sharded head: they need custom stage "
+                                     "modules (docs/pytorch.md)",
+                                     ex.stages_with_vocab_shards));
+    if (ex.stages_with_skip_inputs > 0)
+      ex.notes.push_back(fmt::format("{} stage(s) receive or pass on a tensor from a layer other than the one before "
+                                     "(a skip input): their modules must carry it along (docs/pytorch.md)",
+                                     ex.stages_with_skip_inputs));
+  } else {
+    ex.notes.push_back("no model given: plan.json names no layer types or modules (pass --model MODEL.yaml)");
+  }
+  ex.plan_json = plan_json(checked, ex, o, infos);
+  return ex;
+}
+
+}  // namespace ps
