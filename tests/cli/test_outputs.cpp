@@ -21,7 +21,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const std::string kLlama = source_path("configs/models/llama2-7b.yaml");
+const std::string kLlamaModel = source_path("configs/models/llama2-7b.yaml");
 
 // A fresh, empty directory for one test.
 std::string fresh_dir(const std::string& name) {
@@ -54,7 +54,7 @@ std::string sh(const std::string& script_path, const std::string& script) {
 TEST_CASE("cli outputs: an injected write failure keeps the old file and leaves no temporary") {
   const std::string dir = fresh_dir("out-fault");
   const std::string out = dir + "/s.yaml";
-  auto first = run_cli(fmt::format("baseline {} --schedule 1f1b -o {}", kLlama, out));
+  auto first = run_cli(fmt::format("baseline {} --schedule 1f1b -o {}", kLlamaModel, out));
   REQUIRE(first.exit_code == 0);
   const std::string valid = read_file(out);
   REQUIRE(contains(valid, "certificate:"));
@@ -62,7 +62,7 @@ TEST_CASE("cli outputs: an injected write failure keeps the old file and leaves 
   for (const char* fault : {"enospc:100", "enospc:0", "fsync", "close", "rename", "named,enospc:100", "named,fsync",
                             "named,close", "named,rename"}) {
     CAPTURE(fault);
-    auto r = run_cli(fmt::format("baseline {} --schedule gpipe -o {} --csv {}/s.csv", kLlama, out, dir),
+    auto r = run_cli(fmt::format("baseline {} --schedule gpipe -o {} --csv {}/s.csv", kLlamaModel, out, dir),
                      fmt::format("PIPESMITH_WRITE_FAULT={}", fault));
     INFO(r.output);
     CHECK(r.exit_code == 1);
@@ -70,11 +70,11 @@ TEST_CASE("cli outputs: an injected write failure keeps the old file and leaves 
     CHECK(read_file(out) == valid);  // the 1F1B file, whole
     CHECK(entries(dir) == std::set<std::string>{"s.yaml"});  // no temporary, and the CSV was not written
   }
-  CHECK(contains(run_cli(fmt::format("baseline {} --schedule gpipe -o {}", kLlama, out), "PIPESMITH_WRITE_FAULT=enospc:10")
+  CHECK(contains(run_cli(fmt::format("baseline {} --schedule gpipe -o {}", kLlamaModel, out), "PIPESMITH_WRITE_FAULT=enospc:10")
                      .output,
                  "write failed: No space left on device"));
   // Without a fault the same command replaces the file.
-  auto ok = run_cli(fmt::format("baseline {} --schedule gpipe -o {}", kLlama, out));
+  auto ok = run_cli(fmt::format("baseline {} --schedule gpipe -o {}", kLlamaModel, out));
   CHECK(ok.exit_code == 0);
   CHECK(contains(read_file(out), "gpipe"));
   CHECK(entries(dir) == std::set<std::string>{"s.yaml"});
@@ -83,7 +83,7 @@ TEST_CASE("cli outputs: an injected write failure keeps the old file and leaves 
 TEST_CASE("cli outputs: SIGKILL in the middle of a write leaves the old file whole and no other file") {
   const std::string dir = fresh_dir("out-kill");
   const std::string out = dir + "/s.yaml", log = dir + "/../out-kill.log";
-  REQUIRE(run_cli(fmt::format("baseline {} --schedule 1f1b -o {}", kLlama, out)).exit_code == 0);
+  REQUIRE(run_cli(fmt::format("baseline {} --schedule 1f1b -o {}", kLlamaModel, out)).exit_code == 0);
   const std::string valid = read_file(out);
   for (const char* fault : {"stall:2000", "named,stall:2000"}) {
     CAPTURE(fault);
@@ -93,7 +93,7 @@ TEST_CASE("cli outputs: SIGKILL in the middle of a write leaves the old file who
                                             "p=$!\ni=0\n"
                                             "until grep -q 'stalled after' '{}' || [ $i -ge 600 ]; do sleep 0.1; i=$((i+1)); done\n"
                                             "kill -KILL $p\nwait $p\necho status=$?\n",
-                                            fault, PIPESMITH_CLI, kLlama, out, log, log));
+                                            fault, PIPESMITH_CLI, kLlamaModel, out, log, log));
     INFO(said, read_file(log));
     CHECK(contains(said, "status=137"));  // killed by SIGKILL
     CHECK(contains(read_file(log), "stalled after 2000 bytes"));
@@ -111,7 +111,7 @@ TEST_CASE("cli outputs: SIGKILL in the middle of a write leaves the old file who
 TEST_CASE("cli outputs: an output that names an input is refused before any work, the input untouched") {
   const std::string dir = fresh_dir("out-input");
   const std::string model = dir + "/m.yaml", sched = dir + "/s.yaml", link = dir + "/hard.yaml";
-  fs::copy_file(kLlama, model);
+  fs::copy_file(kLlamaModel, model);
   const std::string model_text = read_file(model);
   REQUIRE(run_cli(fmt::format("baseline {} --schedule 1f1b -o {}", model, sched)).exit_code == 0);
   fs::create_hard_link(sched, link);
@@ -147,7 +147,7 @@ TEST_CASE("cli outputs: an output that names an input is refused before any work
 
 TEST_CASE("cli outputs: every output is checked before anything is written") {
   const std::string dir = fresh_dir("out-first");
-  auto r = run_cli(fmt::format("baseline {} --schedule 1f1b -o {}/ok.yaml --svg /nonexistent-dir/x.svg", kLlama, dir));
+  auto r = run_cli(fmt::format("baseline {} --schedule 1f1b -o {}/ok.yaml --svg /nonexistent-dir/x.svg", kLlamaModel, dir));
   INFO(r.output);
   CHECK(r.exit_code == 1);
   CHECK(contains(r.output, "cannot write '/nonexistent-dir/x.svg' (--svg): directory '/nonexistent-dir' does not exist"));
@@ -156,13 +156,13 @@ TEST_CASE("cli outputs: every output is checked before anything is written") {
 
 TEST_CASE("cli outputs: a failed write to stdout is exit 1 with a message") {
   for (const std::string& args : {"verify " + source_path("tests/data/pytorch/ScheduleGPipe_p2_m4_v1.csv"),
-                                 "lower " + kLlama, "baseline " + kLlama + " --schedule 1f1b -o -"}) {
+                                 "lower " + kLlamaModel, "baseline " + kLlamaModel + " --schedule 1f1b -o -"}) {
     const std::string said = sh(temp_path("full.sh"), fmt::format("'{}' {} >/dev/full\necho status=$?\n", PIPESMITH_CLI, args));
     INFO(args, "\n", said);
     CHECK(contains(said, "status=1"));
     CHECK(contains(said, "pipesmith: error: cannot write to standard output: No space left on device"));
   }
   // A file that exists and is not a regular file is written in place (nothing to replace).
-  auto ok = run_cli("baseline " + kLlama + " --schedule 1f1b -o /dev/null");
+  auto ok = run_cli("baseline " + kLlamaModel + " --schedule 1f1b -o /dev/null");
   CHECK(ok.exit_code == 0);
 }

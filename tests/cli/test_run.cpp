@@ -21,12 +21,12 @@ std::string fmt_name(const std::string& model, const std::string& sched, int P, 
   return model + "-" + sched + "-p" + std::to_string(P) + "-m" + std::to_string(M) + ".yaml";
 }
 
-std::string model_path(const std::string& name) { return pstest::source_path("configs/models/" + name + ".yaml"); }
+std::string shipped_model(const std::string& name) { return pstest::source_path("configs/models/" + name + ".yaml"); }
 
 // Writes a baseline schedule and returns its path.
 std::string baseline(const std::string& model, const std::string& sched, int P, int M) {
   const std::string out = pstest::temp_path(fmt_name(model, sched, P, M));
-  auto r = run_cli("baseline " + model_path(model) + " --schedule " + sched + " --devices " + std::to_string(P) +
+  auto r = run_cli("baseline " + shipped_model(model) + " --schedule " + sched + " --devices " + std::to_string(P) +
                    " --microbatches " + std::to_string(M) + " --memory-limit-gb 0 -o " + out);
   REQUIRE_MESSAGE(r.exit_code == 0, r.output);
   return out;
@@ -52,7 +52,7 @@ TEST_CASE("pipesmith run: every baseline shape on 2-8 host workers matches the s
     CAPTURE(c.schedule);
     CAPTURE(c.P);
     const std::string file = baseline(c.model, c.schedule, c.P, c.M);
-    auto r = run_cli("run " + file + " --model " + model_path(c.model) + " --backend host --check-gradients " + kSmall);
+    auto r = run_cli("run " + file + " --model " + shipped_model(c.model) + " --backend host --check-gradients " + kSmall);
     CHECK_MESSAGE(r.exit_code == 0, r.output);
     CHECK(r.output.find("OK (within 1e-05 relative)") != std::string::npos);
     CHECK(r.output.find("max |diff| 0,") != std::string::npos);
@@ -72,7 +72,7 @@ TEST_CASE("pipesmith run: PyTorch CSVs, with and without a model (balanced parti
     CHECK_MESSAGE(r.exit_code == 0, r.output);
     CHECK(r.output.find("OK (within 1e-05 relative)") != std::string::npos);
   }
-  auto r = run_cli("run " + ex + "ScheduleInterleaved1F1B_p2_m4_v2.csv --model " + model_path("nemotron-h-like") +
+  auto r = run_cli("run " + ex + "ScheduleInterleaved1F1B_p2_m4_v2.csv --model " + shipped_model("nemotron-h-like") +
                    " --memory-limit-gb 0 --check-gradients " + kSmall);
   CHECK_MESSAGE(r.exit_code == 0, r.output);
   CHECK(r.output.find("balanced partition") != std::string::npos);
@@ -116,7 +116,7 @@ TEST_CASE("pipesmith run: a deadlocking schedule is refused, and with --no-verif
 TEST_CASE("pipesmith run: trace and JSON outputs") {
   const std::string file = baseline("llama2-7b", "1f1b", 2, 4);
   const std::string trace = pstest::temp_path("run-trace.json"), json = pstest::temp_path("run-summary.json");
-  auto r = run_cli("run " + file + " --model " + model_path("llama2-7b") + " --check-gradients --trace " + trace +
+  auto r = run_cli("run " + file + " --model " + shipped_model("llama2-7b") + " --check-gradients --trace " + trace +
                    " --json " + json + " " + kSmall);
   REQUIRE_MESSAGE(r.exit_code == 0, r.output);
   auto t = nlohmann::json::parse(pstest::read_file(trace));
@@ -207,10 +207,10 @@ TEST_CASE("pipesmith run --semantics grouped: the naive 1F1B runs, grouped like 
 
 TEST_CASE("pipesmith run: a synthesized schedule (pipesmith synth) matches the sequential gradients") {
   const std::string file = pstest::temp_path("synth.yaml");
-  auto s = run_cli("synth " + model_path("nemotron-h-like") +
+  auto s = run_cli("synth " + shipped_model("nemotron-h-like") +
                    " --devices 4 --microbatches 8 --memory-limit-gb 0 --time-limit 1 -o " + file);
   REQUIRE_MESSAGE(s.exit_code == 0, s.output);
-  auto r = run_cli("run " + file + " --model " + model_path("nemotron-h-like") + " --check-gradients " + kSmall);
+  auto r = run_cli("run " + file + " --model " + shipped_model("nemotron-h-like") + " --check-gradients " + kSmall);
   CHECK_MESSAGE(r.exit_code == 0, r.output);
   CHECK(r.output.find("OK (within 1e-05 relative)") != std::string::npos);
   CHECK(r.output.find("after every op on 4/4 devices") != std::string::npos);
