@@ -14,6 +14,7 @@
 #include <functional>
 #include <sstream>
 #include <memory>
+#include <optional>
 #include <utility>
 
 #include "cli/commands.h"
@@ -84,13 +85,43 @@ std::vector<std::pair<std::string, std::string>> input_digests(const RunFlags& f
           {"run options", sha256_digest(options)}};
 }
 
-int run(const RunFlags& f) {
-  if (f.print_nccl_id) {
-    auto id = kern::nccl_id_hex();
-    if (!id) return report_error(id.status());
-    std::printf("%s\n", id->c_str());
-    return 0;
-  }
+// What one run carries from step to step.
+struct RunState {
+  Schedule schedule;  // as loaded
+  std::vector<std::pair<std::string, std::string>> digests;  // what the processes agree on (not for host)
+  std::vector<std::string> notes;
+  std::unique_ptr<Spec> spec;  // with --model
+  rt::Prediction prediction;   // the checker's simulation, if it ran one
+  Schedule to_run;             // checked (comms inserted) or, with --no-verify, as run
+  std::optional<rt::ExecModel> model;
+  std::unique_ptr<rt::Backend> backend;
+  bool multi = false;  // one process per rank
+  bool root = true;    // rank 0, which reports
+  std::chrono::steady_clock::time_point t_start;
+  rt::ExecResult result;
+};
+
+// The exit code of a step that ends the run; empty: the run goes on.
+using Stop = std::optional<int>;
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+// One process per rank: errors carry the rank's label.
+int fail(const RunState& s, const Status& st) {
+  return report_error(s.multi ? Status::error(st.code(), s.backend->process_label() + ": " + st.message(), st.loc())
+                              : st);
+}
+
+int print_nccl_id() {
+  auto id = kern::nccl_id_hex();
+  if (!id) return report_error(id.status());
+  std::printf("%s\n", id->c_str());
+  return 0;
+}
+
+Stop check_flags(const RunFlags& f) {
   if (f.file.empty()) return report_error(Status::bad_input("a SCHEDULE file is required"));
   if (f.backend != "host" && f.backend != "cuda" && f.backend != "mpi")
     return report_error(Status::bad_input(fmt::format("--backend must be host, mpi or cuda, got '{}'", f.backend)));
@@ -102,9 +133,11 @@ int run(const RunFlags& f) {
     return report_error(Status::bad_input(fmt::format(
         "--semantics must be rendezvous or grouped, got '{}' (the runtime cannot provide buffered sends: NCCL "
         "does not buffer large messages)", f.semantics)));
-  const bool grouped = f.semantics == "grouped";
+  return {};
+}
 
-  // 1. The schedule (a CSV with --model gets the model's balanced partition and costs).
+// The schedule (a CSV with --model gets the model's balanced partition and costs) and the model.
+Stop load_inputs(const RunFlags& f, RunState& s) {
   CheckInput in;
   in.file = f.file;
   in.microbatches = f.microbatches;
@@ -117,66 +150,75 @@ int run(const RunFlags& f) {
   }
   auto loaded = load_schedule_for_check(in);
   if (!loaded) return report_error(loaded.status());
-  Schedule schedule = std::move(loaded->schedule);
-  const auto digests = f.backend == "host" ? decltype(input_digests(f, schedule)){} : input_digests(f, schedule);
-  std::vector<std::string> notes = loaded->notes;
-  std::unique_ptr<Spec> spec;
+  s.schedule = std::move(loaded->schedule);
+  if (f.backend != "host") s.digests = input_digests(f, s.schedule);
+  s.notes = loaded->notes;
   if (!f.model.empty()) {
     SpecOverrides ov;
-    ov.devices = schedule.num_devices();
-    ov.microbatches = schedule.problem.microbatches;
+    ov.devices = s.schedule.num_devices();
+    ov.microbatches = s.schedule.problem.microbatches;
     auto sp = load_spec(f.model, csv ? f.cluster : "", ov);
     if (!sp) return report_error(sp.status());
-    spec = std::make_unique<Spec>(std::move(*sp));
+    s.spec = std::make_unique<Spec>(std::move(*sp));
   }
+  return {};
+}
 
-  // 2. Check it (or, with --no-verify, only insert comms with the checker's rule).
+rt::Prediction prediction_of(const Simulation& sim) {
   rt::Prediction prediction;
-  Schedule to_run;
-  if (!f.no_verify) {
-    VerifyOptions vo;
-    vo.semantics = grouped ? Semantics::kGrouped : Semantics::kRendezvous;
-    if (f.memory_limit_gb >= 0) vo.memory_limit_gb = f.memory_limit_gb;
-    Report rep = verify(schedule, vo);
-    if (!rep.valid) {
-      rep.notes.insert(rep.notes.begin(), notes.begin(), notes.end());
-      std::fputs(format_report(rep).c_str(), stdout);
-      std::fprintf(stderr, "pipesmith: error: the checker rejected '%s' under %s semantics; not running it "
-                           "(--no-verify runs it anyway)\n", f.file.c_str(), f.semantics.c_str());
-      return static_cast<int>(ErrorCode::kInvalidSchedule);
-    }
-    if (rep.comms_inserted) notes.push_back("comms inserted by the checker's rule (ir/comm_insert.h)");
-    to_run = rep.checked;
-    if (rep.sim) {
-      const Simulation& sim = *rep.sim;
-      prediction.present = true;
-      prediction.makespan_ms = sim.makespan_ms;
-      prediction.busy_ms = sim.busy_ms;
-      prediction.peak_memory_mb = sim.peak_memory_mb;
-      prediction.peak_op_index = sim.peak_op_index;
-      for (const auto& times : sim.times) {
-        double end = 0;
-        for (const OpInterval& iv : times) end = std::max(end, iv.end_ms);
-        prediction.end_ms.push_back(end);
-      }
-    }
-  } else if (!schedule.has_comms()) {
-    CommInsertResult cr = insert_comms(schedule);
-    if (!cr.ok) {
-      std::string msg = "the compute-only schedule has a data-flow deadlock; comms cannot be inserted:";
-      for (const BlockedOp& b : cr.blocked)
-        msg += fmt::format("\n  device {} op {} '{}' waits for '{}' on device {}", b.device, b.op_index,
-                           to_string(b.op), to_string(b.waits_for), b.waits_for_device);
-      return report_error(Status::error(ErrorCode::kInvalidSchedule, msg));
-    }
-    notes.push_back("not verified (--no-verify); comms inserted by the checker's rule (ir/comm_insert.h)");
-    to_run = std::move(cr.schedule);
-  } else {
-    notes.push_back("not verified (--no-verify): running the programs as written");
-    to_run = std::move(schedule);
+  prediction.present = true;
+  prediction.makespan_ms = sim.makespan_ms;
+  prediction.busy_ms = sim.busy_ms;
+  prediction.peak_memory_mb = sim.peak_memory_mb;
+  prediction.peak_op_index = sim.peak_op_index;
+  for (const auto& times : sim.times) {
+    double end = 0;
+    for (const OpInterval& iv : times) end = std::max(end, iv.end_ms);
+    prediction.end_ms.push_back(end);
   }
+  return prediction;
+}
 
-  // 3. The executable model.
+// The checker's verdict (exit 3 with its report if it rejects the schedule) and the checked schedule.
+Stop verify_schedule(const RunFlags& f, RunState& s) {
+  VerifyOptions vo;
+  vo.semantics = f.semantics == "grouped" ? Semantics::kGrouped : Semantics::kRendezvous;
+  if (f.memory_limit_gb >= 0) vo.memory_limit_gb = f.memory_limit_gb;
+  Report rep = verify(s.schedule, vo);
+  if (!rep.valid) {
+    rep.notes.insert(rep.notes.begin(), s.notes.begin(), s.notes.end());
+    std::fputs(format_report(rep).c_str(), stdout);
+    std::fprintf(stderr, "pipesmith: error: the checker rejected '%s' under %s semantics; not running it "
+                         "(--no-verify runs it anyway)\n", f.file.c_str(), f.semantics.c_str());
+    return static_cast<int>(ErrorCode::kInvalidSchedule);
+  }
+  if (rep.comms_inserted) s.notes.push_back("comms inserted by the checker's rule (ir/comm_insert.h)");
+  s.to_run = rep.checked;
+  if (rep.sim) s.prediction = prediction_of(*rep.sim);
+  return {};
+}
+
+// --no-verify: only insert comms (with the checker's rule) into a compute-only schedule.
+Stop prepare_unverified(RunState& s) {
+  if (s.schedule.has_comms()) {
+    s.notes.push_back("not verified (--no-verify): running the programs as written");
+    s.to_run = std::move(s.schedule);
+    return {};
+  }
+  CommInsertResult cr = insert_comms(s.schedule);
+  if (!cr.ok) {
+    std::string msg = "the compute-only schedule has a data-flow deadlock; comms cannot be inserted:";
+    for (const BlockedOp& b : cr.blocked)
+      msg += fmt::format("\n  device {} op {} '{}' waits for '{}' on device {}", b.device, b.op_index,
+                         to_string(b.op), to_string(b.waits_for), b.waits_for_device);
+    return report_error(Status::error(ErrorCode::kInvalidSchedule, msg));
+  }
+  s.notes.push_back("not verified (--no-verify); comms inserted by the checker's rule (ir/comm_insert.h)");
+  s.to_run = std::move(cr.schedule);
+  return {};
+}
+
+Stop build_model(const RunFlags& f, RunState& s) {
   rt::ExecModelOptions mo;
   mo.scale = f.scale;
   mo.seed = f.seed;
@@ -185,96 +227,106 @@ int run(const RunFlags& f) {
     return report_error(Status::bad_input(fmt::format("--widths must be cost or params, got '{}'", f.widths)));
   mo.widths_from_params = f.widths == "params";
   if (f.tokens < 1 || f.tokens > 1 << 16) return report_error(Status::bad_input("--tokens must be in 1..65536"));
-  auto model = rt::build_exec_model(to_run.problem, spec ? &spec->model : nullptr, mo);
+  auto model = rt::build_exec_model(s.to_run.problem, s.spec ? &s.spec->model : nullptr, mo);
   if (!model) return report_error(model.status());
-  for (const std::string& n : model->notes) notes.push_back(n);
-  if (prediction.present && !mo.widths_from_params)
-    notes.push_back("simulated ms come from the schedule's costs, measured ms from this scaled model on this backend: "
-                    "compare their shape, not their values (docs/runtime.md; profile + --widths params compares values)");
+  s.model = std::move(*model);
+  for (const std::string& n : s.model->notes) s.notes.push_back(n);
+  if (s.prediction.present && !mo.widths_from_params)
+    s.notes.push_back("simulated ms come from the schedule's costs, measured ms from this scaled model on this backend: "
+                      "compare their shape, not their values (docs/runtime.md; profile + --widths params compares values)");
+  return {};
+}
 
-  // 4. The backend.
-  std::unique_ptr<rt::Backend> backend;
+// The backend; with one process per rank, the processes then agree on their inputs.
+Stop make_backend(const RunFlags& f, RunState& s) {
   if (f.backend == "host") {
-    backend = std::make_unique<rt::HostBackend>(to_run.num_devices());
+    s.backend = std::make_unique<rt::HostBackend>(s.to_run.num_devices());
   } else if (f.backend == "mpi") {
     rt::MpiBackendOptions mpo;
-    mpo.devices = to_run.num_devices();
-    mpo.stages = to_run.problem.num_stages();
-    mpo.microbatches = to_run.problem.microbatches;
+    mpo.devices = s.to_run.num_devices();
+    mpo.stages = s.to_run.problem.num_stages();
+    mpo.microbatches = s.to_run.problem.microbatches;
     auto b = rt::make_mpi_backend(mpo);
     if (!b) return report_error(b.status());
-    backend = std::move(*b);
+    s.backend = std::move(*b);
   } else {
     kern::CudaBackendOptions co;
-    co.devices = to_run.num_devices();
+    co.devices = s.to_run.num_devices();
     co.nccl_id_file = f.nccl_id_file;
     auto b = kern::make_cuda_backend(co);
     if (!b) return report_error(b.status());
-    backend = std::move(*b);
+    s.backend = std::move(*b);
   }
+  s.multi = s.backend->processes() > 1;
+  if (Status st = s.backend->agree_on_inputs(s.digests); !st) return fail(s, st);
+  s.root = s.backend->rank() == 0;
+  return {};
+}
 
-  // One process per rank: rank-prefixed errors, the same inputs everywhere, rank 0 reports.
-  const bool multi = backend->processes() > 1;
-  auto fail = [&](const Status& st) {
-    return report_error(multi ? Status::error(st.code(), backend->process_label() + ": " + st.message(), st.loc()) : st);
-  };
-  if (Status st = backend->agree_on_inputs(digests); !st)
-    return fail(st);
-  const bool root = backend->rank() == 0;
-
-  // 5. Run.
+// Runs the schedule under the watchdog, with progress on stderr every 2 s (runs of a second or two print
+// nothing); a failed run leaves its trace. Every rank's result is gathered on rank 0; the others stop here.
+Stop execute_schedule(const RunFlags& f, RunState& s) {
   rt::ExecOptions eo;
   eo.timeout_s = f.timeout_s;
   eo.collect_gradients = true;
-  eo.grouped = grouped;
-  // Progress on stderr every 2 s (runs of a second or two print nothing).
-  const auto t_start = std::chrono::steady_clock::now();
-  auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count(); };
-  if (!f.quiet && root) {
-    eo.progress = [&](long done, long total) {
+  eo.grouped = f.semantics == "grouped";
+  s.t_start = std::chrono::steady_clock::now();
+  if (!f.quiet && s.root) {
+    eo.progress = [&s](long done, long total) {
       std::fprintf(stderr, "run: [replay] %ld/%ld ops (%.0f %%), %.1f s\n", done, total,
-                   total > 0 ? 100.0 * static_cast<double>(done) / static_cast<double>(total) : 100.0, seconds());
+                   total > 0 ? 100.0 * static_cast<double>(done) / static_cast<double>(total) : 100.0,
+                   seconds_since(s.t_start));
     };
   }
-  rt::ExecResult result = rt::execute(to_run, *model, *backend, eo);
-  if (!result.status.is_ok()) {
-    if (!f.trace.empty() && !result.devices.empty() && root)
-      (void)write_text_file(f.trace, rt::format_run_trace(to_run, result, base_name(f.file)));
-    return fail(result.status);
+  s.result = rt::execute(s.to_run, *s.model, *s.backend, eo);
+  if (!s.result.status.is_ok()) {
+    if (!f.trace.empty() && !s.result.devices.empty() && s.root)
+      (void)write_text_file(f.trace, rt::format_run_trace(s.to_run, s.result, base_name(f.file)));
+    return fail(s, s.result.status);
   }
-  if (Status st = backend->gather_results(result); !st) return fail(st);
-  if (!root) return 0;
+  if (Status st = s.backend->gather_results(s.result); !st) return fail(s, st);
+  if (!s.root) return 0;
+  return {};
+}
 
-  // 6. Gradients, summary, trace.
+rt::RunSummary make_summary(const RunFlags& f, const RunState& s) {
   rt::RunSummary sum;
   sum.schedule_name = base_name(f.file);
   sum.backend = f.backend;
   sum.semantics = f.semantics;
-  sum.schedule = &to_run;
-  sum.model = &*model;
-  sum.result = &result;
-  sum.prediction = prediction;
-  sum.rule = rt::memory_by_rule(to_run, *model);
-  sum.notes = notes;
-  if (f.check_gradients) {
-    const double t_ref = seconds();
-    double next_report = t_ref + 2;
-    std::function<void(int, int)> ref_progress;
-    if (!f.quiet) {
-      ref_progress = [&](int done, int total) {
-        if (seconds() < next_report) return;
-        std::fprintf(stderr, "run: [reference] %d/%d microbatches on one host thread, %.1f s\n", done, total,
-                     seconds() - t_ref);
-        next_report = seconds() + 2;
-      };
-    }
-    auto ref = rt::run_sequential_reference(*model, ref_progress);
-    if (!ref) return report_error(ref.status());
-    sum.gradients = rt::compare_gradients(*model, result.gradients, result.losses, *ref, sum.tolerance);
+  sum.schedule = &s.to_run;
+  sum.model = &*s.model;
+  sum.result = &s.result;
+  sum.prediction = s.prediction;
+  sum.rule = rt::memory_by_rule(s.to_run, *s.model);
+  sum.notes = s.notes;
+  return sum;
+}
+
+// Compares the gradients with a single-device sequential run (progress on stderr every 2 s).
+Stop check_gradients(const RunFlags& f, const RunState& s, rt::RunSummary& sum) {
+  const double t_ref = seconds_since(s.t_start);
+  double next_report = t_ref + 2;
+  std::function<void(int, int)> ref_progress;
+  if (!f.quiet) {
+    ref_progress = [&](int done, int total) {
+      if (seconds_since(s.t_start) < next_report) return;
+      std::fprintf(stderr, "run: [reference] %d/%d microbatches on one host thread, %.1f s\n", done, total,
+                   seconds_since(s.t_start) - t_ref);
+      next_report = seconds_since(s.t_start) + 2;
+    };
   }
+  auto ref = rt::run_sequential_reference(*s.model, ref_progress);
+  if (!ref) return report_error(ref.status());
+  sum.gradients = rt::compare_gradients(*s.model, s.result.gradients, s.result.losses, *ref, sum.tolerance);
+  return {};
+}
+
+// The summary on stdout, the trace and JSON files, and exit 4 if the gradient check failed.
+int write_outputs(const RunFlags& f, const RunState& s, const rt::RunSummary& sum) {
   std::fputs(rt::format_run_summary(sum).c_str(), stdout);
   if (!f.trace.empty()) {
-    Status st = write_text_file(f.trace, rt::format_run_trace(to_run, result, sum.schedule_name));
+    Status st = write_text_file(f.trace, rt::format_run_trace(s.to_run, s.result, sum.schedule_name));
     if (!st) return report_error(st);
   }
   if (!f.json.empty()) {
@@ -286,6 +338,21 @@ int run(const RunFlags& f) {
         ErrorCode::kRuntime, fmt::format("gradient check failed: max relative difference {:.3g} ({}) exceeds {:g}",
                                          sum.gradients->max_rel_diff, sum.gradients->worst_param, sum.tolerance)));
   return 0;
+}
+
+int run(const RunFlags& f) {
+  if (f.print_nccl_id) return print_nccl_id();
+  if (Stop rc = check_flags(f)) return *rc;
+  RunState s;
+  if (Stop rc = load_inputs(f, s)) return *rc;
+  if (Stop rc = f.no_verify ? prepare_unverified(s) : verify_schedule(f, s)) return *rc;
+  if (Stop rc = build_model(f, s)) return *rc;
+  if (Stop rc = make_backend(f, s)) return *rc;
+  if (Stop rc = execute_schedule(f, s)) return *rc;
+  rt::RunSummary sum = make_summary(f, s);
+  if (f.check_gradients)
+    if (Stop rc = check_gradients(f, s, sum)) return *rc;
+  return write_outputs(f, s, sum);
 }
 
 }  // namespace

@@ -303,6 +303,221 @@ void worker_main(Worker& w, const Problem& p, const ExecModel& model, bool group
   set_done(w);
 }
 
+// Refuses a model, backend or head that does not fit the schedule.
+Status check_inputs(const Schedule& schedule, const ExecModel& model, Backend& backend) {
+  const Problem& p = schedule.problem;
+  if (model.num_stages() != p.num_stages())
+    return Status::error(ErrorCode::kRuntime,
+                         fmt::format("model has {} stages, schedule {}", model.num_stages(), p.num_stages()));
+  if (backend.num_devices() != schedule.num_devices())
+    return Status::error(ErrorCode::kRuntime, fmt::format("backend runs {} devices, the schedule has {}",
+                                                          backend.num_devices(), schedule.num_devices()));
+  if (model.head_shards() > 1)
+    for (int d : backend.local_devices())
+      if (!backend.device(d).ops().supports_sharded_head())
+        return Status::error(ErrorCode::kRuntime,
+                             fmt::format("vocabulary-sharded heads ({}) are not implemented on --backend {}",
+                                         model.describe_sharded_head(), backend.name()));
+  return Status::ok();
+}
+
+// One replay of the local devices' programs: a thread per device, watched until every one is done.
+class Replay {
+ public:
+  Replay(const Schedule& schedule, const ExecModel& model, Backend& backend, const ExecOptions& options)
+      : schedule_(schedule), model_(model), backend_(backend), options_(options) {}
+
+  // Starts a worker thread per local device.
+  void start() {
+    for (int d : backend_.local_devices()) {
+      workers_.push_back(std::make_unique<Worker>(d, schedule_.programs.at(d), backend_.device(d), model_));
+      workers_.back()->run.device = d;
+      workers_.back()->run.where = backend_.device(d).describe();
+    }
+    for (auto& w : workers_) w->signal = &signal_;
+    for (auto& w : workers_)
+      threads_.emplace_back(worker_main, std::ref(*w), std::cref(schedule_.problem), std::cref(model_),
+                            options_.grouped, std::ref(fail_counter_));
+  }
+
+  // The watchdog: stops every device at the first failure, or when a started device makes no progress
+  // for the timeout, or when the backend reports another process gone; returns once all are done.
+  void watch(ExecResult& res) {
+    const auto timeout = std::chrono::duration<double>(std::max(0.001, options_.timeout_s));
+    const auto poll = std::chrono::duration<double>(std::clamp(options_.timeout_s / 20.0, 0.001, 0.05));
+    last_.assign(workers_.size(), -1);
+    changed_.assign(workers_.size(), Clock::now());
+    for (auto& w : workers_) total_ops_ += static_cast<long>(w->program.size());
+    const auto report_every = std::chrono::duration<double>(std::max(0.001, options_.progress_interval_s));
+    auto next_report = Clock::now() + report_every;
+    const auto wake = options_.progress ? std::min<std::chrono::duration<double>>(poll, report_every) : poll;
+    res.stopped_at.assign(schedule_.num_devices(), -2);
+    while (!all_done()) {
+      if (!aborted_) stop_on_failure();
+      if (!aborted_ && options_.progress && Clock::now() >= next_report) {
+        report_progress();
+        next_report = Clock::now() + report_every;
+      }
+      if (!aborted_ && (stalled(timeout) || !(health_ = backend_.health()).is_ok())) fire(res);
+      wait(wake);
+    }
+    for (auto& t : threads_) t.join();
+  }
+
+  bool fired() const { return fired_; }
+  const Status& health() const { return health_; }
+
+  // The failure to report: the first that is not an abort caused by another's, else any.
+  const Worker* first_failure() const {
+    const Worker* first = nullptr;
+    for (auto& w : workers_) {
+      const long seq = w->failed_seq.load();
+      if (seq >= 0 && !is_aborted(w->status) && (!first || seq < first->failed_seq.load())) first = w.get();
+    }
+    if (first == nullptr)
+      for (auto& w : workers_)
+        if (w->failed_seq.load() >= 0) first = w.get();
+    return first;
+  }
+
+  // After a failure: where each local device stopped (-1: finished its program).
+  void record_stops(ExecResult& res) const {
+    for (auto& w : workers_)
+      res.stopped_at[w->device] = w->done.load() && w->failed_seq.load() < 0 ? -1 : w->returned.load();
+  }
+
+  // After a complete run: each device's times, memory, gradients and (last stage) losses.
+  Status collect(ExecResult& res) {
+    for (auto& w : workers_) {
+      res.stopped_at[w->device] = -1;
+      DeviceRun run = std::move(w->run);
+      run.times = w->ctx.op_times();
+      run.times.resize(w->program.size());
+      for (size_t i = 0; i < run.times.size(); ++i) {
+        run.end_ms = std::max(run.end_ms, run.times[i].end_ms);
+        if (is_compute(w->program[i].type)) run.busy_ms += run.times[i].end_ms - run.times[i].start_ms;
+      }
+      run.peak_alloc_bytes = w->ctx.ops().peak_bytes();
+      res.iteration_ms = std::max(res.iteration_ms, run.end_ms);
+      if (options_.collect_gradients) PS_RETURN_IF_ERROR(collect_gradients(*w, res));
+      res.devices.push_back(std::move(run));
+    }
+    return Status::ok();
+  }
+
+ private:
+  int progress(const Worker& w) const { return w.ctx.is_async() ? w.ctx.completed_ops() : w.returned.load(); }
+
+  bool all_done() const {
+    bool all = true;
+    for (auto& w : workers_) all = all && w->done.load();
+    return all;
+  }
+
+  // The first worker to fail stops the others (here and in the other processes).
+  void stop_on_failure() {
+    const Worker* first = nullptr;
+    for (auto& w : workers_)
+      if (w->failed_seq.load() >= 0 && (!first || w->failed_seq.load() < first->failed_seq.load())) first = w.get();
+    if (first == nullptr) return;
+    backend_.announce_stop(first->status.message());
+    backend_.abort_all();
+    aborted_ = true;
+  }
+
+  void report_progress() {
+    long done = 0;
+    for (auto& w : workers_) done += w->done.load() ? static_cast<long>(w->program.size()) : progress(*w);
+    options_.progress(done, total_ops_);
+  }
+
+  // Whether a started, unfinished device has made no progress for the timeout.
+  bool stalled(std::chrono::duration<double> timeout) {
+    const auto now = Clock::now();
+    for (size_t i = 0; i < workers_.size(); ++i) {
+      if (workers_[i]->done.load()) continue;
+      if (!workers_[i]->started.load()) {  // still initialising its parameters: not a wait
+        changed_[i] = now;
+        continue;
+      }
+      const int pr = progress(*workers_[i]);
+      if (pr != last_[i]) {
+        last_[i] = pr;
+        changed_[i] = now;
+      } else if (now - changed_[i] > timeout) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  // Records where each device stopped and what the blocked ones wait for, and stops every device.
+  void fire(ExecResult& res) {
+    fired_ = true;
+    for (auto& w : workers_) {
+      const int n = static_cast<int>(w->program.size());
+      const int at = w->ctx.is_async() ? progress(*w) : w->current.load();
+      res.stopped_at[w->device] = w->done.load() ? -1 : std::clamp(at, 0, std::max(0, n - 1));
+    }
+    for (auto& w : workers_)
+      if (!w->done.load() && !w->program.empty())
+        res.blocked.push_back(waits_for(schedule_, w->device, res.stopped_at[w->device]));
+    std::string where;
+    for (const BlockedOp& b : res.blocked)
+      where += fmt::format("{}device {} blocked at op {} '{}'", where.empty() ? "" : ", ", b.device, b.op_index,
+                           to_string(b.op));
+    backend_.announce_stop(health_.is_ok() ? fmt::format("watchdog: no progress for {:g} s ({})", options_.timeout_s, where)
+                                           : fmt::format("{} ({})", health_.message(), where));
+    backend_.abort_all();
+    aborted_ = true;
+  }
+
+  // Sleeps until the next poll, or earlier when all are done or one failed.
+  void wait(std::chrono::duration<double> wake) {
+    std::unique_lock<std::mutex> lock(signal_.mu);
+    signal_.cv.wait_for(lock, wake, [&] {
+      bool all = true, failed = false;
+      for (auto& w : workers_) {
+        all = all && w->done.load();
+        failed = failed || w->failed_seq.load() >= 0;
+      }
+      return all || (failed && !aborted_);
+    });
+  }
+
+  Status collect_gradients(Worker& w, ExecResult& res) {
+    const Problem& p = schedule_.problem;
+    for (int s = 0; s < p.num_stages(); ++s) {
+      if (p.device_of(s) != w.device) continue;
+      auto g = w.sc.gradients(s);
+      if (!g.ok()) return g.status();
+      res.gradients[s] = std::move(*g);
+    }
+    if (p.device_of(p.num_stages() - 1) == w.device) {
+      for (int m = 0; m < p.microbatches; ++m) {
+        auto l = w.sc.loss(m);
+        if (!l.ok()) return l.status();
+        res.losses[m] = *l;
+      }
+    }
+    return Status::ok();
+  }
+
+  const Schedule& schedule_;
+  const ExecModel& model_;
+  Backend& backend_;
+  const ExecOptions& options_;
+  std::vector<std::unique_ptr<Worker>> workers_;
+  std::vector<std::thread> threads_;
+  std::atomic<long> fail_counter_{0};
+  DoneSignal signal_;
+  std::vector<int> last_;                   // each worker's progress at its last change
+  std::vector<Clock::time_point> changed_;  // when it last changed
+  long total_ops_ = 0;
+  bool fired_ = false, aborted_ = false;
+  Status health_;  // non-ok: another process is gone or stopped (multi-process backends)
+};
+
 }  // namespace
 
 BlockedOp waits_for(const Schedule& schedule, int device, int index) {
@@ -413,185 +628,24 @@ std::string format_blocked(const Schedule& schedule, const std::vector<BlockedOp
 ExecResult execute(const Schedule& schedule, const ExecModel& model, Backend& backend,
                    const ExecOptions& options) {
   ExecResult res;
-  const Problem& p = schedule.problem;
-  const int P = schedule.num_devices();
-  if (model.num_stages() != p.num_stages()) {
-    res.status = Status::error(ErrorCode::kRuntime, fmt::format("model has {} stages, schedule {}",
-                                                                model.num_stages(), p.num_stages()));
-    return res;
-  }
-  if (backend.num_devices() != P) {
-    res.status = Status::error(ErrorCode::kRuntime, fmt::format("backend runs {} devices, the schedule has {}",
-                                                                backend.num_devices(), P));
-    return res;
-  }
-  const std::vector<int> local = backend.local_devices();
-  if (model.head_shards() > 1)
-    for (int d : local)
-      if (!backend.device(d).ops().supports_sharded_head()) {
-        res.status = Status::error(ErrorCode::kRuntime,
-                                   fmt::format("vocabulary-sharded heads ({}) are not implemented on --backend {}",
-                                               model.describe_sharded_head(), backend.name()));
-        return res;
-      }
+  res.status = check_inputs(schedule, model, backend);
+  if (!res.status.is_ok()) return res;
   res.status = backend.begin_iteration();
   if (!res.status.is_ok()) return res;
-  std::vector<std::unique_ptr<Worker>> workers;
-  for (int d : local) {
-    workers.push_back(std::make_unique<Worker>(d, schedule.programs.at(d), backend.device(d), model));
-    workers.back()->run.device = d;
-    workers.back()->run.where = backend.device(d).describe();
-  }
-  std::atomic<long> fail_counter{0};
-  DoneSignal signal;
-  for (auto& w : workers) w->signal = &signal;
-  std::vector<std::thread> threads;
-  for (auto& w : workers) threads.emplace_back(worker_main, std::ref(*w), std::cref(p), std::cref(model), options.grouped,
-                                          std::ref(fail_counter));
-
-  // Watchdog.
-  const auto timeout = std::chrono::duration<double>(std::max(0.001, options.timeout_s));
-  const auto poll = std::chrono::duration<double>(std::clamp(options.timeout_s / 20.0, 0.001, 0.05));
-  auto progress = [&](const Worker& w) {
-    return w.ctx.is_async() ? w.ctx.completed_ops() : w.returned.load();
-  };
-  std::vector<int> last(workers.size(), -1);
-  std::vector<Clock::time_point> changed(workers.size(), Clock::now());
-  long total_ops = 0;
-  for (auto& w : workers) total_ops += static_cast<long>(w->program.size());
-  const auto report_every = std::chrono::duration<double>(std::max(0.001, options.progress_interval_s));
-  auto next_report = Clock::now() + report_every;
-  const auto wake = options.progress ? std::min<std::chrono::duration<double>>(poll, report_every) : poll;
-  bool fired = false, aborted = false;
-  Status health;  // non-ok: another process is gone or stopped (multi-process backends)
-  res.stopped_at.assign(P, -2);
-  while (true) {
-    bool all_done = true;
-    for (auto& w : workers) all_done = all_done && w->done.load();
-    if (all_done) break;
-    if (!aborted) {
-      bool any_failed = false;
-      for (auto& w : workers) any_failed = any_failed || w->failed_seq.load() >= 0;
-      if (any_failed) {
-        const Worker* first = nullptr;
-        for (auto& w : workers)
-          if (w->failed_seq.load() >= 0 && (!first || w->failed_seq.load() < first->failed_seq.load())) first = w.get();
-        backend.announce_stop(first->status.message());
-        backend.abort_all();
-        aborted = true;
-      }
-    }
-    if (!aborted && options.progress && Clock::now() >= next_report) {
-      long done = 0;
-      for (auto& w : workers) done += w->done.load() ? static_cast<long>(w->program.size()) : progress(*w);
-      options.progress(done, total_ops);
-      next_report = Clock::now() + report_every;
-    }
-    if (!aborted) {
-      const auto now = Clock::now();
-      for (size_t i = 0; i < workers.size() && !fired; ++i) {
-        if (workers[i]->done.load()) continue;
-        if (!workers[i]->started.load()) {  // still initialising its parameters: not a wait
-          changed[i] = now;
-          continue;
-        }
-        const int pr = progress(*workers[i]);
-        if (pr != last[i]) {
-          last[i] = pr;
-          changed[i] = now;
-        } else if (now - changed[i] > timeout) {
-          fired = true;
-        }
-      }
-      if (!fired) {
-        health = backend.health();
-        fired = !health.is_ok();
-      }
-      if (fired) {
-        for (auto& w : workers) {
-          const int n = static_cast<int>(w->program.size());
-          const int at = w->ctx.is_async() ? progress(*w) : w->current.load();
-          res.stopped_at[w->device] = w->done.load() ? -1 : std::clamp(at, 0, std::max(0, n - 1));
-        }
-        for (auto& w : workers)
-          if (!w->done.load() && !w->program.empty())
-            res.blocked.push_back(waits_for(schedule, w->device, res.stopped_at[w->device]));
-        std::string where;
-        for (const BlockedOp& b : res.blocked)
-          where += fmt::format("{}device {} blocked at op {} '{}'", where.empty() ? "" : ", ", b.device, b.op_index,
-                               to_string(b.op));
-        backend.announce_stop(health.is_ok()
-                                  ? fmt::format("watchdog: no progress for {:g} s ({})", options.timeout_s, where)
-                                  : fmt::format("{} ({})", health.message(), where));
-        backend.abort_all();
-        aborted = true;
-      }
-    }
-    std::unique_lock<std::mutex> lock(signal.mu);
-    signal.cv.wait_for(lock, wake, [&] {  // wake early when all are done or one failed
-      bool all = true, failed = false;
-      for (auto& w : workers) {
-        all = all && w->done.load();
-        failed = failed || w->failed_seq.load() >= 0;
-      }
-      return all || (failed && !aborted);
-    });
-  }
-  for (auto& t : threads) t.join();
-
-  if (fired) {
+  Replay replay(schedule, model, backend, options);
+  replay.start();
+  replay.watch(res);
+  if (replay.fired()) {
     res.status = Status::error(ErrorCode::kRuntime, format_blocked(schedule, res.blocked, res.stopped_at,
-                                                                   options.timeout_s, health.message()));
+                                                                   options.timeout_s, replay.health().message()));
     return res;
   }
-  const Worker* first_fail = nullptr;
-  for (auto& w : workers) {
-    const long seq = w->failed_seq.load();
-    if (seq >= 0 && !is_aborted(w->status) && (!first_fail || seq < first_fail->failed_seq.load()))
-      first_fail = w.get();
-  }
-  if (first_fail == nullptr)
-    for (auto& w : workers)
-      if (w->failed_seq.load() >= 0) first_fail = w.get();
-  if (first_fail != nullptr) {
-    res.status = first_fail->status;
-    for (auto& w : workers) res.stopped_at[w->device] = w->done.load() && w->failed_seq.load() < 0 ? -1 : w->returned.load();
+  if (const Worker* failed = replay.first_failure()) {
+    res.status = failed->status;
+    replay.record_stops(res);
     return res;
   }
-  for (auto& w : workers) {
-    res.stopped_at[w->device] = -1;
-    DeviceRun run = std::move(w->run);
-    run.times = w->ctx.op_times();
-    run.times.resize(w->program.size());
-    for (size_t i = 0; i < run.times.size(); ++i) {
-      run.end_ms = std::max(run.end_ms, run.times[i].end_ms);
-      if (is_compute(w->program[i].type)) run.busy_ms += run.times[i].end_ms - run.times[i].start_ms;
-    }
-    run.peak_alloc_bytes = w->ctx.ops().peak_bytes();
-    res.iteration_ms = std::max(res.iteration_ms, run.end_ms);
-    if (options.collect_gradients) {
-      for (int s = 0; s < p.num_stages(); ++s) {
-        if (p.device_of(s) != w->device) continue;
-        auto g = w->sc.gradients(s);
-        if (!g.ok()) {
-          res.status = g.status();
-          return res;
-        }
-        res.gradients[s] = std::move(*g);
-      }
-      if (p.device_of(p.num_stages() - 1) == w->device) {
-        for (int m = 0; m < p.microbatches; ++m) {
-          auto l = w->sc.loss(m);
-          if (!l.ok()) {
-            res.status = l.status();
-            return res;
-          }
-          res.losses[m] = *l;
-        }
-      }
-    }
-    res.devices.push_back(std::move(run));
-  }
+  res.status = replay.collect(res);
   return res;
 }
 
