@@ -548,142 +548,143 @@ Status check_module_runs(const std::vector<Layer>& layers, const std::vector<Sou
   return Status::ok();
 }
 
-Status parse_layers(const Ctx& c, const Entry& e, Draft& d) {
-  std::vector<Layer>& layers = d.spec.model.layers;
+// The layers being read: the model's, and what is resolved once all are known.
+struct LayersDraft {
+  std::vector<Layer>& layers;
+  std::vector<PendingInput> pending;         // extra inputs, checked once every layer is known
+  std::vector<SourceLoc> module_loc;         // per layer: its entry's `module:`
+  std::map<std::string, int> module_copies;  // template → copies numbered so far
+};
+
+// `layers: "EttttL"`: one layer per symbol.
+Status parse_layer_string(const Ctx& c, const Entry& e, const Draft& d, LayersDraft& ld) {
+  std::vector<Layer>& layers = ld.layers;
   auto known = [&](char s) { return d.spec.model.types.count(s) > 0; };
-  std::vector<PendingInput> pending;
-  std::vector<SourceLoc> module_loc;                 // per layer: its entry's `module:`
-  std::map<std::string, int> module_copies;          // template → copies numbered so far
-  if (e.value.IsScalar()) {
-    std::string symbols;
-    for (char ch : e.value.Scalar()) {
-      if (ch != ' ' && ch != '\t' && ch != '\n' && ch != '\r') symbols.push_back(ch);
-    }
-    if (symbols.size() > static_cast<size_t>(kMaxLayers)) {
+  std::string symbols;
+  for (char ch : e.value.Scalar()) {
+    if (ch != ' ' && ch != '\t' && ch != '\n' && ch != '\r') symbols.push_back(ch);
+  }
+  if (symbols.size() > static_cast<size_t>(kMaxLayers)) {
+    return Status::bad_input(
+        fmt::format("model.layers: at most {} layers are supported", kMaxLayers), e.value_loc);
+  }
+  const std::vector<SourceLoc> locs = symbol_locs(c, e.value, symbols, e.value_loc);
+  for (size_t i = 0; i < symbols.size(); ++i) {
+    const SourceLoc& sloc = locs[i];
+    if (!known(symbols[i])) {
       return Status::bad_input(
-          fmt::format("model.layers: at most {} layers are supported", kMaxLayers), e.value_loc);
+          fmt::format("model.layers: unknown layer type '{}' at layer {} (defined "
+                      "types: {})",
+                      excerpt(std::string_view(&symbols[i], 1)), i, symbol_list(d)),
+          sloc);
     }
-    const std::vector<SourceLoc> locs = symbol_locs(c, e.value, symbols, e.value_loc);
-    for (size_t i = 0; i < symbols.size(); ++i) {
-      const SourceLoc& sloc = locs[i];
-      if (!known(symbols[i])) {
+    Layer l;
+    l.id = static_cast<int>(i);
+    l.type = symbols[i];
+    l.loc = sloc;
+    layers.push_back(l);
+  }
+  return Status::ok();
+}
+
+// One entry of `layers: [{type: X, repeat: N, inputs: [...], module: ...}, ...]`.
+Status parse_layer_entry(const Ctx& c, const Entry& e, const YAML::Node& item, int index, const Draft& d,
+                         LayersDraft& ld) {
+  std::vector<Layer>& layers = ld.layers;
+  auto known = [&](char s) { return d.spec.model.types.count(s) > 0; };
+  std::string what = fmt::format("model.layers[{}]", index);
+  SourceLoc iloc = loc_of(c, item, e.value_loc);
+  Result<MapView> m = read_map(c, item, iloc, what, {"type", "repeat", "inputs", "module"});
+  if (!m.ok()) return m.status();
+  const Entry* te = m->find("type");
+  if (!te)
+    return Status::bad_input(fmt::format("{}: missing 'type' (a layer type symbol)", what),
+                             iloc);
+  // One symbol, or a pattern of several ("AX": attention then MoE) that `repeat` copies whole.
+  std::string pattern;
+  if (te->value.IsScalar())
+    for (char ch : te->value.Scalar())
+      if (ch != ' ' && ch != '\t' && ch != '\n' && ch != '\r') pattern.push_back(ch);
+  if (pattern.empty()) {
+    return Status::bad_input(fmt::format("{}: type must be a layer type symbol or a pattern of symbols, got {}",
+                                         what, describe(te->value)),
+                             te->value_loc);
+  }
+  for (char sym : pattern) {
+    if (!known(sym)) {
+      return Status::bad_input(fmt::format("{}: unknown layer type '{}' (defined types: {})",
+                                           what, sym, symbol_list(d)),
+                               te->value_loc);
+    }
+  }
+  long long repeat = 1;
+  if (const Entry* re = m->find("repeat")) {
+    Result<long long> r = get_int_min(*re, what, 1);
+    if (!r.ok()) return r.status();
+    if (*r > kMaxLayers) {
+      return Status::bad_input(
+          fmt::format("{}: repeat must be <= {}, got {}", what, kMaxLayers, *r), re->value_loc);
+    }
+    repeat = *r;
+  }
+  std::vector<std::pair<long long, SourceLoc>> extra;
+  if (const Entry* ie = m->find("inputs")) {
+    if (pattern.size() > 1) {
+      return Status::bad_input(
+          fmt::format("{}: inputs need a single layer type, not the pattern '{}' (give that layer its own entry)",
+                      what, excerpt(pattern)),
+          ie->value_loc);
+    }
+    if (!ie->value.IsSequence()) {
+      return Status::bad_input(fmt::format("{}: inputs must be a list of layer indices, got {}",
+                                           what, describe(ie->value)),
+                               ie->value_loc);
+    }
+    for (const YAML::Node& u : ie->value) {
+      Entry ue{"inputs", u, ie->value_loc, loc_of(c, u, ie->value_loc)};
+      Result<long long> v = get_int(ue, what);
+      if (!v.ok()) {
         return Status::bad_input(
-            fmt::format("model.layers: unknown layer type '{}' at layer {} (defined "
-                        "types: {})",
-                        excerpt(std::string_view(&symbols[i], 1)), i, symbol_list(d)),
-            sloc);
+            fmt::format("{}: inputs must hold layer indices (integers), got {}", what,
+                        describe(u)),
+            ue.value_loc);
       }
+      extra.emplace_back(*v, ue.value_loc);
+    }
+  }
+  std::vector<std::string> templates;
+  SourceLoc mloc = iloc;
+  if (const Entry* me = m->find("module")) {
+    Result<std::vector<std::string>> t = read_module_templates(c, *me, what);
+    if (!t.ok()) return t.status();
+    templates = *t;
+    mloc = me->value_loc;
+  }
+  if (static_cast<long long>(layers.size()) + repeat * static_cast<long long>(pattern.size()) > kMaxLayers) {
+    return Status::bad_input(
+        fmt::format("{}: at most {} layers are supported", what, kMaxLayers), iloc);
+  }
+  for (long long r = 0; r < repeat; ++r) {
+    std::vector<std::string> names;
+    for (const std::string& t : templates) names.push_back(expand_module(t, ld.module_copies[t]++));
+    for (char sym : pattern) {
       Layer l;
-      l.id = static_cast<int>(i);
-      l.type = symbols[i];
-      l.loc = sloc;
+      l.id = static_cast<int>(layers.size());
+      l.type = sym;
+      l.loc = iloc;
+      l.modules = names;
+      ld.module_loc.resize(layers.size() + 1, iloc);
+      ld.module_loc[l.id] = mloc;
+      for (const auto& [u, uloc] : extra) ld.pending.push_back(PendingInput{l.id, u, uloc});
       layers.push_back(l);
     }
-  } else if (e.value.IsSequence()) {
-    int index = 0;
-    for (const YAML::Node& item : e.value) {
-      std::string what = fmt::format("model.layers[{}]", index++);
-      SourceLoc iloc = loc_of(c, item, e.value_loc);
-      Result<MapView> m = read_map(c, item, iloc, what, {"type", "repeat", "inputs", "module"});
-      if (!m.ok()) return m.status();
-      const Entry* te = m->find("type");
-      if (!te)
-        return Status::bad_input(fmt::format("{}: missing 'type' (a layer type symbol)", what),
-                                 iloc);
-      // One symbol, or a pattern of several ("AX": attention then MoE) that `repeat` copies whole.
-      std::string pattern;
-      if (te->value.IsScalar())
-        for (char ch : te->value.Scalar())
-          if (ch != ' ' && ch != '\t' && ch != '\n' && ch != '\r') pattern.push_back(ch);
-      if (pattern.empty()) {
-        return Status::bad_input(fmt::format("{}: type must be a layer type symbol or a pattern of symbols, got {}",
-                                             what, describe(te->value)),
-                                 te->value_loc);
-      }
-      for (char sym : pattern) {
-        if (!known(sym)) {
-          return Status::bad_input(fmt::format("{}: unknown layer type '{}' (defined types: {})",
-                                               what, sym, symbol_list(d)),
-                                   te->value_loc);
-        }
-      }
-      long long repeat = 1;
-      if (const Entry* re = m->find("repeat")) {
-        Result<long long> r = get_int_min(*re, what, 1);
-        if (!r.ok()) return r.status();
-        if (*r > kMaxLayers) {
-          return Status::bad_input(
-              fmt::format("{}: repeat must be <= {}, got {}", what, kMaxLayers, *r), re->value_loc);
-        }
-        repeat = *r;
-      }
-      std::vector<std::pair<long long, SourceLoc>> extra;
-      if (const Entry* ie = m->find("inputs")) {
-        if (pattern.size() > 1) {
-          return Status::bad_input(
-              fmt::format("{}: inputs need a single layer type, not the pattern '{}' (give that layer its own entry)",
-                          what, excerpt(pattern)),
-              ie->value_loc);
-        }
-        if (!ie->value.IsSequence()) {
-          return Status::bad_input(fmt::format("{}: inputs must be a list of layer indices, got {}",
-                                               what, describe(ie->value)),
-                                   ie->value_loc);
-        }
-        for (const YAML::Node& u : ie->value) {
-          Entry ue{"inputs", u, ie->value_loc, loc_of(c, u, ie->value_loc)};
-          Result<long long> v = get_int(ue, what);
-          if (!v.ok()) {
-            return Status::bad_input(
-                fmt::format("{}: inputs must hold layer indices (integers), got {}", what,
-                            describe(u)),
-                ue.value_loc);
-          }
-          extra.emplace_back(*v, ue.value_loc);
-        }
-      }
-      std::vector<std::string> templates;
-      SourceLoc mloc = iloc;
-      if (const Entry* me = m->find("module")) {
-        Result<std::vector<std::string>> t = read_module_templates(c, *me, what);
-        if (!t.ok()) return t.status();
-        templates = *t;
-        mloc = me->value_loc;
-      }
-      if (static_cast<long long>(layers.size()) + repeat * static_cast<long long>(pattern.size()) > kMaxLayers) {
-        return Status::bad_input(
-            fmt::format("{}: at most {} layers are supported", what, kMaxLayers), iloc);
-      }
-      for (long long r = 0; r < repeat; ++r) {
-        std::vector<std::string> names;
-        for (const std::string& t : templates) names.push_back(expand_module(t, module_copies[t]++));
-        for (char sym : pattern) {
-          Layer l;
-          l.id = static_cast<int>(layers.size());
-          l.type = sym;
-          l.loc = iloc;
-          l.modules = names;
-          module_loc.resize(layers.size() + 1, iloc);
-          module_loc[l.id] = mloc;
-          for (const auto& [u, uloc] : extra) pending.push_back(PendingInput{l.id, u, uloc});
-          layers.push_back(l);
-        }
-      }
-    }
-  } else {
-    return Status::bad_input(
-        fmt::format(
-            "model.layers must be a string of layer type symbols or a list of {{type: X, repeat: "
-            "N, inputs: [...]}} entries, got {}",
-            describe(e.value)),
-        e.value_loc);
   }
-  if (layers.empty()) {
-    return Status::bad_input("model.layers is empty: a model needs at least one layer",
-                             e.value_loc);
-  }
-  module_loc.resize(layers.size(), e.value_loc);
-  PS_RETURN_IF_ERROR(check_module_runs(layers, module_loc));
+  return Status::ok();
+}
+
+// The extra inputs, now that every layer is known: earlier layers only; the chain edge l-1 -> l
+// added to every layer; each layer's inputs sorted and unique.
+Status resolve_inputs(std::vector<Layer>& layers, const std::vector<PendingInput>& pending) {
   const long long n = static_cast<long long>(layers.size());
   for (Layer& l : layers) {
     if (l.id > 0) l.inputs.push_back(l.id - 1);
@@ -719,6 +720,30 @@ Status parse_layers(const Ctx& c, const Entry& e, Draft& d) {
     l.inputs.erase(std::unique(l.inputs.begin(), l.inputs.end()), l.inputs.end());
   }
   return Status::ok();
+}
+
+Status parse_layers(const Ctx& c, const Entry& e, Draft& d) {
+  LayersDraft ld{d.spec.model.layers, {}, {}, {}};
+  if (e.value.IsScalar()) {
+    PS_RETURN_IF_ERROR(parse_layer_string(c, e, d, ld));
+  } else if (e.value.IsSequence()) {
+    int index = 0;
+    for (const YAML::Node& item : e.value) PS_RETURN_IF_ERROR(parse_layer_entry(c, e, item, index++, d, ld));
+  } else {
+    return Status::bad_input(
+        fmt::format(
+            "model.layers must be a string of layer type symbols or a list of {{type: X, repeat: "
+            "N, inputs: [...]}} entries, got {}",
+            describe(e.value)),
+        e.value_loc);
+  }
+  if (ld.layers.empty()) {
+    return Status::bad_input("model.layers is empty: a model needs at least one layer",
+                             e.value_loc);
+  }
+  ld.module_loc.resize(ld.layers.size(), e.value_loc);
+  PS_RETURN_IF_ERROR(check_module_runs(ld.layers, ld.module_loc));
+  return resolve_inputs(ld.layers, ld.pending);
 }
 
 std::string file_stem(const std::string& path) {

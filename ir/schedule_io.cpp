@@ -672,14 +672,10 @@ std::string list_cells(const std::vector<int>& cells) {
 
 }  // namespace
 
-Result<CsvReadResult> parse_pytorch_csv(const std::string& text_in, const std::string& file_name,
-                                        const CsvReadOptions& opt) {
-  const std::string& file = file_name;
-  std::string_view text = text_in;
-  if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);  // UTF-8 byte-order mark
-  if (text.empty()) return Status::bad_input("empty CSV file: expected one row of actions per rank", SourceLoc{file, 0, 0});
+namespace {
 
-  // Rows: lines split at '\n' (a final newline does not start a new row); '\r' before '\n' dropped.
+// Rows: lines split at '\n' (a final newline does not start a new row); '\r' before '\n' dropped.
+std::vector<std::string_view> csv_rows(std::string_view text) {
   std::vector<std::string_view> rows;
   size_t start = 0;
   while (start < text.size()) {
@@ -691,81 +687,92 @@ Result<CsvReadResult> parse_pytorch_csv(const std::string& text_in, const std::s
     if (nl == std::string_view::npos) break;
     start = nl + 1;
   }
+  return rows;
+}
 
-  CsvReadResult res;
-  Schedule& s = res.schedule;
-  s.source = file;
-  s.generator = "pytorch-csv";
-  s.programs.assign(rows.size(), {});
-  std::vector<IdleCell> idle;
-  int fsdp_count = 0, overlap_count = 0;
-  SourceLoc first_comm;
+// One CSV cell: its text without surrounding blanks, and where it starts.
+struct CsvCell {
+  std::string_view text;
+  size_t byte = 0;  // offset of its first non-blank character (or of the cell if empty)
+};
 
-  for (size_t r = 0; r < rows.size(); ++r) {
-    std::string_view line = rows[r];
-    const int line_no = static_cast<int>(r) + 1;
-    // Split into cells, remembering where each starts.
-    struct Cell {
-      std::string_view text;
-      size_t byte = 0;  // offset of its first non-blank character (or of the cell if empty)
-    };
-    std::vector<Cell> cells;
-    size_t pos = 0;
-    while (true) {
-      size_t comma = line.find(',', pos);
-      size_t end = comma == std::string_view::npos ? line.size() : comma;
-      size_t a = pos, b = end;
-      while (a < b && is_blank(line[a])) ++a;
-      while (b > a && is_blank(line[b - 1])) --b;
-      cells.push_back(Cell{line.substr(a, b - a), a});
-      if (comma == std::string_view::npos) break;
-      pos = comma + 1;
-    }
-    while (!cells.empty() && cells.back().text.empty()) cells.pop_back();  // trailing commas / blank row
-
-    auto& prog = s.programs[r];
-    ColumnCounter column(line);
-    for (size_t c = 0; c < cells.size(); ++c) {
-      const Cell& cell = cells[c];
-      SourceLoc loc{file, line_no, column.at(cell.byte)};
-      std::string_view t = cell.text;
-      if (t.empty()) {
-        idle.push_back(IdleCell{static_cast<int>(r), static_cast<int>(c), loc});
-        continue;
-      }
-      if (is_fsdp_action(t)) {
-        ++fsdp_count;
-        continue;
-      }
-      if (looks_like_overlap(t)) {
-        auto subs = parse_overlap(t, [&](size_t k) { return SourceLoc{file, line_no, column.at(cell.byte + k)}; });
-        if (!subs) return subs.status();
-        ++overlap_count;
-        for (auto& a : *subs) prog.push_back(std::move(a));
-        continue;
-      }
-      auto act = parse_action(t, loc);
-      if (!act) return act.status();
-      prog.push_back(std::move(*act));
-    }
+// A row split into cells at ',' (trailing empty cells dropped).
+std::vector<CsvCell> csv_cells(std::string_view line) {
+  std::vector<CsvCell> cells;
+  size_t pos = 0;
+  while (true) {
+    size_t comma = line.find(',', pos);
+    size_t end = comma == std::string_view::npos ? line.size() : comma;
+    size_t a = pos, b = end;
+    while (a < b && is_blank(line[a])) ++a;
+    while (b > a && is_blank(line[b - 1])) --b;
+    cells.push_back(CsvCell{line.substr(a, b - a), a});
+    if (comma == std::string_view::npos) break;
+    pos = comma + 1;
   }
+  while (!cells.empty() && cells.back().text.empty()) cells.pop_back();  // trailing commas / blank row
+  return cells;
+}
 
-  // Whole-file checks.
+// What reading the rows found besides the actions.
+struct CsvTally {
+  std::vector<IdleCell> idle;
+  int fsdp_count = 0;
+  int overlap_count = 0;
+};
+
+// Reads row `r` (line r + 1) into `prog`.
+Status read_csv_row(std::string_view line, size_t r, const std::string& file, std::vector<Action>& prog, CsvTally& tally) {
+  const int line_no = static_cast<int>(r) + 1;
+  const std::vector<CsvCell> cells = csv_cells(line);
+  ColumnCounter column(line);
+  for (size_t c = 0; c < cells.size(); ++c) {
+    const CsvCell& cell = cells[c];
+    SourceLoc loc{file, line_no, column.at(cell.byte)};
+    std::string_view t = cell.text;
+    if (t.empty()) {
+      tally.idle.push_back(IdleCell{static_cast<int>(r), static_cast<int>(c), loc});
+      continue;
+    }
+    if (is_fsdp_action(t)) {
+      ++tally.fsdp_count;
+      continue;
+    }
+    if (looks_like_overlap(t)) {
+      auto subs = parse_overlap(t, [&](size_t k) { return SourceLoc{file, line_no, column.at(cell.byte + k)}; });
+      if (!subs) return subs.status();
+      ++tally.overlap_count;
+      for (auto& a : *subs) prog.push_back(std::move(a));
+      continue;
+    }
+    auto act = parse_action(t, loc);
+    if (!act) return act.status();
+    prog.push_back(std::move(*act));
+  }
+  return Status::ok();
+}
+
+// The stage and microbatch counts of the file (or of --stages / --microbatches).
+struct CsvExtent {
+  int stages = 0;
+  int microbatches = 0;
+};
+
+// Whole-file checks: some action, no idle cell in a file with comms, indices within the limits and
+// consistent with --stages / --microbatches. An action beyond the declared counts stays in the
+// schedule: the checker reports it as structure.index (an invalid schedule, not an unreadable file).
+Result<CsvExtent> csv_extent(const Schedule& s, const CsvTally& tally, const CsvReadOptions& opt, const std::string& file,
+                             CsvReadResult& res) {
   int max_stage = -1, max_mb = -1;
   const Action* max_stage_at = nullptr;
   const Action* max_mb_at = nullptr;
+  SourceLoc first_comm;
   size_t total = 0;
   for (const auto& prog : s.programs) {
     for (const Action& a : prog) {
       ++total;
-      if (a.stage > max_stage) {
-        max_stage = a.stage;
-        max_stage_at = &a;
-      }
-      if (a.mb > max_mb) {
-        max_mb = a.mb;
-        max_mb_at = &a;
-      }
+      if (a.stage > max_stage) max_stage = a.stage, max_stage_at = &a;
+      if (a.mb > max_mb) max_mb = a.mb, max_mb_at = &a;
       if (is_comm(a.type) && !first_comm.valid()) first_comm = a.loc;
     }
   }
@@ -773,12 +780,12 @@ Result<CsvReadResult> parse_pytorch_csv(const std::string& text_in, const std::s
     return Status::bad_input("no pipeline actions in the file (only idle cells or UNSHARD/RESHARD/REDUCE_GRAD)",
                              SourceLoc{file, 0, 0});
   }
-  if (first_comm.valid() && !idle.empty()) {
+  if (first_comm.valid() && !tally.idle.empty()) {
     return Status::bad_input(
         fmt::format("empty cell (idle slot) in a file with SEND/RECV actions (the first is at {}); idle "
                     "slots are only allowed in compute-only files",
                     first_comm.str()),
-        idle.front().loc);
+        tally.idle.front().loc);
   }
   if (max_stage >= kMaxStages) {
     return Status::bad_input(fmt::format("action '{}' uses stage {}; pipesmith supports at most {} stages",
@@ -791,37 +798,40 @@ Result<CsvReadResult> parse_pytorch_csv(const std::string& text_in, const std::s
                                          to_string(*max_mb_at), max_mb, kMaxMicrobatches),
                              max_mb_at->loc);
   }
-  // An action beyond the counts --stages/--microbatches declare stays in the schedule: the checker reports
-  // it as structure.index (an invalid schedule, not an unreadable file). Fewer than declared is an error.
-  int stages = max_stage + 1;
-  if (opt.stages >= 0 && stages > opt.stages) {
+  CsvExtent x{max_stage + 1, max_mb + 1};
+  if (opt.stages >= 0 && x.stages > opt.stages) {
     res.notes.push_back(fmt::format("action '{}' ({}) uses stage {}, beyond --stages {}", to_string(*max_stage_at),
                                     max_stage_at->loc.str(), max_stage, opt.stages));
-    stages = opt.stages;
-  } else if (opt.stages >= 0 && opt.stages != stages) {
+    x.stages = opt.stages;
+  } else if (opt.stages >= 0 && opt.stages != x.stages) {
     return Status::bad_input(fmt::format("--stages is {}, but the highest stage in the file is {} ({} stages)",
-                                         opt.stages, max_stage, stages),
+                                         opt.stages, max_stage, x.stages),
                              SourceLoc{file, 0, 0});
   }
-  int mbs = max_mb + 1;
-  if (opt.microbatches >= 0 && mbs > opt.microbatches) {
+  if (opt.microbatches >= 0 && x.microbatches > opt.microbatches) {
     res.notes.push_back(fmt::format("action '{}' ({}) uses microbatch {}, beyond --microbatches {}",
                                     to_string(*max_mb_at), max_mb_at->loc.str(), max_mb, opt.microbatches));
-    mbs = opt.microbatches;
-  } else if (opt.microbatches >= 0 && opt.microbatches != mbs) {
+    x.microbatches = opt.microbatches;
+  } else if (opt.microbatches >= 0 && opt.microbatches != x.microbatches) {
     return Status::bad_input(
         fmt::format("--microbatches is {}, but the highest microbatch in the file is {} ({} microbatches)",
-                    opt.microbatches, max_mb, mbs),
+                    opt.microbatches, max_mb, x.microbatches),
         SourceLoc{file, 0, 0});
   }
-  if (stages < 1 || mbs < 1)
-    return Status::bad_input(fmt::format("--stages and --microbatches must be >= 1, got {} and {}", stages, mbs),
-                             SourceLoc{file, 0, 0});
+  if (x.stages < 1 || x.microbatches < 1)
+    return Status::bad_input(
+        fmt::format("--stages and --microbatches must be >= 1, got {} and {}", x.stages, x.microbatches),
+        SourceLoc{file, 0, 0});
   PS_RETURN_IF_ERROR(limits::check_plan_ops(
-      stages, mbs, fmt::format("{} stages and {} microbatches (action '{}')", stages, mbs, to_string(*max_mb_at)),
+      x.stages, x.microbatches,
+      fmt::format("{} stages and {} microbatches (action '{}')", x.stages, x.microbatches, to_string(*max_mb_at)),
       max_mb_at->loc));
+  return x;
+}
 
-  // Placement: the first row (rank) each stage appears in.
+// Placement: the first row (rank) each stage appears in; a stage in no row goes to the rank of the
+// stage before it. Notes say both.
+std::vector<int> csv_placement(const Schedule& s, int stages, CsvReadResult& res) {
   std::vector<int> placement(stages, -1);
   std::map<int, std::vector<int>> extra_rows;  // stage -> other rows it also appears in
   for (size_t d = 0; d < s.programs.size(); ++d) {
@@ -858,32 +868,59 @@ Result<CsvReadResult> parse_pytorch_csv(const std::string& text_in, const std::s
                                     "(first appearance), actions left where they are",
                                     st, placement[st], list, placement[st]));
   }
+  return placement;
+}
 
-  s.problem = unit_problem(static_cast<int>(s.programs.size()), mbs, placement);
-  std::filesystem::path fp(file);
-  s.problem.name = fp.stem().string();
-
+// Notes on what the schedule does not keep: empty ranks, idle cells, FSDP actions, overlaps.
+void add_csv_notes(const Schedule& s, const CsvTally& tally, CsvReadResult& res) {
   for (size_t d = 0; d < s.programs.size(); ++d) {
     if (s.programs[d].empty()) res.notes.push_back(fmt::format("rank {} (line {}) has no actions", d, d + 1));
   }
-  if (!idle.empty()) {
+  if (!tally.idle.empty()) {
     std::map<int, std::vector<int>> by_row;
-    for (const auto& c : idle) by_row[c.row].push_back(c.cell);
+    for (const auto& c : tally.idle) by_row[c.row].push_back(c.cell);
     std::string detail;
     for (const auto& [row, cells] : by_row) {
       detail += fmt::format("{}rank {}: cells {}", detail.empty() ? "" : "; ", row, list_cells(cells));
     }
     res.notes.push_back(fmt::format("{} idle cell(s) ({}); a schedule keeps only the order of actions, so "
                                     "idle slots are not stored",
-                                    idle.size(), detail));
+                                    tally.idle.size(), detail));
   }
-  if (fsdp_count > 0) {
-    res.notes.push_back(fmt::format("ignored {} UNSHARD/RESHARD/REDUCE_GRAD action(s) (not pipeline ops)", fsdp_count));
+  if (tally.fsdp_count > 0) {
+    res.notes.push_back(
+        fmt::format("ignored {} UNSHARD/RESHARD/REDUCE_GRAD action(s) (not pipeline ops)", tally.fsdp_count));
   }
-  if (overlap_count > 0) {
+  if (tally.overlap_count > 0) {
     res.notes.push_back(fmt::format("{} OVERLAP_F_B action(s): kept as pairs, run as their sub-actions in order",
-                                    overlap_count));
+                                    tally.overlap_count));
   }
+}
+
+}  // namespace
+
+Result<CsvReadResult> parse_pytorch_csv(const std::string& text_in, const std::string& file_name,
+                                        const CsvReadOptions& opt) {
+  const std::string& file = file_name;
+  std::string_view text = text_in;
+  if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);  // UTF-8 byte-order mark
+  if (text.empty()) return Status::bad_input("empty CSV file: expected one row of actions per rank", SourceLoc{file, 0, 0});
+  const std::vector<std::string_view> rows = csv_rows(text);
+
+  CsvReadResult res;
+  Schedule& s = res.schedule;
+  s.source = file;
+  s.generator = "pytorch-csv";
+  s.programs.assign(rows.size(), {});
+  CsvTally tally;
+  for (size_t r = 0; r < rows.size(); ++r) PS_RETURN_IF_ERROR(read_csv_row(rows[r], r, file, s.programs[r], tally));
+
+  Result<CsvExtent> extent = csv_extent(s, tally, opt, file, res);
+  if (!extent.ok()) return extent.status();
+  const std::vector<int> placement = csv_placement(s, extent->stages, res);
+  s.problem = unit_problem(static_cast<int>(s.programs.size()), extent->microbatches, placement);
+  s.problem.name = std::filesystem::path(file).stem().string();
+  add_csv_notes(s, tally, res);
   return res;
 }
 
