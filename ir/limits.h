@@ -25,6 +25,16 @@ inline constexpr int64_t kMaxInputBytes = int64_t{128} << 20;  // any file read:
 // derived figure (per stage, per device, per iteration; bounds; the simulated makespan) finite.
 inline constexpr double kMaxIterationTotal = 1e15;
 
+// Which of an iteration's running totals is past kMaxIterationTotal (or not a number), in words for
+// a message; nullptr when all are within it.
+inline const char* total_over_limit(double time_ms, double act_mb, double state_mb, double comm_ms) {
+  return !(time_ms <= kMaxIterationTotal)    ? "F+I+W time (ms)"
+         : !(act_mb <= kMaxIterationTotal)   ? "activation memory (MB)"
+         : !(state_mb <= kMaxIterationTotal) ? "model-state memory (MB)"
+         : !(comm_ms <= kMaxIterationTotal)  ? "transfer time (ms)"
+                                             : nullptr;
+}
+
 // A plan of `stages` stages and `microbatches` microbatches within kMaxPlanOps (64-bit, no overflow for
 // any int inputs); the error names `what` (e.g. "--microbatches 200000 with 8 stages").
 Status check_plan_ops(int64_t stages, int64_t microbatches, const std::string& what, const SourceLoc& loc = {});

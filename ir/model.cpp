@@ -1231,11 +1231,7 @@ Status check_totals(const Spec& spec) {
     act_mb += M * t.activation_mb;
     state_mb += t.params_m * spec.pipeline.bytes_per_param;
     comm_ms += 2 * M * (lat_ms + t.output_mb / bw);  // its output sent forward and its gradient back
-    const char* over = !(time_ms <= limits::kMaxIterationTotal)    ? "F+I+W time (ms)"
-                       : !(act_mb <= limits::kMaxIterationTotal)   ? "activation memory (MB)"
-                       : !(state_mb <= limits::kMaxIterationTotal) ? "model-state memory (MB)"
-                       : !(comm_ms <= limits::kMaxIterationTotal)  ? "transfer time (ms)"
-                                                                   : nullptr;
+    const char* over = limits::total_over_limit(time_ms, act_mb, state_mb, comm_ms);
     if (over) {
       return Status::bad_input(
           fmt::format("layer {} (type '{}', {}): the iteration's total {} over {} microbatches exceeds {:g} at this "

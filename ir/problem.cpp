@@ -36,11 +36,7 @@ Status check_limits(const Problem& p, const std::vector<SourceLoc>& stage_locs) 
     if (st.device >= 0 && st.device < p.devices && s + 1 < p.num_stages() && p.stages[s + 1].device >= 0 &&
         p.stages[s + 1].device < p.devices)
       comm_ms += 2 * M * p.boundary_transfer_ms(s);
-    const char* over = !(time_ms <= limits::kMaxIterationTotal)    ? "F+I+W time (ms)"
-                       : !(act_mb <= limits::kMaxIterationTotal)   ? "activation memory (MB)"
-                       : !(state_mb <= limits::kMaxIterationTotal) ? "model-state memory (MB)"
-                       : !(comm_ms <= limits::kMaxIterationTotal)  ? "transfer time (ms)"
-                                                                   : nullptr;
+    const char* over = limits::total_over_limit(time_ms, act_mb, state_mb, comm_ms);
     if (over) {
       return Status::bad_input(
           fmt::format("stage {}: the iteration's total {} over {} microbatches exceeds {:g} at this stage; pipesmith "
