@@ -261,7 +261,7 @@ std::string stop_note(const ModelSynthesis& m) {
                        : searched_out ? "the search stopped early and Z3 did not run"
                                       : "Z3 did not run");
   if (m.tuned && m.tuned->stats.stop_reason == "time limit")
-    return fmt::format("  note          the time limit ended the search, so the plan depends on this machine's speed; "
+    return fmt::format("  note          the time limit ended the search, so the plan depends on the speed of the machine it ran on; "
                        "--evaluations N bounds it by candidates instead (this run evaluated {}), the same on any "
                        "machine\n",
                        m.tuned->stats.evaluated);
