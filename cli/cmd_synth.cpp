@@ -40,6 +40,7 @@
 #include "synth/z3/solve.h"
 #include "synth/synthesize.h"
 #include "synth/synthesize_model.h"
+#include "synth/z3/window.h"
 #include "verify/verify.h"
 
 namespace ps::cli {
@@ -313,7 +314,13 @@ Status write_outputs(const SynthArgs& a, const ModelSynthesis& m, std::string& s
     s += fmt::format("wrote {}\n", a.svg_path);
   }
   if (!a.smt2_path.empty()) {
-    s += m.result.solve.smt2_written
+    const int windows = m.result.solve.window_dumps;
+    s += windows == 1 ? fmt::format("wrote {} (the encoding of the one window Z3 checked)\n",
+                                    window_dump_path(a.smt2_path, 1))
+         : windows > 1
+             ? fmt::format("wrote {} ... {} (the encodings of the windows Z3 checked, in order)\n",
+                           window_dump_path(a.smt2_path, 1), window_dump_path(a.smt2_path, windows))
+         : m.result.solve.smt2_written
              ? fmt::format("wrote {}\n", a.smt2_path)
              : fmt::format("not written: {} (Z3 built no encoding of this plan; the solver line says why)\n", a.smt2_path);
   }
@@ -397,7 +404,7 @@ Runner add_synth(CLI::App& app) {
   sub->add_option("-o,--output", args->out_path, "Schedule file to write (pipesmith-schedule/1 YAML; - = stdout)");
   sub->add_option("--csv", args->csv_path, "Also write the checked programs (comms included) as a PyTorch CSV");
   sub->add_option("--svg", args->svg_path, "Also write an SVG Gantt chart of the simulated schedule");
-  sub->add_option("--dump-smt2", args->smt2_path, "Write the Z3 problem as SMT-LIB2 (when Z3 runs)");
+  sub->add_option("--dump-smt2", args->smt2_path, "Write the Z3 problem as SMT-LIB2 (when Z3 runs): the whole plan's encoding to this path, or, where Z3 works on windows of the order, each window's (its target C <= V - 1 included) to PATH.w1.smt2, PATH.w2.smt2, ... (PATH less its .smt2; at most 200)");
   return [args, sub] {
     if (sub->get_option("--stages-per-device")->count() > 0 && args->stages_per_device < 1) args->stages_per_device = -1;
     args->fix_partition = sub->get_option("--partition")->count() > 0;

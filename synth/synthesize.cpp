@@ -14,6 +14,7 @@
 #include "synth/dag/schedule_order.h"
 #include "synth/dag/list_scheduler.h"
 #include "synth/z3/infeasible.h"
+#include "synth/z3/window.h"
 #include "synth/bounds/dag_bounds.h"
 #include "synth/dag/op_dag.h"
 
@@ -27,6 +28,10 @@ using Clock = std::chrono::steady_clock;
 
 // The most the destructive bound's search may take, in seconds of the budget (see step 3b).
 constexpr double kBoundSearchMaxS = 2.0;
+
+// Seconds per op that decoding, inserting comms and the checker take after Z3 (about 1 s at 72,000
+// ops): the windows' search, which runs to its cap, leaves them that much of the time limit.
+constexpr double kFinishSecondsPerOp = 15e-6;
 
 // List-scheduling steps (one op placed by one policy) per second assumed when sizing the heuristic's
 // portfolio to the budget: about what one core does with the lean policies on a plan of 3·10^5 ops
@@ -99,6 +104,17 @@ void try_baselines(const Problem& problem, const OpDag& dag, SynthResult& out, S
   }
 }
 
+// The caller's order (the plan search's) as the seed when it is shorter on the DAG.
+void try_seed_schedule(const OpDag& dag, const Schedule& given, Seed& seed) {
+  Result<std::vector<std::vector<int>>> order = schedule_to_dag_order(dag, given);
+  if (!order.ok()) return;
+  Result<TimedOrder> t = evaluate_order(dag, std::move(order).value(), EdgeSet::kAll, true);
+  if (t.ok() && t->makespan < seed.order.makespan) {
+    seed.order = std::move(t).value();
+    seed.source = "tuner";
+  }
+}
+
 // 1. The op DAG. The memory limit was checked first, so a DAG that finds it infeasible is our bug.
 Result<OpDag> build_dag(const Problem& problem) {
   Result<OpDag> dr = build_op_dag(problem);
@@ -152,6 +168,7 @@ Result<Seed> heuristic_seed(const Problem& problem, const OpDag& dag, const Synt
   seed.source = fmt::format("heuristic {}", h->policy);
   const double heuristic_s = seconds_since(t0);
   if (opt.use_baselines) try_baselines(problem, dag, out, seed);
+  if (opt.seed_schedule) try_seed_schedule(dag, *opt.seed_schedule, seed);
   if (opt.progress) {
     const std::string trimmed = !hopt.portfolio ? ", portfolio cut to one policy for the budget"
                                 : hopt.lean ? ", lean portfolio for the budget"
@@ -234,6 +251,11 @@ class TwoPhaseSolve {
     fin_.best = seed.order;
     fin_.bound = std::min(bounds.lb_units, seed.order.makespan);
     const auto solve_start = Clock::now();
+    if (fin_.best.makespan > fin_.bound && !whole_encoding_fits(total_rlimit)) {
+      PS_RETURN_IF_ERROR(solve_windows(total_rlimit, z3_time_limit_s));
+      set_status(bounds.db);
+      return fin_;
+    }
     if (fin_.best.makespan > fin_.bound) PS_RETURN_IF_ERROR(solve_no_queue(total_rlimit, z3_time_limit_s));
     if (fin_.best.makespan > fin_.bound || !opt_.dump_smt2.empty()) {
       PS_RETURN_IF_ERROR(solve_comm_stream(total_rlimit, z3_time_limit_s - seconds_since(solve_start)));
@@ -272,6 +294,45 @@ class TwoPhaseSolve {
 
   std::vector<std::vector<int>> devices_only(const TimedOrder& t) const {
     return std::vector<std::vector<int>>(t.order.begin(), t.order.begin() + dag_.devices);
+  }
+
+  // Whether the whole comm-stream encoding loads in a quarter of one context's budget (solve.h's
+  // estimate). Where it does not, the two phases would spend the budget loading, or skip: windows
+  // of the order (window.h) use it instead.
+  bool whole_encoding_fits(uint64_t total_rlimit) const {
+    const double per_context_s =
+        static_cast<double>(total_rlimit) / std::max(1, opt_.contexts) / static_cast<double>(rlimit_per_second());
+    return encoding_load_seconds(dag_) <= per_context_s / 4;
+  }
+
+  // Windows of the order with the whole budget; proves no bound. With --dump-smt2 each window's
+  // encoding is written beside the given path.
+  Status solve_windows(uint64_t total_rlimit, double z3_time_limit_s) {
+    WindowOptions w;
+    w.time_limit_s = std::max(0.01, z3_time_limit_s - kFinishSecondsPerOp * dag_.num_ops());
+    w.rlimit = total_rlimit;
+    w.seed = opt_.seed;
+    w.contexts = opt_.contexts;
+    w.interrupt = opt_.interrupt;
+    w.dump_smt2 = opt_.dump_smt2;
+    const SolveOptions so = options("z3");
+    w.progress = [this, &so](const SolveProgress& p) {
+      fin_.best.makespan = std::min(fin_.best.makespan, p.incumbent);
+      if (so.progress) so.progress(p);
+    };
+    Result<WindowResult> wr = window_search(dag_, fin_.best, w);
+    if (!wr.ok()) return wr.status();
+    fin_.best = wr->best;
+    fin_.checks += wr->checks;
+    fin_.rlimit_used += wr->rlimit_used;
+    fin_.seconds += wr->seconds;
+    fin_.smt2_written = wr->smt2_written > 0;
+    fin_.windows = wr->windows;
+    fin_.improving_windows = wr->improving_windows;
+    fin_.window_dumps = wr->smt2_written;
+    last_status_ = fmt::format("windows: {} ({} windows, {} improved the order)", wr->status, wr->windows,
+                               wr->improving_windows);
+    return Status::ok();
   }
 
   // (a) The no-queue relaxation: 3/4 of the budget.
@@ -433,6 +494,7 @@ void add_solver_extras(const OpDag& dag, const SolveResult& fin, const Seed& see
                                : z3_order                                   ? "z3"
                                : src.rfind("baseline", 0) == 0              ? "baseline"
                                : src == "destructive-bound search"          ? "destructive-bound search"
+                               : src == "tuner"                             ? "tuner"
                                                                             : "list scheduler";
   c.extra["bound_method"] = z3_bound                                           ? "z3"
                             : bounds.db.reason.rfind("destructive", 0) == 0 ? "destructive bound"

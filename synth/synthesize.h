@@ -18,6 +18,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,7 +37,10 @@ struct SynthOptions {
   unsigned seed = 0;
   int contexts = 2;          // Z3 portfolio size (threads)
   bool use_baselines = true; // seed with the best fitting baseline when it beats the heuristic
-  std::string dump_smt2;     // write the encoding here
+  std::string dump_smt2;     // write the encoding here (with windows: <dump_smt2>.w<N>.smt2 per window)
+  // Optional: an order of this problem found elsewhere (the plan search's), compute ops only. It
+  // seeds Z3 when it beats the heuristic and the baselines on the op DAG.
+  std::optional<Schedule> seed_schedule;
   std::function<void(const std::string&)> progress;  // one line per incumbent/bound change
   const std::atomic<bool>* interrupt = nullptr;      // set: Z3 stops (SolveOptions::interrupt)
 };

@@ -333,6 +333,7 @@ Result<ModelSynthesis> synthesize_model(const Spec& spec, const ModelSynthOption
   so.interrupt = a.interrupt;
   so.dump_smt2 = a.dump_smt2;
   so.progress = a.solver_progress;
+  if (out.tuned) so.seed_schedule = out.tuned->schedule;
   Result<SynthResult> res = synthesize(out.problem, so, &spec);
   if (!res.ok()) return res.status();
   out.result = std::move(*res);

@@ -143,7 +143,8 @@ class ClaimCheck {
     const bool claims_proof = *status == "optimal" || *status == "heuristic meets bound" ||
                               *status == "destructive bound meets incumbent";
     const bool known = claims_proof || *status == "no Z3 run" || *status == "not run: interrupted" ||
-                       status->rfind("no-queue: ", 0) == 0 || status->rfind("comm-stream: ", 0) == 0;
+                       status->rfind("no-queue: ", 0) == 0 || status->rfind("comm-stream: ", 0) == 0 ||
+                       status->rfind("windows: ", 0) == 0;
     if (!known) fail("solver_status", quoted(*status), "a status from the documented list");
     if (claims_proof && !(opt && *opt == "true") && !text("optimal_up_to_ms"))
       fail("solver_status", quoted(*status), "a proof of optimality, but 'optimal' is not 'true'");
@@ -155,8 +156,11 @@ class ClaimCheck {
     one_of("bound_method", {"dag bound", "destructive bound", "z3"});
     if (const std::string* seed = text("seeded_by")) {
       const bool ok = seed->rfind("heuristic ", 0) == 0 || seed->rfind("baseline ", 0) == 0 ||
-                      *seed == "destructive-bound search";
-      if (!ok) fail("seeded_by", quoted(*seed), "'heuristic <policy>', 'baseline <name>' or 'destructive-bound search'");
+                      *seed == "destructive-bound search" || *seed == "tuner";
+      if (!ok) {
+        fail("seeded_by", quoted(*seed),
+             "'heuristic <policy>', 'baseline <name>', 'destructive-bound search' or 'tuner'");
+      }
     }
   }
 

@@ -182,8 +182,7 @@ std::string Encoding::to_smt2() {
   }
 }
 
-Result<TimedOrder> Encoding::decode_model() {
-  std::vector<std::vector<int>> order(dag_.devices);
+Result<std::vector<int64_t>> Encoding::model_starts() {
   std::vector<int64_t> t(dag_.num_ops(), 0);
   try {
     z3::model m = solver_->get_model();
@@ -198,16 +197,26 @@ Result<TimedOrder> Encoding::decode_model() {
   } catch (const z3::exception& e) {
     return z3_error(e, "reading the model");
   }
+  return t;
+}
+
+std::vector<std::vector<int>> order_by_starts(const OpDag& dag, const std::vector<int64_t>& t) {
   // Ties (zero-length ops) go by topological position, so the order never contradicts an edge.
-  std::vector<int> topo_pos(dag_.num_ops(), 0);
-  for (size_t k = 0; k < dag_.topo.size(); ++k) topo_pos[dag_.topo[k]] = static_cast<int>(k);
-  order.assign(dag_.num_resources(), {});
-  for (int r = 0; r < dag_.num_resources(); ++r) {
-    order[r] = dag_.resource_ops[r];
+  std::vector<int> topo_pos(dag.num_ops(), 0);
+  for (size_t k = 0; k < dag.topo.size(); ++k) topo_pos[dag.topo[k]] = static_cast<int>(k);
+  std::vector<std::vector<int>> order(dag.num_resources());
+  for (int r = 0; r < dag.num_resources(); ++r) {
+    order[r] = dag.resource_ops[r];
     std::sort(order[r].begin(), order[r].end(),
               [&](int a, int b) { return t[a] != t[b] ? t[a] < t[b] : topo_pos[a] < topo_pos[b]; });
   }
-  return evaluate_order(dag_, std::move(order));
+  return order;
+}
+
+Result<TimedOrder> Encoding::decode_model() {
+  Result<std::vector<int64_t>> starts = model_starts();
+  if (!starts.ok()) return starts.status();
+  return evaluate_order(dag_, order_by_starts(dag_, *starts));
 }
 
 }  // namespace ps

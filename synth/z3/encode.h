@@ -69,6 +69,8 @@ class Encoding {
 
   // Reads the order of the current model (sorted by start, then op id) and times it.
   Result<TimedOrder> decode_model();
+  // The current model's start of every op (units).
+  Result<std::vector<int64_t>> model_starts();
 
  private:
   Encoding(const OpDag& dag, const DeviceReach& reach) : dag_(dag), reach_(reach) {}
@@ -86,5 +88,8 @@ class Encoding {
   std::unique_ptr<z3::expr_vector> atoms_; // 2k: before(a,b), 2k+1: before(b,a)
   int memory_constraints_ = 0;
 };
+
+// Each resource's ops sorted by `start` (ties by topological position: never against an edge).
+std::vector<std::vector<int>> order_by_starts(const OpDag& dag, const std::vector<int64_t>& start);
 
 }  // namespace ps

@@ -69,6 +69,10 @@ struct SolveResult {
   int free_pairs = 0;      // size of the encoding
   int memory_constraints = 0;
   bool smt2_written = false;  // options.dump_smt2 was written (not when the encoding is not built)
+  // Filled by synthesize() when windows of the order (window.h) ran instead of the whole encoding.
+  int windows = 0;             // windows checked
+  int improving_windows = 0;   // windows whose order was kept
+  int window_dumps = 0;        // window encodings written (<dump_smt2>.w<N>.smt2)
 };
 
 // Resource units per second of one context assumed when deriving the rlimit budget from a time

@@ -350,7 +350,7 @@ TEST_CASE("cli synth: with only --partition the placement is searched, with only
   }
 }
 
-TEST_CASE("cli synth: an encoding too large for the budget is not loaded; the heuristic order stands") {
+TEST_CASE("cli synth: an encoding too large for the budget is not loaded; windows of the order run instead") {
   // Gemma-like, 32 stages on 8 devices, 16 microbatches: ~150k open pairs, far more than a 1 s
   // budget loads (Z3 would not stop while loading: the run would take minutes).
   const std::string out = temp_path("synth-big.yaml");
@@ -359,7 +359,8 @@ TEST_CASE("cli synth: an encoding too large for the budget is not loaded; the he
                                source_path("configs/models/gemma-like.yaml"), out));
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
-  CHECK(contains(r.output, "no-queue: skipped: an encoding of"));
+  CHECK(contains(r.output, "solver        windows: "));
+  CHECK_FALSE(contains(r.output, "skipped"));
   CHECK(contains(r.output, "valid under rendezvous semantics"));
   // Where the time goes: 32 stages looped over 8 devices, 4 each; the busiest device's work is at
   // least the mean, and the iteration at least the busiest device's work.
@@ -487,14 +488,15 @@ TEST_CASE("cli synth: when Z3 could not load a typical plan's encoding, the sear
   }
 }
 
-TEST_CASE("cli synth: a plan of 72,000 ops keeps to its budget — the portfolio is sized, Z3's encodings are skipped "
-          "with their reasons, and the SMT-LIB2 dump is reported as not written") {
+TEST_CASE("cli synth: a plan of 72,000 ops keeps to its budget — the portfolio is sized, Z3 works on windows of "
+          "the order, and each window's encoding is written") {
   // Nemotron-H-like on 4 devices in a V, M = 2000: 48,000 compute ops and 24,000 transfers. A plan
   // this size must neither build the n² reachability table (28 GB at M = 8192 on 12 stages) nor run
   // the whole portfolio whatever the time limit.
   const std::string smt2 = temp_path("synth-big.smt2");
   const std::string out = temp_path("synth-big.yaml");
   std::remove(smt2.c_str());
+  std::remove(temp_path("synth-big.w1.smt2").c_str());
   auto r = run_cli(fmt::format("synth {} --devices 4 --microbatches 2000 --partition balanced --placement v "
                                "--time-limit 2 --dump-smt2 {} -o {}",
                                source_path("configs/models/nemotron-h-like.yaml"), smt2, out));
@@ -502,10 +504,13 @@ TEST_CASE("cli synth: a plan of 72,000 ops keeps to its budget — the portfolio
   REQUIRE(r.exit_code == 0);
   CHECK(contains(r.output, "; 72000 ops\n"));                     // the heuristic's progress line
   CHECK(contains(r.output, "lean portfolio for the budget"));     // 2 s do not buy the whole one
-  CHECK(contains(r.output, "no-queue: skipped: an encoding of 48000 ops needs at least"));
-  CHECK(contains(r.output, "comm-stream: skipped: 72000 ops are too many for the pair encoding"));
-  CHECK(contains(r.output, "not written: " + smt2));
-  CHECK_FALSE(std::ifstream(smt2).good());
+  CHECK(contains(r.output, "solver        windows: "));
+  const std::string first = temp_path("synth-big.w1.smt2");
+  CHECK(contains(r.output, "wrote " + first));
+  CHECK_FALSE(std::ifstream(smt2).good());  // no whole encoding: the windows' files instead
+  const std::string w1 = read_file(first);
+  CHECK(contains(w1, "(check-sat)"));
+  CHECK(contains(w1, "(declare-fun C () Int)"));
   CHECK(contains(r.output, "valid under rendezvous semantics"));  // synth's own checker run
   CHECK(contains(r.output, "M = 2000 microbatches"));
 }
