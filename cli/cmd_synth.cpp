@@ -206,8 +206,7 @@ ModelSynthOptions synth_options(const SynthArgs& a, std::chrono::steady_clock::t
   o.interrupt = &g_interrupted;
   o.dump_smt2 = a.smt2_path;
   if (a.quiet) return o;
-  o.note = [](const std::string& line) { std::fprintf(stderr, "synth: %s\n", line.c_str()); };
-  o.solver_progress = o.note;
+  o.solver_progress = [](const std::string& line) { std::fprintf(stderr, "synth: %s\n", line.c_str()); };
   o.search_progress = [](const TuneProgress& p) {
     if (p.best_ms > 0) {
       std::fprintf(stderr, "synth: [%s] %d candidates (%d fit), best %.3f ms, bound %.3f ms, gap %.2f%%, %.1f s  %s\n",
@@ -380,7 +379,7 @@ Runner add_synth(CLI::App& app) {
                   "or a list of devices per stage, e.g. 0,1,1,0 (absent: searched)");
   sub->add_option("--stages-per-device", args->stages_per_device,
                   "Stages per device V (interleaved: default 2); alone it fixes the placement to interleaved with V");
-  sub->add_option("--time-limit", args->time_limit_s, "Wall-clock cap in seconds (default 10): the whole run, search of what --partition/--placement leave open (60 %, or 90 % when Z3 could not load a plan this size), then Z3; with both given or with --evaluations, the Z3 phase (its share)");
+  sub->add_option("--time-limit", args->time_limit_s, "Wall-clock cap in seconds (default 10): the whole run, search of what --partition/--placement leave open (60 %), then Z3 (the rest); with both given or with --evaluations, the Z3 phase (its share)");
   sub->add_option("--evaluations", args->evaluations,
                   "Bound the search of what --partition/--placement leave open by N candidate evaluations instead "
                   "of the clock: the same inputs, seed and N give the same plan on any machine (the search may "

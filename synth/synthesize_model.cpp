@@ -28,6 +28,10 @@ constexpr char kInterruptedWithoutPlan[] = "interrupted before a plan that fits 
 constexpr double kFinishSecondsPerOp = 15e-6;
 constexpr int kMaxSearchThreads = 16;
 
+// The plan search's share of the time limit; Z3 (the whole encoding, or windows of the order where
+// that does not load) gets the rest.
+constexpr double kSearchShare = 0.6;
+
 struct Plan {
   Partition partition;
   std::vector<int> placement;
@@ -130,30 +134,6 @@ Result<Plan> fixed_plan(const Spec& spec, const ModelSynthOptions& a) {
   return plan;
 }
 
-// True when loading the Z3 encoding of a typical plan the tuner could choose would take more than
-// `z3_seconds` (solve()'s estimate, on the no-queue DAG Z3 starts from): the given partition, or
-// the balanced one over the given placement's stage count or min(2P, layers) stages (the tuner's
-// winners have 2P or more stages on all but small models); the given placement, or looped. Z3 then
-// skips the plan the tuner chooses almost surely, and its share of the time is better spent on the
-// search. A plan whose ops are too many for solve() to size its encoding at all
-// (DeviceReach::affordable) is hopeless without building its DAG. A heuristic for sharing the time
-// only: correctness never depends on it.
-bool z3_cannot_load_typical_plan(const Spec& spec, const TuneOptions& to, double z3_seconds) {
-  const int P = spec.cluster.devices;
-  const int S = to.partition ? static_cast<int>(to.partition->size())
-                : to.placement ? static_cast<int>(to.placement->size())
-                               : std::min(2 * P, static_cast<int>(spec.model.layers.size()));
-  Result<Partition> part = to.partition ? Result<Partition>(*to.partition) : balanced_partition(spec, S, PartitionCost::kTime);
-  if (!part.ok()) return false;
-  auto problem = make_problem(spec, *part, to.placement ? *to.placement : placement_looped(S, P));
-  if (!problem.ok()) return false;
-  if (!DeviceReach::affordable(default_dag_ops(*problem))) return true;  // never built: no DAG needed
-  DagOptions o;
-  o.comm_streams = false;
-  auto dag = build_op_dag(*problem, o);
-  return dag.ok() && encoding_load_seconds(*dag) > z3_seconds;
-}
-
 // What the search and Z3 get of the time limit.
 struct Budget {
   double z3_time_s = 0;   // Z3's wall-clock cap
@@ -182,27 +162,17 @@ Result<TuneOptions> tune_options(const Spec& spec, const ModelSynthOptions& a, s
   return to;
 }
 
-// Searches the plan: the tuner with its share of the time (60 %, or 90 % when Z3 could not load a
-// typical plan's encoding in the rest). Sets `budget` for the Z3 phase that follows.
+// Searches the plan: the tuner with its share of the time (kSearchShare). Sets `budget` for the Z3
+// phase that follows.
 Result<TuneResult> search_plan(const Spec& spec, const ModelSynthOptions& a, TuneOptions to, Budget& budget) {
-  const bool z3_hopeless = z3_cannot_load_typical_plan(spec, to, 0.4 * a.time_limit_s);
-  const double search_share = z3_hopeless ? 0.9 : 0.6;
-  budget.z3_share_s = (1 - search_share) * a.time_limit_s;
+  budget.z3_share_s = (1 - kSearchShare) * a.time_limit_s;
   if (a.evaluations > 0) {
     to.max_evaluations = a.evaluations;
     to.time_limit_s = std::numeric_limits<double>::infinity();
   } else {
     // The time limit counts from the start: reading the inputs included.
-    to.time_limit_s = std::max(0.1 * a.time_limit_s, search_share * a.time_limit_s - seconds_since(a.start));
+    to.time_limit_s = std::max(0.1 * a.time_limit_s, kSearchShare * a.time_limit_s - seconds_since(a.start));
     to.finish_s_per_op = kFinishSecondsPerOp;
-  }
-  if (z3_hopeless && a.note) {
-    a.note(a.evaluations > 0
-               ? fmt::format("Z3 cannot load an encoding of this size in {:.1f} s: it gets 10 % of the time limit",
-                             0.4 * a.time_limit_s)
-               : fmt::format("Z3 cannot load an encoding of this size in {:.1f} s: the search gets 90 % of the time "
-                             "limit ({:.1f} s of what is left)",
-                             0.4 * a.time_limit_s, to.time_limit_s));
   }
   auto tr = cooptimize(spec, to);
   if (!tr.ok() && a.interrupt && a.interrupt->load()) return Status::error(ErrorCode::kRuntime, kInterruptedWithoutPlan);

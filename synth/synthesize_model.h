@@ -5,8 +5,8 @@
 //   refines the order) → keep the tuner's order if it simulates faster (re-certified) →
 //   certificate extras that say how the run was budgeted.
 //
-// Time: the tuner gets 60 % of `time_limit_s` and Z3 the rest, unless Z3 could not load the encoding
-// of a typical plan in its share — then the tuner gets 90 %. With `evaluations` the search is bounded
+// Time: the tuner gets 60 % of `time_limit_s` and Z3 the rest (the whole encoding where it loads,
+// else windows of the order: synth/z3/window.h). With `evaluations` the search is bounded
 // by candidates (the clock ends neither the search nor an evaluation) and the time limit sizes Z3's
 // share alone, so the file is byte-identical on any machine.
 //
@@ -58,7 +58,6 @@ struct ModelSynthOptions {
   // Reporting (all optional).
   std::function<void(const TuneProgress&)> search_progress;
   std::function<void(const std::string&)> solver_progress;  // synthesize()'s lines
-  std::function<void(const std::string&)> note;             // one-off notes (how the time is shared)
 };
 
 struct ModelSynthesis {

@@ -8,8 +8,6 @@
 #include <array>
 #include <chrono>
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -523,19 +521,19 @@ class Search {
     std::vector<WindowRun> runs(k_count);
     const auto deadline = t0_ + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(opt_.time_limit_s));
     std::vector<std::string> dumps(k_count);
+    std::vector<uint64_t> shares(k_count);
     if (budget_ < static_cast<uint64_t>(k_count)) {
       budget_ = 0;
       return false;
     }
     for (int k = 0; k < k_count; ++k) {
       const uint64_t load = static_cast<uint64_t>(encoding_load_seconds(*ws[k].sub) * rlimit_per_second());
-      shares_.push_back(std::min(budget_ / k_count, std::max(4 * load, total_ / 64 / k_count)));
+      shares[k] = std::min(budget_ / k_count, std::max(4 * load, total_ / 64 / k_count));
       if (!opt_.dump_smt2.empty() && dumps_ < opt_.max_dumps) dumps[k] = window_dump_path(opt_.dump_smt2, ++dumps_);
     }
-    const size_t base = shares_.size() - k_count;
     auto one = [&](int k) {
       runs[k] = run_window(inc, ws[k], opt_.seed + static_cast<unsigned>(res_.windows + k), opt_.memory,
-                           shares_[base + k], deadline, dumps[k]);
+                           shares[k], deadline, dumps[k]);
     };
     if (k_count == 1) {
       one(0);
@@ -548,11 +546,6 @@ class Search {
     std::vector<std::vector<int>> order = res_.best.order;
     for (int k = 0; k < k_count; ++k) {
       WindowRun& r = runs[k];
-      if (std::getenv("PS_WINDOW_DEBUG"))
-        std::fprintf(stderr, "window %d: %zu ops, load %.3f s, V %lld L0 %lld inc %lld, %d checks, used %.2f M of %.2f M, %s\n",
-                     res_.windows, ws[k].ops.size(), encoding_load_seconds(*ws[k].sub), (long long)ws[k].value,
-                     (long long)ws[k].l0, (long long)res_.best.makespan, r.checks, r.used / 1e6,
-                     shares_[base + k] / 1e6, r.w_order ? fmt::format("-> {}", r.makespan).c_str() : "none");
       ++res_.windows;
       res_.checks += r.checks;
       res_.rlimit_used += r.used;
@@ -578,7 +571,6 @@ class Search {
   double max_load_ = 0.25;
   int window_ops_ = 64;
   int dumps_ = 0;
-  std::vector<uint64_t> shares_;
   WindowResult res_;
 };
 

@@ -468,24 +468,18 @@ pipeline: {microbatches: 16}
   CHECK(run_cli("verify " + out).exit_code == 0);
 }
 
-TEST_CASE("cli synth: when Z3 could not load a typical plan's encoding, the search gets its share of the time") {
+TEST_CASE("cli synth: a plan too large for the whole encoding gets Z3's share as windows of the order") {
   const std::string out = temp_path("synth-share.yaml");
-  SUBCASE("gemma-like on 8 devices, 32 microbatches: too large for 40 % of 4 s") {
-    auto r = run_cli(fmt::format("synth {} --devices 8 --microbatches 32 --time-limit 4 -o {}",
-                                 source_path("configs/models/gemma-like.yaml"), out));
-    INFO(r.output);
-    REQUIRE(r.exit_code == 0);
-    CHECK(contains(r.output, "synth: Z3 cannot load an encoding of this size in 1.6 s: the search gets 90 % of the time limit ("));
-    CHECK(contains(r.output, "valid under rendezvous semantics"));
-    CHECK(run_cli("verify " + out).exit_code == 0);
-  }
-  SUBCASE("llama2-7b on 4 devices, 4 microbatches: small, Z3 keeps its 40 %") {
-    auto r = run_cli(fmt::format("synth {} --devices 4 --microbatches 4 --time-limit 4 -o {}",
-                                 source_path("configs/models/llama2-7b.yaml"), out));
-    INFO(r.output);
-    REQUIRE(r.exit_code == 0);
-    CHECK(!contains(r.output, "Z3 cannot load"));
-  }
+  // Gemma-like on 8 devices, 32 microbatches: the tuner's plans have millions of open pairs.
+  auto r = run_cli(fmt::format("synth {} --devices 8 --microbatches 32 --time-limit 4 -o {}",
+                               source_path("configs/models/gemma-like.yaml"), out));
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK(contains(r.output, "solver        windows: "));
+  CHECK(contains(r.output, "valid under rendezvous semantics"));
+  CHECK(run_cli("verify " + out).exit_code == 0);
+  const std::string text = read_file(out);
+  CHECK_FALSE(contains(text, "z3_checks: \"0\""));
 }
 
 TEST_CASE("cli synth: a plan of 72,000 ops keeps to its budget — the portfolio is sized, Z3 works on windows of "
