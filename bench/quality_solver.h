@@ -5,11 +5,13 @@
 // Each figure is read by its key, as written; a key the certificate lacks reads as NaN (a label as
 // ""), prints as "-" and is counted in no summary figure.
 //
-//   gap before Z3   (before_z3_ms − bound_before_z3_ms) / bound_before_z3_ms
+//   best before Z3  the shorter of before_z3_ms (synthesize()'s best order before Z3) and the search's
+//                   own order (the checker's simulation; synthesize_model() writes it when it is faster)
+//   gap before Z3   (best before Z3 − bound_before_z3_ms) / bound_before_z3_ms
 //   certified gap   extra "gap": (makespan − bound_ms) / bound_ms after Z3
 //   bound raise     bound_proven_ms − bound_before_z3_ms
 //   improved        z3_improved_ms > 0 or bound raise > 0
-//   slower          the checker's makespan above before_z3_ms by more than the DAG's rounding
+//   slower          the checker's makespan above the best before Z3 by more than the DAG's rounding
 //                   (time_unit_ms per op of the schedule: the DAG rounds durations down)
 #pragma once
 
@@ -28,7 +30,8 @@ inline constexpr double kNoValue = std::numeric_limits<double>::quiet_NaN();
 struct SolverCase {
   double makespan_ms = kNoValue;         // the checker's simulated iteration of the result
   double tolerance_ms = 0;               // time_unit_ms × ops: the DAG timing's rounding
-  double before_z3_ms = kNoValue;        // best order before Z3 (DAG timing)
+  double before_z3_ms = kNoValue;        // synthesize()'s best order before Z3 (DAG timing)
+  double tuner_ms = kNoValue;            // the search's own order (checker), when a search ran
   double bound_before_z3_ms = kNoValue;  // best bound before Z3
   double bound_proven_ms = kNoValue;     // best proven bound after Z3
   double bound_ms = kNoValue;
@@ -37,12 +40,13 @@ struct SolverCase {
   double z3_checks = kNoValue;           // Z3 check() calls
   std::string schedule_method, bound_method, solver_status;
 
+  double best_before_ms() const { return std::fmin(before_z3_ms, tuner_ms); }  // NaN only when both are
   double gap_before() const {
-    return bound_before_z3_ms > 0 ? (before_z3_ms - bound_before_z3_ms) / bound_before_z3_ms : kNoValue;
+    return bound_before_z3_ms > 0 ? (best_before_ms() - bound_before_z3_ms) / bound_before_z3_ms : kNoValue;
   }
   double bound_raise_ms() const { return bound_proven_ms - bound_before_z3_ms; }
   bool improved() const { return z3_improved_ms > 0 || bound_raise_ms() > 0; }
-  bool slower_than_before() const { return makespan_ms > before_z3_ms + tolerance_ms; }
+  bool slower_than_before() const { return makespan_ms > best_before_ms() + tolerance_ms; }
 };
 
 // A number written in full ("407.8247", "0.000002"); anything else (absent, text) is NaN.
@@ -59,10 +63,13 @@ inline std::string extra_label(const std::map<std::string, std::string>& extra, 
   return it == extra.end() ? "" : it->second;
 }
 
-// The solver block of a certificate; `makespan_ms` the checker's, `ops` the schedule's op count.
-inline SolverCase solver_case(const std::map<std::string, std::string>& extra, double makespan_ms, size_t ops) {
+// The solver block of a certificate; `makespan_ms` the checker's, `ops` the schedule's op count,
+// `tuner_ms` the search's order (NaN: no search).
+inline SolverCase solver_case(const std::map<std::string, std::string>& extra, double makespan_ms, size_t ops,
+                              double tuner_ms = kNoValue) {
   SolverCase c;
   c.makespan_ms = makespan_ms;
+  c.tuner_ms = tuner_ms;
   const double unit_ms = extra_number(extra, "time_unit_ms");
   c.tolerance_ms = std::isnan(unit_ms) ? 0 : unit_ms * static_cast<double>(ops);
   c.before_z3_ms = extra_number(extra, "before_z3_ms");

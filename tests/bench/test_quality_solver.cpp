@@ -101,3 +101,15 @@ TEST_CASE("bench quality: the summary's counts") {
   CHECK(s.median_after == doctest::Approx(0.019608));
   CHECK(s.slower == 1);
 }
+
+TEST_CASE("bench quality: the best order before Z3 is the shorter of synthesize()'s and the search's") {
+  // The search's order (101 ms) beats synthesize()'s best before Z3 (104 ms) and is written.
+  const SolverCase c = solver_case(block("104", "100", "100", "0", "0.01", "0"), 101, 10, 101);
+  CHECK(c.best_before_ms() == doctest::Approx(101));
+  CHECK(c.gap_before() == doctest::Approx(0.01));
+  CHECK_FALSE(c.slower_than_before());
+  // A result slower than the search's order counts as slower, though not slower than before_z3_ms.
+  CHECK(solver_case(block("104", "100", "100", "0", "0.03", "0"), 103, 10, 101).slower_than_before());
+  // No search: synthesize()'s order alone.
+  CHECK(solver_case(block("104", "100", "100", "0", "0.04", "0"), 104, 10).gap_before() == doctest::Approx(0.04));
+}
