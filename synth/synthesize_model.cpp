@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
+#include <string>
 #include <thread>
 #include <utility>
 
@@ -186,12 +188,19 @@ Result<TuneResult> search_plan(const Spec& spec, const ModelSynthOptions& a, Tun
 // Never worse than the tuner's own choice: if its order simulates faster, certify and keep it.
 Status keep_faster_tuner_order(const TuneResult& tuned, SynthResult& res) {
   if (!(tuned.simulated_ms + 1e-9 * tuned.simulated_ms < res.makespan_ms)) return Status::ok();
+  // synthesize()'s extras stay (the solver block: what Z3 did to this plan's order and bound, which
+  // hold for any order of the plan), less the claims about its own order.
+  std::map<std::string, std::string> kept = res.schedule.certificate ? res.schedule.certificate->extra
+                                                                     : std::map<std::string, std::string>{};
+  for (const char* claim : {"optimal_up_to_ms", "note", "output"}) kept.erase(claim);
   auto cert = certify_schedule(tuned.schedule, VerifyOptions{});
   if (!cert.ok()) return cert.status();
   res.schedule = std::move(cert->schedule);
   res.report = std::move(cert->report);
+  for (auto& [key, value] : kept) res.schedule.certificate->extra.emplace(key, std::move(value));
   res.makespan_ms = res.report.sim ? res.report.sim->makespan_ms : tuned.simulated_ms;
   res.optimal = false;
+  res.optimal_up_to_ms = 0;
   res.gap = res.bound_ms > 0 ? (res.makespan_ms - res.bound_ms) / res.bound_ms : 0;
   res.schedule.generator = "pipesmith synth (tuner order)";
   res.schedule.certificate->extra["optimal"] = "false";

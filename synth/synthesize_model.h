@@ -12,7 +12,8 @@
 //
 // Guarantees:
 //  * The returned schedule passed the checker (synthesize.h); it is never slower in the checker's
-//    simulation than the tuner's own order.
+//    simulation than the tuner's own order. Where the tuner's order is written (schedule_method
+//    "tuner"), the certificate keeps synthesize()'s solver block: what Z3 did on the plan.
 //  * Same Spec, options and seed with `evaluations` set: byte-identical schedule file.
 //  * An interrupt (options.interrupt set while it runs) ends the search as its deadline would and
 //    skips Z3; the best plan so far is checked and returned. Interrupted before any plan fits the
