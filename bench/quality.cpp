@@ -345,7 +345,6 @@ ModelSynthOptions synth_options(const Args& a, bool whole_layers) {
   o.seed = static_cast<unsigned>(a.seed);
   o.search_threads = a.threads;
   o.start = std::chrono::steady_clock::now();
-  o.note = [](const std::string& line) { std::fprintf(stderr, "  note: %s\n", line.c_str()); };
   o.solver_progress = [](const std::string& line) { std::fprintf(stderr, "  solver: %s\n", line.c_str()); };
   o.search_progress = [](const TuneProgress& p) {
     std::fprintf(stderr, "  %-6s %5d evaluated  best %.1f ms  bound %.1f ms  gap %.1f%%  %.1f s\n", p.phase.c_str(),
