@@ -16,6 +16,7 @@
 #include "synth/z3/infeasible.h"
 #include "synth/z3/window.h"
 #include "synth/bounds/dag_bounds.h"
+#include "synth/bounds/smt_bound.h"
 #include "synth/dag/op_dag.h"
 
 namespace ps {
@@ -32,6 +33,9 @@ constexpr double kBoundSearchMaxS = 2.0;
 // Seconds per op that decoding, inserting comms and the checker take after Z3 (about 1 s at 72,000
 // ops): the windows' search, which runs to its cap, leaves them that much of the time limit.
 constexpr double kFinishSecondsPerOp = 15e-6;
+
+// The share of one context's Z3 budget the one-resource relaxations may take (see step 3c).
+constexpr double kSmtBoundShare = 0.2;
 
 // List-scheduling steps (one op placed by one policy) per second assumed when sizing the heuristic's
 // portfolio to the budget: about what one core does with the lean policies on a plan of 3·10^5 ops
@@ -116,13 +120,28 @@ void try_seed_schedule(const OpDag& dag, const Schedule& given, Seed& seed) {
 }
 
 // 1. The op DAG. The memory limit was checked first, so a DAG that finds it infeasible is our bug.
-Result<OpDag> build_dag(const Problem& problem) {
-  Result<OpDag> dr = build_op_dag(problem);
+Result<OpDag> build_dag(const Problem& problem, const DagOptions& options = {}) {
+  Result<OpDag> dr = build_op_dag(problem, options);
   if (!dr.ok() && dr.status().code() == ErrorCode::kInfeasible) {
     return Status::error(ErrorCode::kRuntime,
                          fmt::format("internal error: the memory limit looked feasible, but {}", dr.status().message()));
   }
   return dr;
+}
+
+// 1b. The DAG bounds are proven on: with a memory cap and memory numbers that are not whole units,
+// the op DAG's safe rounding (its caps stricter than the exact ones) would prove bounds of a
+// stricter problem, so they are proven on the same plan rounded the other way (op_dag.h,
+// MemoryRounding::kRelaxed: same op ids and time units). Otherwise none is built.
+Result<std::optional<OpDag>> build_proof_dag(const Problem& problem, const OpDag& dag) {
+  if (dag.bounds_are_proofs()) return std::optional<OpDag>();
+  DagOptions o;
+  o.memory_rounding = MemoryRounding::kRelaxed;
+  Result<OpDag> relaxed = build_dag(problem, o);
+  if (!relaxed.ok()) return relaxed.status();
+  PS_ASSERT(relaxed->num_ops() == dag.num_ops() && relaxed->ms_per_unit == dag.ms_per_unit,
+            "the relaxed op DAG must have the same ops and time units");
+  return std::optional<OpDag>(std::move(relaxed).value());
 }
 
 // The lower bounds known so far.
@@ -132,8 +151,9 @@ struct Bounds {
   int64_t lb_units = 0;      // the best of both, in DAG time units
 };
 
-// 2. Lower bounds: the DAG's (memory edges, single-device relaxations) and the checker's; the
-// destructive bound raises them once a schedule (step 3) caps how far it needs to search.
+// 2. Lower bounds: the DAG's (memory edges, single-device relaxations; `dag` is the proof DAG of
+// step 1b) and the checker's; the destructive bound and the one-resource relaxations raise them once
+// a schedule (step 3) caps how far they need to search.
 Bounds initial_bounds(const Problem& problem, const OpDag& dag) {
   Bounds b;
   b.db = dag_lower_bound(dag);
@@ -182,6 +202,13 @@ Result<Seed> heuristic_seed(const Problem& problem, const OpDag& dag, const Synt
   return seed;
 }
 
+// An order found on another DAG of the same plan, timed on `dag` (nullopt where it does not fit its caps).
+std::optional<TimedOrder> timed_on(const OpDag& dag, const TimedOrder& t) {
+  Result<TimedOrder> r = evaluate_order(dag, t.order);
+  if (!r.ok()) return std::nullopt;
+  return std::move(r).value();
+}
+
 // What the destructive bound's search cost.
 struct BoundSearchCost {
   double wall_s = 0;        // its wall time
@@ -195,7 +222,10 @@ struct BoundSearchCost {
 // what it used. (The search decides small plans — P = 8, M = 16 with a cap: 224 ms found and
 // proven in 0.8 s, where Z3 needs 18 s — but on thousands of ops it rarely finishes a trial, and
 // Z3's LNS finds orders there better: the cap keeps it from eating their budget.)
-BoundSearchCost raise_bound(const OpDag& dag, const SynthOptions& opt, double budget_s, Bounds& bounds, Seed& seed) {
+// It runs on `bdag`, the proof DAG; an order it finds is timed on `dag` (the safe rounding of
+// memory) and taken only where it fits there.
+BoundSearchCost raise_bound(const OpDag& bdag, const OpDag& dag, const SynthOptions& opt, double budget_s,
+                            Bounds& bounds, Seed& seed) {
   BoundSearchCost cost;
   if (seed.order.makespan <= bounds.lb_units) return cost;
   const double steps_per_s = static_cast<double>(bound_steps_per_second());
@@ -205,11 +235,12 @@ BoundSearchCost raise_bound(const OpDag& dag, const SynthOptions& opt, double bu
   dopt.upper = seed.order.makespan;
   dopt.search_work = static_cast<uint64_t>(std::min(budget_s / 4, kBoundSearchMaxS) * steps_per_s);
   dopt.interrupt = opt.interrupt;
-  DestructiveBound strong = destructive_lower_bound(dag, dopt);
+  DestructiveBound strong = destructive_lower_bound(bdag, dopt);
   if (strong.bound.units > bounds.lb_units) {
     bounds.db = strong.bound;
     bounds.lb_units = strong.bound.units;
   }
+  if (strong.order && &bdag != &dag) strong.order = timed_on(dag, *strong.order);
   if (strong.order && strong.order->makespan < seed.order.makespan) {
     seed.order = std::move(*strong.order);
     seed.source = "destructive-bound search";
@@ -226,6 +257,48 @@ BoundSearchCost raise_bound(const OpDag& dag, const SynthOptions& opt, double bu
         dag.to_ms(seed.order.makespan), seconds_since(tb)));
   }
   return cost;
+}
+
+// 3c. Z3 on one-resource relaxations (smt_bound.h) of the proof DAG, between the bound and the
+// incumbent: each device (and comm stream), bottleneck first, alone with the windows propagation
+// leaves at a trial makespan, the time lags of the DAG's paths and its memory cap. It gets a fifth
+// of one context's Z3 budget (a fifth of the time limit), nothing when the gap is already closed;
+// Z3 gets the budget less what it used. Its cost adds to `cost`.
+void raise_bound_smt(const OpDag& bdag, const OpDag& dag, const SynthOptions& opt, Bounds& bounds, const Seed& seed,
+                     BoundSearchCost& cost) {
+  if (seed.order.makespan <= bounds.lb_units) return;
+  const uint64_t one_context =
+      opt.rlimit ? opt.rlimit / static_cast<uint64_t>(std::max(1, opt.contexts))
+                 : static_cast<uint64_t>(std::max(0.0, opt.time_limit_s) * static_cast<double>(rlimit_per_second()));
+  const auto ts = Clock::now();
+  SmtBoundOptions so;
+  so.rlimit = static_cast<uint64_t>(static_cast<double>(one_context) * kSmtBoundShare);
+  so.time_limit_s = std::max(0.0, opt.time_limit_s) * kSmtBoundShare;
+  so.seed = opt.seed;
+  so.interrupt = opt.interrupt;
+  if (so.rlimit == 0) return;
+  Result<SmtBound> sb = smt_lower_bound(bdag, bounds.lb_units, seed.order.makespan, so);
+  const double wall_s = seconds_since(ts);
+  cost.wall_s += wall_s;
+  if (!sb.ok()) {
+    // A Z3 failure on a relaxation loses only this bound; the run goes on.
+    if (opt.progress) opt.progress(fmt::format("[smt-bound] not raised: {}", sb.status().message()));
+    return;
+  }
+  if (one_context > 0) {
+    cost.budget_share += std::min(kSmtBoundShare, static_cast<double>(sb->rlimit_used) / static_cast<double>(one_context));
+  }
+  if (sb->raised) {
+    bounds.db = DagBound{sb->units, sb->reason, sb->device};
+    bounds.lb_units = sb->units;
+  }
+  if (opt.progress) {
+    opt.progress(fmt::format("[smt-bound] {:.3f} ms{} ({} relaxations, {} skipped, {} checks, {} trials, {:.1f} M rlimit); "
+                             "incumbent {:.3f} ms  {:.2f} s",
+                             bdag.to_ms(bounds.lb_units), sb->raised ? ": " + sb->reason : std::string(": not raised"),
+                             sb->relaxations, sb->skipped, sb->checks, sb->trials,
+                             static_cast<double>(sb->rlimit_used) / 1e6, dag.to_ms(seed.order.makespan), wall_s));
+  }
 }
 
 // 4-5. Encode and solve, in two phases. (a) The model where transfers never queue (link time as
@@ -341,7 +414,7 @@ class TwoPhaseSolve {
     pdo.comm_streams = false;
     Result<OpDag> pd = build_op_dag(problem_, pdo);
     if (!pd.ok() || pd->ms_per_unit != dag_.ms_per_unit) return Status::ok();
-    fin_.bound = std::max(fin_.bound, std::min(dag_lower_bound(*pd).units, fin_.best.makespan));
+    if (pd->bounds_are_proofs()) fin_.bound = std::max(fin_.bound, std::min(dag_lower_bound(*pd).units, fin_.best.makespan));
     Result<TimedOrder> inc = evaluate_order(*pd, devices_only(fin_.best));
     if (!inc.ok() || fin_.best.makespan <= fin_.bound) return Status::ok();
     SolveOptions a = options("no-queue");
@@ -496,9 +569,10 @@ void add_solver_extras(const OpDag& dag, const SolveResult& fin, const Seed& see
                                : src == "destructive-bound search"          ? "destructive-bound search"
                                : src == "tuner"                             ? "tuner"
                                                                             : "list scheduler";
-  c.extra["bound_method"] = z3_bound                                           ? "z3"
-                            : bounds.db.reason.rfind("destructive", 0) == 0 ? "destructive bound"
-                                                                            : "dag bound";
+  c.extra["bound_method"] = z3_bound                                             ? "z3"
+                            : bounds.db.reason.rfind("z3 relaxation", 0) == 0 ? "z3 relaxation"
+                            : bounds.db.reason.rfind("destructive", 0) == 0   ? "destructive bound"
+                                                                              : "dag bound";
 }
 
 }  // namespace
@@ -512,12 +586,16 @@ Result<SynthResult> synthesize(const Problem& problem, const SynthOptions& opt, 
   Result<OpDag> dr = build_dag(problem);
   if (!dr.ok()) return dr.status();
   const OpDag& dag = *dr;
-  Bounds bounds = initial_bounds(problem, dag);
+  Result<std::optional<OpDag>> relaxed = build_proof_dag(problem, dag);
+  if (!relaxed.ok()) return relaxed.status();
+  const OpDag& bdag = relaxed->has_value() ? **relaxed : dag;
+  Bounds bounds = initial_bounds(problem, bdag);
 
   const double budget_s = budget_seconds(opt);
   Result<Seed> seed = heuristic_seed(problem, dag, opt, budget_s, t0, out);
   if (!seed.ok()) return seed.status();
-  const BoundSearchCost bound_cost = raise_bound(dag, opt, budget_s, bounds, *seed);
+  BoundSearchCost bound_cost = raise_bound(bdag, dag, opt, budget_s, bounds, *seed);
+  raise_bound_smt(bdag, dag, opt, bounds, *seed, bound_cost);
   out.seed_source = seed->source;
   out.dag_bound_ms = dag.to_ms(bounds.db.units);
 

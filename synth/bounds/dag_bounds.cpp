@@ -763,7 +763,7 @@ DestructiveBound destructive_lower_bound(const OpDag& dag, const DestructiveOpti
 }
 
 bool propagate_windows(const OpDag& dag, int64_t makespan, std::vector<int64_t>& est,
-                       std::vector<int64_t>& lct, bool* refuted, uint64_t work_cap) {
+                       std::vector<int64_t>& lct, bool* refuted, uint64_t work_cap, uint64_t* work_used) {
   uint64_t work = 0;
   Propagator prop(dag, work);
   prop.set_cap(work_cap);
@@ -771,6 +771,7 @@ bool propagate_windows(const OpDag& dag, int64_t makespan, std::vector<int64_t>&
   est = prop.est;
   lct = prop.lct;
   if (refuted) *refuted = o == Outcome::kRefuted;
+  if (work_used) *work_used = work;
   return o == Outcome::kFixpoint;
 }
 

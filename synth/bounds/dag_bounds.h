@@ -92,9 +92,9 @@ DestructiveBound destructive_lower_bound(const OpDag& dag, const DestructiveOpti
 // The windows propagation (no search) leaves for a trial makespan (at most 2^60): every schedule
 // of makespan <= `makespan` starts op i in [est[i], lct[i] - dur(i)]. Returns false when propagation refutes the
 // makespan (no such schedule; then *refuted is set) or the work cap runs out (the windows are
-// still valid, just not a fixpoint).
+// still valid, just not a fixpoint). *work_used (when given) gets the elementary steps it took.
 bool propagate_windows(const OpDag& dag, int64_t makespan, std::vector<int64_t>& est,
                        std::vector<int64_t>& lct, bool* refuted = nullptr,
-                       uint64_t work_cap = 20'000'000);
+                       uint64_t work_cap = 20'000'000, uint64_t* work_used = nullptr);
 
 }  // namespace ps

@@ -235,8 +235,10 @@ Scale memory_scale(const Problem& p, const std::vector<double>& state_mb) {
 
 int64_t time_units(double ms, const Scale& ts) { return floor_units(ms, ts.unit, ts.exact); }
 
-// F, I and W (or F and B) of every stage and microbatch, stage-major.
-void add_compute_ops(const Problem& p, const Scale& ts, const Scale& mscale, OpDag& dag) {
+// F, I and W (or F and B) of every stage and microbatch, stage-major. Inexact memory: kSafe rounds
+// the activation up and the stash down (set_memory's shrunken cap covers the stash), kRelaxed both
+// down, so that what a microbatch holds after F and after I is never above the exact figure.
+void add_compute_ops(const Problem& p, const Scale& ts, const Scale& mscale, MemoryRounding rounding, OpDag& dag) {
   const int S = p.num_stages();
   const int M = p.microbatches;
   auto tu = [&](double ms) { return time_units(ms, ts); };
@@ -246,7 +248,8 @@ void add_compute_ops(const Problem& p, const Scale& ts, const Scale& mscale, OpD
   for (int s = 0; s < S; ++s) {
     const StageSpec& st = p.stages[s];
     const double stash = st.split_backward ? std::min(st.wgrad_stash_mb, st.activation_mb) : 0.0;
-    const int64_t act_u = ceil_units(st.activation_mb, mscale.unit, mscale.exact);
+    const int64_t act_u = rounding == MemoryRounding::kRelaxed ? floor_units(st.activation_mb, mscale.unit, mscale.exact)
+                                                                : ceil_units(st.activation_mb, mscale.unit, mscale.exact);
     int64_t stash_u = floor_units(stash, mscale.unit, mscale.exact);
     stash_u = std::min(stash_u, act_u);
     for (int m = 0; m < M; ++m) {
@@ -339,20 +342,27 @@ void add_precedence_edges(const Problem& p, const Scale& ts, bool symmetry, OpDa
   }
 }
 
-// Model states and, under a cap, what the cap leaves for activations and stashes (with inexact
-// units, one unit less per op of the device and one more, for rounding).
-void set_memory(const Problem& p, const std::vector<double>& state_mb, const Scale& mscale, OpDag& dag) {
+// Model states and, under a cap, what the cap leaves for activations and stashes. Inexact units:
+// kSafe takes one unit less per op of the device and one more; kRelaxed the exact room (cap less
+// states) rounded down to whole units, which the rounded-down activations never pass before the
+// exact ones do.
+void set_memory(const Problem& p, const std::vector<double>& state_mb, const Scale& mscale, MemoryRounding rounding,
+                OpDag& dag) {
   const bool limited = p.memory_gb > 0;
+  const bool relaxed = rounding == MemoryRounding::kRelaxed && !mscale.exact;
   dag.state_mem.assign(p.devices, 0);
   dag.cap_mem.assign(p.devices, 0);
   dag.mem_limited = limited;
   for (int d = 0; d < p.devices; ++d) {
-    dag.state_mem[d] = ceil_units(state_mb[d], mscale.unit, mscale.exact);
-    if (limited) {
-      int64_t cap = floor_units(p.memory_gb * 1000, mscale.unit, mscale.exact);
-      if (!mscale.exact) cap -= static_cast<int64_t>(dag.device_ops[d].size()) + 1;
-      dag.cap_mem[d] = cap - dag.state_mem[d];
+    dag.state_mem[d] = relaxed ? floor_units(state_mb[d], mscale.unit, false) : ceil_units(state_mb[d], mscale.unit, mscale.exact);
+    if (!limited) continue;
+    if (relaxed) {
+      dag.cap_mem[d] = floor_units(p.memory_gb * 1000 - state_mb[d], mscale.unit, false);
+      continue;
     }
+    int64_t cap = floor_units(p.memory_gb * 1000, mscale.unit, mscale.exact);
+    if (!mscale.exact) cap -= static_cast<int64_t>(dag.device_ops[d].size()) + 1;
+    dag.cap_mem[d] = cap - dag.state_mem[d];
   }
 }
 
@@ -371,12 +381,13 @@ Result<OpDag> build_op_dag(const Problem& p, const DagOptions& options) {
   const Scale mscale = memory_scale(p, state_mb);
   dag.mb_per_mem_unit = mscale.unit;
   dag.mem_exact = mscale.exact;
+  dag.memory_rounding = options.memory_rounding;
 
-  add_compute_ops(p, ts, mscale, dag);
+  add_compute_ops(p, ts, mscale, options.memory_rounding, dag);
   add_transfer_ops(p, ts, options.comm_streams, dag);
   index_ops(p.devices, dag);
   add_precedence_edges(p, ts, options.symmetry, dag);
-  set_memory(p, state_mb, mscale, dag);
+  set_memory(p, state_mb, mscale, options.memory_rounding, dag);
   PS_RETURN_IF_ERROR(dag.recompute_paths());
   if (options.symmetry && options.memory_edges && dag.mem_limited) PS_RETURN_IF_ERROR(add_memory_edges(dag));
   return dag;

@@ -17,8 +17,18 @@
 //  * Time is integer: every duration and delay is a multiple of `ms_per_unit`. When the inputs are
 //    not exactly representable (time_exact == false) durations and delays are rounded DOWN, so the
 //    integer model is a relaxation and bounds proven on it stay valid lower bounds in ms.
-//  * Memory is integer too (mem units of `mb_per_mem_unit`); when inexact, allocations round up,
-//    frees round down and caps shrink by one unit per op: integer-feasible implies truly feasible.
+//  * Memory is integer too (mem units of `mb_per_mem_unit`). When the numbers are not whole units
+//    (mem_exact == false) they are rounded one of two ways (DagOptions::memory_rounding):
+//      - kSafe (the default, for orders): allocations round up, frees down and caps shrink by one
+//        unit per op, so an order that fits the integer caps fits the exact ones; a bound proven on
+//        such a DAG (its memory edges, the destructive bound, a Z3 UNSAT) is only a bound for a
+//        stricter problem.
+//      - kRelaxed (for proofs): activations and stashes round down, the cap (less the model
+//        states) rounds up to whole units and does not shrink, so every microbatch holds at most
+//        its exact memory at every step and every order that fits the exact caps fits the integer
+//        ones: bounds proven on it hold under the exact numbers. Its orders may overrun the exact
+//        caps: time them on the kSafe DAG (same op ids, same time units) before using them.
+//    bounds_are_proofs() says which case a DAG is in.
 //  * head[i] (earliest start) and tail[i] (longest path from the end of i to the end of everything)
 //    are longest paths over all edges present.
 #pragma once
@@ -56,10 +66,14 @@ struct DagEdge {
   EdgeKind kind = EdgeKind::kData;
 };
 
+// How memory numbers that are not whole units are rounded (see the header comment).
+enum class MemoryRounding : unsigned char { kSafe, kRelaxed };
+
 struct DagOptions {
   bool symmetry = true;      // microbatches in order per (stage, kind)
   bool memory_edges = true;  // add the precedences implied by the memory cap
   bool comm_streams = true;  // transfers as ops on the devices' comm streams (see above)
+  MemoryRounding memory_rounding = MemoryRounding::kSafe;
 };
 
 struct OpDag {
@@ -70,6 +84,7 @@ struct OpDag {
   bool time_exact = true;      // durations/delays are exact multiples of ms_per_unit
   double mb_per_mem_unit = 1;  // one memory unit in MB
   bool mem_exact = true;
+  MemoryRounding memory_rounding = MemoryRounding::kSafe;  // how inexact memory was rounded
 
   bool comm_streams = true;
 
@@ -85,6 +100,11 @@ struct OpDag {
   std::vector<int64_t> state_mem;
   std::vector<int64_t> cap_mem;  // cap minus model states (negative: infeasible)
   bool memory_limited() const { return mem_limited; }
+  // True when a lower bound proven on this DAG (memory edges, destructive bound, Z3 UNSAT under
+  // its caps) holds under the problem's exact memory numbers: no cap, exact units, or kRelaxed.
+  bool bounds_are_proofs() const {
+    return !mem_limited || mem_exact || memory_rounding == MemoryRounding::kRelaxed;
+  }
 
   // Op ids; -1 when absent (W of a fused stage, I of a fused stage returns the B).
   int f_op(int stage, int mb) const { return f_id_[stage * microbatches + mb]; }

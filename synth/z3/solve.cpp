@@ -37,10 +37,6 @@ std::string seconds_text(double s) {
   return "0.000";
 }
 
-// rlimit units that loading one unit of encoding size (an open pair, or a quarter of an op's
-// constraints) costs, measured on Z3 4.8.12.
-constexpr uint64_t kLoadRlimitPerUnit = 150;
-
 // Upper bound on the pairs an encoding leaves open (ops on one resource that no path orders; a pair
 // of transfers sharing both streams counts twice here, once in the encoding), plus 4 per op.
 int64_t encoding_size(const OpDag& dag, const DeviceReach& reach) {
@@ -156,11 +152,15 @@ struct Driver {
   bool out_of_time() const { return wall_left() <= 0.01 || budget == 0 || interrupted(); }
   int live_count() const { return static_cast<int>(std::count(live.begin(), live.end(), true)); }
 
+  // Without proofs (solve.h) res.bound steers the search; the bound reported is the input one.
+  bool proofs() const { return opt.proofs && dag.bounds_are_proofs(); }
+  int64_t input_bound = 0;
+
   void report(const char* phase) {
     if (!opt.progress) return;
     SolveProgress p;
     p.incumbent = res.best.makespan;
-    p.bound = res.bound;
+    p.bound = proofs() ? res.bound : std::min(input_bound, res.bound);
     p.elapsed_s = elapsed();
     p.phase = phase;
     opt.progress(p);
@@ -279,6 +279,7 @@ struct Driver {
   // The incumbent and the bound; when they meet, the solve is done before Z3 (the encoding is still
   // built for an SMT-LIB2 dump). Returns whether Z3 is needed.
   bool start(const TimedOrder& incumbent, int64_t lower_bound) {
+    input_bound = lower_bound;
     res.best = incumbent;
     res.bound = std::min(lower_bound, incumbent.makespan);
     if (res.bound < res.best.makespan) return true;
@@ -503,6 +504,14 @@ Result<SolveResult> solve(const OpDag& dag, const TimedOrder& incumbent, int64_t
   Driver drv(dag, options);
   Status st = drv.run(incumbent, lower_bound);
   drv.res.seconds = drv.elapsed();
+  if (!drv.proofs() && drv.res.bound > lower_bound) {
+    // UNSATs under caps stricter than the exact ones: the search is over, nothing is proven.
+    drv.res.bound = std::min(lower_bound, drv.res.best.makespan);
+    drv.res.optimal = drv.res.best.makespan <= drv.res.bound;
+    if (!drv.res.optimal && drv.res.status == "optimal") {
+      drv.res.status = "no better order under the rounded memory caps (not a proof: memory is not in whole units)";
+    }
+  }
   if (!st.is_ok() && drv.interrupted()) {
     // An interrupted context throws "canceled" from whatever call it was in (a constraint being
     // added, assumptions being built): the incumbent, only ever replaced by a checked order, stands.

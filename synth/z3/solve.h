@@ -12,7 +12,11 @@
 // Guarantees:
 //  * The returned order is always valid on the DAG (edges, caps) and never worse than the incumbent.
 //  * `bound` is a proven lower bound on the DAG's optimum in time units (the input bound, raised to
-//    best when Z3 proved UNSAT); `optimal` is true only then (or when step 1 applies).
+//    best when Z3 proved UNSAT); `optimal` is true only then (or when step 1 applies). Without
+//    proofs (SolveOptions::proofs false, or a DAG whose memory rounding makes its caps stricter
+//    than the exact ones: OpDag::bounds_are_proofs) an UNSAT still steers the search — nothing
+//    better exists under the encoded caps — but `bound` stays the input bound and `optimal` needs
+//    the incumbent to meet it.
 //  * Deterministic for a fixed seed and rlimit budget as long as the wall-clock cap is not hit:
 //    every check gets a fixed rlimit share, and the portfolio (contexts > 1) combines the results of
 //    each round in context order, never in finishing order.
@@ -44,6 +48,7 @@ struct SolveOptions {
   int contexts = 1;          // portfolio: separate Z3 contexts (threads) with seeds seed, seed+1, ...
   int lns_window = 8;        // microbatches per LNS window; 0 disables LNS
   bool memory = true;        // encode the caps
+  bool proofs = true;        // false: UNSATs raise no bound and prove no optimality (see above)
   std::string dump_smt2;     // write the encoding (before solving) to this path, if not empty
   std::function<void(const SolveProgress&)> progress;  // called on each new incumbent/bound
   std::function<void(const TimedOrder&)> on_incumbent;  // called with each better order Z3 finds
@@ -56,6 +61,10 @@ struct SolveOptions {
   // incumbent stands (status "stopped: interrupted"). Null: never.
   const std::atomic<bool>* interrupt = nullptr;
 };
+
+// rlimit units that loading one unit of encoding size (an open pair, or a quarter of an op's
+// constraints) costs, measured on Z3 4.8.12.
+inline constexpr uint64_t kLoadRlimitPerUnit = 150;
 
 struct SolveResult {
   TimedOrder best;
