@@ -355,9 +355,9 @@ class Search {
     out_.by_z3 = how == Trial::kRefutedByZ3;
     out_.device = how == Trial::kRefutedByZ3 ? r : -1;
     out_.reason = how == Trial::kRefutedByZ3
-                      ? fmt::format("z3 relaxation: {} alone (its windows, time lags{}) refutes a makespan of {}",
-                                    resource_name(dag_, r), memory ? " and memory cap" : "", t)
-                      : fmt::format("z3 relaxation: propagation refutes a makespan of {}", t);
+                      ? fmt::format("z3 relaxation: {} alone (its windows, time lags{}) refutes a makespan of {:.4f} ms",
+                                    resource_name(dag_, r), memory ? " and memory cap" : "", dag_.to_ms(t))
+                      : fmt::format("z3 relaxation: propagation refutes a makespan of {:.4f} ms", dag_.to_ms(t));
   }
 
   // The resource's relaxation: asked at the lowest open makespan; when it refutes that, galloping
