@@ -262,18 +262,20 @@ BoundSearchCost raise_bound(const OpDag& bdag, const OpDag& dag, const SynthOpti
 // 3c. Z3 on one-resource relaxations (smt_bound.h) of the proof DAG, between the bound and the
 // incumbent: each device (and comm stream), bottleneck first, alone with the windows propagation
 // leaves at a trial makespan, the time lags of the DAG's paths and its memory cap. It gets a fifth
-// of one context's Z3 budget (a fifth of the time limit), nothing when the gap is already closed;
-// Z3 gets the budget less what it used. Its cost adds to `cost`.
-void raise_bound_smt(const OpDag& bdag, const OpDag& dag, const SynthOptions& opt, Bounds& bounds, const Seed& seed,
-                     BoundSearchCost& cost) {
-  if (seed.order.makespan <= bounds.lb_units) return;
+// of one context's Z3 budget (a fifth of the time limit, and never more than what is left of it
+// since `t0`), nothing when the gap is already closed; Z3 gets the budget less what it used. Its
+// cost adds to `cost`.
+void raise_bound_smt(const OpDag& bdag, const OpDag& dag, const SynthOptions& opt, Clock::time_point t0, Bounds& bounds,
+                     const Seed& seed, BoundSearchCost& cost) {
+  const double wall_left_s = std::max(0.0, opt.time_limit_s - seconds_since(t0));
+  if (seed.order.makespan <= bounds.lb_units || wall_left_s <= 0) return;
   const uint64_t one_context =
       opt.rlimit ? opt.rlimit / static_cast<uint64_t>(std::max(1, opt.contexts))
                  : static_cast<uint64_t>(std::max(0.0, opt.time_limit_s) * static_cast<double>(rlimit_per_second()));
   const auto ts = Clock::now();
   SmtBoundOptions so;
   so.rlimit = static_cast<uint64_t>(static_cast<double>(one_context) * kSmtBoundShare);
-  so.time_limit_s = std::max(0.0, opt.time_limit_s) * kSmtBoundShare;
+  so.time_limit_s = std::min(opt.time_limit_s * kSmtBoundShare, wall_left_s);
   so.seed = opt.seed;
   so.interrupt = opt.interrupt;
   if (so.rlimit == 0) return;
@@ -595,7 +597,7 @@ Result<SynthResult> synthesize(const Problem& problem, const SynthOptions& opt, 
   Result<Seed> seed = heuristic_seed(problem, dag, opt, budget_s, t0, out);
   if (!seed.ok()) return seed.status();
   BoundSearchCost bound_cost = raise_bound(bdag, dag, opt, budget_s, bounds, *seed);
-  raise_bound_smt(bdag, dag, opt, bounds, *seed, bound_cost);
+  raise_bound_smt(bdag, dag, opt, t0, bounds, *seed, bound_cost);
   out.seed_source = seed->source;
   out.dag_bound_ms = dag.to_ms(bounds.db.units);
 

@@ -28,34 +28,30 @@ using Times = std::vector<int64_t>;
 
 constexpr int64_t kNoPath = INT64_MIN;
 
-// Beyond this many ops on one resource the k² lag table is not built (its open pairs alone would
+// Beyond this many ops in one relaxation the k² lag table is not built (its open pairs alone would
 // take far longer to load than any budget this step gets).
 constexpr int kMaxRelaxationOps = 2000;
 
-// Steps of the longest-path sweeps (one per op of the resource, over the DAG between its ops) a
+// Steps of the longest-path sweeps (one per op of the relaxation, over the DAG between its ops) a
 // relaxation may take to build; about 0.1–0.3 s of one core.
 constexpr int64_t kMaxLagSteps = 100'000'000;
 
-// One resource's ops and what the DAG fixes between them (local indices 0..k-1).
+// The ops of one or two resources and what the DAG fixes between them (local indices 0..k-1).
 struct RelaxationData {
-  int resource = 0;
-  std::vector<int> ops;   // op ids, ascending
-  Times lag;              // k × k: L(a, b) when a path a -> b exists, else kNoPath
-  std::vector<std::pair<int, int>> open;  // pairs no path orders (a < b)
-  int lags = 0;           // pairs with a path
-  int64_t size = 0;       // open pairs + lags + 4 per op: the load estimate's units
+  std::vector<int> resources;  // devices (their compute ops) and comm streams (P + d)
+  std::vector<int> ops;        // op ids, ascending
+  Times lag;                   // k × k: L(a, b) when a path a -> b exists, else kNoPath
+  std::vector<std::pair<int, int>> open;  // pairs on a common resource that no path orders (a < b)
+  int lags = 0;                // pairs with a path
+  int64_t size = 0;            // open pairs + lags + 4 per op: the load estimate's units
   int k() const { return static_cast<int>(ops.size()); }
   int64_t lag_of(int a, int b) const { return lag[static_cast<size_t>(a) * ops.size() + b]; }
 };
 
-// The resource's ops, and every longest path between two of them: one sweep in topological order
-// from each op, over the topological range up to the last of them. nullopt when too large.
-std::optional<RelaxationData> relaxation_data(const OpDag& dag, int resource) {
-  RelaxationData rd;
-  rd.resource = resource;
-  rd.ops = dag.resource_ops[resource];
+// Every longest path between two of the relaxation's ops: one sweep in topological order from each
+// op, over the topological range up to the last of them. False when that would take too long.
+bool fill_lags(const OpDag& dag, RelaxationData& rd) {
   const int k = rd.k();
-  if (k < 2 || k > kMaxRelaxationOps) return std::nullopt;
   std::vector<int> topo_pos(dag.num_ops());
   for (size_t x = 0; x < dag.topo.size(); ++x) topo_pos[dag.topo[x]] = static_cast<int>(x);
   std::vector<int> local(dag.num_ops(), -1);
@@ -66,7 +62,7 @@ std::optional<RelaxationData> relaxation_data(const OpDag& dag, int resource) {
   }
   int64_t steps = 0;
   for (int a : rd.ops) steps += last - topo_pos[a] + 1;
-  if (steps > kMaxLagSteps) return std::nullopt;
+  if (steps > kMaxLagSteps) return false;
   rd.lag.assign(static_cast<size_t>(k) * k, kNoPath);
   Times dist(dag.num_ops(), kNoPath);  // from the start of a to the start of each op
   std::vector<int> touched;
@@ -85,11 +81,34 @@ std::optional<RelaxationData> relaxation_data(const OpDag& dag, int resource) {
     }
     for (int v : touched) dist[v] = kNoPath;
   }
+  return true;
+}
+
+// The relaxation of `resources`: their ops, the lags, and the open pairs of each resource.
+// nullopt when too large.
+std::optional<RelaxationData> relaxation_data(const OpDag& dag, const std::vector<int>& resources) {
+  RelaxationData rd;
+  rd.resources = resources;
+  for (int r : resources) rd.ops.insert(rd.ops.end(), dag.resource_ops[r].begin(), dag.resource_ops[r].end());
+  std::sort(rd.ops.begin(), rd.ops.end());
+  rd.ops.erase(std::unique(rd.ops.begin(), rd.ops.end()), rd.ops.end());
+  const int k = rd.k();
+  if (k < 2 || k > kMaxRelaxationOps || !fill_lags(dag, rd)) return std::nullopt;
+  std::vector<char> on(static_cast<size_t>(k) * resources.size(), 0);  // op a on the j-th resource
+  for (size_t j = 0; j < resources.size(); ++j) {
+    for (int op : dag.resource_ops[resources[j]]) {
+      const int a = static_cast<int>(std::lower_bound(rd.ops.begin(), rd.ops.end(), op) - rd.ops.begin());
+      on[static_cast<size_t>(a) * resources.size() + j] = 1;
+    }
+  }
   for (int a = 0; a < k; ++a) {
     for (int b = a + 1; b < k; ++b) {
+      bool shared = false;
+      for (size_t j = 0; j < resources.size(); ++j)
+        shared = shared || (on[a * resources.size() + j] && on[b * resources.size() + j]);
       if (rd.lag_of(a, b) != kNoPath || rd.lag_of(b, a) != kNoPath) {
         ++rd.lags;
-      } else {
+      } else if (shared) {
         rd.open.emplace_back(a, b);
       }
     }
@@ -98,8 +117,11 @@ std::optional<RelaxationData> relaxation_data(const OpDag& dag, int resource) {
   return rd;
 }
 
-std::string resource_name(const OpDag& dag, int r) {
-  return r < dag.devices ? fmt::format("device {}", r) : fmt::format("the comm stream of device {}", r - dag.devices);
+// "device 3 alone", "the comm stream of device 2 alone", "devices 3 and 4 together".
+std::string relaxation_name(const OpDag& dag, const std::vector<int>& rs) {
+  if (rs.size() == 2) return fmt::format("devices {} and {} together", rs[0], rs[1]);
+  return rs[0] < dag.devices ? fmt::format("device {} alone", rs[0])
+                             : fmt::format("the comm stream of device {} alone", rs[0] - dag.devices);
 }
 
 uint64_t rlimit_count(z3::solver& s) {
@@ -180,7 +202,10 @@ class RelaxationSolver {
       solver_->add(z3::implies(o, starts_[a] + c.int_val(dur(a)) <= starts_[b]));
       solver_->add(z3::implies(!o, starts_[b] + c.int_val(dur(b)) <= starts_[a]));
     }
-    if (memory && rd_.resource < dag_.devices && dag_.mem_limited) add_memory_sums();
+    if (memory && dag_.mem_limited) {
+      for (int r : rd_.resources)
+        if (r < dag_.devices) add_memory_sums(r);
+    }
   }
 
   // Does some order fit the windows [est, lct]? `share` rlimit units, at most `wall_s` seconds.
@@ -222,18 +247,20 @@ class RelaxationSolver {
   }
 
   // encode.h's pseudo-Boolean sum for every F of the device, over the order literals.
-  void add_memory_sums() {
+  void add_memory_sums(int device) {
     z3::context& c = *ctx_;
-    const int k = rd_.k();
-    const int64_t cap = dag_.cap_mem[rd_.resource];
-    for (int f = 0; f < k; ++f) {
+    std::vector<int> mine;  // local indices of the device's compute ops
+    for (int i = 0; i < rd_.k(); ++i)
+      if (!dag_.ops[rd_.ops[i]].is_transfer() && dag_.ops[rd_.ops[i]].device == device) mine.push_back(i);
+    const int64_t cap = dag_.cap_mem[device];
+    for (int f : mine) {
       const DagOp& of = dag_.ops[rd_.ops[f]];
       if (of.type != OpType::F) continue;
       int64_t bound = cap - of.alloc_mem;
       z3::expr_vector lits(c);
       std::vector<int64_t> coef;
       int64_t coef_sum = 0;
-      for (int g = 0; g < k; ++g) {
+      for (int g : mine) {
         if (g == f) continue;
         const DagOp& o = dag_.ops[rd_.ops[g]];
         const bool g_first = rd_.lag_of(g, f) != kNoPath, f_first = rd_.lag_of(f, g) != kNoPath;
@@ -288,9 +315,9 @@ class Search {
   }
 
   Result<SmtBound> run() {
-    for (int r : resources_by_bottleneck()) {
+    for (const std::vector<int>& rs : relaxations_by_bottleneck()) {
       if (lo_ >= upper_ || out_of_budget()) break;
-      Status st = try_resource(r);
+      Status st = try_relaxation(rs);
       if (!st.is_ok()) return st;
     }
     out_.units = lo_;
@@ -306,14 +333,29 @@ class Search {
   bool interrupted() const { return opt_.interrupt && opt_.interrupt->load(); }
   bool out_of_budget() const { return left() == 0 || elapsed() >= opt_.time_limit_s || interrupted(); }
 
-  // Devices and comm streams with two or more ops, by Jackson's bound descending (ties: lower id).
-  std::vector<int> resources_by_bottleneck() const {
-    std::vector<std::pair<int64_t, int>> rs;
-    for (int r = 0; r < dag_.num_resources(); ++r)
-      if (dag_.resource_ops[r].size() >= 2) rs.emplace_back(-device_relaxation_bound(dag_, r), r);
-    std::sort(rs.begin(), rs.end());
-    std::vector<int> out;
-    for (const auto& [neg, r] : rs) out.push_back(r);
+  // Devices and comm streams with two or more ops alone, by Jackson's bound descending (ties: lower
+  // id); then every two devices that hold adjacent stages together, by the larger of their bounds.
+  std::vector<std::vector<int>> relaxations_by_bottleneck() const {
+    std::vector<int64_t> jackson(dag_.num_resources(), 0);
+    std::vector<std::pair<int64_t, std::vector<int>>> singles, pairs;
+    for (int r = 0; r < dag_.num_resources(); ++r) {
+      if (dag_.resource_ops[r].size() < 2) continue;
+      jackson[r] = device_relaxation_bound(dag_, r);
+      singles.push_back({-jackson[r], {r}});
+    }
+    for (int s = 0; s + 1 < dag_.stages; ++s) {
+      const int a = dag_.ops[dag_.f_op(s, 0)].device, b = dag_.ops[dag_.f_op(s + 1, 0)].device;
+      if (a == b) continue;
+      std::vector<int> rs = {std::min(a, b), std::max(a, b)};
+      const std::pair<int64_t, std::vector<int>> c = {-std::max(jackson[a], jackson[b]), rs};
+      if (std::find(pairs.begin(), pairs.end(), c) == pairs.end()) pairs.push_back(c);
+    }
+    std::sort(singles.begin(), singles.end());
+    std::sort(pairs.begin(), pairs.end());
+    std::vector<std::vector<int>> out;
+    for (const auto& c : singles) out.push_back(c.second);
+    if (opt_.pairs)
+      for (const auto& c : pairs) out.push_back(c.second);
     return out;
   }
 
@@ -343,27 +385,27 @@ class Search {
       o = rs.check(est_, lct_, std::min(share, left()), opt_.time_limit_s - elapsed(), opt_.interrupt, used);
     } catch (const z3::exception& e) {
       if (interrupted()) return Trial::kOpen;  // a cancelled context may throw "canceled"
-      return Status::error(ErrorCode::kRuntime, fmt::format("Z3 failed on a one-resource relaxation: {}", e.msg()));
+      return Status::error(ErrorCode::kRuntime, fmt::format("Z3 failed on a relaxation: {}", e.msg()));
     }
     ++out_.checks;
     out_.rlimit_used += used;
     return o == Outcome::kUnsat ? Trial::kRefutedByZ3 : Trial::kOpen;
   }
 
-  void refuted(int64_t t, Trial how, int r, bool memory) {
+  void refuted(int64_t t, Trial how, const std::vector<int>& rs, bool memory) {
     lo_ = std::max(lo_, t + 1);
     out_.by_z3 = how == Trial::kRefutedByZ3;
-    out_.device = how == Trial::kRefutedByZ3 ? r : -1;
+    out_.device = how == Trial::kRefutedByZ3 ? rs[0] : -1;
     out_.reason = how == Trial::kRefutedByZ3
-                      ? fmt::format("z3 relaxation: {} alone (its windows, time lags{}) refutes a makespan of {:.4f} ms",
-                                    resource_name(dag_, r), memory ? " and memory cap" : "", dag_.to_ms(t))
+                      ? fmt::format("z3 relaxation: {} (windows, time lags{}) refutes a makespan of {:.4f} ms",
+                                    relaxation_name(dag_, rs), memory ? ", memory cap" : "", dag_.to_ms(t))
                       : fmt::format("z3 relaxation: propagation refutes a makespan of {:.4f} ms", dag_.to_ms(t));
   }
 
-  // The resource's relaxation: asked at the lowest open makespan; when it refutes that, galloping
-  // up and bisecting until a trial stays open.
-  Status try_resource(int r) {
-    std::optional<RelaxationData> rd = relaxation_data(dag_, r);
+  // The relaxation of `rs`: asked at the lowest open makespan; when it refutes that, galloping up
+  // and bisecting until a trial stays open.
+  Status try_relaxation(const std::vector<int>& rs_ids) {
+    std::optional<RelaxationData> rd = relaxation_data(dag_, rs_ids);
     const uint64_t per_check = std::max<uint64_t>(budget_ / 16, 1);
     if (!rd || kLoadRlimitPerUnit * static_cast<uint64_t>(rd->size) + per_check > left()) {
       ++out_.skipped;
@@ -374,13 +416,13 @@ class Search {
     try {
       rs.build(opt_.seed, opt_.memory);
     } catch (const z3::exception& e) {
-      return Status::error(ErrorCode::kRuntime, fmt::format("Z3 failed while building a one-resource relaxation: {}", e.msg()));
+      return Status::error(ErrorCode::kRuntime, fmt::format("Z3 failed while building a relaxation: {}", e.msg()));
     }
     ++out_.relaxations;
     Result<Trial> first = trial(rs, lo_, first_share);
     if (!first.ok()) return first.status();
     if (*first == Trial::kOpen) return Status::ok();
-    refuted(lo_, *first, r, rs.has_memory());
+    refuted(lo_, *first, rs_ids, rs.has_memory());
     int64_t open = upper_;  // the smallest makespan this relaxation left open (or upper)
     int64_t step = std::max<int64_t>(1, (upper_ - lo_) / 64);
     bool galloping = true;
@@ -393,7 +435,7 @@ class Search {
         galloping = false;
         continue;
       }
-      refuted(t, *tr, r, rs.has_memory());
+      refuted(t, *tr, rs_ids, rs.has_memory());
       step *= 2;
     }
     return Status::ok();

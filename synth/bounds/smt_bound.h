@@ -45,6 +45,7 @@ struct SmtBoundOptions {
   unsigned seed = 0;          // smt.random_seed
   bool windows = true;        // true: propagated windows at each trial; false: [head, T - tail] only
   bool memory = true;         // encode the device's memory cap (when the DAG has one)
+  bool pairs = true;          // after the single resources, two devices of adjacent stages together
   uint64_t propagation_work = 20'000'000;  // elementary steps per trial's propagation
   const std::atomic<bool>* interrupt = nullptr;  // set: the check under way stops, none starts
 };
