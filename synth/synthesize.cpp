@@ -287,9 +287,9 @@ void raise_bound_smt(const OpDag& bdag, const OpDag& dag, const SynthOptions& op
     if (opt.progress) opt.progress(fmt::format("[smt-bound] not raised: {}", sb.status().message()));
     return;
   }
-  if (one_context > 0) {
-    cost.budget_share += std::min(kSmtBoundShare, static_cast<double>(sb->rlimit_used) / static_cast<double>(one_context));
-  }
+  // The whole budget is every context's: what the step used comes off it once.
+  const double full = static_cast<double>(one_context) * std::max(1, opt.contexts);
+  if (full > 0) cost.budget_share += std::min(kSmtBoundShare, static_cast<double>(sb->rlimit_used) / full);
   if (sb->raised) {
     bounds.db = DagBound{sb->units, sb->reason, sb->device};
     bounds.lb_units = sb->units;
@@ -472,6 +472,49 @@ class TwoPhaseSolve {
   std::optional<TimedOrder> nq_best_;  // the no-queue phase's best order (its timing)
 };
 
+// 5b. Where the DAG's memory rounding makes Z3's UNSATs no proof (op_dag.h) and Z3 found nothing
+// better under the rounded caps, one more solve on the proof DAG (`bdag`: caps no stricter than the
+// exact ones) from the best order: its bound is a proof, and an order it finds is kept when it also
+// fits the rounded caps. A tenth of the budget, at most what is left of the time limit.
+Status prove_on_proof_dag(const OpDag& bdag, const OpDag& dag, const SynthOptions& opt, Clock::time_point t0,
+                          SolveResult& fin) {
+  const double left_s = opt.time_limit_s - seconds_since(t0);
+  if (&bdag == &dag || fin.optimal || left_s <= 0.05 ||
+      fin.status.find("no better order under the rounded memory caps") == std::string::npos) {
+    return Status::ok();
+  }
+  Result<TimedOrder> inc = evaluate_order(bdag, fin.best.order);
+  if (!inc.ok()) return Status::ok();
+  SolveOptions so;
+  so.seed = opt.seed;
+  so.contexts = opt.contexts;
+  so.interrupt = opt.interrupt;
+  so.lns_window = 0;
+  so.time_limit_s = std::min(left_s, 0.1 * opt.time_limit_s);
+  so.rlimit = static_cast<uint64_t>(
+      0.1 * static_cast<double>(opt.rlimit ? opt.rlimit
+                                           : static_cast<uint64_t>(std::max(0.0, opt.time_limit_s) *
+                                                                   rlimit_per_second() * std::max(1, opt.contexts))));
+  if (so.rlimit == 0) return Status::ok();
+  Result<SolveResult> r = solve(bdag, *inc, fin.bound, so);
+  if (!r.ok()) return r.status();
+  fin.checks += r->checks;
+  fin.rlimit_used += r->rlimit_used;
+  if (r->best.makespan < fin.best.makespan) {
+    Result<TimedOrder> fits = evaluate_order(dag, r->best.order);
+    if (fits.ok() && fits->makespan < fin.best.makespan) fin.best = std::move(fits).value();
+  }
+  fin.bound = std::max(fin.bound, std::min(r->bound, fin.best.makespan));
+  fin.optimal = fin.best.makespan <= fin.bound;
+  fin.status += fin.optimal ? "; proof under the exact memory numbers: optimal"
+                            : fmt::format("; proof under the exact memory numbers: {}", r->status);
+  if (opt.progress) {
+    opt.progress(fmt::format("[exact-memory proof] incumbent {:.3f} ms  bound {:.3f} ms ({} checks)",
+                             dag.to_ms(fin.best.makespan), dag.to_ms(fin.bound), r->checks));
+  }
+  return Status::ok();
+}
+
 // 6-8. Decode, insert comms, verify. A rejection is our bug: never written.
 Status decode_and_certify(const Problem& problem, const OpDag& dag, const TimedOrder& best, SynthResult& out) {
   Schedule compute = order_to_schedule(problem, dag, best, "pipesmith synth");
@@ -604,6 +647,7 @@ Result<SynthResult> synthesize(const Problem& problem, const SynthOptions& opt, 
   const auto solve_start = Clock::now();
   Result<SolveResult> fin = TwoPhaseSolve(problem, dag, opt, t0).run(*seed, bounds, bound_cost);
   if (!fin.ok()) return fin.status();
+  PS_RETURN_IF_ERROR(prove_on_proof_dag(bdag, dag, opt, t0, *fin));
   out.solve = *fin;
   out.solve_s = seconds_since(solve_start);
   out.solver_status = fin->status;
