@@ -295,7 +295,8 @@ void raise_bound_smt(const OpDag& bdag, const OpDag& dag, const SynthOptions& op
     bounds.lb_units = sb->units;
   }
   if (opt.progress) {
-    opt.progress(fmt::format("[smt-bound] {:.3f} ms{} ({} relaxations, {} skipped, {} checks, {} trials, {:.1f} M rlimit); "
+    opt.progress(fmt::format("[smt-bound] {:.3f} ms{} ({} relaxations, {} too large for the budget, {} checks, {} trials, "
+                             "{:.1f} M rlimit); "
                              "incumbent {:.3f} ms  {:.2f} s",
                              bdag.to_ms(bounds.lb_units), sb->raised ? ": " + sb->reason : std::string(": not raised"),
                              sb->relaxations, sb->skipped, sb->checks, sb->trials,
