@@ -399,7 +399,7 @@ class Search {
     out_.reason = how == Trial::kRefutedByZ3
                       ? fmt::format("z3 relaxation: {} (windows, time lags{}) refutes a makespan of {:.4f} ms",
                                     relaxation_name(dag_, rs), memory ? ", memory cap" : "", dag_.to_ms(t))
-                      : fmt::format("z3 relaxation: propagation refutes a makespan of {:.4f} ms", dag_.to_ms(t));
+                      : fmt::format("destructive: a makespan of {:.4f} ms is refuted by propagation", dag_.to_ms(t));
   }
 
   // The relaxation of `rs`: asked at the lowest open makespan; when it refutes that, galloping up

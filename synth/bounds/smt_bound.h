@@ -60,7 +60,8 @@ struct SmtBound {
   int relaxations = 0;        // relaxations built
   int skipped = 0;            // relaxations too large to load in their share
   uint64_t rlimit_used = 0;   // Z3's resource units, propagation's work converted included
-  std::string reason;         // "z3 relaxation: device 3 alone with ...", empty when not raised
+  std::string reason;         // "z3 relaxation: device 3 alone (...) refutes ...", or "destructive: ... by
+                              // propagation" when a trial's propagation alone refuted it; empty when not raised
 };
 
 // The bound (see above) between `lower` (a proven bound) and `upper` (a known schedule's makespan).
