@@ -124,39 +124,39 @@ Result<MapView> read_map(const Ctx& c, const YAML::Node& node, const SourceLoc& 
   return mv;
 }
 
-// Strict scalar conversions: the whole text must be the value.
-Result<double> get_number(const Entry& e, const std::string& what) {
-  auto bad = [&] {
-    return Status::bad_input(
-        fmt::format("{}: {} must be a number, got {}", what, e.key, describe(e.value)),
-        e.value_loc);
-  };
-  if (!e.value.IsScalar()) return bad();
+// Strict scalar conversions: the whole text must be the value (a leading '+' allowed); nothing
+// when it is not.
+template <class T>
+std::optional<T> whole_scalar(const Entry& e) {
+  if (!e.value.IsScalar()) return std::nullopt;
   std::string_view t = e.value.Scalar();
   if (!t.empty() && t.front() == '+') t.remove_prefix(1);
-  double v = 0;
+  T v = 0;
   auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
-  if (t.empty() || ec != std::errc() || end != t.data() + t.size()) return bad();
-  if (!std::isfinite(v)) {
-    return Status::bad_input(
-        fmt::format("{}: {} must be finite, got '{}'", what, e.key, excerpt(e.value.Scalar())), e.value_loc);
-  }
+  if (t.empty() || ec != std::errc() || end != t.data() + t.size()) return std::nullopt;
   return v;
 }
 
-Result<long long> get_int(const Entry& e, const std::string& what) {
-  auto bad = [&] {
+Result<double> get_number(const Entry& e, const std::string& what) {
+  const std::optional<double> v = whole_scalar<double>(e);
+  if (!v) {
+    return Status::bad_input(fmt::format("{}: {} must be a number, got {}", what, e.key, describe(e.value)),
+                             e.value_loc);
+  }
+  if (!std::isfinite(*v)) {
     return Status::bad_input(
-        fmt::format("{}: {} must be an integer, got {}", what, e.key, describe(e.value)),
-        e.value_loc);
-  };
-  if (!e.value.IsScalar()) return bad();
-  std::string_view t = e.value.Scalar();
-  if (!t.empty() && t.front() == '+') t.remove_prefix(1);
-  long long v = 0;
-  auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
-  if (t.empty() || ec != std::errc() || end != t.data() + t.size()) return bad();
-  return v;
+        fmt::format("{}: {} must be finite, got '{}'", what, e.key, excerpt(e.value.Scalar())), e.value_loc);
+  }
+  return *v;
+}
+
+Result<long long> get_int(const Entry& e, const std::string& what) {
+  const std::optional<long long> v = whole_scalar<long long>(e);
+  if (!v) {
+    return Status::bad_input(fmt::format("{}: {} must be an integer, got {}", what, e.key, describe(e.value)),
+                             e.value_loc);
+  }
+  return *v;
 }
 
 Result<bool> get_bool(const Entry& e, const std::string& what) {
@@ -1315,6 +1315,21 @@ Status validate(const Spec& spec) {
                                          limits::kMaxMicrobatches, limits::kMaxLayers),
                              p.loc);
   return check_totals(spec);
+}
+
+LayerType summed_costs(const Model& m, int first, int last) {
+  LayerType sum;
+  for (int i = first; i <= last; ++i) {
+    const LayerType& t = m.type_of(i);
+    sum.forward_ms += t.forward_ms;
+    sum.backward_input_ms += t.backward_input_ms;
+    sum.backward_weight_ms += t.backward_weight_ms;
+    sum.activation_mb += t.activation_mb;
+    sum.wgrad_stash_mb += t.wgrad_stash_mb;
+    sum.params_m += t.params_m;
+    sum.split_backward = sum.split_backward && t.split_backward;
+  }
+  return sum;
 }
 
 }  // namespace ps
