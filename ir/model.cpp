@@ -965,30 +965,35 @@ Result<std::string> read_text(const std::string& path, const char* what) {
   return text;
 }
 
-Result<ClusterDraft> parse_cluster_text(const std::string& text, const std::string& file) {
+// Loads `text` as one YAML document, reads its top-level map (as a cluster file or a model file)
+// and hands it to `read`; a yaml-cpp exception becomes a located error (defensive: node types are
+// checked before use).
+template <class T, class Read>
+Result<T> read_document(const std::string& text, const std::string& file, bool is_cluster_file, Read read) {
   Ctx c{file, text};
   Result<YAML::Node> root = load_yaml(c);
   if (!root.ok()) return root.status();
   try {
-    Result<MapView> top = read_top(c, *root, true);
+    Result<MapView> top = read_top(c, *root, is_cluster_file);
     if (!top.ok()) return top.status();
-    const Entry* ce = top->find("cluster");
-    if (!ce) return Status::bad_input("cluster file: missing 'cluster:'", SourceLoc{file, 1, 1});
-    return parse_cluster(c, *ce);
-  } catch (const YAML::Exception& ex) {  // defensive: we check node types before use
+    return read(c, *top);
+  } catch (const YAML::Exception& ex) {
     return Status::bad_input(fmt::format("cannot read YAML: {}", ex.what()), file_loc(c));
   }
 }
 
+Result<ClusterDraft> parse_cluster_text(const std::string& text, const std::string& file) {
+  return read_document<ClusterDraft>(text, file, true, [&](const Ctx& c, const MapView& top) -> Result<ClusterDraft> {
+    const Entry* ce = top.find("cluster");
+    if (!ce) return Status::bad_input("cluster file: missing 'cluster:'", SourceLoc{file, 1, 1});
+    return parse_cluster(c, *ce);
+  });
+}
+
 Result<Draft> parse_draft(const std::string& text, const std::string& file) {
-  Ctx c{file, text};
-  Result<YAML::Node> root = load_yaml(c);
-  if (!root.ok()) return root.status();
-  try {
-    Result<MapView> top = read_top(c, *root, false);
-    if (!top.ok()) return top.status();
+  return read_document<Draft>(text, file, false, [&](const Ctx& c, const MapView& top) -> Result<Draft> {
     Draft d;
-    const Entry* me = top->find("model");
+    const Entry* me = top.find("model");
     if (!me) {
       return Status::bad_input(
           "missing 'model:' section (a model file holds model:, and optionally cluster: "
@@ -996,17 +1001,15 @@ Result<Draft> parse_draft(const std::string& text, const std::string& file) {
           SourceLoc{file, 1, 1});
     }
     PS_RETURN_IF_ERROR(parse_model(c, *me, d));
-    if (const Entry* ce = top->find("cluster")) {
+    if (const Entry* ce = top.find("cluster")) {
       Result<ClusterDraft> cl = parse_cluster(c, *ce);
       if (!cl.ok()) return cl.status();
       d.cluster = *cl;
       d.has_cluster = true;
     }
-    if (const Entry* pe = top->find("pipeline")) PS_RETURN_IF_ERROR(parse_pipeline(*pe, c, d));
+    if (const Entry* pe = top.find("pipeline")) PS_RETURN_IF_ERROR(parse_pipeline(*pe, c, d));
     return d;
-  } catch (const YAML::Exception& ex) {  // defensive: we check node types before use
-    return Status::bad_input(fmt::format("cannot read YAML: {}", ex.what()), file_loc(c));
-  }
+  });
 }
 
 // Fills the numbers a layer type does not give from its kind, and checks stash <= activation.
