@@ -71,9 +71,18 @@ Result<Action> parse_action(std::string_view text, const SourceLoc& loc) {
   return a;
 }
 
+Action partner_action(const Action& a) {
+  switch (a.type) {
+    case OpType::SEND_F: return Action{OpType::RECV_F, a.stage + 1, a.mb, {}};
+    case OpType::RECV_F: return Action{OpType::SEND_F, a.stage - 1, a.mb, {}};
+    case OpType::SEND_B: return Action{OpType::RECV_B, a.stage - 1, a.mb, {}};
+    case OpType::RECV_B: return Action{OpType::SEND_B, a.stage + 1, a.mb, {}};
+    default: return a;
+  }
+}
+
 namespace {
 constexpr std::string_view kOverlapSuffix = ")OVERLAP_F_B";
-bool is_space_or_tab(char c) { return c == ' ' || c == '\t'; }
 }  // namespace
 
 bool looks_like_overlap(std::string_view t) {
@@ -90,15 +99,9 @@ Result<std::vector<Action>> parse_overlap(std::string_view t, const std::functio
   }
   std::string_view inner = t.substr(1, t.size() - 1 - kOverlapSuffix.size());
   std::vector<Action> subs;
-  size_t p = 0;
-  while (true) {
-    size_t semi = inner.find(';', p);
-    size_t e = semi == std::string_view::npos ? inner.size() : semi;
-    size_t a = p, b = e;
-    while (a < b && is_space_or_tab(inner[a])) ++a;
-    while (b > a && is_space_or_tab(inner[b - 1])) --b;
-    SourceLoc sub_loc = loc_at(1 + a);
-    std::string_view sub = inner.substr(a, b - a);
+  for (const TextField& f : split_trimmed(inner, ';')) {
+    SourceLoc sub_loc = loc_at(1 + f.offset);
+    std::string_view sub = f.text;
     if (sub.empty()) return Status::bad_input(fmt::format("bad action '{}': empty sub-action in OVERLAP_F_B", excerpt(t)), sub_loc);
     auto act = parse_action(sub, sub_loc);
     if (!act) return Status::bad_input(fmt::format("in '{}': {}", excerpt(t), act.status().message()), sub_loc);
@@ -108,8 +111,6 @@ Result<std::vector<Action>> parse_overlap(std::string_view t, const std::functio
                                            excerpt(t), excerpt(sub), op_type_name(act->type)),
                                sub_loc);
     subs.push_back(std::move(*act));
-    if (semi == std::string_view::npos) break;
-    p = semi + 1;
   }
   if (subs.size() < 2)
     return Status::bad_input(fmt::format("bad action '{}': OVERLAP_F_B needs at least two sub-actions '(A;B)'", excerpt(t)),

@@ -124,39 +124,39 @@ Result<MapView> read_map(const Ctx& c, const YAML::Node& node, const SourceLoc& 
   return mv;
 }
 
-// Strict scalar conversions: the whole text must be the value.
-Result<double> get_number(const Entry& e, const std::string& what) {
-  auto bad = [&] {
-    return Status::bad_input(
-        fmt::format("{}: {} must be a number, got {}", what, e.key, describe(e.value)),
-        e.value_loc);
-  };
-  if (!e.value.IsScalar()) return bad();
+// Strict scalar conversions: the whole text must be the value (a leading '+' allowed); nothing
+// when it is not.
+template <class T>
+std::optional<T> whole_scalar(const Entry& e) {
+  if (!e.value.IsScalar()) return std::nullopt;
   std::string_view t = e.value.Scalar();
   if (!t.empty() && t.front() == '+') t.remove_prefix(1);
-  double v = 0;
+  T v = 0;
   auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
-  if (t.empty() || ec != std::errc() || end != t.data() + t.size()) return bad();
-  if (!std::isfinite(v)) {
-    return Status::bad_input(
-        fmt::format("{}: {} must be finite, got '{}'", what, e.key, excerpt(e.value.Scalar())), e.value_loc);
-  }
+  if (t.empty() || ec != std::errc() || end != t.data() + t.size()) return std::nullopt;
   return v;
 }
 
-Result<long long> get_int(const Entry& e, const std::string& what) {
-  auto bad = [&] {
+Result<double> get_number(const Entry& e, const std::string& what) {
+  const std::optional<double> v = whole_scalar<double>(e);
+  if (!v) {
+    return Status::bad_input(fmt::format("{}: {} must be a number, got {}", what, e.key, describe(e.value)),
+                             e.value_loc);
+  }
+  if (!std::isfinite(*v)) {
     return Status::bad_input(
-        fmt::format("{}: {} must be an integer, got {}", what, e.key, describe(e.value)),
-        e.value_loc);
-  };
-  if (!e.value.IsScalar()) return bad();
-  std::string_view t = e.value.Scalar();
-  if (!t.empty() && t.front() == '+') t.remove_prefix(1);
-  long long v = 0;
-  auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
-  if (t.empty() || ec != std::errc() || end != t.data() + t.size()) return bad();
-  return v;
+        fmt::format("{}: {} must be finite, got '{}'", what, e.key, excerpt(e.value.Scalar())), e.value_loc);
+  }
+  return *v;
+}
+
+Result<long long> get_int(const Entry& e, const std::string& what) {
+  const std::optional<long long> v = whole_scalar<long long>(e);
+  if (!v) {
+    return Status::bad_input(fmt::format("{}: {} must be an integer, got {}", what, e.key, describe(e.value)),
+                             e.value_loc);
+  }
+  return *v;
 }
 
 Result<bool> get_bool(const Entry& e, const std::string& what) {
@@ -965,30 +965,35 @@ Result<std::string> read_text(const std::string& path, const char* what) {
   return text;
 }
 
-Result<ClusterDraft> parse_cluster_text(const std::string& text, const std::string& file) {
+// Loads `text` as one YAML document, reads its top-level map (as a cluster file or a model file)
+// and hands it to `read`; a yaml-cpp exception becomes a located error (defensive: node types are
+// checked before use).
+template <class T, class Read>
+Result<T> read_document(const std::string& text, const std::string& file, bool is_cluster_file, Read read) {
   Ctx c{file, text};
   Result<YAML::Node> root = load_yaml(c);
   if (!root.ok()) return root.status();
   try {
-    Result<MapView> top = read_top(c, *root, true);
+    Result<MapView> top = read_top(c, *root, is_cluster_file);
     if (!top.ok()) return top.status();
-    const Entry* ce = top->find("cluster");
-    if (!ce) return Status::bad_input("cluster file: missing 'cluster:'", SourceLoc{file, 1, 1});
-    return parse_cluster(c, *ce);
-  } catch (const YAML::Exception& ex) {  // defensive: we check node types before use
+    return read(c, *top);
+  } catch (const YAML::Exception& ex) {
     return Status::bad_input(fmt::format("cannot read YAML: {}", ex.what()), file_loc(c));
   }
 }
 
+Result<ClusterDraft> parse_cluster_text(const std::string& text, const std::string& file) {
+  return read_document<ClusterDraft>(text, file, true, [&](const Ctx& c, const MapView& top) -> Result<ClusterDraft> {
+    const Entry* ce = top.find("cluster");
+    if (!ce) return Status::bad_input("cluster file: missing 'cluster:'", SourceLoc{file, 1, 1});
+    return parse_cluster(c, *ce);
+  });
+}
+
 Result<Draft> parse_draft(const std::string& text, const std::string& file) {
-  Ctx c{file, text};
-  Result<YAML::Node> root = load_yaml(c);
-  if (!root.ok()) return root.status();
-  try {
-    Result<MapView> top = read_top(c, *root, false);
-    if (!top.ok()) return top.status();
+  return read_document<Draft>(text, file, false, [&](const Ctx& c, const MapView& top) -> Result<Draft> {
     Draft d;
-    const Entry* me = top->find("model");
+    const Entry* me = top.find("model");
     if (!me) {
       return Status::bad_input(
           "missing 'model:' section (a model file holds model:, and optionally cluster: "
@@ -996,17 +1001,15 @@ Result<Draft> parse_draft(const std::string& text, const std::string& file) {
           SourceLoc{file, 1, 1});
     }
     PS_RETURN_IF_ERROR(parse_model(c, *me, d));
-    if (const Entry* ce = top->find("cluster")) {
+    if (const Entry* ce = top.find("cluster")) {
       Result<ClusterDraft> cl = parse_cluster(c, *ce);
       if (!cl.ok()) return cl.status();
       d.cluster = *cl;
       d.has_cluster = true;
     }
-    if (const Entry* pe = top->find("pipeline")) PS_RETURN_IF_ERROR(parse_pipeline(*pe, c, d));
+    if (const Entry* pe = top.find("pipeline")) PS_RETURN_IF_ERROR(parse_pipeline(*pe, c, d));
     return d;
-  } catch (const YAML::Exception& ex) {  // defensive: we check node types before use
-    return Status::bad_input(fmt::format("cannot read YAML: {}", ex.what()), file_loc(c));
-  }
+  });
 }
 
 // Fills the numbers a layer type does not give from its kind, and checks stash <= activation.
@@ -1315,6 +1318,21 @@ Status validate(const Spec& spec) {
                                          limits::kMaxMicrobatches, limits::kMaxLayers),
                              p.loc);
   return check_totals(spec);
+}
+
+LayerType summed_costs(const Model& m, int first, int last) {
+  LayerType sum;
+  for (int i = first; i <= last; ++i) {
+    const LayerType& t = m.type_of(i);
+    sum.forward_ms += t.forward_ms;
+    sum.backward_input_ms += t.backward_input_ms;
+    sum.backward_weight_ms += t.backward_weight_ms;
+    sum.activation_mb += t.activation_mb;
+    sum.wgrad_stash_mb += t.wgrad_stash_mb;
+    sum.params_m += t.params_m;
+    sum.split_backward = sum.split_backward && t.split_backward;
+  }
+  return sum;
 }
 
 }  // namespace ps

@@ -56,6 +56,12 @@ struct Model {
   const LayerType& type_of(int layer) const { return types.at(layers.at(layer).type); }
 };
 
+// The per-microbatch costs of layers first..last run as one: F, I and W times, activation, stash and
+// parameters summed in layer order; split_backward only when every layer's backward splits. The
+// other fields (name, output, shards, ...) keep their defaults: what a run sends on and what it is
+// called depend on who asks (a stage, a joined layer).
+LayerType summed_costs(const Model& m, int first, int last);
+
 // Point-to-point link: transfer time = latency + bytes / bandwidth.
 struct LinkModel {
   double bandwidth_gb_per_s = 200;  // GB/s

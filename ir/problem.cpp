@@ -116,16 +116,14 @@ Result<Problem> make_problem(const Spec& spec, const Partition& partition,
     st.first_layer = r.first;
     st.last_layer = r.last;
     st.device = placement[s];
-    for (int i = r.first; i <= r.last; ++i) {
-      const LayerType& t = m.type_of(i);
-      st.fwd_ms += t.forward_ms;
-      st.bwd_input_ms += t.backward_input_ms;
-      st.bwd_weight_ms += t.backward_weight_ms;
-      st.activation_mb += t.activation_mb;
-      st.wgrad_stash_mb += t.wgrad_stash_mb;
-      st.params_m += t.params_m;
-      st.split_backward = st.split_backward && t.split_backward;
-    }
+    const LayerType sum = summed_costs(m, r.first, r.last);
+    st.fwd_ms = sum.forward_ms;
+    st.bwd_input_ms = sum.backward_input_ms;
+    st.bwd_weight_ms = sum.backward_weight_ms;
+    st.activation_mb = sum.activation_mb;
+    st.wgrad_stash_mb = sum.wgrad_stash_mb;
+    st.params_m = sum.params_m;
+    st.split_backward = sum.split_backward;
     for (int u = 0; u <= r.last; ++u) {
       if (last_use[u] > r.last) st.output_mb += m.type_of(u).output_mb;
     }

@@ -82,6 +82,9 @@ struct Action {
 
 // "3F1", "0SEND_B2".
 std::string to_string(const Action& a);
+// The action a comm op's partner would be ("1RECV_F3" for "0SEND_F3"), even if it cannot exist;
+// a compute op itself.
+Action partner_action(const Action& a);
 // Parses one action, matching the whole text (rejects "2BW0", "F1", "3F"). `loc` is attached to the
 // result and used in errors.
 Result<Action> parse_action(std::string_view text, const SourceLoc& loc = {});

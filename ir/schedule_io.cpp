@@ -625,8 +625,6 @@ Result<Schedule> read_schedule_yaml(const std::string& path) {
 
 namespace {
 
-bool is_blank(char c) { return c == ' ' || c == '\t'; }
-
 // 1-based character columns of byte offsets in one line (UTF-8 continuation bytes do not count).
 // Offsets asked in increasing order cost the bytes between them: one row of a PyTorch CSV is a whole
 // rank's program (10^5 cells at M in the thousands; counting from the line's start each time made
@@ -690,26 +688,10 @@ std::vector<std::string_view> csv_rows(std::string_view text) {
   return rows;
 }
 
-// One CSV cell: its text without surrounding blanks, and where it starts.
-struct CsvCell {
-  std::string_view text;
-  size_t byte = 0;  // offset of its first non-blank character (or of the cell if empty)
-};
-
-// A row split into cells at ',' (trailing empty cells dropped).
-std::vector<CsvCell> csv_cells(std::string_view line) {
-  std::vector<CsvCell> cells;
-  size_t pos = 0;
-  while (true) {
-    size_t comma = line.find(',', pos);
-    size_t end = comma == std::string_view::npos ? line.size() : comma;
-    size_t a = pos, b = end;
-    while (a < b && is_blank(line[a])) ++a;
-    while (b > a && is_blank(line[b - 1])) --b;
-    cells.push_back(CsvCell{line.substr(a, b - a), a});
-    if (comma == std::string_view::npos) break;
-    pos = comma + 1;
-  }
+// A row split into cells at ',' (trailing empty cells dropped); each cell's offset is where its text
+// starts.
+std::vector<TextField> csv_cells(std::string_view line) {
+  std::vector<TextField> cells = split_trimmed(line, ',');
   while (!cells.empty() && cells.back().text.empty()) cells.pop_back();  // trailing commas / blank row
   return cells;
 }
@@ -724,11 +706,11 @@ struct CsvTally {
 // Reads row `r` (line r + 1) into `prog`.
 Status read_csv_row(std::string_view line, size_t r, const std::string& file, std::vector<Action>& prog, CsvTally& tally) {
   const int line_no = static_cast<int>(r) + 1;
-  const std::vector<CsvCell> cells = csv_cells(line);
+  const std::vector<TextField> cells = csv_cells(line);
   ColumnCounter column(line);
   for (size_t c = 0; c < cells.size(); ++c) {
-    const CsvCell& cell = cells[c];
-    SourceLoc loc{file, line_no, column.at(cell.byte)};
+    const TextField& cell = cells[c];
+    SourceLoc loc{file, line_no, column.at(cell.offset)};
     std::string_view t = cell.text;
     if (t.empty()) {
       tally.idle.push_back(IdleCell{static_cast<int>(r), static_cast<int>(c), loc});
@@ -739,7 +721,7 @@ Status read_csv_row(std::string_view line, size_t r, const std::string& file, st
       continue;
     }
     if (looks_like_overlap(t)) {
-      auto subs = parse_overlap(t, [&](size_t k) { return SourceLoc{file, line_no, column.at(cell.byte + k)}; });
+      auto subs = parse_overlap(t, [&](size_t k) { return SourceLoc{file, line_no, column.at(cell.offset + k)}; });
       if (!subs) return subs.status();
       ++tally.overlap_count;
       for (auto& a : *subs) prog.push_back(std::move(a));

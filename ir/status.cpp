@@ -43,6 +43,23 @@ std::string excerpt(std::string_view text, size_t max_chars) {
   return out;
 }
 
+std::vector<TextField> split_trimmed(std::string_view text, char sep) {
+  auto blank = [](char c) { return c == ' ' || c == '\t'; };
+  std::vector<TextField> fields;
+  size_t pos = 0;
+  while (true) {
+    const size_t at = text.find(sep, pos);
+    const size_t end = at == std::string_view::npos ? text.size() : at;
+    size_t a = pos, b = end;
+    while (a < b && blank(text[a])) ++a;
+    while (b > a && blank(text[b - 1])) --b;
+    fields.push_back(TextField{text.substr(a, b - a), a});
+    if (at == std::string_view::npos) break;
+    pos = at + 1;
+  }
+  return fields;
+}
+
 void assert_fail(const char* expr, const char* file, int line, const std::string& msg) {
   std::fprintf(stderr, "pipesmith internal error at %s:%d: assertion '%s' failed: %s\n", file, line,
                expr, msg.c_str());

@@ -1,4 +1,5 @@
-// status.h — Status, Result<T>, SourceLoc and the internal-invariant assert.
+// status.h — Status, Result<T>, SourceLoc, the internal-invariant assert, and the two helpers every
+// reader of input text shares (excerpt, split_trimmed).
 //
 // Guarantees: every fallible function in pipesmith returns a Status or Result<T> that carries an
 // exit-code class (ErrorCode), a human message and, when the error comes from an input file, the
@@ -12,6 +13,7 @@
 #include <string_view>
 #include <utility>
 #include <variant>
+#include <vector>
 
 namespace ps {
 
@@ -93,6 +95,16 @@ class Result {
 // Text from an input quoted in a message: at most `max_chars` characters, non-printable bytes escaped
 // (\n, \t, \xNN), a longer text cut with "... (N bytes)".
 std::string excerpt(std::string_view text, size_t max_chars = 80);
+
+// One field of a separated list: its text without the blanks (spaces, tabs) around it, and the byte
+// offset in the whole text where that starts (where the field ends when it is all blanks).
+struct TextField {
+  std::string_view text;
+  size_t offset = 0;
+};
+// `text` cut at every `sep` ("a, b," -> {"a", 0}, {"b", 3}, {"", 5}): one field more than there are
+// separators, empty ones included.
+std::vector<TextField> split_trimmed(std::string_view text, char sep);
 
 [[noreturn]] void assert_fail(const char* expr, const char* file, int line, const std::string& msg);
 

@@ -85,19 +85,12 @@ Result<WholeLayerModel> whole_layer_model(const Spec& spec) {
       if (next_free == free_symbols.size())
         return Status::bad_input(fmt::format("model '{}': too many distinct joined-layer patterns to group ({} free symbols)",
                                              m.name, free_symbols.size()));
-      LayerType t;
+      LayerType t = summed_costs(m, a, b - 1);
       t.symbol = free_symbols[next_free++];
       t.loc = m.type_of(a).loc;
       for (int l = a; l < b; ++l) {
         const LayerType& x = m.type_of(l);
         t.name += (l == a ? "" : "+") + x.name;
-        t.forward_ms += x.forward_ms;
-        t.backward_input_ms += x.backward_input_ms;
-        t.backward_weight_ms += x.backward_weight_ms;
-        t.activation_mb += x.activation_mb;
-        t.wgrad_stash_mb += x.wgrad_stash_mb;
-        t.params_m += x.params_m;
-        t.split_backward = t.split_backward && x.split_backward;
         t.vocab_shards = std::max(t.vocab_shards, x.vocab_shards);
       }
       t.output_mb = out;

@@ -24,14 +24,6 @@ Status op_error(int device, int index, const Action& a, const std::string& msg) 
                        fmt::format("device {} op {} '{}': {}", device, index, to_string(a), msg), a.loc);
 }
 
-Action make_action(OpType t, int stage, int mb) {
-  Action a;
-  a.type = t;
-  a.stage = stage;
-  a.mb = mb;
-  return a;
-}
-
 // Wakes the watchdog loop as soon as a worker finishes or fails.
 struct DoneSignal {
   std::mutex mu;
@@ -96,7 +88,7 @@ Status prepare_comm(Worker& w, const Problem& p, const ExecModel& model, int ind
       auto t = take(w.pending_f, {s, m});
       if (!t.ok()) return err(fmt::format("F({},{}) has not produced the tensor yet", s, m));
       item.peer = p.device_of(s + 1);
-      item.expected = make_action(OpType::RECV_F, s + 1, m);
+      item.expected = partner_action(a);
       item.send = std::move(*t);
       return Status::ok();
     }
@@ -106,7 +98,7 @@ Status prepare_comm(Worker& w, const Problem& p, const ExecModel& model, int ind
       auto t = take(w.pending_b, {s, m});
       if (!t.ok()) return err(fmt::format("the backward of stage {} mb {} has not produced the gradient yet", s, m));
       item.peer = p.device_of(s - 1);
-      item.expected = make_action(OpType::RECV_B, s - 1, m);
+      item.expected = partner_action(a);
       item.send = std::move(*t);
       return Status::ok();
     }
@@ -115,7 +107,7 @@ Status prepare_comm(Worker& w, const Problem& p, const ExecModel& model, int ind
         return err("nothing to receive: the previous stage does not exist or is on this device");
       if (w.inbox_f.count({s, m})) return err("received twice");
       item.peer = p.device_of(s - 1);
-      item.expected = make_action(OpType::SEND_F, s - 1, m);
+      item.expected = partner_action(a);
       item.count = model.boundary_count(s - 1);
       return Status::ok();
     case OpType::RECV_B:
@@ -123,7 +115,7 @@ Status prepare_comm(Worker& w, const Problem& p, const ExecModel& model, int ind
         return err("nothing to receive: the next stage does not exist or is on this device");
       if (w.inbox_b.count({s, m})) return err("received twice");
       item.peer = p.device_of(s + 1);
-      item.expected = make_action(OpType::SEND_B, s + 1, m);
+      item.expected = partner_action(a);
       item.count = model.boundary_count(s);
       return Status::ok();
     default:
@@ -530,7 +522,7 @@ BlockedOp waits_for(const Schedule& schedule, int device, int index) {
   const int s = b.op.stage, m = b.op.mb, S = p.num_stages();
   auto dev = [&](int st) { return st >= 0 && st < S ? p.device_of(st) : -1; };
   auto set = [&](OpType t, int st, int d) {
-    b.waits_for = make_action(t, st, m);
+    b.waits_for = Action{t, st, m, {}};
     b.waits_for_device = d;
   };
   auto backward_type = [&](int st) {  // B or I for stage st on its device
@@ -541,10 +533,14 @@ BlockedOp waits_for(const Schedule& schedule, int device, int index) {
     return OpType::I;
   };
   switch (b.op.type) {
-    case OpType::SEND_F: set(OpType::RECV_F, s + 1, dev(s + 1)); break;
-    case OpType::RECV_F: set(OpType::SEND_F, s - 1, dev(s - 1)); break;
-    case OpType::SEND_B: set(OpType::RECV_B, s - 1, dev(s - 1)); break;
-    case OpType::RECV_B: set(OpType::SEND_B, s + 1, dev(s + 1)); break;
+    case OpType::SEND_F:
+    case OpType::RECV_F:
+    case OpType::SEND_B:
+    case OpType::RECV_B: {
+      const Action q = partner_action(b.op);
+      set(q.type, q.stage, dev(q.stage));
+      break;
+    }
     case OpType::F:
       if (s > 0) {
         if (dev(s - 1) == device) set(OpType::F, s - 1, device);

@@ -19,14 +19,6 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-Action act(OpType t, int s, int m) {
-  Action a;
-  a.type = t;
-  a.stage = s;
-  a.mb = m;
-  return a;
-}
-
 std::string num(double v) { return fmt::format("{:.6g}", v); }
 
 }  // namespace
@@ -108,9 +100,9 @@ Result<ProfileResult> profile_layer_types(const Spec& spec, Backend& backend, co
     }
     sch.programs.resize(1);
     for (int m = 0; m < M; ++m) {
-      for (int s = 0; s < S; ++s) sch.programs[0].push_back(act(OpType::F, s, m));
-      for (int s = S - 1; s >= 0; --s) sch.programs[0].push_back(act(OpType::I, s, m));
-      for (int s = S - 1; s >= 0; --s) sch.programs[0].push_back(act(OpType::W, s, m));
+      for (int s = 0; s < S; ++s) sch.programs[0].push_back(Action{OpType::F, s, m, {}});
+      for (int s = S - 1; s >= 0; --s) sch.programs[0].push_back(Action{OpType::I, s, m, {}});
+      for (int s = S - 1; s >= 0; --s) sch.programs[0].push_back(Action{OpType::W, s, m, {}});
     }
     ExecOptions eo;
     eo.timeout_s = opt.timeout_s;

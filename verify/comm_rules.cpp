@@ -11,16 +11,6 @@
 
 namespace ps::verify_detail {
 
-Action partner_action(const Action& a) {
-  switch (a.type) {
-    case OpType::SEND_F: return Action{OpType::RECV_F, a.stage + 1, a.mb, {}};
-    case OpType::RECV_F: return Action{OpType::SEND_F, a.stage - 1, a.mb, {}};
-    case OpType::SEND_B: return Action{OpType::RECV_B, a.stage - 1, a.mb, {}};
-    case OpType::RECV_B: return Action{OpType::SEND_B, a.stage + 1, a.mb, {}};
-    default: return a;
-  }
-}
-
 namespace {
 
 std::string ordinal(int k) {  // 1 → "1st"

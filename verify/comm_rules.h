@@ -25,7 +25,4 @@ struct CommRuleSummary {
 
 CommRuleSummary check_comm_rules(const Schedule& s, const OpTable& t, std::vector<Violation>& out);
 
-// The action a comm op's partner would be ("1RECV_F3" for "0SEND_F3"), even if it cannot exist.
-Action partner_action(const Action& a);
-
 }  // namespace ps::verify_detail

@@ -87,14 +87,21 @@ class Execution {
   }
   bool at(int id) const { return ptr_[t_.device(id)] == t_.index(id); }
 
-  void step_rendezvous(int d) {
+  // Runs device d's compute ops up to its next comm op (a compute op never blocks); false when the
+  // program ends first.
+  bool reach_comm(int d) {
     while (ptr_[d] < len(d)) {
       const int id = t_.id(d, ptr_[d]);
-      if (!is_comm(t_.op(id).type)) {
-        done_[id] = 1;
-        ++ptr_[d];
-        continue;
-      }
+      if (is_comm(t_.op(id).type)) return true;
+      done_[id] = 1;
+      ++ptr_[d];
+    }
+    return false;
+  }
+
+  void step_rendezvous(int d) {
+    while (reach_comm(d)) {
+      const int id = t_.id(d, ptr_[d]);
       const int q = partner_[id];
       if (q == kNoOp || !at(q)) return;
       done_[id] = done_[q] = 1;
@@ -119,13 +126,8 @@ class Execution {
   }
 
   void step_grouped(int d) {
-    while (ptr_[d] < len(d)) {
+    while (reach_comm(d)) {
       const int id = t_.id(d, ptr_[d]);
-      if (!is_comm(t_.op(id).type)) {
-        done_[id] = 1;
-        ++ptr_[d];
-        continue;
-      }
       const int ge = t_.id(d, group_end_[id]);
       if (!in_group_[d]) {
         in_group_[d] = 1;

@@ -173,6 +173,67 @@ Result<Problem> dag_problem(const Spec& spec, const Candidate& c, bool fused_bac
   return pr;
 }
 
+namespace {
+
+// The best list-scheduled order of `dag` into e.order and e.policy: policy set 0 tries the
+// screening policies (then, when every one got stuck on memory, the full portfolio), the others the
+// portfolio (lean for set 1) and the extended policies. False when none found one; e.stopped when
+// `stop` cut it short; e.why when the last resort failed.
+bool order_by_policies(const OpDag& dag, const Candidate& c, const std::function<bool()>& stop, Evaluation& e) {
+  bool have = false;
+  auto consider = [&](const ListPolicy& p) {
+    if (e.stopped || (stop && stop())) {
+      e.stopped = true;
+      return;
+    }
+    // Kept only if shorter than the best so far: given up as soon as it cannot be.
+    Result<TimedOrder> t =
+        list_schedule(dag, p, have ? e.order.makespan : std::numeric_limits<int64_t>::max());
+    if (!t.ok()) return;
+    if (!have || t->makespan < e.order.makespan) {
+      e.order = std::move(t).value();
+      e.policy = p.name();
+      have = true;
+    }
+  };
+  // The portfolio's schedule is taken unless it was stopped; its failure is returned.
+  auto portfolio = [&](HeuristicOptions ho) -> Status {
+    ho.stop = stop;
+    Result<HeuristicResult> h = heuristic_schedule(dag, ho);
+    if (!h.ok()) return h.status();
+    if (h->stopped) {
+      e.stopped = true;
+    } else {
+      e.order = std::move(h->best);
+      e.policy = h->policy;
+      have = true;
+    }
+    return Status::ok();
+  };
+  if (c.policy_set == 0) {
+    for (const ListPolicy& p : screening_policies()) consider(p);
+  } else {
+    HeuristicOptions ho;
+    if (c.policy_set == 1) {
+      ho.lean = true;
+      ho.random_restarts = 1;
+    }
+    portfolio(ho);  // when it fails, the extended policies may still find an order
+    const std::string portfolio_winner = e.policy;
+    for (const ListPolicy& p : extended_policies()) consider(p);
+    // An extended policy's winner has not been through the portfolio's justification.
+    if (have && !e.stopped && e.policy != portfolio_winner && justify_in_place(dag, e.order)) e.policy += " + justified";
+  }
+  if (!have && !e.stopped && c.policy_set == 0) {
+    // The screening policies got stuck on memory: the full portfolio ends with the serial
+    // policy, which succeeds whenever the cap admits any schedule.
+    if (Status st = portfolio(HeuristicOptions{}); !st.is_ok()) e.why = st.message();
+  }
+  return have;
+}
+
+}  // namespace
+
 Evaluation evaluate_candidate(const Spec& spec, const Candidate& c, const std::function<bool()>& stop) {
   const auto t0 = std::chrono::steady_clock::now();
   Evaluation e;
@@ -251,61 +312,7 @@ Evaluation evaluate_candidate(const Spec& spec, const Candidate& c, const std::f
     e.order = std::move(t).value();
     e.policy = baseline_name(kind);
   } else {
-    const OpDag& dag = *dagp;
-    bool have = false;
-    auto consider = [&](const ListPolicy& p) {
-      if (e.stopped || (stop && stop())) {
-        e.stopped = true;
-        return;
-      }
-      // Kept only if shorter than the best so far: given up as soon as it cannot be.
-      Result<TimedOrder> t =
-          list_schedule(dag, p, have ? e.order.makespan : std::numeric_limits<int64_t>::max());
-      if (!t.ok()) return;
-      if (!have || t->makespan < e.order.makespan) {
-        e.order = std::move(t).value();
-        e.policy = p.name();
-        have = true;
-      }
-    };
-    if (c.policy_set == 0) {
-      for (const ListPolicy& p : screening_policies()) consider(p);
-    } else {
-      HeuristicOptions ho;
-      ho.stop = stop;
-      if (c.policy_set == 1) {
-        ho.lean = true;
-        ho.random_restarts = 1;
-      }
-      Result<HeuristicResult> h = heuristic_schedule(dag, ho);
-      if (h.ok() && h->stopped) {
-        e.stopped = true;
-      } else if (h.ok()) {
-        e.order = std::move(h->best);
-        e.policy = h->policy;
-        have = true;
-      }
-      const std::string portfolio_winner = e.policy;
-      for (const ListPolicy& p : extended_policies()) consider(p);
-      // An extended policy's winner has not been through the portfolio's justification.
-      if (have && !e.stopped && e.policy != portfolio_winner && justify_in_place(dag, e.order)) e.policy += " + justified";
-    }
-    if (!have && !e.stopped && c.policy_set == 0) {
-      // The screening policies got stuck on memory: the full portfolio ends with the serial
-      // policy, which succeeds whenever the cap admits any schedule.
-      HeuristicOptions ho;
-      ho.stop = stop;
-      Result<HeuristicResult> h = heuristic_schedule(dag, ho);
-      if (h.ok() && h->stopped) {
-        e.stopped = true;
-      } else if (h.ok()) {
-        e.order = std::move(h->best);
-        e.policy = h->policy;
-        have = true;
-      } else {
-        e.why = h.status().message();
-      }
-    }
+    const bool have = order_by_policies(*dagp, c, stop, e);
     if (e.stopped) {
       e.why = "stopped at the deadline";
       e.order = TimedOrder{};

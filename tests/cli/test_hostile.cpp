@@ -196,7 +196,7 @@ TEST_CASE("cli hostile: a message quotes at most ~80 characters of a cell, non-p
   CHECK(contains(e.output, "0F\\x01\\xff"));
 }
 
-TEST_CASE("cli hostile: --time-limit holds on a 100,000-layer model") {
+TEST_CASE("[slow] cli hostile: --time-limit holds on a 100,000-layer model") {
   std::string layers(100'000, 'T');
   const std::string m = model_file("hostile-long.yaml", "", layers);
   const std::string out = temp_path("hostile-long-out.yaml");

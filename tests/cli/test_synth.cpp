@@ -303,7 +303,7 @@ TEST_CASE("cli synth: bad flags are usage errors") {
   CHECK(run_cli("synth /nonexistent/model.yaml" + kFixed).exit_code == 1);
 }
 
-TEST_CASE("cli synth: with only --partition the placement is searched, with only --placement the partition") {
+TEST_CASE("[slow] cli synth: with only --partition the placement is searched, with only --placement the partition") {
   const std::string m = model_path();
   const std::string out = temp_path("synth-partial.yaml");
   auto stages_of = [&](const std::string& path) {
@@ -395,7 +395,7 @@ TEST_CASE("cli synth: the search reports the moves its plan floor skipped") {
   CHECK(run_cli("verify " + out).exit_code == 0);
 }
 
-TEST_CASE("cli synth: the search reports the low-floor plans it gave the search portfolio") {
+TEST_CASE("[slow] cli synth: the search reports the low-floor plans it gave the search portfolio") {
   // 11 heterogeneous layers (embedding, dense, MoE, a head 4.5x a dense layer) on 4 devices: the
   // search converges in well under a second, and some plans better balanced than the best ranked
   // only by the screening policies get the search portfolio.
@@ -482,7 +482,7 @@ TEST_CASE("cli synth: a plan too large for the whole encoding gets Z3's share as
   CHECK_FALSE(contains(text, "z3_checks: \"0\""));
 }
 
-TEST_CASE("cli synth: a plan of 72,000 ops keeps to its budget — the portfolio is sized, Z3 works on windows of "
+TEST_CASE("[slow] cli synth: a plan of 72,000 ops keeps to its budget — the portfolio is sized, Z3 works on windows of "
           "the order, and each window's encoding is written") {
   // Nemotron-H-like on 4 devices in a V, M = 2000: 48,000 compute ops and 24,000 transfers. A plan
   // this size must neither build the n² reachability table (28 GB at M = 8192 on 12 stages) nor run

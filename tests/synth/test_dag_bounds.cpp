@@ -188,7 +188,7 @@ TEST_CASE("destructive bound: strictly above the critical path and Jackson's bou
   CHECK(b.order->makespan == 108);
 }
 
-TEST_CASE("destructive bound: P = 8, M = 16 with a cap is found and proven optimal without Z3") {
+TEST_CASE("[slow] destructive bound: P = 8, M = 16 with a cap is found and proven optimal without Z3") {
   // The hard capped case: the DAG bound is 218, the best list schedule 233 (229 justified), the
   // optimum 224 (Z3 alone needs ~18 s to prove it).
   HandProblem h;

@@ -136,7 +136,7 @@ TEST_CASE("tuner: result passes the checker and beats or ties every baseline and
   CHECK(r->simulated_ms <= seed.sim->makespan_ms + 1e-9);
 }
 
-TEST_CASE("tuner: same seed and budget, same plan and schedule") {
+TEST_CASE("[slow] tuner: same seed and budget, same plan and schedule") {
   const Spec spec = tiny_spec(40);
   TuneOptions o = quick_options();
   o.max_evaluations = 150;
@@ -670,7 +670,7 @@ TEST_CASE("tuner seeds: paced fronts give every device one front group of about 
   CHECK(paced_front_seeds(sp).empty());
 }
 
-TEST_CASE("tuner: paced-front seeds start the search only when their best beats every other seed") {
+TEST_CASE("[slow] tuner: paced-front seeds start the search only when their best beats every other seed") {
   // Nemotron-H on two nodes of 8 at M = 64: the lean portfolio ranks its best paced seed 1.5 %
   // ahead of the best plain one (docs/tuner.md), so they are admitted. An evaluation budget keeps
   // it deterministic on any machine. (tests/cli/test_synth.cpp has a case where they lose.)
