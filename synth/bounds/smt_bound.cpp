@@ -9,15 +9,13 @@
 #include <algorithm>
 #include <chrono>
 #include <climits>
-#include <condition_variable>
 #include <memory>
-#include <mutex>
 #include <optional>
-#include <thread>
 #include <vector>
 
 #include "synth/bounds/dag_bounds.h"
 #include "synth/z3/solve.h"
+#include "synth/z3/z3_util.h"
 
 namespace ps {
 
@@ -124,49 +122,6 @@ std::string relaxation_name(const OpDag& dag, const std::vector<int>& rs) {
                              : fmt::format("the comm stream of device {} alone", rs[0] - dag.devices);
 }
 
-uint64_t rlimit_count(z3::solver& s) {
-  z3::stats st = s.statistics();
-  for (unsigned i = 0; i < st.size(); ++i)
-    if (st.key(i) == "rlimit count") return st.is_uint(i) ? st.uint_value(i) : static_cast<uint64_t>(st.double_value(i));
-  return 0;
-}
-
-// While it lives: once *flag turns true (polled every 20 ms), interrupt `ctx`, which ends a check
-// under way with "unknown".
-class CheckInterrupter {
- public:
-  CheckInterrupter(const std::atomic<bool>* flag, z3::context& ctx) {
-    if (!flag) return;
-    thread_ = std::thread([this, flag, &ctx] {
-      std::unique_lock<std::mutex> lock(mu_);
-      while (!done_) {
-        if (flag->load()) {
-          ctx.interrupt();
-          return;
-        }
-        cv_.wait_for(lock, std::chrono::milliseconds(20));
-      }
-    });
-  }
-  ~CheckInterrupter() {
-    if (!thread_.joinable()) return;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      done_ = true;
-    }
-    cv_.notify_all();
-    thread_.join();
-  }
-  CheckInterrupter(const CheckInterrupter&) = delete;
-  CheckInterrupter& operator=(const CheckInterrupter&) = delete;
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool done_ = false;
-  std::thread thread_;
-};
-
 enum class Outcome { kSat, kUnsat, kUnknown };
 
 // One relaxation in its own Z3 context: the lags, order literals and memory sums asserted once;
@@ -226,7 +181,7 @@ class RelaxationSolver {
     const uint64_t before = rlimit_count(s);
     z3::check_result r = z3::unknown;
     {
-      const CheckInterrupter watch(interrupt, c);
+      const InterruptWatcher watch(interrupt, [&c] { c.interrupt(); });
       r = s.check();
     }
     const uint64_t after = rlimit_count(s);

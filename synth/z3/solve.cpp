@@ -12,17 +12,16 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <fstream>
 #include <limits>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <thread>
 #include <vector>
 
 #include "ir/output_file.h"
 #include "synth/z3/encode.h"
+#include "synth/z3/z3_util.h"
 
 namespace ps {
 
@@ -62,13 +61,6 @@ struct CheckResult {
   std::string error;                  // a Z3 exception
 };
 
-uint64_t rlimit_count(Encoding& enc) {
-  z3::stats st = enc.solver().statistics();
-  for (unsigned i = 0; i < st.size(); ++i)
-    if (st.key(i) == "rlimit count") return st.is_uint(i) ? st.uint_value(i) : static_cast<uint64_t>(st.double_value(i));
-  return 0;
-}
-
 // One check; touches only `enc` (safe to run concurrently on different contexts).
 CheckResult run_check(Encoding& enc, const z3::expr_vector& assumptions, uint64_t share, double wall_left_s) {
   CheckResult out;
@@ -79,9 +71,9 @@ CheckResult run_check(Encoding& enc, const z3::expr_vector& assumptions, uint64_
     return out;
   }
   try {
-    const uint64_t before = rlimit_count(enc);
+    const uint64_t before = rlimit_count(enc.solver());
     const z3::check_result r = assumptions.empty() ? enc.solver().check() : enc.solver().check(assumptions);
-    const uint64_t after = rlimit_count(enc);
+    const uint64_t after = rlimit_count(enc.solver());
     out.used = after > before ? after - before : 0;
     if (r == z3::unsat) out.outcome = Outcome::kUnsat;
     if (r == z3::sat) {
@@ -98,42 +90,6 @@ CheckResult run_check(Encoding& enc, const z3::expr_vector& assumptions, uint64_
   }
   return out;
 }
-
-// While it lives: once *flag turns true (checked every 20 ms), interrupt every context, which ends
-// a check under way with "unknown" (z3::context::interrupt is meant to be called from another thread).
-class InterruptWatcher {
- public:
-  InterruptWatcher(const std::atomic<bool>* flag, const std::vector<std::unique_ptr<Encoding>>& encs) {
-    if (!flag) return;
-    thread_ = std::thread([this, flag, &encs] {
-      std::unique_lock<std::mutex> lock(mu_);
-      while (!done_) {
-        if (flag->load()) {
-          for (const auto& e : encs) e->ctx().interrupt();
-          return;
-        }
-        cv_.wait_for(lock, std::chrono::milliseconds(20));
-      }
-    });
-  }
-  ~InterruptWatcher() {
-    if (!thread_.joinable()) return;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      done_ = true;
-    }
-    cv_.notify_all();
-    thread_.join();
-  }
-  InterruptWatcher(const InterruptWatcher&) = delete;
-  InterruptWatcher& operator=(const InterruptWatcher&) = delete;
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool done_ = false;
-  std::thread thread_;
-};
 
 struct Driver {
   const OpDag& dag;
@@ -487,7 +443,9 @@ struct Driver {
     PS_RETURN_IF_ERROR(build_encodings(reach, K));
     if (!needed) return Status::ok();
     const uint64_t total = budget;
-    const InterruptWatcher watcher(opt.interrupt, encs);
+    const InterruptWatcher watcher(opt.interrupt, [this] {
+      for (const auto& e : encs) e->ctx().interrupt();
+    });
     Result<bool> over = guided_check(total, K);
     if (!over.ok() || *over) return over.status();
     PS_RETURN_IF_ERROR(tighten());

@@ -16,6 +16,7 @@
 
 #include "ir/output_file.h"
 #include "synth/z3/encode.h"
+#include "synth/z3/z3_util.h"
 
 namespace ps {
 
@@ -301,13 +302,6 @@ struct WindowRun {
   std::string error;
 };
 
-uint64_t rlimit_count(z3::solver& s) {
-  z3::stats st = s.statistics();
-  for (unsigned i = 0; i < st.size(); ++i)
-    if (st.key(i) == "rlimit count") return st.is_uint(i) ? st.uint_value(i) : static_cast<uint64_t>(st.double_value(i));
-  return 0;
-}
-
 // A model's order of W, in whole op ids per resource.
 std::vector<std::vector<int>> window_order(const Window& w, const std::vector<int64_t>& starts) {
   std::vector<std::vector<int>> order = order_by_starts(*w.sub, starts);
@@ -327,7 +321,7 @@ TimedOrder incumbent_in(const Incumbent& inc, const Window& w) {
 }
 
 WindowRun run_window(const Incumbent& inc, const Window& w, unsigned seed, bool memory, uint64_t share,
-                     Clock::time_point deadline, const std::string& dump_path) {
+                     Clock::time_point deadline, const std::string& dump_path, const std::atomic<bool>* interrupt) {
   WindowRun out;
   EncodeOptions eo;
   eo.memory = memory;
@@ -357,6 +351,7 @@ WindowRun run_window(const Incumbent& inc, const Window& w, unsigned seed, bool 
       out.error = st.message();
       return out;
     }
+    const InterruptWatcher watch(interrupt, [&enc] { enc.ctx().interrupt(); });
     const uint64_t before = rlimit_count(enc.solver());
     const z3::check_result guided = enc.solver().check(enc.orientation(incumbent_in(inc, w), [](int, int) { return true; }));
     out.used += rlimit_count(enc.solver()) - before;
@@ -533,7 +528,7 @@ class Search {
     }
     auto one = [&](int k) {
       runs[k] = run_window(inc, ws[k], opt_.seed + static_cast<unsigned>(res_.windows + k), opt_.memory,
-                           shares[k], deadline, dumps[k]);
+                           shares[k], deadline, dumps[k], opt_.interrupt);
     };
     if (k_count == 1) {
       one(0);
