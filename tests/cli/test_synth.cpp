@@ -529,3 +529,52 @@ TEST_CASE("cli synth: a model of 3,000 layers is searched within its time limit"
   CHECK(contains(r.output, "P = 4 devices, M = 8 microbatches"));
   CHECK(run_cli("verify " + out).exit_code == 0);
 }
+
+TEST_CASE("cli synth: an edit of any one field of the certificate is caught by verify (exit 3, certificate.mismatch)") {
+  // A memory-bound plan, so the solver block is full (windows or the whole encoding, relaxation
+  // bounds); then every line of the certificate but the verdict and semantics words, edited one at
+  // a time: a digit changed, or a character added to a quoted text.
+  const std::string out = temp_path("synth-every-field.yaml");
+  auto r = run_cli(fmt::format("synth {} --cluster {} --devices 8 --microbatches 8 --memory-limit-gb 22 "
+                               "--time-limit 3 --quiet -o {}",
+                               source_path("configs/models/llama2-7b.yaml"),
+                               source_path("configs/clusters/8xh100-80gb.yaml"), out));
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  const std::string text = read_file(out);
+  REQUIRE(run_cli("verify " + out).exit_code == 0);
+  const size_t cert = text.find("\ncertificate:\n");
+  REQUIRE(cert != std::string::npos);
+  int edited = 0;
+  for (size_t at = text.find('\n', cert + 1) + 1; at < text.size();) {
+    const size_t end = std::min(text.find('\n', at), text.size());
+    const std::string line = text.substr(at, end - at);
+    const size_t colon = line.find(": ");
+    std::string changed = line;
+    if (colon != std::string::npos && line.find("verdict:") == std::string::npos &&
+        line.find("semantics:") == std::string::npos) {
+      const size_t digit = line.find_first_of("0123456789", colon);
+      if (digit != std::string::npos) {
+        changed[digit] = static_cast<char>('0' + (line[digit] - '0' + 1) % 10);
+      } else if (line.back() == '"') {
+        changed.insert(changed.size() - 1, "x");
+      }
+    }
+    if (changed != line) {
+      CAPTURE(line);
+      CAPTURE(changed);
+      std::string forged = text;
+      forged.replace(at, end - at, changed);
+      const std::string path = temp_path("synth-every-field-forged.yaml");
+      std::ofstream(path) << forged;
+      auto v = run_cli("verify " + path);
+      CHECK(v.exit_code == 3);
+      CHECK(contains(v.output, "certificate.mismatch"));
+      ++edited;
+    }
+    at = end + 1;
+  }
+  CHECK(edited >= 20);  // the figures, the digest and the extras
+  CHECK(contains(text, "z3_checks:"));
+  CHECK(contains(text, "bound_method:"));
+}
