@@ -30,10 +30,6 @@ using Clock = std::chrono::steady_clock;
 // The most the destructive bound's search may take, in seconds of the budget (see step 3b).
 constexpr double kBoundSearchMaxS = 2.0;
 
-// Seconds per op that decoding, inserting comms and the checker take after Z3 (about 1 s at 72,000
-// ops): the windows' search, which runs to its cap, leaves them that much of the time limit.
-constexpr double kFinishSecondsPerOp = 15e-6;
-
 // The share of one context's Z3 budget the one-resource relaxations may take (see step 3c).
 constexpr double kSmtBoundShare = 0.2;
 
@@ -63,8 +59,6 @@ HeuristicOptions sized_heuristic(const OpDag& dag, double budget_s) {
   }
   return ho;
 }
-
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 std::string fmt_ms(double ms) { return fmt::format("{:.4f}", ms); }
 

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -71,6 +72,16 @@ struct SynthResult {
   double z3_bound_ms = 0;    // the bound after Z3 ran (0: Z3 did not run)
   SolveResult solve;
 };
+
+// Seconds per op of a plan that the steps after the search and Z3 take (decoding, inserting comms,
+// the checker, writing the file): about 1 s at 72,000 ops. The plan search and Z3's windows, which
+// run to their caps, leave that much of the time limit.
+inline constexpr double kFinishSecondsPerOp = 15e-6;
+
+// Seconds since `t` on the steady clock.
+inline double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
 
 // Z3's version string ("4.8.12.0").
 std::string z3_version();

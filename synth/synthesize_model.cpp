@@ -24,10 +24,6 @@ namespace {
 
 constexpr char kInterruptedWithoutPlan[] = "interrupted before a plan that fits the memory was found: nothing written";
 
-// Seconds per op of the chosen plan's DAG that the steps after the search take (the tuner's checker
-// run, synthesize() and writing the file), kept back from the search; only plans of 10^5+ ops
-// notice it.
-constexpr double kFinishSecondsPerOp = 15e-6;
 constexpr int kMaxSearchThreads = 16;
 
 // The plan search's share of the time limit; Z3 (the whole encoding, or windows of the order where
@@ -39,10 +35,6 @@ struct Plan {
   std::vector<int> placement;
   std::string desc;
 };
-
-double seconds_since(std::chrono::steady_clock::time_point t) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
-}
 
 // Placement words → placement.h names.
 std::string placement_name(const std::string& p) {

@@ -19,6 +19,8 @@
 
 namespace ps {
 
+// Named, so that a unity build of synth/ sees no clash with the other files' helpers.
+namespace smt_bound_impl {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -410,9 +412,10 @@ class Search {
 };
 
 }  // namespace
+}  // namespace smt_bound_impl
 
 Result<SmtBound> smt_lower_bound(const OpDag& dag, int64_t lower, int64_t upper, const SmtBoundOptions& options) {
-  Search search(dag, lower, upper, options);
+  smt_bound_impl::Search search(dag, lower, upper, options);
   return search.run();
 }
 

@@ -20,6 +20,8 @@
 
 namespace ps {
 
+// Named, so that a unity build of synth/ sees no clash with the other files' helpers.
+namespace window_impl {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -570,6 +572,7 @@ class Search {
 };
 
 }  // namespace
+}  // namespace window_impl
 
 std::string window_dump_path(const std::string& dump_smt2, int n) {
   const std::string suffix = ".smt2";
@@ -579,7 +582,7 @@ std::string window_dump_path(const std::string& dump_smt2, int n) {
 }
 
 Result<WindowResult> window_search(const OpDag& dag, const TimedOrder& incumbent, const WindowOptions& options) {
-  Search search(dag, options);
+  window_impl::Search search(dag, options);
   Status st = search.run(incumbent);
   search.result().seconds = search.elapsed();
   if (!st.is_ok()) return st;

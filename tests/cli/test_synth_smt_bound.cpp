@@ -18,7 +18,7 @@ using pstest::temp_path;
 
 namespace {
 
-const std::string kFixed = " --partition balanced --placement sequential";
+const std::string kFixedPlan = " --partition balanced --placement sequential";
 
 // The ms figure of the first progress line that starts with `tag` ("synth: [bound] 59.000 ms: ...").
 double progress_ms(const std::string& output, const std::string& tag) {
@@ -41,7 +41,7 @@ double extra_ms(const std::string& text, const std::string& key) {
 TEST_CASE("cli synth: the one-resource Z3 bound proves the optimum of a memory-bound plan; verify accepts the label") {
   const std::string out = temp_path("smt-bound.yaml");
   auto r = run_cli(fmt::format("synth {}{} --time-limit 60 --rlimit 4000000 -o {}", data_path("synth/memory-bound.yaml"),
-                               kFixed, out));
+                               kFixedPlan, out));
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
   // The destructive bound stops at the critical path (59 ms); device 0 alone with its memory sums
@@ -63,7 +63,7 @@ TEST_CASE("cli synth: Gemma-like on 4 GPUs with a tight cap, the relaxation rais
   const std::string a = temp_path("smt-gemma-a.yaml"), b = temp_path("smt-gemma-b.yaml");
   const std::string args =
       fmt::format("synth {} --cluster {} --devices 4 --microbatches 8 --memory-limit-gb 40{} --time-limit 120 --rlimit 3000000",
-                  source_path("configs/models/gemma-like.yaml"), source_path("configs/clusters/8xh100-80gb.yaml"), kFixed);
+                  source_path("configs/models/gemma-like.yaml"), source_path("configs/clusters/8xh100-80gb.yaml"), kFixedPlan);
   auto ra = run_cli(args + " -o " + a);
   INFO(ra.output);
   REQUIRE(ra.exit_code == 0);
@@ -88,7 +88,7 @@ TEST_CASE("cli synth: memory not in whole units — Z3's optimum under the round
   auto r = run_cli(fmt::format("synth {} --cluster {} --devices 8 --microbatches 8 --memory-limit-gb 23.3{} "
                                "--time-limit 120 --rlimit 20000000 -o {}",
                                source_path("configs/models/gemma-like.yaml"),
-                               source_path("configs/clusters/8xh100-80gb.yaml"), kFixed, out));
+                               source_path("configs/clusters/8xh100-80gb.yaml"), kFixedPlan, out));
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
   CHECK(contains(r.output, "no better order under the rounded memory caps (not a proof"));

@@ -25,7 +25,7 @@ using pstest::make_hand_problem;
 
 namespace {
 
-OpDag dag_of(const HandProblem& h, const DagOptions& o = {}) {
+OpDag smt_dag_of(const HandProblem& h, const DagOptions& o = {}) {
   Result<OpDag> dag = build_op_dag(make_hand_problem(h), o);
   REQUIRE(dag.ok());
   return std::move(dag).value();
@@ -66,7 +66,7 @@ HandProblem stash_bound_plan() {
 }  // namespace
 
 TEST_CASE("smt bound: strictly above the DAG and destructive bounds where the stash binds, equal to brute force") {
-  const OpDag dag = dag_of(stash_bound_plan());
+  const OpDag dag = smt_dag_of(stash_bound_plan());
   const int64_t upper = heuristic_makespan(dag);
   const int64_t dag_bound = dag_lower_bound(dag).units;
   const int64_t strong = destructive(dag, upper);
@@ -142,7 +142,7 @@ TEST_CASE("smt bound: never above Z3's proven optimum on random small plans") {
 }
 
 TEST_CASE("smt bound: static heads and tails, comm streams, and the bound stays between lower and upper") {
-  const OpDag dag = dag_of(stash_bound_plan());
+  const OpDag dag = smt_dag_of(stash_bound_plan());
   const int64_t upper = heuristic_makespan(dag);
   SmtBoundOptions o = generous();
   o.windows = false;  // [head, T - tail] only: weaker, still a bound
@@ -166,7 +166,7 @@ TEST_CASE("smt bound: deterministic for a seed and rlimit; a tiny budget skips, 
   h.cap_microbatches = 4;
   h.stash_mb = 200;
   h.heterogeneous = true;
-  const OpDag dag = dag_of(h);
+  const OpDag dag = smt_dag_of(h);
   const int64_t upper = heuristic_makespan(dag);
   const int64_t lower = dag_lower_bound(dag).units;
   SmtBoundOptions o = generous();

@@ -31,7 +31,7 @@ TimedOrder first_policy(const OpDag& dag) {
   return h->best;
 }
 
-WindowOptions budget(uint64_t rlimit, double max_load_s) {
+WindowOptions window_budget(uint64_t rlimit, double max_load_s) {
   WindowOptions o;
   o.time_limit_s = 120;  // the rlimit decides, so runs are deterministic
   o.rlimit = rlimit;
@@ -40,7 +40,7 @@ WindowOptions budget(uint64_t rlimit, double max_load_s) {
   return o;
 }
 
-HandProblem capped(int devices, int microbatches) {
+HandProblem capped_plan(int devices, int microbatches) {
   HandProblem h;
   h.devices = devices;
   h.microbatches = microbatches;
@@ -58,7 +58,7 @@ TEST_CASE("window search: a window over every op is the whole problem, and reach
     REQUIRE(dag.ok());
     const int64_t optimum = pstest::brute_force_optimum(*dag, EdgeSet::kAll);
     const TimedOrder start = first_policy(*dag);
-    Result<WindowResult> r = window_search(*dag, start, budget(20'000'000, 10.0));
+    Result<WindowResult> r = window_search(*dag, start, window_budget(20'000'000, 10.0));
     REQUIRE(r.ok());
     CAPTURE(r->status);
     CHECK(r->best.makespan == optimum);
@@ -69,12 +69,12 @@ TEST_CASE("window search: a window over every op is the whole problem, and reach
 }
 
 TEST_CASE("window search: small windows shorten a capped order, stay valid, and are deterministic") {
-  Result<OpDag> dag = build_op_dag(make_hand_problem(capped(4, 24)));
+  Result<OpDag> dag = build_op_dag(make_hand_problem(capped_plan(4, 24)));
   REQUIRE(dag.ok());
   REQUIRE(dag->memory_limited());
   const TimedOrder start = first_policy(*dag);
   // Windows of a few dozen ops: far fewer than the plan's.
-  const WindowOptions o = budget(6'000'000, 0.01);
+  const WindowOptions o = window_budget(6'000'000, 0.01);
   Result<WindowResult> a = window_search(*dag, start, o);
   Result<WindowResult> b = window_search(*dag, start, o);
   REQUIRE(a.ok());
@@ -94,30 +94,30 @@ TEST_CASE("window search: small windows shorten a capped order, stay valid, and 
 }
 
 TEST_CASE("window search: an order no window can improve stands; a zero budget changes nothing") {
-  Result<OpDag> dag = build_op_dag(make_hand_problem(capped(4, 12)));
+  Result<OpDag> dag = build_op_dag(make_hand_problem(capped_plan(4, 12)));
   REQUIRE(dag.ok());
   const TimedOrder start = first_policy(*dag);
-  WindowOptions none = budget(0, 0.01);
+  WindowOptions none = window_budget(0, 0.01);
   none.time_limit_s = 0;
   Result<WindowResult> r = window_search(*dag, start, none);
   REQUIRE(r.ok());
   CHECK(r->checks == 0);
   CHECK(r->best.order == start.order);
   // Converged: a second search from the first's result finds nothing with the same windows.
-  Result<WindowResult> first = window_search(*dag, start, budget(20'000'000, 0.01));
+  Result<WindowResult> first = window_search(*dag, start, window_budget(20'000'000, 0.01));
   REQUIRE(first.ok());
   CAPTURE(first->status);
   REQUIRE(first->status.rfind("no window improves", 0) == 0);  // it ran out of improvements, not of budget
-  Result<WindowResult> second = window_search(*dag, first->best, budget(20'000'000, 0.01));
+  Result<WindowResult> second = window_search(*dag, first->best, window_budget(20'000'000, 0.01));
   REQUIRE(second.ok());
   CHECK(second->improving_windows == 0);
   CHECK(second->best.makespan == first->best.makespan);
 }
 
 TEST_CASE("window search: each window's encoding is written as SMT-LIB2 with its target") {
-  Result<OpDag> dag = build_op_dag(make_hand_problem(capped(4, 12)));
+  Result<OpDag> dag = build_op_dag(make_hand_problem(capped_plan(4, 12)));
   REQUIRE(dag.ok());
-  WindowOptions o = budget(5'000'000, 0.01);
+  WindowOptions o = window_budget(5'000'000, 0.01);
   o.dump_smt2 = "/tmp/pipesmith-test-window.smt2";
   o.max_dumps = 2;
   for (int n : {1, 2, 3}) std::remove(window_dump_path(o.dump_smt2, n).c_str());
@@ -133,7 +133,7 @@ TEST_CASE("window search: each window's encoding is written as SMT-LIB2 with its
 }
 
 TEST_CASE("synthesize: where the whole encoding does not load in its budget, Z3 works on windows") {
-  const Problem p = make_hand_problem(capped(4, 32));
+  const Problem p = make_hand_problem(capped_plan(4, 32));
   SynthOptions o;
   o.time_limit_s = 120;
   o.rlimit = 1'500'000;  // 0.375 s per context: the whole encoding needs more than a quarter of it
