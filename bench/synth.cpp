@@ -11,7 +11,8 @@
 // turn, the last stage (LM head) by 1.75 with twice the activation. Cap: P microbatches of stage
 // 0's activation, 1 GB each (what 1F1B keeps on stage 0), model states 0.
 // Time limit per case (everything: baselines, heuristic, both Z3 phases, checker): 10 s when
-// P <= 8 and M <= 16, else 60 s; Z3 gets 90 % of it (--time-limit overrides that share).
+// P <= 8 and M <= 16, else 60 s; synthesize() is given 90 % of it as its time limit (--time-limit
+// overrides that figure).
 //
 // Usage: bench_synth [--quick] [--case P,M,uniform|hetero,cap|nocap] [--time-limit S] [--seed N]
 //                    [--progress] [--rlimit N]
