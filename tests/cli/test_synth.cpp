@@ -174,6 +174,7 @@ namespace {
 std::pair<std::string, double> synth_terminated_at(const std::string& args, const std::string& cue,
                                                    const std::string& log) {
   const std::string script = temp_path("synth-int.sh");
+  std::remove(log.c_str());  // a log left by an earlier run must not satisfy the cue
   std::ofstream(script) << fmt::format(
       "'{}' synth {} > '{}' 2>&1 &\n"
       "p=$!\ni=0\n"
