@@ -344,14 +344,18 @@ class TwoPhaseSolve {
     so.contexts = opt_.contexts;
     so.interrupt = opt_.interrupt;
     if (opt_.progress) {
-      so.progress = [this, model](const SolveProgress& p) {
-        const double inc = dag_.to_ms(fin_.best.makespan);  // the comm-stream timing of the best order
-        const double bd = dag_.to_ms(std::max(p.bound, fin_.bound));
-        opt_.progress(fmt::format("[{} {}] incumbent {:.3f} ms  bound {:.3f} ms  gap {:.2f}%  {:.1f} s", model,
-                                  p.phase, inc, bd, bd > 0 ? 100 * (inc - bd) / bd : 0.0, seconds_since(t0_)));
-      };
+      // The incumbent printed is the comm-stream timing of the best order (fin_.best).
+      so.progress = [this, model](const SolveProgress& p) { report(model, p, fin_.best.makespan); };
     }
     return so;
+  }
+
+  // One progress line: `incumbent` in units of dag_, the bound the best of p's and fin_'s.
+  void report(const char* model, const SolveProgress& p, int64_t incumbent) const {
+    const double inc = dag_.to_ms(incumbent);
+    const double bd = dag_.to_ms(std::max(p.bound, fin_.bound));
+    opt_.progress(fmt::format("[{} {}] incumbent {:.3f} ms  bound {:.3f} ms  gap {:.2f}%  {:.1f} s", model, p.phase,
+                              inc, bd, bd > 0 ? 100 * (inc - bd) / bd : 0.0, seconds_since(t0_)));
   }
 
   void absorb(const SolveResult& r, const char* model) {
@@ -388,11 +392,8 @@ class TwoPhaseSolve {
     w.contexts = opt_.contexts;
     w.interrupt = opt_.interrupt;
     w.dump_smt2 = opt_.dump_smt2;
-    const SolveOptions so = options("z3");
-    w.progress = [this, &so](const SolveProgress& p) {
-      fin_.best.makespan = std::min(fin_.best.makespan, p.incumbent);
-      if (so.progress) so.progress(p);
-    };
+    // The windows time their orders on dag_ itself: their incumbent is the one to print.
+    if (opt_.progress) w.progress = [this](const SolveProgress& p) { report("z3", p, p.incumbent); };
     Result<WindowResult> wr = window_search(dag_, fin_.best, w);
     if (!wr.ok()) return wr.status();
     fin_.best = wr->best;

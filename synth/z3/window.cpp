@@ -110,6 +110,7 @@ struct Window {
   int64_t value = 0;              // V: max over W of end + Q
   std::unique_ptr<OpDag> sub;     // W as an op DAG (heads = releases, tails = Q)
   std::vector<int> sub_of;        // whole op id -> sub id (-1 outside W)
+  double load_s = 0;              // encoding_load_seconds(*sub)
 };
 
 // The last op before the window on each resource (-1: none), and the first after it.
@@ -458,7 +459,9 @@ class Search {
   Result<Window> sized_window(const Incumbent& inc, int lo, int hi) {
     for (;;) {
       Result<Window> w = make_window(inc, lo, hi);
-      if (!w.ok() || !w->sub || hi - lo <= 8 || encoding_load_seconds(*w->sub) <= max_load_) return w;
+      if (!w.ok() || !w->sub) return w;
+      w->load_s = encoding_load_seconds(*w->sub);
+      if (hi - lo <= 8 || w->load_s <= max_load_) return w;
       hi = lo + std::max(8, (hi - lo) * 2 / 3);
     }
   }
@@ -524,7 +527,7 @@ class Search {
       return false;
     }
     for (int k = 0; k < k_count; ++k) {
-      const uint64_t load = static_cast<uint64_t>(encoding_load_seconds(*ws[k].sub) * rlimit_per_second());
+      const uint64_t load = static_cast<uint64_t>(ws[k].load_s * rlimit_per_second());
       shares[k] = std::min(budget_ / k_count, std::max(4 * load, total_ / 64 / k_count));
       if (!opt_.dump_smt2.empty() && dumps_ < opt_.max_dumps) dumps[k] = window_dump_path(opt_.dump_smt2, ++dumps_);
     }
