@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "synth/bounds/dag_bounds.h"
+#include "synth/z3/encode.h"
 #include "synth/z3/solve.h"
 #include "synth/z3/z3_util.h"
 
@@ -203,49 +204,25 @@ class RelaxationSolver {
     return a < b ? lits_[idx] : !lits_[idx];
   }
 
-  // encode.h's pseudo-Boolean sum for every F of the device, over the order literals.
+  // encode.h's pseudo-Boolean sum for every F of the device, over the order literals. A sum whose
+  // numbers exceed Z3's int is left out: a weaker relaxation, still a sound bound.
   void add_memory_sums(int device) {
-    z3::context& c = *ctx_;
     std::vector<int> mine;  // local indices of the device's compute ops
     for (int i = 0; i < rd_.k(); ++i)
       if (!dag_.ops[rd_.ops[i]].is_transfer() && dag_.ops[rd_.ops[i]].device == device) mine.push_back(i);
-    const int64_t cap = dag_.cap_mem[device];
     for (int f : mine) {
-      const DagOp& of = dag_.ops[rd_.ops[f]];
-      if (of.type != OpType::F) continue;
-      int64_t bound = cap - of.alloc_mem;
-      z3::expr_vector lits(c);
-      std::vector<int64_t> coef;
-      int64_t coef_sum = 0;
-      for (int g : mine) {
-        if (g == f) continue;
-        const DagOp& o = dag_.ops[rd_.ops[g]];
-        const bool g_first = rd_.lag_of(g, f) != kNoPath, f_first = rd_.lag_of(f, g) != kNoPath;
-        const int64_t amount = o.type == OpType::F ? o.alloc_mem : o.free_mem;
-        if (amount == 0 || f_first) continue;
-        if (o.type == OpType::F) {
-          if (g_first) {
-            bound -= amount;
-            continue;
-          }
-          lits.push_back(before(g, f));
-        } else {
-          bound += amount;  // -free·[g before f] = -free + free·[f before g]
-          if (g_first) continue;
-          lits.push_back(before(f, g));
-        }
-        coef.push_back(amount);
-        coef_sum += amount;
-      }
-      if (bound >= coef_sum) continue;  // cannot bind
+      if (dag_.ops[rd_.ops[f]].type != OpType::F) continue;
+      const MemorySum m = memory_sum(
+          *ctx_, f, mine, dag_.cap_mem[device], [&](int i) -> const DagOp& { return dag_.ops[rd_.ops[i]]; },
+          [&](int g) {
+            if (rd_.lag_of(g, f) != kNoPath) return PairOrder::kBeforeF;
+            return rd_.lag_of(f, g) != kNoPath ? PairOrder::kAfterF : PairOrder::kOpen;
+          },
+          [&](int a, int b) { return before(a, b); });
+      if (m.kind == MemorySum::kSlack) continue;
       ++memory_sums_;
-      if (bound < 0 || bound > INT_MAX || std::any_of(coef.begin(), coef.end(), [](int64_t v) { return v > INT_MAX; })) {
-        // Negative: no order fits. Beyond Z3's int coefficients: left out (a weaker relaxation).
-        if (bound < 0) solver_->add(c.bool_val(false));
-        continue;
-      }
-      std::vector<int> ci(coef.begin(), coef.end());
-      solver_->add(z3::pble(lits, ci.data(), static_cast<int>(bound)));
+      if (m.kind == MemorySum::kInfeasible) solver_->add(ctx_->bool_val(false));
+      if (m.kind == MemorySum::kConstraint) solver_->add(*m.constraint);
     }
   }
 
@@ -362,8 +339,19 @@ class Search {
   // The relaxation of `rs`: asked at the lowest open makespan; when it refutes that, galloping up
   // and bisecting until a trial stays open.
   Status try_relaxation(const std::vector<int>& rs_ids) {
-    std::optional<RelaxationData> rd = relaxation_data(dag_, rs_ids);
     const uint64_t per_check = std::max<uint64_t>(budget_ / 16, 1);
+    // Every pair of ops on one resource is a lag or an open pair: a floor on the size, known before
+    // the lags (the costly part on a large DAG) are computed.
+    int64_t min_size = 0;
+    for (int r : rs_ids) {
+      const auto n = static_cast<int64_t>(dag_.resource_ops[r].size());
+      min_size = std::max(min_size, n * (n - 1) / 2 + 4 * n);
+    }
+    if (kLoadRlimitPerUnit * static_cast<uint64_t>(min_size) + per_check > left()) {
+      ++out_.skipped;
+      return Status::ok();
+    }
+    std::optional<RelaxationData> rd = relaxation_data(dag_, rs_ids);
     if (!rd || kLoadRlimitPerUnit * static_cast<uint64_t>(rd->size) + per_check > left()) {
       ++out_.skipped;
       return Status::ok();

@@ -93,57 +93,70 @@ Status Encoding::build(const EncodeOptions& options) {
   // Memory caps: one pseudo-Boolean constraint per F.
   if (options.memory && dag_.mem_limited) {
     for (int d = 0; d < dag_.devices; ++d) {
-      const auto& ops = dag_.device_ops[d];
-      for (int f : ops) {
+      for (int f : dag_.device_ops[d]) {
         if (dag_.ops[f].type != OpType::F) continue;
-        int64_t bound = dag_.cap_mem[d] - dag_.ops[f].alloc_mem;
-        z3::expr_vector lits(c);
-        std::vector<int64_t> coef;
-        int64_t coef_sum = 0;
-        for (int g : ops) {
-          if (g == f) continue;
-          const DagOp& o = dag_.ops[g];
-          const int k = pair_index(f, g);
-          if (o.type == OpType::F) {
-            if (o.alloc_mem == 0) continue;
-            if (k < 0) {
-              if (reach_.reaches(g, f)) bound -= o.alloc_mem;
-              continue;
-            }
-            lits.push_back(before(g, f));
-            coef.push_back(o.alloc_mem);
-            coef_sum += o.alloc_mem;
-          } else {
-            if (o.free_mem == 0) continue;
-            if (k < 0) {
-              if (reach_.reaches(g, f)) bound += o.free_mem;
-              continue;
-            }
-            bound += o.free_mem;  // -free·[g before f] = -free + free·[f before g]
-            lits.push_back(before(f, g));
-            coef.push_back(o.free_mem);
-            coef_sum += o.free_mem;
-          }
-        }
-        if (bound >= coef_sum) continue;  // cannot bind
-        if (bound < 0) {
-          s.add(c.bool_val(false));
-          ++memory_constraints_;
-          continue;
-        }
-        if (bound > INT_MAX || std::any_of(coef.begin(), coef.end(), [](int64_t v) { return v > INT_MAX; })) {
+        const MemorySum m = memory_sum(
+            c, f, dag_.device_ops[d], dag_.cap_mem[d], [&](int i) -> const DagOp& { return dag_.ops[i]; },
+            [&](int g) {
+              if (pair_index(f, g) >= 0) return PairOrder::kOpen;
+              return reach_.reaches(g, f) ? PairOrder::kBeforeF : PairOrder::kAfterF;
+            },
+            [&](int a, int b) { return before(a, b); });
+        if (m.kind == MemorySum::kTooLarge) {
           return Status::error(ErrorCode::kRuntime,
                                fmt::format("memory numbers of device {} are too large for Z3's pseudo-Boolean "
                                            "constraints",
                                            d));
         }
-        std::vector<int> ci(coef.begin(), coef.end());
-        s.add(z3::pble(lits, ci.data(), static_cast<int>(bound)));
-        ++memory_constraints_;
+        if (m.kind == MemorySum::kInfeasible) s.add(c.bool_val(false));
+        if (m.kind == MemorySum::kConstraint) s.add(*m.constraint);
+        if (m.kind != MemorySum::kSlack) ++memory_constraints_;
       }
     }
   }
   return Status::ok();
+}
+
+MemorySum memory_sum(z3::context& c, int f, const std::vector<int>& device_ops, int64_t cap,
+                     const std::function<const DagOp&(int)>& op, const std::function<PairOrder(int)>& order,
+                     const std::function<z3::expr(int, int)>& before) {
+  // Live memory at f's allocation: every F before f adds its activation, every I/W/B before f takes
+  // back what it frees. An F's term is alloc·[g before f]; an I/W/B's, -free·[g before f], is written
+  // -free + free·[f before g] so that every coefficient is positive.
+  int64_t bound = cap - op(f).alloc_mem;
+  z3::expr_vector lits(c);
+  std::vector<int64_t> coef;
+  int64_t coef_sum = 0;
+  for (int g : device_ops) {
+    if (g == f) continue;
+    const DagOp& o = op(g);
+    const bool frees = o.type != OpType::F;
+    const int64_t amount = frees ? o.free_mem : o.alloc_mem;
+    const PairOrder rel = order(g);
+    if (amount == 0 || rel == PairOrder::kAfterF) continue;
+    if (rel == PairOrder::kBeforeF) {
+      bound += frees ? amount : -amount;
+      continue;
+    }
+    if (frees) bound += amount;
+    lits.push_back(frees ? before(f, g) : before(g, f));
+    coef.push_back(amount);
+    coef_sum += amount;
+  }
+  MemorySum m;
+  if (bound >= coef_sum) return m;  // cannot bind
+  if (bound < 0) {
+    m.kind = MemorySum::kInfeasible;
+    return m;
+  }
+  if (bound > INT_MAX || std::any_of(coef.begin(), coef.end(), [](int64_t v) { return v > INT_MAX; })) {
+    m.kind = MemorySum::kTooLarge;
+    return m;
+  }
+  std::vector<int> ci(coef.begin(), coef.end());
+  m.kind = MemorySum::kConstraint;
+  m.constraint = z3::pble(lits, ci.data(), static_cast<int>(bound));
+  return m;
 }
 
 z3::expr_vector Encoding::orientation(const TimedOrder& t, const std::function<bool(int, int)>& keep) {

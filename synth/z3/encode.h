@@ -89,6 +89,27 @@ class Encoding {
   int memory_constraints_ = 0;
 };
 
+// How the DAG orders an op g against an F f of the same device: a path fixes it either way, or the
+// pair is open and an order literal decides.
+enum class PairOrder { kOpen, kBeforeF, kAfterF };
+
+// One F's memory cap (the "Memory" guarantee above) as a pseudo-Boolean constraint. `kind` says
+// what came out: the sum cannot exceed the cap (kSlack, nothing to assert), no order fits (kInfeasible:
+// assert false), a coefficient or the bound exceeds Z3's int (kTooLarge: the caller decides), or
+// `constraint` holds the sum.
+struct MemorySum {
+  enum Kind { kSlack, kInfeasible, kTooLarge, kConstraint } kind = kSlack;
+  std::optional<z3::expr> constraint;
+};
+
+// Builds F `f`'s memory sum over the compute ops `device_ops` of its device (f among them), under
+// `cap` (units, model states already subtracted). Ops are the caller's indices: `op(i)` gives the
+// DagOp, `order(g)` how the DAG orders g against f, `before(a, b)` the literal "a runs before b" of
+// an open pair. Shared by the whole encoding and the relaxation bounds (synth/bounds/smt_bound.h).
+MemorySum memory_sum(z3::context& c, int f, const std::vector<int>& device_ops, int64_t cap,
+                     const std::function<const DagOp&(int)>& op, const std::function<PairOrder(int)>& order,
+                     const std::function<z3::expr(int, int)>& before);
+
 // Each resource's ops sorted by `start` (ties by topological position: never against an edge).
 std::vector<std::vector<int>> order_by_starts(const OpDag& dag, const std::vector<int64_t>& start);
 

@@ -263,7 +263,7 @@ pipeline:
   microbatches: 16
   bytes_per_param: 18        # weights+grads+fp32 master+Adam, for the model-state memory
 )";
-  Result<Spec> s = parse_spec(text, "issue2.yaml");
+  Result<Spec> s = parse_spec(text, "layer-string.yaml");
   REQUIRE_MESSAGE(s.ok(), s.status().str());
   CHECK(s->model.layers.size() == 5);
   CHECK(s->model.types.at('E').params_m == 1074);
