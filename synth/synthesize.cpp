@@ -207,7 +207,6 @@ std::optional<TimedOrder> timed_on(const OpDag& dag, const TimedOrder& t) {
 
 // What the destructive bound's search cost.
 struct BoundSearchCost {
-  double wall_s = 0;        // its wall time
   double budget_share = 0;  // the budget it used, as a fraction
 };
 
@@ -241,7 +240,6 @@ BoundSearchCost raise_bound(const OpDag& bdag, const OpDag& dag, const SynthOpti
     seed.order = std::move(*strong.order);
     seed.source = "destructive-bound search";
   }
-  cost.wall_s = seconds_since(tb);
   if (budget_s > 0) {
     cost.budget_share = std::min(0.25, static_cast<double>(strong.work) / steps_per_s / budget_s);
   }
@@ -277,7 +275,6 @@ void raise_bound_smt(const OpDag& bdag, const OpDag& dag, const SynthOptions& op
   if (so.rlimit == 0) return;
   Result<SmtBound> sb = smt_lower_bound(bdag, bounds.lb_units, seed.order.makespan, so);
   const double wall_s = seconds_since(ts);
-  cost.wall_s += wall_s;
   if (!sb.ok()) {
     // A Z3 failure on a relaxation loses only this bound; the run goes on.
     if (opt.progress) opt.progress(fmt::format("[smt-bound] not raised: {}", sb.status().message()));
@@ -320,11 +317,16 @@ class TwoPhaseSolve {
                     : static_cast<uint64_t>(std::max(0.0, opt_.time_limit_s) * rlimit_per_second() *
                                             std::max(1, opt_.contexts));
     const uint64_t total_rlimit = static_cast<uint64_t>(static_cast<double>(full_rlimit) * (1 - cost.budget_share));
-    const double z3_time_limit_s = std::max(0.01, opt_.time_limit_s - cost.wall_s);
     fin_.best = seed.order;
     fin_.bound = std::min(bounds.lb_units, seed.order.makespan);
+    const bool windows = fin_.best.makespan > fin_.bound && !whole_encoding_fits(total_rlimit);
+    // The wall clock counts from synthesize()'s start: building the DAG, the heuristic, the bounds
+    // and, on a large plan, sizing the whole encoding took their part of it.
+    const double elapsed_s = seconds_since(t0_);
+    const double z3_time_limit_s = std::max(0.01, opt_.time_limit_s - elapsed_s);
+    fin_.deadline_s = elapsed_s + z3_time_limit_s;
     const auto solve_start = Clock::now();
-    if (fin_.best.makespan > fin_.bound && !whole_encoding_fits(total_rlimit)) {
+    if (windows) {
       PS_RETURN_IF_ERROR(solve_windows(total_rlimit, z3_time_limit_s));
       set_status(bounds.db);
       return fin_;

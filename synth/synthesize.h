@@ -33,7 +33,7 @@
 namespace ps {
 
 struct SynthOptions {
-  double time_limit_s = 10;  // wall-clock cap of the Z3 phase
+  double time_limit_s = 10;  // wall-clock cap of the call (heuristic, bounds, Z3; what follows Z3 is reserved)
   uint64_t rlimit = 0;       // Z3 budget; 0 = time_limit_s × rlimit_per_second() × contexts
   unsigned seed = 0;
   int contexts = 2;          // Z3 portfolio size (threads)

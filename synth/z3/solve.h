@@ -82,6 +82,9 @@ struct SolveResult {
   int windows = 0;             // windows checked
   int improving_windows = 0;   // windows whose order was kept
   int window_dumps = 0;        // window encodings written (<dump_smt2>.w<N>.smt2)
+  // Set by synthesize(): seconds after its start by which the Z3 phase had to end (the DAG, the
+  // heuristic and the bounds count against the same time limit).
+  double deadline_s = 0;
 };
 
 // Resource units per second of one context assumed when deriving the rlimit budget from a time

@@ -452,7 +452,11 @@ class Search {
 
  private:
   bool interrupted() const { return opt_.interrupt && opt_.interrupt->load(); }
-  bool out_of_time() const { return elapsed() >= opt_.time_limit_s - 0.01 || budget_ == 0 || interrupted(); }
+  // A window's encoding loads without looking at the clock: no round starts unless a load of the
+  // current size fits in what is left.
+  bool out_of_time() const {
+    return elapsed() >= opt_.time_limit_s - std::max(0.01, max_load_) || budget_ == 0 || interrupted();
+  }
 
   // The window of by_start positions [lo, hi), its upper end pulled in until its encoding loads in
   // max_load_ seconds.

@@ -150,4 +150,8 @@ TEST_CASE("synthesize: where the whole encoding does not load in its budget, Z3 
   CHECK(std::stod(extra.at("z3_improved_ms")) > 0);
   // Verified as the user would: the certificate's claims hold.
   CHECK(r->makespan_ms <= std::stod(extra.at("before_z3_ms")) + 1e-6);
+  // The time limit is the whole call's: what the DAG, the heuristic and the bounds took comes off
+  // Z3's wall-clock cap.
+  CHECK(r->solve.deadline_s <= o.time_limit_s + 1e-6);
+  CHECK(r->solve.deadline_s > 0);
 }
