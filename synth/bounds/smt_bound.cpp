@@ -340,6 +340,8 @@ class Search {
   // and bisecting until a trial stays open.
   Status try_relaxation(const std::vector<int>& rs_ids) {
     const uint64_t per_check = std::max<uint64_t>(budget_ / 16, 1);
+    // Loading a relaxation of `size` and one check on it.
+    auto first_share = [&](int64_t size) { return kLoadRlimitPerUnit * static_cast<uint64_t>(size) + per_check; };
     // Every pair of ops on one resource is a lag or an open pair: a floor on the size, known before
     // the lags (the costly part on a large DAG) are computed.
     int64_t min_size = 0;
@@ -347,16 +349,13 @@ class Search {
       const auto n = static_cast<int64_t>(dag_.resource_ops[r].size());
       min_size = std::max(min_size, n * (n - 1) / 2 + 4 * n);
     }
-    if (kLoadRlimitPerUnit * static_cast<uint64_t>(min_size) + per_check > left()) {
+    std::optional<RelaxationData> rd;
+    if (first_share(min_size) <= left()) rd = relaxation_data(dag_, rs_ids);
+    if (!rd || first_share(rd->size) > left()) {
       ++out_.skipped;
       return Status::ok();
     }
-    std::optional<RelaxationData> rd = relaxation_data(dag_, rs_ids);
-    if (!rd || kLoadRlimitPerUnit * static_cast<uint64_t>(rd->size) + per_check > left()) {
-      ++out_.skipped;
-      return Status::ok();
-    }
-    const uint64_t first_share = kLoadRlimitPerUnit * static_cast<uint64_t>(rd->size) + per_check;
+    const uint64_t first_check = first_share(rd->size);
     RelaxationSolver rs(dag_, std::move(*rd));
     try {
       rs.build(opt_.seed, opt_.memory);
@@ -364,7 +363,7 @@ class Search {
       return Status::error(ErrorCode::kRuntime, fmt::format("Z3 failed while building a relaxation: {}", e.msg()));
     }
     ++out_.relaxations;
-    Result<Trial> first = trial(rs, lo_, first_share);
+    Result<Trial> first = trial(rs, lo_, first_check);
     if (!first.ok()) return first.status();
     if (*first == Trial::kOpen) return Status::ok();
     refuted(lo_, *first, rs_ids, rs.has_memory());
