@@ -26,11 +26,13 @@ run: deps build
 	./build/cli/pipesmith verify out/schedule.yaml --svg out/schedule-verified.svg --trace out/schedule-trace.json
 	@echo "open out/schedule.svg (Gantt chart) or load out/schedule-trace.json in https://ui.perfetto.dev"
 
-# Whole test suite: release build (-Werror) + ASan/UBSan build of the tests.
+# Whole test suite: release build (-Werror), the PyTorch suite (pytest, .venv) on that build, then
+# an ASan/UBSan build of the tests.
 test: deps
 	cmake --preset ci >/dev/null
 	cmake --build --preset ci -j $(JOBS)
 	ctest --test-dir build-ci --output-on-failure -LE gpu -j $(JOBS)
+	PIPESMITH=build-ci/cli/pipesmith .venv/bin/python -m pytest tests/python -q
 	cmake --preset asan >/dev/null
 	cmake --build --preset asan -j $(JOBS)
 	ctest --test-dir build-asan --output-on-failure -LE 'gpu|slow' -j $(JOBS)
@@ -39,6 +41,7 @@ test: deps
 # Quick local loop: default build, tests without sanitizers.
 test-fast: build
 	ctest --test-dir build --output-on-failure -LE gpu -j $(JOBS)
+	PIPESMITH=build/cli/pipesmith .venv/bin/python -m pytest tests/python -q
 
 clean:
 	rm -rf build build-ci build-asan build-clang

@@ -1,0 +1,141 @@
+"""Building PyTorch pipeline stages and the schedule runtime from a pipesmith plan.
+
+Two ways to get a stage's module:
+
+* :func:`reference_stage_modules` takes them from a :class:`~pipesmith.torch.reference.ReferenceTransformer`
+  by layer range: every plan builds, sublayer cuts, vocabulary shards and skip inputs included.
+* :func:`split_by_modules` cuts a user's model laid out as torchtitan's are (``tok_embeddings``,
+  ``layers`` as a ModuleDict, ``norm``, ``output``) by the module names the plan lists per stage, the
+  way torchtitan's splitter does: a copy of the model with every other module removed. Stages a
+  whole-module splitter cannot build are refused with the stage and the reason.
+
+:func:`build_schedule` loads the plan's CSV into ``_PipelineScheduleRuntime`` and checks that the
+stage -> rank mapping PyTorch inferred from the rows is the plan's.
+"""
+from __future__ import annotations
+
+import copy
+from typing import Callable, Sequence
+
+import torch
+from torch import nn
+
+from .plan import Plan, PlanError
+
+
+class PipelineBuildError(ValueError):
+    """A plan that cannot be built into PyTorch stages; the message names the stage and the reason."""
+
+
+def missing_features() -> list[str]:
+    """What this PyTorch lacks of what pipesmith's exports use (empty: all there)."""
+    missing = []
+    try:
+        from torch.distributed.pipelining import PipelineStage  # noqa: F401
+        from torch.distributed.pipelining import schedules
+    except ImportError as e:
+        return [f"torch.distributed.pipelining ({e})"]
+    ct = getattr(schedules, "_ComputationType", None)
+    for name in ("REDUCE_GRAD", "OVERLAP_F_B", "SEND_F", "RECV_B", "BACKWARD_INPUT", "BACKWARD_WEIGHT"):
+        if ct is None or not hasattr(ct, name):
+            missing.append(f"_ComputationType.{name}")
+    rt = getattr(schedules, "_PipelineScheduleRuntime", None)
+    if rt is None or not hasattr(rt, "_load_csv"):
+        missing.append("_PipelineScheduleRuntime._load_csv")
+    return missing
+
+
+def require_features() -> None:
+    missing = missing_features()
+    if missing:
+        raise RuntimeError(f"PyTorch {torch.__version__} lacks what pipesmith's exports use: "
+                           f"{', '.join(missing)} (docs/pytorch.md, 'Which PyTorch')")
+
+
+def reference_stage_modules(model, plan: Plan, rank: int) -> list[nn.Module]:
+    """The modules of ``rank``'s stages (ascending), cut from the reference model by layer range."""
+    if plan.num_layers != len(model.chain):
+        raise PipelineBuildError(f"{plan.path}: the plan covers {plan.num_layers} layers, the model "
+                                 f"'{model.spec.name}' has {len(model.chain)}")
+    for st in plan.stages:
+        names = tuple(model.spec.type_of(i).name for i in range(st.first_layer, st.last_layer + 1))
+        if names != st.layer_types:
+            raise PipelineBuildError(f"{plan.path}: stage {st.index}'s layer types {list(st.layer_types)} "
+                                     f"differ from the model's {list(names)} ({model.spec.path})")
+    return [model.stage(plan.stages[s].first_layer, plan.stages[s].last_layer)
+            for s in plan.rank_to_stages[rank]]
+
+
+def split_by_modules(model: nn.Module, plan: Plan, stage: int) -> nn.Module:
+    """A copy of ``model`` holding only the modules the plan lists for ``stage`` (torchtitan layout:
+    ``tok_embeddings``, ``layers`` ModuleDict, ``norm``, ``output``; absent parts set to None, which
+    the model's forward must skip, as torchtitan's models do)."""
+    st = plan.stages[stage]
+    problems = st.whole_module_problems()
+    if problems:
+        raise PipelineBuildError(f"stage {stage} (rank {st.rank}, layers {st.first_layer}-{st.last_layer}) "
+                                 f"cannot be built from whole modules: {'; '.join(problems)}. Build it "
+                                 "from the reference model (reference_stage_modules) or write its module")
+    keep = set(st.modules or ())
+    layers = getattr(model, "layers", None)
+    if not isinstance(layers, nn.ModuleDict):
+        raise PipelineBuildError("split_by_modules needs the torchtitan layout: `layers` as an nn.ModuleDict")
+    known = {f"layers.{k}" for k in layers.keys()} | {n for n in ("tok_embeddings", "norm", "output")
+                                                       if getattr(model, n, None) is not None}
+    unknown = sorted(keep - known)
+    if unknown:
+        raise PipelineBuildError(f"stage {stage}: module(s) {unknown} are not in the model "
+                                 f"(it has {', '.join(sorted(known)[:6])}, ...)")
+    part = copy.deepcopy(model)
+    for name in ("tok_embeddings", "norm", "output"):
+        if name not in keep and getattr(part, name, None) is not None:
+            setattr(part, name, None)
+    for k in list(part.layers.keys()):
+        if f"layers.{k}" not in keep:
+            del part.layers[k]
+    return part
+
+
+def module_fqns_per_model_part(plan: Plan) -> list[list[str]]:
+    """torchtitan's ``module_fqns_per_model_part``: one list of module names per stage, in stage order
+    (every stage must be buildable from whole modules)."""
+    out = []
+    for st in plan.stages:
+        problems = st.whole_module_problems()
+        if problems:
+            raise PipelineBuildError(f"stage {st.index} (rank {st.rank}): {'; '.join(problems)}")
+        out.append(list(st.modules or ()))
+    return out
+
+
+def stage_ids_this_rank(plan: Plan, rank: int) -> tuple[int, ...]:
+    """The stage indices ``rank`` builds, for any placement (torchtitan's own helper knows only looped
+    and V placements with ``num_stages % pp == 0``)."""
+    if not 0 <= rank < plan.devices:
+        raise PlanError(f"rank {rank}: the plan has ranks 0..{plan.devices - 1}")
+    return plan.rank_to_stages[rank]
+
+
+def make_stages(modules: Sequence[nn.Module], plan: Plan, rank: int, device: torch.device,
+                group=None) -> list:
+    from torch.distributed.pipelining import PipelineStage
+    ids = stage_ids_this_rank(plan, rank)
+    if len(ids) != len(modules):
+        raise PipelineBuildError(f"rank {rank} has {len(ids)} stages in the plan, {len(modules)} modules given")
+    return [PipelineStage(m, s, plan.num_stages, device, group=group) for m, s in zip(modules, ids)]
+
+
+def build_schedule(stages: list, plan: Plan, fmt: str, loss_fn: Callable, scale_grads: bool = True):
+    """``_PipelineScheduleRuntime`` over ``stages`` with the plan's CSV of format ``fmt`` loaded."""
+    require_features()
+    from torch.distributed.pipelining.schedules import _PipelineScheduleRuntime
+    schedule = _PipelineScheduleRuntime(stages, n_microbatches=plan.microbatches, loss_fn=loss_fn,
+                                        scale_grads=scale_grads)
+    schedule._load_csv(plan.csv_path(fmt), format=fmt)
+    inferred = getattr(schedule, "stage_index_to_group_rank", None)
+    if inferred is not None:
+        got = tuple(inferred[s] for s in range(plan.num_stages))
+        if got != plan.stage_to_rank:
+            raise PlanError(f"{plan.csv_path(fmt)}: PyTorch inferred stage -> rank {list(got)}, the plan "
+                            f"says {list(plan.stage_to_rank)}")
+    return schedule

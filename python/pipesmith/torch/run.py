@@ -1,0 +1,195 @@
+"""Run exported pipesmith schedules with PyTorch's pipelining runtime, one process per rank.
+
+    torchrun --nproc-per-node P -m pipesmith.torch.run DIR [DIR ...] --model MODEL.yaml \
+        [--case DIR MODEL.yaml ...] [--format compute_only|compute_comms|both] [--steps N] [--timeout S]
+
+Each DIR is what ``pipesmith export --to pytorch -o DIR`` wrote; ``--case`` pairs a DIR with its own
+model, so plans of several models run in one job. Every rank builds the reference
+transformer of MODEL.yaml (float64, the same seed everywhere), takes its stages from the plan,
+loads the CSV into ``_PipelineScheduleRuntime`` and trains N steps (SGD) on one batch split into the
+plan's microbatches. It then compares the loss, every gradient of its stages after the first step
+and every parameter after the last step with an unpipelined run of the same model and batch. Rank 0
+prints one line per (DIR, format); exit 0 when all match, 1 when any differs, 2 on a bad plan or
+model. A rank whose step does not finish within --timeout seconds prints the last action it started
+and the job ends with exit 124.
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+import threading
+import time
+
+import torch
+import torch.distributed as dist
+
+from . import pipeline
+from .model_yaml import ModelFileError, load_model
+from .plan import PlanError, load_plan
+from .reference import ReferenceTransformer, Scale, loss_fn
+
+RTOL = 1e-9  # float64: pipelined and unpipelined sums differ only in summation order
+
+
+class _LastAction(logging.Handler):
+    """Keeps the last action the runtime announced (its per-action debug record)."""
+
+    def __init__(self):
+        super().__init__(logging.DEBUG)
+        self.last = "none yet"
+
+    def emit(self, record):
+        if record.args and len(record.args) == 2 and "time_step" in str(record.msg):
+            self.last = f"time step {record.args[0]}: {record.args[1]}"
+
+
+def _watchdog(rank: int, deadline: list, last: _LastAction, label: list):
+    while True:
+        time.sleep(0.2)
+        if deadline[0] is not None and time.monotonic() > deadline[0]:
+            print(f"rank {rank}: TIMEOUT in {label[0]}: last action started: {last.last}", file=sys.stderr,
+                  flush=True)
+            os._exit(124)
+
+
+def _reference(spec, scale, inputs, labels, M, steps, lr):
+    model = ReferenceTransformer(spec, scale)
+    opt = torch.optim.SGD(model.parameters(), lr=lr)
+    grads = loss = None
+    for step in range(steps):
+        opt.zero_grad()
+        chunks = [torch.tensor_split(x, M) for x in inputs]
+        label_chunks = torch.tensor_split(labels, M)
+        total = 0
+        for m in range(M):
+            total = total + loss_fn(model(*(c[m] for c in chunks)), label_chunks[m])
+        total = total / M
+        total.backward()
+        if step == 0:
+            loss = total.item()
+            grads = {n: (p.grad.clone() if p.grad is not None else None) for n, p in model.named_parameters()}
+        opt.step()
+    params = {n: p.detach().clone() for n, p in model.named_parameters()}
+    return loss, grads, params
+
+
+def _rel(a: torch.Tensor, b: torch.Tensor) -> float:
+    return (a - b).abs().max().item() / (b.abs().max().item() + 1e-30)
+
+
+def run_case(plan_dir, fmt, spec, scale, rank, steps, lr, rows_per_mb, ref_cache):
+    plan = load_plan(plan_dir)
+    if plan.devices != dist.get_world_size():
+        raise PlanError(f"{plan.path}: the plan is for {plan.devices} ranks, the job has {dist.get_world_size()}")
+    M = plan.microbatches
+    model = ReferenceTransformer(spec, scale)
+    tokens, labels = model.batch(M * rows_per_mb)
+    inputs = model.step_inputs(tokens, labels)
+    key = (M, steps)
+    if key not in ref_cache:
+        ref_cache[key] = _reference(spec, scale, inputs, labels, M, steps, lr)
+    ref_loss, ref_grads, ref_params = ref_cache[key]
+    modules = pipeline.reference_stage_modules(model, plan, rank)
+    stages = pipeline.make_stages(modules, plan, rank, torch.device("cpu"))
+    schedule = pipeline.build_schedule(stages, plan, fmt, loss_fn)
+    mine = [p for m in modules for p in m.parameters()]
+    opt = torch.optim.SGD(mine, lr=lr) if mine else None
+    holds_first = 0 in plan.rank_to_stages[rank]
+    holds_last = plan.num_stages - 1 in plan.rank_to_stages[rank]
+    names = {id(p): n for n, p in model.named_parameters()}
+    worst_grad, loss, missing = 0.0, None, []
+    for step in range(steps):
+        for p in mine:
+            p.grad = None
+        losses = []
+        kwargs = {"target": labels, "losses": losses} if holds_last else {}
+        schedule.step(*(inputs if holds_first else ()), **kwargs)
+        if holds_last and step == 0:
+            loss = torch.stack(losses).mean().item()
+        if step == 0:
+            for p in mine:
+                r = ref_grads[names[id(p)]]
+                if p.grad is None or r is None:
+                    if (p.grad is None) != (r is None):
+                        missing.append(names[id(p)])
+                    continue
+                worst_grad = max(worst_grad, _rel(p.grad, r))
+        if opt is not None:
+            opt.step()
+    worst_param = max((_rel(p.detach(), ref_params[names[id(p)]]) for p in mine), default=0.0)
+    loss_err = abs(loss - ref_loss) / abs(ref_loss) if loss is not None else 0.0
+    ok = worst_grad <= RTOL and worst_param <= RTOL and loss_err <= RTOL and not missing
+    return plan, ok, worst_grad, worst_param, loss_err, missing
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m pipesmith.torch.run", description=__doc__.split("\n\n")[0])
+    ap.add_argument("dirs", nargs="*", help="directories written by `pipesmith export --to pytorch`")
+    ap.add_argument("--model", help="the model YAML the DIRs' plans were made from")
+    ap.add_argument("--case", nargs=2, action="append", default=[], metavar=("DIR", "MODEL"),
+                    help="a directory and its model YAML (repeatable)")
+    ap.add_argument("--format", default="both", choices=["compute_only", "compute_comms", "both"])
+    ap.add_argument("--steps", type=int, default=1, help="training steps (SGD); default 1")
+    ap.add_argument("--lr", type=float, default=0.1)
+    ap.add_argument("--hidden", type=int, default=Scale.hidden, help="hidden size of the reference model")
+    ap.add_argument("--rows-per-microbatch", type=int, default=2)
+    ap.add_argument("--timeout", type=float, default=60, help="seconds per step before a rank gives up")
+    args = ap.parse_args(argv)
+    if args.dirs and not args.model:
+        ap.error("DIRs need --model (or give each as --case DIR MODEL)")
+    cases = [(d, args.model) for d in args.dirs] + [tuple(c) for c in args.case]
+    if not cases:
+        ap.error("nothing to run: give DIRs with --model, or --case DIR MODEL")
+    if args.steps < 1 or args.timeout <= 0 or args.hidden < 2 or args.rows_per_microbatch < 1:
+        ap.error("--steps, --rows-per-microbatch >= 1, --hidden >= 2, --timeout > 0")
+    torch.set_num_threads(1)
+    pipeline.require_features()
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    last = _LastAction()
+    log = logging.getLogger("torch.distributed.pipelining.schedules")
+    log.addHandler(last)
+    log.setLevel(logging.DEBUG)
+    log.propagate = False
+    deadline, label = [None], [""]
+    threading.Thread(target=_watchdog, args=(rank, deadline, last, label), daemon=True).start()
+    fmts = ["compute_only", "compute_comms"] if args.format == "both" else [args.format]
+    status = 0
+    try:
+        scale = Scale(hidden=args.hidden)
+        specs: dict = {}
+        for d, model_path in cases:
+            if model_path not in specs:
+                specs[model_path] = (load_model(model_path), {})
+            spec, ref_cache = specs[model_path]
+            for fmt in fmts:
+                label[0] = f"{d} ({fmt})"
+                deadline[0] = time.monotonic() + args.timeout * args.steps
+                plan, ok, g, p, l, missing = run_case(d, fmt, spec, scale, rank, args.steps, args.lr,
+                                                      args.rows_per_microbatch, ref_cache)
+                deadline[0] = None
+                flags = torch.tensor([0 if ok else 1, 0], dtype=torch.int64)
+                worst = torch.tensor([g, p, l], dtype=torch.float64)
+                dist.all_reduce(flags)
+                dist.all_reduce(worst, op=dist.ReduceOp.MAX)
+                if missing:
+                    print(f"rank {rank}: gradients missing on one side for {missing[:4]}", flush=True)
+                if rank == 0:
+                    verdict = "match" if flags[0].item() == 0 else "DIFFER"
+                    print(f"{d} {fmt}: P = {plan.devices}, S = {plan.num_stages}, M = {plan.microbatches}: "
+                          f"loss, gradients and parameters after {args.steps} step(s) {verdict} the "
+                          f"unpipelined run (max rel. diff: loss {worst[2]:.1e}, grad {worst[0]:.1e}, "
+                          f"param {worst[1]:.1e}; tolerance {RTOL:.0e})", flush=True)
+                if flags[0].item():
+                    status = 1
+    except (PlanError, ModelFileError, pipeline.PipelineBuildError) as e:
+        print(f"rank {rank}: error: {e}", file=sys.stderr, flush=True)
+        os._exit(2)
+    dist.destroy_process_group()
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
