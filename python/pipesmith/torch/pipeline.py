@@ -77,6 +77,12 @@ def split_by_modules(model: nn.Module, plan: Plan, stage: int) -> nn.Module:
                                  f"cannot be built from whole modules: {'; '.join(problems)}. Build it "
                                  "from the reference model (reference_stage_modules) or write its module")
     keep = set(st.modules or ())
+    for other in plan.stages:
+        shared = sorted(keep & set(other.modules or ())) if other.index != stage else []
+        if shared:
+            raise PipelineBuildError(f"stage {stage} (rank {st.rank}) and stage {other.index} both hold "
+                                     f"parts of module {shared[0]}: the plan cuts inside it, so neither "
+                                     "stage can be built from whole modules")
     layers = getattr(model, "layers", None)
     if not isinstance(layers, nn.ModuleDict):
         raise PipelineBuildError("split_by_modules needs the torchtitan layout: `layers` as an nn.ModuleDict")

@@ -16,6 +16,7 @@ and the job ends with exit 124.
 from __future__ import annotations
 
 import argparse
+import importlib
 import logging
 import os
 import sys
@@ -54,8 +55,19 @@ def _watchdog(rank: int, deadline: list, last: _LastAction, label: list):
             os._exit(124)
 
 
-def _reference(spec, scale, inputs, labels, M, steps, lr):
-    model = ReferenceTransformer(spec, scale)
+def _build(spec, scale, user_model):
+    if user_model is None:
+        return ReferenceTransformer(spec, scale)
+    mod, _, fn = user_model.partition(":")
+    try:
+        build = getattr(importlib.import_module(mod), fn)
+    except (ImportError, AttributeError) as e:
+        raise pipeline.PipelineBuildError(f"--user-model {user_model}: {e}") from None
+    return build(spec, scale)
+
+
+def _reference(make, inputs, labels, M, steps, lr):
+    model = make()
     opt = torch.optim.SGD(model.parameters(), lr=lr)
     grads = loss = None
     for step in range(steps):
@@ -79,26 +91,35 @@ def _rel(a: torch.Tensor, b: torch.Tensor) -> float:
     return (a - b).abs().max().item() / (b.abs().max().item() + 1e-30)
 
 
-def run_case(plan_dir, fmt, spec, scale, rank, steps, lr, rows_per_mb, ref_cache):
+def run_case(plan_dir, fmt, spec, scale, rank, steps, lr, rows_per_mb, ref_cache, user_model=None):
     plan = load_plan(plan_dir)
     if plan.devices != dist.get_world_size():
         raise PlanError(f"{plan.path}: the plan is for {plan.devices} ranks, the job has {dist.get_world_size()}")
     M = plan.microbatches
-    model = ReferenceTransformer(spec, scale)
-    tokens, labels = model.batch(M * rows_per_mb)
-    inputs = model.step_inputs(tokens, labels)
+    make = lambda: _build(spec, scale, user_model)  # noqa: E731
+    model = make()
+    g = torch.Generator().manual_seed(99)
+    tokens = torch.randint(0, model.vocab, (M * rows_per_mb, scale.seq), generator=g)
+    labels = torch.randint(0, model.vocab, (M * rows_per_mb, scale.seq), generator=g)
+    if user_model is None:
+        inputs = model.step_inputs(tokens, labels)
+        modules = pipeline.reference_stage_modules(model, plan, rank)
+        names = {id(p): n for n, p in model.named_parameters()}
+        named = [(names[id(p)], p) for m in modules for p in m.parameters()]
+    else:
+        inputs = (tokens,)
+        modules = [pipeline.split_by_modules(model, plan, s) for s in plan.rank_to_stages[rank]]
+        named = [(n, p) for m in modules for n, p in m.named_parameters()]
     key = (M, steps)
     if key not in ref_cache:
-        ref_cache[key] = _reference(spec, scale, inputs, labels, M, steps, lr)
+        ref_cache[key] = _reference(make, inputs, labels, M, steps, lr)
     ref_loss, ref_grads, ref_params = ref_cache[key]
-    modules = pipeline.reference_stage_modules(model, plan, rank)
     stages = pipeline.make_stages(modules, plan, rank, torch.device("cpu"))
     schedule = pipeline.build_schedule(stages, plan, fmt, loss_fn)
-    mine = [p for m in modules for p in m.parameters()]
+    mine = [p for _, p in named]
     opt = torch.optim.SGD(mine, lr=lr) if mine else None
     holds_first = 0 in plan.rank_to_stages[rank]
     holds_last = plan.num_stages - 1 in plan.rank_to_stages[rank]
-    names = {id(p): n for n, p in model.named_parameters()}
     worst_grad, loss, missing = 0.0, None, []
     for step in range(steps):
         for p in mine:
@@ -109,16 +130,16 @@ def run_case(plan_dir, fmt, spec, scale, rank, steps, lr, rows_per_mb, ref_cache
         if holds_last and step == 0:
             loss = torch.stack(losses).mean().item()
         if step == 0:
-            for p in mine:
-                r = ref_grads[names[id(p)]]
+            for n, p in named:
+                r = ref_grads[n]
                 if p.grad is None or r is None:
                     if (p.grad is None) != (r is None):
-                        missing.append(names[id(p)])
+                        missing.append(n)
                     continue
                 worst_grad = max(worst_grad, _rel(p.grad, r))
         if opt is not None:
             opt.step()
-    worst_param = max((_rel(p.detach(), ref_params[names[id(p)]]) for p in mine), default=0.0)
+    worst_param = max((_rel(p.detach(), ref_params[n]) for n, p in named), default=0.0)
     loss_err = abs(loss - ref_loss) / abs(ref_loss) if loss is not None else 0.0
     ok = worst_grad <= RTOL and worst_param <= RTOL and loss_err <= RTOL and not missing
     return plan, ok, worst_grad, worst_param, loss_err, missing
@@ -135,6 +156,10 @@ def main(argv=None) -> int:
     ap.add_argument("--lr", type=float, default=0.1)
     ap.add_argument("--hidden", type=int, default=Scale.hidden, help="hidden size of the reference model")
     ap.add_argument("--rows-per-microbatch", type=int, default=2)
+    ap.add_argument("--user-model", metavar="MODULE:FUNCTION",
+                    help="build the model with FUNCTION(spec, scale) from MODULE instead of the reference "
+                         "transformer: a torchtitan-layout model whose stages are cut by module names "
+                         "(pipesmith.torch.titan_layout:build is one)")
     ap.add_argument("--timeout", type=float, default=60, help="seconds per step before a rank gives up")
     args = ap.parse_args(argv)
     if args.dirs and not args.model:
@@ -168,7 +193,7 @@ def main(argv=None) -> int:
                 label[0] = f"{d} ({fmt})"
                 deadline[0] = time.monotonic() + args.timeout * args.steps
                 plan, ok, g, p, l, missing = run_case(d, fmt, spec, scale, rank, args.steps, args.lr,
-                                                      args.rows_per_microbatch, ref_cache)
+                                                      args.rows_per_microbatch, ref_cache, args.user_model)
                 deadline[0] = None
                 flags = torch.tensor([0 if ok else 1, 0], dtype=torch.int64)
                 worst = torch.tensor([g, p, l], dtype=torch.float64)
