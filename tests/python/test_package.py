@@ -158,9 +158,9 @@ def test_torchtitan_route_for_an_irregular_plan(plans):
     assert plan.stage_to_rank == (0, 1, 2, 3, 2, 1)
     assert pipeline.stage_ids_this_rank(plan, 1) == (1, 5) and pipeline.stage_ids_this_rank(plan, 0) == (0,)
     fqns = pipeline.module_fqns_per_model_part(plan)
-    assert fqns[0][0] == "tok_embeddings" and fqns[-1][-2:] == ["norm", "output"]
+    assert fqns[0][0] == "tok_embeddings" and fqns[-1][-2:] == ["norm", "lm_head"]
     assert [n for part in fqns for n in part] == ["tok_embeddings"] + [f"layers.{i}" for i in range(32)] + [
-        "norm", "output"]
+        "norm", "lm_head"]
     model = TitanLayoutLM(load_model(model_path("llama2-7b")))
     parts = [pipeline.split_by_modules(model, plan, s) for s in range(plan.num_stages)]
     tokens = torch.randint(0, model.vocab, (2, model.seq))

@@ -77,13 +77,16 @@ def test_several_steps_stay_exact(tmp_path):
     assert "after 3 step(s) match" in out
 
 
-def test_a_user_model_cut_by_module_names(tmp_path):
-    """A torchtitan-layout model (tok_embeddings, layers ModuleDict, norm, output), its stages cut by
-    the plan's module names as torchtitan's splitter cuts, on an irregular placement torchtitan's own
-    stage_ids_this_rank cannot express (6 stages on 4 ranks)."""
+@pytest.mark.parametrize("splitter", ["pipesmith", "torchtitan"])
+def test_a_user_model_cut_by_module_names(tmp_path, splitter):
+    """A torchtitan-layout model (tok_embeddings, layers ModuleDict, norm, lm_head), its stages cut by
+    the plan's module names (pipesmith's split_by_modules, or torchtitan 0.3's own _split_module fed
+    module_fqns_per_model_part), on an irregular placement torchtitan's own rank -> stages mapping
+    cannot express (6 stages on 4 ranks; stage_ids_this_rank gives them)."""
     model = model_path("llama2-7b")
     sched = str(tmp_path / "s.yaml")
     cli("synth", model, "--devices", "4", "--microbatches", "8", "--cuts", "layers", "--placement",
         "0,1,2,3,2,1", "--memory-limit-gb", "0", "--evaluations", "20", "--quiet", "-o", sched)
     export(sched, str(tmp_path / "pt"), model)
-    run_plans(4, [(str(tmp_path / "pt"), model)], extra=("--user-model", "pipesmith.torch.titan_layout:build"))
+    run_plans(4, [(str(tmp_path / "pt"), model)], extra=("--user-model", "pipesmith.torch.titan_layout:build",
+                                                             "--splitter", splitter))

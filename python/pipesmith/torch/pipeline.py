@@ -5,8 +5,8 @@ Two ways to get a stage's module:
 * :func:`reference_stage_modules` takes them from a :class:`~pipesmith.torch.reference.ReferenceTransformer`
   by layer range: every plan builds, sublayer cuts, vocabulary shards and skip inputs included.
 * :func:`split_by_modules` cuts a user's model laid out as torchtitan's are (``tok_embeddings``,
-  ``layers`` as a ModuleDict, ``norm``, ``output``) by the module names the plan lists per stage, the
-  way torchtitan's splitter does: a copy of the model with every other module removed. Stages a
+  ``layers`` as a ModuleDict, ``norm``, ``lm_head``; older torchtitan: ``output``) by the module names
+  the plan lists per stage, the way torchtitan's splitter does: a copy of the model with every other module removed. Stages a
   whole-module splitter cannot build are refused with the stage and the reason.
 
 :func:`build_schedule` loads the plan's CSV into ``_PipelineScheduleRuntime`` and checks that the
@@ -21,6 +21,9 @@ import torch
 from torch import nn
 
 from .plan import Plan, PlanError
+
+
+TOP_LEVEL = ("tok_embeddings", "norm", "lm_head", "output")  # torchtitan's non-layer modules
 
 
 class PipelineBuildError(ValueError):
@@ -68,7 +71,7 @@ def reference_stage_modules(model, plan: Plan, rank: int) -> list[nn.Module]:
 
 def split_by_modules(model: nn.Module, plan: Plan, stage: int) -> nn.Module:
     """A copy of ``model`` holding only the modules the plan lists for ``stage`` (torchtitan layout:
-    ``tok_embeddings``, ``layers`` ModuleDict, ``norm``, ``output``; absent parts set to None, which
+    ``tok_embeddings``, ``layers`` ModuleDict, ``norm``, ``lm_head`` or ``output``; absent parts set to None, which
     the model's forward must skip, as torchtitan's models do)."""
     st = plan.stages[stage]
     problems = st.whole_module_problems()
@@ -86,14 +89,14 @@ def split_by_modules(model: nn.Module, plan: Plan, stage: int) -> nn.Module:
     layers = getattr(model, "layers", None)
     if not isinstance(layers, nn.ModuleDict):
         raise PipelineBuildError("split_by_modules needs the torchtitan layout: `layers` as an nn.ModuleDict")
-    known = {f"layers.{k}" for k in layers.keys()} | {n for n in ("tok_embeddings", "norm", "output")
+    known = {f"layers.{k}" for k in layers.keys()} | {n for n in TOP_LEVEL
                                                        if getattr(model, n, None) is not None}
     unknown = sorted(keep - known)
     if unknown:
         raise PipelineBuildError(f"stage {stage}: module(s) {unknown} are not in the model "
                                  f"(it has {', '.join(sorted(known)[:6])}, ...)")
     part = copy.deepcopy(model)
-    for name in ("tok_embeddings", "norm", "output"):
+    for name in TOP_LEVEL:
         if name not in keep and getattr(part, name, None) is not None:
             setattr(part, name, None)
     for k in list(part.layers.keys()):

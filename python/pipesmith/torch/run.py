@@ -91,7 +91,18 @@ def _rel(a: torch.Tensor, b: torch.Tensor) -> float:
     return (a - b).abs().max().item() / (b.abs().max().item() + 1e-30)
 
 
-def run_case(plan_dir, fmt, spec, scale, rank, steps, lr, rows_per_mb, ref_cache, user_model=None):
+def _torchtitan_split(model, plan, stage):
+    """torchtitan's own splitter on the plan's module names (``module_fqns_per_model_part``)."""
+    try:
+        from torchtitan.distributed.pipeline_parallel import _split_module
+    except ImportError as e:
+        raise pipeline.PipelineBuildError(f"--splitter torchtitan: torchtitan does not import ({e}); "
+                                          "bash scripts/install-deps installs it") from None
+    return _split_module(model, pipeline.module_fqns_per_model_part(plan)[stage])
+
+
+def run_case(plan_dir, fmt, spec, scale, rank, steps, lr, rows_per_mb, ref_cache, user_model=None,
+             splitter="pipesmith"):
     plan = load_plan(plan_dir)
     if plan.devices != dist.get_world_size():
         raise PlanError(f"{plan.path}: the plan is for {plan.devices} ranks, the job has {dist.get_world_size()}")
@@ -108,7 +119,8 @@ def run_case(plan_dir, fmt, spec, scale, rank, steps, lr, rows_per_mb, ref_cache
         named = [(names[id(p)], p) for m in modules for p in m.parameters()]
     else:
         inputs = (tokens,)
-        modules = [pipeline.split_by_modules(model, plan, s) for s in plan.rank_to_stages[rank]]
+        split = _torchtitan_split if splitter == "torchtitan" else pipeline.split_by_modules
+        modules = [split(model, plan, s) for s in pipeline.stage_ids_this_rank(plan, rank)]
         named = [(n, p) for m in modules for n, p in m.named_parameters()]
     key = (M, steps)
     if key not in ref_cache:
@@ -160,6 +172,9 @@ def main(argv=None) -> int:
                     help="build the model with FUNCTION(spec, scale) from MODULE instead of the reference "
                          "transformer: a torchtitan-layout model whose stages are cut by module names "
                          "(pipesmith.torch.titan_layout:build is one)")
+    ap.add_argument("--splitter", default="pipesmith", choices=["pipesmith", "torchtitan"],
+                    help="with --user-model: cut stages with pipesmith.torch.pipeline.split_by_modules "
+                         "(default) or torchtitan's own _split_module")
     ap.add_argument("--timeout", type=float, default=60, help="seconds per step before a rank gives up")
     args = ap.parse_args(argv)
     if args.dirs and not args.model:
@@ -167,6 +182,8 @@ def main(argv=None) -> int:
     cases = [(d, args.model) for d in args.dirs] + [tuple(c) for c in args.case]
     if not cases:
         ap.error("nothing to run: give DIRs with --model, or --case DIR MODEL")
+    if args.splitter != "pipesmith" and not args.user_model:
+        ap.error("--splitter needs --user-model (the reference model is cut by layer ranges)")
     if args.steps < 1 or args.timeout <= 0 or args.hidden < 2 or args.rows_per_microbatch < 1:
         ap.error("--steps, --rows-per-microbatch >= 1, --hidden >= 2, --timeout > 0")
     torch.set_num_threads(1)
@@ -193,7 +210,8 @@ def main(argv=None) -> int:
                 label[0] = f"{d} ({fmt})"
                 deadline[0] = time.monotonic() + args.timeout * args.steps
                 plan, ok, g, p, l, missing = run_case(d, fmt, spec, scale, rank, args.steps, args.lr,
-                                                      args.rows_per_microbatch, ref_cache, args.user_model)
+                                                      args.rows_per_microbatch, ref_cache, args.user_model,
+                                                      args.splitter)
                 deadline[0] = None
                 flags = torch.tensor([0 if ok else 1, 0], dtype=torch.int64)
                 worst = torch.tensor([g, p, l], dtype=torch.float64)

@@ -1,7 +1,7 @@
 """A small decoder-only LM laid out as torchtitan's models are, standing in for a user's model.
 
 ``tok_embeddings``, ``layers`` (an ``nn.ModuleDict`` of decoder layers keyed "0", "1", ...), ``norm``
-and ``output``; ``forward(tokens)`` skips the parts that are None, so a copy with the other stages'
+and ``lm_head`` (torchtitan 0.3's names); ``forward(tokens)`` skips the parts that are None, so a copy with the other stages'
 modules removed is a stage's module — what :func:`pipesmith.torch.pipeline.split_by_modules` and
 torchtitan's own splitter build. It is built from a pipesmith model YAML whose layers are an
 embedding, whole decoder layers (kind ``dense_block`` / ``attention+mlp``, or an attention layer
@@ -32,9 +32,9 @@ class TitanLayoutLM(nn.Module):
         super().__init__()
         d = _dims(spec.architecture, scale, scale.vocab)
         names = [spec.layers[i].modules for i in range(len(spec.layers))]
-        if names[0] != ("tok_embeddings",) or names[-1] != ("norm", "output"):
+        if names[0] != ("tok_embeddings",) or names[-1] != ("norm", "lm_head"):
             raise ModelFileError(f"{spec.path}: the torchtitan layout needs the first layer named "
-                                 "tok_embeddings and the last [norm, output] (`module:`)")
+                                 "tok_embeddings and the last [norm, lm_head] (`module:`)")
         keys = []
         for i in range(1, len(spec.layers) - 1):
             comps = spec.type_of(i).components
@@ -53,7 +53,7 @@ class TitanLayoutLM(nn.Module):
         self.tok_embeddings = nn.Embedding(d.vocab, d.hidden)
         self.layers = nn.ModuleDict({k: DecoderLayer(d) for k in keys})
         self.norm = RMSNorm(d.hidden)
-        self.output = nn.Linear(d.hidden, d.vocab, bias=False)
+        self.lm_head = nn.Linear(d.hidden, d.vocab, bias=False)
         self.vocab, self.seq = d.vocab, d.seq
         self.to(dtype)
 
@@ -62,7 +62,7 @@ class TitanLayoutLM(nn.Module):
         for layer in self.layers.values():
             h = layer(h)
         h = self.norm(h) if self.norm is not None else h
-        return self.output(h) if self.output is not None else h
+        return self.lm_head(h) if self.lm_head is not None else h
 
 
 def build(spec: ModelSpec, scale: Scale = Scale()) -> TitanLayoutLM:
