@@ -194,7 +194,7 @@ int main() {
     Report rep2;
     const double t_full = median_seconds([&] { rep2 = verify(compute_only); });
     const size_t ops = with_comms.num_ops();
-    const bool ok = rep.valid && rep.sim && rep.safe_under.size() == 3 && rep2.valid;
+    const bool ok = rep.valid && rep.sim && rep.safe_under.size() == 4 && rep2.valid;
     all_ok &= ok;
     fmt::print("{:>7} {:>6} {:>6} {:>5} {:>9} {:>11.3f} {:>10.3f} {:>11.0f} {:>11.3f}s {:>10.1f} {:>7.3f} {:>6}\n",
                r.P, r.M, p.num_stages(), r.split ? "I+W" : "B", ops, t_insert, t_verify, ops / t_verify, t_full,

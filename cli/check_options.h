@@ -28,7 +28,7 @@ struct CheckFlags {
         ->check(CLI::Range(1, static_cast<int>(limits::kMaxMicrobatches)));
     sub->add_option("--stages", input.stages, "Expected stage count (checked against the file)")
         ->check(CLI::Range(1, static_cast<int>(limits::kMaxStages)));
-    sub->add_option("--semantics", semantics, "Send/recv semantics: rendezvous (default), grouped, buffered");
+    sub->add_option("--semantics", semantics, "Send/recv semantics: rendezvous (default), grouped, buffered, posted (PyTorch's pipelining runtime; docs/semantics.md)");
     sub->add_option("--memory-limit-gb", memory_limit_gb, "Per-device memory limit in GB (0 = unlimited; "
                                                           "default: the problem's)");
   }
@@ -46,7 +46,8 @@ struct CheckFlags {
     };
     auto sem = parse_semantics(semantics);
     if (!sem)
-      return fail(Status::bad_input("--semantics must be rendezvous, grouped or buffered, got '" + semantics + "'"));
+      return fail(Status::bad_input("--semantics must be rendezvous, grouped, buffered or posted, got '" + semantics +
+                                    "'"));
     if (!(memory_limit_gb < 0 || std::isfinite(memory_limit_gb)))
       return fail(Status::bad_input("--memory-limit-gb must be a finite number (0 = unlimited)"));
     auto loaded = load_schedule_for_check(input);

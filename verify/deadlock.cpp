@@ -23,6 +23,11 @@ class Execution {
     partner_.assign(N, kNoOp);
     for (int id = 0; id < N; ++id)
       if (is_comm(t.op(id).type)) partner_[id] = t.partner(id);
+    if (sem == Semantics::kPosted) {
+      recv_of_.assign(N, kNoOp);
+      for (int id = 0; id < N; ++id)
+        if (!is_comm(t.op(id).type)) recv_of_[id] = t.recv_for(id);
+    }
     if (sem == Semantics::kGrouped) {
       group_begin_.assign(N, 0);
       group_end_.assign(N, 0);
@@ -58,6 +63,7 @@ class Execution {
         case Semantics::kRendezvous: step_rendezvous(d); break;
         case Semantics::kGrouped: step_grouped(d); break;
         case Semantics::kBuffered: step_buffered(d); break;
+        case Semantics::kPosted: step_posted(d); break;
       }
     }
   }
@@ -74,6 +80,11 @@ class Execution {
     return id;
   }
   int partner(int id) const { return partner_[id]; }
+  // The op whose completion the blocked op `id` waits for: its partner; under posted, a compute op
+  // waits for the SEND of the RECV that delivers its input.
+  int awaited(int id) const { return is_comm(t_.op(id).type) ? partner_[id] : partner_[recv_of_[id]]; }
+  // The comm op whose partner is awaited: `id` itself, or a blocked compute op's RECV (posted).
+  int waiting_comm(int id) const { return is_comm(t_.op(id).type) ? id : recv_of_[id]; }
   // Program indices [first, last] of the group a comm op belongs to (grouped only).
   std::pair<int, int> group_of(int id) const { return {group_begin_[id], group_end_[id] - 1}; }
 
@@ -125,6 +136,22 @@ class Execution {
     }
   }
 
+  // posted: SEND and RECV complete when reached (they are posted); a compute op whose input comes
+  // through a RECV waits there until that RECV's SEND has been posted.
+  void step_posted(int d) {
+    while (ptr_[d] < len(d)) {
+      const int id = t_.id(d, ptr_[d]);
+      const OpType ty = t_.op(id).type;
+      if (!is_comm(ty) && recv_of_[id] != kNoOp) {
+        const int q = partner_[recv_of_[id]];
+        if (q == kNoOp || !done_[q]) return;
+      }
+      done_[id] = 1;
+      ++ptr_[d];
+      if (is_send(ty) && partner_[id] != kNoOp) push(t_.device(partner_[id]));
+    }
+  }
+
   void step_grouped(int d) {
     while (reach_comm(d)) {
       const int id = t_.id(d, ptr_[d]);
@@ -156,6 +183,7 @@ class Execution {
   std::vector<int> ptr_;
   std::vector<char> done_;
   std::vector<int> partner_;
+  std::vector<int> recv_of_;  // compute op → the RECV delivering its input (posted only)
   std::vector<int> group_begin_;  // comm op → program index of its group's first op (grouped only)
   std::vector<int> group_end_;  // comm op → program index one past its group (grouped only)
   std::vector<char> in_group_;
@@ -182,9 +210,11 @@ DeadlockResult analyze_deadlock(const Schedule& s, const OpTable& t, Semantics s
   std::vector<int> blocked(D, kNoOp), waits(D, -1), next(D, -1);
   for (int d : stuck) {
     blocked[d] = ex.blocked_op(d);
-    waits[d] = ex.partner(blocked[d]);
+    waits[d] = ex.awaited(blocked[d]);
     next[d] = waits[d] == kNoOp ? -1 : t.device(waits[d]);
   }
+  // The name of the op a blocked op waits for when it is not in the schedule.
+  auto missing = [&](int b) { return to_string(partner_action(t.op(ex.waiting_comm(b)))); };
   const char* sem_name = semantics_name(sem);
 
   auto describe_device = [&](int d) {
@@ -194,16 +224,17 @@ DeadlockResult analyze_deadlock(const Schedule& s, const OpTable& t, Semantics s
       auto [first, last] = ex.group_of(b);
       s1 += fmt::format(" (in its group of comm ops {}..{})", first, last);
     }
+    const int c = ex.waiting_comm(b);
+    if (c != b) s1 += fmt::format(" (its input comes through {})", describe_op(t.index(c), t.op(c)));
     if (waits[d] == kNoOp) {
-      return s1 + fmt::format("; its partner '{}' is not in the schedule, so it can never come",
-                              to_string(partner_action(t.op(b))));
+      return s1 + fmt::format("; the partner '{}' is not in the schedule, so it can never come", missing(b));
     }
     const int q = waits[d];
     const int e = t.device(q);
     const int eb = blocked[e];
-    std::string reach = sem == Semantics::kGrouped    ? "before reaching that op's group"
-                        : sem == Semantics::kBuffered ? "before issuing it"
-                                                      : "before reaching it";
+    std::string reach = sem == Semantics::kGrouped                                   ? "before reaching that op's group"
+                        : sem == Semantics::kBuffered || sem == Semantics::kPosted ? "before issuing it"
+                                                                                     : "before reaching it";
     return s1 + fmt::format("; it waits for {}, but device {} is blocked on {} {}",
                             describe_op_on(e, t.index(q), t.op(q)), e,
                             describe_op(t.index(eb), t.op(eb)), reach);
@@ -265,7 +296,7 @@ DeadlockResult analyze_deadlock(const Schedule& s, const OpTable& t, Semantics s
                               sem_name, chain);
     } else {
       msg = fmt::format("deadlock under {}: device {} waits for '{}', which is not in the schedule",
-                        sem_name, d0, to_string(partner_action(t.op(b))));
+                        sem_name, d0, missing(b));
     }
     std::vector<std::string> notes;
     for (int d : k.devices) notes.push_back(describe_device(d));

@@ -10,10 +10,14 @@
 //               earlier ops completed; an op of the group completes when its partner's device is at
 //               the partner's group; the device passes the group when all its ops completed.
 //   buffered:   a SEND completes when reached; a RECV completes once its SEND has completed.
+//   posted:     SEND and RECV complete when reached (posted, as PyTorch's pipelining runtime posts
+//               isend/irecv); a compute op whose input a RECV delivers completes once that RECV's
+//               SEND has completed (the runtime waits for the receive there).
 // The fixpoint is unique (each device is a sequential program and pairing is by tensor), so "ops
 // remain" means the schedule deadlocks under that semantics. Witness: among the stuck devices, each
 // waits for the device owning the partner of the op it is blocked on (for grouped: the first
-// incomplete op of its group), or for nothing if that partner does not exist. That graph has out-
+// incomplete op of its group; for posted: the SEND of the blocked compute op's RECV), or for nothing
+// if that partner does not exist. That graph has out-
 // degree ≤ 1, so following it from any stuck device ends in a cycle or at a device waiting for a
 // partner that can never come; one violation per such cycle / dead end, with a note per device.
 // Precondition: structure, dependency and comm.same-device/comm.order rules reported nothing.

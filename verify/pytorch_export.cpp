@@ -3,8 +3,10 @@
 #include "verify/pytorch_export.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "ir/pytorch_lowering.h"
@@ -100,15 +102,14 @@ StageInfo stage_info(const StageSpec& st, const Spec& spec) {
   for (const Layer& l : m.layers) named = named || !l.modules.empty();
   if (named) info.modules = ordered_json::array();
   bool vocab = false;
-  std::string last_module;
+  // Each module once, in first-use order: consecutive layers share one (the halves of a decoder
+  // layer, the shards of a head whose layers all name [norm, lm_head]).
+  std::set<std::string> seen;
   for (int l = st.first_layer; l <= st.last_layer; ++l) {
     info.types.push_back(m.type_of(l).name);
     vocab = vocab || m.type_of(l).vocab_shards > 1;
-    for (const std::string& mod : m.layers[l].modules) {
-      if (mod == last_module) continue;
-      info.modules.push_back(mod);
-      last_module = mod;
-    }
+    for (const std::string& mod : m.layers[l].modules)
+      if (seen.insert(mod).second) info.modules.push_back(mod);
   }
   // A tensor from a layer other than the one just before crosses a boundary of this stage (a skip
   // edge, e.g. an MTP module reading the embedding): stages must pass it along.
@@ -122,6 +123,36 @@ StageInfo stage_info(const StageSpec& st, const Spec& spec) {
   info.ends_inside = m.type_of(st.last_layer).joins_next;
   info.vocab = vocab;
   return info;
+}
+
+// PyTorch's runtime keeps the last stage's losses in the order that stage ran its forwards and
+// hands the k-th one to the backward of microbatch k, so a schedule whose last stage runs F(m) out
+// of microbatch order would train on the wrong losses (no error). Microbatches are interchangeable
+// in the schedule's model, so the export renames them: the k-th forward of the last stage becomes
+// microbatch k everywhere. Returns original_of[k] (the schedule's microbatch now called k).
+std::vector<int> loss_order(const Schedule& s) {
+  const Problem& pb = s.problem;
+  const int last = pb.num_stages() - 1;
+  std::vector<int> original_of;
+  for (const auto& prog : s.programs)
+    for (const Action& a : prog)
+      if (a.type == OpType::F && a.stage == last) original_of.push_back(a.mb);
+  return original_of;
+}
+
+Schedule renumbered(const Schedule& s, const std::vector<int>& original_of) {
+  std::vector<int> new_of(original_of.size());
+  for (size_t k = 0; k < original_of.size(); ++k) new_of[original_of[k]] = static_cast<int>(k);
+  Schedule r = s;
+  for (auto& prog : r.programs)
+    for (Action& a : prog) a.mb = new_of[a.mb];
+  return r;
+}
+
+bool is_identity(const std::vector<int>& perm) {
+  for (size_t k = 0; k < perm.size(); ++k)
+    if (perm[k] != static_cast<int>(k)) return false;
+  return true;
 }
 
 std::string plan_json(const Schedule& s, const PytorchExport& ex, const PytorchExportOptions& o,
@@ -142,6 +173,8 @@ std::string plan_json(const Schedule& s, const PytorchExport& ex, const PytorchE
   j["stage_to_rank"] = s2r;
   j["rank_to_stages"] = r2s;
   j["files"] = {{"compute_only", "compute_only.csv"}, {"compute_comms", "compute_comms.csv"}};
+  j["microbatch_renumbering"] = ex.microbatch_renumbering.empty() ? ordered_json(nullptr)
+                                                                  : ordered_json(ex.microbatch_renumbering);
   j["fsdp"] = o.fsdp;
   j["whole_modules"] = o.spec ? ordered_json(ex.stages_split_inside_joined == 0 && ex.stages_with_vocab_shards == 0 &&
                                              ex.stages_with_skip_inputs == 0)
@@ -259,9 +292,28 @@ Result<PytorchExport> export_pytorch(const Schedule& schedule, const PytorchExpo
   PS_RETURN_IF_ERROR(check_pairwise_order(checked));
   ex.certified_ms = ex.report.sim->makespan_ms;
 
-  const Schedule compute_only = compute_only_view(with_simulated_times(ex.report));
+  const std::vector<int> original_of = loss_order(checked);
+  if (static_cast<int>(original_of.size()) != pb.microbatches)
+    return Status::error(ErrorCode::kRuntime,
+                         fmt::format("export: the checked schedule's last stage runs {} forwards, not M = {}",
+                                     original_of.size(), pb.microbatches));
+  Schedule renamed = with_simulated_times(ex.report);
+  if (!is_identity(original_of)) {
+    renamed = renumbered(renamed, original_of);
+    Report again = verify(renamed, vo);
+    if (!again.valid || !again.sim || again.sim->makespan_ms != ex.certified_ms)
+      return Status::error(ErrorCode::kRuntime,
+                           "export: renumbering the microbatches changed the checker's verdict or timing");
+    ex.microbatch_renumbering = original_of;
+    ex.notes.push_back(fmt::format(
+        "microbatches renumbered: the last stage runs its forwards in the order {}; PyTorch pairs losses with "
+        "backwards in that order, so the files call them 0..{} (plan.json microbatch_renumbering[k] = the "
+        "schedule's microbatch now called k)",
+        fmt::join(original_of, ","), pb.microbatches - 1));
+  }
+  const Schedule compute_only = compute_only_view(renamed);
   ex.compute_only_csv = format_pytorch_csv(compute_only);
-  ex.compute_comms_csv = format_pt_csv(certified_pytorch_programs(checked, o.fsdp));
+  ex.compute_comms_csv = format_pt_csv(certified_pytorch_programs(renamed, o.fsdp));
   pytorch_order(compute_only, ex);
 
   std::vector<StageInfo> infos(pb.num_stages());

@@ -14,6 +14,9 @@
 //    a module splitter cannot realize; it agrees with both CSVs.
 //  * pytorch_* figures are those of the order PyTorch's own lowering gives compute_only_csv
 //    (ir/pytorch_lowering.h), run through the same checker and simulator.
+//  * The last stage runs its forwards as microbatches 0, 1, ..., M-1 in both CSVs (microbatches are
+//    renumbered if the schedule runs them otherwise; the renumbered schedule is re-checked and must
+//    time the same), because PyTorch hands the k-th loss computed to the backward of microbatch k.
 //  * Deterministic: the same inputs give byte-identical texts.
 #pragma once
 
@@ -49,6 +52,10 @@ struct PytorchExport {
   int stages_split_inside_joined = 0;    // stages that start or end inside a joins_next group
   int stages_with_vocab_shards = 0;      // stages holding vocabulary shards
   int stages_with_skip_inputs = 0;       // stages a skip input (a non-chain layer input) crosses
+  // Empty when the last stage runs its forwards in microbatch order; otherwise the files renumber
+  // the microbatches so that it does (PyTorch pairs losses with backwards in that order), and
+  // microbatch_renumbering[k] is the schedule's microbatch that the files call k.
+  std::vector<int> microbatch_renumbering;
   std::vector<std::string> notes;
 };
 

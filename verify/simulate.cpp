@@ -130,6 +130,7 @@ class TimingRun {
       case Semantics::kRendezvous: return step_rendezvous(d, k);
       case Semantics::kGrouped: return step_grouped(d, k);
       case Semantics::kBuffered: return step_buffered(d, k);
+      case Semantics::kPosted: return step_posted(d, k);
     }
     return false;
   }
@@ -171,6 +172,34 @@ class TimingRun {
     release_[id] = end_[id];
     done_[id] = 1;
     ++mptr_[d];
+    return true;
+  }
+
+  // posted: a SEND is issued when its tensor is ready, a RECV at once; neither holds the stream. A
+  // RECV completes when the data of its SEND has arrived (and it was issued).
+  bool step_posted(int d, int k) {
+    const int id = comms_[d][k];
+    const int q = partner_[id];
+    const double issue = comm_free(d, k);
+    if (is_send(t_.op(id).type)) {
+      if (!ready_time(id, issue, ready_[id])) return false;
+      start_[id] = ready_[id];
+      end_[id] = ready_[id] + xfer_[id];
+      release_[id] = ready_[id];
+      done_[id] = 1;
+    } else {
+      ready_[id] = release_[id] = issue;
+    }
+    posted_[id] = 1;
+    ++mptr_[d];
+    if (posted_[q]) {
+      const int r = is_send(t_.op(id).type) ? q : id;
+      const int snd = partner_[r];
+      start_[r] = std::max(ready_[r], ready_[snd]);
+      end_[r] = std::max(ready_[r], ready_[snd] + xfer_[snd]);
+      done_[r] = 1;
+      push(t_.device(r));
+    }
     return true;
   }
 

@@ -31,6 +31,7 @@ const char* semantics_name(Semantics s) {
     case Semantics::kRendezvous: return "rendezvous";
     case Semantics::kGrouped: return "grouped";
     case Semantics::kBuffered: return "buffered";
+    case Semantics::kPosted: return "posted";
   }
   return "?";
 }
@@ -39,6 +40,7 @@ std::optional<Semantics> parse_semantics(const std::string& s) {
   if (s == "rendezvous") return Semantics::kRendezvous;
   if (s == "grouped") return Semantics::kGrouped;
   if (s == "buffered") return Semantics::kBuffered;
+  if (s == "posted") return Semantics::kPosted;
   return std::nullopt;
 }
 
@@ -46,10 +48,10 @@ namespace {
 
 using namespace verify_detail;
 
-constexpr Semantics kAllSemantics[] = {Semantics::kRendezvous, Semantics::kGrouped,
-                                       Semantics::kBuffered};
+constexpr Semantics kAllSemantics[] = {Semantics::kRendezvous, Semantics::kGrouped, Semantics::kBuffered,
+                                       Semantics::kPosted};
 
-// "deadlocks under rendezvous; safe under grouped and buffered".
+// "deadlocks under rendezvous; safe under grouped, buffered and posted".
 std::string deadlock_summary(const std::vector<std::string>& safe) {
   std::vector<std::string> unsafe;
   for (Semantics s : kAllSemantics) {
@@ -64,8 +66,8 @@ std::string deadlock_summary(const std::vector<std::string>& safe) {
     }
     return out;
   };
-  if (unsafe.empty()) return "deadlock-free under rendezvous, grouped and buffered semantics";
-  if (safe.empty()) return "deadlocks under rendezvous, grouped and buffered semantics";
+  if (unsafe.empty()) return fmt::format("deadlock-free under {} semantics", join(safe));
+  if (safe.empty()) return fmt::format("deadlocks under {} semantics", join(unsafe));
   return fmt::format("deadlocks under {}; safe under {}", join(unsafe), join(safe));
 }
 

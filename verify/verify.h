@@ -15,7 +15,9 @@
 
 namespace ps {
 
-enum class Semantics { kRendezvous, kGrouped, kBuffered };
+// How SEND/RECV ops block (ir/schedule.h, docs/semantics.md); kPosted is PyTorch's pipelining
+// runtime: comm ops are posted without blocking, a compute op waits for the receive it consumes.
+enum class Semantics { kRendezvous, kGrouped, kBuffered, kPosted };
 const char* semantics_name(Semantics s);                  // "rendezvous"
 std::optional<Semantics> parse_semantics(const std::string& s);
 

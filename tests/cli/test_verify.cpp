@@ -75,12 +75,12 @@ TEST_CASE("pipesmith verify --semantics: the naive-comms 1F1B deadlocks only und
   CHECK(has(r.output, "deadlock under rendezvous: devices 0 -> 1 -> 0 wait for each other in a cycle"));
   CHECK(has(r.output, "note: device 0 is blocked on op 3 '0SEND_F1'"));
   CHECK(has(r.output, "note: device 1 is blocked on op 3 '1SEND_B0'"));
-  CHECK(has(r.output, "deadlocks under rendezvous; safe under grouped and buffered"));
+  CHECK(has(r.output, "deadlocks under rendezvous; safe under grouped, buffered and posted"));
   CHECK(pstest::run_cli("verify " + bad("deadlock.csv") + " --semantics grouped").exit_code == 0);
   CHECK(pstest::run_cli("verify " + bad("deadlock.csv") + " --semantics buffered").exit_code == 0);
   auto wrong = pstest::run_cli("verify " + bad("deadlock.csv") + " --semantics eager");
   CHECK(wrong.exit_code == 1);
-  CHECK(has(wrong.output, "--semantics must be rendezvous, grouped or buffered"));
+  CHECK(has(wrong.output, "--semantics must be rendezvous, grouped, buffered or posted"));
 }
 
 TEST_CASE("pipesmith verify --json: the documented schema") {
@@ -98,7 +98,7 @@ TEST_CASE("pipesmith verify --json: the documented schema") {
   CHECK(v["line"] == 1);
   CHECK(v["col"] == 18);
   CHECK(v["notes"].size() == 3);
-  CHECK(j["safe_under"] == nlohmann::json::array({"grouped", "buffered"}));
+  CHECK(j["safe_under"] == nlohmann::json::array({"grouped", "buffered", "posted"}));
   CHECK(j["makespan_ms"].is_null());
   for (const char* key : {"lower_bound_ms", "bubble_ratio", "peak_memory_gb", "notes", "comms_inserted"})
     CHECK_MESSAGE(j.contains(key), key);

@@ -93,7 +93,7 @@ TEST_CASE("the PyTorch examples get their expected verdicts") {
     INFO(ok, "\n", format_report(r));
     CHECK(r.valid);
     REQUIRE(r.sim.has_value());
-    CHECK(r.safe_under.size() == 3);
+    CHECK(r.safe_under.size() == 4);
     CHECK(r.sim->makespan_ms >= r.lower_bound_ms);
   }
   // Compute-only files get comms inserted; files with comms are checked as written.

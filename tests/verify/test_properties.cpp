@@ -71,6 +71,20 @@ bool oracle_safe(const Schedule& s, Semantics sem) {
     for (int d = 0; d < D; ++d) {
       if (ptr[d] >= s.programs[d].size()) continue;
       const Action& a = s.programs[d][ptr[d]];
+      if (sem == Semantics::kPosted) {  // comm ops post at once; a compute op waits for its RECV's SEND
+        bool wait = false;
+        if (a.type != OpType::W && !is_comm(a.type)) {
+          const Action r{a.type == OpType::F ? OpType::RECV_F : OpType::RECV_B, a.stage, a.mb, {}};
+          int rd = -1, e = -1;
+          size_t ri = 0, j = 0;
+          if (locate(r, rd, ri) && rd == d) wait = !(locate(partner_of(r), e, j) && done[e][j]);
+        }
+        if (!wait) {
+          done[d][ptr[d]++] = 1;
+          changed = true;
+        }
+        continue;
+      }
       if (!is_comm(a.type)) {
         done[d][ptr[d]++] = 1;
         changed = true;
@@ -126,7 +140,8 @@ bool oracle_safe(const Schedule& s, Semantics sem) {
   return true;
 }
 
-constexpr Semantics kAll[] = {Semantics::kRendezvous, Semantics::kGrouped, Semantics::kBuffered};
+constexpr Semantics kAll[] = {Semantics::kRendezvous, Semantics::kGrouped, Semantics::kBuffered,
+                              Semantics::kPosted};
 
 bool listed(const Report& r, Semantics s) {
   return std::find(r.safe_under.begin(), r.safe_under.end(), semantics_name(s)) != r.safe_under.end();
@@ -146,7 +161,7 @@ TEST_CASE("random valid schedules pass under every semantics; makespan >= lower 
       INFO("iteration ", iter, " semantics ", semantics_name(sem), "\n", format_report(r));
       REQUIRE(r.valid);
       REQUIRE(r.sim.has_value());
-      CHECK(r.safe_under.size() == 3);  // comm insertion is rendezvous-safe
+      CHECK(r.safe_under.size() == 4);  // comm insertion is rendezvous-safe
       CHECK(r.sim->makespan_ms >= r.lower_bound_ms - 1e-9);
       for (int d = 0; d < s.num_devices(); ++d) CHECK(r.sim->busy_ms[d] <= r.sim->makespan_ms + 1e-9);
     }
@@ -254,7 +269,7 @@ TEST_CASE("deadlock decision agrees with the brute-force oracle on randomly reor
   // Shuffle the comm ops of random devices among themselves (keeping each comm op after its
   // producer and before its consumer, so only cross-device order changes), then compare.
   std::mt19937 rng(4242);
-  int unsafe[3] = {0, 0, 0}, total = 0;
+  int unsafe[4] = {0, 0, 0, 0}, total = 0;
   for (int iter = 0; iter < 200; ++iter) {
     Problem p = random_problem(rng);
     if (p.devices < 2) continue;
@@ -286,7 +301,7 @@ TEST_CASE("deadlock decision agrees with the brute-force oracle on randomly reor
     if (find_rule(r, "comm.order") != nullptr) continue;  // pairing undefined: not analysed
     REQUIRE_MESSAGE(find_rule(r, "dependency") == nullptr, format_report(r));
     ++total;
-    for (int k = 0; k < 3; ++k) {
+    for (int k = 0; k < 4; ++k) {
       const bool safe = oracle_safe(s, kAll[k]);
       CHECK_MESSAGE(listed(r, kAll[k]) == safe, semantics_name(kAll[k]), "\n", format_report(r));
       unsafe[k] += !safe;
@@ -308,9 +323,11 @@ TEST_CASE("deadlock decision agrees with the brute-force oracle on randomly reor
       CHECK(listed(r, Semantics::kGrouped));
       CHECK(listed(r, Semantics::kBuffered));
     }
+    // posted waits only where buffered does or later.
+    if (listed(r, Semantics::kBuffered)) CHECK(listed(r, Semantics::kPosted));
   }
   MESSAGE(total, " reordered schedules; unsafe under rendezvous ", unsafe[0], ", grouped ", unsafe[1],
-          ", buffered ", unsafe[2]);
+          ", buffered ", unsafe[2], ", posted ", unsafe[3]);
   CHECK(unsafe[0] > 10);
 }
 
@@ -320,7 +337,7 @@ TEST_CASE("grouped and buffered are incomparable (docs/semantics.md)") {
   Schedule s = from_strings(p, {"0F0 0SEND_F0 0F1 0RECV_B0 0SEND_F1 0B0 0RECV_B1 0B1",
                                 "1RECV_F0 1F0 1B0 1RECV_F1 1SEND_B0 1F1 1B1 1SEND_B1"});
   Report r = verify(s);
-  CHECK(r.safe_under == std::vector<std::string>{"grouped"});
+  CHECK(r.safe_under == std::vector<std::string>{"grouped", "posted"});
   for (Semantics sem : kAll) CHECK(listed(r, sem) == oracle_safe(s, sem));
   VerifyOptions b;
   b.semantics = Semantics::kBuffered;
@@ -329,4 +346,42 @@ TEST_CASE("grouped and buffered are incomparable (docs/semantics.md)") {
   REQUIRE(v != nullptr);
   CHECK(v->message.find("deadlock under buffered") != std::string::npos);
   CHECK(v->notes.at(0).find("before issuing it") != std::string::npos);
+}
+
+TEST_CASE("posted: a RECV never blocks, the compute op that consumes it waits for its SEND") {
+  // Device 0 posts RECV_B0 before sending F0: rendezvous and buffered block there; PyTorch's runtime
+  // (posted) goes on to SEND_F0 and waits only at B0.
+  Problem p = uniform_problem(2, 1, {0, 1});
+  Schedule ok = from_strings(p, {"0F0 0RECV_B0 0SEND_F0 0B0", "1RECV_F0 1F0 1B0 1SEND_B0"});
+  Report r = verify(ok);
+  CHECK(r.safe_under == std::vector<std::string>{"grouped", "posted"});  // grouped: [RECV_B0, SEND_F0] as one group
+  for (Semantics sem : kAll) CHECK(listed(r, sem) == oracle_safe(ok, sem));
+  VerifyOptions o;
+  o.semantics = Semantics::kPosted;
+  Report rp = verify(ok, o);
+  CHECK_MESSAGE(rp.valid, format_report(rp));
+  REQUIRE(rp.sim.has_value());
+  CHECK(rp.sim->makespan_ms == doctest::Approx(6));  // F, F, B, B in a chain (unit F, B = 2, no link time)
+
+  // Device 0 waits in B0 for SEND_B0, which device 1 posts only after F0, which waits for SEND_F0.
+  Schedule bad = from_strings(p, {"0F0 0RECV_B0 0B0 0SEND_F0", "1RECV_F0 1F0 1B0 1SEND_B0"});
+  Report rb = verify(bad, o);
+  for (Semantics sem : kAll) CHECK(listed(rb, sem) == oracle_safe(bad, sem));
+  CHECK(rb.safe_under.empty());
+  const Violation* v = find_rule(rb, "deadlock");
+  REQUIRE(v != nullptr);
+  CHECK(v->message == "deadlock under posted: devices 0 -> 1 -> 0 wait for each other in a cycle (-> = waits for)");
+  CHECK(v->op_index == 2);
+  REQUIRE(v->notes.size() >= 2);
+  CHECK(v->notes[0].find("'0B0'") != std::string::npos);
+  CHECK(v->notes[0].find("its input comes through") != std::string::npos);
+  CHECK(v->notes[0].find("before issuing it") != std::string::npos);
+
+  // A consumed RECV whose SEND is missing: a dead end named by the missing op.
+  Schedule lost = from_strings(p, {"0F0 0SEND_F0 0RECV_B0 0B0", "1RECV_F0 1F0 1B0"});
+  Report rl = verify(lost, o);
+  const Violation* w = find_rule(rl, "deadlock");
+  REQUIRE(w != nullptr);
+  CHECK(w->message == "deadlock under posted: device 0 waits for '1SEND_B0', which is not in the schedule");
+  CHECK(w->op_index == 3);  // the blocked compute op, not the RECV
 }

@@ -135,6 +135,61 @@ TEST_CASE("export_pytorch: files that PyTorch's rules accept, PyTorch's own orde
   CHECK(plan["whole_modules"] == true);
 }
 
+TEST_CASE("export_pytorch: a stage names each module once, in first-use order") {
+  // deepseek-like's head is two shard layers that both name [norm, lm_head], and its MTP module
+  // spans five layers: stage 1 holds all of them.
+  auto spec = load_spec(pstest::source_path("configs/models/deepseek-like.yaml"), "", SpecOverrides{2, 2, 0.0});
+  REQUIRE(spec.ok());
+  const int n = static_cast<int>(spec->model.layers.size());
+  auto pb = make_problem(*spec, Partition{{0, 52}, {53, n - 1}}, {0, 1});
+  REQUIRE(pb.ok());
+  Schedule s = csv_schedule("0F0,0F1,0B0,0B1\n1F0,1F1,1B0,1B1\n");
+  s.problem = *pb;
+  PytorchExportOptions o;
+  o.spec = &*spec;
+  auto ex = export_pytorch(s, o);
+  REQUIRE(ex.ok());
+  REQUIRE(ex->valid);
+  auto plan = nlohmann::json::parse(ex->plan_json);
+  CHECK(plan["stages"][1]["modules"] ==
+        nlohmann::json::parse(R"(["layers.26", "norm", "lm_head", "mtp.0"])"));
+}
+
+TEST_CASE("export_pytorch: the last stage runs its forwards as microbatches 0..M-1 (PyTorch's loss order)") {
+  // Valid, but the last stage (rank 1) runs F1 before F0: PyTorch would hand F1's loss to B0. Rank 1
+  // receives in rank 0's sending order (pairwise FIFO), so both receives come before its first F.
+  Schedule s = csv_schedule("0F0,0F1,0B0,0B1\n1F1,1F0,1B0,1B1\n");
+  auto ex = export_pytorch(s, {});
+  REQUIRE(ex.ok());
+  REQUIRE(ex->valid);
+  CHECK(ex->microbatch_renumbering == std::vector<int>{1, 0});
+  CHECK(nlohmann::json::parse(ex->plan_json)["microbatch_renumbering"] == nlohmann::json::array({1, 0}));
+  auto only = parse_pytorch_csv(ex->compute_only_csv, "compute_only.csv");
+  REQUIRE(only.ok());
+  CHECK(rows({cells_of(only->schedule.programs[0]), cells_of(only->schedule.programs[1])}) ==
+        "0F1,0F0,0B1,0B0\n1F0,1F1,1B1,1B0\n");
+  CHECK(ex->compute_comms_csv ==
+        "0F1,0SEND_F1,0F0,0SEND_F0,0RECV_B1,0B1,0RECV_B0,0B0,0REDUCE_GRAD\n"
+        "1RECV_F1,1RECV_F0,1F0,1F1,1B1,1SEND_B1,1B0,1SEND_B0,1REDUCE_GRAD\n");
+  CHECK(ex->certified_ms > 0);
+
+  // An OVERLAP_F_B cell's sub-actions are renamed with the rest; stages 0 and 1 share the rank.
+  Schedule o = csv_schedule("0F0,0F1,1F1,(1B1;1F0)OVERLAP_F_B,1B0,0B1,0B0\n");
+  auto ox = export_pytorch(o, {});
+  REQUIRE(ox.ok());
+  REQUIRE(ox->valid);
+  CHECK(ox->microbatch_renumbering == std::vector<int>{1, 0});
+  auto oo = parse_pytorch_csv(ox->compute_only_csv, "compute_only.csv");
+  REQUIRE(oo.ok());
+  CHECK(rows({cells_of(oo->schedule.programs[0])}) == "0F1,0F0,1F0,(1B0;1F1)OVERLAP_F_B,1B1,0B0,0B1\n");
+
+  // In order already: nothing renamed.
+  auto in_order = export_pytorch(csv_schedule("0F0,0F1,0B0,0B1\n1F0,1F1,1B0,1B1\n"), {});
+  REQUIRE(in_order.ok());
+  CHECK(in_order->microbatch_renumbering.empty());
+  CHECK(nlohmann::json::parse(in_order->plan_json)["microbatch_renumbering"].is_null());
+}
+
 TEST_CASE("export_pytorch: an invalid schedule produces nothing; a model that does not match is refused") {
   Schedule bad = csv_schedule("0F0,0B0\n1B0,1F0\n");
   auto ex = export_pytorch(bad, {});

@@ -44,7 +44,7 @@ TEST_CASE("a minimal valid schedule passes, with and without comms") {
   Report b = verify(from_strings(two_stage(), {"0F0 0SEND_F0 0RECV_B0 0B0", "1RECV_F0 1F0 1B0 1SEND_B0"}));
   CHECK_MESSAGE(b.valid, format_report(b));
   CHECK_FALSE(b.comms_inserted);
-  CHECK(b.safe_under == std::vector<std::string>{"rendezvous", "grouped", "buffered"});
+  CHECK(b.safe_under == std::vector<std::string>{"rendezvous", "grouped", "buffered", "posted"});
 }
 
 TEST_CASE("structure.index: microbatch out of range") {
@@ -178,8 +178,8 @@ TEST_CASE("deadlock: naive comms in 1F1B deadlock under rendezvous only; 2-devic
   CHECK(v.notes[0].find("device 1 is blocked on op 3 '1SEND_B0'") != std::string::npos);
   CHECK(v.notes[1].find("device 1 is blocked on op 3 '1SEND_B0'") != std::string::npos);
   CHECK(v.notes[1].find("waits for device 0's op 4 '0RECV_B0'") != std::string::npos);
-  CHECK(v.notes.back().find("deadlocks under rendezvous; safe under grouped and buffered") != std::string::npos);
-  CHECK(r.safe_under == std::vector<std::string>{"grouped", "buffered"});
+  CHECK(v.notes.back().find("deadlocks under rendezvous; safe under grouped, buffered and posted") != std::string::npos);
+  CHECK(r.safe_under == std::vector<std::string>{"grouped", "buffered", "posted"});
   CHECK_FALSE(r.sim.has_value());
 
   VerifyOptions g;
@@ -205,7 +205,7 @@ TEST_CASE("deadlock: grouped semantics deadlocks when computes split the comm gr
   CHECK(v.message.find("deadlock under grouped") != std::string::npos);
   CHECK(v.notes[0].find("in its group of comm ops 3..3") != std::string::npos);
   CHECK(v.notes[1].find("device 1 is blocked on op 3 '1SEND_B0'") != std::string::npos);
-  CHECK(r.safe_under == std::vector<std::string>{"buffered"});
+  CHECK(r.safe_under == std::vector<std::string>{"buffered", "posted"});
   VerifyOptions b;
   b.semantics = Semantics::kBuffered;
   CHECK(verify(s, b).valid);

@@ -123,7 +123,7 @@ TEST_CASE("reports: JSON schema, Chrome trace tracks, SVG, all deterministic") {
   CHECK(j["makespan_ms"].get<double>() == r.sim->makespan_ms);
   CHECK(j["lower_bound_ms"].get<double>() == r.lower_bound_ms);
   CHECK(j["peak_memory_gb"].size() == 2);
-  CHECK(j["safe_under"].size() == 3);
+  CHECK(j["safe_under"].size() == 4);
   CHECK(j["devices"].size() == 2);
   CHECK(j["comms_inserted"] == true);
 

@@ -16,6 +16,7 @@ from typing import Any
 SCHEMA = "pipesmith-plan/1"
 FORMATS = ("compute_only", "compute_comms")
 _CELL = re.compile(r"^(\d+)([A-Z_]+?)(\d*)$")
+_OVERLAP = re.compile(r"^\((.*)\)\s*OVERLAP_F_B$")
 
 
 class PlanError(ValueError):
@@ -88,8 +89,10 @@ def _need(d: dict, key: str, kind, where: str):
     return v
 
 
-def load_plan(path: str, check_csvs: bool = True) -> Plan:
-    """Reads plan.json (``path`` may be the export directory or the file)."""
+def load_plan(path: str, check_csvs: bool = True, runtime_rules: bool = True) -> Plan:
+    """Reads plan.json (``path`` may be the export directory or the file). With ``check_csvs``, both
+    CSVs must put every stage on its plan rank and (with ``runtime_rules``) hold what PyTorch's
+    runtime silently gets wrong otherwise (:func:`check_runtime_rules`)."""
     if os.path.isdir(path):
         path = os.path.join(path, "plan.json")
     try:
@@ -150,9 +153,14 @@ def load_plan(path: str, check_csvs: bool = True) -> Plan:
                 devices=P, num_stages=S, microbatches=M, stage_to_rank=tuple(s2r),
                 rank_to_stages=tuple(tuple(x) for x in r2s), files=dict(files), fsdp=bool(doc.get("fsdp")),
                 whole_modules=doc.get("whole_modules"), stages=tuple(stages), raw=doc)
+    renumbering = doc.get("microbatch_renumbering")
+    if renumbering is not None and (not isinstance(renumbering, list) or sorted(renumbering) != list(range(M))):
+        raise PlanError(f"{path}: 'microbatch_renumbering' must be null or a permutation of 0..{M - 1}")
     if check_csvs:
         for fmt in FORMATS:
             check_csv(plan, plan.csv_path(fmt))
+            if runtime_rules:
+                check_runtime_rules(plan, fmt)
     return plan
 
 
@@ -166,17 +174,78 @@ def csv_stage_to_rank(path: str) -> tuple[int, dict[int, int]]:
     mapping: dict[int, int] = {}
     for rank, row in enumerate(rows):
         for col, cell in enumerate(row):
-            cell = cell.strip()
-            if not cell:
-                continue
-            m = _CELL.match(cell)
-            if not m:
-                continue  # OVERLAP_F_B and other composite cells: their stages appear in plain cells too
-            stage = int(m.group(1))
-            if mapping.setdefault(stage, rank) != rank:
-                raise PlanError(f"{path}:{rank + 1}:{col + 1}: cell '{cell}' puts stage {stage} on rank "
-                                f"{rank}, an earlier cell put it on rank {mapping[stage]}")
+            for stage, _, _ in _actions(cell):
+                if mapping.setdefault(stage, rank) != rank:
+                    raise PlanError(f"{path}:{rank + 1}:{col + 1}: cell '{cell.strip()}' puts stage {stage} on "
+                                    f"rank {rank}, an earlier cell put it on rank {mapping[stage]}")
     return len(rows), mapping
+
+
+def _actions(cell: str) -> list[tuple[int, str, str]]:
+    """(stage, kind, microbatch) of a cell's actions: one, or the sub-actions of an OVERLAP_F_B cell."""
+    cell = cell.strip()
+    m = _OVERLAP.match(cell)
+    parts = m.group(1).split(";") if m else [cell]
+    out = []
+    for part in parts:
+        a = _CELL.match(part.strip())
+        if a:
+            out.append((int(a.group(1)), a.group(2), a.group(3)))
+    return out
+
+
+def last_stage_forward_order(path: str, last_stage: int) -> list[tuple[int, int, int]]:
+    """(microbatch, row, column) of each forward of ``last_stage``, in the order its rank runs them."""
+    with open(path, newline="", encoding="utf-8") as f:
+        rows = list(csv.reader(f))
+    out = []
+    for r, row in enumerate(rows):
+        for c, cell in enumerate(row):
+            for stage, kind, mb in _actions(cell):
+                if stage == last_stage and kind == "F" and mb:
+                    out.append((int(mb), r + 1, c + 1))
+    return out
+
+
+def _reduce_grads(path: str) -> dict[int, list[tuple[int, int]]]:
+    """Stage -> (row, column) of each of its REDUCE_GRAD cells."""
+    with open(path, newline="", encoding="utf-8") as f:
+        rows = list(csv.reader(f))
+    out: dict[int, list[tuple[int, int]]] = {}
+    for r, row in enumerate(rows):
+        for c, cell in enumerate(row):
+            for stage, kind, _ in _actions(cell):
+                if kind == "REDUCE_GRAD":
+                    out.setdefault(stage, []).append((r + 1, c + 1))
+    return out
+
+
+def check_runtime_rules(plan: Plan, fmt: str) -> None:
+    """What PyTorch's runtime (2.13) gets wrong without an error, refused here:
+
+    * it keeps the last stage's losses in the order that stage runs its forwards and hands the k-th
+      to the backward of microbatch k, so a last stage running F(m) out of order trains on the wrong
+      losses (``pipesmith export`` renumbers the microbatches so this holds);
+    * in a compute_comms CSV, a stage's gradients are divided by the microbatch count only at its
+      REDUCE_GRAD: without one they come out M times too large. PyTorch's own lowering writes exactly
+      one per stage, and so does ``pipesmith export``.
+    """
+    path = plan.csv_path(fmt)
+    for k, (mb, row, col) in enumerate(last_stage_forward_order(path, plan.num_stages - 1)):
+        if mb != k:
+            raise PlanError(f"{path}:{row}:{col}: the last stage's forward number {k} is of microbatch {mb}; "
+                            f"PyTorch would pair its loss with the backward of microbatch {k} (wrong gradients, "
+                            "no error). `pipesmith export --to pytorch` renumbers the microbatches so the last "
+                            "stage runs its forwards in order")
+    if fmt != "compute_comms":
+        return
+    reduce = _reduce_grads(path)
+    for stage in range(plan.num_stages):
+        cells = reduce.get(stage, [])
+        if len(cells) != 1:
+            where = f"{path}:{cells[1][0]}:{cells[1][1]}" if cells else path
+            raise PlanError(f"{where}: stage {stage} has {len(cells)} REDUCE_GRAD cells, PyTorch needs exactly one "
+                            f"(it divides the stage's gradients by the {plan.microbatches} microbatches there)")
 
 
 def check_csv(plan: Plan, path: str) -> None:

@@ -46,12 +46,18 @@ class _LastAction(logging.Handler):
             self.last = f"time step {record.args[0]}: {record.args[1]}"
 
 
+_GRACE_S = 3.0
+
+
 def _watchdog(rank: int, deadline: list, last: _LastAction, label: list):
     while True:
         time.sleep(0.2)
         if deadline[0] is not None and time.monotonic() > deadline[0]:
             print(f"rank {rank}: TIMEOUT in {label[0]}: last action started: {last.last}", file=sys.stderr,
                   flush=True)
+            # The peers' watchdogs fire within moments; leaving at once would close the connections
+            # they wait on and turn their report into a gloo error.
+            time.sleep(_GRACE_S)
             os._exit(124)
 
 
@@ -102,8 +108,8 @@ def _torchtitan_split(model, plan, stage):
 
 
 def run_case(plan_dir, fmt, spec, scale, rank, steps, lr, rows_per_mb, ref_cache, user_model=None,
-             splitter="pipesmith"):
-    plan = load_plan(plan_dir)
+             splitter="pipesmith", runtime_rules=True):
+    plan = load_plan(plan_dir, runtime_rules=runtime_rules)
     if plan.devices != dist.get_world_size():
         raise PlanError(f"{plan.path}: the plan is for {plan.devices} ranks, the job has {dist.get_world_size()}")
     M = plan.microbatches
@@ -176,6 +182,10 @@ def main(argv=None) -> int:
                     help="with --user-model: cut stages with pipesmith.torch.pipeline.split_by_modules "
                          "(default) or torchtitan's own _split_module")
     ap.add_argument("--timeout", type=float, default=60, help="seconds per step before a rank gives up")
+    ap.add_argument("--skip-runtime-rules", action="store_true",
+                    help="run CSVs that break what PyTorch's runtime silently gets wrong (the last stage's "
+                         "forwards out of microbatch order, a stage without exactly one REDUCE_GRAD) instead "
+                         "of refusing them: to see what PyTorch does with them")
     args = ap.parse_args(argv)
     if args.dirs and not args.model:
         ap.error("DIRs need --model (or give each as --case DIR MODEL)")
@@ -211,7 +221,7 @@ def main(argv=None) -> int:
                 deadline[0] = time.monotonic() + args.timeout * args.steps
                 plan, ok, g, p, l, missing = run_case(d, fmt, spec, scale, rank, args.steps, args.lr,
                                                       args.rows_per_microbatch, ref_cache, args.user_model,
-                                                      args.splitter)
+                                                      args.splitter, not args.skip_runtime_rules)
                 deadline[0] = None
                 flags = torch.tensor([0 if ok else 1, 0], dtype=torch.int64)
                 worst = torch.tensor([g, p, l], dtype=torch.float64)
