@@ -2,7 +2,7 @@
 //
 // Guarantees: deterministic (same schedule → same programs), O(ops log ops), and the output is a
 // projection of one global order in which every SEND/RECV pair occupies one position, so it is
-// deadlock-free under rendezvous (and hence grouped and buffered) semantics. `blocked` lists the
+// deadlock-free under rendezvous (and hence grouped, buffered and posted) semantics. `blocked` lists the
 // devices of one wait cycle in cycle order (each entry waits for the next; the last for the first),
 // or a single entry whose producer is missing or sits later on its own device.
 //

@@ -25,7 +25,9 @@
 // *grouped*: consecutive comm ops between two computes form a group issued together (like an NCCL group
 // or batch_isend_irecv); the next group starts when the whole group has completed. *buffered*: a SEND
 // completes as soon as it is issued (the transfer proceeds in the background); a RECV completes when
-// the data has arrived.
+// the data has arrived. *posted* (PyTorch's pipelining runtime): SEND and RECV are posted without
+// holding the comm stream; a RECV completes when its data has arrived, and the compute op consuming it
+// waits for that.
 //
 // Memory. Each device holds the model states of its stages (params_m * bytes_per_param MB) for the
 // whole iteration. F(s,m) allocates activation_mb(s); I(s,m) frees all but wgrad_stash_mb(s); W(s,m)

@@ -119,8 +119,21 @@ StageInfo stage_info(const StageSpec& st, const Spec& spec) {
       if (u != l.id - 1 && ((u < st.first_layer && st.first_layer <= l.id) || (u <= st.last_layer && st.last_layer < l.id)))
         skip = true;
   info.skip = skip;
-  info.starts_inside = st.first_layer > 0 && m.type_of(st.first_layer - 1).joins_next;
-  info.ends_inside = m.type_of(st.last_layer).joins_next;
+  // A cut is inside a layer when the model joins the two layers (joins_next) or names one module
+  // for both (a decoder layer written as two pipesmith layers); shards of one head are flagged as
+  // vocabulary shards instead.
+  const int n = static_cast<int>(m.layers.size());
+  auto inside = [&](int a) {  // the cut between layers a and a + 1
+    if (a < 0 || a + 1 >= n) return false;
+    if (m.type_of(a).joins_next) return true;
+    if (m.type_of(a).vocab_shards > 1 && m.type_of(a + 1).vocab_shards > 1) return false;
+    for (const std::string& x : m.layers[a].modules)
+      for (const std::string& y : m.layers[a + 1].modules)
+        if (x == y) return true;
+    return false;
+  };
+  info.starts_inside = inside(st.first_layer - 1);
+  info.ends_inside = inside(st.last_layer);
   info.vocab = vocab;
   return info;
 }
@@ -325,8 +338,9 @@ Result<PytorchExport> export_pytorch(const Schedule& schedule, const PytorchExpo
       if (infos[s].skip.get<bool>()) ++ex.stages_with_skip_inputs;
     }
     if (ex.stages_split_inside_joined > 0)
-      ex.notes.push_back(fmt::format("{} stage(s) start or end inside a joined layer (a joins_next group): a module "
-                                     "splitter cannot cut there; build those stages' modules yourself",
+      ex.notes.push_back(fmt::format("{} stage(s) start or end inside a joined layer (a joins_next group, or "
+                                     "layers that name one module): a module splitter cannot cut there; build "
+                                     "those stages' modules yourself",
                                      ex.stages_split_inside_joined));
     if (ex.stages_with_vocab_shards > 0)
       ex.notes.push_back(fmt::format("{} stage(s) hold vocabulary shards of a sharded head: they need custom stage "

@@ -227,6 +227,15 @@ def table(verdicts, outcome) -> str:
             cells = ["valid" if v[s][0] else ("deadlock" if v[s][1] else "invalid") for s in SEMANTICS]
             lines.append(f"| {kind}/{name}: {what} | {lay} | " + " | ".join(cells) +
                          f" | {outcome[(kind, name)][0]} |")
+    n = len(VALID) + len(DEADLOCK)
+    agree = []
+    for s in SEMANTICS:
+        k = sum(verdicts[("valid", c)][s][0] and outcome[("valid", c)][0].startswith("completed") for c in VALID)
+        k += sum(bool(verdicts[("deadlock", c)][s][1]) and outcome[("deadlock", c)][0].startswith("hung")
+                 for c in DEADLOCK)
+        agree.append(f"{s} {k} of {n}")
+    lines.append("")
+    lines.append("Agreement with PyTorch: " + ", ".join(agree) + ".")
     return "\n".join(lines)
 
 

@@ -155,6 +155,28 @@ TEST_CASE("export_pytorch: a stage names each module once, in first-use order") 
         nlohmann::json::parse(R"(["layers.26", "norm", "lm_head", "mtp.0"])"));
 }
 
+TEST_CASE("export_pytorch: a cut between two layers that name one module is a cut inside a layer") {
+  // gpt-oss-like writes each decoder layer as two pipesmith layers (attention, MoE) of one module
+  // layers.N, without joins_next: cutting between them splits the module.
+  auto spec = load_spec(pstest::source_path("configs/models/gpt-oss-like.yaml"), "", SpecOverrides{2, 2, 0.0});
+  REQUIRE(spec.ok());
+  const int n = static_cast<int>(spec->model.layers.size());
+  PytorchExportOptions o;
+  o.spec = &*spec;
+  for (int cut : {1, 2}) {  // after layers.0's attention (inside), after layers.0's MoE (between)
+    auto pb = make_problem(*spec, Partition{{0, cut}, {cut + 1, n - 1}}, {0, 1});
+    REQUIRE(pb.ok());
+    Schedule s = csv_schedule("0F0,0F1,0B0,0B1\n1F0,1F1,1B0,1B1\n");
+    s.problem = *pb;
+    auto ex = export_pytorch(s, o);
+    REQUIRE(ex.ok());
+    auto plan = nlohmann::json::parse(ex->plan_json);
+    CHECK(plan["stages"][0]["ends_inside_joined_layer"] == (cut == 1));
+    CHECK(plan["stages"][1]["starts_inside_joined_layer"] == (cut == 1));
+    CHECK(ex->stages_split_inside_joined == (cut == 1 ? 2 : 0));
+  }
+}
+
 TEST_CASE("export_pytorch: the last stage runs its forwards as microbatches 0..M-1 (PyTorch's loss order)") {
   // Valid, but the last stage (rank 1) runs F1 before F0: PyTorch would hand F1's loss to B0. Rank 1
   // receives in rank 0's sending order (pairwise FIFO), so both receives come before its first F.
