@@ -249,10 +249,14 @@ constexpr int kStopTag = 1;      // control communicator: a stop notice (one lin
 constexpr int kHostChars = 64;
 
 std::atomic<int> g_watchers{0};
+// Set once this rank has seen a failure or sent a stop notice: it is on its way to exit 4 with a
+// message naming the cause, and the launcher's SIGTERM (which follows a peer's death) must not cut
+// that short with a bare 143.
+std::atomic<bool> g_failing{false};
 volatile sig_atomic_t g_sigterm = 0;
 
 void mpi_world_on_sigterm(int) {
-  if (g_watchers.load() > 0) {
+  if (g_watchers.load() > 0 || g_failing.load()) {
     g_sigterm = 1;
     return;
   }
@@ -376,12 +380,14 @@ Status MpiWorld::health() {
   if (why.empty() && g_sigterm)
     why = "the launcher sent SIGTERM (another rank failed or the job was cancelled)";
   if (why.empty()) return Status::ok();
+  g_failing.store(true);
   std::lock_guard<std::mutex> lock(impl_->mu);
   if (impl_->failure.is_ok()) impl_->failure = Status::error(ErrorCode::kRuntime, why);
   return impl_->failure;
 }
 
 void MpiWorld::stop(const std::string& reason) {
+  g_failing.store(true);
   std::lock_guard<std::mutex> lock(impl_->mu);
   if (impl_->stopped.exchange(true)) return;
   std::vector<MPI_Request> reqs;

@@ -179,10 +179,26 @@ def test_whole_module_splitter_refuses_what_it_cannot_build(plans):
         pipeline.split_by_modules(model, gemma, flagged.index)
     with pytest.raises(pipeline.PipelineBuildError, match="stage"):
         pipeline.module_fqns_per_model_part(gemma)
-    gptoss = load_plan(plans["gptoss"])
+    gptoss = load_plan(plans["gptoss"])  # 1F1B cuts gpt-oss-like between attention and MoE of a layer
+    with pytest.raises(pipeline.PipelineBuildError, match=r"stage 1 \(rank 1, layers \d+-\d+\) cannot be built "
+                                                          r"from whole modules: it ends inside a joined layer"):
+        pipeline.split_by_modules(model, gptoss, 1)
+
+
+def test_whole_module_splitter_refuses_a_module_two_stages_list(plans, tmp_path):
+    """A plan.json whose sublayer flags were dropped (hand-edited) still cannot make two stages share
+    a module: the splitter names both stages and the module."""
+    d = tmp_path / "edited"
+    shutil.copytree(plans["gptoss"], d)
+    raw = json.loads((d / "plan.json").read_text())
+    for st in raw["stages"]:
+        st["starts_inside_joined_layer"] = st["ends_inside_joined_layer"] = False
+    (d / "plan.json").write_text(json.dumps(raw))
+    edited = load_plan(str(d))
+    model = TitanLayoutLM(load_model(model_path("llama2-7b")))
     with pytest.raises(pipeline.PipelineBuildError, match=r"stage 1 \(rank 1\) and stage 2 both hold parts of "
                                                           r"module layers\.\d+"):
-        pipeline.split_by_modules(model, gptoss, 1)
+        pipeline.split_by_modules(model, edited, 1)
 
 
 def test_reference_stages_check_the_plan_against_the_model(plans):
