@@ -353,6 +353,9 @@ class Replay {
       if (!aborted_ && (stalled(timeout) || !(health_ = backend_.health()).is_ok())) fire(res);
       wait(wake);
     }
+    // A failure of the last worker to finish (an op missing at the end of its program) is announced
+    // too: the other processes, which may wait for this one, stop now instead of at their timeouts.
+    if (!aborted_) stop_on_failure();
     for (auto& t : threads_) t.join();
   }
 

@@ -227,12 +227,25 @@ Status agree_on_inputs(MpiWorld& world, const std::vector<std::pair<std::string,
 Status gather_exec_results(MpiWorld& world, ExecResult& result, double timeout_s) {
   auto all = world.gather(pack_result(result), timeout_s, "gathering the results on rank 0");
   if (!all) return all.status();
-  if (world.rank() != 0) return Status::ok();
+  // A rank's part of a gather completes once its data is sent, whatever rank 0 does next: every rank
+  // waits for rank 0's word on the whole, so a rank 0 that fails or dies now stops all of them.
+  const std::string kOk = "ok";
+  if (world.rank() != 0) {
+    auto word = world.broadcast("", timeout_s, "waiting for rank 0 to accept the results");
+    if (!word) return word.status();
+    if (*word != kOk)
+      return Status::error(ErrorCode::kRuntime, fmt::format("{} refused the results: {}", world.label(0), *word));
+    return Status::ok();
+  }
   ExecResult merged;
   merged.status = result.status;
   for (int r = 0; r < world.size(); ++r)
-    if (!unpack_result_into((*all)[r], merged))
-      return Status::error(ErrorCode::kRuntime, fmt::format("the result of {} is malformed", world.label(r)));
+    if (!unpack_result_into((*all)[r], merged)) {
+      Status bad = Status::error(ErrorCode::kRuntime, fmt::format("the result of {} is malformed", world.label(r)));
+      (void)world.broadcast(bad.message(), timeout_s, "sending the verdict on the results");
+      return bad;
+    }
+  PS_RETURN_IF_ERROR(world.broadcast(kOk, timeout_s, "sending the verdict on the results").status());
   std::sort(merged.devices.begin(), merged.devices.end(),
             [](const DeviceRun& a, const DeviceRun& b) { return a.device < b.device; });
   merged.stopped_at.assign(result.stopped_at.size(), -1);

@@ -1,17 +1,23 @@
 // `pipesmith run --backend mpi` with real processes under mpirun: replays on 2, 4 and 8 processes
 // (1F1B, interleaved 1F1B, ZB-V, a synthesized irregular schedule) with gradients identical to the
 // unpipelined run, and the faults: a deadlock stopped on every rank, a rank killed with SIGKILL, inputs
-// that differ across ranks, a world size that does not match the schedule. A small wrapper records
+// that differ across ranks, a world size that does not match the schedule, a rank that leaves while the
+// others wait for it (an op missing, an extra op, a program cut short). A small wrapper records
 // every rank's pipesmith pid and exit status; each pid is checked to be gone afterwards.
 #include <doctest/doctest.h>
 #include <signal.h>
 
+#include <cctype>
 #include <cerrno>
+#include <filesystem>
 #include <chrono>
+#include <algorithm>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <sstream>
 #include <thread>
 
 #include "test_util.h"
@@ -34,16 +40,27 @@ pstest::CliResult shell(const std::string& cmd) {
   return r;
 }
 
-// Runs one rank's command and reports its pid and exit status. The wrapper itself exits 0, so that
-// mpirun does not end the other ranks before they report, except when its process died by a signal:
-// then, a second later, it dies by the same signal (mpirun sees a rank killed, as without a wrapper).
-// The rank $PS_ODD_RANK runs $PS_ODD_SCHEDULE instead of the schedule (argument 3).
+// Runs one rank's command and reports its pid and exit status. The command runs in a session of its
+// own under a recorder that writes its pid and exit status to files in $PS_RANK_DIR, so that the status
+// is known even when mpirun kills this wrapper (it does, once a rank exits without MPI_Finalize); the
+// wrapper forwards mpirun's SIGTERM to the command, as mpirun would send it without a wrapper. The
+// wrapper itself exits 0, so that mpirun does not end the other ranks before they report, except when
+// its command died by a signal: then, a second later, it dies by the same signal (mpirun sees a rank
+// killed, as without a wrapper). The rank $PS_ODD_RANK runs $PS_ODD_SCHEDULE instead of the schedule
+// (argument 3).
 const char* kWrapper = R"(R=$OMPI_COMM_WORLD_RANK
 if [ "$R" = "${PS_ODD_RANK:--1}" ]; then a=$1; b=$2; shift 3; set -- "$a" "$b" "$PS_ODD_SCHEDULE" "$@"; fi
-"$@" & p=$!
-trap '' TERM
+D=$PS_RANK_DIR
+setsid sh -c 'd=$1; r=$2; shift 2; "$@" & p=$!; echo $p > "$d/pid.$r.tmp"; mv "$d/pid.$r.tmp" "$d/pid.$r"
+wait $p; echo $? > "$d/exit.$r.tmp"; mv "$d/exit.$r.tmp" "$d/exit.$r"' sh "$D" "$R" "$@" </dev/null &
+q=$!
+while [ ! -s "$D/pid.$R" ] && kill -0 $q 2>/dev/null; do sleep 0.01; done
+p=$(cat "$D/pid.$R")
+trap 'kill -s TERM $p 2>/dev/null' TERM
 echo "rank $R pid $p"
-wait $p; rc=$?
+while kill -0 $q 2>/dev/null; do wait $q; done
+rc=$(cat "$D/exit.$R")
+trap - TERM
 echo "rank $R exit $rc"
 if [ $rc -gt 128 ]; then sleep 1; kill -s $((rc - 128)) $$; fi
 exit 0
@@ -64,7 +81,10 @@ Launch mpirun(int np, const std::string& schedule, const std::string& args,
     std::ofstream out(wrapper);
     out << kWrapper;
   }
-  std::string prefix, exports;
+  const std::string dir = pstest::temp_path("ranks");
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::string prefix = "PS_RANK_DIR='" + dir + "' ", exports = " -x PS_RANK_DIR";
   for (const auto& [k, v] : env) {
     prefix += k + "='" + v + "' ";
     exports += " -x " + k;
@@ -75,11 +95,21 @@ Launch mpirun(int np, const std::string& schedule, const std::string& args,
   Launch l;
   l.exit_code = r.exit_code;
   l.output = r.output;
-  const std::regex pid_re("rank (\\d+) pid (\\d+)"), exit_re("rank (\\d+) exit (\\d+)");
-  for (std::sregex_iterator it(r.output.begin(), r.output.end(), pid_re), end; it != end; ++it)
-    l.pids[std::stoi((*it)[1])] = std::stoi((*it)[2]);
-  for (std::sregex_iterator it(r.output.begin(), r.output.end(), exit_re), end; it != end; ++it)
-    l.exits[std::stoi((*it)[1])] = std::stoi((*it)[2]);
+  // Each rank's pid and exit status from the recorder's files; a rank whose command is still
+  // exiting when mpirun returns gets 10 s to write its status.
+  auto read_int = [](const std::string& path, int& v) {
+    std::ifstream in(path);
+    return static_cast<bool>(in >> v);
+  };
+  for (int rank = 0; rank < np; ++rank) {
+    int pid = 0, code = 0;
+    if (!read_int(dir + "/pid." + std::to_string(rank), pid)) continue;
+    l.pids[rank] = pid;
+    for (int i = 0; i < 100 && !read_int(dir + "/exit." + std::to_string(rank), code); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (read_int(dir + "/exit." + std::to_string(rank), code)) l.exits[rank] = code;
+  }
+  std::filesystem::remove_all(dir);
   std::remove(wrapper.c_str());
   return l;
 }
@@ -277,4 +307,101 @@ TEST_CASE("mpi [faults]: different inputs on one rank are refused before any tra
   check_no_process_left(l, 3);
   std::remove(a.c_str());
   std::remove(b.c_str());
+}
+
+namespace {
+
+// `file` with device `d`'s program changed by `edit` (a list of op names), the predicted times and the
+// certificate left out (they describe the original).
+std::string edited_program(const std::string& file, int d, const std::function<void(std::vector<std::string>&)>& edit,
+                           const std::string& name) {
+  std::string text = pstest::read_file(file);
+  text = text.substr(0, text.find("\npredicted:") + 1);
+  size_t at = text.find("programs:");
+  for (int k = 0; k <= d; ++k) at = text.find("ops: [", at + 1);
+  REQUIRE(at != std::string::npos);
+  const size_t open = at + 6, close = text.find(']', open);
+  std::vector<std::string> ops;
+  std::stringstream in(text.substr(open, close - open));
+  for (std::string op; std::getline(in, op, ',');) ops.push_back(op.substr(op.find_first_not_of(' ')));
+  edit(ops);
+  std::string list;
+  for (const auto& op : ops) list += (list.empty() ? "" : ", ") + op;
+  const std::string out = pstest::temp_path(name);
+  std::ofstream(out) << text.substr(0, open) << list << text.substr(close);
+  return out;
+}
+
+// Every rank exits 4 well within the watchdog's 5 s (a rank that left is seen by its stop notice or
+// its pid, not by the timeout of the ranks waiting for it), and no process is left.
+void check_everyone_stopped(const Launch& l, int np, double wall_s) {
+  for (int r = 0; r < np; ++r) {
+    CAPTURE(r);
+    REQUIRE_MESSAGE(l.exits.count(r) == 1, l.output);
+    CHECK_MESSAGE(l.exits.at(r) == 4, l.output);
+  }
+  CHECK_MESSAGE(wall_s < 25, l.output);
+  CHECK(l.exit_code != 0);
+  check_no_process_left(l, np);
+}
+
+}  // namespace
+
+TEST_CASE("mpi [faults]: a rank that leaves while others wait (an op missing, an extra op, a program cut short) stops "
+          "every rank with exit 4, naming it") {
+  const std::string args = std::string("--backend mpi --no-verify --timeout 5 ") + kSmall;
+  for (int P : {2, 4}) {
+    CAPTURE(P);
+    const std::string base = baseline("llama2-7b", "1f1b", P, 2 * P);
+    using Ops = std::vector<std::string>;
+    auto timed = [&](const std::string& file) {
+      const auto t0 = std::chrono::steady_clock::now();
+      Launch l = mpirun(P, file, args);
+      return std::make_pair(l, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    };
+    {
+      // Rank 0's last B removed: rank 0 ends with a buffer still live; the others hear of it at once.
+      const std::string file = edited_program(base, 0, [](Ops& ops) { ops.pop_back(); }, "missing-b.yaml");
+      auto [l, wall] = timed(file);
+      check_everyone_stopped(l, P, wall);
+      CHECK_MESSAGE(pstest::contains(l.output, "device 0 finished its program with buffers still live"), l.output);
+      for (int r = 1; r < P; ++r)
+        CHECK_MESSAGE(pstest::contains(l.output, "pipesmith: error: rank " + std::to_string(r) + "/" + std::to_string(P)),
+                      l.output);
+      CHECK_MESSAGE(pstest::contains(l.output, "rank 0/" + std::to_string(P) + " (pid " + std::to_string(l.pids[0])),
+                    l.output);
+      std::remove(file.c_str());
+    }
+    {
+      // The last rank's program cut after microbatch 0: it finishes cleanly, the rank before it waits
+      // to hand over microbatch 1; its watchdog names that wait and the finished rank stops too.
+      const int last = P - 1;
+      const std::string file = edited_program(
+          base, last,
+          [&](Ops& ops) {
+            // Keep microbatch 0's ops only: the program ends cleanly, its later inputs never taken.
+            ops.erase(std::remove_if(ops.begin(), ops.end(),
+                                     [](const std::string& op) { return op.back() != '0' || std::isdigit(op[op.size() - 2]); }),
+                      ops.end());
+            REQUIRE(ops.size() == 4);
+          },
+          "cut-short.yaml");
+      auto [l, wall] = timed(file);
+      check_everyone_stopped(l, P, wall);
+      CHECK_MESSAGE(pstest::contains(l.output, "device " + std::to_string(last - 1) + " is blocked at op"), l.output);
+      CHECK_MESSAGE(pstest::contains(l.output, std::to_string(last - 1) + "SEND_F1'"), l.output);
+      CHECK(pstest::contains(l.output, "watchdog: no progress for 5 s"));
+      std::remove(file.c_str());
+    }
+    {
+      // An extra op on rank 0: a second send of microbatch 0's activation, which no rank receives.
+      const std::string file = edited_program(
+          base, 0, [](Ops& ops) { ops.push_back("0SEND_F0"); }, "extra-send.yaml");
+      auto [l, wall] = timed(file);
+      check_everyone_stopped(l, P, wall);
+      CHECK_MESSAGE(pstest::contains(l.output, "0SEND_F0"), l.output);
+      std::remove(file.c_str());
+    }
+    std::remove(base.c_str());
+  }
 }
