@@ -228,3 +228,43 @@ TEST_CASE("cli outputs: an output on a dangling symbolic link is refused before 
   CHECK(fs::is_symlink(fs::symlink_status(dir + "/to-real.yaml")));
   fs::remove_all(dir);
 }
+
+TEST_CASE("cli outputs: synth --dump-smt2 P.smt2 checks the window names P.wN.smt2 like any output") {
+  const std::string dir = fresh_dir("out-windows");
+  const std::string cluster = source_path("configs/clusters/8xh100-80gb.yaml");
+  fs::copy_file(kLlamaModel, dir + "/p.w1.smt2");      // a model named like window 1's dump
+  fs::copy_file(cluster, dir + "/c.w200.smt2");        // a cluster named like the last window's
+  fs::copy_file(kLlamaModel, dir + "/m.yaml");
+  fs::create_hard_link(dir + "/m.yaml", dir + "/h.w3.smt2");  // window 3's name is the model by another name
+  fs::create_directory(dir + "/d.w7.smt2");
+  const std::set<std::string> names = dir_entries(dir);
+  const std::string model_text = read_file(kLlamaModel), cluster_text = read_file(cluster);
+  struct Case {
+    std::string args, said;
+  };
+  const Case cases[] = {
+      {fmt::format("synth {0}/p.w1.smt2 --time-limit 5 --dump-smt2 {0}/p.smt2", dir),
+       fmt::format("refusing to write '{0}/p.w1.smt2' (--dump-smt2, window 1): it is the input file '{0}/p.w1.smt2'", dir)},
+      {fmt::format("synth {1} --cluster {0}/c.w200.smt2 --time-limit 5 --dump-smt2 {0}/c.smt2", dir, kLlamaModel),
+       fmt::format("refusing to write '{0}/c.w200.smt2' (--dump-smt2, window 200): it is the input file '{0}/c.w200.smt2'", dir)},
+      {fmt::format("synth {0}/m.yaml --time-limit 5 --dump-smt2 {0}/h.smt2", dir),
+       fmt::format("refusing to write '{0}/h.w3.smt2' (--dump-smt2, window 3): it is the input file '{0}/m.yaml'", dir)},
+      {fmt::format("synth {1} --time-limit 5 -o {0}/x.w2.smt2 --dump-smt2 {0}/x.smt2", dir, kLlamaModel),
+       fmt::format("-o and --dump-smt2, window 2 both name '{}/x.w2.smt2'", dir)},
+      {fmt::format("synth {1} --time-limit 5 --dump-smt2 {0}/d.smt2", dir, kLlamaModel),
+       fmt::format("cannot write '{}/d.w7.smt2' (--dump-smt2, window 7): it is a directory", dir)},
+  };
+  for (const Case& c : cases) {
+    auto r = run_cli(c.args);
+    INFO(c.args, "\n", r.output);
+    CHECK(r.exit_code == 1);
+    CHECK(contains(r.output, "pipesmith: error: " + c.said));
+    CHECK_FALSE(contains(r.output, "wrote"));
+  }
+  CHECK(read_file(dir + "/p.w1.smt2") == model_text);
+  CHECK(read_file(dir + "/m.yaml") == model_text);
+  CHECK(read_file(dir + "/h.w3.smt2") == model_text);
+  CHECK(read_file(dir + "/c.w200.smt2") == cluster_text);
+  CHECK(dir_entries(dir) == names);  // no dump, no schedule, no temporary
+  fs::remove_all(dir);
+}
