@@ -1,13 +1,20 @@
 // `pipesmith export SCHEDULE --to pytorch -o DIR [--fsdp] [--model MODEL.yaml [--cluster C.yaml]]`
 // — writes a checked schedule as the files PyTorch's torch.distributed.pipelining runs
 // (verify/pytorch_export.h; docs/pytorch.md): DIR/compute_only.csv, DIR/compute_comms.csv,
-// DIR/plan.json. Exit 3 with the checker's report when the schedule is invalid (nothing written),
-// 1 on bad input.
+// DIR/plan.json, as one set: all three or none (ir/output_file.h). Before any work, a file of the
+// set that names an input (--model, --cluster or SCHEDULE itself) is refused. Exit 3 with the
+// checker's report when the schedule is invalid (nothing written), 1 on bad input or a failed write.
 #include <fmt/format.h>
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
+#include <iterator>
 #include <memory>
+#include <vector>
 
 #include "cli/commands.h"
 #include "verify/pytorch_export.h"
@@ -25,12 +32,45 @@ struct ExportArgs {
   bool fsdp = false;
 };
 
-Status check_out_dir(const std::string& dir) {
+// The files an export writes in -o DIR, as one set (ir/output_file.h: all or none).
+constexpr const char* kExportFiles[] = {"compute_only.csv", "compute_comms.csv", "plan.json"};
+
+// Before any work: -o names a directory, or one that can be created (its nearest existing ancestor
+// is a writable directory); none of the files the export writes there is a directory, a dangling
+// link or one of the inputs.
+Status check_out_dir(const ExportArgs& a) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  if (fs::exists(dir, ec) && !fs::is_directory(dir, ec))
-    return Status::bad_input(fmt::format("-o '{}' exists and is not a directory", dir));
+  const fs::path dir(a.out_dir);
+  if (fs::exists(dir, ec)) {
+    if (!fs::is_directory(dir, ec))
+      return Status::bad_input(fmt::format("-o '{}' exists and is not a directory", a.out_dir));
+    std::vector<OutputPath> outs;
+    for (const char* name : kExportFiles) outs.push_back({(dir / name).string(), "-o"});
+    return check_outputs(outs, {a.schedule, a.model, a.cluster});
+  }
+  if (fs::is_symlink(fs::symlink_status(dir, ec)))
+    return Status::bad_input(fmt::format("-o '{}' is a dangling symbolic link to '{}', which does not exist",
+                                         a.out_dir, fs::read_symlink(dir, ec).string()));
+  fs::path up = fs::absolute(dir, ec).parent_path();
+  while (up.has_relative_path() && !fs::exists(up, ec)) up = up.parent_path();
+  if (!fs::is_directory(up, ec))
+    return Status::bad_input(fmt::format("cannot create -o '{}': '{}' is not a directory", a.out_dir, up.string()));
+  if (::access(up.c_str(), W_OK) != 0)
+    return Status::bad_input(fmt::format("cannot create -o '{}' in '{}': {}", a.out_dir, up.string(), std::strerror(errno)));
   return Status::ok();
+}
+
+// Creates -o DIR and the directories above it that are missing; returns those it created, deepest first.
+Result<std::vector<std::filesystem::path>> make_out_dir(const std::string& out_dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  std::vector<fs::path> made;
+  for (fs::path p = fs::absolute(out_dir, ec); p.has_relative_path() && !fs::exists(p, ec); p = p.parent_path())
+    made.push_back(p);
+  fs::create_directories(out_dir, ec);
+  if (ec) return Status::bad_input(fmt::format("cannot create '{}': {}", out_dir, ec.message()));
+  return made;
 }
 
 std::string summary(const PytorchExport& ex, const ExportInput& in) {
@@ -60,8 +100,7 @@ std::string summary(const PytorchExport& ex, const ExportInput& in) {
 int run_export(const ExportArgs& a) {
   if (a.to != "pytorch")
     return report_error(Status::bad_input(fmt::format("--to must be 'pytorch', got '{}'", a.to)));
-  Status st = check_out_dir(a.out_dir);
-  if (!st) return report_error(st);
+  if (Status st = check_out_dir(a); !st.is_ok()) return report_error(st);
   auto in = load_export_input(a.schedule, a.model, a.cluster);
   if (!in) return report_error(in.status());
   PytorchExportOptions o;
@@ -76,18 +115,18 @@ int run_export(const ExportArgs& a) {
     return static_cast<int>(ErrorCode::kInvalidSchedule);
   }
   std::string s = summary(*ex, *in);
-  std::error_code ec;
-  std::filesystem::create_directories(a.out_dir, ec);
-  if (ec) return report_error(Status::bad_input(fmt::format("cannot create '{}': {}", a.out_dir, ec.message())));
+  auto made = make_out_dir(a.out_dir);
+  if (!made.ok()) return report_error(made.status());
   const std::filesystem::path dir(a.out_dir);
-  for (const auto& [name, text] : {std::pair{"compute_only.csv", &ex->compute_only_csv},
-                                   std::pair{"compute_comms.csv", &ex->compute_comms_csv},
-                                   std::pair{"plan.json", &ex->plan_json}}) {
-    const std::string path = (dir / name).string();
-    Status w = write_text_file(path, *text);
-    if (!w) return report_error(w);
-    s += fmt::format("wrote {}\n", path);
+  const std::string* texts[] = {&ex->compute_only_csv, &ex->compute_comms_csv, &ex->plan_json};
+  std::vector<OutputText> files;
+  for (size_t i = 0; i < std::size(kExportFiles); ++i) files.push_back({(dir / kExportFiles[i]).string(), *texts[i]});
+  if (Status w = write_output_files(files); !w.is_ok()) {
+    std::error_code ec;
+    for (const std::filesystem::path& p : *made) std::filesystem::remove(p, ec);  // empty: nothing was written
+    return report_error(w);
   }
+  for (const OutputText& f : files) s += fmt::format("wrote {}\n", f.path);
   std::fputs(s.c_str(), stdout);
   return 0;
 }

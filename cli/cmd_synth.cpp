@@ -326,13 +326,21 @@ Status write_outputs(const SynthArgs& a, const ModelSynthesis& m, std::string& s
   return Status::ok();
 }
 
+// Every file the flags may have written: -o, --csv, --svg, and for --dump-smt2 PATH both PATH and
+// the window encodings beside it (PATH.w1.smt2, ...).
+std::vector<OutputPath> synth_outputs(const SynthArgs& a) {
+  std::vector<OutputPath> outs = {{a.out_path, "-o"}, {a.csv_path, "--csv"}, {a.svg_path, "--svg"},
+                                  {a.smt2_path, "--dump-smt2"}};
+  if (a.smt2_path.empty()) return outs;
+  const std::vector<std::string> windows = window_dump_paths(a.smt2_path);
+  for (size_t n = 0; n < windows.size(); ++n) outs.push_back({windows[n], fmt::format("--dump-smt2, window {}", n + 1)});
+  return outs;
+}
+
 int run_synth(const SynthArgs& a) {
   const auto t_start = std::chrono::steady_clock::now();
   if (!(a.time_limit_s > 0)) return report_error(Status::bad_input("--time-limit must be > 0 seconds"));
-  if (Status st = check_outputs({{a.out_path, "-o"}, {a.csv_path, "--csv"}, {a.svg_path, "--svg"},
-                                  {a.smt2_path, "--dump-smt2"}},
-                                 {a.spec.model_path, a.spec.cluster_path});
-      !st.is_ok())
+  if (Status st = check_outputs(synth_outputs(a), {a.spec.model_path, a.spec.cluster_path}); !st.is_ok())
     return report_error(st);
   InterruptGuard interrupt_guard;
   const Backstop backstop(a.evaluations > 0 ? std::nullopt

@@ -11,9 +11,24 @@
 //    beside the target, removed on every failure this process sees.
 //  * On failure the Status (exit 1) names the path and the system's reason (strerror).
 //  * An existing target keeps its permission bits. A symbolic link is followed: the file it points to
-//    is replaced, the link stays. A target that exists and is not a regular file (/dev/null, a FIFO, a
-//    terminal) is written in place: there is nothing to replace.
+//    is replaced, the link stays. A dangling link (its chain ends at a name that is no file) or a link
+//    loop is refused, naming where it points: following it would create a file nobody named, and
+//    replacing it would drop the link. A target that exists and is not a regular file (/dev/null, a
+//    FIFO, a terminal) is written in place: there is nothing to replace.
 //  * "-" is standard output: written, flushed and checked.
+//
+// Guarantees of write_output_files(set), for files that belong together (the export's two CSVs and
+// plan.json):
+//  * Every text goes whole into its own temporary (as above) before any target is touched; only when
+//    all are written, flushed and closed is each renamed over its target. A failure before that (a
+//    target that is a directory, a full disk, a failed fsync) removes every temporary and leaves
+//    every target as it was.
+//  * Before the renames each existing target gets a second name (a hard link, `.NAME.pipesmith-PID-oN.tmp`),
+//    so that a failed rename puts back the targets already replaced (and removes the ones that did
+//    not exist before); the status then says none was changed. On a file system without hard links
+//    a file replaced before the failed rename keeps its new text, and the status names it.
+//  * A kill between the first and the last rename leaves some targets new and some old, and the named
+//    temporaries and second names beside them; the renames follow each other with no work between.
 //
 // Fault injection (tests of the guarantees above): the environment variable PIPESMITH_WRITE_FAULT makes
 // the writer fail as a full disk or a crash would, for files (not stdout):
@@ -22,6 +37,7 @@
 //    enospc:N   every write after the first N bytes fails with ENOSPC
 //    stall:N    after N bytes the writer says so on stderr and sleeps 60 s (a test kills it there)
 //    fsync | close | rename   that step fails with EIO
+//    on:NAME    the fault hits only files whose last path component is NAME ("rename,on:plan.json")
 #pragma once
 
 #include <string>
@@ -33,6 +49,15 @@
 namespace ps {
 
 Status write_output_file(const std::string& path, std::string_view text);
+
+// One file of a set: its path (a file, not "-") and the text it is to hold.
+struct OutputText {
+  std::string path;
+  std::string_view text;
+};
+
+// Writes every file of `files` or none (the guarantees above); the paths name distinct files.
+Status write_output_files(const std::vector<OutputText>& files);
 
 // Writes to stdout and flushes; a failed write (a full disk, a closed pipe) is an error.
 Status write_stdout(std::string_view text);

@@ -3,7 +3,9 @@
 
 #include <array>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <string>
 #include <sys/wait.h>
@@ -46,6 +48,21 @@ inline CliResult run_cli(const std::string& args, const std::string& env = "") {
 
 inline std::string temp_path(const std::string& name) {
   return std::string("/tmp/pipesmith-test-") + std::to_string(getpid()) + "-" + name;
+}
+
+// A fresh, empty directory for one test (temp_path(name)).
+inline std::string fresh_dir(const std::string& name) {
+  const std::string dir = temp_path(name);
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+// The names in a directory (hidden ones, such as a writer's temporaries, included).
+inline std::set<std::string> dir_entries(const std::string& dir) {
+  std::set<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) names.insert(e.path().filename().string());
+  return names;
 }
 
 }  // namespace pstest

@@ -588,6 +588,12 @@ std::string window_dump_path(const std::string& dump_smt2, int n) {
   return fmt::format("{}.w{}.smt2", has ? dump_smt2.substr(0, dump_smt2.size() - suffix.size()) : dump_smt2, n);
 }
 
+std::vector<std::string> window_dump_paths(const std::string& dump_smt2) {
+  std::vector<std::string> paths;
+  for (int n = 1; n <= kMaxWindowDumps; ++n) paths.push_back(window_dump_path(dump_smt2, n));
+  return paths;
+}
+
 Result<WindowResult> window_search(const OpDag& dag, const TimedOrder& incumbent, const WindowOptions& options) {
   window_impl::Search search(dag, options);
   Status st = search.run(incumbent);

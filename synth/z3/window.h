@@ -36,12 +36,16 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "ir/status.h"
 #include "synth/dag/op_dag.h"
 #include "synth/z3/solve.h"
 
 namespace ps {
+
+// The most window encodings one search writes for --dump-smt2.
+inline constexpr int kMaxWindowDumps = 200;
 
 struct WindowOptions {
   double time_limit_s = 10;   // wall-clock cap
@@ -53,7 +57,7 @@ struct WindowOptions {
   // Write each window's encoding (with its target C <= V - 1) to window_dump_path(dump_smt2, N),
   // N = 1, 2, ... in the order the windows are checked, at most max_dumps files.
   std::string dump_smt2;
-  int max_dumps = 200;
+  int max_dumps = kMaxWindowDumps;
   std::function<void(const SolveProgress&)> progress;  // phase "window": each better incumbent
   const std::atomic<bool>* interrupt = nullptr;
 };
@@ -71,6 +75,9 @@ struct WindowResult {
 
 // Where window N's encoding goes for --dump-smt2 PATH: PATH less a ".smt2" suffix, then ".wN.smt2".
 std::string window_dump_path(const std::string& dump_smt2, int n);
+// Every name a search may write for --dump-smt2 PATH (windows 1 .. kMaxWindowDumps), for checking
+// them against the inputs before any work.
+std::vector<std::string> window_dump_paths(const std::string& dump_smt2);
 
 Result<WindowResult> window_search(const OpDag& dag, const TimedOrder& incumbent, const WindowOptions& options);
 

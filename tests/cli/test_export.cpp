@@ -6,13 +6,17 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 
 #include "pytorch_rules.h"
 #include "test_util.h"
 
 using pstest::contains;
+using pstest::dir_entries;
+using pstest::fresh_dir;
 using pstest::read_file;
 using pstest::run_cli;
 using pstest::source_path;
@@ -252,4 +256,151 @@ TEST_CASE("cli export: a synthesized schedule of a shipped model whose inputs sk
 TEST_CASE("[slow] cli export: a synthesized schedule of every other shipped model") {
   for (const char* name : {"gemma-like", "gpt-oss-like", "llama2-7b", "minimax-like", "nemotron-h-like"})
     check_model_export(name);
+}
+
+namespace {
+
+const char* const kExportNames[] = {"compute_only.csv", "compute_comms.csv", "plan.json"};
+
+// The three files of an export in `dir`, by name ("" for one that is missing or not a regular file).
+std::map<std::string, std::string> export_set(const std::string& dir) {
+  std::map<std::string, std::string> set;
+  for (const char* name : kExportNames) {
+    const std::string path = dir + "/" + name;
+    set[name] = std::filesystem::is_regular_file(path) ? read_file(path) : "";
+  }
+  return set;
+}
+
+}  // namespace
+
+TEST_CASE("cli export: an input under one of the three output names is refused before any work, the input untouched") {
+  namespace fs = std::filesystem;
+  const std::string yaml = temp_path("export-inputs.yaml");
+  REQUIRE(run_cli(fmt::format("baseline {} --schedule 1f1b --devices 4 --microbatches 8 -o {}", kExportLlama, yaml))
+              .exit_code == 0);
+  const std::string csv = source_path("tests/data/pytorch/ScheduleGPipe_p2_m4_v1.csv");
+  const std::string cluster = source_path("configs/clusters/8xh100-80gb.yaml");
+  const std::string outside = temp_path("export-inputs-model.yaml");
+  fs::copy_file(kExportLlama, outside, fs::copy_options::overwrite_existing);
+  struct Case {
+    const char* name;        // the output name the input sits under in DIR
+    std::string source;      // what the input holds
+    std::string args;        // {0} = DIR
+    std::string input;       // the input as the message names it
+    bool symlink = false;    // DIR/name is a symbolic link to `source` (the input named by `input`)
+  };
+  const std::string dir = temp_path("export-inputs");
+  const Case cases[] = {
+      {"plan.json", yaml, "export {0}/plan.json --to pytorch -o {0}", dir + "/plan.json"},
+      {"compute_only.csv", csv, "export {0}/compute_only.csv --to pytorch -o {0} --model " + kExportLlama,
+       dir + "/compute_only.csv"},
+      {"compute_only.csv", kExportLlama, "export " + yaml + " --to pytorch -o {0} --model {0}/compute_only.csv",
+       dir + "/compute_only.csv"},
+      {"compute_comms.csv", cluster,
+       "export " + csv + " --to pytorch -o {0} --model " + kExportLlama + " --cluster {0}/compute_comms.csv",
+       dir + "/compute_comms.csv"},
+      {"plan.json", outside, "export " + yaml + " --to pytorch -o {0} --model " + outside, outside, true},
+  };
+  for (const Case& c : cases) {
+    fresh_dir("export-inputs");
+    const std::string in_dir = dir + "/" + c.name;
+    if (c.symlink) fs::create_symlink(c.source, in_dir);
+    else fs::copy_file(c.source, in_dir);
+    const std::string before = read_file(in_dir);
+    const std::string args = fmt::format(fmt::runtime(c.args), dir);
+    auto r = run_cli(args);
+    INFO(args, "\n", r.output);
+    CHECK(r.exit_code == 1);
+    CHECK(contains(r.output, fmt::format("pipesmith: error: refusing to write '{}' (-o): it is the input file '{}', "
+                                         "which the output would replace",
+                                         in_dir, c.input)));
+    CHECK_FALSE(contains(r.output, "pipesmith export:"));  // refused before the schedule was read
+    CHECK_FALSE(contains(r.output, "wrote"));
+    CHECK(read_file(in_dir) == before);
+    CHECK(read_file(c.source) == before);
+    CHECK(fs::is_symlink(fs::symlink_status(in_dir)) == c.symlink);
+    CHECK(dir_entries(dir) == std::set<std::string>{c.name});
+  }
+  fs::remove_all(dir);
+  fs::remove(yaml);
+  fs::remove(outside);
+}
+
+TEST_CASE("cli export: the three files are one set — a failure at the third leaves the old set whole, no temporary") {
+  namespace fs = std::filesystem;
+  const std::string old_yaml = temp_path("export-set-old.yaml"), new_yaml = temp_path("export-set-new.yaml");
+  REQUIRE(run_cli(fmt::format("baseline {} --schedule 1f1b --devices 4 --microbatches 8 -o {}", kExportLlama, old_yaml))
+              .exit_code == 0);
+  REQUIRE(run_cli(fmt::format("baseline {} --schedule interleaved-1f1b --devices 4 --microbatches 8 -o {}", kExportLlama,
+                              new_yaml))
+              .exit_code == 0);
+  const std::string dir = fresh_dir("export-set");
+  const std::string model_arg = "--model " + kExportLlama;
+  auto export_into = [&](const std::string& yaml, const std::string& to, const std::string& env = "") {
+    return run_cli(fmt::format("export {} --to pytorch -o {} {}", yaml, to, model_arg), env);
+  };
+  REQUIRE(export_into(old_yaml, dir).exit_code == 0);
+  const auto old_set = export_set(dir);
+  const std::set<std::string> three = {"compute_only.csv", "compute_comms.csv", "plan.json"};
+  const std::string none_changed =
+      fmt::format("none of '{0}/compute_only.csv', '{0}/compute_comms.csv' and '{0}/plan.json' was changed", dir);
+
+  // The third file fails at each step of the writer, the first two already whole in their temporaries
+  // ("rename": the first two already renamed into place, and put back).
+  for (const char* fault : {"enospc:0", "enospc:100", "fsync", "close", "rename", "named,enospc:100", "named,fsync",
+                            "named,close", "named,rename"}) {
+    const std::string env = fmt::format("PIPESMITH_WRITE_FAULT={},on:plan.json", fault);
+    CAPTURE(env);
+    auto r = export_into(new_yaml, dir, env);
+    INFO(r.output);
+    CHECK(r.exit_code == 1);
+    CHECK(contains(r.output, fmt::format("pipesmith: error: cannot write '{}/plan.json': ", dir)));
+    CHECK(contains(r.output, none_changed));
+    CHECK_FALSE(contains(r.output, "wrote"));
+    CHECK(export_set(dir) == old_set);
+    CHECK(dir_entries(dir) == three);  // no temporary, no kept-aside copy
+  }
+  // The first file's rename fails: nothing to put back.
+  auto first = export_into(new_yaml, dir, "PIPESMITH_WRITE_FAULT=rename,on:compute_only.csv");
+  CHECK(first.exit_code == 1);
+  CHECK(contains(first.output, fmt::format("cannot write '{}/compute_only.csv': cannot rename the temporary file over it: "
+                                           "Input/output error; {}",
+                                           dir, none_changed)));
+  CHECK(export_set(dir) == old_set);
+  CHECK(dir_entries(dir) == three);
+
+  // plan.json a directory: refused before any work; the CSVs stay the old ones.
+  const std::string dir2 = fresh_dir("export-set-dir");
+  REQUIRE(export_into(old_yaml, dir2).exit_code == 0);
+  fs::remove(dir2 + "/plan.json");
+  fs::create_directory(dir2 + "/plan.json");
+  const auto old_csvs = export_set(dir2);
+  auto r = export_into(new_yaml, dir2);
+  INFO(r.output);
+  CHECK(r.exit_code == 1);
+  CHECK(contains(r.output, fmt::format("pipesmith: error: cannot write '{}/plan.json' (-o): it is a directory", dir2)));
+  CHECK_FALSE(contains(r.output, "pipesmith export:"));
+  CHECK(export_set(dir2) == old_csvs);
+  CHECK(fs::is_directory(dir2 + "/plan.json"));
+  CHECK(dir_entries(dir2) == three);
+
+  // A DIR the export creates is removed again when the set fails.
+  const std::string fresh = temp_path("export-set-new") + "/a/b";
+  fs::remove_all(temp_path("export-set-new"));
+  auto created = export_into(new_yaml, fresh, "PIPESMITH_WRITE_FAULT=fsync,on:plan.json");
+  CHECK(created.exit_code == 1);
+  CHECK_FALSE(fs::exists(temp_path("export-set-new")));
+
+  // Without a fault the new set replaces the old one whole.
+  REQUIRE(export_into(new_yaml, dir).exit_code == 0);
+  const auto new_set = export_set(dir);
+  CHECK(new_set.at("compute_only.csv") != old_set.at("compute_only.csv"));
+  const std::string ref = fresh_dir("export-set-ref");
+  REQUIRE(export_into(new_yaml, ref).exit_code == 0);
+  CHECK(export_set(ref) == new_set);
+  CHECK(dir_entries(dir) == three);
+  for (const std::string& d : {dir, dir2, ref}) fs::remove_all(d);
+  fs::remove(old_yaml);
+  fs::remove(new_yaml);
 }

@@ -12,6 +12,8 @@
 #include "test_util.h"
 
 using pstest::contains;
+using pstest::dir_entries;
+using pstest::fresh_dir;
 using pstest::read_file;
 using pstest::run_cli;
 using pstest::source_path;
@@ -22,20 +24,6 @@ namespace {
 namespace fs = std::filesystem;
 
 const std::string kLlamaModel = source_path("configs/models/llama2-7b.yaml");
-
-// A fresh, empty directory for one test.
-std::string fresh_dir(const std::string& name) {
-  const std::string dir = temp_path(name);
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
-std::set<std::string> entries(const std::string& dir) {
-  std::set<std::string> names;
-  for (const auto& e : fs::directory_iterator(dir)) names.insert(e.path().filename().string());
-  return names;
-}
 
 // Runs a shell script and returns what it printed.
 std::string sh(const std::string& script_path, const std::string& script) {
@@ -68,7 +56,7 @@ TEST_CASE("cli outputs: an injected write failure keeps the old file and leaves 
     CHECK(r.exit_code == 1);
     CHECK(contains(r.output, "pipesmith: error: cannot write '" + out + "': "));
     CHECK(read_file(out) == valid);  // the 1F1B file, whole
-    CHECK(entries(dir) == std::set<std::string>{"s.yaml"});  // no temporary, and the CSV was not written
+    CHECK(dir_entries(dir) == std::set<std::string>{"s.yaml"});  // no temporary, and the CSV was not written
   }
   CHECK(contains(run_cli(fmt::format("baseline {} --schedule gpipe -o {}", kLlamaModel, out), "PIPESMITH_WRITE_FAULT=enospc:10")
                      .output,
@@ -77,7 +65,7 @@ TEST_CASE("cli outputs: an injected write failure keeps the old file and leaves 
   auto ok = run_cli(fmt::format("baseline {} --schedule gpipe -o {}", kLlamaModel, out));
   CHECK(ok.exit_code == 0);
   CHECK(contains(read_file(out), "gpipe"));
-  CHECK(entries(dir) == std::set<std::string>{"s.yaml"});
+  CHECK(dir_entries(dir) == std::set<std::string>{"s.yaml"});
 }
 
 TEST_CASE("cli outputs: SIGKILL in the middle of a write leaves the old file whole and no other file") {
@@ -99,10 +87,10 @@ TEST_CASE("cli outputs: SIGKILL in the middle of a write leaves the old file who
     CHECK(contains(read_file(log), "stalled after 2000 bytes"));
     CHECK(read_file(out) == valid);
     if (std::string(fault) == "stall:2000") {
-      CHECK(entries(dir) == std::set<std::string>{"s.yaml"});  // the anonymous temporary died with the process
+      CHECK(dir_entries(dir) == std::set<std::string>{"s.yaml"});  // the anonymous temporary died with the process
     } else {
       // A named temporary cannot be removed by a killed process; it never carries the target's name.
-      for (const std::string& e : entries(dir))
+      for (const std::string& e : dir_entries(dir))
         if (e != "s.yaml") CHECK(contains(e, ".s.yaml.pipesmith-"));
     }
   }
@@ -142,7 +130,7 @@ TEST_CASE("cli outputs: an output that names an input is refused before any work
   }
   CHECK(read_file(model) == model_text);
   CHECK(read_file(sched) == sched_text);
-  CHECK(entries(dir) == std::set<std::string>{"m.yaml", "s.yaml", "hard.yaml"});
+  CHECK(dir_entries(dir) == std::set<std::string>{"m.yaml", "s.yaml", "hard.yaml"});
 }
 
 TEST_CASE("cli outputs: every output is checked before anything is written") {
@@ -151,7 +139,7 @@ TEST_CASE("cli outputs: every output is checked before anything is written") {
   INFO(r.output);
   CHECK(r.exit_code == 1);
   CHECK(contains(r.output, "cannot write '/nonexistent-dir/x.svg' (--svg): directory '/nonexistent-dir' does not exist"));
-  CHECK(entries(dir).empty());
+  CHECK(dir_entries(dir).empty());
 }
 
 TEST_CASE("cli outputs: a failed write to stdout is exit 1 with a message") {
@@ -165,4 +153,118 @@ TEST_CASE("cli outputs: a failed write to stdout is exit 1 with a message") {
   // A file that exists and is not a regular file is written in place (nothing to replace).
   auto ok = run_cli("baseline " + kLlamaModel + " --schedule 1f1b -o /dev/null");
   CHECK(ok.exit_code == 0);
+}
+
+TEST_CASE("cli outputs: an output on a dangling symbolic link is refused before any work, naming where it points") {
+  const std::string dir = fresh_dir("out-dangling");
+  const std::string sched = dir + "/s.yaml", link = dir + "/out.yaml", pt = dir + "/pt";
+  REQUIRE(run_cli(fmt::format("baseline {} --schedule 1f1b -o {}", kLlamaModel, sched)).exit_code == 0);
+  const std::string sched_text = read_file(sched);
+  const std::string nowhere = temp_path("out-dangling-nowhere");  // never created
+  fs::remove_all(nowhere);
+  fs::create_symlink(nowhere, link);
+  fs::create_directories(pt);
+  fs::create_symlink(nowhere, pt + "/plan.json");
+  const std::string said = fmt::format("it is a dangling symbolic link to '{}', which does not exist", nowhere);
+  struct Case {
+    std::string args, flag, path;
+  };
+  const Case cases[] = {
+      {fmt::format("baseline {} --schedule 1f1b -o {}", kLlamaModel, link), "-o", link},
+      {fmt::format("baseline {} --schedule 1f1b --csv {}", kLlamaModel, link), "--csv", link},
+      {fmt::format("baseline {} --schedule 1f1b --svg {}", kLlamaModel, link), "--svg", link},
+      {fmt::format("synth {} --time-limit 5 -o {}", kLlamaModel, link), "-o", link},
+      {fmt::format("synth {} --time-limit 5 --dump-smt2 {}", kLlamaModel, link), "--dump-smt2", link},
+      {fmt::format("render {} --svg {}", sched, link), "--svg", link},
+      {fmt::format("verify {} --trace {}", sched, link), "--trace", link},
+      {fmt::format("convert {} {}", sched, link), "OUT", link},
+      {fmt::format("run {} --json {}", sched, link), "--json", link},
+      {fmt::format("profile {} -o {}", kLlamaModel, link), "-o", link},
+      {fmt::format("export {} --to pytorch -o {}", sched, pt), "-o", pt + "/plan.json"},
+  };
+  for (const Case& c : cases) {
+    auto r = run_cli(c.args);
+    INFO(c.args, "\n", r.output);
+    CHECK(r.exit_code == 1);
+    CHECK(contains(r.output, fmt::format("pipesmith: error: cannot write '{}' ({}): {}", c.path, c.flag, said)));
+    CHECK_FALSE(contains(r.output, "File exists"));
+    CHECK_FALSE(contains(r.output, "wrote"));
+  }
+  // -o DIR of export on a dangling link.
+  auto r = run_cli(fmt::format("export {} --to pytorch -o {}", sched, link));
+  INFO(r.output);
+  CHECK(r.exit_code == 1);
+  CHECK(contains(r.output, fmt::format("-o '{}' is a dangling symbolic link to '{}', which does not exist", link, nowhere)));
+  // The links stay as they were, and nothing was created where they point.
+  CHECK(fs::read_symlink(link) == nowhere);
+  CHECK(fs::read_symlink(pt + "/plan.json") == nowhere);
+  CHECK_FALSE(fs::exists(fs::symlink_status(nowhere)));
+  CHECK(read_file(sched) == sched_text);
+  CHECK(dir_entries(dir) == std::set<std::string>{"s.yaml", "out.yaml", "pt"});
+  CHECK(dir_entries(pt) == std::set<std::string>{"plan.json"});
+
+  // A relative link, and a chain of links, name the file they end at.
+  fs::create_symlink("missing.yaml", dir + "/rel.yaml");
+  fs::create_symlink(dir + "/rel.yaml", dir + "/chain.yaml");
+  for (const std::string& l : {dir + "/rel.yaml", dir + "/chain.yaml"}) {
+    auto rr = run_cli(fmt::format("baseline {} --schedule 1f1b -o {}", kLlamaModel, l));
+    INFO(rr.output);
+    CHECK(rr.exit_code == 1);
+    CHECK(contains(rr.output, fmt::format("cannot write '{}' (-o): it is a dangling symbolic link to '{}/missing.yaml'", l, dir)));
+  }
+  // A link loop.
+  fs::create_symlink(dir + "/loop-b.yaml", dir + "/loop-a.yaml");
+  fs::create_symlink(dir + "/loop-a.yaml", dir + "/loop-b.yaml");
+  auto loop = run_cli(fmt::format("baseline {} --schedule 1f1b -o {}/loop-a.yaml", kLlamaModel, dir));
+  CHECK(loop.exit_code == 1);
+  CHECK(contains(loop.output, "(-o): it is a symbolic link that loops"));
+  // A link to a file that exists is followed: the file is replaced, the link stays.
+  std::ofstream(dir + "/real.yaml") << "old";
+  fs::create_symlink(dir + "/real.yaml", dir + "/to-real.yaml");
+  auto ok = run_cli(fmt::format("baseline {} --schedule 1f1b -o {}/to-real.yaml", kLlamaModel, dir));
+  INFO(ok.output);
+  CHECK(ok.exit_code == 0);
+  CHECK(read_file(dir + "/real.yaml") == sched_text);
+  CHECK(fs::is_symlink(fs::symlink_status(dir + "/to-real.yaml")));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("cli outputs: synth --dump-smt2 P.smt2 checks the window names P.wN.smt2 like any output") {
+  const std::string dir = fresh_dir("out-windows");
+  const std::string cluster = source_path("configs/clusters/8xh100-80gb.yaml");
+  fs::copy_file(kLlamaModel, dir + "/p.w1.smt2");      // a model named like window 1's dump
+  fs::copy_file(cluster, dir + "/c.w200.smt2");        // a cluster named like the last window's
+  fs::copy_file(kLlamaModel, dir + "/m.yaml");
+  fs::create_hard_link(dir + "/m.yaml", dir + "/h.w3.smt2");  // window 3's name is the model by another name
+  fs::create_directory(dir + "/d.w7.smt2");
+  const std::set<std::string> names = dir_entries(dir);
+  const std::string model_text = read_file(kLlamaModel), cluster_text = read_file(cluster);
+  struct Case {
+    std::string args, said;
+  };
+  const Case cases[] = {
+      {fmt::format("synth {0}/p.w1.smt2 --time-limit 5 --dump-smt2 {0}/p.smt2", dir),
+       fmt::format("refusing to write '{0}/p.w1.smt2' (--dump-smt2, window 1): it is the input file '{0}/p.w1.smt2'", dir)},
+      {fmt::format("synth {1} --cluster {0}/c.w200.smt2 --time-limit 5 --dump-smt2 {0}/c.smt2", dir, kLlamaModel),
+       fmt::format("refusing to write '{0}/c.w200.smt2' (--dump-smt2, window 200): it is the input file '{0}/c.w200.smt2'", dir)},
+      {fmt::format("synth {0}/m.yaml --time-limit 5 --dump-smt2 {0}/h.smt2", dir),
+       fmt::format("refusing to write '{0}/h.w3.smt2' (--dump-smt2, window 3): it is the input file '{0}/m.yaml'", dir)},
+      {fmt::format("synth {1} --time-limit 5 -o {0}/x.w2.smt2 --dump-smt2 {0}/x.smt2", dir, kLlamaModel),
+       fmt::format("-o and --dump-smt2, window 2 both name '{}/x.w2.smt2'", dir)},
+      {fmt::format("synth {1} --time-limit 5 --dump-smt2 {0}/d.smt2", dir, kLlamaModel),
+       fmt::format("cannot write '{}/d.w7.smt2' (--dump-smt2, window 7): it is a directory", dir)},
+  };
+  for (const Case& c : cases) {
+    auto r = run_cli(c.args);
+    INFO(c.args, "\n", r.output);
+    CHECK(r.exit_code == 1);
+    CHECK(contains(r.output, "pipesmith: error: " + c.said));
+    CHECK_FALSE(contains(r.output, "wrote"));
+  }
+  CHECK(read_file(dir + "/p.w1.smt2") == model_text);
+  CHECK(read_file(dir + "/m.yaml") == model_text);
+  CHECK(read_file(dir + "/h.w3.smt2") == model_text);
+  CHECK(read_file(dir + "/c.w200.smt2") == cluster_text);
+  CHECK(dir_entries(dir) == names);  // no dump, no schedule, no temporary
+  fs::remove_all(dir);
 }
