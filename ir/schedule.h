@@ -111,7 +111,10 @@ struct Certificate {
   std::vector<double> peak_memory_gb;  // per device
   std::string digest;                  // "sha256:<hex>" of the canonical schedule
   std::map<std::string, std::string> extra;  // "optimal": "true", "z3_version": "4.8.12", ...
-  SourceLoc loc;
+  SourceLoc loc;                             // the `certificate:` key
+  // Where each field's value was read: "makespan_ms", "extra.bound_proven_ms", ... (not a claim;
+  // empty for a certificate built in memory).
+  std::map<std::string, SourceLoc> field_loc;
 };
 
 // Optional predicted times per op (same shape as Schedule::programs).
@@ -127,6 +130,9 @@ struct Schedule {
   std::vector<std::vector<OpTime>> predicted;  // empty, or same shape as programs
   std::string source;                          // file it came from (for messages)
   std::string generator;                       // "pipesmith baseline 1f1b", "pytorch-csv", ...
+  // Per stage, where its `layers` value (or, without one, its entry) was read; empty when the
+  // stages were not read from a YAML file.
+  std::vector<SourceLoc> stage_loc;
 
   int num_devices() const { return static_cast<int>(programs.size()); }
   bool has_comms() const;  // any SEND/RECV in any program

@@ -306,7 +306,9 @@ Status read_problem(const std::string& file, const YAML::Node& n, Problem& p) {
   return Status::ok();
 }
 
-Status read_stage(const std::string& file, const YAML::Node& n, int index, int devices, StageSpec& st) {
+// `layers_loc` is set to where the `layers` value sits when the entry has one.
+Status read_stage(const std::string& file, const YAML::Node& n, int index, int devices, StageSpec& st,
+                  SourceLoc& layers_loc) {
   std::string what = fmt::format("stage {}", index);
   auto fields = yamlu::read_map(n,
                                 {"id", "device", "layers", "fwd_ms", "bwd_input_ms", "bwd_weight_ms",
@@ -329,6 +331,7 @@ Status read_stage(const std::string& file, const YAML::Node& n, int index, int d
   }
   if (const Field* f = r.get("layers")) {
     const YAML::Node& l = f->value;
+    layers_loc = yamlu::loc_of(l, file, yamlu::loc_of(f->key, file));
     if (!l.IsSequence() || l.size() != 2) {
       return Status::bad_input(
           fmt::format("{}.layers: expected [first, last] (two integers), got {}", what, yamlu::kind_name(l)),
@@ -490,6 +493,7 @@ Status read_certificate(const std::string& file, const Field& field, Certificate
                                 file, "certificate");
   if (!fields) return fields.status();
   c.loc = yamlu::loc_of(field.key, file);
+  for (const auto& [key, f] : *fields) c.field_loc[key] = yamlu::loc_of(f.value, file, yamlu::loc_of(f.key, file));
   FieldReader r(file, n, *fields, "certificate");
   PS_RETURN_IF_ERROR(r.read_string("verdict", false, c.verdict));
   PS_RETURN_IF_ERROR(r.read_string("semantics", false, c.semantics));
@@ -526,6 +530,7 @@ Status read_certificate(const std::string& file, const Field& field, Certificate
                                  yamlu::loc_of(kv.first, file));
       }
       c.extra[*k] = *v;
+      c.field_loc["extra." + *k] = yamlu::loc_of(kv.second, file, yamlu::loc_of(kv.first, file));
     }
   }
   return Status::ok();
@@ -594,9 +599,11 @@ Result<Schedule> parse_schedule_yaml(const std::string& text, const std::string&
   std::vector<SourceLoc> stage_locs;
   for (size_t i = 0; i < sf->value.size(); ++i) {
     StageSpec st;
-    PS_RETURN_IF_ERROR(read_stage(file, sf->value[i], static_cast<int>(i), s.problem.devices, st));
+    SourceLoc layers_loc = yamlu::loc_of(sf->value[i], file);
+    PS_RETURN_IF_ERROR(read_stage(file, sf->value[i], static_cast<int>(i), s.problem.devices, st, layers_loc));
     s.problem.stages.push_back(st);
     stage_locs.push_back(yamlu::loc_of(sf->value[i], file));
+    s.stage_loc.push_back(std::move(layers_loc));
   }
   PS_RETURN_IF_ERROR(check_limits(s.problem, stage_locs));
 

@@ -29,6 +29,17 @@ std::string format_report_json(const Report& r) {
     viol.push_back(std::move(o));
   }
   j["violations"] = std::move(viol);
+  ordered_json unchecked = ordered_json::array();
+  for (const UncheckedClaim& c : r.unchecked_claims) {
+    ordered_json o;
+    o["field"] = c.field;
+    o["message"] = c.message;
+    o["file"] = c.loc.file;
+    o["line"] = c.loc.line;
+    o["col"] = c.loc.col;
+    unchecked.push_back(std::move(o));
+  }
+  j["unchecked_claims"] = std::move(unchecked);
   j["safe_under"] = r.safe_under;
   j["comms_inserted"] = r.comms_inserted;
   j["notes"] = r.notes;

@@ -1,8 +1,10 @@
 // report_text.cpp — format_report: the human-readable report.
 //
-// Guarantees: verdict on the first line; then every violation (grouped by rule in rule-table order,
-// at most kShownPerRule per rule in the text, with a line counting the rest — the JSON report lists
-// all) with its location and notes; then the report notes; then the figures table. Deterministic.
+// Guarantees: verdict on the first line (with the count of unchecked claims when there are any);
+// then every violation (grouped by rule in rule-table order, at most kShownPerRule per rule in the
+// text, with a line counting the rest — the JSON report lists all) with its location and notes; then
+// every unchecked claim of the certificate with its location; then the report notes; then the
+// figures table. Deterministic.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -49,6 +51,8 @@ std::string format_report(const Report& r) {
     }
     out += " (" + list + ")";
   }
+  if (const size_t n = r.unchecked_claims.size(); n > 0)
+    out += fmt::format("{}{} unchecked claim{} (see below)", r.valid ? ", with " : "; ", n, n == 1 ? "" : "s");
   out += "\n";
   if (!r.checked.source.empty()) out += fmt::format("schedule: {}\n", r.checked.source);
 
@@ -67,6 +71,12 @@ std::string format_report(const Report& r) {
       if (total > shown)
         out += fmt::format("  ... and {} more '{}' violations (--json lists all)\n", total - shown, rule.id);
     }
+  }
+  if (!r.unchecked_claims.empty()) {
+    out += "\nunchecked claims (made by the certificate, not rechecked by the checker; the verdict does not "
+           "rest on them):\n";
+    for (const UncheckedClaim& c : r.unchecked_claims)
+      out += fmt::format("  {}UNCHECKED CLAIM: {}\n", c.loc.valid() ? c.loc.str() + ": " : "", c.message);
   }
   if (!r.notes.empty()) {
     out += "\nnotes:\n";

@@ -15,6 +15,7 @@ struct Rule {
   std::string_view description;  // one line
 };
 
+inline constexpr std::string_view kLayers = "problem.layers";
 inline constexpr std::string_view kIndex = "structure.index";
 inline constexpr std::string_view kStagePlacement = "structure.stage-placement";
 inline constexpr std::string_view kDuplicate = "structure.duplicate";
@@ -29,8 +30,11 @@ inline constexpr std::string_view kCommOrder = "comm.order";
 inline constexpr std::string_view kDeadlock = "deadlock";
 inline constexpr std::string_view kMemoryLimit = "memory.limit";
 inline constexpr std::string_view kCertificateMismatch = "certificate.mismatch";
+inline constexpr std::string_view kCertificateClaim = "certificate.claim";
 
-inline constexpr std::array<Rule, 14> kAll = {{
+inline constexpr std::array<Rule, 16> kAll = {{
+    {kLayers, "the stages' layer ranges do not follow each other from layer 0 in order, without overlap "
+              "or gap (or only some stages record theirs)"},
     {kIndex, "an op's stage or microbatch is out of range for the problem"},
     {kStagePlacement, "an op of stage s sits on a device other than the one stage s is placed on"},
     {kDuplicate, "the same op (type, stage, microbatch) appears more than once"},
@@ -51,6 +55,8 @@ inline constexpr std::array<Rule, 14> kAll = {{
                    "limit"},
     {kCertificateMismatch, "a figure or the digest claimed in the certificate differs from the "
                            "recomputed one"},
+    {kCertificateClaim, "a figure claimed in the certificate contradicts what the checker computes "
+                        "itself (negative, or a makespan achieved below its lower bound)"},
 }};
 
 }  // namespace ps::rules

@@ -1,9 +1,10 @@
 // verify.cpp — the checker's one call: runs the rules of verify/rules.h in order and fills a Report.
 //
-// Order: structure (stop if unsound) → lower bound → dependency → comm rules (files with comms) →
-// memory.limit → comm insertion (compute-only files; a data-flow cycle is a deadlock under every
-// semantics) → deadlock analysis under all three semantics (verdict from the chosen one) → timing
-// simulation (only when nothing but memory.limit was violated) → certificate. Every analysis
+// Order: layer ranges (gate nothing) → structure (stop if unsound) → lower bound → dependency → comm
+// rules (files with comms) → memory.limit → comm insertion (compute-only files; a data-flow cycle is
+// a deadlock under every semantics) → deadlock analysis under all three semantics (verdict from the
+// chosen one) → timing simulation (only when nothing but memory.limit and problem.layers was
+// violated) → certificate (with the claims it cannot recheck listed as unchecked). Every analysis
 // whose precondition fails is skipped with a note saying why.
 #include "verify/verify.h"
 
@@ -18,6 +19,7 @@
 #include "verify/deadlock.h"
 #include "verify/dependency.h"
 #include "verify/diag.h"
+#include "verify/layers.h"
 #include "verify/memory.h"
 #include "verify/op_table.h"
 #include "verify/rules.h"
@@ -138,9 +140,11 @@ Report verify(const Schedule& schedule, const VerifyOptions& options) {
   if (pb.unit_costs)
     r.notes.push_back("unit costs: no model was given, so F = I = W = 1, B = 2 and transfers take 0 "
                       "(times are in units of one forward)");
+  check_layers(schedule, r.violations);
   const OpTable table(schedule);
+  const size_t before_structure = r.violations.size();
   check_structure(schedule, table, r.violations);
-  if (!r.violations.empty()) {
+  if (r.violations.size() != before_structure) {
     r.notes.push_back("dependency, comm, deadlock, memory and timing analyses skipped: they need a "
                       "structurally sound schedule");
     r.checked = schedule;
@@ -205,7 +209,7 @@ Report verify(const Schedule& schedule, const VerifyOptions& options) {
   }
   r.valid = r.violations.empty();
   if (schedule.certificate && options.check_certificate) {
-    check_certificate(schedule, r, *schedule.certificate, r.violations);
+    check_certificate(schedule, r, *schedule.certificate, r.violations, r.unchecked_claims);
     r.valid = r.violations.empty();
   }
   return r;

@@ -2,8 +2,10 @@
 //
 // The checker recomputes everything from the Problem and the programs; it never trusts times, peaks
 // or claims written by whoever produced the schedule. Rules are listed (id + one line) in
-// verify/rules.h and docs/verifier-rules.md. Structural rules run first; dependency, comm, deadlock,
-// memory and timing analyses run only on structurally sound input. All violations are reported.
+// verify/rules.h and docs/verifier-rules.md. The stages' layer ranges are checked first and gate
+// nothing; structural rules run next; dependency, comm, deadlock, memory and timing analyses run only
+// on structurally sound input. All violations are reported. A certificate claim the checker cannot
+// recheck (a bound above its own) is listed in Report::unchecked_claims, never passed in silence.
 // Links only ir/ (and OpenSSL's libcrypto for the digest): never Z3, never synth/.
 #pragma once
 
@@ -38,6 +40,14 @@ struct Violation {
   std::vector<std::string> notes;  // the other party: "device 1 is blocked on op 5 '1SEND_B0' ..."
 };
 
+// A claim of the certificate that the checker cannot recheck (a proven bound above its own lower
+// bound, say): reported, never silently passed, and no violation (the verdict does not depend on it).
+struct UncheckedClaim {
+  std::string field;    // "extra.bound_proven_ms"
+  std::string message;  // "certificate claims bound_proven_ms 812.3 ms (optimal: true); the checker's own bound is ..."
+  SourceLoc loc;        // file:line:col of the field's value when known
+};
+
 struct OpInterval {
   double start_ms = 0;
   double end_ms = 0;
@@ -63,6 +73,7 @@ struct Report {
   bool valid = false;
   Semantics semantics = Semantics::kRendezvous;
   std::vector<Violation> violations;
+  std::vector<UncheckedClaim> unchecked_claims;  // certificate claims reported but not rechecked
   std::vector<std::string> notes;          // "comms inserted by the rule in ...", "unit costs ..."
   Schedule checked;                        // the programs actually analysed (comms inserted if needed)
   bool comms_inserted = false;

@@ -1,13 +1,20 @@
 // `pipesmith verify`, `simulate` and `render` through the command line, as a user runs them:
 // verdicts and exit codes on the PyTorch examples and the invalid-schedule files, JSON output,
-// pictures, semantics and memory flags, CSV + model, bad input.
+// pictures, semantics and memory flags, CSV + model, bad input; certificate claims the checker
+// cannot back (tampered files, re-sealed) and layer ranges that overlap (verify and export).
 #include <doctest/doctest.h>
 
+#include <fmt/format.h>
+
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 
+#include "ir/schedule_io.h"
 #include "test_util.h"
+#include "verify/verify.h"
 
 namespace {
 
@@ -15,6 +22,34 @@ std::string ex(const std::string& name) { return pstest::data_path("pytorch/" + 
 std::string bad(const std::string& name) { return pstest::source_path("configs/invalid-schedules/" + name); }
 
 bool has(const std::string& out, const std::string& what) { return out.find(what) != std::string::npos; }
+
+// A copy of configs/invalid-schedules/certificate-mismatch.yaml with a true certificate, edited by
+// `edit` and re-sealed (a forger can recompute SHA-256), written to a temp file; returns its path.
+std::string tampered(const std::string& name, const std::function<void(ps::Schedule&)>& edit) {
+  auto s = ps::read_schedule_yaml(bad("certificate-mismatch.yaml"));
+  REQUIRE_MESSAGE(s.ok(), s.status().str());
+  ps::VerifyOptions o;
+  o.check_certificate = false;
+  const ps::Report r = ps::verify(*s, o);
+  REQUIRE(r.valid);
+  s->certificate = ps::make_certificate(*s, r);
+  edit(*s);
+  ps::seal_certificate(*s);
+  const std::string path = pstest::temp_path(name);
+  std::ofstream(path) << ps::format_schedule_yaml(*s);
+  return path;
+}
+
+// "FILE:LINE:COL" of the value on the first line of FILE that holds `key`.
+std::string value_loc(const std::string& path, const std::string& key) {
+  const std::string text = pstest::read_file(path);
+  const size_t at = text.find(key);
+  REQUIRE(at != std::string::npos);
+  const size_t bol = text.rfind('\n', at) + 1;
+  int line = 1;
+  for (size_t i = 0; i < bol; ++i) line += text[i] == '\n';
+  return fmt::format("{}:{}:{}", path, line, at + key.size() - bol + 1);
+}
 
 }  // namespace
 
@@ -45,6 +80,7 @@ TEST_CASE("pipesmith verify: the PyTorch examples, verdict first, exit 0 / 3") {
 
 TEST_CASE("pipesmith verify: every invalid-schedule file exits 3 naming its rule and location") {
   const std::pair<const char*, const char*> files[] = {
+      {"problem-layers.yaml", "problem-layers.yaml:17:32: problem.layers"},
       {"structure-index.yaml", "structure-index.yaml:19:16: structure.index"},
       {"structure-stage-placement.csv", "structure-stage-placement.csv:2:17: structure.stage-placement"},
       {"structure-duplicate.csv", "structure-duplicate.csv:1:5: structure.duplicate"},
@@ -58,7 +94,8 @@ TEST_CASE("pipesmith verify: every invalid-schedule file exits 3 naming its rule
       {"comm-order.csv", "comm-order.csv:1:9: comm.order"},
       {"deadlock.csv", "deadlock.csv:1:18: deadlock"},
       {"memory-limit.yaml", "memory-limit.yaml:20:16: memory.limit"},
-      {"certificate-mismatch.yaml", "certificate-mismatch.yaml:23:1: certificate.mismatch"},
+      {"certificate-mismatch.yaml", "certificate-mismatch.yaml:26:16: certificate.mismatch"},
+      {"certificate-claim.yaml", "certificate-claim.yaml:33:19: certificate.claim"},
   };
   for (const auto& f : files) {
     auto r = pstest::run_cli("verify " + bad(f.first));
@@ -187,4 +224,128 @@ TEST_CASE("pipesmith verify --svg --trace, pipesmith render and simulate") {
   std::remove(svg.c_str());
   std::remove(trace.c_str());
   std::remove(svg2.c_str());
+}
+
+TEST_CASE("pipesmith verify: certificate figures the checker's own computation rules out exit 3 at the field") {
+  // (a) a heuristic makespan below the checker's lower bound (72.325 ms for this file).
+  const std::string low = tampered("claim-heuristic.yaml", [](ps::Schedule& s) { s.certificate->extra["heuristic_ms"] = "60.5"; });
+  auto a = pstest::run_cli("verify " + low);
+  INFO(a.output);
+  CHECK(a.exit_code == 3);
+  CHECK(a.output.rfind("INVALID under rendezvous semantics: 1 violation (certificate.claim x1)", 0) == 0);
+  CHECK(has(a.output, value_loc(low, "heuristic_ms: ") +
+                          ": certificate.claim: certificate field 'extra.heuristic_ms' claims a makespan of 60.5 ms, "
+                          "below the checker's lower bound 72.325 ms: no order of this partition and placement is that fast"));
+
+  // (b) a negative proven bound, and a NaN one.
+  const std::string neg = tampered("claim-negative.yaml", [](ps::Schedule& s) { s.certificate->extra["bound_proven_ms"] = "-12.5"; });
+  auto b = pstest::run_cli("verify " + neg);
+  INFO(b.output);
+  CHECK(b.exit_code == 3);
+  CHECK(has(b.output, value_loc(neg, "bound_proven_ms: ") +
+                          ": certificate.claim: certificate field 'extra.bound_proven_ms' claims -12.5, a negative figure"));
+  const std::string nan = tampered("claim-nan.yaml", [](ps::Schedule& s) { s.certificate->extra["bound_proven_ms"] = "nan"; });
+  auto n = pstest::run_cli("verify " + nan + " --json");
+  CHECK(n.exit_code == 3);
+  auto jn = nlohmann::json::parse(n.output);
+  REQUIRE(jn["violations"].size() == 1);
+  CHECK(jn["violations"][0]["rule"] == "certificate.mismatch");
+  CHECK(jn["violations"][0]["message"] ==
+        "certificate field 'extra.bound_proven_ms' claims 'nan' but the checker requires a finite number");
+
+  // (e) a bound above the makespan: the message says "at most".
+  const std::string over = tampered("claim-over.yaml", [](ps::Schedule& s) { s.certificate->extra["bound_ms"] = "1000"; });
+  auto e = pstest::run_cli("verify " + over);
+  INFO(e.output);
+  CHECK(e.exit_code == 3);
+  CHECK(has(e.output, "certificate field 'extra.bound_ms' claims 1000 ms but the checker requires a bound at most the "
+                      "makespan"));
+  CHECK_FALSE(has(e.output, "requires a bound above"));
+  for (const std::string& p : {low, neg, nan, over}) std::remove(p.c_str());
+}
+
+TEST_CASE("pipesmith verify: a proven bound the checker cannot recheck is an UNCHECKED CLAIM, text and JSON") {
+  // (d) optimal: true with bound_proven_ms raised to the makespan: consistent, but the proof is not in the file.
+  std::string mk;
+  const std::string path = tampered("claim-unchecked.yaml", [&](ps::Schedule& s) {
+    mk = fmt::format("{}", s.certificate->makespan_ms);
+    s.certificate->extra["optimal"] = "true";
+    s.certificate->extra["bound_proven_ms"] = mk;
+  });
+  auto r = pstest::run_cli("verify " + path);
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  CHECK(r.output.rfind("VALID under rendezvous semantics, with 1 unchecked claim (see below)\n", 0) == 0);
+  const std::string claim = fmt::format("certificate claims bound_proven_ms {} ms (optimal: true); the checker's own "
+                                        "bound is 72.325 ms: the claim is not rechecked",
+                                        mk);
+  CHECK(has(r.output, value_loc(path, "bound_proven_ms: ") + ": UNCHECKED CLAIM: " + claim + "\n"));
+
+  auto j = pstest::run_cli("verify " + path + " --json");
+  CHECK(j.exit_code == 0);
+  auto jj = nlohmann::json::parse(j.output);
+  CHECK(jj["valid"] == true);
+  CHECK(jj["violations"].empty());
+  REQUIRE(jj["unchecked_claims"].size() == 1);
+  CHECK(jj["unchecked_claims"][0]["field"] == "extra.bound_proven_ms");
+  CHECK(jj["unchecked_claims"][0]["message"] == claim);
+  CHECK(jj["unchecked_claims"][0]["file"] == path);
+
+  // The same certificate without the claim: nothing unchecked, the plain verdict.
+  const std::string plain = tampered("claim-plain.yaml", [](ps::Schedule&) {});
+  auto p = pstest::run_cli("verify " + plain);
+  CHECK(p.exit_code == 0);
+  CHECK(p.output.rfind("VALID under rendezvous semantics\n", 0) == 0);
+  CHECK_FALSE(has(p.output, "UNCHECKED"));
+  CHECK(nlohmann::json::parse(pstest::run_cli("verify " + plain + " --json").output)["unchecked_claims"].empty());
+  std::remove(path.c_str());
+  std::remove(plain.c_str());
+}
+
+TEST_CASE("pipesmith verify and export: overlapping layer ranges are refused (problem.layers, nothing written)") {
+  // (c) stage 1 claims layers 0-33 over stage 0's 0-3.
+  const std::string path = tampered("layers-overlap.yaml", [](ps::Schedule& s) {
+    s.problem.stages[1].first_layer = 0;
+    s.problem.stages[1].last_layer = 33;
+  });
+  auto v = pstest::run_cli("verify " + path);
+  INFO(v.output);
+  CHECK(v.exit_code == 3);
+  CHECK(has(v.output, value_loc(path, "- {id: 1, device: 1, layers: ") +
+                          ": problem.layers: stage 1 holds layers 0-33, which overlap stage 0's layers 0-3: stage 1 "
+                          "must start at layer 4, right after stage 0 ends"));
+
+  const std::string dir = pstest::temp_path("layers-overlap-export");
+  std::filesystem::remove_all(dir);
+  auto x = pstest::run_cli(fmt::format("export {} --to pytorch -o {}", path, dir));
+  INFO(x.output);
+  CHECK(x.exit_code == 3);
+  CHECK(has(x.output, "problem.layers"));
+  CHECK(has(x.output, "nothing written"));
+  CHECK_FALSE(std::filesystem::exists(dir));
+
+  // The same schedule with sound ranges exports.
+  const std::string good = tampered("layers-sound.yaml", [](ps::Schedule&) {});
+  auto ok = pstest::run_cli(fmt::format("export {} --to pytorch -o {}", good, dir));
+  INFO(ok.output);
+  CHECK(ok.exit_code == 0);
+  const auto plan = nlohmann::json::parse(pstest::read_file(dir + "/plan.json"));
+  CHECK(plan["stages"][1]["layers"] == nlohmann::json::array({4, 7}));
+  std::filesystem::remove_all(dir);
+  std::remove(path.c_str());
+  std::remove(good.c_str());
+}
+
+TEST_CASE("pipesmith verify: a baseline's certificate is rechecked whole (no unchecked claims)") {
+  const std::string out = pstest::temp_path("claims-baseline.yaml");
+  auto b = pstest::run_cli(fmt::format("baseline {} --schedule 1f1b --devices 4 --microbatches 8 -o {}",
+                                       pstest::source_path("configs/models/llama2-7b.yaml"), out));
+  INFO(b.output);
+  REQUIRE(b.exit_code == 0);
+  auto v = pstest::run_cli("verify " + out);
+  INFO(v.output);
+  CHECK(v.exit_code == 0);
+  CHECK(v.output.rfind("VALID under rendezvous semantics\n", 0) == 0);
+  CHECK_FALSE(has(v.output, "UNCHECKED"));
+  std::remove(out.c_str());
 }

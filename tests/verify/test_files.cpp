@@ -26,6 +26,7 @@ struct FileCase {
 
 // Same table as configs/invalid-schedules/README.md.
 const FileCase kInvalid[] = {
+    {"problem-layers.yaml", "problem.layers", -1, -1, "", 17, 32},
     {"structure-index.yaml", "structure.index", 0, 1, "0F1", 19, 16},
     {"structure-stage-placement.csv", "structure.stage-placement", 1, 4, "0B1", 2, 17},
     {"structure-duplicate.csv", "structure.duplicate", 0, 1, "0F0", 1, 5},
@@ -39,7 +40,8 @@ const FileCase kInvalid[] = {
     {"comm-order.csv", "comm.order", 0, 2, "0SEND_F1", 1, 9},
     {"deadlock.csv", "deadlock", 0, 3, "0SEND_F1", 1, 18},
     {"memory-limit.yaml", "memory.limit", 0, 1, "0F1", 20, 16},
-    {"certificate-mismatch.yaml", "certificate.mismatch", -1, -1, "", 23, 1},
+    {"certificate-mismatch.yaml", "certificate.mismatch", -1, -1, "", 26, 16},
+    {"certificate-claim.yaml", "certificate.claim", -1, -1, "", 33, 19},
 };
 
 Report check_file(const std::string& path, Semantics sem = Semantics::kRendezvous) {
