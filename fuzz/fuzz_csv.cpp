@@ -9,11 +9,10 @@
 #include <string>
 
 #include "ir/schedule_io.h"
+#include "fuzz/require.h"
 
 namespace {
-void require(bool cond) {
-  if (!cond) __builtin_trap();
-}
+using psfuzz::require;
 
 constexpr int kMaxRoundTripStages = 4096;
 }  // namespace

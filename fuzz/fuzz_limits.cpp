@@ -22,12 +22,11 @@
 #include "ir/limits.h"
 #include "ir/model.h"
 #include "ir/problem.h"
+#include "fuzz/require.h"
 
 namespace {
 
-void require(bool cond) {
-  if (!cond) __builtin_trap();
-}
+using psfuzz::require;
 
 template <class T>
 T take(const uint8_t*& data, size_t& size) {

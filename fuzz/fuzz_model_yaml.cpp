@@ -13,11 +13,10 @@
 
 #include "ir/graph.h"
 #include "ir/model.h"
+#include "fuzz/require.h"
 
 namespace {
-void require(bool cond) {
-  if (!cond) __builtin_trap();
-}
+using psfuzz::require;
 bool finite_nonneg(double x) { return std::isfinite(x) && x >= 0; }
 }  // namespace
 

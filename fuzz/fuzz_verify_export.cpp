@@ -17,12 +17,9 @@
 #include "ir/schedule_io.h"
 #include "verify/pytorch_export.h"
 #include "verify/verify.h"
+#include "fuzz/require.h"
 
-namespace {
-void require(bool cond) {
-  if (!cond) __builtin_trap();
-}
-}  // namespace
+using psfuzz::require;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string text(reinterpret_cast<const char*>(data), size);

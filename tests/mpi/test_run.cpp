@@ -332,8 +332,9 @@ std::string edited_program(const std::string& file, int d, const std::function<v
   return out;
 }
 
-// Every rank exits 4 well within the watchdog's 5 s (a rank that left is seen by its stop notice or
-// its pid, not by the timeout of the ranks waiting for it), and no process is left.
+// Every rank exits 4, the whole launch within a few watchdog timeouts (a rank that failed is seen by
+// its stop notice or its pid at once; one that ended cleanly, by the stop notice of the rank whose
+// watchdog fires), and no process is left.
 void check_everyone_stopped(const Launch& l, int np, double wall_s) {
   for (int r = 0; r < np; ++r) {
     CAPTURE(r);
