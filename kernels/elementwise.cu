@@ -6,8 +6,6 @@ namespace ps::kern {
 
 namespace {
 
-constexpr int kThreads = 256;
-
 __device__ __forceinline__ float gelu_d(float x) {
   const float u = 0.7978845608028654f * (x + 0.044715f * x * x * x);
   return 0.5f * x * (1.0f + tanhf(u));

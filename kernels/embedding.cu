@@ -6,8 +6,6 @@ namespace ps::kern {
 
 namespace {
 
-constexpr int kThreads = 256;
-
 __global__ void embedding_forward_kernel(const float* __restrict__ table, const int32_t* __restrict__ tokens,
                                          size_t num_tokens, int dim, float* __restrict__ out) {
   const size_t n = num_tokens * static_cast<size_t>(dim);

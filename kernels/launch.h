@@ -1,4 +1,4 @@
-// launch.h — the launch-error check shared by the launchers in kernels/*.cu.
+// launch.h — the launch-error check, block size and grid size shared by the launchers in kernels/*.cu.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -7,6 +7,9 @@
 #include "ir/status.h"
 
 namespace ps::kern {
+
+// Threads per block of the one-thread-per-element kernels.
+inline constexpr int kThreads = 256;
 
 // Status of the last kernel launch on this thread, naming the kernel.
 inline Status launch_status(const char* kernel) {

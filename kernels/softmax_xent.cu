@@ -8,7 +8,6 @@ namespace ps::kern {
 namespace {
 
 constexpr int kRowThreads = 256;  // power of two (tree reduction)
-constexpr int kThreads = 256;
 
 // Softmax of row l [classes] into p, by one block of kRowThreads threads: max, then Σ exp, by
 // fixed-shape tree reductions in shared memory. Returns the row's log-sum-exp log(Σ) + max to every
