@@ -9,6 +9,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/number_flags.h"
 #include "ir/limits.h"
 #include "verify/load.h"
 #include "verify/verify.h"
@@ -30,7 +31,8 @@ struct CheckFlags {
         ->check(CLI::Range(1, static_cast<int>(limits::kMaxStages)));
     sub->add_option("--semantics", semantics, "Send/recv semantics: rendezvous (default), grouped, buffered, posted (PyTorch's pipelining runtime; docs/semantics.md)");
     sub->add_option("--memory-limit-gb", memory_limit_gb, "Per-device memory limit in GB (0 = unlimited; "
-                                                          "default: the problem's)");
+                                                          "default: the problem's)")
+        ->check(flags::memory_limit_gb());
   }
 
   // The files the flags name as inputs (for check_outputs).

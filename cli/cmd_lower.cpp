@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/number_flags.h"
 #include "ir/cost_model.h"
 #include "ir/graph.h"
 #include "ir/model.h"
@@ -254,7 +255,8 @@ Runner add_lower(CLI::App& app) {
                   "Number of microbatches M (overrides pipeline.microbatches)");
   sub->add_option("--memory-limit-gb", args->memory_gb,
                   "Memory per device in GB (overrides cluster.memory_gb; 0 = "
-                  "unlimited)");
+                  "unlimited)")
+      ->check(flags::memory_limit_gb());
   sub->add_flag("--json", args->json, "Print the summary as JSON instead of a text table");
   sub->footer(
       fmt::format("Layer kinds for analytic costs: {}.\nExit codes: 0 ok, 1 bad input or usage.",

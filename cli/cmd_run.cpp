@@ -18,12 +18,14 @@
 #include <utility>
 
 #include "cli/commands.h"
+#include "cli/number_flags.h"
 #include "ir/comm_insert.h"
 #include "ir/model.h"
 #include "kernels/cuda_backend.h"
 #include "runtime/exec_model.h"
 #include "runtime/executor.h"
 #include "runtime/host_backend.h"
+#include "runtime/host_memory.h"
 #include "runtime/memory_rule.h"
 #include "runtime/mpi_backend.h"
 #include "runtime/run_report.h"
@@ -230,6 +232,16 @@ Stop build_model(const RunFlags& f, RunState& s) {
   auto model = rt::build_exec_model(s.to_run.problem, s.spec ? &s.spec->model : nullptr, mo);
   if (!model) return report_error(model.status());
   s.model = std::move(*model);
+  // One process holds every device on the host backend; with one process per rank (mpi) each holds its
+  // own; the cuda backend's tensors live on the GPUs.
+  if (f.backend == "host") {
+    const rt::MemoryEstimate need = rt::estimate_run_memory(s.to_run, *s.model, f.check_gradients);
+    if (Status st = rt::check_fits(need, rt::host_memory(),
+                                   fmt::format("running '{}' (--scale {:g}, --tokens {}, --widths {})", base_name(f.file),
+                                               f.scale, f.tokens, f.widths));
+        !st.is_ok())
+      return report_error(st);
+  }
   for (const std::string& n : s.model->notes) s.notes.push_back(n);
   if (s.prediction.present && !mo.widths_from_params)
     s.notes.push_back("simulated ms come from the schedule's costs, measured ms from this scaled model on this backend: "
@@ -371,20 +383,22 @@ Runner add_run(CLI::App& app) {
                   "cuda (CUDA + NCCL)");
   sub->add_flag("--check-gradients", f->check_gradients,
                 "Compare every gradient with a single-device sequential run (1e-5 relative)");
-  sub->add_option("--timeout", f->timeout_s, "Watchdog: seconds without progress before stopping (default 30)");
+  sub->add_option("--timeout", f->timeout_s, "Watchdog: seconds without progress before stopping (default 30)")
+      ->check(flags::timeout_s());
   sub->add_option("--trace", f->trace, "Write a Chrome/Perfetto trace of the measured op times");
   sub->add_option("--json", f->json, "Write the summary as JSON");
-  sub->add_option("--scale", f->scale, "Multiply the executable model's widths (default 1)");
-  sub->add_option("--tokens", f->tokens, "Tokens per microbatch (default 32)");
+  sub->add_option("--scale", f->scale, "Multiply the executable model's widths (default 1)")->check(flags::scale());
+  sub->add_option("--tokens", f->tokens, "Tokens per microbatch (default 32)")->check(flags::tokens());
   sub->add_option("--widths", f->widths,
                   "Block widths from the layer costs (cost, default) or from params_m (params: for models written "
                   "by `pipesmith profile` at the same --scale)");
-  sub->add_option("--seed", f->seed, "Seed of the parameters and data (default 1)");
+  sub->add_option("--seed", f->seed, "Seed of the parameters and data (default 1)")->check(flags::seed());
   sub->add_option("--semantics", f->semantics,
                   "SEND/RECV semantics to check and run: rendezvous (default: each pair on its own) or grouped "
                   "(consecutive comm ops form one group, like an NCCL group / batch_isend_irecv)");
   sub->add_option("--memory-limit-gb", f->memory_limit_gb,
-                  "Memory limit per device for the check, GB (0 = unlimited; default: the problem's)");
+                  "Memory limit per device for the check, GB (0 = unlimited; default: the problem's)")
+      ->check(flags::memory_limit_gb());
   sub->add_flag("--no-verify", f->no_verify, "Run even if the checker rejects the schedule");
   sub->add_flag("--quiet", f->quiet, "No progress lines on stderr (printed every 2 s of a long replay or gradient check)");
   sub->add_option("--nccl-id-file", f->nccl_id_file,

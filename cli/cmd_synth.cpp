@@ -28,6 +28,7 @@
 #include <utility>
 
 #include "cli/commands.h"
+#include "cli/number_flags.h"
 #include "cli/spec_flags.h"
 #include "ir/problem.h"
 #include "ir/schedule_io.h"
@@ -387,7 +388,8 @@ Runner add_synth(CLI::App& app) {
                   "or a list of devices per stage, e.g. 0,1,1,0 (absent: searched)");
   sub->add_option("--stages-per-device", args->stages_per_device,
                   "Stages per device V (interleaved: default 2); alone it fixes the placement to interleaved with V");
-  sub->add_option("--time-limit", args->time_limit_s, "Wall-clock cap in seconds (default 10): the whole run, search of what --partition/--placement leave open (60 %), then Z3 (the rest); with both given or with --evaluations, the Z3 phase (its share)");
+  sub->add_option("--time-limit", args->time_limit_s, "Wall-clock cap in seconds (default 10; beyond 1e6, inf included: no practical limit): the whole run, search of what --partition/--placement leave open (60 %), then Z3 (the rest); with both given or with --evaluations, the Z3 phase (its share)")
+      ->transform(flags::time_limit_s());
   sub->add_option("--evaluations", args->evaluations,
                   "Bound the search of what --partition/--placement leave open by N candidate evaluations instead "
                   "of the clock: the same inputs, seed and N give the same plan on any machine (the search may "
@@ -395,7 +397,7 @@ Runner add_synth(CLI::App& app) {
       ->check(CLI::Range(1, 1000000000));
   sub->add_option("--rlimit", args->rlimit,
                   "Z3 resource budget (deterministic); default: Z3's share of the time limit times a fixed rate");
-  sub->add_option("--seed", args->seed, "Random seed of the search's kicks and of Z3 (default 0)");
+  sub->add_option("--seed", args->seed, "Random seed of the search's kicks and of Z3 (default 0)")->check(flags::seed());
   sub->add_option("--threads", args->threads,
                   "Z3 contexts run as a portfolio, one thread each, seeds seed, seed+1, ... (default 2)")
       ->check(CLI::Range(1, 64));

@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <map>
+#include <new>
 
 #include "cli/commands.h"
 
@@ -58,6 +59,14 @@ int main(int argc, char** argv) {
     int rc = 0;
     try {
       rc = run();
+    } catch (const std::bad_alloc&) {
+      // The limits (docs/inputs.md, "Limits") and run/profile's estimates refuse what cannot fit before
+      // allocating it; what still runs out (other processes took the memory) ends here, said as it is.
+      std::fprintf(stderr,
+                   "pipesmith: error: out of memory while running '%s' (the machine or the address-space limit, "
+                   "ulimit -v, gave no more; docs/inputs.md, \"Limits\", gives what inputs at the limits need)\n",
+                   sub->get_name().c_str());
+      rc = 4;
     } catch (const std::exception& e) {
       std::fprintf(stderr, "pipesmith: internal error: %s\n", e.what());
       rc = 4;

@@ -4,6 +4,8 @@
 
 #include <cstdint>
 
+#include "cli/number_flags.h"
+
 namespace ps::cli {
 
 void add_spec_flags(CLI::App* sub, SpecFlags* flags) {
@@ -16,7 +18,8 @@ void add_spec_flags(CLI::App* sub, SpecFlags* flags) {
   sub->add_option("--microbatches", flags->microbatches,
                   "Number of microbatches M (overrides pipeline.microbatches)");
   sub->add_option("--memory-limit-gb", flags->memory_limit_gb,
-                  "Memory per device in GB (overrides cluster.memory_gb; 0 = unlimited)");
+                  "Memory per device in GB (overrides cluster.memory_gb; 0 = unlimited)")
+      ->check(flags::memory_limit_gb());
 }
 
 Result<Spec> load_spec_from_flags(const SpecFlags& flags) {

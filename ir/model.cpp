@@ -828,14 +828,27 @@ Status parse_model(const Ctx& c, const Entry& e, Draft& d) {
   return parse_layers(c, *layers, d);
 }
 
+}  // namespace
+
+std::string link_field_error(std::string_view key, double value) {
+  const bool bandwidth = key == "bandwidth_gb_per_s";
+  if (!std::isfinite(value)) return fmt::format("must be finite, got {}", value);
+  if (bandwidth ? !(value > 0) : !(value >= 0)) return fmt::format("must be {} 0, got {}", bandwidth ? ">" : ">=", value);
+  return "";
+}
+
+namespace {
+
 Result<LinkModel> parse_link(const Ctx& c, const Entry& e, const std::string& what) {
   Result<MapView> m = read_map(c, e.value, e.value_loc, what, {"bandwidth_gb_per_s", "latency_us"});
   if (!m.ok()) return m.status();
   LinkModel link;
   for (const Entry& x : m->entries) {
     bool bw = x.key == "bandwidth_gb_per_s";
-    Result<double> v = get_number_min(x, what, 0, bw);
+    Result<double> v = get_number(x, what);
     if (!v.ok()) return v.status();
+    if (const std::string why = link_field_error(x.key, *v); !why.empty())
+      return Status::bad_input(fmt::format("{}: {} {}", what, x.key, why), x.value_loc);
     (bw ? link.bandwidth_gb_per_s : link.latency_us) = *v;
   }
   if (!m->find("bandwidth_gb_per_s")) {

@@ -72,6 +72,11 @@ struct LinkModel {
   }
 };
 
+// The rule every reader holds a link's numbers to, cluster files and schedule files alike: a finite
+// bandwidth_gb_per_s > 0 and a finite latency_us >= 0. For field `key` ("bandwidth_gb_per_s" or
+// "latency_us") holding `value`: what is wrong ("must be > 0, got 0"), or "" when it keeps the rule.
+std::string link_field_error(std::string_view key, double value);
+
 struct Cluster {
   std::string name;            // "8xH100-80GB"
   int devices = 0;             // 8

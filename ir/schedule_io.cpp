@@ -42,6 +42,17 @@ Status write_text(const std::string& path, const std::string& text) { return wri
 
 std::string num(double v) { return yamlu::format_number(v); }
 
+// Both readers refuse the action past limits::kMaxScheduleActions with this, at the action.
+Status too_many_actions(const SourceLoc& loc) {
+  return Status::bad_input(fmt::format("more than {} actions in the file; pipesmith reads schedules of at most {} "
+                                       "actions (a plan of {} F/I/W ops with its SEND/RECV; docs/inputs.md, "
+                                       "\"Limits\")",
+                                       limits::with_commas(limits::kMaxScheduleActions),
+                                       limits::with_commas(limits::kMaxScheduleActions),
+                                       limits::with_commas(limits::kMaxPlanOps)),
+                           loc);
+}
+
 // The cells writers emit for a program, as [first, last] op ranges: a run of compute ops chained by
 // overlap_next is one OVERLAP_F_B cell; every other op is a cell of its own.
 std::vector<std::pair<size_t, size_t>> program_cells(const std::vector<Action>& prog) {
@@ -280,8 +291,12 @@ Status read_link(const std::string& file, const YAML::Node& n, const std::string
   auto fields = yamlu::read_map(n, {"bandwidth_gb_per_s", "latency_us"}, file, what);
   if (!fields) return fields.status();
   FieldReader r(file, n, *fields, what);
-  PS_RETURN_IF_ERROR(r.read_nonneg("bandwidth_gb_per_s", false, out.bandwidth_gb_per_s));
-  PS_RETURN_IF_ERROR(r.read_nonneg("latency_us", false, out.latency_us));
+  for (const char* key : {"bandwidth_gb_per_s", "latency_us"}) {  // the cluster file's rule (ir/model.h)
+    double& v = std::string_view(key) == "latency_us" ? out.latency_us : out.bandwidth_gb_per_s;
+    PS_RETURN_IF_ERROR(r.read_double(key, v));
+    if (const std::string why = link_field_error(key, v); !why.empty())
+      return Status::bad_input(fmt::format("{}: {}", r.name(key), why), yamlu::loc_of(r.get(key) ? r.get(key)->value : n, file));
+  }
   return Status::ok();
 }
 
@@ -540,7 +555,15 @@ Status read_certificate(const std::string& file, const Field& field, Certificate
 
 Result<Schedule> parse_schedule_yaml(const std::string& text, const std::string& file_name) {
   const std::string& file = file_name;
-  auto doc = yamlu::load_document(text, file);
+  yamlu::CountedList actions;
+  actions.section = "programs";
+  actions.list = "ops";
+  actions.max = limits::kMaxScheduleActions;
+  actions.weight = [](std::string_view cell) -> int64_t {
+    return looks_like_overlap(cell) ? 1 + static_cast<int64_t>(std::count(cell.begin(), cell.end(), ';')) : 1;
+  };
+  actions.too_many = too_many_actions;
+  auto doc = yamlu::load_document(text, file, &actions);
   if (!doc) return doc.status();
   const YAML::Node& root = *doc;
   if (root.IsNull()) {
@@ -661,17 +684,19 @@ bool is_fsdp_action(std::string_view cell) {
   return rest == "UNSHARD" || rest == "RESHARD" || rest == "REDUCE_GRAD";
 }
 
-struct IdleCell {
+// The idle (empty) cells of one row: how many, and the first few for notes (a row may hold millions).
+struct IdleCells {
+  static constexpr size_t kShown = 12;
   int row = 0;
-  int cell = 0;  // 0-based cell index in the row
-  SourceLoc loc;
+  int64_t count = 0;
+  std::vector<int> first;  // 0-based cell indices, at most kShown
 };
 
-std::string list_cells(const std::vector<int>& cells) {
+std::string list_cells(const IdleCells& idle) {
   std::string s;
-  size_t shown = std::min<size_t>(cells.size(), 12);
-  for (size_t i = 0; i < shown; ++i) s += fmt::format("{}{}", i ? ", " : "", cells[i] + 1);
-  if (cells.size() > shown) s += fmt::format(", ... ({} more)", cells.size() - shown);
+  for (size_t i = 0; i < idle.first.size(); ++i) s += fmt::format("{}{}", i ? ", " : "", idle.first[i] + 1);
+  const int64_t more = idle.count - static_cast<int64_t>(idle.first.size());
+  if (more > 0) s += fmt::format(", ... ({} more)", more);
   return s;
 }
 
@@ -679,11 +704,19 @@ std::string list_cells(const std::vector<int>& cells) {
 
 namespace {
 
-// Rows: lines split at '\n' (a final newline does not start a new row); '\r' before '\n' dropped.
-std::vector<std::string_view> csv_rows(std::string_view text) {
+// Rows: lines split at '\n' (a final newline does not start a new row); '\r' before '\n' dropped. A row
+// is a rank, so a file of more than kMaxDevices rows is refused at the first row past it, before the
+// rows are held.
+Result<std::vector<std::string_view>> csv_rows(std::string_view text, const std::string& file) {
   std::vector<std::string_view> rows;
   size_t start = 0;
   while (start < text.size()) {
+    if (static_cast<int64_t>(rows.size()) >= limits::kMaxDevices)
+      return Status::bad_input(fmt::format("more than {} rows; a row is a rank, and pipesmith supports at most {} "
+                                           "devices (docs/inputs.md, \"Limits\")",
+                                           limits::with_commas(limits::kMaxDevices),
+                                           limits::with_commas(limits::kMaxDevices)),
+                               SourceLoc{file, static_cast<int>(rows.size()) + 1, 1});
     size_t nl = text.find('\n', start);
     size_t end = nl == std::string_view::npos ? text.size() : nl;
     std::string_view line = text.substr(start, end - start);
@@ -695,32 +728,47 @@ std::vector<std::string_view> csv_rows(std::string_view text) {
   return rows;
 }
 
-// A row split into cells at ',' (trailing empty cells dropped); each cell's offset is where its text
-// starts.
-std::vector<TextField> csv_cells(std::string_view line) {
-  std::vector<TextField> cells = split_trimmed(line, ',');
-  while (!cells.empty() && cells.back().text.empty()) cells.pop_back();  // trailing commas / blank row
-  return cells;
-}
-
 // What reading the rows found besides the actions.
 struct CsvTally {
-  std::vector<IdleCell> idle;
+  std::vector<IdleCells> idle;  // rows with idle cells, in row order
+  SourceLoc first_idle;         // where the first idle cell is
+  int64_t idle_count = 0;
+  int64_t actions = 0;  // actions read so far (an OVERLAP_F_B cell counts its sub-actions)
   int fsdp_count = 0;
   int overlap_count = 0;
 };
 
-// Reads row `r` (line r + 1) into `prog`.
+// One more action read at `loc`: refused past kMaxScheduleActions, before the schedule grows further.
+Status count_action(CsvTally& tally, int64_t n, const SourceLoc& loc) {
+  tally.actions += n;
+  return tally.actions <= limits::kMaxScheduleActions ? Status::ok() : too_many_actions(loc);
+}
+
+// Reads row `r` (line r + 1) into `prog`, cell by cell (cells split at ',', blanks trimmed, trailing empty
+// cells dropped), without holding the row's cells.
 Status read_csv_row(std::string_view line, size_t r, const std::string& file, std::vector<Action>& prog, CsvTally& tally) {
   const int line_no = static_cast<int>(r) + 1;
-  const std::vector<TextField> cells = csv_cells(line);
+  auto blank = [](char ch) { return ch == ' ' || ch == '\t'; };
+  size_t last = line.size();  // trailing empty cells and blanks are not cells
+  while (last > 0 && (line[last - 1] == ',' || blank(line[last - 1]))) --last;
   ColumnCounter column(line);
-  for (size_t c = 0; c < cells.size(); ++c) {
-    const TextField& cell = cells[c];
-    SourceLoc loc{file, line_no, column.at(cell.offset)};
-    std::string_view t = cell.text;
+  IdleCells row_idle;
+  row_idle.row = static_cast<int>(r);
+  size_t pos = 0;
+  for (int c = 0; pos < last; ++c) {
+    const size_t at = line.find(',', pos);
+    const size_t end = at == std::string_view::npos || at > last ? last : at;
+    size_t a = pos, b = end;
+    while (a < b && blank(line[a])) ++a;
+    while (b > a && blank(line[b - 1])) --b;
+    const std::string_view t = line.substr(a, b - a);
+    const size_t offset = a;
+    pos = end + 1;
+    SourceLoc loc{file, line_no, column.at(offset)};
     if (t.empty()) {
-      tally.idle.push_back(IdleCell{static_cast<int>(r), static_cast<int>(c), loc});
+      if (row_idle.first.size() < IdleCells::kShown) row_idle.first.push_back(c);
+      if (tally.idle_count++ == 0) tally.first_idle = loc;
+      ++row_idle.count;
       continue;
     }
     if (is_fsdp_action(t)) {
@@ -728,16 +776,19 @@ Status read_csv_row(std::string_view line, size_t r, const std::string& file, st
       continue;
     }
     if (looks_like_overlap(t)) {
-      auto subs = parse_overlap(t, [&](size_t k) { return SourceLoc{file, line_no, column.at(cell.offset + k)}; });
+      auto subs = parse_overlap(t, [&](size_t k) { return SourceLoc{file, line_no, column.at(offset + k)}; });
       if (!subs) return subs.status();
+      PS_RETURN_IF_ERROR(count_action(tally, static_cast<int64_t>(subs->size()), loc));
       ++tally.overlap_count;
-      for (auto& a : *subs) prog.push_back(std::move(a));
+      for (auto& act : *subs) prog.push_back(std::move(act));
       continue;
     }
     auto act = parse_action(t, loc);
     if (!act) return act.status();
+    PS_RETURN_IF_ERROR(count_action(tally, 1, loc));
     prog.push_back(std::move(*act));
   }
+  if (row_idle.count > 0) tally.idle.push_back(std::move(row_idle));
   return Status::ok();
 }
 
@@ -769,12 +820,12 @@ Result<CsvExtent> csv_extent(const Schedule& s, const CsvTally& tally, const Csv
     return Status::bad_input("no pipeline actions in the file (only idle cells or UNSHARD/RESHARD/REDUCE_GRAD)",
                              SourceLoc{file, 0, 0});
   }
-  if (first_comm.valid() && !tally.idle.empty()) {
+  if (first_comm.valid() && tally.idle_count > 0) {
     return Status::bad_input(
         fmt::format("empty cell (idle slot) in a file with SEND/RECV actions (the first is at {}); idle "
                     "slots are only allowed in compute-only files",
                     first_comm.str()),
-        tally.idle.front().loc);
+        tally.first_idle);
   }
   if (max_stage >= kMaxStages) {
     return Status::bad_input(fmt::format("action '{}' uses stage {}; pipesmith supports at most {} stages",
@@ -865,16 +916,14 @@ void add_csv_notes(const Schedule& s, const CsvTally& tally, CsvReadResult& res)
   for (size_t d = 0; d < s.programs.size(); ++d) {
     if (s.programs[d].empty()) res.notes.push_back(fmt::format("rank {} (line {}) has no actions", d, d + 1));
   }
-  if (!tally.idle.empty()) {
-    std::map<int, std::vector<int>> by_row;
-    for (const auto& c : tally.idle) by_row[c.row].push_back(c.cell);
+  if (tally.idle_count > 0) {
     std::string detail;
-    for (const auto& [row, cells] : by_row) {
-      detail += fmt::format("{}rank {}: cells {}", detail.empty() ? "" : "; ", row, list_cells(cells));
+    for (const IdleCells& row : tally.idle) {
+      detail += fmt::format("{}rank {}: cells {}", detail.empty() ? "" : "; ", row.row, list_cells(row));
     }
     res.notes.push_back(fmt::format("{} idle cell(s) ({}); a schedule keeps only the order of actions, so "
                                     "idle slots are not stored",
-                                    tally.idle.size(), detail));
+                                    tally.idle_count, detail));
   }
   if (tally.fsdp_count > 0) {
     res.notes.push_back(
@@ -894,7 +943,9 @@ Result<CsvReadResult> parse_pytorch_csv(const std::string& text_in, const std::s
   std::string_view text = text_in;
   if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);  // UTF-8 byte-order mark
   if (text.empty()) return Status::bad_input("empty CSV file: expected one row of actions per rank", SourceLoc{file, 0, 0});
-  const std::vector<std::string_view> rows = csv_rows(text);
+  auto rows_read = csv_rows(text, file);
+  if (!rows_read) return rows_read.status();
+  const std::vector<std::string_view>& rows = *rows_read;
 
   CsvReadResult res;
   Schedule& s = res.schedule;

@@ -8,7 +8,10 @@
 #include <charconv>
 #include <cmath>
 #include <sstream>
+#include <optional>
 #include <vector>
+
+#include "ir/limits.h"
 
 namespace ps::yamlu {
 
@@ -21,7 +24,116 @@ SourceLoc loc_of(const YAML::Node& n, const std::string& file, const SourceLoc& 
 
 namespace {
 
-// Remembers where a document starts; ignores everything else (used to count documents).
+SourceLoc loc_at(const YAML::Mark& m, const std::string& file) {
+  return m.is_null() || m.line < 0 ? SourceLoc{file, 0, 0} : SourceLoc{file, m.line + 1, m.column + 1};
+}
+
+// Thrown out of the event parser to stop it at a node past a limit.
+struct Refused {
+  Status status;
+};
+
+// Counts the events of one document (see load_document) and remembers where it starts.
+class CountingHandler : public YAML::EventHandler {
+ public:
+  CountingHandler(const std::string& file, const CountedList* counted) : file_(file), counted_(counted) {}
+  YAML::Mark mark = YAML::Mark::null_mark();
+
+  void OnDocumentStart(const YAML::Mark& m) override { mark = m; }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark& m, YAML::anchor_t) override { scalar(m, ""); }
+  void OnAlias(const YAML::Mark& m, YAML::anchor_t) override { scalar(m, ""); }
+  void OnScalar(const YAML::Mark& m, const std::string&, YAML::anchor_t, const std::string& value) override {
+    scalar(m, value);
+  }
+  void OnSequenceStart(const YAML::Mark& m, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+    open(m, false);
+  }
+  void OnSequenceEnd() override { close(); }
+  void OnMapStart(const YAML::Mark& m, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+    open(m, true);
+  }
+  void OnMapEnd() override { close(); }
+
+ private:
+  struct Frame {
+    bool map = false;
+    bool want_key = false;  // a map's next node is a key
+    bool is_key = false;    // this collection is a (complex) key of the map around it
+    std::string key;        // a map's current key
+  };
+
+  void node(const YAML::Mark& m) {
+    if (++nodes_ <= limits::kMaxYamlNodes) return;
+    throw Refused{Status::bad_input(
+        fmt::format("more than {} YAML nodes; pipesmith reads files of at most {} nodes (docs/inputs.md, \"Limits\")",
+                    limits::with_commas(limits::kMaxYamlNodes), limits::with_commas(limits::kMaxYamlNodes)),
+        loc_at(m, file_))};
+  }
+  // A node in a map's key position becomes its current key; a value ends the map's entry.
+  bool take_key(const std::string& value) {
+    if (stack_.empty() || !stack_.back().map || !stack_.back().want_key) return false;
+    stack_.back().key = value;
+    stack_.back().want_key = false;
+    return true;
+  }
+  void value_done() {
+    if (!stack_.empty() && stack_.back().map) stack_.back().want_key = true;
+  }
+  bool in_counted_list() const {
+    return counted_ && stack_.size() == 4 && stack_[0].map && stack_[0].key == counted_->section && !stack_[1].map &&
+           stack_[2].map && stack_[2].key == counted_->list && !stack_[3].map;
+  }
+  void scalar(const YAML::Mark& m, const std::string& value) {
+    node(m);
+    if (take_key(value)) return;
+    if (in_counted_list()) {
+      counted_total_ += counted_->weight(value);
+      if (counted_total_ > counted_->max) throw Refused{counted_->too_many(loc_at(m, file_))};
+    }
+    value_done();
+  }
+  void open(const YAML::Mark& m, bool map) {
+    node(m);
+    if (static_cast<int>(stack_.size()) >= limits::kMaxYamlDepth)
+      throw Refused{Status::bad_input(fmt::format("nested deeper than {} levels (maps and sequences inside each other)",
+                                                  limits::kMaxYamlDepth),
+                                      loc_at(m, file_))};
+    Frame f;
+    f.map = map;
+    f.want_key = map;
+    f.is_key = take_key("");
+    stack_.push_back(std::move(f));
+  }
+  void close() {
+    const bool was_key = !stack_.empty() && stack_.back().is_key;
+    if (!stack_.empty()) stack_.pop_back();
+    if (!was_key) value_done();
+  }
+
+  const std::string& file_;
+  const CountedList* counted_;
+  std::vector<Frame> stack_;
+  int64_t nodes_ = 0;
+  int64_t counted_total_ = 0;
+};
+
+// Where the first NUL byte is (1-based line and column, UTF-8 continuation bytes not counted).
+std::optional<SourceLoc> find_nul(const std::string& text, const std::string& file) {
+  const size_t at = text.find('\0');
+  if (at == std::string::npos) return std::nullopt;
+  int line = 1, col = 1;
+  for (size_t i = 0; i < at; ++i) {
+    if (text[i] == '\n') {
+      ++line, col = 1;
+    } else if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80) {
+      ++col;
+    }
+  }
+  return SourceLoc{file, line, col};
+}
+
+// Remembers where a document starts; ignores everything else.
 class DocumentStart : public YAML::EventHandler {
  public:
   YAML::Mark mark = YAML::Mark::null_mark();
@@ -38,13 +150,17 @@ class DocumentStart : public YAML::EventHandler {
 
 }  // namespace
 
-Result<YAML::Node> load_document(const std::string& text, const std::string& file) {
+Result<YAML::Node> load_document(const std::string& text, const std::string& file, const CountedList* counted) {
+  if (std::optional<SourceLoc> nul = find_nul(text, file))
+    return Status::bad_input(fmt::format("NUL byte at {}:{}; a YAML file is text", nul->line, nul->col), *nul);
   try {
-    // Count documents with the event parser, stopping at the second: YAML::LoadAll of yaml-cpp 0.7
-    // can loop forever on malformed input that leaves tokens the document parser does not consume.
+    // One pass over the events first: it counts the nodes (and `counted`), bounds the nesting, and stops
+    // at the second document (YAML::LoadAll of yaml-cpp 0.7 can loop forever on malformed input that
+    // leaves tokens the document parser does not consume). Only then is the document built.
     std::istringstream in(text);
     YAML::Parser parser(in);
-    DocumentStart first, second;
+    CountingHandler first(file, counted);
+    DocumentStart second;
     if (parser.HandleNextDocument(first) && parser.HandleNextDocument(second)) {
       return Status::bad_input(
           "expected one YAML document, found more (an extra '---' section, or text after the "
@@ -53,6 +169,8 @@ Result<YAML::Node> load_document(const std::string& text, const std::string& fil
                                 : SourceLoc{file, second.mark.line + 1, second.mark.column + 1});
     }
     return YAML::Load(text);
+  } catch (const Refused& r) {
+    return r.status;
   } catch (const YAML::Exception& e) {
     SourceLoc loc{file, 0, 0};
     if (!e.mark.is_null() && e.mark.line >= 0) loc = SourceLoc{file, e.mark.line + 1, e.mark.column + 1};

@@ -27,9 +27,23 @@ namespace ps::yamlu {
 // (e.g. an absent value).
 SourceLoc loc_of(const YAML::Node& n, const std::string& file, const SourceLoc& fallback = {});
 
+// Scalars counted while a document is parsed, before it is built: those of the `list` sequence in each
+// entry of the top-level `section` sequence (a schedule's programs[*].ops), each weighing weight(scalar).
+// The first that takes the total past `max` is refused with too_many(its location).
+struct CountedList {
+  std::string_view section;  // "programs"
+  std::string_view list;     // "ops"
+  int64_t max = 0;           // limits::kMaxScheduleActions
+  std::function<int64_t(std::string_view)> weight;
+  std::function<Status(const SourceLoc&)> too_many;
+};
+
 // Parses `text` that must hold exactly one YAML document (empty text is a document holding null).
-// A syntax error, or a second document, is a located bad-input Status.
-Result<YAML::Node> load_document(const std::string& text, const std::string& file);
+// A syntax error, or a second document, is a located bad-input Status. Before the document is built,
+// one pass over its events refuses, at the node's file:line:col, a NUL byte, nesting deeper than
+// limits::kMaxYamlDepth, more than limits::kMaxYamlNodes nodes, and more of `counted` than its max.
+Result<YAML::Node> load_document(const std::string& text, const std::string& file,
+                                 const CountedList* counted = nullptr);
 
 // The entries of a YAML map by key (key order in the file is not kept: look fields up by name).
 struct Field {

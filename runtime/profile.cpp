@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "runtime/executor.h"
+#include "runtime/host_memory.h"
 #include "runtime/memory_rule.h"
 
 namespace ps::rt {
@@ -21,14 +22,87 @@ double median(std::vector<double> v) {
 
 std::string num(double v) { return fmt::format("{:.6g}", v); }
 
-}  // namespace
+// The 1-device pipeline that measures layer type `sym`: [embedding] [block] [head] ([embedding] [head]
+// for those two), warmup + repeats microbatches, F of every stage, then I, then W.
+struct MeasuringRun {
+  BlockSpec blk;
+  ExecModel pm;
+  Schedule sch;
+  int measured = 1;  // the stage of the measured block
+};
 
-Result<ProfileResult> profile_layer_types(const Spec& spec, Backend& backend, const ProfileOptions& opt) {
-  if (backend.num_devices() != 1) return Status::error(ErrorCode::kRuntime, "profiling needs a 1-device backend");
-  if (opt.repeats < 1 || opt.warmup < 0) return Status::bad_input("--repeats must be >= 1 and --warmup >= 0");
-  const Model& model = spec.model;
+MeasuringRun measuring_run(const ExecModel& full_model, const Model& model, char sym, const LayerType& type,
+                         const ProfileOptions& opt) {
+  const ExecModel* full = &full_model;
+  const int M = opt.warmup + opt.repeats;
+  MeasuringRun run;
+  BlockSpec& blk = run.blk;
+  ExecModel& pm = run.pm;
+  Schedule& sch = run.sch;
+  int& measured = run.measured;
+  // The block this type runs as (its first layer; types without layers are profiled as placed first).
+  const BlockSpec* found = nullptr;
+  for (const BlockSpec& b : full->stages[0])
+    if (b.layer >= 0 && model.layers[b.layer].type == sym) {
+      found = &b;
+      break;
+    }
+  if (found) {
+    blk = *found;
+    blk.shard = 0;  // a shard of a vocabulary-parallel head is measured as a head of its classes
+    blk.shards = 1;
+    blk.class_offset = 0;
+  } else {
+    // A type no layer uses: its block at the base width.
+    blk.kind = block_kind_of(type);
+    blk.hidden = std::max(4, static_cast<int>(opt.model.hidden * opt.model.scale + 0.5));
+    blk.classes = blk.kind == BlockKind::kHead ? full->vocab_out : full->vocab_in;
+  }
+  // The measuring pipeline: [embedding] [block] [head], or [embedding] [head] for those two.
+  pm = *full;
+  pm.microbatches = M;
+  pm.notes.clear();
+  BlockSpec emb, head;
+  emb.kind = BlockKind::kEmbedding;
+  emb.classes = full->vocab_in;
+  head.kind = BlockKind::kHead;
+  head.classes = full->vocab_out;
+  if (blk.kind == BlockKind::kEmbedding) {
+    pm.stages = {{blk}, {head}};
+    measured = 0;
+  } else if (blk.kind == BlockKind::kHead) {
+    pm.vocab_out = blk.classes;
+    pm.stages = {{emb}, {blk}};
+  } else {
+    pm.stages = {{emb}, {blk}, {head}};
+  }
+  int index = 0;
+  for (auto& st : pm.stages)
+    for (BlockSpec& b : st) b.index = index++;
+  const int S = pm.num_stages();
+  sch.problem.name = "profile";
+  sch.problem.devices = 1;
+  sch.problem.microbatches = M;
+  for (int s = 0; s < S; ++s) {
+    StageSpec st;
+    st.device = 0;
+    sch.problem.stages.push_back(st);
+  }
+  sch.programs.resize(1);
+  for (int m = 0; m < M; ++m) {
+    for (int s = 0; s < S; ++s) sch.programs[0].push_back(Action{OpType::F, s, m, {}});
+    for (int s = S - 1; s >= 0; --s) sch.programs[0].push_back(Action{OpType::I, s, m, {}});
+    for (int s = S - 1; s >= 0; --s) sch.programs[0].push_back(Action{OpType::W, s, m, {}});
+  }
+  return run;
+}
+
+// The executable model of the whole model as one stage: the widths `pipesmith run` gives its blocks.
+Result<ExecModel> whole_model(const Model& model, const ProfileOptions& opt) {
+  if (opt.repeats < 1 || opt.warmup < 0 || opt.repeats > kMaxProfileRepeats || opt.warmup > kMaxProfileRepeats)
+    return Status::bad_input(fmt::format("--repeats must be in [1, {}] and --warmup in [0, {}]", kMaxProfileRepeats,
+                                         kMaxProfileRepeats));
   if (model.layers.empty()) return Status::bad_input("the model has no layers");
-  // Widths exactly as `pipesmith run` gives them: the whole model as one stage.
   Problem whole;
   whole.name = model.name;
   whole.devices = 1;
@@ -37,7 +111,27 @@ Result<ProfileResult> profile_layer_types(const Spec& spec, Backend& backend, co
   all.first_layer = 0;
   all.last_layer = static_cast<int>(model.layers.size()) - 1;
   whole.stages.push_back(all);
-  auto full = build_exec_model(whole, &model, opt.model);
+  return build_exec_model(whole, &model, opt.model);
+}
+
+}  // namespace
+
+Result<MemoryEstimate> estimate_profile_memory(const Spec& spec, const ProfileOptions& opt) {
+  auto full = whole_model(spec.model, opt);
+  if (!full) return full.status();
+  MemoryEstimate most;
+  for (const auto& [sym, type] : spec.model.types) {  // one measuring run at a time: the largest counts
+    const MeasuringRun run = measuring_run(*full, spec.model, sym, type, opt);
+    const MemoryEstimate e = estimate_run_memory(run.sch, run.pm, false);
+    if (e.total() > most.total()) most = e;
+  }
+  return most;
+}
+
+Result<ProfileResult> profile_layer_types(const Spec& spec, Backend& backend, const ProfileOptions& opt) {
+  if (backend.num_devices() != 1) return Status::error(ErrorCode::kRuntime, "profiling needs a 1-device backend");
+  const Model& model = spec.model;
+  auto full = whole_model(model, opt);
   if (!full) return full.status();
   ProfileResult res;
   res.backend = backend.name();
@@ -45,65 +139,12 @@ Result<ProfileResult> profile_layer_types(const Spec& spec, Backend& backend, co
   res.tokens = full->tokens;
   res.d_model = full->d_model;
   res.scale = opt.model.scale;
-  const int M = opt.warmup + opt.repeats;
   for (const auto& [sym, type] : model.types) {
-    // The block this type runs as (its first layer; types without layers are profiled as placed first).
-    const BlockSpec* found = nullptr;
-    for (const BlockSpec& b : full->stages[0])
-      if (b.layer >= 0 && model.layers[b.layer].type == sym) {
-        found = &b;
-        break;
-      }
-    BlockSpec blk;
-    if (found) {
-      blk = *found;
-      blk.shard = 0;  // a shard of a vocabulary-parallel head is measured as a head of its classes
-      blk.shards = 1;
-      blk.class_offset = 0;
-    } else {
-      // A type no layer uses: its block at the base width.
-      blk.kind = block_kind_of(type);
-      blk.hidden = std::max(4, static_cast<int>(opt.model.hidden * opt.model.scale + 0.5));
-      blk.classes = blk.kind == BlockKind::kHead ? full->vocab_out : full->vocab_in;
-    }
-    // The measuring pipeline: [embedding] [block] [head], or [embedding] [head] for those two.
-    ExecModel pm = *full;
-    pm.microbatches = M;
-    pm.notes.clear();
-    BlockSpec emb, head;
-    emb.kind = BlockKind::kEmbedding;
-    emb.classes = full->vocab_in;
-    head.kind = BlockKind::kHead;
-    head.classes = full->vocab_out;
-    int measured = 1;
-    if (blk.kind == BlockKind::kEmbedding) {
-      pm.stages = {{blk}, {head}};
-      measured = 0;
-    } else if (blk.kind == BlockKind::kHead) {
-      pm.vocab_out = blk.classes;
-      pm.stages = {{emb}, {blk}};
-    } else {
-      pm.stages = {{emb}, {blk}, {head}};
-    }
-    int index = 0;
-    for (auto& st : pm.stages)
-      for (BlockSpec& b : st) b.index = index++;
-    const int S = pm.num_stages();
-    Schedule sch;
-    sch.problem.name = "profile";
-    sch.problem.devices = 1;
-    sch.problem.microbatches = M;
-    for (int s = 0; s < S; ++s) {
-      StageSpec st;
-      st.device = 0;
-      sch.problem.stages.push_back(st);
-    }
-    sch.programs.resize(1);
-    for (int m = 0; m < M; ++m) {
-      for (int s = 0; s < S; ++s) sch.programs[0].push_back(Action{OpType::F, s, m, {}});
-      for (int s = S - 1; s >= 0; --s) sch.programs[0].push_back(Action{OpType::I, s, m, {}});
-      for (int s = S - 1; s >= 0; --s) sch.programs[0].push_back(Action{OpType::W, s, m, {}});
-    }
+    MeasuringRun run = measuring_run(*full, model, sym, type, opt);
+    const BlockSpec& blk = run.blk;
+    const ExecModel& pm = run.pm;
+    const Schedule& sch = run.sch;
+    const int measured = run.measured;
     ExecOptions eo;
     eo.timeout_s = opt.timeout_s;
     eo.collect_gradients = false;

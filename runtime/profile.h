@@ -20,8 +20,13 @@
 #include "ir/status.h"
 #include "runtime/backend.h"
 #include "runtime/exec_model.h"
+#include "runtime/host_memory.h"
 
 namespace ps::rt {
+
+// The most microbatches --repeats (and --warmup) may ask for: every measured microbatch's activations are
+// held until its W, so the count bounds the memory of a profile.
+inline constexpr int kMaxProfileRepeats = 1000;
 
 struct ProfileOptions {
   ExecModelOptions model;   // widths (scale), tokens, seed
@@ -53,6 +58,9 @@ struct ProfileResult {
   double scale = 1;
   std::vector<TypeProfile> types;  // by symbol
 };
+
+// The host memory profile_layer_types allocates: the largest of its measuring runs (runtime/host_memory.h).
+Result<MemoryEstimate> estimate_profile_memory(const Spec& spec, const ProfileOptions& options);
 
 // `backend` must run exactly one device (device 0).
 Result<ProfileResult> profile_layer_types(const Spec& spec, Backend& backend, const ProfileOptions& options);

@@ -63,9 +63,9 @@ TEST_CASE("cli hostile: out-of-range counts on the command line are refused, nam
       {fmt::format("synth {} --microbatches 2147483647 --time-limit 2 -o {}", m, out), 1,
        "--microbatches must be <= 1000000"},
       {fmt::format("synth {} --microbatches 200000 --time-limit 2 -o {}", m, out), 1,
-       "(--microbatches): a plan of 2 stages x 200000 microbatches has 1,200,000 F/I/W ops, more than the 1,000,000"},
+       "(--microbatches): a plan of 2 stages x 200000 microbatches has 1,200,000 F/I/W ops, more than the 400,000"},
       {fmt::format("baseline {} --schedule 1f1b --microbatches 10000000", m), 1, "--microbatches must be <= 1000000"},
-      {fmt::format("baseline {} --schedule gpipe --microbatches 500000", m), 1, "at most 166,666 microbatches"},
+      {fmt::format("baseline {} --schedule gpipe --microbatches 500000", m), 1, "at most 66,666 microbatches"},
       {fmt::format("bound {} --devices 200000", m), 1, "--devices must be <= 100000"},
       {fmt::format("synth {} --stages-per-device 2147483647 --time-limit 2", m), 1,
        "--stages-per-device 2147483647 on 2 devices makes 4294967294 stages, more than the model's 4 layers"},
@@ -126,10 +126,10 @@ TEST_CASE("cli hostile: small flag gaps") {
       {fmt::format("verify {} --stages -5", csv), 1, "--stages"},
       {fmt::format("verify {} --microbatches -100", csv), 1, "--microbatches"},
       {fmt::format("verify {} --microbatches 0", csv), 1, "--microbatches"},
-      {fmt::format("verify {} --memory-limit-gb inf", csv), 1, "--memory-limit-gb must be a finite number"},
-      {fmt::format("run {} --timeout inf", sched), 1, "--timeout must be a finite number of seconds > 0, got inf"},
-      {fmt::format("run {} --timeout 0", sched), 1, "--timeout must be a finite number of seconds > 0"},
-      {fmt::format("run {} --timeout -1", sched), 1, "--timeout must be a finite number of seconds > 0"},
+      {fmt::format("verify {} --memory-limit-gb inf", csv), 1, "--memory-limit-gb: must be a finite number in [0, 1e+15] GB, got 'inf'"},
+      {fmt::format("run {} --timeout inf", sched), 1, "--timeout: must be a finite number in (0, 1e+06] s, got 'inf'"},
+      {fmt::format("run {} --timeout 0", sched), 1, "--timeout: must be a finite number in (0, 1e+06] s"},
+      {fmt::format("run {} --timeout -1", sched), 1, "--timeout: must be a finite number in (0, 1e+06] s"},
       {fmt::format("run {} --microbatches -1", sched), 1, "--microbatches"},
   });
   auto zero = run_cli(fmt::format("verify {} --microbatches 0", csv));
@@ -211,4 +211,156 @@ TEST_CASE("[slow] cli hostile: --time-limit holds on a 100,000-layer model") {
   const char* grace = std::getenv("PIPESMITH_TIME_LIMIT_GRACE_S");
   CHECK(seconds < 3 + (grace ? std::atof(grace) : 0.85) + 1.65);
   if (r.exit_code == 0) CHECK(run_cli("verify " + out).exit_code == 0);
+}
+
+namespace {
+
+// `pipesmith ARGS` with at most 2 GB of address space: a reader that held everything a big file lists
+// would die of std::bad_alloc (exit 4) or be killed instead of refusing the file (exit 1).
+pstest::CliResult run_cli_2gb(const std::string& args) { return run_cli(args, "ulimit -v 2000000;"); }
+
+// A pipesmith schedule YAML with `problem_link` as problem.link and `ops` as device 0's program (device 1's
+// is empty): the header of a real schedule, so that only what a test changes is wrong.
+std::string schedule_with(const std::string& name, const std::string& problem_link, const std::string& ops) {
+  const std::string path = temp_path(name);
+  std::ofstream(path) << "format: pipesmith-schedule/1\nproblem:\n  name: m\n  devices: 2\n  microbatches: 1\n"
+                      << "  link: " << problem_link << "\n"
+                      << "stages:\n"
+                         "  - {id: 0, device: 0, fwd_ms: 1, bwd_input_ms: 1, bwd_weight_ms: 1}\n"
+                         "  - {id: 1, device: 1, fwd_ms: 1, bwd_input_ms: 1, bwd_weight_ms: 1}\n"
+                         "programs:\n  - device: 0\n    ops: ["
+                      << ops << "]\n  - device: 1\n    ops: []\n";
+  return path;
+}
+
+std::string repeated(const std::string& cell, size_t n, const std::string& sep) {
+  std::string out;
+  out.reserve(n * (cell.size() + sep.size()));
+  for (size_t i = 0; i < n; ++i) out += (i ? sep : "") + cell;
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("cli hostile: a schedule file listing more actions than the limit is refused while it is read") {
+  // 5,000,000 cells of `0F0` (20 MB) in one CSV row: refused at the 933,334th, in bounded memory.
+  const std::string csv = temp_path("hostile-big.csv");
+  std::ofstream(csv) << repeated("0F0", 5'000'000, ",") << "\n";
+  auto r = run_cli_2gb("verify " + csv);
+  INFO(r.output);
+  CHECK(r.exit_code == 1);
+  CHECK(contains(r.output, csv + ":1:3733333: more than 933,333 actions in the file"));
+  CHECK_FALSE(contains(r.output, "internal error"));
+  // The same through the YAML reader: 2,000,000 ops in device 0's program (8 MB).
+  const std::string yaml = schedule_with("hostile-big.yaml", "{bandwidth_gb_per_s: 200, latency_us: 5}",
+                                         repeated("0F0", 2'000'000, ", "));
+  r = run_cli_2gb("verify " + yaml);
+  INFO(r.output);
+  CHECK(r.exit_code == 1);
+  CHECK(contains(r.output, yaml + ":12:4666676: more than 933,333 actions in the file"));
+  // An OVERLAP_F_B cell counts its sub-actions.
+  const std::string overlap = schedule_with("hostile-overlap.yaml", "{bandwidth_gb_per_s: 200, latency_us: 5}",
+                                            repeated("(0F0;0F1)OVERLAP_F_B", 466'667, ", "));
+  r = run_cli_2gb("verify " + overlap);
+  CHECK(r.exit_code == 1);
+  CHECK(contains(r.output, "more than 933,333 actions"));
+  // Any YAML holds at most 5,733,332 nodes, whatever they are (12 MB of `0,`).
+  const std::string nodes = temp_path("hostile-nodes.yaml");
+  std::ofstream(nodes) << "format: pipesmith-schedule/1\njunk: [" << repeated("0", 5'800'000, ",") << "]\n";
+  r = run_cli_2gb("verify " + nodes);
+  INFO(r.output);
+  CHECK(r.exit_code == 1);
+  CHECK(contains(r.output, nodes + ":2:11466662: more than 5,733,332 YAML nodes"));
+  for (const std::string& p : {csv, yaml, overlap, nodes}) std::filesystem::remove(p);
+}
+
+TEST_CASE("cli hostile: a CSV of more rows than devices is refused, so convert never writes an unreadable YAML") {
+  const std::string csv = temp_path("hostile-rows.csv");
+  const std::string out = temp_path("hostile-rows.yaml");
+  std::ofstream(csv) << repeated("0F0", 200'000, "\n") << "\n";
+  auto r = run_cli_2gb(fmt::format("convert {} {}", csv, out));
+  INFO(r.output);
+  CHECK(r.exit_code == 1);
+  CHECK(contains(r.output, csv + ":100001:1: more than 100,000 rows; a row is a rank"));
+  CHECK_FALSE(std::filesystem::exists(out));
+  std::filesystem::remove(csv);
+}
+
+TEST_CASE("cli hostile: a schedule's link numbers are held to the cluster file's rules") {
+  check_cases({
+      {"verify " + schedule_with("hostile-bw0.yaml", "{bandwidth_gb_per_s: 0, latency_us: 5}", "0F0"), 1,
+       "hostile-bw0.yaml:6:30: problem.link.bandwidth_gb_per_s: must be > 0, got 0"},
+      {"verify " + schedule_with("hostile-bwneg.yaml", "{bandwidth_gb_per_s: -3, latency_us: 5}", "0F0"), 1,
+       "problem.link.bandwidth_gb_per_s: must be > 0, got -3"},
+      {"verify " + schedule_with("hostile-lat.yaml", "{bandwidth_gb_per_s: 200, latency_us: -1}", "0F0"), 1,
+       "problem.link.latency_us: must be >= 0, got -1"},
+      {"verify " + schedule_with("hostile-latnan.yaml", "{bandwidth_gb_per_s: 200, latency_us: .nan}", "0F0"), 1,
+       "problem.link.latency_us: expected a finite number, got '.nan'"},
+  });
+}
+
+TEST_CASE("cli hostile: numeric flags get one check in every command") {
+  const std::string m = model_file("hostile-numbers.yaml");
+  const std::string sched = temp_path("hostile-numbers-s.yaml");
+  const std::string out = temp_path("hostile-numbers-out.yaml");
+  REQUIRE(run_cli(fmt::format("baseline {} --schedule 1f1b -o {}", m, sched)).exit_code == 0);
+  const std::string gb = "--memory-limit-gb: must be a finite number in [0, 1e+15] GB, got ";
+  check_cases({
+      {fmt::format("run {} --memory-limit-gb nan", sched), 1, gb + "'nan'"},
+      {fmt::format("run {} --memory-limit-gb -1", sched), 1, gb + "'-1'"},
+      {fmt::format("verify {} --memory-limit-gb -1", sched), 1, gb + "'-1'"},
+      {fmt::format("baseline {} --schedule 1f1b --memory-limit-gb nan", m), 1, gb + "'nan'"},
+      {fmt::format("lower {} --memory-limit-gb -1", m), 1, gb + "'-1'"},
+      {fmt::format("run {} --seed -1", sched), 1, "--seed: must be an integer in [0, 4294967295], got '-1'"},
+      {fmt::format("synth {} --seed -1 -o {}", m, out), 1, "--seed: must be an integer in [0, 4294967295], got '-1'"},
+      {fmt::format("run {} --tokens 1e9", sched), 1, "--tokens: must be an integer in [1, 65536], got '1e9'"},
+      {fmt::format("profile {} --repeats 1e9", m), 1, "--repeats: must be an integer in [1, 1000], got '1e9'"},
+      {fmt::format("profile {} --repeats 1000000", m), 1, "--repeats: must be an integer in [1, 1000]"},
+      {fmt::format("synth {} --time-limit 0 -o {}", m, out), 1, "--time-limit: must be a number of seconds > 0"},
+      {fmt::format("synth {} --time-limit nan -o {}", m, out), 1, "--time-limit: must be a number of seconds > 0"},
+  });
+  // A time limit beyond any run is no practical limit: the run ends when its work does.
+  for (const char* t : {"1e10", "inf"}) {
+    auto r = run_cli(fmt::format("synth {} --time-limit {} --quiet -o {}", m, t, out));
+    INFO(t, "\n", r.output);
+    CHECK(r.exit_code == 0);
+    CHECK_FALSE(contains(r.output, "reached"));
+  }
+  std::filesystem::remove(out);
+}
+
+TEST_CASE("cli hostile: YAML nested too deep or holding a NUL byte is refused at the place") {
+  const std::string deep = temp_path("hostile-deep.yaml");
+  std::ofstream(deep) << "format: pipesmith-schedule/1\nproblem: " << std::string(3000, '[') << std::string(3000, ']')
+                      << "\n";
+  const std::string nul = temp_path("hostile-nul.yaml");
+  std::ofstream(nul) << "format: pipesmith-schedule/1\ngenerator: \"a" << '\0' << "b\"\n";
+  const std::string m = temp_path("hostile-deep-model.yaml");
+  std::ofstream(m) << "schema: 1\nmodel: " << std::string(100, '{') << std::string(100, '}') << "\n";
+  check_cases({
+      {"verify " + deep, 1, deep + ":2:73: nested deeper than 64 levels"},
+      {"verify " + nul, 1, nul + ":2:14: NUL byte at 2:14"},
+      {"lower " + m, 1, m + ":2:71: nested deeper than 64 levels"},
+  });
+}
+
+TEST_CASE("cli hostile: run and profile refuse what would not fit in the machine's memory, naming both numbers") {
+  const std::string m = model_file("hostile-mem.yaml");
+  const std::string sched = temp_path("hostile-mem-s.yaml");
+  REQUIRE(run_cli(fmt::format("baseline {} --schedule 1f1b -o {}", m, sched)).exit_code == 0);
+  // Under ulimit -v 2000000 the address space left is the smaller figure, whatever the machine has.
+  const std::vector<std::string> cases = {
+      fmt::format("run {} --scale 64 --tokens 65536", sched),
+      fmt::format("run {} --model {} --widths params --tokens 65536", sched, m),
+      fmt::format("profile {} --scale 64 --tokens 65536", m),
+  };
+  for (const std::string& args : cases) {
+    auto r = run_cli_2gb(args);
+    INFO(args, "\n", r.output);
+    CHECK(r.exit_code == 1);
+    CHECK(contains(r.output, "needs about "));
+    CHECK(contains(r.output, "this machine has available"));
+    CHECK(contains(r.output, "ulimit -v leaves"));
+    CHECK_FALSE(contains(r.output, "internal error"));
+  }
 }

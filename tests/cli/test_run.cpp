@@ -153,7 +153,7 @@ TEST_CASE("pipesmith run: bad usage and the cuda backend without a GPU fail clea
   CHECK(r.output.find("--backend must be host, mpi or cuda, got 'tpu'") != std::string::npos);
   r = run_cli("run " + ex + " --scale 0");
   CHECK(r.exit_code == 1);
-  CHECK(r.output.find("--scale must be in (0, 64]") != std::string::npos);
+  CHECK(r.output.find("--scale: must be a finite number in (0, 64], got '0'") != std::string::npos);
   r = run_cli("run /nonexistent/schedule.yaml");
   CHECK(r.exit_code == 1);
   r = run_cli("run " + ex + " --microbatches 5");

@@ -1,0 +1,29 @@
+// number_flags.h — the one check of numeric flags that every command shares. A flag's text must be a
+// finite number (or an integer) within the flag's range; a refusal names the flag, the range with its
+// unit and the text given ("--memory-limit-gb: must be a finite number in [0, 1e+15] GB, got 'nan'").
+// CLI11 runs the check while parsing, so a bad value ends any command with exit 1 before any work, and
+// the same flag is refused with the same words by every command that has it.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+
+namespace ps::cli::flags {
+
+// A finite number x with lo <= x <= hi (lo < x when `open_low`), in `unit` ("GB", "s"; "" for none).
+CLI::Validator number_in(double lo, double hi, const std::string& unit, bool open_low = false);
+// A whole number within [lo, hi], written in decimal digits ("1e9" is not one).
+CLI::Validator integer_in(long long lo, long long hi);
+// A time limit in seconds: a number > 0; one beyond limits::kMaxTimeLimitS (`inf` included) means no
+// practical limit and is read as kMaxTimeLimitS, so no deadline derived from it overflows its clock
+// (it rewrites the text: declare it with ->transform, not ->check).
+CLI::Validator time_limit_s();
+
+// The ranges of the flags several commands share.
+CLI::Validator memory_limit_gb();  // --memory-limit-gb: [0, 1e15] GB (0 = unlimited)
+CLI::Validator seed();             // --seed: [0, 4294967295]
+CLI::Validator timeout_s();        // --timeout (the watchdog): (0, 1e6] s
+CLI::Validator tokens();           // --tokens: [1, 65536]
+CLI::Validator scale();            // --scale: (0, 64]
+
+}  // namespace ps::cli::flags
