@@ -14,7 +14,9 @@
 
 using namespace vt;
 
-namespace {
+// A named namespace (not an anonymous one) so that the unity build's other test files' helpers of the
+// same names stay out of these tests' lookup.
+namespace claims_test {
 
 constexpr const char* kFile = "claims.yaml";
 
@@ -80,7 +82,6 @@ Schedule two_stages(std::pair<int, int> a, std::pair<int, int> b) {
   return one_f_one_b(p);
 }
 
-}  // namespace
 
 TEST_CASE("problem.layers: stage ranges in order from layer 0, no overlap, no gap") {
   for (auto [a, b] : {std::pair{std::pair{0, 15}, std::pair{16, 33}}, std::pair{std::pair{-1, -1}, std::pair{-1, -1}},
@@ -329,3 +330,5 @@ TEST_CASE("certificate.mismatch points at the field it names") {
   CHECK(pstest::contains(v->message, "certificate field 'makespan_ms'"));
   check_loc(v->loc, position(text, "  makespan_ms:", "makespan_ms: "));
 }
+
+}  // namespace claims_test
