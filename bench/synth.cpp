@@ -44,7 +44,7 @@ Problem bench_problem(int P, int M, bool hetero, bool capped) {
   p.microbatches = M;
   p.bytes_per_param = 1;
   p.link.latency_us = 1000;  // 1 ms per transfer
-  p.link.bandwidth_gb_per_s = 0;
+  p.link.bandwidth_gb_per_s = 100;  // output_mb = 0 below: transfer_ms = latency only
   for (int s = 0; s < P; ++s) {
     StageSpec st;
     st.device = s;
@@ -60,7 +60,7 @@ Problem bench_problem(int P, int M, bool hetero, bool capped) {
     st.bwd_weight_ms = 3 * w;
     st.activation_mb = act;
     st.wgrad_stash_mb = 0;
-    st.output_mb = 1;
+    st.output_mb = 0;
     p.stages.push_back(st);
   }
   if (capped) p.memory_gb = P * 1000 / 1000.0;  // P microbatches of stage 0's activation (1F1B's need)

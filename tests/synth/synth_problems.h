@@ -50,7 +50,7 @@ inline ps::Problem make_hand_problem(const HandProblem& h) {
   p.microbatches = h.microbatches;
   p.bytes_per_param = 1;
   p.link.latency_us = h.comm_ms * 1000;
-  p.link.bandwidth_gb_per_s = 0;  // transfer_ms = latency only
+  p.link.bandwidth_gb_per_s = 100;  // output_mb = 0 below: transfer_ms = latency only
   const int S = h.devices * h.stages_per_device;
   for (int s = 0; s < S; ++s) {
     ps::StageSpec st;
@@ -65,7 +65,7 @@ inline ps::Problem make_hand_problem(const HandProblem& h) {
     }
     st.activation_mb = h.act_mb;
     st.wgrad_stash_mb = h.stash_mb;
-    st.output_mb = 1;
+    st.output_mb = 0;
     st.params_m = h.states_mb;  // bytes_per_param = 1: params_m MB of model states
     st.split_backward = h.split_backward;
     st.first_layer = s;

@@ -52,6 +52,7 @@ TEST_CASE("synthesize: certified, re-verifies from its own file text, proven opt
       CHECK(r->schedule.certificate->extra.at("z3_version") == z3_version());
       // The file's text is what a user gets: read it back and check it, certificate included.
       Result<Schedule> back = parse_schedule_yaml(format_schedule_yaml(r->schedule), "synth.yaml");
+      INFO((back.ok() ? std::string() : back.status().message()));
       REQUIRE(back.ok());
       Report rep = verify(*back);
       CHECK(rep.valid);
