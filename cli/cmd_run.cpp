@@ -232,10 +232,11 @@ Stop build_model(const RunFlags& f, RunState& s) {
   auto model = rt::build_exec_model(s.to_run.problem, s.spec ? &s.spec->model : nullptr, mo);
   if (!model) return report_error(model.status());
   s.model = std::move(*model);
-  // One process holds every device on the host backend; with one process per rank (mpi) each holds its
-  // own; the cuda backend's tensors live on the GPUs.
-  if (f.backend == "host") {
-    const rt::MemoryEstimate need = rt::estimate_run_memory(s.to_run, *s.model, f.check_gradients);
+  // One process holds every device on the host backend; with one process per rank (mpi) the ranks on
+  // this machine hold their share; the cuda backend's tensors live on the GPUs.
+  if (f.backend == "host" || f.backend == "mpi") {
+    rt::MemoryEstimate need = rt::estimate_run_memory(s.to_run, *s.model, f.check_gradients);
+    if (f.backend == "mpi") need = rt::this_machines_share(need);
     if (Status st = rt::check_fits(need, rt::host_memory(),
                                    fmt::format("running '{}' (--scale {:g}, --tokens {}, --widths {})", base_name(f.file),
                                                f.scale, f.tokens, f.widths));

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -54,6 +55,24 @@ MemoryEstimate estimate_run_memory(const Schedule& schedule, const ExecModel& mo
   e.buffers_bytes = sat_add(sat_mul(boundary, 2), ids);
   if (reference) e.reference_bytes = sat_add(sat_mul(params, 2), one_mb_slots);
   return e;
+}
+
+MemoryEstimate this_machines_share(const MemoryEstimate& whole) {
+  auto env_count = [](const char* name) -> long {
+    const char* v = std::getenv(name);
+    if (v == nullptr) return 0;
+    char* end = nullptr;
+    const long n = std::strtol(v, &end, 10);
+    return end != v && *end == '\0' && n > 0 ? n : 0;
+  };
+  const long local = env_count("OMPI_COMM_WORLD_LOCAL_SIZE"), world = env_count("OMPI_COMM_WORLD_SIZE");
+  if (local == 0 || world == 0 || local >= world) return whole;
+  auto part = [&](uint64_t b) { return static_cast<uint64_t>(static_cast<double>(b) * local / world); };
+  MemoryEstimate e = whole;
+  e.params_bytes = part(e.params_bytes);
+  e.activations_bytes = part(e.activations_bytes);
+  e.buffers_bytes = part(e.buffers_bytes);
+  return e;  // the sequential reference runs on rank 0 whole
 }
 
 uint64_t HostMemory::available() const {

@@ -32,6 +32,11 @@ struct MemoryEstimate {
 // sequential run). Saturates instead of overflowing.
 MemoryEstimate estimate_run_memory(const Schedule& schedule, const ExecModel& model, bool reference);
 
+// The part of a run's memory this machine holds when each rank is its own process (the mpi backend): the
+// ranks launched here (Open MPI's OMPI_COMM_WORLD_LOCAL_SIZE of OMPI_COMM_WORLD_SIZE) hold about that
+// share of the whole; the whole when the launch does not say.
+MemoryEstimate this_machines_share(const MemoryEstimate& whole);
+
 struct HostMemory {
   uint64_t mem_available_bytes = 0;   // /proc/meminfo MemAvailable; 0 when unknown
   uint64_t address_space_left = UINT64_MAX;  // RLIMIT_AS less what this process maps; UINT64_MAX: no limit

@@ -302,6 +302,7 @@ struct WindowRun {
   int checks = 0;
   uint64_t used = 0;
   bool dumped = false;
+  Status dump_status = Status::ok();  // writing its --dump-smt2 file, when asked
   std::string error;
 };
 
@@ -345,7 +346,8 @@ WindowRun run_window(const Incumbent& inc, const Window& w, unsigned seed, bool 
     if (!dump_path.empty()) {
       enc.solver().push();
       enc.solver().add(enc.makespan() <= enc.ctx().int_val(target));
-      out.dumped = write_output_file(dump_path, enc.to_smt2()).is_ok();
+      out.dump_status = write_output_file(dump_path, enc.to_smt2());
+      out.dumped = out.dump_status.is_ok();
       enc.solver().pop();
     }
     const double wall = std::chrono::duration<double>(deadline - Clock::now()).count();
@@ -554,6 +556,7 @@ class Search {
       res_.checks += r.checks;
       res_.rlimit_used += r.used;
       res_.smt2_written += r.dumped;
+      if (!r.dump_status.is_ok()) return r.dump_status;  // a dump asked for and not written is an error, as for the whole plan's
       budget_ -= std::min(budget_, r.used);
       if (!r.error.empty()) return Status::error(ErrorCode::kRuntime, fmt::format("Z3 failed on a window: {}", r.error));
       if (!r.w_order) continue;

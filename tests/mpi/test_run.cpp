@@ -309,6 +309,23 @@ TEST_CASE("mpi [faults]: different inputs on one rank are refused before any tra
   std::remove(b.c_str());
 }
 
+TEST_CASE("mpi [faults]: a run that would not fit in this machine's memory is refused on every rank, exit 1") {
+  // GPipe holds all 16 microbatches of 65,536 tokens at --scale 64: about 0.5 TB for the two ranks.
+  const std::string a = baseline("llama2-7b", "gpipe", 2, 16);
+  auto l = mpirun(2, a, "--backend mpi --scale 64 --tokens 65536");
+  for (int r = 0; r < 2; ++r) {
+    CAPTURE(r);
+    REQUIRE_MESSAGE(l.exits.count(r) == 1, l.output);
+    CHECK_MESSAGE(l.exits.at(r) == 1, l.output);
+  }
+  CHECK_MESSAGE(pstest::contains(l.output, "needs about "), l.output);
+  CHECK(pstest::contains(l.output, "this machine has available"));
+  CHECK(!pstest::contains(l.output, "internal error"));
+  CHECK(!pstest::contains(l.output, "out of memory"));
+  check_no_process_left(l, 2);
+  std::remove(a.c_str());
+}
+
 namespace {
 
 // `file` with device `d`'s program changed by `edit` (a list of op names), the predicted times and the
