@@ -14,7 +14,7 @@
 #include "synth/certify.h"
 #include "synth/baselines/baselines.h"
 #include "synth/bounds/global_bound.h"
-#include "synth/plan/megatron_layout.h"
+#include "synth/plan/plan_spec.h"
 #include "synth/plan/partition.h"
 #include "synth/plan/placement.h"
 #include "verify/verify.h"
@@ -45,10 +45,8 @@ Result<Plan> make_plan(const Spec& spec, BaselineKind kind, const BaselineArgs& 
   const int P = spec.cluster.devices;
   const char* name = baseline_name(kind);
   Plan plan;
-  if (!is_partition_method_name(a.partition) && looks_like_megatron_layout(a.partition)) {
-    auto layout = parse_megatron_layout(a.partition);
-    if (!layout.ok()) return layout.status();
-    auto lp = apply_megatron_layout(*layout, spec.model, P);
+  if (is_layout_partition(a.partition)) {
+    auto lp = layout_plan(spec, a.partition);
     if (!lp.ok()) return lp.status();
     int V = lp->stages_per_device;
     auto shape = baseline_shape(kind, a.stages_per_device);

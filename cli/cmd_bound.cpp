@@ -16,7 +16,7 @@
 #include "ir/problem.h"
 #include "synth/bounds/global_bound.h"
 #include "synth/bounds/packing_bound.h"
-#include "synth/plan/megatron_layout.h"
+#include "synth/plan/plan_spec.h"
 #include "synth/plan/partition.h"
 #include "synth/plan/placement.h"
 #include "verify/verify.h"
@@ -39,41 +39,18 @@ struct PlanBound {
   double bound_ms = 0;
 };
 
-// The partition/placement named by the flags (either may be omitted; defaults: balanced,
-// sequential for V = 1, looped otherwise, vshape when --placement vshape).
+// The partition/placement named by the flags, read as synth reads them (synth/plan/plan_spec.h):
+// --partition defaults to balanced; without --placement, sequential, or interleaved when
+// --stages-per-device is above 1 (a layout keeps its own placement).
 Result<PlanBound> plan_bound(const Spec& spec, const BoundArgs& a) {
-  const int P = spec.cluster.devices;
+  PlanSpec words{a.partition.empty() ? "balanced" : a.partition, a.placement, a.stages_per_device};
+  if (words.placement.empty())
+    words.placement = words.stages_per_device > 1 && !is_layout_partition(words.partition) ? "interleaved" : "sequential";
+  auto plan = resolve_plan(spec, words);
+  if (!plan.ok()) return plan.status();
   PlanBound pb;
-  std::string part = a.partition.empty() ? "balanced" : a.partition;
-  if (!is_partition_method_name(part) && looks_like_megatron_layout(part)) {
-    auto layout = parse_megatron_layout(part);
-    if (!layout.ok()) return layout.status();
-    auto lp = apply_megatron_layout(*layout, spec.model, P);
-    if (!lp.ok()) return lp.status();
-    if (a.stages_per_device != 0 && a.stages_per_device != lp->stages_per_device)
-      return Status::bad_input(fmt::format(
-          "--stages-per-device {} disagrees with the layout, which has {} stages per device",
-          a.stages_per_device, lp->stages_per_device));
-    pb.partition = lp->partition;
-    pb.placement = lp->placement;
-    if (!a.placement.empty()) {
-      auto pl = parse_placement(a.placement, static_cast<int>(pb.partition.size()), P);
-      if (!pl.ok()) return pl.status();
-      pb.placement = *pl;
-    }
-  } else {
-    int V = a.stages_per_device;
-    if (V == 0) V = (a.placement == "vshape" || a.placement == "v") ? 2 : 1;
-    if (V < 1) return Status::bad_input(fmt::format("--stages-per-device must be >= 1, got {}", V));
-    int S = V * P;
-    auto p = partition_by_name(spec, S, part);
-    if (!p.ok()) return p.status();
-    pb.partition = *p;
-    std::string placement = a.placement.empty() ? (V == 1 ? "sequential" : "looped") : a.placement;
-    auto pl = parse_placement(placement, S, P);
-    if (!pl.ok()) return pl.status();
-    pb.placement = *pl;
-  }
+  pb.partition = std::move(plan->partition);
+  pb.placement = std::move(plan->placement);
   auto problem = make_problem(spec, pb.partition, pb.placement);
   if (!problem.ok()) return problem.status();
   pb.bound_ms = lower_bound_ms(*problem);

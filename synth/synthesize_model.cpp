@@ -30,104 +30,6 @@ constexpr int kMaxSearchThreads = 16;
 // that does not load) gets the rest.
 constexpr double kSearchShare = 0.6;
 
-struct Plan {
-  Partition partition;
-  std::vector<int> placement;
-  std::string desc;
-};
-
-// Placement words → placement.h names.
-std::string placement_name(const std::string& p) {
-  if (p == "interleaved" || p == "looped") return "looped";
-  if (p == "v" || p == "vshape" || p == "v-shape") return "vshape";
-  return p;
-}
-
-// The stage count the placement names (sequential: P, interleaved: V·P, v: 2P, a list: its length).
-Result<int> placement_stage_count(const ModelSynthOptions& a, int P) {
-  const std::string pl = placement_name(a.placement);
-  if (pl == "sequential") {
-    if (a.stages_per_device > 1) {
-      return Status::bad_input(fmt::format(
-          "--placement sequential puts one stage on each device; for {} stages per device use --placement "
-          "interleaved or v",
-          a.stages_per_device));
-    }
-    return P;
-  }
-  if (pl == "looped") return (a.stages_per_device ? a.stages_per_device : 2) * P;
-  if (pl == "vshape") {
-    if (a.stages_per_device != 0 && a.stages_per_device != 2)
-      return Status::bad_input("--placement v holds exactly 2 stages per device");
-    return 2 * P;
-  }
-  int S = 1;  // an explicit list: its length is the stage count
-  for (char ch : pl) S += ch == ',';
-  return S;
-}
-
-// The placement the options fix, over the stage count they name.
-Result<std::vector<int>> fixed_placement(const ModelSynthOptions& a, int P) {
-  Result<int> S = placement_stage_count(a, P);
-  if (!S.ok()) return S.status();
-  return parse_placement(placement_name(a.placement), *S, P);
-}
-
-// A partition read as a Megatron layout string: its stages and its own (looped) placement.
-Result<LayoutPlan> layout_plan(const Spec& spec, const std::string& text) {
-  auto layout = parse_megatron_layout(text);
-  if (!layout.ok()) return layout.status();
-  return apply_megatron_layout(*layout, spec.model, spec.cluster.devices);
-}
-
-// The partition the options fix when the placement is searched: a layout's own stages, or the
-// named method over stages_per_device × P stages (default P).
-Result<Partition> fixed_partition(const Spec& spec, const ModelSynthOptions& a) {
-  const int P = spec.cluster.devices;
-  if (is_layout_partition(a.partition)) {
-    auto lp = layout_plan(spec, a.partition);
-    if (!lp.ok()) return lp.status();
-    return lp->partition;
-  }
-  return partition_by_name(spec, (a.stages_per_device ? a.stages_per_device : 1) * P, a.partition);
-}
-
-// Both fixed.
-Result<Plan> fixed_plan(const Spec& spec, const ModelSynthOptions& a) {
-  const int P = spec.cluster.devices;
-  const std::string pl = placement_name(a.placement);
-  Plan plan;
-  if (is_layout_partition(a.partition)) {
-    auto lp = layout_plan(spec, a.partition);
-    if (!lp.ok()) return lp.status();
-    plan.partition = lp->partition;
-    const int S = static_cast<int>(plan.partition.size());
-    if (a.stages_per_device != 0 && a.stages_per_device * P != S) {
-      return Status::bad_input(fmt::format("layout \"{}\" has {} stages, but --stages-per-device {} on {} devices needs {}",
-                                           a.partition, S, a.stages_per_device, P, a.stages_per_device * P));
-    }
-    if (a.placement == "sequential" && S != P) {
-      plan.placement = lp->placement;  // the layout's own (looped) placement
-    } else {
-      auto place = parse_placement(pl, S, P);
-      if (!place.ok()) return place.status();
-      plan.placement = *place;
-    }
-    plan.desc = fmt::format("Megatron layout \"{}\"", a.partition);
-    return plan;
-  }
-  Result<int> S = placement_stage_count(a, P);
-  if (!S.ok()) return S.status();
-  auto part = partition_by_name(spec, *S, a.partition);
-  if (!part.ok()) return part.status();
-  plan.partition = *part;
-  auto place = parse_placement(pl, *S, P);
-  if (!place.ok()) return place.status();
-  plan.placement = *place;
-  plan.desc = a.partition;
-  return plan;
-}
-
 // What the search and Z3 get of the time limit.
 struct Budget {
   double z3_time_s = 0;   // Z3's wall-clock cap
@@ -142,13 +44,13 @@ Result<TuneOptions> tune_options(const Spec& spec, const ModelSynthOptions& a, s
   to.interrupt = a.interrupt;
   to.progress = a.search_progress;
   if (a.fix_partition) {
-    auto part = fixed_partition(spec, a);
+    auto part = resolve_partition(spec, a.plan_words());
     if (!part.ok()) return part.status();
     to.partition = *part;
     desc = fmt::format("{} (given; placement searched: ", a.partition);
   }
   if (a.fix_placement) {
-    auto place = fixed_placement(a, spec.cluster.devices);
+    auto place = resolve_placement(a.plan_words(), spec.cluster.devices);
     if (!place.ok()) return place.status();
     to.placement = *place;
     desc = fmt::format("searched for the given placement {} (", a.placement);
@@ -224,10 +126,6 @@ void write_run_extras(const ModelSynthOptions& a, ModelSynthesis& out) {
 
 }  // namespace
 
-bool is_layout_partition(const std::string& partition) {
-  return !is_partition_method_name(partition) && looks_like_megatron_layout(partition);
-}
-
 bool interrupted_without_plan(const Status& st) { return !st.is_ok() && st.message() == kInterruptedWithoutPlan; }
 
 int default_search_threads() {
@@ -254,7 +152,7 @@ Result<ModelSynthesis> synthesize_model(const Spec& spec, const ModelSynthOption
   const Spec& plan_spec = whole ? whole->spec : spec;
   // 1. The plan: fixed, or searched by the tuner with part of the time.
   Budget budget{a.time_limit_s, a.time_limit_s};
-  Plan plan;
+  NamedPlan plan;
   if (!(a.fix_partition && a.fix_placement)) {
     std::string fixed_desc;
     Result<TuneOptions> to = tune_options(plan_spec, a, fixed_desc);
@@ -276,7 +174,7 @@ Result<ModelSynthesis> synthesize_model(const Spec& spec, const ModelSynthOption
     plan.desc = fixed_desc.empty() ? fmt::format("searched ({})", out.tuned->description)
                                    : fmt::format("{}{})", fixed_desc, out.tuned->description);
   } else {
-    Result<Plan> p = fixed_plan(plan_spec, a);
+    Result<NamedPlan> p = resolve_plan(plan_spec, a.plan_words());
     if (!p.ok()) return p.status();
     plan = std::move(*p);
     if (whole) plan.partition = refine_partition(plan.partition, *whole);

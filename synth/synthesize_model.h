@@ -31,6 +31,7 @@
 #include "ir/model.h"
 #include "ir/problem.h"
 #include "ir/status.h"
+#include "synth/plan/plan_spec.h"
 #include "synth/synthesize.h"
 #include "synth/tuner/tuner.h"
 
@@ -45,6 +46,7 @@ struct ModelSynthOptions {
   std::string partition = "balanced";
   std::string placement = "sequential";
   int stages_per_device = 0;  // 0: 1 for sequential, 2 for interleaved and v
+  PlanSpec plan_words() const { return {partition, placement, stages_per_device}; }  // read by plan_spec.h
   bool whole_layers = false;  // cut only between whole model layers (no joins_next group split)
   // Budgets.
   double time_limit_s = 10;  // the whole call, counted from `start`
@@ -69,9 +71,6 @@ struct ModelSynthesis {
   SynthResult result;               // the certified schedule and its figures
   bool z3_skipped = false;          // interrupted before Z3: it did not run
 };
-
-// Whether a partition option names a Megatron layout string (not a method name).
-bool is_layout_partition(const std::string& partition);
 
 // Status of an interrupted call in which no plan fit the memory yet (nothing to return).
 bool interrupted_without_plan(const Status& st);

@@ -120,7 +120,14 @@ Result<std::vector<int>> parse_list(const std::string& text) {
 
 }  // namespace
 
-Result<std::vector<int>> parse_placement(const std::string& text, int stages, int devices) {
+std::string canonical_placement_word(const std::string& word) {
+  if (word == "interleaved" || word == "looped") return "looped";
+  if (word == "v" || word == "vshape" || word == "v-shape") return "vshape";
+  return word;
+}
+
+Result<std::vector<int>> parse_placement(const std::string& word, int stages, int devices) {
+  const std::string text = canonical_placement_word(word);
   if (devices <= 0)
     return Status::bad_input(fmt::format("placement needs devices > 0, got {}", devices));
   if (text == "sequential") {
@@ -130,13 +137,13 @@ Result<std::vector<int>> parse_placement(const std::string& text, int stages, in
           stages));
     return placement_sequential(stages);
   }
-  if (text == "looped" || text == "interleaved") {
+  if (text == "looped") {
     if (stages % devices != 0)
       return Status::bad_input(fmt::format(
           "looped placement needs a multiple of P = {} stages, got {}", devices, stages));
     return placement_looped(stages, devices);
   }
-  if (text == "vshape" || text == "v") {
+  if (text == "vshape") {
     if (stages != 2 * devices)
       return Status::bad_input(
           fmt::format("vshape placement needs 2·P = {} stages, got {}", 2 * devices, stages));

@@ -41,7 +41,11 @@ std::vector<int> placement_lpt(const std::vector<double>& stage_ms, int devices)
 Result<std::vector<int>> placement_explicit(const std::vector<int>& device_of_stage, int stages,
                                             int devices);
 
-// Reads "sequential" | "looped" | "vshape" | "0,1,2,3" for `stages` stages on `devices` devices.
+// A placement word's canonical name: sequential, looped (interleaved, looped), vshape (v, vshape,
+// v-shape); anything else (a list) unchanged.
+std::string canonical_placement_word(const std::string& word);
+
+// Reads a placement word (any alias above) or a list "0,1,2,3" for `stages` stages on `devices` devices.
 // Errors name the expected shape, e.g. "vshape needs 2·P = 8 stages, got 6".
 Result<std::vector<int>> parse_placement(const std::string& text, int stages, int devices);
 

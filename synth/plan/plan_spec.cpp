@@ -1,0 +1,93 @@
+// plan_spec.cpp — see plan_spec.h.
+#include "synth/plan/plan_spec.h"
+
+#include <fmt/format.h>
+
+#include "synth/plan/partition.h"
+
+namespace ps {
+
+bool is_layout_partition(const std::string& partition) {
+  return !is_partition_method_name(partition) && looks_like_megatron_layout(partition);
+}
+
+Result<LayoutPlan> layout_plan(const Spec& spec, const std::string& text) {
+  auto layout = parse_megatron_layout(text);
+  if (!layout.ok()) return layout.status();
+  return apply_megatron_layout(*layout, spec.model, spec.cluster.devices);
+}
+
+Result<int> placement_stage_count(const PlanSpec& plan, int P) {
+  const std::string pl = canonical_placement_word(plan.placement);
+  if (pl == "sequential") {
+    if (plan.stages_per_device > 1) {
+      return Status::bad_input(fmt::format(
+          "--placement sequential puts one stage on each device; for {} stages per device use --placement "
+          "interleaved or v",
+          plan.stages_per_device));
+    }
+    return P;
+  }
+  if (pl == "looped") return (plan.stages_per_device ? plan.stages_per_device : 2) * P;
+  if (pl == "vshape") {
+    if (plan.stages_per_device != 0 && plan.stages_per_device != 2)
+      return Status::bad_input("--placement v holds exactly 2 stages per device");
+    return 2 * P;
+  }
+  int S = 1;  // an explicit list: its length is the stage count
+  for (char ch : pl) S += ch == ',';
+  return S;
+}
+
+Result<std::vector<int>> resolve_placement(const PlanSpec& plan, int P) {
+  Result<int> S = placement_stage_count(plan, P);
+  if (!S.ok()) return S.status();
+  return parse_placement(canonical_placement_word(plan.placement), *S, P);
+}
+
+Result<Partition> resolve_partition(const Spec& spec, const PlanSpec& plan) {
+  if (is_layout_partition(plan.partition)) {
+    auto lp = layout_plan(spec, plan.partition);
+    if (!lp.ok()) return lp.status();
+    return lp->partition;
+  }
+  return partition_by_name(spec, (plan.stages_per_device ? plan.stages_per_device : 1) * spec.cluster.devices,
+                           plan.partition);
+}
+
+Result<NamedPlan> resolve_plan(const Spec& spec, const PlanSpec& a) {
+  const int P = spec.cluster.devices;
+  const std::string pl = canonical_placement_word(a.placement);
+  NamedPlan plan;
+  if (is_layout_partition(a.partition)) {
+    auto lp = layout_plan(spec, a.partition);
+    if (!lp.ok()) return lp.status();
+    plan.partition = lp->partition;
+    const int S = static_cast<int>(plan.partition.size());
+    if (a.stages_per_device != 0 && a.stages_per_device * P != S) {
+      return Status::bad_input(fmt::format("layout \"{}\" has {} stages, but --stages-per-device {} on {} devices needs {}",
+                                           a.partition, S, a.stages_per_device, P, a.stages_per_device * P));
+    }
+    if (pl == "sequential" && S != P) {
+      plan.placement = lp->placement;  // the layout's own (looped) placement
+    } else {
+      auto place = parse_placement(pl, S, P);
+      if (!place.ok()) return place.status();
+      plan.placement = *place;
+    }
+    plan.desc = fmt::format("Megatron layout \"{}\"", a.partition);
+    return plan;
+  }
+  Result<int> S = placement_stage_count(a, P);
+  if (!S.ok()) return S.status();
+  auto part = partition_by_name(spec, *S, a.partition);
+  if (!part.ok()) return part.status();
+  plan.partition = *part;
+  auto place = parse_placement(pl, *S, P);
+  if (!place.ok()) return place.status();
+  plan.placement = *place;
+  plan.desc = a.partition;
+  return plan;
+}
+
+}  // namespace ps
