@@ -353,7 +353,7 @@ int run_synth(const SynthArgs& a) {
   if (Status st = check_stages_per_device(*spec, a.stages_per_device); !st.is_ok()) return report_error(st);
   g_phase = "synthesizing (search, order, checker)";
   Result<ModelSynthesis> m = synthesize_model(*spec, synth_options(a, t_start));
-  if (interrupted_without_plan(m.status())) {
+  if (m.status().code() == ErrorCode::kInterrupted) {
     std::fprintf(stderr, "synth: %s\n", m.status().message().c_str());
     end_by_signal();
   }

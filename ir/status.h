@@ -28,13 +28,15 @@ struct SourceLoc {
   std::string str() const;
 };
 
-// Exit-code classes of the `pipesmith` command (listed in README.md).
+// What went wrong, by class. The `pipesmith` command exits with the class's number (README.md lists
+// them); an interrupted call ends the command as the signal would (130 from exit_code()).
 enum class ErrorCode : int {
   kOk = 0,
   kBadInput = 1,         // bad input or usage
   kInfeasible = 2,       // no schedule exists under the given limits
   kInvalidSchedule = 3,  // the checker rejected a schedule
   kRuntime = 4,          // runtime failure (watchdog, backend error)
+  kInterrupted = 5,      // the caller's interrupt flag stopped the call before it had a result
 };
 
 class Status {
@@ -55,7 +57,7 @@ class Status {
   bool is_ok() const { return code_ == ErrorCode::kOk; }
   explicit operator bool() const { return is_ok(); }
   ErrorCode code() const { return code_; }
-  int exit_code() const { return static_cast<int>(code_); }
+  int exit_code() const { return code_ == ErrorCode::kInterrupted ? 130 : static_cast<int>(code_); }
   const std::string& message() const { return message_; }
   const SourceLoc& loc() const { return loc_; }
   // "file:line:col: message" (or just the message when there is no location).

@@ -18,6 +18,7 @@
 #include "synth/bounds/dag_bounds.h"
 #include "synth/bounds/smt_bound.h"
 #include "synth/dag/op_dag.h"
+#include "synth/time_budget.h"
 
 namespace ps {
 
@@ -30,8 +31,8 @@ using Clock = std::chrono::steady_clock;
 // The most the destructive bound's search may take, in seconds of the budget (see step 3b).
 constexpr double kBoundSearchMaxS = 2.0;
 
-// The share of one context's Z3 budget the one-resource relaxations may take (see step 3c).
-constexpr double kSmtBoundShare = 0.2;
+// The one-resource relaxations' share of one context's Z3 budget (see step 3c).
+constexpr double kSmtBoundShare = time_budget::kSmtBound;
 
 // List-scheduling steps (one op placed by one policy) per second assumed when sizing the heuristic's
 // portfolio to the budget: about what one core does with the lean policies on a plan of 3·10^5 ops
@@ -264,8 +265,7 @@ void raise_bound_smt(const OpDag& bdag, const OpDag& dag, const SynthOptions& op
   const double wall_left_s = std::max(0.0, opt.time_limit_s - seconds_since(t0));
   if (seed.order.makespan <= bounds.lb_units || wall_left_s <= 0) return;
   const uint64_t one_context =
-      opt.rlimit ? opt.rlimit / static_cast<uint64_t>(std::max(1, opt.contexts))
-                 : static_cast<uint64_t>(std::max(0.0, opt.time_limit_s) * static_cast<double>(rlimit_per_second()));
+      opt.rlimit ? opt.rlimit / static_cast<uint64_t>(std::max(1, opt.contexts)) : rlimit_budget(0, opt.time_limit_s);
   const auto ts = Clock::now();
   SmtBoundOptions so;
   so.rlimit = static_cast<uint64_t>(static_cast<double>(one_context) * kSmtBoundShare);
@@ -312,10 +312,7 @@ class TwoPhaseSolve {
   // Both phases from the seed and the bounds, less the budget the bound search used; the result's
   // status says how it ended.
   Result<SolveResult> run(const Seed& seed, const Bounds& bounds, const BoundSearchCost& cost) {
-    const uint64_t full_rlimit =
-        opt_.rlimit ? opt_.rlimit
-                    : static_cast<uint64_t>(std::max(0.0, opt_.time_limit_s) * rlimit_per_second() *
-                                            std::max(1, opt_.contexts));
+    const uint64_t full_rlimit = rlimit_budget(opt_.rlimit, opt_.time_limit_s, opt_.contexts);
     const uint64_t total_rlimit = static_cast<uint64_t>(static_cast<double>(full_rlimit) * (1 - cost.budget_share));
     fin_.best = seed.order;
     fin_.bound = std::min(bounds.lb_units, seed.order.makespan);
@@ -422,7 +419,7 @@ class TwoPhaseSolve {
     if (!inc.ok() || fin_.best.makespan <= fin_.bound) return Status::ok();
     SolveOptions a = options("no-queue");
     a.rlimit = total_rlimit / 4 * 3;
-    a.time_limit_s = z3_time_limit_s * 0.75;
+    a.time_limit_s = z3_time_limit_s * time_budget::kNoQueue;
     a.on_incumbent = [this](const TimedOrder& t) {
       nq_best_ = t;  // each is better than the last, in the no-queue model
       Result<TimedOrder> real = evaluate_order(dag_, devices_only(t));
@@ -491,11 +488,9 @@ Status prove_on_proof_dag(const OpDag& bdag, const OpDag& dag, const SynthOption
   so.contexts = opt.contexts;
   so.interrupt = opt.interrupt;
   so.lns_window = 0;
-  so.time_limit_s = std::min(left_s, 0.1 * opt.time_limit_s);
-  so.rlimit = static_cast<uint64_t>(
-      0.1 * static_cast<double>(opt.rlimit ? opt.rlimit
-                                           : static_cast<uint64_t>(std::max(0.0, opt.time_limit_s) *
-                                                                   rlimit_per_second() * std::max(1, opt.contexts))));
+  so.time_limit_s = std::min(left_s, time_budget::kDestructiveBound * opt.time_limit_s);
+  so.rlimit = static_cast<uint64_t>(time_budget::kDestructiveBound *
+                                    static_cast<double>(rlimit_budget(opt.rlimit, opt.time_limit_s, opt.contexts)));
   if (so.rlimit == 0) return Status::ok();
   Result<SolveResult> r = solve(bdag, *inc, fin.bound, so);
   if (!r.ok()) return r.status();

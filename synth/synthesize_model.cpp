@@ -12,6 +12,7 @@
 
 #include "ir/whole_layers.h"
 #include "synth/certify.h"
+#include "synth/time_budget.h"
 #include "synth/dag/op_dag.h"
 #include "synth/plan/megatron_layout.h"
 #include "synth/plan/partition.h"
@@ -26,9 +27,6 @@ constexpr char kInterruptedWithoutPlan[] = "interrupted before a plan that fits 
 
 constexpr int kMaxSearchThreads = 16;
 
-// The plan search's share of the time limit; Z3 (the whole encoding, or windows of the order where
-// that does not load) gets the rest.
-constexpr double kSearchShare = 0.6;
 
 // What the search and Z3 get of the time limit.
 struct Budget {
@@ -58,24 +56,25 @@ Result<TuneOptions> tune_options(const Spec& spec, const ModelSynthOptions& a, s
   return to;
 }
 
-// Searches the plan: the tuner with its share of the time (kSearchShare). Sets `budget` for the Z3
+// Searches the plan: the tuner with its share of the time (time_budget::kPlanSearch). Sets `budget` for the Z3
 // phase that follows.
 Result<TuneResult> search_plan(const Spec& spec, const ModelSynthOptions& a, TuneOptions to, Budget& budget) {
-  budget.z3_share_s = (1 - kSearchShare) * a.time_limit_s;
+  budget.z3_share_s = (1 - time_budget::kPlanSearch) * a.time_limit_s;
   if (a.evaluations > 0) {
     to.max_evaluations = a.evaluations;
     to.time_limit_s = std::numeric_limits<double>::infinity();
   } else {
     // The time limit counts from the start: reading the inputs included.
-    to.time_limit_s = std::max(0.1 * a.time_limit_s, kSearchShare * a.time_limit_s - seconds_since(a.start));
+    to.time_limit_s = std::max(time_budget::kPlanSearchFloor * a.time_limit_s,
+                               time_budget::kPlanSearch * a.time_limit_s - seconds_since(*a.start));
     to.finish_s_per_op = kFinishSecondsPerOp;
   }
   auto tr = cooptimize(spec, to);
-  if (!tr.ok() && a.interrupt && a.interrupt->load()) return Status::error(ErrorCode::kRuntime, kInterruptedWithoutPlan);
+  if (!tr.ok() && a.interrupt && a.interrupt->load()) return Status::error(ErrorCode::kInterrupted, kInterruptedWithoutPlan);
   if (!tr.ok()) return tr.status();
   // Z3's wall-clock cap is what is left (its share, with a budget in candidates); its rlimit is its
   // share, which does not depend on how long the search took.
-  budget.z3_time_s = a.evaluations > 0 ? budget.z3_share_s : std::max(1.0, a.time_limit_s - seconds_since(a.start));
+  budget.z3_time_s = a.evaluations > 0 ? budget.z3_share_s : std::max(1.0, a.time_limit_s - seconds_since(*a.start));
   return tr;
 }
 
@@ -126,14 +125,14 @@ void write_run_extras(const ModelSynthOptions& a, ModelSynthesis& out) {
 
 }  // namespace
 
-bool interrupted_without_plan(const Status& st) { return !st.is_ok() && st.message() == kInterruptedWithoutPlan; }
-
 int default_search_threads() {
   const int hw = static_cast<int>(std::thread::hardware_concurrency());
   return std::clamp(hw, 1, kMaxSearchThreads);
 }
 
-Result<ModelSynthesis> synthesize_model(const Spec& spec, const ModelSynthOptions& a) {
+Result<ModelSynthesis> synthesize_model(const Spec& spec, const ModelSynthOptions& options) {
+  ModelSynthOptions a = options;
+  if (!a.start) a.start = std::chrono::steady_clock::now();
   if (!(a.time_limit_s > 0)) return Status::bad_input("--time-limit must be > 0 seconds");
   if (a.stages_per_device < 0) return Status::bad_input("--stages-per-device must be >= 1");
   if (a.evaluations > 0 && a.fix_partition && a.fix_placement)

@@ -17,7 +17,7 @@
 //  * Same Spec, options and seed with `evaluations` set: byte-identical schedule file.
 //  * An interrupt (options.interrupt set while it runs) ends the search as its deadline would and
 //    skips Z3; the best plan so far is checked and returned. Interrupted before any plan fits the
-//    memory: an error whose `interrupted_without_plan` flag is set.
+//    memory: an error of code ErrorCode::kInterrupted.
 #pragma once
 
 #include <atomic>
@@ -49,13 +49,15 @@ struct ModelSynthOptions {
   PlanSpec plan_words() const { return {partition, placement, stages_per_device}; }  // read by plan_spec.h
   bool whole_layers = false;  // cut only between whole model layers (no joins_next group split)
   // Budgets.
-  double time_limit_s = 10;  // the whole call, counted from `start`
+  double time_limit_s = 10;  // the whole run, counted from `start`
   int evaluations = 0;       // > 0: the search's budget in candidates instead of the clock
   uint64_t rlimit = 0;       // Z3's budget; 0: its share of the time limit × rlimit_per_second × threads
   unsigned seed = 0;
   int z3_threads = 2;        // Z3 contexts (portfolio)
   int search_threads = 0;    // candidate evaluations in parallel; 0: hardware threads, at most 16
-  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+  // When the time limit started counting (a caller that read inputs first passes its own start);
+  // unset: when synthesize_model is called.
+  std::optional<std::chrono::steady_clock::time_point> start;
   const std::atomic<bool>* interrupt = nullptr;
   std::string dump_smt2;     // write Z3's encoding here
   // Reporting (all optional).
@@ -72,8 +74,6 @@ struct ModelSynthesis {
   bool z3_skipped = false;          // interrupted before Z3: it did not run
 };
 
-// Status of an interrupted call in which no plan fit the memory yet (nothing to return).
-bool interrupted_without_plan(const Status& st);
 
 // Candidate evaluations run in parallel: the default thread count (hardware threads, 1..16).
 int default_search_threads();

@@ -241,8 +241,7 @@ class Search {
  public:
   Search(const OpDag& dag, int64_t lower, int64_t upper, const SmtBoundOptions& opt)
       : dag_(dag), opt_(opt), upper_(upper) {
-    budget_ = opt.rlimit ? opt.rlimit
-                         : static_cast<uint64_t>(std::max(0.0, opt.time_limit_s) * static_cast<double>(rlimit_per_second()));
+    budget_ = rlimit_budget(opt.rlimit, opt.time_limit_s);
     out_.units = std::min(lower, upper);
     lo_ = out_.units;
     start_lower_ = lo_;

@@ -26,6 +26,7 @@
 #include "synth/tuner/evaluate.h"
 #include "synth/tuner/moves.h"
 #include "synth/tuner/parallel_map.h"
+#include "synth/time_budget.h"
 #include "verify/verify.h"
 
 namespace ps {
@@ -115,12 +116,12 @@ class Tuner {
   // The time plan: the end (verify) gets a tenth of the limit, Z3 its share, the search the rest.
   double limit_s() const { return std::max(0.0, opt_.time_limit_s); }
   double z3_share() const {
-    return opt_.z3_candidates > 0 ? std::clamp(opt_.z3_time_fraction, 0.0, 0.9) : 0.0;
+    return opt_.z3_candidates > 0 ? std::clamp(opt_.z3_time_fraction, 0.0, time_budget::kTunerFinishBy) : 0.0;
   }
   // What follows the search takes time in proportion to the best plan's ops: the search ends that
   // much earlier (a deadline that only moves when the best plan changes).
   double reserve_s() const { return opt_.finish_s_per_op * static_cast<double>(best_ops()); }
-  double search_deadline() const { return std::min(limit_s() * (0.9 - z3_share()), limit_s() - reserve_s()); }
+  double search_deadline() const { return std::min(limit_s() * (time_budget::kTunerFinishBy - z3_share()), limit_s() - reserve_s()); }
 
   std::vector<Candidate> initial_seeds() const;
   void search();
@@ -671,7 +672,7 @@ bool Tuner::keep_searching(const std::vector<int>& beam, bool evaluated_any, Bes
   // Converged early: while at most 80 % of the search time is spent, widen the beam (up to 8x)
   // and the random kicks (up to 64 per member) and go on from the same history.
   const int max_beam = 8 * std::max(1, opt_.beam_width);
-  if (opt_.widen_on_convergence && elapsed() < 0.8 * search_deadline() && (beam_width_ < max_beam || kicks_ < 64)) {
+  if (opt_.widen_on_convergence && elapsed() < time_budget::kTunerWidenUntil * search_deadline() && (beam_width_ < max_beam || kicks_ < 64)) {
     if (beam_width_ < max_beam) beam_width_ *= 2;
     kicks_ = std::min(64, std::max(1, kicks_ * 2));
     best.stale = 0;
@@ -727,7 +728,7 @@ void Tuner::polish() {
       polish.push_back(with_portfolio(r.cand, 2));
   }
   // Outside the evaluation budget (they re-score what the result is made of), inside the time.
-  evaluate(std::move(polish), std::min(limit_s() * 0.9, limit_s() - reserve_s()), false);
+  evaluate(std::move(polish), std::min(limit_s() * time_budget::kTunerFinishBy, limit_s() - reserve_s()), false);
 }
 
 Result<TuneResult> Tuner::run() {
@@ -742,7 +743,7 @@ Result<TuneResult> Tuner::run() {
   drop_orders(rank);
   if (opt_.z3_candidates > 0) {
     const double tz = elapsed();
-    refine_with_z3(rank, std::min(limit_s() * 0.9, tz + limit_s() * z3_share()));
+    refine_with_z3(rank, std::min(limit_s() * time_budget::kTunerFinishBy, tz + limit_s() * z3_share()));
     stats_.z3_s = elapsed() - tz;
     report("z3");
     rank = ranking();

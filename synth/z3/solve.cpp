@@ -27,6 +27,11 @@ namespace ps {
 
 uint64_t rlimit_per_second() { return 2'000'000; }
 
+uint64_t rlimit_budget(uint64_t rlimit, double seconds, int contexts) {
+  if (rlimit) return rlimit;
+  return static_cast<uint64_t>(std::max(0.0, seconds) * static_cast<double>(rlimit_per_second()) * std::max(1, contexts));
+}
+
 namespace {
 // Seconds in a skip message, two significant digits and never an exponent: "0.0038", "9.5", "25".
 std::string seconds_text(double s) {
@@ -423,8 +428,7 @@ struct Driver {
       return Status::ok();
     }
     const int K = needed ? std::max(1, opt.contexts) : 1;
-    budget = opt.rlimit ? opt.rlimit
-                        : static_cast<uint64_t>(std::max(0.0, opt.time_limit_s) * rlimit_per_second() * K);
+    budget = rlimit_budget(opt.rlimit, opt.time_limit_s, K);
     // Loading an encoding costs in proportion to its size, and Z3 neither stops for the rlimit nor
     // for its timeout while it internalizes: one too large for the budget would overrun the caller's
     // time limit many times over (48 stages x 32 microbatches on 8 devices: minutes for a 10 s

@@ -91,6 +91,10 @@ struct SolveResult {
 // limit (one context on an otherwise idle core does about 2.3 M per second).
 uint64_t rlimit_per_second();
 
+// The Z3 budget of a step: `rlimit` when the caller gave one, else `seconds` (at least 0) at
+// rlimit_per_second() for each of `contexts` contexts.
+uint64_t rlimit_budget(uint64_t rlimit, double seconds, int contexts = 1);
+
 // Seconds of one context's budget that loading the encoding of `dag` takes (the estimate solve()
 // uses to skip encodings too large for its budget; deterministic: sizes only). Infinity when the
 // encoding is never built (DeviceReach::affordable is false).

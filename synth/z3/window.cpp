@@ -421,8 +421,7 @@ class Search {
       res_.best = std::move(full).value();
     }
     const int K = std::max(1, opt_.contexts);
-    budget_ = opt_.rlimit ? opt_.rlimit
-                          : static_cast<uint64_t>(std::max(0.0, opt_.time_limit_s) * rlimit_per_second() * K);
+    budget_ = rlimit_budget(opt_.rlimit, opt_.time_limit_s, K);
     total_ = budget_;
     max_load_ = opt_.max_load_s;
     window_ops_ = std::max(8, 12 * dag_.num_resources());
