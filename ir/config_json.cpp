@@ -153,12 +153,17 @@ class TreeBuilder : public nlohmann::json_sax<nlohmann::json> {
   }
   bool end_object() override { return close(); }
   bool end_array() override { return close(); }
-  bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception& ex) override {
+  bool parse_error(std::size_t position, const std::string& last_token, const nlohmann::detail::exception& ex) override {
     // nlohmann's message: "[json.exception.parse_error.101] parse error at line 3, column 5: syntax
     // error while parsing value - invalid literal; last read: '...'": keep what follows the position.
     std::string what = ex.what();
     if (size_t c = what.find(": "); c != std::string::npos) what = what.substr(c + 2);
-    const size_t at = position == 0 ? 0 : std::min(position - 1, text_.size());
+    // A whole token of the wrong kind ("unexpected string literal") is located at its start; a token
+    // the lexer could not read, at the byte where it stopped.
+    size_t at = position == 0 ? 0 : std::min(position - 1, text_.size());
+    if (what.find("unexpected") != std::string::npos && position >= last_token.size() &&
+        text_.compare(position - last_token.size(), last_token.size(), last_token) == 0)
+      at = position - last_token.size();
     error_ = Status::bad_input(fmt::format("JSON {}", what), lines_.at(at, file_));
     return false;
   }

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <set>
 
 namespace ps {
@@ -17,11 +18,44 @@ namespace {
 // Reads the fields of one config object; the first problem is kept in `status`.
 class Fields {
  public:
-  Fields(const JsonValue& obj, std::string model_type) : obj_(obj), type_(std::move(model_type)) {}
+  Fields(const JsonValue& obj, std::string model_type) : obj_(obj), type_(std::move(model_type)) {
+    // Fields that transformers' config class defaults and real configs leave out (Gemma 3's
+    // text_config lists only what differs from Gemma3TextConfig).
+    static const std::map<std::string, std::vector<std::pair<const char*, long long>>> kDefaults = {
+        {"gemma3_text",
+         {{"vocab_size", 262208}, {"num_attention_heads", 8}, {"num_key_value_heads", 4}, {"head_dim", 256},
+          {"sliding_window", 4096}, {"hidden_size", 2304}, {"intermediate_size", 9216}, {"num_hidden_layers", 26}}},
+        {"gemma2",
+         {{"vocab_size", 256000}, {"num_attention_heads", 8}, {"num_key_value_heads", 4}, {"head_dim", 256},
+          {"sliding_window", 4096}}},
+    };
+    const std::string cls = type_ == "gemma3" ? "gemma3_text" : type_;
+    if (auto it = kDefaults.find(cls); it != kDefaults.end()) {
+      for (const auto& [k, v] : it->second) {
+        if (obj_.find(k)) continue;
+        JsonValue d;
+        d.kind = JsonValue::Kind::kInt;
+        d.integer = v;
+        d.number = static_cast<double>(v);
+        d.loc = obj_.loc;
+        defaults_.emplace(k, std::move(d));
+      }
+    }
+  }
 
   const JsonValue* get(const char* key) const {
     const JsonValue* v = obj_.find(key);
-    return v && v->kind != JsonValue::Kind::kNull ? v : nullptr;
+    if (!v) {
+      auto it = defaults_.find(key);
+      return it == defaults_.end() ? nullptr : &it->second;
+    }
+    return v->kind != JsonValue::Kind::kNull ? v : nullptr;
+  }
+  // The source comment of a field: its name, or that the config class's default stood in.
+  std::string source(const char* key) const {
+    if (!obj_.find(key) && defaults_.count(key))
+      return fmt::format("{} (absent: the {} default)", key, type_ == "gemma3" ? "gemma3_text" : type_);
+    return key;
   }
   bool has(const char* key) const { return get(key) != nullptr; }
 
@@ -95,6 +129,7 @@ class Fields {
  private:
   const JsonValue& obj_;
   std::string type_;
+  std::map<std::string, JsonValue> defaults_;
 };
 
 void arch(ImportedModel& m, const char* key, long long v, std::string source) {
@@ -117,11 +152,11 @@ Common read_common(Fields& f, ImportedModel& m, bool tie_default, const char* he
   c.h = f.need("hidden_size");
   c.layers = f.need("num_hidden_layers");
   c.a = f.need("num_attention_heads");
-  arch(m, "hidden_size", c.h, "hidden_size");
-  arch(m, "num_attention_heads", c.a, "num_attention_heads");
+  arch(m, "hidden_size", c.h, f.source("hidden_size"));
+  arch(m, "num_attention_heads", c.a, f.source("num_attention_heads"));
   if (std::optional<long long> kv = f.opt({"num_key_value_heads"}, 1)) {
     c.kv = *kv;
-    arch(m, "num_kv_heads", c.kv, "num_key_value_heads");
+    arch(m, "num_kv_heads", c.kv, f.source("num_key_value_heads"));
   } else {
     c.kv = c.a;
     arch(m, "num_kv_heads", c.kv, "num_attention_heads (no num_key_value_heads)");
@@ -131,12 +166,12 @@ Common read_common(Fields& f, ImportedModel& m, bool tie_default, const char* he
   const char* dkey = f.has(head_dim_key) ? head_dim_key : "head_dim";
   if (std::optional<long long> d = f.opt({dkey}, 1)) {
     c.d = *d;
-    arch(m, "head_dim", c.d, dkey);
+    arch(m, "head_dim", c.d, f.source(dkey));
   } else {
     c.d = c.h / c.a;
     arch(m, "head_dim", c.d, "hidden_size / num_attention_heads");
   }
-  arch(m, "vocab_size", f.need("vocab_size"), "vocab_size");
+  arch(m, "vocab_size", f.need("vocab_size"), f.source("vocab_size"));
   const std::optional<bool> tied = f.flag("tie_word_embeddings");
   if (tied.value_or(tie_default)) {
     arch_bool(m, "tied_embeddings", true,
@@ -182,7 +217,7 @@ Sublayer attention_kind(Fields& f, const std::vector<std::string>& types, size_t
 // A sliding window: `sliding_window` (needed when some layer slides).
 void add_window(Fields& f, ImportedModel& m) {
   const long long w = f.need("sliding_window");
-  m.overrides[Sublayer::kSlidingAttention].push_back({"attention_window", std::to_string(w), "sliding_window"});
+  m.overrides[Sublayer::kSlidingAttention].push_back({"attention_window", std::to_string(w), f.source("sliding_window")});
 }
 
 // MoE numbers: experts, top-k, expert size; shared experts when given.
@@ -266,7 +301,7 @@ void read_decoder(Fields& f, ImportedModel& m) {
 void read_gemma(Fields& f, ImportedModel& m) {
   const std::string& t = f.type();
   Common c = read_common(f, m, true);
-  arch(m, "ffn_hidden_size", f.need("intermediate_size"), "intermediate_size");
+  arch(m, "ffn_hidden_size", f.need("intermediate_size"), f.source("intermediate_size"));
   std::vector<Sublayer> mixer(static_cast<size_t>(c.layers), Sublayer::kAttention);
   std::vector<std::string> types = read_layer_types(f, c.layers);
   if (!types.empty()) {
@@ -536,7 +571,7 @@ Result<ImportedModel> hf_model(const JsonValue& config, const std::string& name)
   if (type == "gemma3") {
     if (const JsonValue* tc = config.find("text_config"); tc && tc->kind == JsonValue::Kind::kObject) {
       obj = tc;
-      prefix = "language_model.model.";
+      prefix = "model.language_model.";
     }
   }
   const Family* fam = nullptr;

@@ -232,7 +232,10 @@ class Writer {
       const size_t run = j - i;
       entries_.push_back(fmt::format("{{type: {}{}, module: \"{}\"}}", sym,
                                      run > 1 ? fmt::format(", repeat: {}", run) : "", m_.names.layer));
-      runs_.push_back(fmt::format("{} {}", run, types_by_symbols(sym)));
+      const std::string tname = types_by_symbols(sym);
+      auto it = std::find_if(counts_.begin(), counts_.end(), [&](const auto& c) { return c.first == tname; });
+      if (it == counts_.end()) counts_.emplace_back(tname, run);
+      else it->second += run;
       index += static_cast<int>(run * sym.size());
       i = j;
     }
@@ -312,18 +315,36 @@ class Writer {
     return y;
   }
 
+  // A comment paragraph, wrapped at 110 columns (continuation lines indented).
+  static std::string comment(const std::string& text) {
+    std::string out, line = "#";
+    size_t i = 0;
+    while (i < text.size()) {
+      size_t j = text.find(' ', i);
+      if (j == std::string::npos) j = text.size();
+      const std::string word = text.substr(i, j - i);
+      if (line.size() + 1 + word.size() > 110 && line.size() > 3) {
+        out += line + "\n";
+        line = "#  ";
+      }
+      line += " " + word;
+      i = j + 1;
+    }
+    return out + line + "\n";
+  }
+
   std::string header(const std::optional<Spec>& spec) const {
     std::string h;
-    for (const std::string& line : m_.header) h += "# " + line + "\n";
-    std::string runs;
-    for (const std::string& r : runs_) runs += (runs.empty() ? "" : ", ") + r;
-    h += fmt::format("# Layer list: embedding, {} decoder layers ({}), head{}{}.\n", m_.layers.size(), runs,
-                     o_.vocab_shards > 1 ? fmt::format(" in {} vocabulary shards", o_.vocab_shards) : "",
-                     m_.mtp_modules > 0 ? fmt::format(", {} MTP module(s)", m_.mtp_modules) : "");
-    if (o_.sublayers) h += "# Sublayers: each decoder layer's mixer and MLP/MoE are two layers (joins_next).\n";
-    h += "# Costs: derived by the analytic model (docs/inputs.md) on an H100 SXM at 50% of its dense peak";
-    h += m_.moe ? ", expert\n#   GEMMs at 25% (assumed; a profile or a cluster's hardware: block replaces it).\n"
-                : "\n#   (assumed; a profile or a cluster's hardware: block replaces it).\n";
+    for (const std::string& line : m_.header) h += comment(line);
+    std::string counts;
+    for (const auto& [name, n] : counts_) counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", n, name);
+    h += comment(fmt::format("Layer list: embedding, {} decoder layers ({}), head{}{}.", m_.layers.size(), counts,
+                             o_.vocab_shards > 1 ? fmt::format(" in {} vocabulary shards", o_.vocab_shards) : "",
+                             m_.mtp_modules > 0 ? fmt::format(", {} MTP module(s)", m_.mtp_modules) : ""));
+    if (o_.sublayers) h += comment("Sublayers: each decoder layer's mixer and MLP/MoE are two layers (joins_next).");
+    h += comment(fmt::format("Costs: derived by the analytic model (docs/inputs.md) on an H100 SXM at 50% of its dense "
+                             "peak{} (assumed; a profile or a cluster's hardware: block replaces it).",
+                             m_.moe ? ", expert GEMMs at 25%" : ""));
     if (spec) {
       double total = 0, mtp = 0;
       for (const Layer& l : spec->model.layers) {
@@ -349,7 +370,8 @@ class Writer {
   std::map<std::string, char> whole_, split_;
   std::vector<std::string> layer_symbols_;
   std::string mtp_symbols_, mtp_heads_;
-  std::vector<std::string> entries_, runs_;
+  std::vector<std::string> entries_;
+  std::vector<std::pair<std::string, size_t>> counts_;  // decoder layers per type, in order of appearance
 };
 
 }  // namespace
