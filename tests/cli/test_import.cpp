@@ -256,7 +256,7 @@ TEST_CASE("cli import hf: bad input is a located error, exit 1") {
   r = run_cli("import hf " + write("str.json", std::regex_replace(llama, std::regex("\"hidden_size\": 4096"),
                                                                   "\"hidden_size\": \"4096\"")));
   CHECK(r.exit_code == 1);
-  CHECK(contains(r.output, "str.json:10:18: 'hidden_size' must be an integer, got a string"));
+  CHECK(contains(r.output, "str.json:9:18: 'hidden_size' must be an integer, got a string"));
   // Broken JSON: where the parser stopped.
   r = run_cli("import hf " + write("broken.json", "{\n  \"model_type\": \"llama\"\n  \"hidden_size\": 1\n}\n"));
   CHECK(r.exit_code == 1);
