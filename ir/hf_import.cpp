@@ -263,10 +263,8 @@ void read_decoder(Fields& f, ImportedModel& m) {
       is_moe[i] = experts > 0 && !dense_only.count(i) && (i + 1) % step == 0;
     if (experts > 0) {
       read_moe(f, m, {"num_experts"}, {"num_experts_per_tok"}, "moe_intermediate_size");
-      if (long long shared = f.opt({"shared_expert_intermediate_size"}).value_or(0); shared > 0) {
-        arch(m, "moe_shared_experts", 1, "shared_expert_intermediate_size > 0: one shared expert");
-        arch(m, "moe_shared_ffn_hidden_size", shared, "shared_expert_intermediate_size");
-      }
+      if (long long shared = f.opt({"shared_expert_intermediate_size"}).value_or(0); shared > 0)
+        add_shared_experts(m, shared, "shared_expert_intermediate_size");
     }
     m.header.push_back(fmt::format("MoE layers: every layer i with (i+1) % decoder_sparse_step ({}) == 0, "
                                    "except mlp_only_layers ({} of them).",
@@ -382,10 +380,8 @@ void read_qwen3_next(Fields& f, ImportedModel& m) {
     arch(m, "ffn_hidden_size", f.need("intermediate_size"), "intermediate_size");
   if (experts > 0) {
     read_moe(f, m, {"num_experts"}, {"num_experts_per_tok"}, "moe_intermediate_size");
-    if (long long shared = f.opt({"shared_expert_intermediate_size"}).value_or(0); shared > 0) {
-      arch(m, "moe_shared_experts", 1, "shared_expert_intermediate_size > 0: one shared expert");
-      arch(m, "moe_shared_ffn_hidden_size", shared, "shared_expert_intermediate_size");
-    }
+    if (long long shared = f.opt({"shared_expert_intermediate_size"}).value_or(0); shared > 0)
+      add_shared_experts(m, shared, "shared_expert_intermediate_size");
   }
   arch(m, "deltanet_key_heads", f.need("linear_num_key_heads"), "linear_num_key_heads");
   arch(m, "deltanet_value_heads", f.need("linear_num_value_heads"), "linear_num_value_heads");
@@ -432,10 +428,8 @@ void read_qwen3_next(Fields& f, ImportedModel& m) {
 void read_minimax(Fields& f, ImportedModel& m) {
   Common c = read_common(f, m, false);
   read_moe(f, m, {"num_local_experts"}, {"num_experts_per_tok"}, "intermediate_size");
-  if (long long shared = f.opt({"shared_intermediate_size"}).value_or(0); shared > 0) {
-    arch(m, "moe_shared_experts", 1, "shared_intermediate_size > 0: one shared expert");
-    arch(m, "moe_shared_ffn_hidden_size", shared, "shared_intermediate_size");
-  }
+  if (long long shared = f.opt({"shared_intermediate_size"}).value_or(0); shared > 0)
+    add_shared_experts(m, shared, "shared_intermediate_size");
   // Lightning attention projects K and V for every head and gates its output (MiniMax-01, section 2.2).
   m.overrides[Sublayer::kLinearAttention] = {
       {"num_kv_heads", std::to_string(c.a), "lightning attention: K and V for all num_attention_heads"},
@@ -517,11 +511,9 @@ void read_nemotron_h(Fields& f, ImportedModel& m) {
   if (mlp || moe) arch_bool(m, "gated_mlp", gated, fmt::format("mlp_hidden_act {}", act));
   if (moe) {
     read_moe(f, m, {"n_routed_experts"}, {"num_experts_per_tok"}, "moe_intermediate_size");
-    long long shared = f.opt({"moe_shared_expert_intermediate_size"}).value_or(0);
-    if (shared > 0) {
-      arch(m, "moe_shared_experts", f.opt({"n_shared_experts"}, 1).value_or(1), "n_shared_experts");
-      arch(m, "moe_shared_ffn_hidden_size", shared, "moe_shared_expert_intermediate_size");
-    }
+    // moe_shared_expert_intermediate_size is all shared experts' hidden units (n_shared_experts of them).
+    if (long long shared = f.opt({"moe_shared_expert_intermediate_size"}).value_or(0); shared > 0)
+      add_shared_experts(m, shared, "moe_shared_expert_intermediate_size");
   }
   if (mamba) {
     arch(m, "mamba_state_size", f.need("ssm_state_size"), "ssm_state_size");
@@ -534,6 +526,33 @@ void read_nemotron_h(Fields& f, ImportedModel& m) {
   m.header.push_back("Layers: one per character of hybrid_override_pattern (M Mamba-2, - MLP, * attention, E MoE), "
                      "as Megatron's hybrid models count them.");
   m.names = {"backbone.embeddings", "backbone.layers.{i}", "backbone.norm_f", "lm_head", "backbone.layers.{i}"};
+}
+
+// Gemma 3's SigLIP vision tower (vision_config): num_hidden_layers non-causal pre-norm blocks of
+// attention + GELU MLP over (image_size / patch_size)^2 patches of one image per sequence. The patch
+// embedding, position embeddings and the projector (together ~0.2 % of Gemma-3-4B) are not modelled.
+Status read_vision(const JsonValue& vc, ImportedModel& m) {
+  Fields f(vc, "siglip_vision_model");
+  const long long h = f.opt({"hidden_size"}, 1).value_or(1152);
+  const long long a = f.opt({"num_attention_heads"}, 1).value_or(16);
+  const long long ffn = f.opt({"intermediate_size"}, 1).value_or(4304);
+  const long long n = f.opt({"num_hidden_layers"}, 1).value_or(27);
+  const long long img = f.opt({"image_size"}, 1).value_or(896);
+  const long long patch = f.opt({"patch_size"}, 1).value_or(14);
+  if (!f.status.is_ok()) return f.status;
+  if (h % a != 0)
+    return Status::bad_input(fmt::format("vision_config: hidden_size ({}) must be a multiple of num_attention_heads ({})", h, a), vc.loc);
+  m.vision_layers = static_cast<int>(n);
+  m.vision_arch = {{"hidden_size", std::to_string(h), ""},      {"num_attention_heads", std::to_string(a), ""},
+                   {"num_kv_heads", std::to_string(a), ""},     {"head_dim", std::to_string(h / a), ""},
+                   {"ffn_hidden_size", std::to_string(ffn), ""}, {"gated_mlp", "false", ""},
+                   {"causal", "false", ""},                     {"seq_length", std::to_string((img / patch) * (img / patch)), ""}};
+  m.vision_module = "model.vision_tower.vision_model.encoder.layers.{i}";
+  m.header.push_back(fmt::format("Vision: {} SigLIP encoder layers (vision_config: hidden_size {}, {} heads, MLP {}, "
+                                 "non-causal) over ({} / {})^2 = {} patches, one image per sequence, feeding the text "
+                                 "embedding; patch embedding and projector not modelled.",
+                                 n, h, a, ffn, img, patch, (img / patch) * (img / patch)));
+  return Status::ok();
 }
 
 struct Family {
@@ -605,7 +624,7 @@ Result<ImportedModel> hf_model(const JsonValue& config, const std::string& name)
   m.header.push_back(fmt::format("{}: imported by `pipesmith import hf` from {} (model_type {}{}).", name,
                                  std::filesystem::path(mt->loc.file).filename().string(), type,
                                  arch_names.empty() ? "" : ", " + arch_names));
-  if (obj != &config) m.header.push_back("The language model of a multimodal config (text_config); the vision tower is not imported.");
+  if (obj != &config) m.header.push_back("The language model of a multimodal config is its text_config.");
   m.header.push_back("Each architecture number names the config field it came from; seq_length and micro_batch_size "
                      "are the import's (a config.json has no training shape).");
   m.header.push_back("Approximated (docs/inputs.md, \"Import\"): biases, q/k norms, attention sinks, router score "
@@ -614,6 +633,12 @@ Result<ImportedModel> hf_model(const JsonValue& config, const std::string& name)
   if (!prefix.empty()) m.names.layer = prefix;
   fam->read(f, m);
   if (!f.status.is_ok()) return f.status;
+  if (obj != &config) {
+    if (const JsonValue* vc = config.find("vision_config"); vc && vc->kind == JsonValue::Kind::kObject) {
+      Status st = read_vision(*vc, m);
+      if (!st.is_ok()) return st;
+    }
+  }
   return m;
 }
 

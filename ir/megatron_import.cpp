@@ -287,10 +287,8 @@ Result<ImportedModel> megatron_model(const std::string& text, const std::string&
     arch(m, "moe_top_k", f.opt("--moe-router-topk").value_or(2), f.has("--moe-router-topk") ? "--moe-router-topk" : "Megatron's default --moe-router-topk 2");
     if (std::optional<long long> fe = f.opt("--moe-ffn-hidden-size")) arch(m, "moe_ffn_hidden_size", *fe, "--moe-ffn-hidden-size");
     else arch(m, "moe_ffn_hidden_size", f.need("--ffn-hidden-size"), "--ffn-hidden-size (no --moe-ffn-hidden-size)");
-    if (std::optional<long long> fs = f.opt("--moe-shared-expert-intermediate-size")) {
-      arch(m, "moe_shared_experts", 1, "--moe-shared-expert-intermediate-size");
-      arch(m, "moe_shared_ffn_hidden_size", *fs, "--moe-shared-expert-intermediate-size");
-    }
+    if (std::optional<long long> fs = f.opt("--moe-shared-expert-intermediate-size"))
+      add_shared_experts(m, *fs, "--moe-shared-expert-intermediate-size");
     m.moe = true;
   }
   if (any_mlp) arch(m, "ffn_hidden_size", f.need("--ffn-hidden-size"), "--ffn-hidden-size");

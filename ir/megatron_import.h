@@ -7,8 +7,8 @@
 //  * The same model gives the same YAML as the Hugging Face import (ir/hf_import.h) except for the
 //    comments, the model's name and the module names (Megatron's: `decoder.layers.{i}`, ...).
 //  * A flag the model needs and the file lacks, or a value that is not what the flag takes, is an
-//    error naming the flag at its file:line:col. A --pipeline-model-parallel-layout is checked and
-//    given in the header as the fixed partition to compare with (`synth --partition LAYOUT`).
+//    error naming the flag at its file:line:col. A --pipeline-model-parallel-layout is given in the
+//    header as the fixed partition to compare with (`synth --partition LAYOUT`, which checks it).
 #pragma once
 
 #include <string>

@@ -169,7 +169,16 @@ class Writer {
   }
 
   void build_types() {
-    used_ = {'E', 'L', 'm'};
+    used_ = {'E', 'L', 'm', 'Y'};
+    if (m_.vision_layers > 0) {
+      TypeOut v;
+      v.symbol = 'Y';
+      v.name = "vision-encoder";
+      v.kind = "attention+mlp";
+      v.arch = m_.vision_arch;
+      v.comment = "vision_config";
+      add_type(v);
+    }
     TypeOut e;
     e.symbol = 'E';
     e.name = "embedding";
@@ -223,8 +232,11 @@ class Writer {
   }
 
   void build_layers() {
+    if (m_.vision_layers > 0)
+      entries_.push_back(fmt::format("{{type: Y, repeat: {}, module: \"{}\"}}", m_.vision_layers, m_.vision_module));
+    const int embedding = m_.vision_layers;  // the text embedding's index
     entries_.push_back(fmt::format("{{type: E, module: {}}}", m_.names.embedding));
-    int index = 1;  // YAML layer index of the next layer
+    int index = embedding + 1;  // YAML layer index of the next layer
     const size_t n = m_.layers.size();
     for (size_t i = 0; i < n;) {
       size_t j = i + 1;
@@ -250,7 +262,7 @@ class Writer {
         name.replace(at, 3, std::to_string(m_.layers.size() + j));  // after the decoder layers (HF)
       if (size_t at = name.find("{j}"); at != std::string::npos) name.replace(at, 3, std::to_string(j));
       const char head = mtp_heads_[mtp_heads_.size() == 1 ? 0 : j];
-      entries_.push_back(fmt::format("{{type: m, inputs: [0, {}], module: {}}}", last_hidden, name));
+      entries_.push_back(fmt::format("{{type: m, inputs: [{}, {}], module: {}}}", embedding, last_hidden, name));
       index += 1;
       const std::string rest = mtp_symbols_ + std::string(static_cast<size_t>(o_.vocab_shards), head);
       entries_.push_back(fmt::format("{{type: {}, module: {}}}", rest, name));
@@ -267,6 +279,24 @@ class Writer {
     return s;
   }
 
+  // The architecture block in one order (docs/inputs.md's table), whichever order a source gave it.
+  static std::vector<ArchEntry> canonical(std::vector<ArchEntry> arch) {
+    static const std::vector<std::string> kOrder = {
+        "hidden_size", "ffn_hidden_size", "num_attention_heads", "num_kv_heads", "head_dim", "vocab_size",
+        "tied_embeddings", "moe_num_experts", "moe_top_k", "moe_ffn_hidden_size", "moe_shared_experts",
+        "moe_shared_ffn_hidden_size", "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim",
+        "v_head_dim", "mamba_state_size", "mamba_num_heads", "mamba_expand", "mamba_head_dim", "mamba_groups",
+        "mamba_conv_kernel", "mamba_chunk_size", "deltanet_key_heads", "deltanet_value_heads",
+        "deltanet_key_head_dim", "deltanet_value_head_dim", "deltanet_conv_kernel", "deltanet_chunk_size",
+        "gated_mlp"};
+    auto rank = [&](const ArchEntry& a) {
+      auto it = std::find(kOrder.begin(), kOrder.end(), a.key);
+      return it - kOrder.begin();
+    };
+    std::stable_sort(arch.begin(), arch.end(), [&](const ArchEntry& x, const ArchEntry& y) { return rank(x) < rank(y); });
+    return arch;
+  }
+
   static std::string arch_line(const ArchEntry& a, int indent) {
     std::string line = fmt::format("{:{}}{}: {}", "", indent, a.key, a.value);
     if (!a.source.empty()) line = fmt::format("{:<40}# {}", line + " ", a.source);
@@ -277,7 +307,7 @@ class Writer {
     std::string y = "schema: 1\nmodel:\n";
     y += fmt::format("  name: {}\n", m_.name);
     y += "  architecture:\n";
-    for (const ArchEntry& a : m_.arch) y += arch_line(a, 4);
+    for (const ArchEntry& a : canonical(m_.arch)) y += arch_line(a, 4);
     const long long s = o_.seq_length.value_or(m_.seq_length.value_or(kDefaultImportSeqLength));
     const std::string s_src = o_.seq_length                ? "import option"
                               : m_.seq_length              ? m_.seq_length_source
@@ -339,7 +369,9 @@ class Writer {
     for (const std::string& line : m_.header) h += comment(line);
     std::string counts;
     for (const auto& [name, n] : counts_) counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", n, name);
-    h += comment(fmt::format("Layer list: embedding, {} decoder layers ({}), head{}{}.", m_.layers.size(), counts,
+    h += comment(fmt::format("Layer list: {}embedding, {} decoder layers ({}), head{}{}.",
+                             m_.vision_layers > 0 ? fmt::format("{} vision encoder layers, ", m_.vision_layers) : "",
+                             m_.layers.size(), counts,
                              o_.vocab_shards > 1 ? fmt::format(" in {} vocabulary shards", o_.vocab_shards) : "",
                              m_.mtp_modules > 0 ? fmt::format(", {} MTP module(s)", m_.mtp_modules) : ""));
     if (o_.sublayers) h += comment("Sublayers: each decoder layer's mixer and MLP/MoE are two layers (joins_next).");
@@ -378,6 +410,19 @@ class Writer {
 }  // namespace
 
 const char* sublayer_name(Sublayer s) { return info(s).name; }
+
+void add_shared_experts(ImportedModel& m, long long shared_ffn, const std::string& source) {
+  long long fe = 0;
+  for (const ArchEntry& a : m.arch)
+    if (a.key == "moe_ffn_hidden_size") fe = std::stoll(a.value);
+  if (fe > 0 && shared_ffn % fe == 0) {
+    m.arch.push_back({"moe_shared_experts", std::to_string(shared_ffn / fe),
+                      fmt::format("{} / the expert size ({} / {})", source, shared_ffn, fe)});
+    return;
+  }
+  m.arch.push_back({"moe_shared_experts", "1", fmt::format("{} > 0: one shared expert", source)});
+  m.arch.push_back({"moe_shared_ffn_hidden_size", std::to_string(shared_ffn), source});
+}
 
 Result<std::string> write_imported_model(const ImportedModel& m, const ImportOptions& opt) {
   return Writer(m, opt).run();

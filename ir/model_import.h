@@ -66,6 +66,11 @@ struct ImportedModel {
   DecoderLayer mtp_block;   // the transformer block of each MTP module
   bool mtp_head_shared = false;  // the MTP heads use the main head's weight (not counted again)
   bool moe = false;         // some layer is an MoE (the hardware block then sets the expert efficiency)
+  // A vision encoder before the language model (a multimodal config): `vision_layers` non-causal
+  // attention + MLP blocks with their own architecture, feeding the text embedding.
+  int vision_layers = 0;
+  std::vector<ArchEntry> vision_arch;
+  std::string vision_module;  // "model.vision_tower.vision_model.encoder.layers.{i}"
   ModuleNaming names;
   std::optional<long long> seq_length;        // when the source gives it (Megatron's --seq-length)
   std::optional<long long> micro_batch_size;  // likewise
@@ -82,6 +87,12 @@ struct ImportOptions {
 };
 
 inline constexpr long long kDefaultImportSeqLength = 4096;
+
+// Shared experts of `shared_ffn` hidden units in all (`source` names the field): as
+// moe_shared_experts = shared_ffn / moe_ffn_hidden_size when that divides, else one shared expert of
+// moe_shared_ffn_hidden_size, so that two sources of one model write the same numbers. Call after
+// moe_ffn_hidden_size is in m.arch.
+void add_shared_experts(ImportedModel& m, long long shared_ffn, const std::string& source);
 
 // "attention", "sliding-attention", ... (the layer type names the YAML uses).
 const char* sublayer_name(Sublayer s);

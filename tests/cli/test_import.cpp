@@ -127,6 +127,54 @@ TEST_CASE("cli import hf: every real config imports; its layer list and paramete
   CHECK(std::fabs(with_mtp_b - 685) / 685 < 0.01);
 }
 
+TEST_CASE("cli import hf: the model types the real files do not show (configs written from published numbers)") {
+  struct Written {
+    std::string file, layers;
+    double published_b;
+    std::string skip;  // symbols left out of the count compared with the published total
+  };
+  auto rep = [](const std::string& unit, int n) {
+    std::string s;
+    for (int i = 0; i < n; ++i) s += unit;
+    return s;
+  };
+  const std::vector<Written> cases = {
+      // Gemma 2: even layers sliding (V), odd full (T); tied head.
+      {"gemma-2-2b", "E" + rep("VT", 13) + "L", 2.61, ""},
+      // Gemma 3: the vision tower (Y) feeds the text embedding; every 6th layer full.
+      {"gemma-3-4b", rep("Y", 27) + "E" + rep("VVVVVT", 5) + "VVVVL", 4.3, ""},
+      // DeepSeek-V2-Lite: MLA without Q compression, 1 dense layer first.
+      {"deepseek-v2-lite", "ED" + rep("K", 26) + "L", 15.7, ""},
+      // Qwen3-Next: gated DeltaNet (H) with full attention every 4th layer (U), all MoE; an MTP module.
+      {"qwen3-next-80b-a3b", "E" + rep("HHHU", 12) + "LmQ", 80, "mQ"},
+  };
+  for (const Written& w : cases) {
+    CAPTURE(w.file);
+    const std::string out = temp_path("import-written-" + w.file + ".yaml");
+    auto r = run_cli(fmt::format("import hf {} -o {}", data_path("hf_configs_written/" + w.file + ".json"), out));
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    const nlohmann::json low = lower_json(out);
+    CHECK(low["layer_string"] == w.layers);
+    const double b = params_m(low, w.skip) / 1e3;
+    INFO("parameters ", b, " B, published ", w.published_b, " B");
+    CHECK(std::fabs(b - w.published_b) / w.published_b < 0.01);
+    auto s = run_cli(fmt::format("synth {} --devices 8 --memory-limit-gb 0 --microbatches 8 --partition balanced "
+                                 "--placement sequential --time-limit 2 --quiet -o {}.sched.yaml",
+                                 out, out));
+    INFO(s.output);
+    CHECK(s.exit_code == 0);
+    CHECK(contains(s.output, "valid under rendezvous semantics"));
+  }
+  // Qwen3-Next with its MTP module: the checkpoint's 81.3 B.
+  const std::string q = temp_path("import-written-qwen3-next-80b-a3b.yaml");
+  CHECK(double(lower_json(q)["totals"]["params_m"]) / 1e3 == doctest::Approx(81.3).epsilon(0.01));
+  CHECK(contains(read_file(q), "deltanet_value_heads: 32"));
+  CHECK(contains(read_file(q), "attention_output_gate: true"));
+  CHECK(contains(read_file(temp_path("import-written-gemma-3-4b.yaml")),
+                 "num_attention_heads: 8              # num_attention_heads (absent: the gemma3_text default)"));
+}
+
 TEST_CASE("cli import hf: pipesmith synth certifies a schedule for every imported model") {
   for (const Case& c : kCases) {
     CAPTURE(c.file);
@@ -207,6 +255,13 @@ TEST_CASE("cli import megatron: the arguments of Llama-2-7B and Mixtral-8x7B giv
        "--num-layers=32 --hidden-size=4096 --ffn-hidden-size 14336 --num-attention-heads 32 "
        "--group-query-attention --num-query-groups 8 --num-experts 8 --moe-router-topk 2 --swiglu "
        "--untie-embeddings-and-output-weights --vocab-size 32000 --seq-length 4096\n"},
+      {"deepseek-v3",
+       "GPT_ARGS=(\n  --num-layers 61 --hidden-size 7168 --ffn-hidden-size 18432 --num-attention-heads 128\n"
+       "  --multi-latent-attention --q-lora-rank 1536 --kv-lora-rank 512 --qk-head-dim 128\n"
+       "  --qk-pos-emb-head-dim 64 --v-head-dim 128 --swiglu --untie-embeddings-and-output-weights\n"
+       "  --num-experts 256 --moe-router-topk 8 --moe-ffn-hidden-size 2048\n"
+       "  --moe-shared-expert-intermediate-size 2048 --moe-layer-freq '([0]*3+[1]*58)'\n"
+       "  --mtp-num-layers 1 --padded-vocab-size 129280 --seq-length 4096 --micro-batch-size 1\n)\n"},
   };
   for (const M& m : models) {
     CAPTURE(m.hf);
