@@ -43,12 +43,17 @@ int run_import(const ImportFlags& f, bool megatron) {
   return 0;
 }
 
-void add_common(CLI::App* sub, ImportFlags& f) {
+void add_common(CLI::App* sub, ImportFlags& f, bool megatron) {
   sub->add_option("-o,--output", f.out, "Model YAML to write (default '-': standard output)");
   sub->add_option("--seq-length", f.seq_length,
-                  fmt::format("Tokens per sequence (default: the source's, else {})", kDefaultImportSeqLength))
+                  megatron ? fmt::format("Tokens per sequence (default: the file's --seq-length, else {})",
+                                         kDefaultImportSeqLength)
+                           : fmt::format("Tokens per sequence (default {}: a config.json gives no training length)",
+                                         kDefaultImportSeqLength))
       ->check(flags::integer_in(1, 100'000'000));
-  sub->add_option("--micro-batch-size", f.micro_batch_size, "Sequences per microbatch (default: the source's, else 1)")
+  sub->add_option("--micro-batch-size", f.micro_batch_size,
+                  megatron ? "Sequences per microbatch (default: the file's --micro-batch-size, else 1)"
+                           : "Sequences per microbatch (default 1)")
       ->check(flags::integer_in(1, 1'000'000));
   sub->add_option("--vocab-shards", f.vocab_shards,
                   "Write the LM head (and each MTP head) as K vocabulary shards (docs/inputs.md, "
@@ -69,15 +74,18 @@ Runner add_import(CLI::App& app) {
                                  "arguments; costs are derived analytically from the architecture.");
   sub->require_subcommand(1);
   auto* h = sub->add_subcommand(
-      "hf", fmt::format("From a Hugging Face config.json. model_types: {}.", hf_model_types()));
+      "hf", fmt::format("From a Hugging Face config.json. model_types: {}. Another model_type is refused (exit 1): "
+                        "write its YAML by hand (docs/inputs.md).",
+                        hf_model_types()));
   h->add_option("CONFIG", hf->in, "The model's config.json")->required();
-  add_common(h, *hf);
+  add_common(h, *hf, false);
   auto* m = sub->add_subcommand(
       "megatron",
       "From a file of Megatron-LM arguments as a training script passes them (--num-layers 32 --hidden-size 4096 "
-      "...; '#' comments and '\\' line ends are ignored).");
+      "...; '#' comments and '\\' line ends are ignored). A --pipeline-model-parallel-layout is named in the "
+      "header as the partition to compare with (synth --partition LAYOUT).");
   m->add_option("ARGS_FILE", mg->in, "The argument file")->required();
-  add_common(m, *mg);
+  add_common(m, *mg, true);
   return [hf, mg, h] { return h->parsed() ? run_import(*hf, false) : run_import(*mg, true); };
 }
 

@@ -282,17 +282,21 @@ Result<ImportedModel> megatron_model(const std::string& text, const std::string&
       any_mlp |= !moe[i];
     }
   }
+  // --ffn-hidden-size, else Megatron's default: 4h, or with --swiglu 2/3 of that rounded down to 64.
+  const bool gated = f.has("--swiglu");
+  std::pair<long long, std::string> ffn{4 * h, "Megatron's default 4 x --hidden-size"};
+  if (gated) ffn = {(4 * h * 2 / 3) / 64 * 64, "Megatron's default with --swiglu: 8/3 x --hidden-size, a multiple of 64"};
+  if (std::optional<long long> given = f.opt("--ffn-hidden-size")) ffn = {*given, "--ffn-hidden-size"};
   if (any_moe) {
     arch(m, "moe_num_experts", f.need("--num-experts"), "--num-experts");
     arch(m, "moe_top_k", f.opt("--moe-router-topk").value_or(2), f.has("--moe-router-topk") ? "--moe-router-topk" : "Megatron's default --moe-router-topk 2");
     if (std::optional<long long> fe = f.opt("--moe-ffn-hidden-size")) arch(m, "moe_ffn_hidden_size", *fe, "--moe-ffn-hidden-size");
-    else arch(m, "moe_ffn_hidden_size", f.need("--ffn-hidden-size"), "--ffn-hidden-size (no --moe-ffn-hidden-size)");
+    else arch(m, "moe_ffn_hidden_size", ffn.first, ffn.second + " (no --moe-ffn-hidden-size)");
     if (std::optional<long long> fs = f.opt("--moe-shared-expert-intermediate-size"))
       add_shared_experts(m, *fs, "--moe-shared-expert-intermediate-size");
     m.moe = true;
   }
-  if (any_mlp) arch(m, "ffn_hidden_size", f.need("--ffn-hidden-size"), "--ffn-hidden-size");
-  const bool gated = f.has("--swiglu");
+  if (any_mlp) arch(m, "ffn_hidden_size", ffn.first, ffn.second);
   if (!gated && (any_mlp || any_moe)) m.arch.push_back({"gated_mlp", "false", "no --swiglu"});
   if (any_mamba) {
     arch(m, "mamba_state_size", f.opt("--mamba-state-dim").value_or(128), f.has("--mamba-state-dim") ? "--mamba-state-dim" : "Megatron's default --mamba-state-dim 128");

@@ -230,6 +230,14 @@ TEST_CASE("cli import hf: the options, sublayers and vocabulary shards; the outp
   std::set<int> inputs(mtp["inputs"].begin(), mtp["inputs"].end());
   CHECK(inputs == std::set<int>{0, 122, 124});  // + the head's last shard (the chain)
 
+  // A hybrid model's layers are sublayers already: --sublayers changes nothing.
+  CHECK(lower_json(import("nemotron-h-56b-base-8k", "--sublayers"))["layer_string"] ==
+        expected_layers("nemotron-h-56b-base-8k"));
+  // gpt-oss as sublayers: sliding (S) or full (A) attention joined to its MoE (X).
+  std::string gpt = "E";
+  for (int i = 0; i < 12; ++i) gpt += "SXAX";
+  CHECK(lower_json(import("gpt-oss-20b", "--sublayers"))["layer_string"] == gpt + "L");
+
   auto help = run_cli("import hf --help");
   CHECK(help.exit_code == 0);
   CHECK(contains(help.output, "nemotron_h"));
