@@ -303,6 +303,8 @@ Result<ImportedModel> megatron_model(const std::string& text, const std::string&
     if (std::optional<long long> nh = f.opt("--mamba-num-heads")) arch(m, "mamba_num_heads", *nh, "--mamba-num-heads");
     arch(m, "mamba_head_dim", f.opt("--mamba-head-dim").value_or(64), f.has("--mamba-head-dim") ? "--mamba-head-dim" : "Megatron's default --mamba-head-dim 64");
     arch(m, "mamba_groups", f.opt("--mamba-num-groups").value_or(8), f.has("--mamba-num-groups") ? "--mamba-num-groups" : "Megatron's default --mamba-num-groups 8");
+    arch(m, "mamba_conv_kernel", 4, "Megatron's Mamba mixer: d_conv 4");
+    arch(m, "mamba_chunk_size", 128, "Megatron's Mamba mixer: chunk_size 128");
   }
   if (std::optional<long long> s = f.opt("--seq-length")) {
     m.seq_length = *s;

@@ -103,7 +103,7 @@ class Writer {
 
   std::string parts_name(const std::vector<Sublayer>& parts, const char* sep) const {
     std::string s;
-    for (Sublayer p : parts) s += (s.empty() ? "" : sep) + std::string(p == Sublayer::kMoe || p == Sublayer::kMlp ? info(p).kind : info(p).name);
+    for (Sublayer p : parts) s += (s.empty() ? "" : sep) + std::string(info(p).name);
     return s;
   }
 

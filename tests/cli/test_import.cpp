@@ -270,6 +270,12 @@ TEST_CASE("cli import megatron: the arguments of Llama-2-7B and Mixtral-8x7B giv
        "  --num-experts 256 --moe-router-topk 8 --moe-ffn-hidden-size 2048\n"
        "  --moe-shared-expert-intermediate-size 2048 --moe-layer-freq '([0]*3+[1]*58)'\n"
        "  --mtp-num-layers 1 --padded-vocab-size 129280 --seq-length 4096 --micro-batch-size 1\n)\n"},
+      {"nemotron-h-56b-base-8k",
+       "--hybrid-override-pattern M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-"
+       "M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M- --num-layers 118 --hidden-size 8192 --ffn-hidden-size 32768 "
+       "--num-attention-heads 64 --group-query-attention --num-query-groups 8 --kv-channels 128 "
+       "--mamba-state-dim 256 --mamba-num-heads 256 --mamba-head-dim 64 --mamba-num-groups 8 --squared-relu "
+       "--untie-embeddings-and-output-weights --padded-vocab-size 131072 --seq-length 4096\n"},
   };
   for (const M& m : models) {
     CAPTURE(m.hf);
