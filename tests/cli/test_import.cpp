@@ -337,6 +337,22 @@ TEST_CASE("cli import hf: bad input is a located error, exit 1") {
   CHECK(r.exit_code == 1);
   CHECK(contains(r.output, "lt.json:17:5: 'layer_types' entry 1 is 'chunked' (expected one of: 'full_attention', "
                            "'sliding_attention')"));
+  // A pattern character no layer kind has: at the character (column 32 + 3 of the 3rd character).
+  std::string nem = read_file(config_path("nemotron-h-56b-base-8k"));
+  r = run_cli("import hf " + write("pat.json", std::regex_replace(nem, std::regex("\"M-M-M-M\\*"), "\"M-X-M-M*")));
+  CHECK(r.exit_code == 1);
+  CHECK(contains(r.output, "pat.json:19:35: 'hybrid_override_pattern' character 2 is 'X' (expected M Mamba-2, - MLP, "
+                           "* attention, E MoE)"));
+  // A layer-type list of the wrong length, at the list.
+  r = run_cli("import hf " + write("short.json", std::regex_replace(gpt, std::regex("\"sliding_attention\",\n"), "",
+                                                                    std::regex_constants::format_first_only)));
+  CHECK(r.exit_code == 1);
+  CHECK(contains(r.output, "short.json:15:18: 'layer_types' has 23 entries, num_hidden_layers is 24"));
+  // Infinity where a count is needed: a number, not an integer.
+  r = run_cli("import hf " + write("inf.json", std::regex_replace(llama, std::regex("\"num_hidden_layers\": 32"),
+                                                                  "\"num_hidden_layers\": Infinity")));
+  CHECK(r.exit_code == 1);
+  CHECK(contains(r.output, "inf.json:15:24: 'num_hidden_layers' must be an integer, got a number"));
   // The output may not be the input; a file past the input cap is refused, not read.
   const std::string in = write("in.json", llama);
   r = run_cli(fmt::format("import hf {} -o {}", in, in));
