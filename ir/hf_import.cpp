@@ -410,17 +410,11 @@ void read_qwen3_next(Fields& f, ImportedModel& m) {
     m.layers.push_back({{mixer[i], moe ? Sublayer::kMoe : Sublayer::kMlp}});
   }
   m.names = hf_naming("model.");
-  // MTP (mtp_num_hidden_layers): a projection of [embedding; hidden], a full-attention block, and the
-  // main model's head (the checkpoint's mtp.* holds no head of its own).
-  m.mtp_modules = static_cast<int>(f.opt({"mtp_num_hidden_layers"}).value_or(0));
-  m.mtp_block = {{Sublayer::kAttention, experts > 0 ? Sublayer::kMoe : Sublayer::kMlp}};
-  m.mtp_head_shared = true;
-  m.names.mtp = "mtp";
-  if (m.mtp_modules > 0)
-    m.header.push_back(fmt::format("MTP: {} module(s) (mtp_num_hidden_layers), each a projection, one attention + "
-                                   "MoE block and the main head's weight, reading the embedding and the last hidden "
-                                   "state.",
-                                   m.mtp_modules));
+  // mtp_num_hidden_layers: the checkpoint's MTP weights, which transformers' Qwen3-Next does not build
+  // (it skips them on load), are not imported: the model is the one a config.json describes.
+  if (f.opt({"mtp_num_hidden_layers"}).value_or(0) > 0)
+    m.header.push_back("MTP: the checkpoint's MTP module (mtp_num_hidden_layers) is not imported: transformers' "
+                       "Qwen3-Next does not build it (about 1.6 B parameters).");
 }
 
 // minimax, minimax_m1, minimax_text_01: lightning attention with a softmax layer every few (attn_type_list

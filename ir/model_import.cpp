@@ -225,7 +225,6 @@ class Writer {
       q.name = o_.vocab_shards > 1 ? "mtp-head-shard" : "mtp-head";
       q.kind = "head";
       q.arch = head_arch();
-      if (m_.mtp_head_shared) q.arch.push_back({"tied_embeddings", "true", "the MTP module shares the main head's weight"});
       mtp_heads_ += q.symbol;
       add_type(q);
     }

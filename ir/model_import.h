@@ -64,7 +64,6 @@ struct ImportedModel {
   std::vector<DecoderLayer> layers;                      // the decoder layers, in order
   int mtp_modules = 0;      // multi-token-prediction modules after the head
   DecoderLayer mtp_block;   // the transformer block of each MTP module
-  bool mtp_head_shared = false;  // the MTP heads use the main head's weight (not counted again)
   bool moe = false;         // some layer is an MoE (the hardware block then sets the expert efficiency)
   // A vision encoder before the language model (a multimodal config): `vision_layers` non-causal
   // attention + MLP blocks with their own architecture, feeding the text embedding.

@@ -145,8 +145,9 @@ TEST_CASE("cli import hf: the model types the real files do not show (configs wr
       {"gemma-3-4b", rep("Y", 27) + "E" + rep("VVVVVT", 5) + "VVVVL", 4.3, ""},
       // DeepSeek-V2-Lite: MLA without Q compression, 1 dense layer first.
       {"deepseek-v2-lite", "ED" + rep("K", 26) + "L", 15.7, ""},
-      // Qwen3-Next: gated DeltaNet (H) with full attention every 4th layer (U), all MoE; an MTP module.
-      {"qwen3-next-80b-a3b", "E" + rep("HHHU", 12) + "LmQ", 80, "mQ"},
+      // Qwen3-Next: gated DeltaNet (H) with full attention every 4th layer (U), all MoE (its checkpoint's
+      // MTP module, which transformers does not build, is not imported).
+      {"qwen3-next-80b-a3b", "E" + rep("HHHU", 12) + "L", 80, ""},
   };
   for (const Written& w : cases) {
     CAPTURE(w.file);
@@ -166,9 +167,8 @@ TEST_CASE("cli import hf: the model types the real files do not show (configs wr
     CHECK(s.exit_code == 0);
     CHECK(contains(s.output, "valid under rendezvous semantics"));
   }
-  // Qwen3-Next with its MTP module: the checkpoint's 81.3 B.
   const std::string q = temp_path("import-written-qwen3-next-80b-a3b.yaml");
-  CHECK(double(lower_json(q)["totals"]["params_m"]) / 1e3 == doctest::Approx(81.3).epsilon(0.01));
+  CHECK(contains(read_file(q), "MTP: the checkpoint's MTP module (mtp_num_hidden_layers) is not imported"));
   CHECK(contains(read_file(q), "deltanet_value_heads: 32"));
   CHECK(contains(read_file(q), "attention_output_gate: true"));
   CHECK(contains(read_file(temp_path("import-written-gemma-3-4b.yaml")),
