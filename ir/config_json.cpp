@@ -195,7 +195,8 @@ class TreeBuilder : public nlohmann::json_sax<nlohmann::json> {
     if (stack_.empty()) {
       root_ = std::move(v);
     } else if (stack_.back().kind == JsonValue::Kind::kObject) {
-      stack_.back().members.emplace_back(std::move(pending_key_), std::move(v));
+      v.key = std::move(pending_key_);
+      stack_.back().items.push_back(std::move(v));
     } else {
       stack_.back().items.push_back(std::move(v));
     }
@@ -258,8 +259,9 @@ class TreeBuilder : public nlohmann::json_sax<nlohmann::json> {
 
 const JsonValue* JsonValue::find(std::string_view key) const {
   const JsonValue* found = nullptr;
-  for (const auto& [k, v] : members)
-    if (k == key) found = &v;
+  if (kind != Kind::kObject) return nullptr;
+  for (const JsonValue& v : items)
+    if (v.key == key) found = &v;
   return found;
 }
 

@@ -14,7 +14,6 @@
 
 #include <string>
 #include <string_view>
-#include <utility>
 #include <vector>
 
 #include "ir/status.h"
@@ -28,9 +27,9 @@ struct JsonValue {
   long long integer = 0;  // kInt (unsigned values above the signed range are kFloat)
   double number = 0;      // kFloat; also kInt's value as a double
   std::string string;     // kString
-  std::vector<JsonValue> items;                            // kArray
-  std::vector<std::pair<std::string, JsonValue>> members;  // kObject, in file order
-  SourceLoc loc;  // where the value starts
+  std::vector<JsonValue> items;  // kArray: the elements; kObject: the members, in file order
+  std::string key;               // a member's key in the object holding it
+  SourceLoc loc;                 // where the value starts
 
   // The member named `key` of an object (the last one when repeated, as Python's json does), or
   // nullptr (also when this is not an object).

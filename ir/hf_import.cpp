@@ -2,6 +2,8 @@
 // fields it needs through Fields (which keeps the first error, located) and fills an ImportedModel.
 #include "ir/hf_import.h"
 
+#include "ir/limits.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -67,6 +69,19 @@ class Fields {
       return 1;
     }
     return integer(*v, key, min_value);
+  }
+  // A count of layers (or modules), within the layers a model may have (ir/limits.h).
+  long long layers(const char* key, bool needed) {
+    const JsonValue* v = get(key);
+    if (!v && !needed) return 0;
+    const long long n = need(key, needed ? 1 : 0);
+    if (n > limits::kMaxLayers) {
+      fail(fmt::format("'{}' is {}; a model has at most {} layers (docs/inputs.md, \"Limits\")", key, n,
+                       limits::with_commas(limits::kMaxLayers)),
+           v->loc);
+      return 1;
+    }
+    return n;
   }
   // The first of `keys` that is present, else `dflt` (nullopt: absent).
   std::optional<long long> opt(std::initializer_list<const char*> keys, long long min_value = 0) {
@@ -150,7 +165,7 @@ struct Common {
 Common read_common(Fields& f, ImportedModel& m, bool tie_default, const char* head_dim_key = "head_dim") {
   Common c;
   c.h = f.need("hidden_size");
-  c.layers = f.need("num_hidden_layers");
+  c.layers = f.layers("num_hidden_layers", true);
   c.a = f.need("num_attention_heads");
   arch(m, "hidden_size", c.h, f.source("hidden_size"));
   arch(m, "num_attention_heads", c.a, f.source("num_attention_heads"));
@@ -169,6 +184,10 @@ Common read_common(Fields& f, ImportedModel& m, bool tie_default, const char* he
     arch(m, "head_dim", c.d, f.source(dkey));
   } else {
     c.d = c.h / c.a;
+    if (c.d < 1)
+      f.fail(fmt::format("'hidden_size' ({}) is smaller than num_attention_heads ({}) and no head_dim is given", c.h,
+                         c.a),
+             f.get("hidden_size") ? f.get("hidden_size")->loc : f.object().loc);
     arch(m, "head_dim", c.d, "hidden_size / num_attention_heads");
   }
   arch(m, "vocab_size", f.need("vocab_size"), f.source("vocab_size"));
@@ -326,7 +345,7 @@ void read_gemma(Fields& f, ImportedModel& m) {
 void read_deepseek(Fields& f, ImportedModel& m) {
   Common c;
   c.h = f.need("hidden_size");
-  c.layers = f.need("num_hidden_layers");
+  c.layers = f.layers("num_hidden_layers", true);
   c.a = f.need("num_attention_heads");
   arch(m, "hidden_size", c.h, "hidden_size");
   arch(m, "num_attention_heads", c.a, "num_attention_heads");
@@ -356,7 +375,7 @@ void read_deepseek(Fields& f, ImportedModel& m) {
     const bool moe = has_moe && i >= first_dense && i % freq == 0;
     m.layers.push_back({{Sublayer::kMla, moe ? Sublayer::kMoe : Sublayer::kMlp}});
   }
-  m.mtp_modules = static_cast<int>(f.opt({"num_nextn_predict_layers"}).value_or(0));
+  m.mtp_modules = static_cast<int>(f.layers("num_nextn_predict_layers", false));
   m.mtp_block = {{Sublayer::kMla, has_moe ? Sublayer::kMoe : Sublayer::kMlp}};
   if (m.mtp_modules > 0)
     m.header.push_back(fmt::format("MTP: {} module(s) (num_nextn_predict_layers), each a projection, one MLA + MoE "
@@ -466,6 +485,13 @@ void read_nemotron_h(Fields& f, ImportedModel& m) {
     return;
   }
   const SourceLoc ploc = f.get("hybrid_override_pattern")->loc;
+  if (static_cast<long long>(pattern->size()) > limits::kMaxLayers) {
+    f.fail(fmt::format("'hybrid_override_pattern' has {} characters; a model has at most {} layers (docs/inputs.md, "
+                       "\"Limits\")",
+                       pattern->size(), limits::with_commas(limits::kMaxLayers)),
+           ploc);
+    return;
+  }
   if (static_cast<long long>(pattern->size()) != c.layers) {
     f.fail(fmt::format("'hybrid_override_pattern' has {} characters, num_hidden_layers is {}", pattern->size(), c.layers),
            ploc);
@@ -530,22 +556,28 @@ Status read_vision(const JsonValue& vc, ImportedModel& m) {
   const long long h = f.opt({"hidden_size"}, 1).value_or(1152);
   const long long a = f.opt({"num_attention_heads"}, 1).value_or(16);
   const long long ffn = f.opt({"intermediate_size"}, 1).value_or(4304);
-  const long long n = f.opt({"num_hidden_layers"}, 1).value_or(27);
+  const long long n = f.has("num_hidden_layers") ? f.layers("num_hidden_layers", true) : 27;
   const long long img = f.opt({"image_size"}, 1).value_or(896);
   const long long patch = f.opt({"patch_size"}, 1).value_or(14);
   if (!f.status.is_ok()) return f.status;
+  const long long side = img / patch;  // patches along an image side
+  if (side < 1 || side > 100'000)
+    return Status::bad_input(fmt::format("vision_config: image_size / patch_size is {} / {}; expected 1 .. 100,000 "
+                                         "patches a side",
+                                         img, patch),
+                             vc.loc);
   if (h % a != 0)
     return Status::bad_input(fmt::format("vision_config: hidden_size ({}) must be a multiple of num_attention_heads ({})", h, a), vc.loc);
   m.vision_layers = static_cast<int>(n);
   m.vision_arch = {{"hidden_size", std::to_string(h), ""},      {"num_attention_heads", std::to_string(a), ""},
                    {"num_kv_heads", std::to_string(a), ""},     {"head_dim", std::to_string(h / a), ""},
                    {"ffn_hidden_size", std::to_string(ffn), ""}, {"gated_mlp", "false", ""},
-                   {"causal", "false", ""},                     {"seq_length", std::to_string((img / patch) * (img / patch)), ""}};
+                   {"causal", "false", ""},                     {"seq_length", std::to_string(side * side), ""}};
   m.vision_module = "model.vision_tower.vision_model.encoder.layers.{i}";
   m.header.push_back(fmt::format("Vision: {} SigLIP encoder layers (vision_config: hidden_size {}, {} heads, MLP {}, "
                                  "non-causal) over ({} / {})^2 = {} patches, one image per sequence, feeding the text "
                                  "embedding; patch embedding and projector not modelled.",
-                                 n, h, a, ffn, img, patch, (img / patch) * (img / patch)));
+                                 n, h, a, ffn, img, patch, side * side));
   return Status::ok();
 }
 

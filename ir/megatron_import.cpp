@@ -10,6 +10,7 @@
 #include <map>
 
 #include "ir/input_file.h"
+#include "ir/limits.h"
 
 namespace ps {
 
@@ -232,7 +233,8 @@ Result<ImportedModel> megatron_model(const std::string& text, const std::string&
       arch(m, "num_kv_heads", a, "--num-attention-heads (no --group-query-attention)");
     }
     if (std::optional<long long> d = f.opt("--kv-channels")) arch(m, "head_dim", *d, "--kv-channels");
-    else arch(m, "head_dim", h / a, "--hidden-size / --num-attention-heads");
+    else if (h / a >= 1) arch(m, "head_dim", h / a, "--hidden-size / --num-attention-heads");
+    else f.fail(fmt::format("--hidden-size ({}) is smaller than --num-attention-heads ({})", h, a), f.arg("--hidden-size")->value_loc);
   }
   const char* vocab_flag = f.has("--padded-vocab-size") ? "--padded-vocab-size" : "--vocab-size";
   arch(m, "vocab_size", f.need(vocab_flag), vocab_flag);
@@ -255,6 +257,10 @@ Result<ImportedModel> megatron_model(const std::string& text, const std::string&
   bool any_mlp = false, any_moe = false, any_mamba = false;
   if (pattern) {
     const Arg* pa = f.arg("--hybrid-override-pattern");
+    if (static_cast<long long>(pattern->size()) > limits::kMaxLayers)
+      return Status::bad_input(fmt::format("--hybrid-override-pattern has {} characters; a model has at most {} layers",
+                                           pattern->size(), limits::with_commas(limits::kMaxLayers)),
+                               pa->value_loc);
     for (size_t i = 0; i < pattern->size(); ++i) {
       const char c = (*pattern)[i];
       Sublayer s = c == 'M' ? Sublayer::kMamba : c == '-' ? Sublayer::kMlp : c == '*' ? mixer : Sublayer::kMoe;
@@ -275,6 +281,12 @@ Result<ImportedModel> megatron_model(const std::string& text, const std::string&
     m.header.push_back("Layers: one per character of --hybrid-override-pattern (M Mamba-2, - MLP, * attention, E MoE).");
   } else {
     const long long layers = f.need("--num-layers");
+    if (layers > limits::kMaxLayers) {
+      f.fail(fmt::format("--num-layers is {}; a model has at most {} layers (docs/inputs.md, \"Limits\")", layers,
+                         limits::with_commas(limits::kMaxLayers)),
+             f.arg("--num-layers")->value_loc);
+      return f.status;
+    }
     std::vector<bool> moe = experts > 0 ? moe_pattern(f, layers) : std::vector<bool>(static_cast<size_t>(layers), false);
     for (long long i = 0; i < layers; ++i) {
       m.layers.push_back({{mixer, moe[i] ? Sublayer::kMoe : Sublayer::kMlp}});
@@ -314,7 +326,7 @@ Result<ImportedModel> megatron_model(const std::string& text, const std::string&
     m.micro_batch_size = *b;
     m.micro_batch_size_source = "--micro-batch-size";
   }
-  m.mtp_modules = static_cast<int>(f.opt("--mtp-num-layers").value_or(0));
+  m.mtp_modules = static_cast<int>(std::min<long long>(f.opt("--mtp-num-layers").value_or(0), limits::kMaxLayers));
   m.mtp_block = {{mixer, any_moe ? Sublayer::kMoe : Sublayer::kMlp}};
   if (std::optional<std::string> layout = f.text("--pipeline-model-parallel-layout")) {
     m.header.push_back(fmt::format("Megatron layout (--pipeline-model-parallel-layout): compare the searched plan with "
