@@ -353,6 +353,11 @@ TEST_CASE("cli import hf: bad input is a located error, exit 1") {
                                                                   "\"num_hidden_layers\": Infinity")));
   CHECK(r.exit_code == 1);
   CHECK(contains(r.output, "inf.json:15:24: 'num_hidden_layers' must be an integer, got a number"));
+  // More layers than a model may have: refused before anything is built.
+  r = run_cli("import hf " + write("huge.json", std::regex_replace(llama, std::regex("\"num_hidden_layers\": 32"),
+                                                                   "\"num_hidden_layers\": 1000000000")));
+  CHECK(r.exit_code == 1);
+  CHECK(contains(r.output, "huge.json:15:24: 'num_hidden_layers' is 1000000000; a model has at most 100,000 layers"));
   // The output may not be the input; a file past the input cap is refused, not read.
   const std::string in = write("in.json", llama);
   r = run_cli(fmt::format("import hf {} -o {}", in, in));
