@@ -4,7 +4,6 @@
 // at all; an output that names the input is refused before any work.
 #include <fmt/format.h>
 
-#include <cstdio>
 #include <memory>
 
 #include "cli/commands.h"
@@ -39,7 +38,9 @@ int run_import(const ImportFlags& f, bool megatron) {
   Result<std::string> yaml = megatron ? import_megatron_args(f.in, options_of(f)) : import_hf_config(f.in, options_of(f));
   if (!yaml.ok()) return report_error(yaml.status());
   if (Status st = write_text_file(f.out, *yaml); !st.is_ok()) return report_error(st);
-  if (f.out != "-") std::fprintf(stderr, "pipesmith import: wrote %s\n", f.out.c_str());
+  if (f.out != "-") {
+    if (Status st = write_stdout(fmt::format("wrote {}\n", f.out)); !st.is_ok()) return report_error(st);
+  }
   return 0;
 }
 
