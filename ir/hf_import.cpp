@@ -258,11 +258,11 @@ void read_moe(Fields& f, ImportedModel& m, std::initializer_list<const char*> ex
 // ----------------------------------------------------------------------------------------------
 // Families.
 
-// llama, mistral, qwen2, qwen3 (dense); mixtral (MoE everywhere); qwen2_moe, qwen3_moe (MoE by
-// decoder_sparse_step and mlp_only_layers); gpt_oss (MoE, layer_types).
+// llama, mistral, qwen2, qwen3 (dense); mixtral, minimax_m2 (MoE everywhere); qwen2_moe, qwen3_moe
+// (MoE by decoder_sparse_step and mlp_only_layers); gpt_oss (MoE, layer_types).
 void read_decoder(Fields& f, ImportedModel& m) {
   const std::string& t = f.type();
-  const bool moe_all = t == "mixtral" || t == "gpt_oss";
+  const bool moe_all = t == "mixtral" || t == "gpt_oss" || t == "minimax_m2";
   const bool moe_step = t == "qwen2_moe" || t == "qwen3_moe";
   Common c = read_common(f, m, false);
   bool dense_needed = !moe_all;
@@ -587,7 +587,8 @@ struct Family {
 };
 const std::vector<Family>& families() {
   static const std::vector<Family> k = {
-      {{"llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gpt_oss"}, read_decoder},
+      {{"llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gpt_oss", "minimax_m2"},
+       read_decoder},
       {{"qwen3_next"}, read_qwen3_next},
       {{"gemma2", "gemma3", "gemma3_text"}, read_gemma},
       {{"deepseek_v2", "deepseek_v3", "kimi_k2"}, read_deepseek},
