@@ -28,6 +28,7 @@ Runner add_synth(CLI::App& app);
 Runner add_run(CLI::App& app);
 Runner add_profile(CLI::App& app);
 Runner add_export(CLI::App& app);
+Runner add_import(CLI::App& app);
 
 // Prints "pipesmith: error: <status>" to stderr and returns its exit code.
 int report_error(const Status& st);

@@ -48,6 +48,7 @@ int main(int argc, char** argv) {
   add(ps::cli::add_run);
   add(ps::cli::add_profile);
   add(ps::cli::add_export);
+  add(ps::cli::add_import);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -25,6 +25,8 @@ const std::vector<KindName>& kind_table() {
   static const std::vector<KindName> kTable = {
       {"embedding", {Component::kEmbedding}},
       {"attention", {Component::kAttention}},
+      {"mla", {Component::kMla}},
+      {"gated_deltanet", {Component::kGatedDeltaNet}},
       {"linear_attention", {Component::kLinearAttention}},
       {"mlp", {Component::kMlp}},
       {"moe", {Component::kMoe}},
@@ -91,8 +93,10 @@ class Dims {
 // Shared by the two attention flavours: the projections around the attention core.
 struct AttentionShape {
   double h, a, kv, d, s, b, T, p;
+  bool gate;                                                        // sigmoid output gate
   double qkv_out() const { return a * d + 2 * kv * d; }             // Q, K, V columns
-  double gemm_params() const { return h * qkv_out() + a * d * h; }  // QKV + output projection
+  double gate_out() const { return gate ? a * d : 0.0; }            // gate columns
+  double gemm_params() const { return h * (qkv_out() + gate_out()) + a * d * h; }  // + out proj
 };
 
 AttentionShape attention_shape(Dims& x) {
@@ -110,14 +114,26 @@ AttentionShape attention_shape(Dims& x) {
   sh.b = x.opt(A.micro_batch_size, 1, "micro_batch_size", 1);
   sh.T = sh.b * sh.s;
   sh.p = x.dtype_bytes();
+  sh.gate = x.flag(A.attention_output_gate, false);
   return sh;
 }
 
+// (query, key) pairs per sequence that the score kernels compute: full causal s^2/2, non-causal
+// s^2, a causal sliding window w < s: w*s - w^2/2.
+double attention_pairs(Dims& x, double s) {
+  const Architecture& A = x.arch();
+  double window = x.opt(A.attention_window, 0, "attention_window", 0);
+  bool causal = x.flag(A.causal, true);
+  if (window > 0 && window < s) return window * s - window * window / 2;
+  return causal ? s * s / 2 : s * s;
+}
+
 // Activation bytes of the projections of an attention sublayer (no scores): pre-norm input, QKV
-// input, Q/K/V, output-projection input, and the dropout mask after the projection.
+// input, Q/K/V, output-projection input, the gate's pre-activation (when gated), and the dropout
+// mask after the projection.
 double attention_proj_activation(const AttentionShape& sh, bool dropout) {
   return sh.p * sh.T * sh.h + sh.p * sh.T * sh.h + sh.p * sh.T * sh.qkv_out() +
-         sh.p * sh.T * sh.a * sh.d + (dropout ? sh.T * sh.h : 0.0);
+         sh.p * sh.T * sh.a * sh.d + sh.p * sh.T * sh.gate_out() + (dropout ? sh.T * sh.h : 0.0);
 }
 
 ComponentWork embedding_work(Dims& x) {
@@ -142,17 +158,9 @@ ComponentWork embedding_work(Dims& x) {
 ComponentWork attention_work(Dims& x) {
   const Architecture& A = x.arch();
   AttentionShape sh = attention_shape(x);
-  double window = x.opt(A.attention_window, 0, "attention_window", 0);
-  bool causal = x.flag(A.causal, true);
   bool flash = x.flag(A.flash_attention, true);
   bool dropout = x.flag(A.dropout, false);
-  // (query, key) pairs per sequence that the score kernels compute.
-  double pairs = 0;
-  if (window > 0 && window < sh.s) {
-    pairs = window * sh.s - window * window / 2;  // causal sliding window
-  } else {
-    pairs = causal ? sh.s * sh.s / 2 : sh.s * sh.s;
-  }
+  double pairs = attention_pairs(x, sh.s);
   double gemm = 2 * sh.T * sh.gemm_params();
   double core = 4 * sh.b * sh.a * sh.d * pairs;  // Q K^T and (softmax) V
   ComponentWork w;
@@ -170,6 +178,96 @@ ComponentWork attention_work(Dims& x) {
   w.activation_bytes = attention_proj_activation(sh, dropout) + scores;
   w.wgrad_stash_bytes = sh.p * sh.T * sh.h + sh.p * sh.T * sh.a * sh.d;  // QKV and out-proj inputs
   w.output_bytes = sh.p * sh.T * sh.h;
+  return w;
+}
+
+// Multi-head latent attention (DeepSeek-AI 2024, DeepSeek-V2 arXiv:2405.04434, section 2.1): Q goes
+// through a rank-q_lora bottleneck (q_a, a norm, q_b; none when q_lora_rank is 0), K and V through the
+// rank-kv_lora latent (kv_a, which also emits the one shared RoPE key of dr dims, a norm, kv_b), then
+// attention with Q/K head dims dn + dr and V head dim dv, and the output projection a*dv -> h.
+ComponentWork mla_work(Dims& x) {
+  const Architecture& A = x.arch();
+  double h = x.need(A.hidden_size, "hidden_size");
+  double a = x.need(A.num_attention_heads, "num_attention_heads");
+  double qr = x.opt(A.q_lora_rank, 0, "q_lora_rank", 0);
+  double kr = x.need(A.kv_lora_rank, "kv_lora_rank");
+  double dn = x.need(A.qk_nope_head_dim, "qk_nope_head_dim");
+  double dr = x.need(A.qk_rope_head_dim, "qk_rope_head_dim");
+  double dv = x.need(A.v_head_dim, "v_head_dim");
+  double s = x.need(A.seq_length, "seq_length");
+  double b = x.opt(A.micro_batch_size, 1, "micro_batch_size", 1);
+  double p = x.dtype_bytes();
+  bool dropout = x.flag(A.dropout, false);
+  double pairs = attention_pairs(x, s);
+  double T = b * s;
+  double dq = dn + dr;  // Q and K head dim
+  double q_gemm = qr > 0 ? h * qr + qr * a * dq : h * a * dq;
+  double kv_gemm = h * (kr + dr) + kr * a * (dn + dv);
+  double o_gemm = a * dv * h;
+  double gemm_params = q_gemm + kv_gemm + o_gemm;
+  double gemm = 2 * T * gemm_params;
+  double core = 2 * b * a * pairs * dq + 2 * b * a * pairs * dv;  // Q K^T, then softmax V
+  ComponentWork w;
+  w.params = gemm_params + h + qr + kr;  // + pre-norm, q_a and kv_a norms
+  w.fwd_flops = gemm + core;
+  w.bwd_input_flops = gemm + 2 * core;
+  w.bwd_weight_flops = gemm;
+  w.activation_bytes = p * T * h              // pre-norm input
+                       + p * T * h            // q_a / kv_a input (the normalized x)
+                       + 2 * p * T * qr       // q norm input, q_b input
+                       + 2 * p * T * kr       // kv norm input, kv_b input
+                       + p * T * dr           // the shared RoPE key before rotation
+                       + 2 * p * T * a * dq   // Q, K
+                       + p * T * a * dv       // V
+                       + p * T * a * dv       // output-projection input
+                       + 4 * T * a            // fp32 log-sum-exp (flash attention)
+                       + (dropout ? T * h : 0.0);
+  w.wgrad_stash_bytes = p * T * h + p * T * qr + p * T * kr + p * T * a * dv;
+  w.output_bytes = p * T * h;
+  return w;
+}
+
+// Gated DeltaNet (Yang et al. 2024, arXiv:2412.06464; Qwen3-Next's linear-attention layers): in_proj
+// to Q, K (nk heads of dk), V, Z (nv heads of dv) and the per-value-head beta and decay, a causal
+// depthwise conv of width K over Q, K, V, the chunked gated delta rule (chunk C, state dk x dv per
+// value head), a gated RMSNorm (weight dv) and out_proj nv*dv -> h.
+ComponentWork gated_deltanet_work(Dims& x) {
+  const Architecture& A = x.arch();
+  double h = x.need(A.hidden_size, "hidden_size");
+  double nk = x.need(A.deltanet_key_heads, "deltanet_key_heads");
+  double nv = x.opt(A.deltanet_value_heads, nk, "deltanet_value_heads", 1);
+  double dk = x.need(A.deltanet_key_head_dim, "deltanet_key_head_dim");
+  double dv = x.need(A.deltanet_value_head_dim, "deltanet_value_head_dim");
+  double K = x.opt(A.deltanet_conv_kernel, 4, "deltanet_conv_kernel", 1);
+  double C = x.opt(A.deltanet_chunk_size, 64, "deltanet_chunk_size", 1);
+  double s = x.need(A.seq_length, "seq_length");
+  double b = x.opt(A.micro_batch_size, 1, "micro_batch_size", 1);
+  double p = x.dtype_bytes();
+  double T = b * s;
+  double proj_out = 2 * nk * dk + 2 * nv * dv + 2 * nv;  // q, k, v, z, beta, decay
+  double conv_ch = 2 * nk * dk + nv * dv;                // q, k, v go through the conv
+  double gemm_params = h * proj_out + nv * dv * h;       // in_proj + out_proj
+  double gemm = 2 * T * gemm_params;
+  double conv = 2 * T * conv_ch * K;
+  // Chunked delta rule, per token and value head (Q and K shared by nv/nk value heads): within the
+  // chunk K K^T and Q K^T 4 C dk, the WY factors W = A (beta K) 2 C dk and U = A (beta V) 2 C dv, the
+  // masked scores times the new values 2 C dv; across chunks Q S and W S 4 dk dv, the state update
+  // K^T U 2 dk dv.
+  double core = T * nv * (6 * C * dk + 4 * C * dv + 6 * dk * dv);
+  ComponentWork w;
+  w.params = h + gemm_params + conv_ch * K + 2 * nv + dv;  // norm, projections, conv, A/dt, gated norm
+  w.fwd_flops = gemm + conv + core;
+  w.bwd_input_flops = gemm + conv + 2 * core;
+  w.bwd_weight_flops = gemm + conv;
+  // Chunk states are recomputed in the backward (as the flash-linear-attention kernels do).
+  w.activation_bytes = p * T * h           // pre-norm input
+                       + p * T * h         // in_proj input
+                       + p * T * proj_out  // in_proj output (conv input, z, beta, decay)
+                       + p * T * conv_ch   // conv output (the delta rule's inputs)
+                       + p * T * nv * dv   // delta-rule output (gated-norm input)
+                       + p * T * nv * dv;  // out_proj input
+  w.wgrad_stash_bytes = p * T * h + p * T * conv_ch + p * T * nv * dv;
+  w.output_bytes = p * T * h;
   return w;
 }
 
@@ -224,6 +322,8 @@ ComponentWork moe_work(Dims& x) {
   double fe = A.moe_ffn_hidden_size ? x.need(A.moe_ffn_hidden_size, "moe_ffn_hidden_size")
                                     : x.need(A.ffn_hidden_size, "moe_ffn_hidden_size");
   double S = x.opt(A.moe_shared_experts, 0, "moe_shared_experts", 0);
+  // All shared experts' hidden units together (each token goes through every shared expert).
+  double fs = x.opt(A.moe_shared_ffn_hidden_size, S * fe, "moe_shared_ffn_hidden_size", 0);
   double s = x.need(A.seq_length, "seq_length");
   double b = x.opt(A.micro_batch_size, 1, "micro_batch_size", 1);
   double p = x.dtype_bytes();
@@ -232,8 +332,9 @@ ComponentWork moe_work(Dims& x) {
   double T = b * s;
   double expert_params = g * h * fe;
   ComponentWork w;
-  w.params = h + h * E + (E + S) * expert_params;  // norm, router, routed + shared experts
-  double flops = 2 * T * h * E + 2 * T * (k + S) * expert_params;
+  double shared_params = g * h * fs;
+  w.params = h + h * E + E * expert_params + shared_params;  // norm, router, routed + shared experts
+  double flops = 2 * T * h * E + 2 * T * (k * expert_params + shared_params);
   w.fwd_flops = w.bwd_input_flops = w.bwd_weight_flops = flops;
   w.moe_efficiency = true;
   // Token permutation: dispatch reads T rows and writes k*T; combine reads k*T and writes T.
@@ -242,8 +343,8 @@ ComponentWork moe_work(Dims& x) {
                        + p * T * h      // router / shared-expert input
                        + 4 * T * E      // fp32 router probabilities
                        + k * p * T * h  // permuted expert inputs
-                       + (k + S) * g * p * T * fe + (dropout ? T * h : 0.0);
-  w.wgrad_stash_bytes = p * T * h + k * p * T * h + (k + S) * p * T * fe;
+                       + k * g * p * T * fe + g * p * T * fs + (dropout ? T * h : 0.0);
+  w.wgrad_stash_bytes = p * T * h + k * p * T * h + k * p * T * fe + p * T * fs;
   w.output_bytes = p * T * h;
   return w;
 }
@@ -261,8 +362,9 @@ ComponentWork mamba_work(Dims& x) {
   double b = x.opt(A.micro_batch_size, 1, "micro_batch_size", 1);
   double p = x.dtype_bytes();
   double T = b * s;
-  double di = e * h;                         // d_inner
-  double nh = di / P;                        // SSM heads
+  double nh_given = x.opt(A.mamba_num_heads, 0, "mamba_num_heads", 1);
+  double di = nh_given > 0 ? nh_given * P : e * h;  // d_inner
+  double nh = di / P;                               // SSM heads
   double in_out = 2 * di + 2 * G * N + nh;   // z, x, B, C, dt
   double conv_ch = di + 2 * G * N;           // x, B, C go through the causal conv
   double gemm_params = h * in_out + di * h;  // in_proj + out_proj
@@ -304,8 +406,9 @@ ComponentWork head_work(Dims& x) {
   // logits so far and the target's logit (docs/inputs.md). K = 1 is the usual head.
   if (K > V) x.fail(fmt::format("architecture.vocab_shards ({}) must be <= vocab_size ({})", K, V));
   V = V / K;
+  bool tied = x.flag(A.tied_embeddings, false);
   ComponentWork w;
-  w.params = h + V * h;
+  w.params = h + (tied ? 0.0 : V * h);  // a tied weight is the embedding's, counted there
   w.fwd_flops = w.bwd_input_flops = w.bwd_weight_flops = 2 * T * h * V;
   w.fwd_hbm_bytes = T * V * (p + 4);        // softmax/loss: read logits, write fp32 probabilities
   w.bwd_input_hbm_bytes = T * V * (4 + p);  // read probabilities, write logit gradients
@@ -357,6 +460,21 @@ Architecture Architecture::merged_with(const Architecture& o) const {
   take(r.moe_top_k, o.moe_top_k);
   take(r.moe_ffn_hidden_size, o.moe_ffn_hidden_size);
   take(r.moe_shared_experts, o.moe_shared_experts);
+  take(r.moe_shared_ffn_hidden_size, o.moe_shared_ffn_hidden_size);
+  take(r.q_lora_rank, o.q_lora_rank);
+  take(r.kv_lora_rank, o.kv_lora_rank);
+  take(r.qk_nope_head_dim, o.qk_nope_head_dim);
+  take(r.qk_rope_head_dim, o.qk_rope_head_dim);
+  take(r.v_head_dim, o.v_head_dim);
+  take(r.mamba_num_heads, o.mamba_num_heads);
+  take(r.deltanet_key_heads, o.deltanet_key_heads);
+  take(r.deltanet_value_heads, o.deltanet_value_heads);
+  take(r.deltanet_key_head_dim, o.deltanet_key_head_dim);
+  take(r.deltanet_value_head_dim, o.deltanet_value_head_dim);
+  take(r.deltanet_conv_kernel, o.deltanet_conv_kernel);
+  take(r.deltanet_chunk_size, o.deltanet_chunk_size);
+  take(r.attention_output_gate, o.attention_output_gate);
+  take(r.tied_embeddings, o.tied_embeddings);
   take(r.mamba_state_size, o.mamba_state_size);
   take(r.mamba_expand, o.mamba_expand);
   take(r.mamba_head_dim, o.mamba_head_dim);
@@ -388,6 +506,10 @@ const char* component_name(Component c) {
       return "embedding";
     case Component::kAttention:
       return "attention";
+    case Component::kMla:
+      return "mla";
+    case Component::kGatedDeltaNet:
+      return "gated_deltanet";
     case Component::kLinearAttention:
       return "linear_attention";
     case Component::kMlp:
@@ -446,6 +568,12 @@ Result<ComponentWork> component_work(Component c, const Architecture& arch) {
       break;
     case Component::kAttention:
       w = attention_work(x);
+      break;
+    case Component::kMla:
+      w = mla_work(x);
+      break;
+    case Component::kGatedDeltaNet:
+      w = gated_deltanet_work(x);
       break;
     case Component::kLinearAttention:
       w = linear_attention_work(x);

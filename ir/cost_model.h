@@ -47,7 +47,17 @@ struct Architecture {
   std::optional<long long> moe_top_k;            // 6 (k)
   std::optional<long long> moe_ffn_hidden_size;  // 1408 (default: ffn_hidden_size)
   std::optional<long long> moe_shared_experts;   // 2 (default 0), each of moe_ffn_hidden_size
+  std::optional<long long> moe_shared_ffn_hidden_size;  // 3712 (default moe_shared_experts *
+                                                        // moe_ffn_hidden_size): all shared experts'
+                                                        // hidden units together
+  std::optional<long long> q_lora_rank;          // 1536 (MLA; default 0 = Q not compressed)
+  std::optional<long long> kv_lora_rank;         // 512 (MLA: the compressed KV latent)
+  std::optional<long long> qk_nope_head_dim;     // 128 (MLA: per-head Q/K dims without RoPE)
+  std::optional<long long> qk_rope_head_dim;     // 64 (MLA: per-head Q dims with RoPE; K's is shared)
+  std::optional<long long> v_head_dim;           // 128 (MLA: per-head V dims)
   std::optional<long long> mamba_state_size;     // 128 (N)
+  std::optional<long long> mamba_num_heads;      // 256 (default: mamba_expand * h / mamba_head_dim);
+                                                 // when given, d_inner = heads * mamba_head_dim
   std::optional<long long> mamba_expand;         // 2 (default 2): d_inner = expand * h
   std::optional<long long> mamba_head_dim;       // 64 (default 64): P
   std::optional<long long> mamba_groups;         // 8 (default 1): G groups of B/C
@@ -55,10 +65,20 @@ struct Architecture {
   std::optional<long long> mamba_chunk_size;     // 128 (default 256): SSD chunk length Q
   std::optional<long long> attention_window;     // 4096 (default 0 = full attention)
   std::optional<long long> linear_attention_block;  // 256 (default 256): lightning-attention block
+  std::optional<long long> deltanet_key_heads;      // 16 (gated DeltaNet: Q/K heads)
+  std::optional<long long> deltanet_value_heads;    // 32 (gated DeltaNet: V heads; default key heads)
+  std::optional<long long> deltanet_key_head_dim;   // 128 (d_k)
+  std::optional<long long> deltanet_value_head_dim; // 128 (d_v)
+  std::optional<long long> deltanet_conv_kernel;    // 4 (default 4)
+  std::optional<long long> deltanet_chunk_size;     // 64 (default 64): chunk length C
   std::optional<bool> causal;                       // default true
   std::optional<bool> gated_mlp;                    // default true (SwiGLU/GeGLU: 3 matrices)
   std::optional<bool> flash_attention;              // default true (scores not stored)
   std::optional<bool> dropout;                      // default false (1-byte masks when true)
+  std::optional<bool> attention_output_gate;        // default false: a sigmoid gate h -> a*d on the
+                                                    // attention output (Qwen3-Next, MiniMax lightning)
+  std::optional<bool> tied_embeddings;              // default false: the head's weight is the
+                                                    // embedding's, counted once (in the embedding)
   std::optional<double> dtype_bytes;                // 2 (bf16 activations and weights; default 2)
 
   // Fields set in `over` replace ours.
@@ -80,6 +100,8 @@ struct Hardware {
 enum class Component {
   kEmbedding,        // token embedding lookup (memory-bound)
   kAttention,        // pre-norm + QKV projection + softmax attention (full or windowed) + out proj
+  kMla,              // pre-norm + multi-head latent attention (low-rank Q and KV, decoupled RoPE)
+  kGatedDeltaNet,    // pre-norm + gated DeltaNet (projections, conv, chunked delta rule, gated norm)
   kLinearAttention,  // pre-norm + QKV projection + lightning (linear) attention + out proj
   kMlp,              // pre-norm + dense MLP (gated or not)
   kMoe,              // pre-norm + router + top-k routed experts + shared experts
@@ -91,7 +113,8 @@ const char* component_name(Component c);  // "attention"
 
 // Parses a kind: a component or alias, or several joined by '+' ("attention+moe").
 // Aliases: dense_block = attention+mlp, moe_block = attention+moe, mtp = mtp_projection+attention+
-// moe+head. Errors list the known names.
+// moe+head. Errors list the known names. Components: embedding, attention, mla, gated_deltanet,
+// linear_attention, mlp, moe, mamba, head, mtp_projection.
 Result<std::vector<Component>> parse_kind(std::string_view kind);
 // "embedding, attention, ..., dense_block, moe_block, mtp" (for messages and --help).
 std::string known_kinds();

@@ -30,6 +30,10 @@ inline constexpr int64_t kMaxScheduleActions = kMaxPlanOps * 7 / 3;  // 933,333
 inline constexpr int64_t kMaxYamlNodes = 4 * kMaxScheduleActions + 20 * kMaxStages;  // 5,733,332
 // Nesting of a YAML file (every pipesmith format needs fewer than 8 levels).
 inline constexpr int kMaxYamlDepth = 64;
+// Values (scalars, arrays, objects) and nesting of a JSON config file (`pipesmith import hf`): a model's
+// config.json holds a few hundred values and 3 levels; the bound keeps the parsed tree under ~100 MB.
+inline constexpr int64_t kMaxJsonValues = 1'000'000;
+inline constexpr int kMaxJsonDepth = 64;
 inline constexpr int64_t kMaxInputBytes = int64_t{128} << 20;  // any file read: 128 MiB
 // A time limit (synth --time-limit) beyond this is no practical limit and is read as this: 10^6 s is
 // 11.6 days, and every deadline and solver budget derived from it fits its clock and counters.

@@ -224,7 +224,14 @@ const std::vector<ArchInt>& arch_ints() {
       {"moe_top_k", &Architecture::moe_top_k, 1},
       {"moe_ffn_hidden_size", &Architecture::moe_ffn_hidden_size, 1},
       {"moe_shared_experts", &Architecture::moe_shared_experts, 0},
+      {"moe_shared_ffn_hidden_size", &Architecture::moe_shared_ffn_hidden_size, 0},
+      {"q_lora_rank", &Architecture::q_lora_rank, 0},
+      {"kv_lora_rank", &Architecture::kv_lora_rank, 1},
+      {"qk_nope_head_dim", &Architecture::qk_nope_head_dim, 1},
+      {"qk_rope_head_dim", &Architecture::qk_rope_head_dim, 1},
+      {"v_head_dim", &Architecture::v_head_dim, 1},
       {"mamba_state_size", &Architecture::mamba_state_size, 1},
+      {"mamba_num_heads", &Architecture::mamba_num_heads, 1},
       {"mamba_expand", &Architecture::mamba_expand, 1},
       {"mamba_head_dim", &Architecture::mamba_head_dim, 1},
       {"mamba_groups", &Architecture::mamba_groups, 1},
@@ -232,6 +239,12 @@ const std::vector<ArchInt>& arch_ints() {
       {"mamba_chunk_size", &Architecture::mamba_chunk_size, 1},
       {"attention_window", &Architecture::attention_window, 0},
       {"linear_attention_block", &Architecture::linear_attention_block, 1},
+      {"deltanet_key_heads", &Architecture::deltanet_key_heads, 1},
+      {"deltanet_value_heads", &Architecture::deltanet_value_heads, 1},
+      {"deltanet_key_head_dim", &Architecture::deltanet_key_head_dim, 1},
+      {"deltanet_value_head_dim", &Architecture::deltanet_value_head_dim, 1},
+      {"deltanet_conv_kernel", &Architecture::deltanet_conv_kernel, 1},
+      {"deltanet_chunk_size", &Architecture::deltanet_chunk_size, 1},
   };
   return k;
 }
@@ -245,6 +258,8 @@ const std::vector<ArchBool>& arch_bools() {
       {"gated_mlp", &Architecture::gated_mlp},
       {"flash_attention", &Architecture::flash_attention},
       {"dropout", &Architecture::dropout},
+      {"attention_output_gate", &Architecture::attention_output_gate},
+      {"tied_embeddings", &Architecture::tied_embeddings},
   };
   return k;
 }

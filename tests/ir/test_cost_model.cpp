@@ -322,3 +322,191 @@ TEST_CASE("cost model: a vocabulary-sharded head splits the LM head's work K way
   REQUIRE_FALSE(many.ok());
   CHECK(many.status().message().find("vocab_shards (8) must be <= vocab_size (4)") != std::string::npos);
 }
+
+TEST_CASE("cost model: multi-head latent attention of DeepSeek-V3 has 187,114,496 parameters") {
+  Architecture a;
+  a.hidden_size = 7168;
+  a.num_attention_heads = 128;
+  a.q_lora_rank = 1536;
+  a.kv_lora_rank = 512;
+  a.qk_nope_head_dim = 128;
+  a.qk_rope_head_dim = 64;
+  a.v_head_dim = 128;
+  a.seq_length = 4096;
+  Result<ComponentWork> w = component_work(Component::kMla, a);
+  REQUIRE(w.ok());
+  // q_a 7168*1536, q_b 1536*128*(128+64), kv_a 7168*(512+64), kv_b 512*128*(128+128),
+  // o 128*128*7168; norms: pre-norm 7168, q_a norm 1536, kv_a norm 512.
+  const double gemm = 7168.0 * 1536 + 1536.0 * 128 * 192 + 7168.0 * 576 + 512.0 * 128 * 256 +
+                      128.0 * 128 * 7168;
+  CHECK(gemm == 187105280.0);
+  CHECK(w->params == gemm + 7168 + 1536 + 512);
+  CHECK(w->params == 187114496.0);
+  const double T = 4096, pairs = 4096.0 * 4096 / 2;  // causal
+  const double core = 2 * 128 * pairs * 192 + 2 * 128 * pairs * 128;  // Q K^T (192), P V (128)
+  CHECK(core == 687194767360.0);
+  CHECK(w->fwd_flops == 2 * T * gemm + core);
+  CHECK(w->bwd_input_flops == 2 * T * gemm + 2 * core);
+  CHECK(w->bwd_weight_flops == 2 * T * gemm);
+  // bf16 per token: pre-norm and q_a/kv_a input 2h, q norm + q_b inputs 2*1536, kv norm + kv_b inputs
+  // 2*512, the RoPE key 64, Q and K 2*128*192, V 128*128, o input 128*128; fp32 LSE 4 bytes a head.
+  const double per_token = 2.0 * (2 * 7168 + 2 * 1536 + 2 * 512 + 64 + 2 * 128 * 192 + 2 * 128 * 128) + 4 * 128;
+  CHECK(w->activation_bytes == T * per_token);
+  CHECK(w->wgrad_stash_bytes == 2 * T * (7168 + 1536 + 512 + 128 * 128));
+  CHECK(w->output_bytes == 2 * T * 7168);
+  // Without the Q bottleneck (V2-Lite: q_lora_rank 0) Q is one h -> a*(dn+dr) matrix.
+  a.q_lora_rank = 0;
+  Result<ComponentWork> noq = component_work(Component::kMla, a);
+  REQUIRE(noq.ok());
+  CHECK(noq->params == 7168.0 * 128 * 192 + 7168.0 * 576 + 512.0 * 128 * 256 + 128.0 * 128 * 7168 + 7168 + 512);
+  a.kv_lora_rank.reset();
+  Result<ComponentWork> bad = component_work(Component::kMla, a);
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.status().message() == "architecture.kv_lora_rank is needed by the mla component");
+}
+
+TEST_CASE("cost model: MLA with a sliding window counts the windowed pairs") {
+  Architecture a;
+  a.hidden_size = 64;
+  a.num_attention_heads = 2;
+  a.kv_lora_rank = 8;
+  a.qk_nope_head_dim = 4;
+  a.qk_rope_head_dim = 2;
+  a.v_head_dim = 4;
+  a.seq_length = 1000;
+  a.attention_window = 100;
+  Result<ComponentWork> w = component_work(Component::kMla, a);
+  REQUIRE(w.ok());
+  const double gemm = 64.0 * 2 * 6 + 64.0 * 10 + 8.0 * 2 * 8 + 2.0 * 4 * 64;
+  const double pairs = 100.0 * 1000 - 100.0 * 100 / 2;
+  CHECK(w->fwd_flops == 2 * 1000 * gemm + 2 * 2 * pairs * 6 + 2 * 2 * pairs * 4);
+}
+
+TEST_CASE("cost model: an attention output gate adds an h x a*d projection") {
+  Architecture a;
+  a.hidden_size = 16;
+  a.num_attention_heads = 2;
+  a.num_kv_heads = 1;
+  a.head_dim = 4;
+  a.seq_length = 10;
+  Result<ComponentWork> plain = component_work(Component::kAttention, a);
+  a.attention_output_gate = true;
+  Result<ComponentWork> gated = component_work(Component::kAttention, a);
+  REQUIRE(plain.ok());
+  REQUIRE(gated.ok());
+  // Q 16*8, K and V 16*4 each, gate 16*8, o 8*16, pre-norm 16.
+  CHECK(plain->params == 16 * 16 + 8 * 16 + 16);
+  CHECK(gated->params == 16 * 24 + 8 * 16 + 16);
+  CHECK(gated->fwd_flops - plain->fwd_flops == 2 * 10 * 16 * 8);
+  CHECK(gated->activation_bytes - plain->activation_bytes == 2 * 10 * 8);  // the gate's input to sigmoid
+  Result<ComponentWork> lin = component_work(Component::kLinearAttention, a);
+  REQUIRE(lin.ok());
+  CHECK(lin->params == gated->params);
+}
+
+TEST_CASE("cost model: MoE shared experts of their own size (Nemotron's MoE: squared-ReLU experts)") {
+  Architecture a;
+  a.hidden_size = 8;
+  a.moe_num_experts = 4;
+  a.moe_top_k = 2;
+  a.moe_ffn_hidden_size = 16;
+  a.moe_shared_experts = 1;
+  a.moe_shared_ffn_hidden_size = 24;
+  a.gated_mlp = false;  // 2 matrices an expert
+  a.seq_length = 10;
+  Result<ComponentWork> w = component_work(Component::kMoe, a);
+  REQUIRE(w.ok());
+  // norm 8, router 8*4, routed 4 * 2*8*16, shared 2*8*24.
+  CHECK(w->params == 8 + 32 + 4 * 256 + 384);
+  // router 2*T*h*E; each token through k routed experts and the shared one.
+  CHECK(w->fwd_flops == 2 * 10 * 8 * 4 + 2 * 10 * (2 * 256 + 384));
+  CHECK(w->activation_bytes ==
+        2 * 10 * 8 + 2 * 10 * 8 + 4 * 10 * 4 + 2 * 2 * 10 * 8 + 2 * 2 * 2 * 10 * 16 + 2 * 2 * 10 * 24);
+  CHECK(w->wgrad_stash_bytes == 2 * 10 * 8 + 2 * 2 * 10 * 8 + 2 * 2 * 10 * 16 + 2 * 10 * 24);
+  // Without the size, S shared experts of moe_ffn_hidden_size each.
+  a.moe_shared_ffn_hidden_size.reset();
+  a.moe_shared_experts = 2;
+  Result<ComponentWork> w2 = component_work(Component::kMoe, a);
+  REQUIRE(w2.ok());
+  CHECK(w2->params == 8 + 32 + 4 * 256 + 2 * 256);
+}
+
+TEST_CASE("cost model: Mamba-2 from its head count: Nemotron-H-56B's layer has 438,432,512 parameters") {
+  Architecture a;
+  a.hidden_size = 8192;
+  a.mamba_num_heads = 256;
+  a.mamba_head_dim = 64;
+  a.mamba_state_size = 256;
+  a.mamba_groups = 8;
+  a.mamba_chunk_size = 128;
+  a.seq_length = 8192;
+  Result<ComponentWork> w = component_work(Component::kMamba, a);
+  REQUIRE(w.ok());
+  // d_inner = 256 * 64 = 16384; in_proj 8192*(2*16384 + 2*8*256 + 256), out_proj 16384*8192,
+  // conv (16384 + 4096)*(4+1), A/D/dt_bias 3*256, gated norm 16384, pre-norm 8192.
+  CHECK(w->params == 8192.0 * 37120 + 16384.0 * 8192 + 20480.0 * 5 + 768 + 16384 + 8192);
+  CHECK(w->params == 438432512.0);
+  const double T = 8192;
+  CHECK(w->fwd_flops == 2 * T * (8192.0 * 37120 + 16384.0 * 8192) + 2 * T * 20480 * 4 +
+                            T * (2.0 * 128 * 8 * 256 + 2.0 * 128 * 16384 + 4.0 * 256 * 16384));
+}
+
+TEST_CASE("cost model: gated DeltaNet of Qwen3-Next has 33,720,512 parameters") {
+  Architecture a;
+  a.hidden_size = 2048;
+  a.deltanet_key_heads = 16;
+  a.deltanet_value_heads = 32;
+  a.deltanet_key_head_dim = 128;
+  a.deltanet_value_head_dim = 128;
+  a.seq_length = 4096;
+  Result<ComponentWork> w = component_work(Component::kGatedDeltaNet, a);
+  REQUIRE(w.ok());
+  // in_proj_qkvz 2048*(2*16*128 + 2*32*128), in_proj_ba 2048*2*32, conv (2*2048 + 4096)*4 (no bias),
+  // A_log and dt_bias 2*32, gated norm 128, out_proj 4096*2048, pre-norm 2048.
+  CHECK(w->params == 2048.0 * (12288 + 64) + 8192.0 * 4 + 64 + 128 + 4096.0 * 2048 + 2048);
+  CHECK(w->params == 33720512.0);
+  const double T = 4096, C = 64;
+  const double gemm = 2 * T * (2048.0 * 12352 + 4096.0 * 2048);
+  const double conv = 2 * T * 8192 * 4;
+  const double core = T * 32 * (6 * C * 128 + 4 * C * 128 + 6.0 * 128 * 128);
+  CHECK(w->fwd_flops == gemm + conv + core);
+  CHECK(w->bwd_input_flops == gemm + conv + 2 * core);
+  CHECK(w->bwd_weight_flops == gemm + conv);
+  CHECK(w->activation_bytes == 2 * T * (2 * 2048 + 12352 + 8192 + 2 * 4096));
+  CHECK(w->wgrad_stash_bytes == 2 * T * (2048 + 8192 + 4096));
+  // Linear in the sequence length.
+  a.seq_length = 8192;
+  Result<ComponentWork> w2 = component_work(Component::kGatedDeltaNet, a);
+  REQUIRE(w2.ok());
+  CHECK(w2->fwd_flops == doctest::Approx(2 * w->fwd_flops));
+}
+
+TEST_CASE("cost model: a tied head counts no weight of its own") {
+  Architecture a = llama2_7b();
+  a.tied_embeddings = true;
+  Result<ComponentWork> head = component_work(Component::kHead, a);
+  REQUIRE(head.ok());
+  CHECK(head->params == 4096);  // the final norm; the projection is the embedding's
+  CHECK(head->fwd_flops == 2.0 * 4096 * 4096 * 32000);  // the work is the same
+}
+
+TEST_CASE("cost model: the new components keep stash <= activation and positive numbers") {
+  Architecture a = llama2_7b();
+  a.kv_lora_rank = 64;
+  a.qk_nope_head_dim = 32;
+  a.qk_rope_head_dim = 16;
+  a.v_head_dim = 32;
+  a.deltanet_key_heads = 4;
+  a.deltanet_key_head_dim = 64;
+  a.deltanet_value_head_dim = 64;
+  for (const char* k : {"mla", "gated_deltanet", "mla+moe"}) {
+    CAPTURE(k);
+    a.moe_num_experts = 8;
+    a.moe_top_k = 2;
+    Result<DerivedCosts> d = derive_costs(kind(k), a, h100());
+    REQUIRE(d.ok());
+    CHECK(d->wgrad_stash_mb <= d->activation_mb);
+    CHECK(d->backward_input_ms > d->backward_weight_ms);
+    CHECK(d->params_m > 0);
+  }
+}
