@@ -22,7 +22,8 @@ using pstest::read_file;
 using pstest::run_cli;
 using pstest::temp_path;
 
-namespace {
+// A named namespace (not an anonymous one): the unity build joins this file with others.
+namespace import_test {
 
 struct Case {
   std::string file;         // in tests/data/hf_configs
@@ -105,7 +106,6 @@ std::string model_only(const std::string& yaml) {
   return out;
 }
 
-}  // namespace
 
 TEST_CASE("cli import hf: every real config imports; its layer list and parameter count match the config and the "
           "published total") {
@@ -367,3 +367,5 @@ TEST_CASE("cli import hf: bad input is a located error, exit 1") {
   CHECK(r.exit_code == 1);
   CHECK(contains(r.output, "larger than"));
 }
+
+}  // namespace import_test
