@@ -58,6 +58,7 @@ class ProfileError(ValueError):
 
 
 DTYPES = ("float32", "float64", "bfloat16")
+METHODS = ("chain", "isolated")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,6 +73,7 @@ class ProfileOptions:
     warmup: int = 2
     repeats: int = 5
     seed: int = 1234
+    method: str = "chain"          # "chain": every layer in a sweep of the model; "isolated": the type's first layer alone
     user_model: str | None = None  # MODULE:FUNCTION building the model from (spec, scale)
 
 
@@ -79,7 +81,7 @@ class ProfileOptions:
 class TypeProfile:
     symbol: str
     name: str
-    layer: int                  # the layer measured (the type's first)
+    layer: int                  # the type's first layer (memory is measured on it; isolated timing too)
     forward_ms: float
     backward_input_ms: float
     backward_weight_ms: float
@@ -88,7 +90,7 @@ class TypeProfile:
     wgrad_stash_mb: float
     output_mb: float
     params_m: float
-    samples: int                # measured repeats
+    samples: int                # timings the medians are over (layers of the type x repeats)
 
     def numbers(self) -> dict[str, float]:
         return {"forward_ms": self.forward_ms, "backward_input_ms": self.backward_input_ms,
@@ -115,6 +117,8 @@ def _check_options(o: ProfileOptions) -> None:
         bad.append(f"dtype must be one of {', '.join(DTYPES)}, got '{o.dtype}'")
     if o.threads < 1:
         bad.append(f"threads must be >= 1, got {o.threads}")
+    if o.method not in METHODS:
+        bad.append(f"method must be one of {', '.join(METHODS)}, got '{o.method}'")
     if o.device not in ("cpu", "cuda"):
         bad.append(f"device must be cpu or cuda, got '{o.device}'")
     if o.warmup < 0 or o.repeats < 1 or o.warmup > 1000 or o.repeats > 1000:
@@ -198,8 +202,95 @@ def _build_model(spec: ModelSpec, o: ProfileOptions):
     return model.to(o.device), scale
 
 
-def _float_tensors(values) -> list:
-    return [v for v in values if v.is_floating_point()]
+def _leaves(carry: dict, names) -> dict:
+    """A layer's inputs as a PipelineStage receives them: floating tensors as fresh leaves."""
+    return {k: (carry[k].detach().requires_grad_(True) if carry[k].is_floating_point() else carry[k]) for k in names}
+
+
+def _forward(layer, inputs: dict, final: bool, labels, loss_fn):
+    """(the carry after the layer, the outputs backward starts from, their names); the last layer's
+    output is its loss. An input handed on unchanged is cloned, as StageModule does."""
+    res = dict(layer(inputs))
+    for k, x in res.items():
+        if any(x is v for v in inputs.values()) and x.is_floating_point():
+            res[k] = x.clone()
+    if final:
+        (name,) = layer.out_names
+        return res, [loss_fn(res[name], labels)], [name]
+    keys = [k for k in layer.out_names if res[k].is_floating_point() and res[k].requires_grad]
+    return {k: res[k] for k in layer.out_names}, [res[k] for k in keys], keys
+
+
+def _chain_samples(model, inputs0: tuple, labels, clock, o: ProfileOptions, loss_fn) -> list[tuple[list, ...]]:
+    """Per layer: (F, I, W, B) samples in ms, each repeat a sweep of the whole model as one-layer
+    stages: every layer's F in order, then every I in reverse (the gradient one layer's I returns is
+    the next one's output gradient), then every W in reverse; then a second forward sweep and every
+    fused B in reverse. Each layer thus runs with the caches the rest of the model leaves, as in a
+    pipeline stage. A layer without floating inputs (the embedding) has no I and a whole backward as
+    W, as PyTorch's first stage."""
+    import torch
+    from torch.distributed.pipelining._backward import (stage_backward, stage_backward_input,
+                                                        stage_backward_weight)
+    n = len(model.chain)
+    samples: list[tuple[list, list, list, list]] = [([], [], [], []) for _ in range(n)]
+    params = [list(model.chain[i].parameters()) for i in range(n)]
+
+    def sweep_forward(timed: bool):
+        recs, carry = [], dict(zip(model.layout_before(0), inputs0))
+        for i in range(n):
+            inp = _leaves(carry, model.layout_before(i))
+            ms, (carry, outs, keys) = clock.time(lambda: _forward(model.chain[i], inp, i + 1 == n, labels, loss_fn))
+            recs.append((inp, outs, keys, ms))
+        return recs
+
+    def out_grads(i, outs, keys, grad_in):
+        if i + 1 == n:
+            return None
+        return [grad_in[k] if grad_in.get(k) is not None else torch.zeros_like(x) for k, x in zip(keys, outs)]
+
+    for r in range(o.warmup + o.repeats):
+        keep = r >= o.warmup
+        recs = sweep_forward(True)
+        grad_in: dict = {}
+        pending = [None] * n
+        times_i = [0.0] * n
+        for i in reversed(range(n)):
+            inp, outs, keys, _ = recs[i]
+            names = model.layout_before(i)
+            inputs = [inp[k] for k in names]
+            grads = out_grads(i, outs, keys, grad_in)
+            if any(x.requires_grad for x in inputs):
+                times_i[i], (dinputs, groups) = clock.time(
+                    lambda: stage_backward_input(outs, grads, inputs, iter(params[i])))
+                pending[i] = ("weight", groups)
+            else:
+                dinputs = (None,) * len(names)
+                pending[i] = ("full", (outs[0] if i + 1 == n else outs, grads, inputs))
+            grad_in = dict(zip(names, dinputs))
+        for i in reversed(range(n)):
+            kind, arg = pending[i]
+            if kind == "weight":
+                w_ms, _ = clock.time(lambda: stage_backward_weight(iter(params[i]), arg))
+            else:
+                w_ms, _ = clock.time(lambda: stage_backward(*arg))
+            if keep:
+                samples[i][0].append(recs[i][3])
+                samples[i][1].append(times_i[i])
+                samples[i][2].append(w_ms)
+        recs = sweep_forward(False)
+        grad_in = {}
+        for i in reversed(range(n)):
+            inp, outs, keys, _ = recs[i]
+            names = model.layout_before(i)
+            inputs = [inp[k] for k in names]
+            grads = out_grads(i, outs, keys, grad_in)
+            b_ms, _ = clock.time(lambda: stage_backward(outs[0] if i + 1 == n else outs, grads, inputs))
+            grad_in = {k: x.grad for k, x in zip(names, inputs) if isinstance(x, torch.Tensor) and x.requires_grad}
+            if keep:
+                samples[i][3].append(b_ms)
+        for p in model.parameters():
+            p.grad = None
+    return samples
 
 
 def profile_model(spec: ModelSpec, options: ProfileOptions = ProfileOptions(),
@@ -235,6 +326,11 @@ def profile_model(spec: ModelSpec, options: ProfileOptions = ProfileOptions(),
             carries.append(carry)
             carry = model.chain[i](carry)
             carry = {k: carry[k] for k in model.layout_after(i)} if i + 1 < n else carry
+    chain = []
+    if o.method == "chain":
+        if progress:
+            progress(f"timing {o.warmup} + {o.repeats} sweeps of the model's {n} layers")
+        chain = _chain_samples(model, model.step_inputs(tokens, labels), labels, clock, o, loss_fn)
     out: list[TypeProfile] = []
     for sym, i in sorted(first_of.items(), key=lambda kv: kv[1]):
         t = spec.types[sym]
@@ -253,21 +349,22 @@ def profile_model(spec: ModelSpec, options: ProfileOptions = ProfileOptions(),
             return c
 
         def forward(c):
-            res = layer(c)
+            _, outs, keys = _forward(layer, c, final, labels, loss_fn)
             if final:
-                (name,) = layer.out_names
-                return [loss_fn(res[name], labels)], None
-            outs = [res[k] for k in layer.out_names]
-            grads = [torch.randn_like(x) if x.requires_grad else None for x in outs]
-            keep = [(x, gx) for x, gx in zip(outs, grads) if x.is_floating_point() and x.requires_grad]
-            return [x for x, _ in keep], [gx for _, gx in keep]
+                return outs, None
+            return outs, [torch.randn_like(x) for x in outs]
 
         def fused(outs):  # stage_backward takes the last stage's loss as a tensor, other outputs as a list
             return outs[0] if final else outs
 
         grad_inputs = any(carries[i][k].is_floating_point() for k in in_names)
         fs, is_, ws, bs = [], [], [], []
-        for r in range(o.warmup + o.repeats):
+        if o.method == "chain":
+            for j, lay in enumerate(spec.layers):
+                if lay.symbol == sym:
+                    for dst, src in zip((fs, is_, ws, bs), chain[j]):
+                        dst.extend(src)
+        for r in range(o.warmup + o.repeats if o.method == "isolated" else 0):
             c = fresh_inputs()
             inputs = [c[k] for k in in_names]
             f_ms, (outs, grads) = clock.time(lambda: forward(c))
@@ -321,7 +418,7 @@ def profile_model(spec: ModelSpec, options: ProfileOptions = ProfileOptions(),
                                backward_weight_ms=med(ws), backward_ms=med(bs),
                                activation_mb=max(after_f, after_i) / 1e6, wgrad_stash_mb=after_i / 1e6,
                                output_mb=sum(handed) / 1e6, params_m=sum(p.numel() for p in params) / 1e6,
-                               samples=o.repeats))
+                               samples=len(fs)))
     if o.device == "cuda":
         where = f"cuda:{torch.cuda.current_device()} {torch.cuda.get_device_name()}, torch {torch.__version__}"
     else:
@@ -361,8 +458,8 @@ def profiled_yaml(source_path: str, result: ProfileResult, cluster_path: str | N
             f"(pipesmith profile --backend torch)",
             f"# on {result.where}: the reference transformer at hidden {o.hidden}, {o.seq} tokens x "
             f"{o.rows} rows per microbatch, vocabulary {o.vocab}, {o.dtype};",
-            f"# F, I (stage_backward_input), W (stage_backward_weight): medians of {o.repeats} repeats after "
-            f"{o.warmup} warm-up; memory from autograd's saved tensors (docs/pytorch.md, 'Profiling').",
+            f"# F, I (stage_backward_input), W (stage_backward_weight): medians over {o.repeats} repeats after "
+            f"{o.warmup} warm-up, method '{o.method}'; memory from autograd's saved tensors (docs/pytorch.md, 'Profiling').",
             "# type  layer  F ms  I ms  W ms  fused B ms (I + W for comparison)"]
     for t in result.types:
         head.append(f"#   {t.symbol}  {t.layer}  {t.forward_ms:.4g}  {t.backward_input_ms:.4g}  "
@@ -403,7 +500,7 @@ def write_atomic(path: str, text: str, inputs: tuple[str, ...] = ()) -> None:
 def format_table(result: ProfileResult) -> str:
     o = result.options
     lines = [f"profile of '{result.model}' on {result.where}: hidden {o.hidden}, {o.rows} x {o.seq} tokens per "
-             f"microbatch, {o.dtype}, median of {o.repeats}",
+             f"microbatch, {o.dtype}, method {o.method}, medians over {o.repeats} repeats",
              f"{'type':<4} {'name':<18} {'layer':>5} {'F_ms':>9} {'I_ms':>9} {'W_ms':>9} {'B_ms':>9} "
              f"{'act_mb':>9} {'stash_mb':>9} {'out_mb':>8} {'params_m':>9}"]
     for t in result.types:
@@ -425,6 +522,9 @@ def options_parser(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--device", default=d.device, choices=["cpu", "cuda"])
     ap.add_argument("--warmup", type=int, default=d.warmup, help=f"unmeasured repeats first ({d.warmup})")
     ap.add_argument("--repeats", type=int, default=d.repeats, help=f"measured repeats, median ({d.repeats})")
+    ap.add_argument("--method", default=d.method, choices=METHODS,
+                    help="chain (default): time every layer in sweeps of the whole model; isolated: time each "
+                         "type's first layer alone, repeatedly")
     ap.add_argument("--user-model", metavar="MODULE:FUNCTION",
                     help="build the model with FUNCTION(spec, scale) instead of the reference transformer")
 
@@ -432,7 +532,7 @@ def options_parser(ap: argparse.ArgumentParser) -> None:
 def options_from(args: argparse.Namespace) -> ProfileOptions:
     return ProfileOptions(hidden=args.hidden, seq=args.seq, vocab=args.vocab, rows=args.rows_per_microbatch,
                           dtype=args.dtype, threads=args.threads, device=args.device, warmup=args.warmup,
-                          repeats=args.repeats, user_model=args.user_model)
+                          repeats=args.repeats, method=args.method, user_model=args.user_model)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -63,6 +63,54 @@ def unpipelined_step_ms(model_path: str, scale: Scale, dtype: torch.dtype, M: in
     return statistics.median(times[1:]), times[0]
 
 
+class ActionClock:
+    """Times every compute action a rank's stages run, and every wait for a receive, by wrapping the
+    stages' ``forward_one_chunk`` / ``backward_one_chunk`` / ``backward_weight_one_chunk`` and the
+    runtime's ``_wait_batch_p2p``: per step, the busy ms of each kind (F, B or I, W) and the ms spent
+    waiting for messages; the rest of a step is the runtime's own work between actions."""
+
+    KINDS = {"forward_one_chunk": "F", "backward_one_chunk": "B", "backward_weight_one_chunk": "W"}
+
+    def __init__(self, stages):
+        from torch.distributed.pipelining import schedules
+        self.busy: dict[str, float] = {}
+        self.count: dict[str, int] = {}
+        self.wait_ms = 0.0
+        for st in stages:
+            for name, kind in self.KINDS.items():
+                setattr(st, name, self._wrap(getattr(st, name), kind))
+        self._schedules = schedules
+        self._orig_wait = schedules._wait_batch_p2p
+
+        def wait(*a, **k):
+            t0 = time.perf_counter()
+            try:
+                return self._orig_wait(*a, **k)
+            finally:
+                self.wait_ms += (time.perf_counter() - t0) * 1e3
+        schedules._wait_batch_p2p = wait
+
+    def _wrap(self, fn, kind):
+        def timed(*a, **k):
+            if kind == "B" and k.get("full_backward") is False:
+                key = "I"
+            else:
+                key = kind
+            t0 = time.perf_counter()
+            try:
+                return fn(*a, **k)
+            finally:
+                self.busy[key] = self.busy.get(key, 0.0) + (time.perf_counter() - t0) * 1e3
+                self.count[key] = self.count.get(key, 0) + 1
+        return timed
+
+    def reset(self):
+        self.busy, self.count, self.wait_ms = {}, {}, 0.0
+
+    def close(self):
+        self._schedules._wait_batch_p2p = self._orig_wait
+
+
 def time_case(plan_dir: str, model_path: str, fmt: str, scale: Scale, dtype: torch.dtype, rows: int,
               steps: int) -> dict:
     rank = dist.get_rank()
@@ -76,22 +124,40 @@ def time_case(plan_dir: str, model_path: str, fmt: str, scale: Scale, dtype: tor
     modules = pipeline.reference_stage_modules(model, plan, rank)
     stages = pipeline.make_stages(modules, plan, rank, torch.device("cpu"))
     schedule = pipeline.build_schedule(stages, plan, fmt, loss_fn)
+    clock = ActionClock(stages)
     mine = [p for m in modules for p in m.parameters()]
     holds_first = 0 in plan.rank_to_stages[rank]
     holds_last = plan.num_stages - 1 in plan.rank_to_stages[rank]
-    times = []
+    times, per_rank = [], []
+    P = dist.get_world_size()
     for _ in range(1 + steps):
         for p in mine:
             p.grad = None
         kwargs = {"target": labels, "losses": []} if holds_last else {}
+        clock.reset()
         dist.barrier()
         t0 = time.perf_counter()
         schedule.step(*(inputs if holds_first else ()), **kwargs)
-        ms = torch.tensor([(time.perf_counter() - t0) * 1e3], dtype=torch.float64)
+        mine_ms = (time.perf_counter() - t0) * 1e3
+        ms = torch.tensor([mine_ms], dtype=torch.float64)
         dist.all_reduce(ms, op=dist.ReduceOp.MAX)
         times.append(ms.item())
+        # Per rank: step, F, I, B, W busy ms, wait ms, compute actions.
+        row = torch.zeros(P, 7, dtype=torch.float64)
+        row[rank] = torch.tensor([mine_ms, clock.busy.get("F", 0), clock.busy.get("I", 0), clock.busy.get("B", 0),
+                                  clock.busy.get("W", 0), clock.wait_ms, sum(clock.count.values())],
+                                 dtype=torch.float64)
+        dist.all_reduce(row)
+        per_rank.append(row.tolist())
+    clock.close()
+    # The median step's per-rank breakdown (steps 1..N).
+    order = sorted(range(1, len(times)), key=lambda k: times[k])
+    mid = order[len(order) // 2]
+    names = ("step_ms", "F_ms", "I_ms", "B_ms", "W_ms", "wait_ms", "actions")
+    breakdown = [dict(zip(names, r)) for r in per_rank[mid]]
     return {"dir": plan_dir, "model": model_path, "format": fmt, "P": plan.devices, "S": plan.num_stages,
-            "M": M, "first_step_ms": times[0], "steps_ms": times[1:], "median_ms": statistics.median(times[1:])}
+            "M": M, "first_step_ms": times[0], "steps_ms": times[1:], "median_ms": statistics.median(times[1:]),
+            "median_step_ranks": breakdown}
 
 
 def scale_parser(ap: argparse.ArgumentParser) -> None:
