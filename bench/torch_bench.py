@@ -28,7 +28,7 @@ sys.path.insert(0, os.path.join(ROOT, "python"))
 
 # model, hidden size: each picked so that its heaviest layer's F takes >= 5 ms on one CPU thread here
 # (the table states the measured F) and the whole bench runs in a few minutes on 2 cores.
-MODELS = {"llama2-7b": 256, "gemma-like": 256, "nemotron-h-like": 192}
+MODELS = {"llama2-7b": 256, "gemma-like": 384, "gpt-oss-like": 160}
 SCHEDULES = [  # label, command, flags
     ("synth", "synth", []),
     ("1f1b", "baseline", ["--schedule", "1f1b"]),
@@ -104,6 +104,8 @@ def main(argv=None) -> int:
     ap.add_argument("--microbatches", type=int, default=4)
     ap.add_argument("--steps", type=int, default=5, help="timed steps per schedule, after one untimed (default 5)")
     ap.add_argument("--repeats", type=int, default=7, help="profile repeats per layer type (default 7)")
+    ap.add_argument("--concurrent", type=int, default=0,
+                    help="profile with this many processes sweeping at once (default: P, as the ranks run)")
     ap.add_argument("--evaluations", type=int, default=30, help="pipesmith synth --evaluations (default 30)")
     ap.add_argument("--keep", help="keep every file under this folder (default: a temporary one)")
     ap.add_argument("--json", help="also write the rows as JSON here")
@@ -142,7 +144,7 @@ def main(argv=None) -> int:
         log(f"{name}: profiling (hidden {hidden})")
         table = sh([exe, "profile", "--backend", "torch", model, "--cluster", cluster, "-o", profiled, *shape,
                     "--rows", str(args.rows_per_microbatch), "--threads", "1", "--repeats", str(args.repeats),
-                    "--warmup", "2"], env=env)
+                    "--warmup", "2", "--concurrent", str(args.concurrent or P)], env=env)
         f_ms = [float(line.split()[3]) for line in table.splitlines()[2:] if len(line.split()) >= 11]
         rows: list[Row] = []
         cases = []
@@ -189,7 +191,7 @@ def print_table(name, hidden, max_f, unpiped, rows: list[Row], P, M, args) -> No
     meas = [r.measured_ms for r in rows]
     rs, rm = ranks(sim), ranks(meas)
     print(f"### {name}: hidden {hidden}, {args.rows_per_microbatch} x {args.seq} tokens per microbatch, float32, "
-          f"P = {P}, M = {M}; heaviest layer F {max_f:.1f} ms")
+          f"P = {P}, M = {M}; heaviest layer F {max_f:.1f} ms (profiled with {args.concurrent or P} processes at once)")
     print()
     print("| schedule | stages | simulated (rendezvous) | simulated (posted) | measured (median) | steps min-max | "
           "first step | measured/simulated | rank sim | rank measured |")

@@ -43,6 +43,8 @@ struct ProfileFlags {
   int vocab = 0;
   int rows = 0;
   int threads = 0;
+  int concurrent = 0;
+  std::string method;
   std::string dtype;
   std::string device;
   // Which flags were given (some belong to one kind of backend only).
@@ -91,6 +93,8 @@ int run_torch_profile(const ProfileFlags& f) {
   add_int("--vocab", f.vocab);
   add_int("--rows-per-microbatch", f.rows);
   add_int("--threads", f.threads);
+  add_int("--concurrent", f.concurrent);
+  if (!f.method.empty()) args.insert(args.end(), {"--method", f.method});
   if (!f.dtype.empty()) args.insert(args.end(), {"--dtype", f.dtype});
   if (!f.device.empty()) args.insert(args.end(), {"--device", f.device});
   const std::string python_path = source_dir() + "/python";
@@ -126,7 +130,8 @@ int run_profile(const ProfileFlags& f) {
   if (f.backend == "torch") return run_torch_profile(f);
   if (f.backend != "host" && f.backend != "cuda")
     return report_error(Status::bad_input(fmt::format("--backend must be host, cuda or torch, got '{}'", f.backend)));
-  for (const char* torch_only : {"--hidden", "--seq", "--vocab", "--rows", "--dtype", "--threads", "--device"})
+  for (const char* torch_only : {"--hidden", "--seq", "--vocab", "--rows", "--dtype", "--threads", "--device", "--method",
+                                 "--concurrent"})
     if (given(f, torch_only))
       return report_error(Status::bad_input(fmt::format("{} applies to --backend torch only", torch_only)));
   if (f.tokens < 1 || f.tokens > 1 << 16) return report_error(Status::bad_input("--tokens must be in 1..65536"));
@@ -212,11 +217,19 @@ Runner add_profile(CLI::App& app) {
       ->check(CLI::IsMember({"float32", "float64", "bfloat16"}));
   sub->add_option("--threads", f->threads, std::string(torch_only) + "torch.set_num_threads (default 1)")
       ->check(flags::integer_in(1, 1024));
+  sub->add_option("--method", f->method,
+                  std::string(torch_only) + "chain (default: every layer timed in sweeps of the whole model) or "
+                                            "isolated (each type's first layer alone)")
+      ->check(CLI::IsMember({"chain", "isolated"}));
+  sub->add_option("--concurrent", f->concurrent,
+                  std::string(torch_only) + "processes sweeping at once, the measured one included (default 1; "
+                                            "P ranks on one machine load it so)")
+      ->check(flags::integer_in(1, 64));
   sub->add_option("--device", f->device, std::string(torch_only) + "cpu (default) or cuda (CUDA event timing)")
       ->check(CLI::IsMember({"cpu", "cuda"}));
   return [f, sub] {
     for (const char* name : {"--scale", "--tokens", "--widths", "--timeout", "--hidden", "--seq", "--vocab", "--rows",
-                             "--dtype", "--threads", "--device"})
+                             "--dtype", "--threads", "--device", "--method", "--concurrent"})
       if (sub->count(name) > 0) f->given.push_back(name);
     return run_profile(*f);
   };

@@ -74,6 +74,7 @@ class ProfileOptions:
     repeats: int = 5
     seed: int = 1234
     method: str = "chain"          # "chain": every layer in a sweep of the model; "isolated": the type's first layer alone
+    concurrent: int = 1            # processes running the same sweeps at once (the measured one included), as P ranks do
     user_model: str | None = None  # MODULE:FUNCTION building the model from (spec, scale)
 
 
@@ -117,6 +118,8 @@ def _check_options(o: ProfileOptions) -> None:
         bad.append(f"dtype must be one of {', '.join(DTYPES)}, got '{o.dtype}'")
     if o.threads < 1:
         bad.append(f"threads must be >= 1, got {o.threads}")
+    if not 1 <= o.concurrent <= 64:
+        bad.append(f"concurrent must be in 1..64, got {o.concurrent}")
     if o.method not in METHODS:
         bad.append(f"method must be one of {', '.join(METHODS)}, got '{o.method}'")
     if o.device not in ("cpu", "cuda"):
@@ -293,10 +296,53 @@ def _chain_samples(model, inputs0: tuple, labels, clock, o: ProfileOptions, loss
     return samples
 
 
+def _load_worker(spec_path: str, options: ProfileOptions, ready, stop) -> None:
+    """A background process of ``concurrent``: the same sweeps, untimed, until ``stop`` is set."""
+    import torch
+    from .reference import loss_fn
+    torch.set_num_threads(options.threads)
+    spec = load_model(spec_path)
+    model, _ = _build_model(spec, options)
+    g = torch.Generator().manual_seed(options.seed + 1)
+    tokens = torch.randint(0, model.vocab, (options.rows, options.seq), generator=g).to(options.device)
+    labels = torch.randint(0, model.vocab, (options.rows, options.seq), generator=g).to(options.device)
+    once = dataclasses.replace(options, warmup=0, repeats=1)
+    clock = _Clock(options.device)
+    _chain_samples(model, model.step_inputs(tokens, labels), labels, clock, once, loss_fn)
+    ready.release()
+    while not stop.is_set():
+        _chain_samples(model, model.step_inputs(tokens, labels), labels, clock, once, loss_fn)
+
+
 def profile_model(spec: ModelSpec, options: ProfileOptions = ProfileOptions(),
                   progress: Callable[[str], None] | None = None) -> ProfileResult:
-    """Measures every layer type of ``spec`` that some layer uses (method: the module's docstring)."""
+    """Measures every layer type of ``spec`` that some layer uses (method: the module's docstring).
+    With ``concurrent`` = N > 1, N - 1 other processes run the same sweeps meanwhile (spawned, each
+    pinned to ``threads``), so the numbers are those of a machine as loaded as by N ranks."""
     _check_options(options)
+    if options.concurrent == 1:
+        return _profile(spec, options, progress)
+    import multiprocessing
+    ctx = multiprocessing.get_context("spawn")
+    ready, stop = ctx.Semaphore(0), ctx.Event()
+    procs = [ctx.Process(target=_load_worker, args=(spec.path, options, ready, stop), daemon=True)
+             for _ in range(options.concurrent - 1)]
+    for p in procs:
+        p.start()
+    try:
+        for _ in procs:
+            if not ready.acquire(timeout=600):
+                raise ProfileError(f"the {options.concurrent - 1} background process(es) of concurrent did not start")
+        return _profile(spec, options, progress)
+    finally:
+        stop.set()
+        for p in procs:
+            p.join(timeout=60)
+            if p.is_alive():
+                p.terminate()
+
+
+def _profile(spec: ModelSpec, options: ProfileOptions, progress) -> ProfileResult:
     import torch
     from torch.distributed.pipelining._backward import (stage_backward, stage_backward_input,
                                                         stage_backward_weight)
@@ -459,7 +505,7 @@ def profiled_yaml(source_path: str, result: ProfileResult, cluster_path: str | N
             f"# on {result.where}: the reference transformer at hidden {o.hidden}, {o.seq} tokens x "
             f"{o.rows} rows per microbatch, vocabulary {o.vocab}, {o.dtype};",
             f"# F, I (stage_backward_input), W (stage_backward_weight): medians over {o.repeats} repeats after "
-            f"{o.warmup} warm-up, method '{o.method}'; memory from autograd's saved tensors (docs/pytorch.md, 'Profiling').",
+            f"{o.warmup} warm-up, method '{o.method}', {o.concurrent} process(es) at once; memory from autograd's saved tensors (docs/pytorch.md, 'Profiling').",
             "# type  layer  F ms  I ms  W ms  fused B ms (I + W for comparison)"]
     for t in result.types:
         head.append(f"#   {t.symbol}  {t.layer}  {t.forward_ms:.4g}  {t.backward_input_ms:.4g}  "
@@ -500,7 +546,7 @@ def write_atomic(path: str, text: str, inputs: tuple[str, ...] = ()) -> None:
 def format_table(result: ProfileResult) -> str:
     o = result.options
     lines = [f"profile of '{result.model}' on {result.where}: hidden {o.hidden}, {o.rows} x {o.seq} tokens per "
-             f"microbatch, {o.dtype}, method {o.method}, medians over {o.repeats} repeats",
+             f"microbatch, {o.dtype}, method {o.method}, {o.concurrent} process(es) at once, medians over {o.repeats} repeats",
              f"{'type':<4} {'name':<18} {'layer':>5} {'F_ms':>9} {'I_ms':>9} {'W_ms':>9} {'B_ms':>9} "
              f"{'act_mb':>9} {'stash_mb':>9} {'out_mb':>8} {'params_m':>9}"]
     for t in result.types:
@@ -525,6 +571,9 @@ def options_parser(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--method", default=d.method, choices=METHODS,
                     help="chain (default): time every layer in sweeps of the whole model; isolated: time each "
                          "type's first layer alone, repeatedly")
+    ap.add_argument("--concurrent", type=int, default=d.concurrent,
+                    help="processes running the same sweeps at once, the measured one included (default 1); "
+                         "P ranks on one machine share it so")
     ap.add_argument("--user-model", metavar="MODULE:FUNCTION",
                     help="build the model with FUNCTION(spec, scale) instead of the reference transformer")
 
@@ -532,7 +581,7 @@ def options_parser(ap: argparse.ArgumentParser) -> None:
 def options_from(args: argparse.Namespace) -> ProfileOptions:
     return ProfileOptions(hidden=args.hidden, seq=args.seq, vocab=args.vocab, rows=args.rows_per_microbatch,
                           dtype=args.dtype, threads=args.threads, device=args.device, warmup=args.warmup,
-                          repeats=args.repeats, method=args.method, user_model=args.user_model)
+                          repeats=args.repeats, method=args.method, concurrent=args.concurrent, user_model=args.user_model)
 
 
 def main(argv: list[str] | None = None) -> int:
