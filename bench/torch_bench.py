@@ -28,7 +28,7 @@ sys.path.insert(0, os.path.join(ROOT, "python"))
 
 # model, hidden size: each picked so that its heaviest layer's F takes >= 5 ms on one CPU thread here
 # (the table states the measured F) and the whole bench runs in a few minutes on 2 cores.
-MODELS = {"llama2-7b": 256, "gemma-like": 384, "gpt-oss-like": 160}
+MODELS = {"llama2-7b": 256, "gemma-like": 320, "gpt-oss-like": 160}
 SCHEDULES = [  # label, command, flags
     ("synth", "synth", []),
     ("1f1b", "baseline", ["--schedule", "1f1b"]),
@@ -79,6 +79,7 @@ class Row:
     sim_busy_ms: list[float]
     measured_ms: float = 0.0
     ranks: list[dict] = dataclasses.field(default_factory=list)  # the median step, per rank
+    load: float = 1.0  # the load probe's sweep around this schedule's steps / the same sweep during the profile
     first_step_ms: float = 0.0
     spread: tuple[float, float] = (0.0, 0.0)
 
@@ -145,7 +146,9 @@ def main(argv=None) -> int:
         table = sh([exe, "profile", "--backend", "torch", model, "--cluster", cluster, "-o", profiled, *shape,
                     "--rows", str(args.rows_per_microbatch), "--threads", "1", "--repeats", str(args.repeats),
                     "--warmup", "2", "--concurrent", str(args.concurrent or P)], env=env)
-        f_ms = [float(line.split()[3]) for line in table.splitlines()[2:] if len(line.split()) >= 11]
+        f_ms = [float(line.split()[3]) for line in table.splitlines()[2:] if len(line.split()) >= 11
+                and not line.startswith("sweep")]
+        probe_profile = float(re.search(r"^sweep of the model .*: ([0-9.]+) ms", table, re.M).group(1))
         rows: list[Row] = []
         cases = []
         for label, cmd, flags in SCHEDULES:
@@ -173,6 +176,7 @@ def main(argv=None) -> int:
             row.first_step_ms = r["first_step_ms"]
             row.spread = (min(r["steps_ms"]), max(r["steps_ms"]))
             row.ranks = r["median_step_ranks"]
+            row.load = r["probe_ms"] / probe_profile
         log(f"{name}: timing the unpipelined step")
         scale = Scale(hidden=hidden, seq=args.seq, vocab=args.vocab)
         unpiped, _ = unpipelined_step_ms(profiled, scale, torch.float32, M, args.rows_per_microbatch, args.steps)
@@ -189,18 +193,21 @@ def main(argv=None) -> int:
 def print_table(name, hidden, max_f, unpiped, rows: list[Row], P, M, args) -> None:
     sim = [r.sim_posted_ms for r in rows]
     meas = [r.measured_ms for r in rows]
-    rs, rm = ranks(sim), ranks(meas)
+    norm = [r.measured_ms / r.load for r in rows]
+    rs, rm, rn = ranks(sim), ranks(meas), ranks(norm)
     print(f"### {name}: hidden {hidden}, {args.rows_per_microbatch} x {args.seq} tokens per microbatch, float32, "
           f"P = {P}, M = {M}; heaviest layer F {max_f:.1f} ms (profiled with {args.concurrent or P} processes at once)")
     print()
     print("| schedule | stages | simulated (rendezvous) | simulated (posted) | measured (median) | steps min-max | "
-          "first step | measured/simulated | rank sim | rank measured |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for r, a, b in zip(rows, rs, rm):
+          "first step | measured/simulated | load | measured/(simulated x load) | rank sim | rank measured | "
+          "rank measured/load |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for r, a, b, c in zip(rows, rs, rm, rn):
         print(f"| {r.label} | {r.stages} | {r.sim_rendezvous_ms:.1f} ms | {r.sim_posted_ms:.1f} ms | "
               f"{r.measured_ms:.1f} ms | {r.spread[0]:.0f}-{r.spread[1]:.0f} | {r.first_step_ms:.0f} ms | "
-              f"{r.measured_ms / r.sim_posted_ms:.3f} | {a} | {b} |")
-    print(f"| unpipelined (1 process) | 1 | | | {unpiped:.1f} ms | | | | | |")
+              f"{r.measured_ms / r.sim_posted_ms:.3f} | {r.load:.3f} | {r.measured_ms / (r.sim_posted_ms * r.load):.3f} | "
+              f"{a} | {b} | {c} |")
+    print(f"| unpipelined (1 process) | 1 | | | {unpiped:.1f} ms | | | | | | | | |")
     print()
     print("Where the time goes in the median step, per rank: simulated busy (the profiled F/I/W of its ops), "
           "measured busy (PyTorch's compute actions, timed inside the runtime), waiting for receives, and the "

@@ -106,6 +106,7 @@ class ProfileResult:
     options: ProfileOptions
     types: tuple[TypeProfile, ...]   # by first use in the layer list
     unprofiled: tuple[str, ...]      # types no layer uses (their numbers are left as they were)
+    sweep_ms: float = 0.0            # chain: median over repeats of a whole sweep's F + I + W (the load probe)
 
 
 def _check_options(o: ProfileOptions) -> None:
@@ -296,6 +297,27 @@ def _chain_samples(model, inputs0: tuple, labels, clock, o: ProfileOptions, loss
     return samples
 
 
+def _sweep_total(samples) -> float:
+    """The median over repeats of one sweep's F + I + W over every layer."""
+    repeats = len(samples[0][0])
+    return statistics.median(sum(s[0][r] + s[1][r] + s[2][r] for s in samples) for r in range(repeats))
+
+
+def sweep_ms(model, rows: int, repeats: int = 2, warmup: int = 1, seed: int = 1234) -> float:
+    """The load probe: the median ms of a sweep of ``model``'s layers (F, then I, then W of every
+    layer, as method chain times them) on one microbatch of ``rows`` rows. The same number as
+    :attr:`ProfileResult.sweep_ms` when the machine is as loaded as during the profile; their ratio
+    says how much slower compute runs now."""
+    from .reference import loss_fn
+    import torch
+    g = torch.Generator().manual_seed(seed + 1)
+    seq = model.scale.seq
+    tokens = torch.randint(0, model.vocab, (rows, seq), generator=g)
+    labels = torch.randint(0, model.vocab, (rows, seq), generator=g)
+    o = ProfileOptions(warmup=warmup, repeats=repeats)
+    return _sweep_total(_chain_samples(model, model.step_inputs(tokens, labels), labels, _Clock("cpu"), o, loss_fn))
+
+
 def _load_worker(spec_path: str, options: ProfileOptions, ready, stop) -> None:
     """A background process of ``concurrent``: the same sweeps, untimed, until ``stop`` is set."""
     import torch
@@ -470,7 +492,8 @@ def _profile(spec: ModelSpec, options: ProfileOptions, progress) -> ProfileResul
     else:
         where = f"cpu, {torch.get_num_threads()} thread(s), torch {torch.__version__}"
     unused = tuple(sorted(s for s in spec.types if s not in first_of))
-    return ProfileResult(model=spec.name, where=where, options=o, types=tuple(out), unprofiled=unused)
+    return ProfileResult(model=spec.name, where=where, options=o, types=tuple(out), unprofiled=unused,
+                         sweep_ms=_sweep_total(chain) if chain else 0.0)
 
 
 def _num(v: float) -> float:
@@ -510,6 +533,8 @@ def profiled_yaml(source_path: str, result: ProfileResult, cluster_path: str | N
     for t in result.types:
         head.append(f"#   {t.symbol}  {t.layer}  {t.forward_ms:.4g}  {t.backward_input_ms:.4g}  "
                     f"{t.backward_weight_ms:.4g}  {t.backward_ms:.4g} ({t.backward_input_ms + t.backward_weight_ms:.4g})")
+    if result.sweep_ms:
+        head.append(f"# sweep_ms: {result.sweep_ms:.6g} (one sweep of every layer's F + I + W: the load probe of bench/torch)")
     if result.unprofiled:
         head.append(f"# Not profiled (no layer uses them): {', '.join(result.unprofiled)}")
     body = yaml.safe_dump(doc, sort_keys=False, default_flow_style=None, width=110)
@@ -553,6 +578,8 @@ def format_table(result: ProfileResult) -> str:
         lines.append(f"{t.symbol:<4} {t.name[:18]:<18} {t.layer:>5} {t.forward_ms:>9.3f} {t.backward_input_ms:>9.3f} "
                      f"{t.backward_weight_ms:>9.3f} {t.backward_ms:>9.3f} {t.activation_mb:>9.3f} "
                      f"{t.wgrad_stash_mb:>9.3f} {t.output_mb:>8.4f} {t.params_m:>9.4f}")
+    if result.sweep_ms:
+        lines.append(f"sweep of the model (F + I + W of every layer, one microbatch): {result.sweep_ms:.1f} ms")
     return "\n".join(lines) + "\n"
 
 

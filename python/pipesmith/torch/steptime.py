@@ -124,6 +124,10 @@ def time_case(plan_dir: str, model_path: str, fmt: str, scale: Scale, dtype: tor
     modules = pipeline.reference_stage_modules(model, plan, rank)
     stages = pipeline.make_stages(modules, plan, rank, torch.device("cpu"))
     schedule = pipeline.build_schedule(stages, plan, fmt, loss_fn)
+    from .profile import sweep_ms
+    # The load probe before the steps (every rank at once, as the profile's concurrent processes).
+    dist.barrier()
+    probe = [sweep_ms(model, rows, repeats=1)]
     clock = ActionClock(stages)
     mine = [p for m in modules for p in m.parameters()]
     holds_first = 0 in plan.rank_to_stages[rank]
@@ -150,6 +154,13 @@ def time_case(plan_dir: str, model_path: str, fmt: str, scale: Scale, dtype: tor
         dist.all_reduce(row)
         per_rank.append(row.tolist())
     clock.close()
+    for p in model.parameters():
+        p.grad = None
+    dist.barrier()
+    probe.append(sweep_ms(model, rows, repeats=1))
+    probe_t = torch.tensor(probe, dtype=torch.float64)
+    dist.all_reduce(probe_t)
+    probe_ms = probe_t.sum().item() / (2 * dist.get_world_size())  # mean over ranks, before and after
     # The median step's per-rank breakdown (steps 1..N).
     order = sorted(range(1, len(times)), key=lambda k: times[k])
     mid = order[len(order) // 2]
@@ -157,7 +168,7 @@ def time_case(plan_dir: str, model_path: str, fmt: str, scale: Scale, dtype: tor
     breakdown = [dict(zip(names, r)) for r in per_rank[mid]]
     return {"dir": plan_dir, "model": model_path, "format": fmt, "P": plan.devices, "S": plan.num_stages,
             "M": M, "first_step_ms": times[0], "steps_ms": times[1:], "median_ms": statistics.median(times[1:]),
-            "median_step_ranks": breakdown}
+            "median_step_ranks": breakdown, "probe_ms": probe_ms}
 
 
 def scale_parser(ap: argparse.ArgumentParser) -> None:
