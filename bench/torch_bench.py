@@ -79,9 +79,23 @@ class Row:
     sim_busy_ms: list[float]
     measured_ms: float = 0.0
     ranks: list[dict] = dataclasses.field(default_factory=list)  # the median step, per rank
+    sim_ops_ms: float = 0.0  # posted, on the costs of the ops PyTorch runs (fused B for B-only schedules)
+    same_partition: bool = True
     load: float = 1.0  # the load probe's sweep around this schedule's steps / the same sweep during the profile
     first_step_ms: float = 0.0
     spread: tuple[float, float] = (0.0, 0.0)
+
+
+def b_only(pt_dir: str) -> bool:
+    """Whether the exported schedule runs only fused backwards (no I or W cell)."""
+    with open(os.path.join(pt_dir, "compute_only.csv")) as f:
+        cells = [c for line in f for c in line.strip().split(",") if c]
+    return not any(re.fullmatch(r"\d+[IW]\d+", c) for c in cells)
+
+
+def stage_layers(pt_dir: str) -> list:
+    with open(os.path.join(pt_dir, "plan.json")) as f:
+        return [(s["rank"], s["layers"]) for s in json.load(f)["stages"]]
 
 
 def ranks(values: list[float]) -> list[int]:
@@ -141,11 +155,12 @@ def main(argv=None) -> int:
         mdir = os.path.join(work, name)
         os.makedirs(mdir, exist_ok=True)
         profiled = os.path.join(mdir, "profiled.yaml")
+        fused = os.path.join(mdir, "profiled-fused.yaml")
         shape = ["--hidden", str(hidden), "--seq", str(args.seq), "--vocab", str(args.vocab)]
         log(f"{name}: profiling (hidden {hidden})")
         table = sh([exe, "profile", "--backend", "torch", model, "--cluster", cluster, "-o", profiled, *shape,
                     "--rows", str(args.rows_per_microbatch), "--threads", "1", "--repeats", str(args.repeats),
-                    "--warmup", "2", "--concurrent", str(args.concurrent or P)], env=env)
+                    "--warmup", "2", "--concurrent", str(args.concurrent or P), "--also-fused", fused], env=env)
         f_ms = [float(line.split()[3]) for line in table.splitlines()[2:] if len(line.split()) >= 11
                 and not line.startswith("sweep")]
         probe_profile = float(re.search(r"^sweep of the model .*: ([0-9.]+) ms", table, re.M).group(1))
@@ -164,7 +179,20 @@ def main(argv=None) -> int:
             stages = int(re.search(r"S = (\d+) stages", out).group(1))
             rv, _ = simulate(exe, sched, "rendezvous")
             po, busy = simulate(exe, sched, "posted")
-            rows.append(Row(label, stages, rv, po, busy))
+            row = Row(label, stages, rv, po, busy)
+            if b_only(os.path.join(sdir, "pt")):
+                # PyTorch runs each B as one fused backward, cheaper than its I + W: the same schedule
+                # made on the fused-B costs (the same partition, else the row says so).
+                fsched = os.path.join(sdir, "schedule-fused.yaml")
+                sh([exe, cmd, fused, "--cluster", cluster, "--devices", str(P), "--microbatches", str(M), *flags,
+                    *extra, "-o", fsched])
+                sh([exe, "export", fsched, "--to", "pytorch", "-o", os.path.join(sdir, "pt-fused"), "--model", fused,
+                    "--cluster", cluster])
+                row.sim_ops_ms, row.sim_busy_ms = simulate(exe, fsched, "posted")
+                row.same_partition = stage_layers(os.path.join(sdir, "pt")) == stage_layers(os.path.join(sdir, "pt-fused"))
+            else:
+                row.sim_ops_ms = po
+            rows.append(row)
             cases += ["--case", os.path.join(sdir, "pt"), profiled]
         log(f"{name}: timing {len(rows)} schedules in PyTorch (P = {P}, {args.steps} steps each)")
         res_json = os.path.join(mdir, "steptime.json")
@@ -194,22 +222,26 @@ def print_table(name, hidden, max_f, unpiped, rows: list[Row], P, M, args) -> No
     sim = [r.sim_posted_ms for r in rows]
     meas = [r.measured_ms for r in rows]
     norm = [r.measured_ms / r.load for r in rows]
-    rs, rm, rn = ranks(sim), ranks(meas), ranks(norm)
+    ops = [r.sim_ops_ms for r in rows]
+    rs, rm, rn, ro = ranks(sim), ranks(meas), ranks(norm), ranks(ops)
     print(f"### {name}: hidden {hidden}, {args.rows_per_microbatch} x {args.seq} tokens per microbatch, float32, "
           f"P = {P}, M = {M}; heaviest layer F {max_f:.1f} ms (profiled with {args.concurrent or P} processes at once)")
     print()
     print("| schedule | stages | simulated (rendezvous) | simulated (posted) | measured (median) | steps min-max | "
-          "first step | measured/simulated | load | measured/(simulated x load) | rank sim | rank measured | "
-          "rank measured/load |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for r, a, b, c in zip(rows, rs, rm, rn):
+          "first step | measured/simulated | load | measured/(simulated x load) | simulated, B fused | "
+          "measured/(that x load) | rank sim | rank sim B fused | rank measured | rank measured/load |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for r, a, b, c, e in zip(rows, rs, rm, rn, ro):
+        fused = f"{r.sim_ops_ms:.1f} ms" + ("" if r.same_partition else " (other partition)") \
+            if r.sim_ops_ms != r.sim_posted_ms else "(split)"
         print(f"| {r.label} | {r.stages} | {r.sim_rendezvous_ms:.1f} ms | {r.sim_posted_ms:.1f} ms | "
               f"{r.measured_ms:.1f} ms | {r.spread[0]:.0f}-{r.spread[1]:.0f} | {r.first_step_ms:.0f} ms | "
               f"{r.measured_ms / r.sim_posted_ms:.3f} | {r.load:.3f} | {r.measured_ms / (r.sim_posted_ms * r.load):.3f} | "
-              f"{a} | {b} | {c} |")
-    print(f"| unpipelined (1 process) | 1 | | | {unpiped:.1f} ms | | | | | | | | |")
+              f"{fused} | {r.measured_ms / (r.sim_ops_ms * r.load):.3f} | {a} | {e} | {b} | {c} |")
+    print(f"| unpipelined (1 process) | 1 | | | {unpiped:.1f} ms | | | | | | | | | | | |")
     print()
-    print("Where the time goes in the median step, per rank: simulated busy (the profiled F/I/W of its ops), "
+    print("Where the time goes in the median step, per rank: simulated busy (the profiled F/I/W of its ops; "
+          "fused B for B-only schedules), "
           "measured busy (PyTorch's compute actions, timed inside the runtime), waiting for receives, and the "
           "rest (the runtime's work between actions: posting, bookkeeping).")
     print()

@@ -45,6 +45,7 @@ struct ProfileFlags {
   int threads = 0;
   int concurrent = 0;
   std::string method;
+  std::string also_fused;
   std::string dtype;
   std::string device;
   // Which flags were given (some belong to one kind of backend only).
@@ -80,7 +81,10 @@ int run_torch_profile(const ProfileFlags& f) {
           "{} applies to --backend host and cuda; --backend torch takes --hidden, --seq, --vocab, --rows, "
           "--dtype, --threads, --device",
           host_only)));
-  if (Status st = check_outputs({{f.output, "-o"}}, {f.model, f.cluster}); !st.is_ok()) return report_error(st);
+  if (Status st = check_outputs({{f.output, "-o"}, {f.also_fused, "--also-fused"}}, {f.model, f.cluster}); !st.is_ok())
+    return report_error(st);
+  if (!f.also_fused.empty() && f.output == "-")
+    return report_error(Status::bad_input("--also-fused needs -o (the profile written to a file)"));
   const std::string python = find_python();
   std::vector<std::string> args = {python, "-m", "pipesmith.torch.profile", f.model, "-o", f.output,
                                    "--repeats", std::to_string(f.repeats), "--warmup", std::to_string(f.warmup)};
@@ -95,6 +99,7 @@ int run_torch_profile(const ProfileFlags& f) {
   add_int("--threads", f.threads);
   add_int("--concurrent", f.concurrent);
   if (!f.method.empty()) args.insert(args.end(), {"--method", f.method});
+  if (!f.also_fused.empty()) args.insert(args.end(), {"--also-fused", f.also_fused});
   if (!f.dtype.empty()) args.insert(args.end(), {"--dtype", f.dtype});
   if (!f.device.empty()) args.insert(args.end(), {"--device", f.device});
   const std::string python_path = source_dir() + "/python";
@@ -131,7 +136,7 @@ int run_profile(const ProfileFlags& f) {
   if (f.backend != "host" && f.backend != "cuda")
     return report_error(Status::bad_input(fmt::format("--backend must be host, cuda or torch, got '{}'", f.backend)));
   for (const char* torch_only : {"--hidden", "--seq", "--vocab", "--rows", "--dtype", "--threads", "--device", "--method",
-                                 "--concurrent"})
+                                 "--concurrent", "--also-fused"})
     if (given(f, torch_only))
       return report_error(Status::bad_input(fmt::format("{} applies to --backend torch only", torch_only)));
   if (f.tokens < 1 || f.tokens > 1 << 16) return report_error(Status::bad_input("--tokens must be in 1..65536"));
@@ -225,11 +230,14 @@ Runner add_profile(CLI::App& app) {
                   std::string(torch_only) + "processes sweeping at once, the measured one included (default 1; "
                                             "P ranks on one machine load it so)")
       ->check(flags::integer_in(1, 64));
+  sub->add_option("--also-fused", f->also_fused,
+                  std::string(torch_only) + "also write the profile with I and W scaled so that I + W is the "
+                                            "measured fused B (for schedules that run B only; docs/pytorch.md)");
   sub->add_option("--device", f->device, std::string(torch_only) + "cpu (default) or cuda (CUDA event timing)")
       ->check(CLI::IsMember({"cpu", "cuda"}));
   return [f, sub] {
     for (const char* name : {"--scale", "--tokens", "--widths", "--timeout", "--hidden", "--seq", "--vocab", "--rows",
-                             "--dtype", "--threads", "--device", "--method", "--concurrent"})
+                             "--dtype", "--threads", "--device", "--method", "--concurrent", "--also-fused"})
       if (sub->count(name) > 0) f->given.push_back(name);
     return run_profile(*f);
   };

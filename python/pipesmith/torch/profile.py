@@ -93,9 +93,14 @@ class TypeProfile:
     params_m: float
     samples: int                # timings the medians are over (layers of the type x repeats)
 
-    def numbers(self) -> dict[str, float]:
-        return {"forward_ms": self.forward_ms, "backward_input_ms": self.backward_input_ms,
-                "backward_weight_ms": self.backward_weight_ms, "activation_mb": self.activation_mb,
+    def numbers(self, backward: str = "split") -> dict[str, float]:
+        """The seven schema numbers. ``backward="fused"`` scales I and W so that I + W is the measured
+        fused B (the schema's B costs I + W): for costing schedules that run only B."""
+        i, w = self.backward_input_ms, self.backward_weight_ms
+        if backward == "fused" and i + w > 0:
+            i, w = i * self.backward_ms / (i + w), w * self.backward_ms / (i + w)
+        return {"forward_ms": self.forward_ms, "backward_input_ms": i,
+                "backward_weight_ms": w, "activation_mb": self.activation_mb,
                 "wgrad_stash_mb": self.wgrad_stash_mb, "output_mb": self.output_mb, "params_m": self.params_m}
 
 
@@ -500,7 +505,8 @@ def _num(v: float) -> float:
     return float(f"{v:.6g}")
 
 
-def profiled_yaml(source_path: str, result: ProfileResult, cluster_path: str | None = None) -> str:
+def profiled_yaml(source_path: str, result: ProfileResult, cluster_path: str | None = None,
+                  backward: str = "split") -> str:
     """The text of the profiled model YAML (see the module docstring)."""
     try:
         with open(source_path, encoding="utf-8") as f:
@@ -511,7 +517,7 @@ def profiled_yaml(source_path: str, result: ProfileResult, cluster_path: str | N
     model["name"] = f"{model.get('name', result.model)}-profiled"
     for t in result.types:
         entry = model["layer_types"][t.symbol]
-        for k, v in t.numbers().items():
+        for k, v in t.numbers(backward).items():
             entry[k] = _num(v)
     if cluster_path is not None:
         try:
@@ -533,6 +539,8 @@ def profiled_yaml(source_path: str, result: ProfileResult, cluster_path: str | N
     for t in result.types:
         head.append(f"#   {t.symbol}  {t.layer}  {t.forward_ms:.4g}  {t.backward_input_ms:.4g}  "
                     f"{t.backward_weight_ms:.4g}  {t.backward_ms:.4g} ({t.backward_input_ms + t.backward_weight_ms:.4g})")
+    if backward == "fused":
+        head.append("# --backward fused: I and W scaled so that I + W is the fused B above (schedules that run B only)")
     if result.sweep_ms:
         head.append(f"# sweep_ms: {result.sweep_ms:.6g} (one sweep of every layer's F + I + W: the load probe of bench/torch)")
     if result.unprofiled:
@@ -619,6 +627,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("-o", "--output", default="-", help="model YAML to write (- = stdout, the default; "
                                                         "otherwise a table is printed)")
     ap.add_argument("--cluster", help="cluster YAML to put into the output (replaces the model's cluster:)")
+    ap.add_argument("--backward", default="split", choices=["split", "fused"],
+                    help="split (default): I and W as measured; fused: I and W scaled so that I + W is the "
+                         "measured fused B (PyTorch's B costs less than its I + W)")
+    ap.add_argument("--also-fused", metavar="PATH",
+                    help="also write the --backward fused YAML of the same measurement here")
     options_parser(ap)
     args = ap.parse_args(argv)
     try:
@@ -635,13 +648,17 @@ def main(argv: list[str] | None = None) -> int:
         except ImportError as e:
             raise ProfileError(f"PyTorch does not import ({e}): install it (python/requirements.txt)") from None
         result = profile_model(spec, opts, progress=None)
-        text = profiled_yaml(args.model, result, args.cluster)
+        text = profiled_yaml(args.model, result, args.cluster, args.backward)
         if args.output == "-":
             sys.stdout.write(text)
             return 0
         sys.stdout.write(format_table(result))
         write_atomic(args.output, text, (args.model, args.cluster or ""))
         print(f"wrote {args.output}")
+        if args.also_fused:
+            write_atomic(args.also_fused, profiled_yaml(args.model, result, args.cluster, "fused"),
+                         (args.model, args.cluster or "", args.output))
+            print(f"wrote {args.also_fused}")
         return 0
     except (ProfileError, ModelFileError) as e:
         print(f"pipesmith profile: error: {e}", file=sys.stderr)
