@@ -144,6 +144,8 @@ def test_cli_profile_backend_torch_bad_input(tmp_path):
     assert p.returncode == 1 and "--scale applies to --backend host and cuda" in p.stderr
     p = _pipesmith("profile", model, "--hidden", "64")
     assert p.returncode == 1 and "--hidden applies to --backend torch only" in p.stderr
+    p = _pipesmith("profile", "--backend", "torch", model, "--also-fused", str(tmp_path / "f.yaml"))
+    assert p.returncode == 1 and "--also-fused needs -o" in p.stderr
     p = _pipesmith("profile", "--backend", "torch", model, "-o", model)
     assert p.returncode == 1 and "llama2-7b.yaml" in p.stderr
     p = _pipesmith("profile", "--backend", "torch", str(tmp_path / "missing.yaml"), "--hidden", "8")
@@ -172,3 +174,74 @@ def test_module_errors(tmp_path):
         write_atomic(str(src), "y", (str(src),))
     assert src.read_text() == "x"
     assert not [f for f in os.listdir(tmp_path) if f.endswith(".tmp")]
+
+
+def test_fused_numbers_make_i_plus_w_the_fused_b(gemma_profile):
+    _, result, _ = gemma_profile
+    for t in result.types:
+        n = t.numbers("fused")
+        if t.backward_input_ms + t.backward_weight_ms > 0:
+            assert n["backward_input_ms"] + n["backward_weight_ms"] == pytest.approx(t.backward_ms)
+        assert n["forward_ms"] == t.forward_ms and n["activation_mb"] == t.activation_mb
+
+
+def test_steptime_counts_the_actions_it_times(tmp_path):
+    """pipesmith.torch.steptime on a 1F1B plan (P = 2, M = 4): every rank times 2M compute actions
+    (F and B of each microbatch), and the step splits into busy, wait and the rest."""
+    import json
+    from conftest import export, torchrun
+    model = model_path("llama2-7b")
+    cli("baseline", model, "--devices", "2", "--microbatches", "4", "--schedule", "1f1b", "-o", str(tmp_path / "s.yaml"))
+    export(str(tmp_path / "s.yaml"), str(tmp_path / "pt"), model)
+    out = tmp_path / "t.json"
+    rc, log = torchrun(2, ["-m", "pipesmith.torch.steptime", "--case", str(tmp_path / "pt"), model, "--steps", "1",
+                           "--hidden", "16", "--seq", "8", "--vocab", "64", "--rows-per-microbatch", "1",
+                           "--json", str(out)], timeout=120)
+    assert rc == 0, log[-4000:]
+    (r,) = json.loads(out.read_text())
+    assert r["P"] == 2 and r["M"] == 4 and len(r["steps_ms"]) == 1 and r["probe_ms"] > 0
+    for rank in r["median_step_ranks"]:
+        assert rank["actions"] == 8
+        assert rank["F_ms"] > 0 and rank["B_ms"] > 0 and rank["I_ms"] == 0 and rank["W_ms"] == 0
+        assert rank["F_ms"] + rank["B_ms"] + rank["wait_ms"] <= rank["step_ms"]
+
+
+_COUNT_BACKWARDS = r'''
+import json, sys, torch, torch.distributed as dist
+from torch.distributed.pipelining import stage as stage_mod
+calls = {"input": 0, "full": 0}
+orig_input, orig_full = stage_mod.stage_backward_input, stage_mod.stage_backward
+def count_input(*a, **k):
+    calls["input"] += 1
+    return orig_input(*a, **k)
+def count_full(*a, **k):
+    calls["full"] += 1
+    return orig_full(*a, **k)
+stage_mod.stage_backward_input, stage_mod.stage_backward = count_input, count_full
+from pipesmith.torch import steptime
+from pipesmith.torch.reference import Scale
+torch.set_num_threads(1)
+dist.init_process_group("gloo")
+steptime.time_case(sys.argv[1], sys.argv[2], "compute_comms", Scale(hidden=8, seq=4, vocab=16), torch.float64, 1, 1)
+print("COUNTS", dist.get_rank(), json.dumps(calls), flush=True)
+dist.destroy_process_group()
+'''
+
+
+def test_pytorch_first_stage_runs_its_split_backward_as_one_full_backward(tmp_path):
+    """What the profile's embedding numbers and docs/pytorch.md ("Measured vs simulated") rely on:
+    in a ZB-H1 step PyTorch's first stage never calls stage_backward_input; each of its W runs a full
+    stage_backward. The last stage calls stage_backward_input once per microbatch and no full backward.
+    Counted over 2 steps (the probe sweeps call neither)."""
+    from conftest import export, torchrun
+    model = model_path("llama2-7b")
+    cli("baseline", model, "--devices", "2", "--microbatches", "4", "--schedule", "zb-h1", "-o", str(tmp_path / "s.yaml"))
+    export(str(tmp_path / "s.yaml"), str(tmp_path / "pt"), model)
+    script = tmp_path / "count.py"
+    script.write_text(_COUNT_BACKWARDS)
+    rc, log = torchrun(2, [str(script), str(tmp_path / "pt"), model], timeout=120)
+    assert rc == 0, log[-4000:]
+    import json
+    counts = {int(l.split()[1]): json.loads(l.split(" ", 2)[2]) for l in log.splitlines() if l.startswith("COUNTS")}
+    assert counts[0] == {"input": 0, "full": 8}, counts   # 2 steps x M = 4
+    assert counts[1] == {"input": 8, "full": 0}, counts
