@@ -2,26 +2,33 @@
 
     python -m pipesmith.torch.profile MODEL.yaml [-o OUT.yaml] [--cluster CLUSTER.yaml]
         [--hidden H] [--seq T] [--vocab V] [--rows-per-microbatch B] [--dtype float32|float64|bfloat16]
-        [--threads N] [--device cpu|cuda] [--warmup K] [--repeats R] [--user-model MODULE:FUNCTION]
+        [--threads N] [--device cpu|cuda] [--warmup K] [--repeats R] [--method chain|isolated]
+        [--concurrent N] [--backward split|fused] [--also-fused PATH] [--user-model MODULE:FUNCTION]
 
 (``pipesmith profile --backend torch MODEL.yaml ...`` runs this module.)
 
 Method. The model is the reference transformer of MODEL.yaml (:mod:`pipesmith.torch.reference`) at the
 given width, or the one ``FUNCTION(spec, scale)`` from ``MODULE`` builds (it must have the reference's
-``chain`` of layers speaking the carry layout). Each layer type is measured on the first layer of
-that type: the layers before it run once without gradients on a random batch of B rows, which gives
-the layer its real inputs; then, ``warmup`` times unmeasured and ``repeats`` times measured, on fresh
-input leaves (as a ``PipelineStage`` receives them):
+``chain`` of layers speaking the carry layout). Each layer runs as a one-layer stage on fresh input
+leaves (as a ``PipelineStage`` receives them), ``warmup`` times unmeasured and ``repeats`` times
+measured:
 
 * **F**: the layer's forward (for the model's last layer, the loss too, as PyTorch's last stage does);
 * **I**: ``stage_backward_input`` (PyTorch's own, ``torch.distributed.pipelining._backward``):
   ``torch.autograd.grad`` of the outputs with respect to the inputs, keeping the graph and the
   gradients the weight pass starts from;
 * **W**: ``stage_backward_weight``: ``torch.autograd.grad`` with respect to the parameters from those;
-* **B** (fused, for reference): a fresh forward, then ``stage_backward`` (``torch.autograd.backward``).
+* **B** (fused, for reference): ``stage_backward`` (``torch.autograd.backward``).
+
+A layer without floating inputs (the embedding) has no I and a whole backward as W, as PyTorch's
+first stage. ``method="chain"`` (default) times every layer in sweeps of the whole model (every F in
+order, every I in reverse, every W, then every B after a second forward sweep), and a type's numbers
+are medians over its layers and the repeats; ``method="isolated"`` times each type's first layer
+alone (its weights then stay in the cache). ``concurrent`` = N runs N - 1 other processes sweeping
+meanwhile, as N ranks load the machine.
 
 Times are medians over the repeats: wall clock after ``torch.set_num_threads(threads)`` on the CPU,
-``torch.cuda.Event`` pairs on CUDA. Memory per microbatch comes from one extra, untimed repeat under
+``torch.cuda.Event`` pairs on CUDA. Memory per microbatch comes from one extra, untimed repeat of the type's first layer under
 ``torch.autograd.graph.saved_tensors_hooks`` that follows every tensor autograd saves until its node
 is freed (parameters excluded, shared storages counted once): ``activation_mb`` = max(saved bytes
 after F, bytes after I), ``wgrad_stash_mb`` = bytes after I (the saved tensors still held plus the
