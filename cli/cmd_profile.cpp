@@ -106,7 +106,9 @@ int run_torch_profile(const ProfileFlags& f) {
   std::fflush(stdout);
   std::fflush(stderr);
   const pid_t pid = fork();
-  if (pid < 0) return report_error(Status::error(ErrorCode::kRuntime, fmt::format("cannot fork: {}", std::strerror(errno))));
+  if (pid < 0)
+    return report_error(
+        Status::error(ErrorCode::kRuntime, fmt::format("cannot fork: {}", std::strerror(errno))));
   if (pid == 0) {
     const char* old = std::getenv("PYTHONPATH");
     const std::string pp = old && *old ? python_path + ":" + old : python_path;
@@ -135,8 +137,8 @@ int run_profile(const ProfileFlags& f) {
   if (f.backend == "torch") return run_torch_profile(f);
   if (f.backend != "host" && f.backend != "cuda")
     return report_error(Status::bad_input(fmt::format("--backend must be host, cuda or torch, got '{}'", f.backend)));
-  for (const char* torch_only : {"--hidden", "--seq", "--vocab", "--rows", "--dtype", "--threads", "--device", "--method",
-                                 "--concurrent", "--also-fused"})
+  for (const char* torch_only : {"--hidden", "--seq", "--vocab", "--rows", "--dtype", "--threads",
+                                 "--device", "--method", "--concurrent", "--also-fused"})
     if (given(f, torch_only))
       return report_error(Status::bad_input(fmt::format("{} applies to --backend torch only", torch_only)));
   if (f.tokens < 1 || f.tokens > 1 << 16) return report_error(Status::bad_input("--tokens must be in 1..65536"));
