@@ -245,3 +245,18 @@ def test_pytorch_first_stage_runs_its_split_backward_as_one_full_backward(tmp_pa
     counts = {int(l.split()[1]): json.loads(l.split(" ", 2)[2]) for l in log.splitlines() if l.startswith("COUNTS")}
     assert counts[0] == {"input": 0, "full": 8}, counts   # 2 steps x M = 4
     assert counts[1] == {"input": 8, "full": 0}, counts
+
+
+def test_link_measures_two_local_processes_and_writes_a_cluster(tmp_path):
+    out = tmp_path / "gloo.yaml"
+    p = subprocess.run([sys.executable, "-m", "pipesmith.torch.link", "-o", str(out), "--sizes-kb", "1,16384",
+                        "--repeats", "3", "--warmup", "1"], capture_output=True, text=True, timeout=120,
+                       env=_env(PYTHONPATH=os.path.join(ROOT, "python")), cwd=ROOT)
+    assert p.returncode == 0, p.stdout + p.stderr
+    text = out.read_text()
+    assert "gloo-localhost" in text and "# Worst relative error" in text
+    lowered = cli("lower", model_path("llama2-7b"), "--cluster", str(out))
+    assert "gloo-localhost" in lowered.stdout
+    p = subprocess.run([sys.executable, "-m", "pipesmith.torch.link", "--sizes-kb", "4"], capture_output=True,
+                       text=True, timeout=60, env=_env(PYTHONPATH=os.path.join(ROOT, "python")), cwd=ROOT)
+    assert p.returncode == 1 and "at least two different sizes" in p.stderr
