@@ -1,10 +1,18 @@
 // `pipesmith profile` — measure each layer type's F/I/W time and memory on a backend (host or cuda)
 // and write a model YAML with the profiled numbers (same schema as configs/models): the loop
-// profile → baseline/synth → run.
+// profile → baseline/synth → run. `--backend torch` measures the PyTorch reference transformer
+// instead: it runs `python -m pipesmith.torch.profile` (python/pipesmith/torch/profile.py) with
+// the flags translated, and returns its exit code.
 #include <fmt/format.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <memory>
 
 #include "cli/commands.h"
@@ -29,11 +37,110 @@ struct ProfileFlags {
   int warmup = 2;
   double timeout_s = 60;
   std::string widths = "cost";
+  // --backend torch only (pipesmith.torch.profile's flags); 0 / "" = that module's default.
+  int hidden = 0;
+  int seq = 0;
+  int vocab = 0;
+  int rows = 0;
+  int threads = 0;
+  int concurrent = 0;
+  std::string method;
+  std::string also_fused;
+  std::string dtype;
+  std::string device;
+  // Which flags were given (some belong to one kind of backend only).
+  std::vector<std::string> given;
 };
 
+bool given(const ProfileFlags& f, const char* flag) {
+  return std::find(f.given.begin(), f.given.end(), flag) != f.given.end();
+}
+
+// The repository this binary was built from (python/ and .venv live there).
+std::string source_dir() {
+#ifdef PIPESMITH_SOURCE_DIR
+  return PIPESMITH_SOURCE_DIR;
+#else
+  return ".";
+#endif
+}
+
+// The Python that runs the torch profiler: $PIPESMITH_PYTHON, else the repository's .venv, else
+// python3 on the PATH.
+std::string find_python() {
+  if (const char* v = std::getenv("PIPESMITH_PYTHON"); v && *v) return v;
+  const std::string venv = source_dir() + "/.venv/bin/python";
+  if (access(venv.c_str(), X_OK) == 0) return venv;
+  return "python3";
+}
+
+int run_torch_profile(const ProfileFlags& f) {
+  for (const char* host_only : {"--scale", "--tokens", "--widths", "--timeout"})
+    if (given(f, host_only))
+      return report_error(Status::bad_input(fmt::format(
+          "{} applies to --backend host and cuda; --backend torch takes --hidden, --seq, --vocab, --rows, "
+          "--dtype, --threads, --device",
+          host_only)));
+  if (Status st = check_outputs({{f.output, "-o"}, {f.also_fused, "--also-fused"}}, {f.model, f.cluster}); !st.is_ok())
+    return report_error(st);
+  if (!f.also_fused.empty() && f.output == "-")
+    return report_error(Status::bad_input("--also-fused needs -o (the profile written to a file)"));
+  const std::string python = find_python();
+  std::vector<std::string> args = {python, "-m", "pipesmith.torch.profile", f.model, "-o", f.output,
+                                   "--repeats", std::to_string(f.repeats), "--warmup", std::to_string(f.warmup)};
+  if (!f.cluster.empty()) args.insert(args.end(), {"--cluster", f.cluster});
+  auto add_int = [&](const char* flag, int v) {
+    if (v > 0) args.insert(args.end(), {flag, std::to_string(v)});
+  };
+  add_int("--hidden", f.hidden);
+  add_int("--seq", f.seq);
+  add_int("--vocab", f.vocab);
+  add_int("--rows-per-microbatch", f.rows);
+  add_int("--threads", f.threads);
+  add_int("--concurrent", f.concurrent);
+  if (!f.method.empty()) args.insert(args.end(), {"--method", f.method});
+  if (!f.also_fused.empty()) args.insert(args.end(), {"--also-fused", f.also_fused});
+  if (!f.dtype.empty()) args.insert(args.end(), {"--dtype", f.dtype});
+  if (!f.device.empty()) args.insert(args.end(), {"--device", f.device});
+  const std::string python_path = source_dir() + "/python";
+  std::fflush(stdout);
+  std::fflush(stderr);
+  const pid_t pid = fork();
+  if (pid < 0)
+    return report_error(
+        Status::error(ErrorCode::kRuntime, fmt::format("cannot fork: {}", std::strerror(errno))));
+  if (pid == 0) {
+    const char* old = std::getenv("PYTHONPATH");
+    const std::string pp = old && *old ? python_path + ":" + old : python_path;
+    setenv("PYTHONPATH", pp.c_str(), 1);
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execvp(argv[0], argv.data());
+    std::fprintf(stderr,
+                 "pipesmith: error: --backend torch: cannot run '%s': %s (set PIPESMITH_PYTHON to a Python with "
+                 "torch, or make the repository's .venv: scripts/install-deps)\n",
+                 python.c_str(), std::strerror(errno));
+    _exit(1);
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR)
+      return report_error(Status::error(ErrorCode::kRuntime, fmt::format("waitpid: {}", std::strerror(errno))));
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  return report_error(Status::error(ErrorCode::kRuntime, fmt::format("--backend torch: {} -m pipesmith.torch.profile "
+                                                                     "ended by signal {}",
+                                                                     python, WTERMSIG(status))));
+}
+
 int run_profile(const ProfileFlags& f) {
+  if (f.backend == "torch") return run_torch_profile(f);
   if (f.backend != "host" && f.backend != "cuda")
-    return report_error(Status::bad_input(fmt::format("--backend must be host or cuda, got '{}'", f.backend)));
+    return report_error(Status::bad_input(fmt::format("--backend must be host, cuda or torch, got '{}'", f.backend)));
+  for (const char* torch_only : {"--hidden", "--seq", "--vocab", "--rows", "--dtype", "--threads",
+                                 "--device", "--method", "--concurrent", "--also-fused"})
+    if (given(f, torch_only))
+      return report_error(Status::bad_input(fmt::format("{} applies to --backend torch only", torch_only)));
   if (f.tokens < 1 || f.tokens > 1 << 16) return report_error(Status::bad_input("--tokens must be in 1..65536"));
   if (!(f.timeout_s > 0) || !std::isfinite(f.timeout_s))
     return report_error(Status::bad_input(fmt::format("--timeout must be a finite number of seconds > 0, got {}", f.timeout_s)));
@@ -90,7 +197,10 @@ Runner add_profile(CLI::App& app) {
   auto f = std::make_shared<ProfileFlags>();
   sub->add_option("model", f->model, "Model YAML (may also hold cluster: and pipeline:)")->required();
   sub->add_option("--cluster", f->cluster, "Cluster YAML (copied into the output)");
-  sub->add_option("--backend", f->backend, "host (default) or cuda");
+  sub->add_option("--backend", f->backend,
+                  "host (default), cuda, or torch: the PyTorch reference transformer of the model, measured by "
+                  "python -m pipesmith.torch.profile (Python: $PIPESMITH_PYTHON, else the repository's .venv, else "
+                  "python3; docs/pytorch.md, 'Profiling')");
   sub->add_option("-o,--output", f->output, "Model YAML to write (default - = stdout; otherwise a table is printed)");
   sub->add_option("--scale", f->scale, "Width multiplier of the executable model (as in `pipesmith run`)")
       ->check(flags::scale());
@@ -101,7 +211,38 @@ Runner add_profile(CLI::App& app) {
   sub->add_option("--warmup", f->warmup, "Unmeasured microbatches first (default 2, at most 1000)")
       ->check(flags::integer_in(0, rt::kMaxProfileRepeats));
   sub->add_option("--timeout", f->timeout_s, "Watchdog seconds (default 60)")->check(flags::timeout_s());
-  return [f] { return run_profile(*f); };
+  const char* torch_only = "--backend torch: ";
+  sub->add_option("--hidden", f->hidden, std::string(torch_only) + "hidden size of the reference model (default 256)")
+      ->check(flags::integer_in(2, 1 << 16));
+  sub->add_option("--seq", f->seq, std::string(torch_only) + "tokens per sequence (default 64)")
+      ->check(flags::integer_in(1, 1 << 16));
+  sub->add_option("--vocab", f->vocab, std::string(torch_only) + "vocabulary of the reference model (default 512)")
+      ->check(flags::integer_in(2, 1 << 20));
+  sub->add_option("--rows", f->rows, std::string(torch_only) + "sequences per microbatch (default 2)")
+      ->check(flags::integer_in(1, 1 << 16));
+  sub->add_option("--dtype", f->dtype, std::string(torch_only) + "float32 (default), float64 or bfloat16")
+      ->check(CLI::IsMember({"float32", "float64", "bfloat16"}));
+  sub->add_option("--threads", f->threads, std::string(torch_only) + "torch.set_num_threads (default 1)")
+      ->check(flags::integer_in(1, 1024));
+  sub->add_option("--method", f->method,
+                  std::string(torch_only) + "chain (default: every layer timed in sweeps of the whole model) or "
+                                            "isolated (each type's first layer alone)")
+      ->check(CLI::IsMember({"chain", "isolated"}));
+  sub->add_option("--concurrent", f->concurrent,
+                  std::string(torch_only) + "processes sweeping at once, the measured one included (default 1; "
+                                            "P ranks on one machine load it so)")
+      ->check(flags::integer_in(1, 64));
+  sub->add_option("--also-fused", f->also_fused,
+                  std::string(torch_only) + "also write the profile with I and W scaled so that I + W is the "
+                                            "measured fused B (for schedules that run B only; docs/pytorch.md)");
+  sub->add_option("--device", f->device, std::string(torch_only) + "cpu (default) or cuda (CUDA event timing)")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
+  return [f, sub] {
+    for (const char* name : {"--scale", "--tokens", "--widths", "--timeout", "--hidden", "--seq", "--vocab", "--rows",
+                             "--dtype", "--threads", "--device", "--method", "--concurrent", "--also-fused"})
+      if (sub->count(name) > 0) f->given.push_back(name);
+    return run_profile(*f);
+  };
 }
 
 }  // namespace ps::cli

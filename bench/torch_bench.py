@@ -1,0 +1,259 @@
+"""bench/torch's body: measured PyTorch step times against pipesmith's simulation (run bench/torch).
+
+For each model: profile its layer types with PyTorch (`pipesmith profile --backend torch`), measure
+the gloo link (`python -m pipesmith.torch.link`, once), write each schedule with the CLI on the
+profiled costs and the measured link (`pipesmith synth`, and `pipesmith baseline` for 1F1B,
+interleaved 1F1B, ZB-H1 and ZB-V), export it (`pipesmith export --to pytorch`), simulate it
+(`pipesmith simulate`, rendezvous and posted semantics), and time it in PyTorch
+(`torchrun -m pipesmith.torch.steptime`: P ranks, one thread each, 1 + N steps, median of the N);
+and the unpipelined step (one process, every microbatch's F and backward in turn). Prints one
+Markdown table per model and a summary; progress goes to stderr.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+
+# model, hidden size: each picked so that its heaviest layer's F takes >= 5 ms on one CPU thread here
+# (the table states the measured F) and the whole bench runs in a few minutes on 2 cores.
+MODELS = {"llama2-7b": 256, "gemma-like": 320, "gpt-oss-like": 176}
+SCHEDULES = [  # label, command, flags
+    ("synth", "synth", []),
+    ("1f1b", "baseline", ["--schedule", "1f1b"]),
+    ("interleaved-1f1b", "baseline", ["--schedule", "interleaved-1f1b"]),
+    ("zb-h1", "baseline", ["--schedule", "zb-h1"]),
+    ("zbv", "baseline", ["--schedule", "zbv"]),
+]
+
+
+def log(msg: str) -> None:
+    print(f"bench/torch: {msg}", file=sys.stderr, flush=True)
+
+
+def sh(cmd: list[str], timeout: float = 900, env: dict | None = None, ok=(0,)) -> str:
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT, env=env,
+                         start_new_session=True)
+    try:
+        out, _ = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        out, _ = p.communicate()
+        raise SystemExit(f"bench/torch: timed out after {timeout:.0f} s: {' '.join(cmd)}\n{out[-4000:]}")
+    if p.returncode not in ok:
+        raise SystemExit(f"bench/torch: exit {p.returncode}: {' '.join(cmd)}\n{out[-4000:]}")
+    return out
+
+
+def simulate(exe: str, schedule: str, semantics: str) -> tuple[float, list[float]]:
+    """(makespan ms, busy ms per device) of ``pipesmith simulate``."""
+    # The schedule's certificate names rendezvous; under another semantics simulate reports that one
+    # mismatch, or also its makespan's (exit 3), and still prints the timing.
+    out = sh([exe, "simulate", schedule, "--semantics", semantics], ok=(0, 3))
+    if "INVALID" in out and not re.search(r"INVALID under \w+ semantics: (\d+) violations? \(certificate.mismatch x\1\)", out):
+        raise SystemExit(f"bench/torch: `pipesmith simulate {schedule} --semantics {semantics}`:\n{out}")
+    m = re.search(r"^makespan_ms\s+([0-9.eE+-]+)", out, re.M)
+    if not m:
+        raise SystemExit(f"bench/torch: no makespan_ms in `pipesmith simulate {schedule}`:\n{out}")
+    busy = [float(b) for b in re.findall(r"^\d+\s+([0-9.eE+-]+)\s+[0-9.eE+-]+\s+[0-9.eE+-]+\s+\d+\s+\d+$", out, re.M)]
+    return float(m.group(1)), busy
+
+
+@dataclasses.dataclass
+class Row:
+    label: str
+    stages: int
+    sim_rendezvous_ms: float
+    sim_posted_ms: float
+    sim_busy_ms: list[float]
+    measured_ms: float = 0.0
+    ranks: list[dict] = dataclasses.field(default_factory=list)  # the median step, per rank
+    sim_ops_ms: float = 0.0  # posted, on the costs of the ops PyTorch runs (fused B for B-only schedules)
+    same_partition: bool = True
+    load: float = 1.0  # the load probe's sweep around this schedule's steps / the same sweep during the profile
+    first_step_ms: float = 0.0
+    spread: tuple[float, float] = (0.0, 0.0)
+
+
+def b_only(pt_dir: str) -> bool:
+    """Whether the exported schedule runs only fused backwards (no I or W cell)."""
+    with open(os.path.join(pt_dir, "compute_only.csv")) as f:
+        cells = [c for line in f for c in line.strip().split(",") if c]
+    return not any(re.fullmatch(r"\d+[IW]\d+", c) for c in cells)
+
+
+def stage_layers(pt_dir: str) -> list:
+    with open(os.path.join(pt_dir, "plan.json")) as f:
+        return [(s["rank"], s["layers"]) for s in json.load(f)["stages"]]
+
+
+def ranks(values: list[float]) -> list[int]:
+    order = sorted(range(len(values)), key=lambda i: values[i])
+    r = [0] * len(values)
+    for pos, i in enumerate(order):
+        r[i] = pos + 1
+    return r
+
+
+def main(argv=None) -> int:
+    from pipesmith.torch.profile import ProfileOptions
+    d = ProfileOptions()
+    ap = argparse.ArgumentParser(prog="bench/torch", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--models", default=",".join(MODELS), help="comma-separated shipped models (configs/models)")
+    ap.add_argument("--hidden", type=int, default=0, help="hidden size for every model (default: per model)")
+    ap.add_argument("--seq", type=int, default=d.seq)
+    ap.add_argument("--vocab", type=int, default=d.vocab)
+    ap.add_argument("--rows-per-microbatch", type=int, default=d.rows)
+    ap.add_argument("--devices", type=int, default=2)
+    ap.add_argument("--microbatches", type=int, default=4)
+    ap.add_argument("--steps", type=int, default=5, help="timed steps per schedule, after one untimed (default 5)")
+    ap.add_argument("--repeats", type=int, default=7, help="profile repeats per layer type (default 7)")
+    ap.add_argument("--concurrent", type=int, default=0,
+                    help="profile with this many processes sweeping at once (default: P, as the ranks run)")
+    ap.add_argument("--evaluations", type=int, default=30, help="pipesmith synth --evaluations (default 30)")
+    ap.add_argument("--keep", help="keep every file under this folder (default: a temporary one)")
+    ap.add_argument("--json", help="also write the rows as JSON here")
+    args = ap.parse_args(argv)
+    exe = os.environ.get("PIPESMITH") or os.path.join(os.environ.get("PIPESMITH_BUILD_DIR", os.path.join(ROOT, "build")),
+                                                      "cli", "pipesmith")
+    if not os.access(exe, os.X_OK):
+        raise SystemExit(f"bench/torch: no pipesmith at {exe}: build it (make build) or set PIPESMITH")
+    work = args.keep or tempfile.mkdtemp(prefix="bench-torch-")
+    os.makedirs(work, exist_ok=True)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.path.join(ROOT, "python") + os.pathsep + env.get("PYTHONPATH", "")
+    env["OMP_NUM_THREADS"] = "1"
+    env["PIPESMITH_PYTHON"] = sys.executable
+    import torch
+    from pipesmith.torch.reference import Scale
+    from pipesmith.torch.steptime import unpipelined_step_ms
+    P, M = args.devices, args.microbatches
+    t_start = time.monotonic()
+
+    log("measuring the gloo link (2 processes)")
+    cluster = os.path.join(work, "gloo-link.yaml")
+    sh([sys.executable, "-m", "pipesmith.torch.link", "-o", cluster, "--devices", str(P), "--repeats", "15"], env=env)
+    link_text = open(cluster).read()
+    link = re.search(r"link: \{bandwidth_gb_per_s: ([0-9.e+-]+), latency_us: ([0-9.e+-]+)\}", link_text)
+    print(f"Link (gloo, localhost, measured): latency {float(link.group(2)):.1f} us, "
+          f"bandwidth {float(link.group(1)):.3g} GB/s\n")
+    all_rows = {}
+    for name in args.models.split(","):
+        hidden = args.hidden or MODELS.get(name, d.hidden)
+        model = os.path.join(ROOT, "configs", "models", f"{name}.yaml")
+        mdir = os.path.join(work, name)
+        os.makedirs(mdir, exist_ok=True)
+        profiled = os.path.join(mdir, "profiled.yaml")
+        fused = os.path.join(mdir, "profiled-fused.yaml")
+        shape = ["--hidden", str(hidden), "--seq", str(args.seq), "--vocab", str(args.vocab)]
+        log(f"{name}: profiling (hidden {hidden})")
+        table = sh([exe, "profile", "--backend", "torch", model, "--cluster", cluster, "-o", profiled, *shape,
+                    "--rows", str(args.rows_per_microbatch), "--threads", "1", "--repeats", str(args.repeats),
+                    "--warmup", "2", "--concurrent", str(args.concurrent or P), "--also-fused", fused], env=env)
+        f_ms = [float(line.split()[3]) for line in table.splitlines()[2:] if len(line.split()) >= 11
+                and not line.startswith("sweep")]
+        probe_profile = float(re.search(r"^sweep of the model .*: ([0-9.]+) ms", table, re.M).group(1))
+        rows: list[Row] = []
+        cases = []
+        for label, cmd, flags in SCHEDULES:
+            sdir = os.path.join(mdir, label)
+            os.makedirs(sdir, exist_ok=True)
+            sched = os.path.join(sdir, "schedule.yaml")
+            log(f"{name}: {label}: pipesmith {cmd}")
+            extra = ["--evaluations", str(args.evaluations), "--quiet", "--seed", "0"] if cmd == "synth" else []
+            sh([exe, cmd, profiled, "--cluster", cluster, "--devices", str(P), "--microbatches", str(M), *flags,
+                *extra, "-o", sched])
+            out = sh([exe, "export", sched, "--to", "pytorch", "-o", os.path.join(sdir, "pt"), "--model", profiled,
+                      "--cluster", cluster])
+            stages = int(re.search(r"S = (\d+) stages", out).group(1))
+            rv, _ = simulate(exe, sched, "rendezvous")
+            po, busy = simulate(exe, sched, "posted")
+            row = Row(label, stages, rv, po, busy)
+            if b_only(os.path.join(sdir, "pt")):
+                # PyTorch runs each B as one fused backward, cheaper than its I + W: the same schedule
+                # made on the fused-B costs (the same partition, else the row says so).
+                fsched = os.path.join(sdir, "schedule-fused.yaml")
+                sh([exe, cmd, fused, "--cluster", cluster, "--devices", str(P), "--microbatches", str(M), *flags,
+                    *extra, "-o", fsched])
+                sh([exe, "export", fsched, "--to", "pytorch", "-o", os.path.join(sdir, "pt-fused"), "--model", fused,
+                    "--cluster", cluster])
+                row.sim_ops_ms, row.sim_busy_ms = simulate(exe, fsched, "posted")
+                row.same_partition = stage_layers(os.path.join(sdir, "pt")) == stage_layers(os.path.join(sdir, "pt-fused"))
+            else:
+                row.sim_ops_ms = po
+            rows.append(row)
+            cases += ["--case", os.path.join(sdir, "pt"), profiled]
+        log(f"{name}: timing {len(rows)} schedules in PyTorch (P = {P}, {args.steps} steps each)")
+        res_json = os.path.join(mdir, "steptime.json")
+        sh([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(P),
+            "-m", "pipesmith.torch.steptime", *cases, "--steps", str(args.steps), *shape,
+            "--rows-per-microbatch", str(args.rows_per_microbatch), "--json", res_json], env=env)
+        for row, r in zip(rows, json.load(open(res_json))):
+            row.measured_ms = r["median_ms"]
+            row.first_step_ms = r["first_step_ms"]
+            row.spread = (min(r["steps_ms"]), max(r["steps_ms"]))
+            row.ranks = r["median_step_ranks"]
+            row.load = r["probe_ms"] / probe_profile
+        log(f"{name}: timing the unpipelined step")
+        scale = Scale(hidden=hidden, seq=args.seq, vocab=args.vocab)
+        unpiped, _ = unpipelined_step_ms(profiled, scale, torch.float32, M, args.rows_per_microbatch, args.steps)
+        all_rows[name] = (hidden, max(f_ms) if f_ms else 0.0, unpiped, rows)
+        print_table(name, hidden, max(f_ms) if f_ms else 0.0, unpiped, rows, P, M, args)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({k: {"hidden": v[0], "max_layer_f_ms": v[1], "unpipelined_ms": v[2],
+                           "rows": [dataclasses.asdict(r) for r in v[3]]} for k, v in all_rows.items()}, f, indent=1)
+    print(f"Bench: {time.monotonic() - t_start:.0f} s; files in {work}")
+    return 0
+
+
+def print_table(name, hidden, max_f, unpiped, rows: list[Row], P, M, args) -> None:
+    sim = [r.sim_posted_ms for r in rows]
+    meas = [r.measured_ms for r in rows]
+    norm = [r.measured_ms / r.load for r in rows]
+    ops = [r.sim_ops_ms for r in rows]
+    rs, rm, rn, ro = ranks(sim), ranks(meas), ranks(norm), ranks(ops)
+    print(f"### {name}: hidden {hidden}, {args.rows_per_microbatch} x {args.seq} tokens per microbatch, float32, "
+          f"P = {P}, M = {M}; heaviest layer F {max_f:.1f} ms (profiled with {args.concurrent or P} processes at once)")
+    print()
+    print("| schedule | stages | simulated (rendezvous) | simulated (posted) | measured (median) | steps min-max | "
+          "first step | measured/simulated | load | measured/(simulated x load) | simulated, B fused | "
+          "measured/(that x load) | rank sim | rank sim B fused | rank measured | rank measured/load |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for r, a, b, c, e in zip(rows, rs, rm, rn, ro):
+        fused = f"{r.sim_ops_ms:.1f} ms" + ("" if r.same_partition else " (other partition)") \
+            if r.sim_ops_ms != r.sim_posted_ms else "(split)"
+        print(f"| {r.label} | {r.stages} | {r.sim_rendezvous_ms:.1f} ms | {r.sim_posted_ms:.1f} ms | "
+              f"{r.measured_ms:.1f} ms | {r.spread[0]:.0f}-{r.spread[1]:.0f} | {r.first_step_ms:.0f} ms | "
+              f"{r.measured_ms / r.sim_posted_ms:.3f} | {r.load:.3f} | {r.measured_ms / (r.sim_posted_ms * r.load):.3f} | "
+              f"{fused} | {r.measured_ms / (r.sim_ops_ms * r.load):.3f} | {a} | {e} | {b} | {c} |")
+    print(f"| unpipelined (1 process) | 1 | | | {unpiped:.1f} ms | | | | | | | | | | | |")
+    print()
+    print("Where the time goes in the median step, per rank: simulated busy (the profiled F/I/W of its ops; "
+          "fused B for B-only schedules), "
+          "measured busy (PyTorch's compute actions, timed inside the runtime), waiting for receives, and the "
+          "rest (the runtime's work between actions: posting, bookkeeping).")
+    print()
+    print("| schedule | rank | compute actions | simulated busy | measured busy | measured/simulated busy | wait | rest |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        for k, x in enumerate(r.ranks):
+            busy = x["F_ms"] + x["I_ms"] + x["B_ms"] + x["W_ms"]
+            sb = r.sim_busy_ms[k] if k < len(r.sim_busy_ms) else float("nan")
+            print(f"| {r.label} | {k} | {x['actions']:.0f} | {sb:.1f} ms | {busy:.1f} ms | {busy / sb:.3f} | "
+                  f"{x['wait_ms']:.1f} ms | {x['step_ms'] - busy - x['wait_ms']:.1f} ms |")
+    print(flush=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,676 @@
+"""Profile a model's layer types with PyTorch and write a model YAML with the measured numbers.
+
+    python -m pipesmith.torch.profile MODEL.yaml [-o OUT.yaml] [--cluster CLUSTER.yaml]
+        [--hidden H] [--seq T] [--vocab V] [--rows-per-microbatch B] [--dtype float32|float64|bfloat16]
+        [--threads N] [--device cpu|cuda] [--warmup K] [--repeats R] [--method chain|isolated]
+        [--concurrent N] [--backward split|fused] [--also-fused PATH] [--user-model MODULE:FUNCTION]
+
+(``pipesmith profile --backend torch MODEL.yaml ...`` runs this module.)
+
+Method. The model is the reference transformer of MODEL.yaml (:mod:`pipesmith.torch.reference`) at the
+given width, or the one ``FUNCTION(spec, scale)`` from ``MODULE`` builds (it must have the reference's
+``chain`` of layers speaking the carry layout). Each layer runs as a one-layer stage on fresh input
+leaves (as a ``PipelineStage`` receives them), ``warmup`` times unmeasured and ``repeats`` times
+measured:
+
+* **F**: the layer's forward (for the model's last layer, the loss too, as PyTorch's last stage does);
+* **I**: ``stage_backward_input`` (PyTorch's own, ``torch.distributed.pipelining._backward``):
+  ``torch.autograd.grad`` of the outputs with respect to the inputs, keeping the graph and the
+  gradients the weight pass starts from;
+* **W**: ``stage_backward_weight``: ``torch.autograd.grad`` with respect to the parameters from those;
+* **B** (fused, for reference): ``stage_backward`` (``torch.autograd.backward``).
+
+A layer without floating inputs (the embedding) has no I and a whole backward as W, as PyTorch's
+first stage. ``method="chain"`` (default) times every layer in sweeps of the whole model (every F in
+order, every I in reverse, every W, then every B after a second forward sweep), and a type's numbers
+are medians over its layers and the repeats; ``method="isolated"`` times each type's first layer
+alone (its weights then stay in the cache). ``concurrent`` = N runs N - 1 other processes sweeping
+meanwhile, as N ranks load the machine.
+
+Times are medians over the repeats: wall clock after ``torch.set_num_threads(threads)`` on the CPU,
+``torch.cuda.Event`` pairs on CUDA. Memory per microbatch comes from one extra, untimed repeat of the type's first layer under
+``torch.autograd.graph.saved_tensors_hooks`` that follows every tensor autograd saves until its node
+is freed (parameters excluded, shared storages counted once): ``activation_mb`` = max(saved bytes
+after F, bytes after I), ``wgrad_stash_mb`` = bytes after I (the saved tensors still held plus the
+gradients I keeps for W) -- the convention of ``pipesmith profile`` (runtime/profile.h); the
+``output_mb`` is the bytes of the tensors the layer hands on (the carry after it, skip inputs of
+earlier layers excepted); ``params_m`` is its parameters / 1e6. MB = 1e6 bytes.
+
+The YAML written is MODEL.yaml's document with each profiled layer type's seven numbers set (its
+``kind`` and ``architecture`` are kept, so the reference model still builds from the file, and the
+measured numbers override the analytic ones field by field), the layer list and module names as they
+were, the cluster replaced by ``--cluster`` when given, and a header comment saying how it was
+measured. Written whole or not at all (temporary file, fsync, rename).
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import importlib
+import os
+import statistics
+import sys
+import tempfile
+import time
+import weakref
+from typing import Any, Callable
+
+import yaml
+
+from .model_yaml import ModelFileError, ModelSpec, load_model
+
+
+class ProfileError(ValueError):
+    """A profile that cannot be taken or written; the message names the input and the reason."""
+
+
+DTYPES = ("float32", "float64", "bfloat16")
+METHODS = ("chain", "isolated")
+
+
+@dataclasses.dataclass(frozen=True)
+class ProfileOptions:
+    hidden: int = 256              # hidden size of the reference model
+    seq: int = 64                  # tokens per sequence
+    vocab: int = 512               # vocabulary of the reference model
+    rows: int = 2                  # sequences per microbatch
+    dtype: str = "float32"
+    threads: int = 1               # torch.set_num_threads on the CPU
+    device: str = "cpu"            # "cpu" or "cuda"
+    warmup: int = 2
+    repeats: int = 5
+    seed: int = 1234
+    method: str = "chain"          # "chain": every layer in a sweep of the model; "isolated": the type's first layer alone
+    concurrent: int = 1            # processes running the same sweeps at once (the measured one included), as P ranks do
+    user_model: str | None = None  # MODULE:FUNCTION building the model from (spec, scale)
+
+
+@dataclasses.dataclass(frozen=True)
+class TypeProfile:
+    symbol: str
+    name: str
+    layer: int                  # the type's first layer (memory is measured on it; isolated timing too)
+    forward_ms: float
+    backward_input_ms: float
+    backward_weight_ms: float
+    backward_ms: float          # fused B (stage_backward), for comparison with I + W
+    activation_mb: float
+    wgrad_stash_mb: float
+    output_mb: float
+    params_m: float
+    samples: int                # timings the medians are over (layers of the type x repeats)
+
+    def numbers(self, backward: str = "split") -> dict[str, float]:
+        """The seven schema numbers. ``backward="fused"`` scales I and W so that I + W is the measured
+        fused B (the schema's B costs I + W): for costing schedules that run only B."""
+        i, w = self.backward_input_ms, self.backward_weight_ms
+        if backward == "fused" and i + w > 0:
+            i, w = i * self.backward_ms / (i + w), w * self.backward_ms / (i + w)
+        return {"forward_ms": self.forward_ms, "backward_input_ms": i,
+                "backward_weight_ms": w, "activation_mb": self.activation_mb,
+                "wgrad_stash_mb": self.wgrad_stash_mb, "output_mb": self.output_mb, "params_m": self.params_m}
+
+
+@dataclasses.dataclass(frozen=True)
+class ProfileResult:
+    model: str
+    where: str                  # "cpu, 1 thread(s), torch 2.13.0" / "cuda:0 NVIDIA H200, torch ..."
+    options: ProfileOptions
+    types: tuple[TypeProfile, ...]   # by first use in the layer list
+    unprofiled: tuple[str, ...]      # types no layer uses (their numbers are left as they were)
+    sweep_ms: float = 0.0            # chain: median over repeats of a whole sweep's F + I + W (the load probe)
+
+
+def _check_options(o: ProfileOptions) -> None:
+    bad = []
+    if o.hidden < 2:
+        bad.append(f"hidden must be >= 2, got {o.hidden}")
+    if o.seq < 1 or o.vocab < 2 or o.rows < 1:
+        bad.append(f"seq, rows >= 1 and vocab >= 2, got seq {o.seq}, rows {o.rows}, vocab {o.vocab}")
+    if o.dtype not in DTYPES:
+        bad.append(f"dtype must be one of {', '.join(DTYPES)}, got '{o.dtype}'")
+    if o.threads < 1:
+        bad.append(f"threads must be >= 1, got {o.threads}")
+    if not 1 <= o.concurrent <= 64:
+        bad.append(f"concurrent must be in 1..64, got {o.concurrent}")
+    if o.method not in METHODS:
+        bad.append(f"method must be one of {', '.join(METHODS)}, got '{o.method}'")
+    if o.device not in ("cpu", "cuda"):
+        bad.append(f"device must be cpu or cuda, got '{o.device}'")
+    if o.warmup < 0 or o.repeats < 1 or o.warmup > 1000 or o.repeats > 1000:
+        bad.append(f"warmup must be in 0..1000 and repeats in 1..1000, got {o.warmup} and {o.repeats}")
+    if bad:
+        raise ProfileError("; ".join(bad))
+
+
+class _Clock:
+    """Milliseconds of a callable: wall clock on the CPU, CUDA events on the current stream."""
+
+    def __init__(self, device: str):
+        import torch
+        self.cuda = device == "cuda"
+        self.torch = torch
+
+    def time(self, fn: Callable[[], Any]) -> tuple[float, Any]:
+        if self.cuda:
+            start = self.torch.cuda.Event(enable_timing=True)
+            end = self.torch.cuda.Event(enable_timing=True)
+            start.record()
+            out = fn()
+            end.record()
+            end.synchronize()
+            return start.elapsed_time(end), out
+        t0 = time.perf_counter()
+        out = fn()
+        return (time.perf_counter() - t0) * 1e3, out
+
+
+class _SavedBytes:
+    """Follows every tensor autograd saves while active, until the node holding it is freed."""
+
+    class _Held:
+        __slots__ = ("t", "__weakref__")
+
+        def __init__(self, t):
+            self.t = t
+
+    def __init__(self, exclude_ptrs: set[int]):
+        self.held: "weakref.WeakSet[_SavedBytes._Held]" = weakref.WeakSet()
+        self.exclude = exclude_ptrs
+
+    def pack(self, t):
+        h = _SavedBytes._Held(t)
+        self.held.add(h)
+        return h
+
+    @staticmethod
+    def unpack(h):
+        return h.t
+
+    def live_bytes(self, extra=()) -> int:
+        seen: dict[int, int] = {}
+        for t in [h.t for h in list(self.held)] + list(extra):
+            st = t.untyped_storage()
+            ptr = st.data_ptr()
+            if ptr in self.exclude or ptr == 0:
+                continue
+            seen[ptr] = max(seen.get(ptr, 0), st.nbytes())
+        return sum(seen.values())
+
+
+def _build_model(spec: ModelSpec, o: ProfileOptions):
+    import torch
+    from .reference import ReferenceTransformer, Scale
+    scale = Scale(hidden=o.hidden, seq=o.seq, vocab=o.vocab)
+    dtype = getattr(torch, o.dtype)
+    if o.user_model is None:
+        model = ReferenceTransformer(spec, scale, seed=o.seed, dtype=dtype)
+    else:
+        mod, _, fn = o.user_model.partition(":")
+        try:
+            build = getattr(importlib.import_module(mod), fn)
+        except (ImportError, AttributeError, ValueError) as e:
+            raise ProfileError(f"--user-model {o.user_model}: {e}") from None
+        model = build(spec, scale).to(dtype)
+        if not hasattr(model, "chain") or not hasattr(model, "layout_before"):
+            raise ProfileError(f"--user-model {o.user_model}: the model needs the reference's `chain` of "
+                               "layers and `layout_before` (the carry layout) to be profiled layer by layer")
+    return model.to(o.device), scale
+
+
+def _leaves(carry: dict, names) -> dict:
+    """A layer's inputs as a PipelineStage receives them: floating tensors as fresh leaves."""
+    return {k: (carry[k].detach().requires_grad_(True) if carry[k].is_floating_point() else carry[k]) for k in names}
+
+
+def _forward(layer, inputs: dict, final: bool, labels, loss_fn):
+    """(the carry after the layer, the outputs backward starts from, their names); the last layer's
+    output is its loss. An input handed on unchanged is cloned, as StageModule does."""
+    res = dict(layer(inputs))
+    for k, x in res.items():
+        if any(x is v for v in inputs.values()) and x.is_floating_point():
+            res[k] = x.clone()
+    if final:
+        (name,) = layer.out_names
+        return res, [loss_fn(res[name], labels)], [name]
+    keys = [k for k in layer.out_names if res[k].is_floating_point() and res[k].requires_grad]
+    return {k: res[k] for k in layer.out_names}, [res[k] for k in keys], keys
+
+
+def _chain_samples(model, inputs0: tuple, labels, clock, o: ProfileOptions, loss_fn) -> list[tuple[list, ...]]:
+    """Per layer: (F, I, W, B) samples in ms, each repeat a sweep of the whole model as one-layer
+    stages: every layer's F in order, then every I in reverse (the gradient one layer's I returns is
+    the next one's output gradient), then every W in reverse; then a second forward sweep and every
+    fused B in reverse. Each layer thus runs with the caches the rest of the model leaves, as in a
+    pipeline stage. A layer without floating inputs (the embedding) has no I and a whole backward as
+    W, as PyTorch's first stage."""
+    import torch
+    from torch.distributed.pipelining._backward import (stage_backward, stage_backward_input,
+                                                        stage_backward_weight)
+    n = len(model.chain)
+    samples: list[tuple[list, list, list, list]] = [([], [], [], []) for _ in range(n)]
+    params = [list(model.chain[i].parameters()) for i in range(n)]
+
+    def sweep_forward(timed: bool):
+        recs, carry = [], dict(zip(model.layout_before(0), inputs0))
+        for i in range(n):
+            inp = _leaves(carry, model.layout_before(i))
+            ms, (carry, outs, keys) = clock.time(lambda: _forward(model.chain[i], inp, i + 1 == n, labels, loss_fn))
+            recs.append((inp, outs, keys, ms))
+        return recs
+
+    def out_grads(i, outs, keys, grad_in):
+        if i + 1 == n:
+            return None
+        return [grad_in[k] if grad_in.get(k) is not None else torch.zeros_like(x) for k, x in zip(keys, outs)]
+
+    for r in range(o.warmup + o.repeats):
+        keep = r >= o.warmup
+        recs = sweep_forward(True)
+        grad_in: dict = {}
+        pending = [None] * n
+        times_i = [0.0] * n
+        for i in reversed(range(n)):
+            inp, outs, keys, _ = recs[i]
+            names = model.layout_before(i)
+            inputs = [inp[k] for k in names]
+            grads = out_grads(i, outs, keys, grad_in)
+            if any(x.requires_grad for x in inputs):
+                times_i[i], (dinputs, groups) = clock.time(
+                    lambda: stage_backward_input(outs, grads, inputs, iter(params[i])))
+                pending[i] = ("weight", groups)
+            else:
+                dinputs = (None,) * len(names)
+                pending[i] = ("full", (outs[0] if i + 1 == n else outs, grads, inputs))
+            grad_in = dict(zip(names, dinputs))
+        for i in reversed(range(n)):
+            kind, arg = pending[i]
+            if kind == "weight":
+                w_ms, _ = clock.time(lambda: stage_backward_weight(iter(params[i]), arg))
+            else:
+                w_ms, _ = clock.time(lambda: stage_backward(*arg))
+            if keep:
+                samples[i][0].append(recs[i][3])
+                samples[i][1].append(times_i[i])
+                samples[i][2].append(w_ms)
+        recs = sweep_forward(False)
+        grad_in = {}
+        for i in reversed(range(n)):
+            inp, outs, keys, _ = recs[i]
+            names = model.layout_before(i)
+            inputs = [inp[k] for k in names]
+            grads = out_grads(i, outs, keys, grad_in)
+            b_ms, _ = clock.time(lambda: stage_backward(outs[0] if i + 1 == n else outs, grads, inputs))
+            grad_in = {k: x.grad for k, x in zip(names, inputs) if isinstance(x, torch.Tensor) and x.requires_grad}
+            if keep:
+                samples[i][3].append(b_ms)
+        for p in model.parameters():
+            p.grad = None
+    return samples
+
+
+def _sweep_total(samples) -> float:
+    """The median over repeats of one sweep's F + I + W over every layer."""
+    repeats = len(samples[0][0])
+    return statistics.median(sum(s[0][r] + s[1][r] + s[2][r] for s in samples) for r in range(repeats))
+
+
+def sweep_ms(model, rows: int, repeats: int = 2, warmup: int = 1, seed: int = 1234) -> float:
+    """The load probe: the median ms of a sweep of ``model``'s layers (F, then I, then W of every
+    layer, as method chain times them) on one microbatch of ``rows`` rows. The same number as
+    :attr:`ProfileResult.sweep_ms` when the machine is as loaded as during the profile; their ratio
+    says how much slower compute runs now."""
+    from .reference import loss_fn
+    import torch
+    g = torch.Generator().manual_seed(seed + 1)
+    seq = model.scale.seq
+    tokens = torch.randint(0, model.vocab, (rows, seq), generator=g)
+    labels = torch.randint(0, model.vocab, (rows, seq), generator=g)
+    o = ProfileOptions(warmup=warmup, repeats=repeats)
+    return _sweep_total(_chain_samples(model, model.step_inputs(tokens, labels), labels, _Clock("cpu"), o, loss_fn))
+
+
+def _load_worker(spec_path: str, options: ProfileOptions, ready, stop) -> None:
+    """A background process of ``concurrent``: the same sweeps, untimed, until ``stop`` is set."""
+    import torch
+    from .reference import loss_fn
+    torch.set_num_threads(options.threads)
+    spec = load_model(spec_path)
+    model, _ = _build_model(spec, options)
+    g = torch.Generator().manual_seed(options.seed + 1)
+    tokens = torch.randint(0, model.vocab, (options.rows, options.seq), generator=g).to(options.device)
+    labels = torch.randint(0, model.vocab, (options.rows, options.seq), generator=g).to(options.device)
+    once = dataclasses.replace(options, warmup=0, repeats=1)
+    clock = _Clock(options.device)
+    _chain_samples(model, model.step_inputs(tokens, labels), labels, clock, once, loss_fn)
+    ready.release()
+    while not stop.is_set():
+        _chain_samples(model, model.step_inputs(tokens, labels), labels, clock, once, loss_fn)
+
+
+def profile_model(spec: ModelSpec, options: ProfileOptions = ProfileOptions(),
+                  progress: Callable[[str], None] | None = None) -> ProfileResult:
+    """Measures every layer type of ``spec`` that some layer uses (method: the module's docstring).
+    With ``concurrent`` = N > 1, N - 1 other processes run the same sweeps meanwhile (spawned, each
+    pinned to ``threads``), so the numbers are those of a machine as loaded as by N ranks."""
+    _check_options(options)
+    if options.concurrent == 1:
+        return _profile(spec, options, progress)
+    import multiprocessing
+    ctx = multiprocessing.get_context("spawn")
+    ready, stop = ctx.Semaphore(0), ctx.Event()
+    procs = [ctx.Process(target=_load_worker, args=(spec.path, options, ready, stop), daemon=True)
+             for _ in range(options.concurrent - 1)]
+    for p in procs:
+        p.start()
+    try:
+        for _ in procs:
+            if not ready.acquire(timeout=600):
+                raise ProfileError(f"the {options.concurrent - 1} background process(es) of concurrent did not start")
+        return _profile(spec, options, progress)
+    finally:
+        stop.set()
+        for p in procs:
+            p.join(timeout=60)
+            if p.is_alive():
+                p.terminate()
+
+
+def _profile(spec: ModelSpec, options: ProfileOptions, progress) -> ProfileResult:
+    import torch
+    from torch.distributed.pipelining._backward import (stage_backward, stage_backward_input,
+                                                        stage_backward_weight)
+    from .reference import loss_fn
+    o = options
+    if o.device == "cuda" and not torch.cuda.is_available():
+        raise ProfileError("--device cuda: this PyTorch sees no CUDA device "
+                           f"(torch {torch.__version__}, built with CUDA {torch.version.cuda})")
+    torch.set_num_threads(o.threads)
+    torch.manual_seed(o.seed)
+    model, _ = _build_model(spec, o)
+    dev = torch.device(o.device)
+    n = len(model.chain)
+    g = torch.Generator().manual_seed(o.seed + 1)
+    tokens = torch.randint(0, model.vocab, (o.rows, o.seq), generator=g).to(dev)
+    labels = torch.randint(0, model.vocab, (o.rows, o.seq), generator=g).to(dev)
+    first_of: dict[str, int] = {}
+    for i, layer in enumerate(spec.layers):
+        first_of.setdefault(layer.symbol, i)
+    clock = _Clock(o.device)
+    param_ptrs = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    # The carry before every layer, computed once without gradients.
+    carries: list[dict] = []
+    with torch.no_grad():
+        carry = dict(zip(model.layout_before(0), model.step_inputs(tokens, labels)))
+        for i in range(n):
+            carries.append(carry)
+            carry = model.chain[i](carry)
+            carry = {k: carry[k] for k in model.layout_after(i)} if i + 1 < n else carry
+    chain = []
+    if o.method == "chain":
+        if progress:
+            progress(f"timing {o.warmup} + {o.repeats} sweeps of the model's {n} layers")
+        chain = _chain_samples(model, model.step_inputs(tokens, labels), labels, clock, o, loss_fn)
+    out: list[TypeProfile] = []
+    for sym, i in sorted(first_of.items(), key=lambda kv: kv[1]):
+        t = spec.types[sym]
+        if progress:
+            progress(f"profiling layer type '{sym}' ({t.name}) on layer {i}")
+        layer = model.chain[i]
+        params = list(layer.parameters())
+        final = i + 1 == n
+        in_names = model.layout_before(i)
+
+        def fresh_inputs():
+            c = {}
+            for k in in_names:
+                v = carries[i][k]
+                c[k] = v.detach().clone().requires_grad_(True) if v.is_floating_point() else v
+            return c
+
+        def forward(c):
+            _, outs, keys = _forward(layer, c, final, labels, loss_fn)
+            if final:
+                return outs, None
+            return outs, [torch.randn_like(x) for x in outs]
+
+        def fused(outs):  # stage_backward takes the last stage's loss as a tensor, other outputs as a list
+            return outs[0] if final else outs
+
+        grad_inputs = any(carries[i][k].is_floating_point() for k in in_names)
+        fs, is_, ws, bs = [], [], [], []
+        if o.method == "chain":
+            for j, lay in enumerate(spec.layers):
+                if lay.symbol == sym:
+                    for dst, src in zip((fs, is_, ws, bs), chain[j]):
+                        dst.extend(src)
+        for r in range(o.warmup + o.repeats if o.method == "isolated" else 0):
+            c = fresh_inputs()
+            inputs = [c[k] for k in in_names]
+            f_ms, (outs, grads) = clock.time(lambda: forward(c))
+            if grad_inputs:
+                i_ms, (_, groups) = clock.time(lambda: stage_backward_input(outs, grads, inputs, iter(params)))
+                w_ms, _ = clock.time(lambda: stage_backward_weight(iter(params), groups))
+            else:  # as PyTorch's first stage: no I, and W is the whole backward
+                i_ms = 0.0
+                w_ms, _ = clock.time(lambda: stage_backward(fused(outs), grads, inputs))
+            c = fresh_inputs()
+            inputs = [c[k] for k in in_names]
+            outs, grads = forward(c)
+            b_ms, _ = clock.time(lambda: stage_backward(fused(outs), grads, inputs))
+            if r >= o.warmup:
+                fs.append(f_ms)
+                is_.append(i_ms)
+                ws.append(w_ms)
+                bs.append(b_ms)
+            for p in params:
+                p.grad = None
+        # Memory: one untimed repeat with every saved tensor followed.
+        tracker = _SavedBytes(param_ptrs)
+        c = fresh_inputs()
+        inputs = [c[k] for k in in_names]
+        with torch.autograd.graph.saved_tensors_hooks(tracker.pack, tracker.unpack):
+            outs, grads = forward(c)
+        after_f = tracker.live_bytes()
+        if grad_inputs:
+            _, groups = stage_backward_input(outs, grads, inputs, iter(params))
+            kept = [x for grp in groups for gt in (grp.get("grads") or ()) for x in (gt or ()) if x is not None]
+            after_i = tracker.live_bytes(kept)
+            del groups, kept
+        else:  # no I: everything F saved is held until W
+            after_i = after_f
+        del outs, grads
+        handed = []
+        if not final:
+            res = layer(fresh_inputs())
+            skip_before = {f"skip{k}" for k in range(i)}
+            seen = set()
+            for k in layer.out_names:
+                x = res[k]
+                if k in skip_before or x.untyped_storage().data_ptr() in seen:
+                    continue
+                seen.add(x.untyped_storage().data_ptr())
+                handed.append(x.numel() * x.element_size())
+        for p in params:
+            p.grad = None
+        med = statistics.median
+        out.append(TypeProfile(symbol=sym, name=t.name, layer=i, forward_ms=med(fs), backward_input_ms=med(is_),
+                               backward_weight_ms=med(ws), backward_ms=med(bs),
+                               activation_mb=max(after_f, after_i) / 1e6, wgrad_stash_mb=after_i / 1e6,
+                               output_mb=sum(handed) / 1e6, params_m=sum(p.numel() for p in params) / 1e6,
+                               samples=len(fs)))
+    if o.device == "cuda":
+        where = f"cuda:{torch.cuda.current_device()} {torch.cuda.get_device_name()}, torch {torch.__version__}"
+    else:
+        where = f"cpu, {torch.get_num_threads()} thread(s), torch {torch.__version__}"
+    unused = tuple(sorted(s for s in spec.types if s not in first_of))
+    return ProfileResult(model=spec.name, where=where, options=o, types=tuple(out), unprofiled=unused,
+                         sweep_ms=_sweep_total(chain) if chain else 0.0)
+
+
+def _num(v: float) -> float:
+    return float(f"{v:.6g}")
+
+
+def profiled_yaml(source_path: str, result: ProfileResult, cluster_path: str | None = None,
+                  backward: str = "split") -> str:
+    """The text of the profiled model YAML (see the module docstring)."""
+    try:
+        with open(source_path, encoding="utf-8") as f:
+            doc = yaml.safe_load(f)
+    except (OSError, yaml.YAMLError) as e:
+        raise ProfileError(f"{source_path}: cannot read: {e}") from None
+    model = doc["model"]
+    model["name"] = f"{model.get('name', result.model)}-profiled"
+    for t in result.types:
+        entry = model["layer_types"][t.symbol]
+        for k, v in t.numbers(backward).items():
+            entry[k] = _num(v)
+    if cluster_path is not None:
+        try:
+            with open(cluster_path, encoding="utf-8") as f:
+                cdoc = yaml.safe_load(f)
+        except (OSError, yaml.YAMLError) as e:
+            raise ProfileError(f"{cluster_path}: cannot read: {e}") from None
+        if not isinstance(cdoc, dict) or not isinstance(cdoc.get("cluster"), dict):
+            raise ProfileError(f"{cluster_path}: no 'cluster:' mapping (docs/inputs.md)")
+        doc["cluster"] = cdoc["cluster"]
+    o = result.options
+    head = [f"# Profiled by `python -m pipesmith.torch.profile {os.path.basename(source_path)}` "
+            f"(pipesmith profile --backend torch)",
+            f"# on {result.where}: the reference transformer at hidden {o.hidden}, {o.seq} tokens x "
+            f"{o.rows} rows per microbatch, vocabulary {o.vocab}, {o.dtype};",
+            f"# F, I (stage_backward_input), W (stage_backward_weight): medians over {o.repeats} repeats after "
+            f"{o.warmup} warm-up, method '{o.method}', {o.concurrent} process(es) at once; memory from autograd's saved tensors (docs/pytorch.md, 'Profiling').",
+            "# type  layer  F ms  I ms  W ms  fused B ms (I + W for comparison)"]
+    for t in result.types:
+        head.append(f"#   {t.symbol}  {t.layer}  {t.forward_ms:.4g}  {t.backward_input_ms:.4g}  "
+                    f"{t.backward_weight_ms:.4g}  {t.backward_ms:.4g} ({t.backward_input_ms + t.backward_weight_ms:.4g})")
+    if backward == "fused":
+        head.append("# --backward fused: I and W scaled so that I + W is the fused B above (schedules that run B only)")
+    if result.sweep_ms:
+        head.append(f"# sweep_ms: {result.sweep_ms:.6g} (one sweep of every layer's F + I + W: the load probe of bench/torch)")
+    if result.unprofiled:
+        head.append(f"# Not profiled (no layer uses them): {', '.join(result.unprofiled)}")
+    body = yaml.safe_dump(doc, sort_keys=False, default_flow_style=None, width=110)
+    return "\n".join(head) + "\n" + body
+
+
+def write_atomic(path: str, text: str, inputs: tuple[str, ...] = ()) -> None:
+    """Writes ``text`` to ``path`` whole or not at all (temporary file in the same folder, fsync,
+    rename); refuses a path that is one of ``inputs`` (same file) or a directory."""
+    if os.path.isdir(path):
+        raise ProfileError(f"{path}: is a directory")
+    for src in inputs:
+        if src and os.path.exists(path) and os.path.exists(src) and os.path.samefile(path, src):
+            raise ProfileError(f"{path}: the output is the input {src}; write the profile elsewhere")
+    folder = os.path.dirname(os.path.abspath(path))
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=folder)
+    except OSError as e:
+        raise ProfileError(f"{path}: cannot write: {e.strerror}") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except OSError as e:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise ProfileError(f"{path}: cannot write: {e.strerror}; the file was not changed") from None
+
+
+def format_table(result: ProfileResult) -> str:
+    o = result.options
+    lines = [f"profile of '{result.model}' on {result.where}: hidden {o.hidden}, {o.rows} x {o.seq} tokens per "
+             f"microbatch, {o.dtype}, method {o.method}, {o.concurrent} process(es) at once, medians over {o.repeats} repeats",
+             f"{'type':<4} {'name':<18} {'layer':>5} {'F_ms':>9} {'I_ms':>9} {'W_ms':>9} {'B_ms':>9} "
+             f"{'act_mb':>9} {'stash_mb':>9} {'out_mb':>8} {'params_m':>9}"]
+    for t in result.types:
+        lines.append(f"{t.symbol:<4} {t.name[:18]:<18} {t.layer:>5} {t.forward_ms:>9.3f} {t.backward_input_ms:>9.3f} "
+                     f"{t.backward_weight_ms:>9.3f} {t.backward_ms:>9.3f} {t.activation_mb:>9.3f} "
+                     f"{t.wgrad_stash_mb:>9.3f} {t.output_mb:>8.4f} {t.params_m:>9.4f}")
+    if result.sweep_ms:
+        lines.append(f"sweep of the model (F + I + W of every layer, one microbatch): {result.sweep_ms:.1f} ms")
+    return "\n".join(lines) + "\n"
+
+
+def options_parser(ap: argparse.ArgumentParser) -> None:
+    """The profiling flags (shared with bench/torch)."""
+    d = ProfileOptions()
+    ap.add_argument("--hidden", type=int, default=d.hidden, help=f"hidden size of the reference model ({d.hidden})")
+    ap.add_argument("--seq", type=int, default=d.seq, help=f"tokens per sequence ({d.seq})")
+    ap.add_argument("--vocab", type=int, default=d.vocab, help=f"vocabulary of the reference model ({d.vocab})")
+    ap.add_argument("--rows-per-microbatch", type=int, default=d.rows, help=f"sequences per microbatch ({d.rows})")
+    ap.add_argument("--dtype", default=d.dtype, choices=DTYPES)
+    ap.add_argument("--threads", type=int, default=d.threads, help="torch.set_num_threads on the CPU (1)")
+    ap.add_argument("--device", default=d.device, choices=["cpu", "cuda"])
+    ap.add_argument("--warmup", type=int, default=d.warmup, help=f"unmeasured repeats first ({d.warmup})")
+    ap.add_argument("--repeats", type=int, default=d.repeats, help=f"measured repeats, median ({d.repeats})")
+    ap.add_argument("--method", default=d.method, choices=METHODS,
+                    help="chain (default): time every layer in sweeps of the whole model; isolated: time each "
+                         "type's first layer alone, repeatedly")
+    ap.add_argument("--concurrent", type=int, default=d.concurrent,
+                    help="processes running the same sweeps at once, the measured one included (default 1); "
+                         "P ranks on one machine share it so")
+    ap.add_argument("--user-model", metavar="MODULE:FUNCTION",
+                    help="build the model with FUNCTION(spec, scale) instead of the reference transformer")
+
+
+def options_from(args: argparse.Namespace) -> ProfileOptions:
+    return ProfileOptions(hidden=args.hidden, seq=args.seq, vocab=args.vocab, rows=args.rows_per_microbatch,
+                          dtype=args.dtype, threads=args.threads, device=args.device, warmup=args.warmup,
+                          repeats=args.repeats, method=args.method, concurrent=args.concurrent, user_model=args.user_model)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m pipesmith.torch.profile",
+                                 description="Measure each layer type's F, I, W time and memory with PyTorch; "
+                                             "write a model YAML with the numbers")
+    ap.add_argument("model", help="model YAML (docs/inputs.md)")
+    ap.add_argument("-o", "--output", default="-", help="model YAML to write (- = stdout, the default; "
+                                                        "otherwise a table is printed)")
+    ap.add_argument("--cluster", help="cluster YAML to put into the output (replaces the model's cluster:)")
+    ap.add_argument("--backward", default="split", choices=["split", "fused"],
+                    help="split (default): I and W as measured; fused: I and W scaled so that I + W is the "
+                         "measured fused B (PyTorch's B costs less than its I + W)")
+    ap.add_argument("--also-fused", metavar="PATH",
+                    help="also write the --backward fused YAML of the same measurement here")
+    options_parser(ap)
+    args = ap.parse_args(argv)
+    try:
+        opts = options_from(args)
+        _check_options(opts)
+        spec = load_model(args.model)
+        if args.output != "-" and os.path.exists(args.output):
+            write_check = (args.model, args.cluster or "")
+            for src in write_check:
+                if src and os.path.exists(src) and os.path.samefile(args.output, src):
+                    raise ProfileError(f"{args.output}: the output is the input {src}; write the profile elsewhere")
+        try:
+            import torch  # noqa: F401
+        except ImportError as e:
+            raise ProfileError(f"PyTorch does not import ({e}): install it (python/requirements.txt)") from None
+        result = profile_model(spec, opts, progress=None)
+        text = profiled_yaml(args.model, result, args.cluster, args.backward)
+        if args.output == "-":
+            sys.stdout.write(text)
+            return 0
+        sys.stdout.write(format_table(result))
+        write_atomic(args.output, text, (args.model, args.cluster or ""))
+        print(f"wrote {args.output}")
+        if args.also_fused:
+            write_atomic(args.also_fused, profiled_yaml(args.model, result, args.cluster, "fused"),
+                         (args.model, args.cluster or "", args.output))
+            print(f"wrote {args.also_fused}")
+        return 0
+    except (ProfileError, ModelFileError) as e:
+        print(f"pipesmith profile: error: {e}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,262 @@
+"""The PyTorch profiler (pipesmith.torch.profile), the link fit (pipesmith.torch.link) and
+`pipesmith profile --backend torch`. Quick: tiny widths, few repeats; no assertion on how long
+anything takes beyond loose ratios between medians taken side by side."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT, cli, model_path
+from pipesmith.torch.link import LinkError, fit_link
+from pipesmith.torch.model_yaml import load_model
+from pipesmith.torch.profile import ProfileError, ProfileOptions, profile_model, profiled_yaml, write_atomic
+
+TINY = ProfileOptions(hidden=16, seq=8, vocab=64, rows=1, warmup=1, repeats=2)
+
+
+def _env(**extra) -> dict:
+    env = dict(os.environ)
+    env["PIPESMITH_PYTHON"] = sys.executable
+    env["OMP_NUM_THREADS"] = "1"
+    env.update(extra)
+    return env
+
+
+def _pipesmith(*args, env=None) -> subprocess.CompletedProcess:
+    from conftest import pipesmith_binary
+    return subprocess.run([pipesmith_binary(), *args], capture_output=True, text=True, timeout=120,
+                          env=env or _env(), cwd=ROOT)
+
+
+@pytest.fixture(scope="module")
+def gemma_profile(tmp_path_factory):
+    spec = load_model(model_path("gemma-like"))
+    result = profile_model(spec, TINY)
+    out = tmp_path_factory.mktemp("prof") / "gemma-profiled.yaml"
+    write_atomic(str(out), profiled_yaml(model_path("gemma-like"), result))
+    return spec, result, str(out)
+
+
+def test_profiled_yaml_is_read_by_lower_and_synth(gemma_profile, tmp_path):
+    spec, result, path = gemma_profile
+    assert {t.symbol for t in result.types} == {l.symbol for l in spec.layers}
+    lowered = cli("lower", path, "--devices", "2", "--microbatches", "4")
+    assert "gemma-like-profiled" in lowered.stdout
+    sched = tmp_path / "s.yaml"
+    cli("synth", path, "--devices", "2", "--microbatches", "4", "--evaluations", "2", "--quiet", "--time-limit", "30",
+        "-o", str(sched))
+    cli("baseline", path, "--devices", "2", "--microbatches", "4", "--schedule", "zbv", "-o", str(tmp_path / "b.yaml"))
+    # The layer list and module names are kept, and the reference model builds from the profile.
+    again = load_model(path)
+    assert [(l.symbol, l.modules) for l in again.layers] == [(l.symbol, l.modules) for l in spec.layers]
+    assert again.types["L"].vocab_shards == spec.types["L"].vocab_shards
+
+
+def test_profiled_numbers_are_the_yaml_numbers(gemma_profile):
+    import yaml
+    _, result, path = gemma_profile
+    doc = yaml.safe_load(open(path))
+    for t in result.types:
+        entry = doc["model"]["layer_types"][t.symbol]
+        for k, v in t.numbers().items():
+            assert entry[k] == pytest.approx(v, rel=1e-5), (t.symbol, k)
+        assert entry["wgrad_stash_mb"] <= entry["activation_mb"]
+
+
+def test_memory_and_params_are_the_modules(gemma_profile):
+    _, result, _ = gemma_profile
+    by = {t.symbol: t for t in result.types}
+    tokens = TINY.rows * TINY.seq
+    # The MLP hands on the hidden state [rows, seq, hidden] in float32 (and the labels, int64, which a
+    # sharded head needs further on).
+    assert by["F"].output_mb * 1e6 == tokens * TINY.hidden * 4 + tokens * 8
+    assert by["F"].activation_mb > 0 and by["S"].activation_mb > 0
+    from pipesmith.torch.reference import ReferenceTransformer, Scale
+    model = ReferenceTransformer(load_model(model_path("gemma-like")), Scale(hidden=16, seq=8, vocab=64))
+    for t in result.types:
+        n = sum(p.numel() for p in model.chain[t.layer].parameters())
+        assert t.params_m * 1e6 == pytest.approx(n)
+
+
+def test_f_i_w_positive_and_i_plus_w_near_a_fused_backward():
+    spec = load_model(model_path("llama2-7b"))
+    result = profile_model(spec, ProfileOptions(hidden=64, seq=32, vocab=128, rows=2, warmup=2, repeats=5))
+    for t in result.types:
+        assert t.forward_ms > 0 and t.backward_weight_ms > 0, t
+        if t.symbol != "E":  # the embedding has no input gradient (PyTorch's first stage skips I)
+            assert t.backward_input_ms > 0, t
+    dec = next(t for t in result.types if t.symbol == "T")
+    ratio = (dec.backward_input_ms + dec.backward_weight_ms) / dec.backward_ms
+    assert 0.1 < ratio < 10, f"I + W = {dec.backward_input_ms + dec.backward_weight_ms:.3f} ms, B = {dec.backward_ms:.3f} ms"
+
+
+def test_link_fit_recovers_a_synthetic_link():
+    sizes = [1024 * 4 ** k for k in range(8)]
+    ms = [0.05 + b / 1e6 / 2.5 for b in sizes]  # 50 us, 2.5 GB/s
+    fit = fit_link(sizes, ms)
+    assert fit.latency_us == pytest.approx(50, rel=1e-6)
+    assert fit.bandwidth_gb_per_s == pytest.approx(2.5, rel=1e-6)
+    assert fit.worst_rel_error < 1e-9
+    noisy = [t * (1.1 if i % 2 else 0.9) for i, t in enumerate(ms)]
+    fit = fit_link(sizes, noisy)
+    assert 30 < fit.latency_us < 70 and 2.0 < fit.bandwidth_gb_per_s < 3.1
+    # A negative intercept (noise) is clamped: the slope is refitted through the origin.
+    fit = fit_link([1000, 2000, 4000], [0.0009, 0.002, 0.0041])
+    assert fit.latency_us == 0 and fit.bandwidth_gb_per_s > 0
+
+
+@pytest.mark.parametrize("sizes, ms, msg", [
+    ([1000], [1.0], "at least two"),
+    ([1000, 1000], [1.0, 1.1], "two different sizes"),
+    ([1000, 2000], [1.0, 0.5], "do not grow"),
+    ([1000, 2000], [0.0, 0.5], "must be > 0"),
+])
+def test_link_fit_refuses_what_it_cannot_fit(sizes, ms, msg):
+    with pytest.raises(LinkError, match=msg):
+        fit_link(sizes, ms)
+
+
+def test_cli_profile_backend_torch(tmp_path):
+    out = tmp_path / "llama-profiled.yaml"
+    cluster = os.path.join(ROOT, "configs", "clusters", "8xh200.yaml")
+    p = _pipesmith("profile", "--backend", "torch", model_path("llama2-7b"), "--cluster", cluster, "-o", str(out),
+                   "--hidden", "16", "--seq", "8", "--vocab", "64", "--rows", "1", "--repeats", "1", "--warmup", "0")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "decoder" in p.stdout and f"wrote {out}" in p.stdout
+    text = out.read_text()
+    assert text.startswith("# Profiled by") and "8xH200-141GB" in text
+    assert "module: tok_embeddings" in text
+    cli("lower", str(out))
+    # stdout when -o is not given
+    p = _pipesmith("profile", "--backend", "torch", model_path("llama2-7b"), "--hidden", "8", "--seq", "4",
+                   "--vocab", "16", "--rows", "1", "--repeats", "1", "--warmup", "0")
+    assert p.returncode == 0 and p.stdout.startswith("# Profiled by"), p.stderr
+    p = _pipesmith("profile", "--help")
+    assert p.returncode == 0 and "torch" in p.stdout
+
+
+def test_cli_profile_backend_torch_bad_input(tmp_path):
+    model = model_path("llama2-7b")
+    p = _pipesmith("profile", "--backend", "torch", model, "--scale", "2")
+    assert p.returncode == 1 and "--scale applies to --backend host and cuda" in p.stderr
+    p = _pipesmith("profile", model, "--hidden", "64")
+    assert p.returncode == 1 and "--hidden applies to --backend torch only" in p.stderr
+    p = _pipesmith("profile", "--backend", "torch", model, "--also-fused", str(tmp_path / "f.yaml"))
+    assert p.returncode == 1 and "--also-fused needs -o" in p.stderr
+    p = _pipesmith("profile", "--backend", "torch", model, "-o", model)
+    assert p.returncode == 1 and "llama2-7b.yaml" in p.stderr
+    p = _pipesmith("profile", "--backend", "torch", str(tmp_path / "missing.yaml"), "--hidden", "8")
+    assert p.returncode == 1 and "missing.yaml" in p.stderr and "cannot read" in p.stderr
+    p = _pipesmith("profile", "--backend", "torch", model, env=_env(PIPESMITH_PYTHON=str(tmp_path / "no-python")))
+    assert p.returncode == 1 and "cannot run" in p.stderr and "PIPESMITH_PYTHON" in p.stderr
+    # A Python without torch: a stand-in package whose import fails.
+    fake = tmp_path / "fake" / "torch"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("raise ImportError('no torch in this Python')\n")
+    p = _pipesmith("profile", "--backend", "torch", model, "--hidden", "8",
+                   env=_env(PYTHONPATH=str(tmp_path / "fake")))
+    assert p.returncode == 1 and "PyTorch does not import" in p.stderr, p.stderr
+
+
+def test_module_errors(tmp_path):
+    with pytest.raises(ProfileError, match="hidden must be >= 2"):
+        profile_model(load_model(model_path("llama2-7b")), ProfileOptions(hidden=1))
+    with pytest.raises(ProfileError, match="repeats"):
+        profile_model(load_model(model_path("llama2-7b")), ProfileOptions(repeats=0))
+    with pytest.raises(ProfileError, match="is a directory"):
+        write_atomic(str(tmp_path), "x")
+    src = tmp_path / "m.yaml"
+    src.write_text("x")
+    with pytest.raises(ProfileError, match="the output is the input"):
+        write_atomic(str(src), "y", (str(src),))
+    assert src.read_text() == "x"
+    assert not [f for f in os.listdir(tmp_path) if f.endswith(".tmp")]
+
+
+def test_fused_numbers_make_i_plus_w_the_fused_b(gemma_profile):
+    _, result, _ = gemma_profile
+    for t in result.types:
+        n = t.numbers("fused")
+        if t.backward_input_ms + t.backward_weight_ms > 0:
+            assert n["backward_input_ms"] + n["backward_weight_ms"] == pytest.approx(t.backward_ms)
+        assert n["forward_ms"] == t.forward_ms and n["activation_mb"] == t.activation_mb
+
+
+def test_steptime_counts_the_actions_it_times(tmp_path):
+    """pipesmith.torch.steptime on a 1F1B plan (P = 2, M = 4): every rank times 2M compute actions
+    (F and B of each microbatch), and the step splits into busy, wait and the rest."""
+    import json
+    from conftest import export, torchrun
+    model = model_path("llama2-7b")
+    cli("baseline", model, "--devices", "2", "--microbatches", "4", "--schedule", "1f1b", "-o", str(tmp_path / "s.yaml"))
+    export(str(tmp_path / "s.yaml"), str(tmp_path / "pt"), model)
+    out = tmp_path / "t.json"
+    rc, log = torchrun(2, ["-m", "pipesmith.torch.steptime", "--case", str(tmp_path / "pt"), model, "--steps", "1",
+                           "--hidden", "16", "--seq", "8", "--vocab", "64", "--rows-per-microbatch", "1",
+                           "--json", str(out)], timeout=120)
+    assert rc == 0, log[-4000:]
+    (r,) = json.loads(out.read_text())
+    assert r["P"] == 2 and r["M"] == 4 and len(r["steps_ms"]) == 1 and r["probe_ms"] > 0
+    for rank in r["median_step_ranks"]:
+        assert rank["actions"] == 8
+        assert rank["F_ms"] > 0 and rank["B_ms"] > 0 and rank["I_ms"] == 0 and rank["W_ms"] == 0
+        assert rank["F_ms"] + rank["B_ms"] + rank["wait_ms"] <= rank["step_ms"]
+
+
+_COUNT_BACKWARDS = r'''
+import json, sys, torch, torch.distributed as dist
+from torch.distributed.pipelining import stage as stage_mod
+calls = {"input": 0, "full": 0}
+orig_input, orig_full = stage_mod.stage_backward_input, stage_mod.stage_backward
+def count_input(*a, **k):
+    calls["input"] += 1
+    return orig_input(*a, **k)
+def count_full(*a, **k):
+    calls["full"] += 1
+    return orig_full(*a, **k)
+stage_mod.stage_backward_input, stage_mod.stage_backward = count_input, count_full
+from pipesmith.torch import steptime
+from pipesmith.torch.reference import Scale
+torch.set_num_threads(1)
+dist.init_process_group("gloo")
+steptime.time_case(sys.argv[1], sys.argv[2], "compute_comms", Scale(hidden=8, seq=4, vocab=16), torch.float64, 1, 1)
+print("COUNTS", dist.get_rank(), json.dumps(calls), flush=True)
+dist.destroy_process_group()
+'''
+
+
+def test_pytorch_first_stage_runs_its_split_backward_as_one_full_backward(tmp_path):
+    """What the profile's embedding numbers and docs/pytorch.md ("Measured vs simulated") rely on:
+    in a ZB-H1 step PyTorch's first stage never calls stage_backward_input; each of its W runs a full
+    stage_backward. The last stage calls stage_backward_input once per microbatch and no full backward.
+    Counted over 2 steps (the probe sweeps call neither)."""
+    from conftest import export, torchrun
+    model = model_path("llama2-7b")
+    cli("baseline", model, "--devices", "2", "--microbatches", "4", "--schedule", "zb-h1", "-o", str(tmp_path / "s.yaml"))
+    export(str(tmp_path / "s.yaml"), str(tmp_path / "pt"), model)
+    script = tmp_path / "count.py"
+    script.write_text(_COUNT_BACKWARDS)
+    rc, log = torchrun(2, [str(script), str(tmp_path / "pt"), model], timeout=120)
+    assert rc == 0, log[-4000:]
+    import json
+    counts = {int(l.split()[1]): json.loads(l.split(" ", 2)[2]) for l in log.splitlines() if l.startswith("COUNTS")}
+    assert counts[0] == {"input": 0, "full": 8}, counts   # 2 steps x M = 4
+    assert counts[1] == {"input": 8, "full": 0}, counts
+
+
+def test_link_measures_two_local_processes_and_writes_a_cluster(tmp_path):
+    out = tmp_path / "gloo.yaml"
+    p = subprocess.run([sys.executable, "-m", "pipesmith.torch.link", "-o", str(out), "--sizes-kb", "1,16384",
+                        "--repeats", "3", "--warmup", "1"], capture_output=True, text=True, timeout=120,
+                       env=_env(PYTHONPATH=os.path.join(ROOT, "python")), cwd=ROOT)
+    assert p.returncode == 0, p.stdout + p.stderr
+    text = out.read_text()
+    assert "gloo-localhost" in text and "# Worst relative error" in text
+    lowered = cli("lower", model_path("llama2-7b"), "--cluster", str(out))
+    assert "gloo-localhost" in lowered.stdout
+    p = subprocess.run([sys.executable, "-m", "pipesmith.torch.link", "--sizes-kb", "4"], capture_output=True,
+                       text=True, timeout=60, env=_env(PYTHONPATH=os.path.join(ROOT, "python")), cwd=ROOT)
+    assert p.returncode == 1 and "at least two different sizes" in p.stderr
