@@ -145,6 +145,9 @@ std::string text_summary(const LowerArgs& a, const Spec& spec, const ModelSummar
   tot.add({"all", "", std::to_string(s.layers), f3(s.total_fwd_ms), f3(s.total_bwd_input_ms),
            f3(s.total_bwd_weight_ms), share(all), f1(s.total_activation_mb), f1(s.total_params_m)});
   out += tot.str() + "\n";
+  if (s.mtp_params_m > 0)
+    out += fmt::format("parameters  {:.1f} M in all; {:.1f} M without the MTP modules (layer types named mtp…)\n",
+                       s.total_params_m, s.total_params_m - s.mtp_params_m);
 
   out += fmt::format(
       "model-state memory  {:.1f} GB ({:.1f} M params x {:g} bytes/param); {:.1f} GB per device "
@@ -202,7 +205,8 @@ std::string json_summary(const LowerArgs& a, const Spec& spec, const ModelSummar
                   {"backward_input_ms", s.total_bwd_input_ms},
                   {"backward_weight_ms", s.total_bwd_weight_ms},
                   {"activation_mb", s.total_activation_mb},
-                  {"params_m", s.total_params_m}};
+                  {"params_m", s.total_params_m},
+                  {"mtp_params_m", s.mtp_params_m}};
   j["model_state_gb"] = s.model_state_gb;
   const Cluster& c = spec.cluster;
   J cl{{"name", c.name},

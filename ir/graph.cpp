@@ -159,6 +159,7 @@ ModelSummary summarize(const Spec& spec, const LoweredModel& lowered) {
     s.total_bwd_weight_ms += tt.bwd_weight_ms;
     s.total_params_m += tt.params_m;
     s.total_activation_mb += tt.activation_mb;
+    if (tt.name.rfind("mtp", 0) == 0) s.mtp_params_m += tt.params_m;
   }
   s.model_state_gb = s.total_params_m * spec.pipeline.bytes_per_param / 1000.0;
   return s;

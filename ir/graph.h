@@ -46,6 +46,9 @@ struct ModelSummary {
   std::vector<TypeTotals> per_type;  // sorted by symbol
   double total_fwd_ms = 0, total_bwd_input_ms = 0, total_bwd_weight_ms = 0;
   double total_params_m = 0, total_activation_mb = 0;
+  // Parameters of the multi-token-prediction modules: the layer types named "mtp…" (as `pipesmith
+  // import` names them). Published totals often leave them out (DeepSeek-V3: 671 B, 685 B with MTP).
+  double mtp_params_m = 0;
   double model_state_gb = 0;         // total_params_m * bytes_per_param / 1000
   std::string layer_string;          // "EM-M-M*-L"
 };

@@ -125,6 +125,14 @@ TEST_CASE("cli import hf: every real config imports; its layer list and paramete
   // of the embedding, which the model does not count twice, and of the head, which it does).
   const double with_mtp_b = double(lower_json(import("deepseek-v3"))["totals"]["params_m"]) / 1e3;
   CHECK(std::fabs(with_mtp_b - 685) / 685 < 0.01);
+  // lower says both figures, in its text and its JSON.
+  const std::string ds = import("deepseek-v3");
+  const double mtp_b = double(lower_json(ds)["totals"]["mtp_params_m"]) / 1e3;
+  CHECK(std::fabs((with_mtp_b - mtp_b) - 671) / 671 < 0.01);
+  auto text = run_cli("lower " + ds);
+  REQUIRE(text.exit_code == 0);
+  CHECK(contains(text.output, fmt::format("parameters  {:.1f} M in all; {:.1f} M without the MTP modules",
+                                          with_mtp_b * 1e3, (with_mtp_b - mtp_b) * 1e3)));
 }
 
 TEST_CASE("cli import hf: the model types the real files do not show (configs written from published numbers)") {
