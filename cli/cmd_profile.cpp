@@ -156,14 +156,18 @@ int run_profile(const ProfileFlags& f) {
   po.repeats = f.repeats;
   po.warmup = f.warmup;
   po.timeout_s = f.timeout_s;
-  if (f.backend == "host") {  // the cuda backend's tensors live on the GPU
+  {  // on the host, or on one GPU for the cuda backend (without a usable GPU the backend says so itself)
     auto need = rt::estimate_profile_memory(*spec, po);
     if (!need) return report_error(need.status());
-    if (Status st = rt::check_fits(*need, rt::host_memory(),
-                                   fmt::format("profiling '{}' (--scale {:g}, --tokens {}, {} microbatches a layer type)",
-                                               f.model, f.scale, f.tokens, f.warmup + f.repeats));
-        !st.is_ok())
-      return report_error(st);
+    const std::string what = fmt::format("profiling '{}' (--scale {:g}, --tokens {}, {} microbatches a layer type)",
+                                         f.model, f.scale, f.tokens, f.warmup + f.repeats);
+    Status st = Status::ok();
+    if (f.backend == "host") {
+      st = rt::check_fits(*need, rt::host_memory(), what);
+    } else if (Result<uint64_t> gpu_free = kern::smallest_free_gpu_memory(); gpu_free.ok()) {
+      st = rt::check_fits_gpu(rt::one_gpus_share(*need, 1), *gpu_free, what);
+    }
+    if (!st.is_ok()) return report_error(st);
   }
   std::unique_ptr<rt::Backend> backend;
   if (f.backend == "host") {

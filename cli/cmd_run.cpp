@@ -243,6 +243,17 @@ Stop build_model(const RunFlags& f, RunState& s) {
         !st.is_ok())
       return report_error(st);
   }
+  if (f.backend == "cuda") {
+    // Each device's tensors on its own GPU; without a usable GPU the backend says so itself.
+    if (Result<uint64_t> free_bytes = kern::smallest_free_gpu_memory(); free_bytes.ok()) {
+      const rt::MemoryEstimate all = rt::estimate_run_memory(s.to_run, *s.model, false);
+      if (Status st = rt::check_fits_gpu(rt::one_gpus_share(all, s.to_run.num_devices()), *free_bytes,
+                                         fmt::format("running '{}' (--scale {:g}, --tokens {}, --widths {})",
+                                                     base_name(f.file), f.scale, f.tokens, f.widths));
+          !st.is_ok())
+        return report_error(st);
+    }
+  }
   for (const std::string& n : s.model->notes) s.notes.push_back(n);
   if (s.prediction.present && !mo.widths_from_params)
     s.notes.push_back("simulated ms come from the schedule's costs, measured ms from this scaled model on this backend: "

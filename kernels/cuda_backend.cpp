@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cctype>
 #include <chrono>
@@ -575,6 +576,24 @@ Result<std::unique_ptr<rt::Backend>> CudaBackend::create(const CudaBackendOption
 }  // namespace
 
 bool cuda_backend_built() { return true; }
+
+Result<uint64_t> smallest_free_gpu_memory() {
+  int gpus = 0;
+  if (cudaGetDeviceCount(&gpus) != cudaSuccess || gpus <= 0) {
+    (void)cudaGetLastError();
+    return runtime_error("no CUDA device");
+  }
+  uint64_t least = UINT64_MAX;
+  for (int g = 0; g < gpus; ++g) {
+    size_t free_bytes = 0, total_bytes = 0;
+    if (cudaSetDevice(g) != cudaSuccess || cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return runtime_error(fmt::format("cudaMemGetInfo failed on GPU {}", g));
+    }
+    least = std::min<uint64_t>(least, free_bytes);
+  }
+  return least;
+}
 
 Result<std::unique_ptr<rt::Backend>> make_cuda_backend(const CudaBackendOptions& options) {
   return CudaBackend::create(options);

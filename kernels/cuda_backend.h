@@ -23,6 +23,7 @@
 // in a build without CUDA it fails with kRuntime "built without the CUDA backend".
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -38,6 +39,11 @@ struct CudaBackendOptions {
 
 // True when this binary was built with CUDA and NCCL.
 bool cuda_backend_built();
+
+// The free memory of the visible GPU that has least (cudaMemGetInfo), what a run's estimate is held
+// against before any allocation; an error when no GPU is usable or in a build
+// without CUDA (the backend then fails with its own message).
+Result<uint64_t> smallest_free_gpu_memory();
 
 Result<std::unique_ptr<rt::Backend>> make_cuda_backend(const CudaBackendOptions& options);
 

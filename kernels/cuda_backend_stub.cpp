@@ -12,6 +12,10 @@ Result<std::unique_ptr<rt::Backend>> make_cuda_backend(const CudaBackendOptions&
                        "use --backend host");
 }
 
+Result<uint64_t> smallest_free_gpu_memory() {
+  return Status::error(ErrorCode::kRuntime, "built without the CUDA backend");
+}
+
 Result<std::string> nccl_id_hex() {
   return Status::error(ErrorCode::kRuntime, "built without the CUDA backend: no NCCL");
 }

@@ -20,6 +20,17 @@ uint64_t sat_mul(uint64_t a, uint64_t b) { return b != 0 && a > UINT64_MAX / b ?
 
 std::string gb(uint64_t bytes) { return fmt::format("{:.1f} GB", static_cast<double>(bytes) / 1e9); }
 
+// `whole` times `share`, the sequential reference kept whole or left out.
+MemoryEstimate scaled(const MemoryEstimate& whole, double share, bool keep_reference) {
+  auto part = [&](uint64_t b) { return static_cast<uint64_t>(static_cast<double>(b) * share); };
+  MemoryEstimate e;
+  e.params_bytes = part(whole.params_bytes);
+  e.activations_bytes = part(whole.activations_bytes);
+  e.buffers_bytes = part(whole.buffers_bytes);
+  e.reference_bytes = keep_reference ? whole.reference_bytes : 0;
+  return e;
+}
+
 }  // namespace
 
 std::string MemoryEstimate::describe() const {
@@ -67,12 +78,18 @@ MemoryEstimate this_machines_share(const MemoryEstimate& whole) {
   };
   const long local = env_count("OMPI_COMM_WORLD_LOCAL_SIZE"), world = env_count("OMPI_COMM_WORLD_SIZE");
   if (local == 0 || world == 0 || local >= world) return whole;
-  auto part = [&](uint64_t b) { return static_cast<uint64_t>(static_cast<double>(b) * local / world); };
-  MemoryEstimate e = whole;
-  e.params_bytes = part(e.params_bytes);
-  e.activations_bytes = part(e.activations_bytes);
-  e.buffers_bytes = part(e.buffers_bytes);
-  return e;  // the sequential reference runs on rank 0 whole
+  return scaled(whole, static_cast<double>(local) / static_cast<double>(world), true);
+}
+
+MemoryEstimate one_gpus_share(const MemoryEstimate& whole, int devices) {
+  return scaled(whole, 1.0 / std::max(1, devices), false);
+}
+
+Status check_fits_gpu(const MemoryEstimate& need, uint64_t gpu_free, const std::string& what) {
+  if (need.total() <= gpu_free) return Status::ok();
+  return Status::bad_input(fmt::format("{} needs about {} on each GPU, more than the {} free on the fullest GPU "
+                                       "(cudaMemGetInfo)",
+                                       what, need.describe(), gb(gpu_free)));
 }
 
 uint64_t HostMemory::available() const {

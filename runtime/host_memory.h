@@ -35,7 +35,15 @@ MemoryEstimate estimate_run_memory(const Schedule& schedule, const ExecModel& mo
 // The part of a run's memory this machine holds when each rank is its own process (the mpi backend): the
 // ranks launched here (Open MPI's OMPI_COMM_WORLD_LOCAL_SIZE of OMPI_COMM_WORLD_SIZE) hold about that
 // share of the whole; the whole when the launch does not say.
-MemoryEstimate this_machines_share(const MemoryEstimate& whole);
+MemoryEstimate this_machines_share(const MemoryEstimate& whole);  // (the sequential reference: rank 0's, whole)
+
+// What one of `devices` GPUs holds of a run (the cuda backend: each device's tensors on its own
+// GPU): the whole divided evenly, the sequential reference left out (it runs on the host).
+MemoryEstimate one_gpus_share(const MemoryEstimate& whole, int devices);
+
+// Ok when `need` (one GPU's share) fits in `gpu_free` bytes; otherwise a bad-input Status naming
+// both numbers.
+Status check_fits_gpu(const MemoryEstimate& need, uint64_t gpu_free, const std::string& what);
 
 struct HostMemory {
   uint64_t mem_available_bytes = 0;   // /proc/meminfo MemAvailable; 0 when unknown
