@@ -234,7 +234,8 @@ Result<ImportedModel> megatron_model(const std::string& text, const std::string&
     }
     if (std::optional<long long> d = f.opt("--kv-channels")) arch(m, "head_dim", *d, "--kv-channels");
     else if (h / a >= 1) arch(m, "head_dim", h / a, "--hidden-size / --num-attention-heads");
-    else f.fail(fmt::format("--hidden-size ({}) is smaller than --num-attention-heads ({})", h, a), f.arg("--hidden-size")->value_loc);
+    else if (f.has("--hidden-size"))  // (a missing --hidden-size is reported already)
+      f.fail(fmt::format("--hidden-size ({}) is smaller than --num-attention-heads ({})", h, a), f.arg("--hidden-size")->value_loc);
   }
   const char* vocab_flag = f.has("--padded-vocab-size") ? "--padded-vocab-size" : "--vocab-size";
   arch(m, "vocab_size", f.need(vocab_flag), vocab_flag);
