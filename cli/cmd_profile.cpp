@@ -165,7 +165,7 @@ int run_profile(const ProfileFlags& f) {
     if (f.backend == "host") {
       st = rt::check_fits(*need, rt::host_memory(), what);
     } else if (Result<uint64_t> gpu_free = kern::smallest_free_gpu_memory(); gpu_free.ok()) {
-      st = rt::check_fits_gpu(rt::one_gpus_share(*need, 1), *gpu_free, what);
+      st = rt::check_fits_gpu(*need, *gpu_free, what);  // one layer type at a time, on one GPU
     }
     if (!st.is_ok()) return report_error(st);
   }

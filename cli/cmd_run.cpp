@@ -233,27 +233,20 @@ Stop build_model(const RunFlags& f, RunState& s) {
   if (!model) return report_error(model.status());
   s.model = std::move(*model);
   // One process holds every device on the host backend; with one process per rank (mpi) the ranks on
-  // this machine hold their share; the cuda backend's tensors live on the GPUs.
-  if (f.backend == "host" || f.backend == "mpi") {
-    rt::MemoryEstimate need = rt::estimate_run_memory(s.to_run, *s.model, f.check_gradients);
-    if (f.backend == "mpi") need = rt::this_machines_share(need);
-    if (Status st = rt::check_fits(need, rt::host_memory(),
-                                   fmt::format("running '{}' (--scale {:g}, --tokens {}, --widths {})", base_name(f.file),
-                                               f.scale, f.tokens, f.widths));
-        !st.is_ok())
-      return report_error(st);
+  // one host hold their share of it; the cuda backend's tensors live on the GPUs, a device's on each
+  // (without a usable GPU the backend says so itself).
+  const rt::MemoryEstimate need = rt::estimate_run_memory(s.to_run, *s.model, f.check_gradients);
+  const std::string what = fmt::format("running '{}' (--scale {:g}, --tokens {}, --widths {})", base_name(f.file),
+                                       f.scale, f.tokens, f.widths);
+  Status fits = Status::ok();
+  if (f.backend == "host") {
+    fits = rt::check_fits(need, rt::host_memory(), what);
+  } else if (f.backend == "mpi") {
+    fits = rt::check_fits(rt::this_machines_share(need), rt::host_memory(), what);
+  } else if (Result<uint64_t> gpu_free = kern::smallest_free_gpu_memory(); gpu_free.ok()) {
+    fits = rt::check_fits_gpu(rt::one_gpus_share(need, s.to_run.num_devices()), *gpu_free, what);
   }
-  if (f.backend == "cuda") {
-    // Each device's tensors on its own GPU; without a usable GPU the backend says so itself.
-    if (Result<uint64_t> free_bytes = kern::smallest_free_gpu_memory(); free_bytes.ok()) {
-      const rt::MemoryEstimate all = rt::estimate_run_memory(s.to_run, *s.model, false);
-      if (Status st = rt::check_fits_gpu(rt::one_gpus_share(all, s.to_run.num_devices()), *free_bytes,
-                                         fmt::format("running '{}' (--scale {:g}, --tokens {}, --widths {})",
-                                                     base_name(f.file), f.scale, f.tokens, f.widths));
-          !st.is_ok())
-        return report_error(st);
-    }
-  }
+  if (!fits.is_ok()) return report_error(fits);
   for (const std::string& n : s.model->notes) s.notes.push_back(n);
   if (s.prediction.present && !mo.widths_from_params)
     s.notes.push_back("simulated ms come from the schedule's costs, measured ms from this scaled model on this backend: "
