@@ -1,4 +1,4 @@
-// host_memory.h — what a run or a profile will allocate on the host, and whether this machine has it.
+// host_memory.h — what a run or a profile will allocate on the host, and whether the host has it.
 //
 // The estimate comes from the shapes the executor allocates (runtime/exec_model.h, memory_rule.h), in
 // fp32: every stage's parameters, their accumulated gradients and the gathered copy of them, one stage's
@@ -32,7 +32,7 @@ struct MemoryEstimate {
 // sequential run). Saturates instead of overflowing.
 MemoryEstimate estimate_run_memory(const Schedule& schedule, const ExecModel& model, bool reference);
 
-// The part of a run's memory this machine holds when each rank is its own process (the mpi backend): the
+// The part of a run's memory the host holds when each rank is its own process (the mpi backend): the
 // ranks launched here (Open MPI's OMPI_COMM_WORLD_LOCAL_SIZE of OMPI_COMM_WORLD_SIZE) hold about that
 // share of the whole; the whole when the launch does not say.
 MemoryEstimate this_machines_share(const MemoryEstimate& whole);  // (the sequential reference: rank 0's, whole)
