@@ -5,11 +5,17 @@ CLUSTER ?= configs/clusters/8xh100-80gb.yaml
 
 .PHONY: deps build build-asan run test test-fast clean
 
+# `pip install .` into .venv: scikit-build-core runs CMake on a preset in that preset's build folder,
+# so the release build of `make run` and `make test` is the package a user installs (the `pipesmith`
+# command and `import pipesmith`), built once.
+PIP_INSTALL = CMAKE_GENERATOR="Unix Makefiles" CMAKE_BUILD_PARALLEL_LEVEL=$(JOBS) .venv/bin/python -m pip install \
+	--disable-pip-version-check --no-build-isolation --no-deps -v .
+
 deps:
 	bash scripts/install-deps
 
 build:
-	cmake --preset default >/dev/null
+	cmake --preset default -DPIPESMITH_TESTS=ON -DPIPESMITH_BENCH=ON >/dev/null
 	cmake --build --preset default -j $(JOBS)
 
 build-asan:
@@ -19,20 +25,21 @@ build-asan:
 # Main job: install, build, synthesize a certified schedule for the default model and cluster
 # (partition, placement and order searched; Z3 refines), re-check it with the independent checker,
 # and draw it. Outputs land in out/.
-run: deps build
+run: deps
+	$(PIP_INSTALL) -C build-dir=build -C cmake.args=--preset=default
 	mkdir -p out
 	./build/cli/pipesmith lower $(MODEL) --cluster $(CLUSTER)
 	./build/cli/pipesmith synth $(MODEL) --cluster $(CLUSTER) --time-limit 30 -o out/schedule.yaml --csv out/schedule.csv --svg out/schedule.svg
 	./build/cli/pipesmith verify out/schedule.yaml --svg out/schedule-verified.svg --trace out/schedule-trace.json
 	@echo "open out/schedule.svg (Gantt chart) or load out/schedule-trace.json in https://ui.perfetto.dev"
 
-# Whole test suite: release build (-Werror), the PyTorch suite (pytest, .venv) on that build, then
-# an ASan/UBSan build of the tests.
+# Whole test suite: release build (-Werror, `pip install .` on the ci preset), the Python suite
+# (pytest, .venv) on that build, then an ASan/UBSan build of the tests.
 test: deps
-	cmake --preset ci >/dev/null
-	cmake --build --preset ci -j $(JOBS)
+	$(PIP_INSTALL) -C build-dir=build-ci -C cmake.args=--preset=ci \
+	  -C cmake.define.PIPESMITH_TESTS=ON -C cmake.define.PIPESMITH_BENCH=ON
 	ctest --test-dir build-ci --output-on-failure -LE gpu -j $(JOBS)
-	PIPESMITH=build-ci/cli/pipesmith .venv/bin/python -m pytest tests/python -q
+	PIPESMITH=build-ci/cli/pipesmith PIPESMITH_PYTHONPATH=build-ci/python PIPESMITH_CHECK_INSTALLED=1 .venv/bin/python -m pytest tests/python -q
 	cmake --preset asan >/dev/null
 	cmake --build --preset asan -j $(JOBS)
 	ctest --test-dir build-asan --output-on-failure -LE 'gpu|slow' -j $(JOBS)
@@ -41,7 +48,7 @@ test: deps
 # Quick local loop: default build, tests without sanitizers.
 test-fast: build
 	ctest --test-dir build --output-on-failure -LE gpu -j $(JOBS)
-	PIPESMITH=build/cli/pipesmith .venv/bin/python -m pytest tests/python -q
+	PIPESMITH=build/cli/pipesmith PIPESMITH_PYTHONPATH=build/python .venv/bin/python -m pytest tests/python -q
 
 clean:
 	rm -rf build build-ci build-asan build-clang

@@ -9,13 +9,10 @@
 
 #include "cli/commands.h"
 #include "cli/spec_flags.h"
+#include "synth/plan/plan_spec.h"
 #include "ir/problem.h"
 #include "ir/schedule_io.h"
-#include "synth/certify.h"
-#include "synth/baselines/baselines.h"
-#include "synth/bounds/global_bound.h"
-#include "synth/plan/plan_spec.h"
-#include "synth/plan/partition.h"
+#include "synth/baselines/baseline_plan.h"
 #include "synth/plan/placement.h"
 #include "verify/verify.h"
 
@@ -33,57 +30,6 @@ struct BaselineArgs {
   std::string svg_path;
 };
 
-// The partition and placement a run uses, with words for the summary.
-struct Plan {
-  Partition partition;
-  std::vector<int> placement;
-  std::string partition_desc;
-  std::vector<std::string> notes;
-};
-
-Result<Plan> make_plan(const Spec& spec, BaselineKind kind, const BaselineArgs& a) {
-  const int P = spec.cluster.devices;
-  const char* name = baseline_name(kind);
-  Plan plan;
-  if (is_layout_partition(a.partition)) {
-    auto lp = layout_plan(spec, a.partition);
-    if (!lp.ok()) return lp.status();
-    int V = lp->stages_per_device;
-    auto shape = baseline_shape(kind, a.stages_per_device);
-    if (!shape.ok()) return shape.status();
-    bool fits = shape->placement == PlacementKind::kLooped ? V >= 2 : V == shape->stages_per_device;
-    if (!fits || (a.stages_per_device != 0 && a.stages_per_device != V))
-      return Status::bad_input(fmt::format(
-          "pipeline layout \"{}\" gives {} stages = {} per device on P = {}, but {} runs {}",
-          a.partition, lp->partition.size(), V, P, name,
-          shape->placement == PlacementKind::kLooped
-              ? fmt::format("{} per device",
-                            a.stages_per_device != 0 ? std::to_string(a.stages_per_device) : ">= 2")
-              : fmt::format("{} per device", shape->stages_per_device)));
-    plan.partition = lp->partition;
-    if (shape->placement == PlacementKind::kVShape) {
-      plan.placement = placement_vshape(P);
-      plan.notes.push_back(fmt::format(
-          "{} places the layout's stages in a V (device d holds stages d and 2P-1-d), not looped "
-          "as Megatron would",
-          name));
-    } else {
-      plan.placement = lp->placement;
-    }
-    plan.partition_desc = fmt::format("Megatron layout \"{}\"", a.partition);
-    return plan;
-  }
-  auto shape = baseline_shape(kind, a.stages_per_device);
-  if (!shape.ok()) return shape.status();
-  int S = shape->stages_per_device * P;
-  auto part = partition_by_name(spec, S, a.partition);
-  if (!part.ok()) return part.status();
-  plan.partition = *part;
-  plan.placement = baseline_placement(*shape, P);
-  plan.partition_desc = a.partition;
-  return plan;
-}
-
 std::string ranges_str(const Partition& p) {
   std::string out;
   for (size_t s = 0; s < p.size(); ++s) {
@@ -94,7 +40,7 @@ std::string ranges_str(const Partition& p) {
   return out;
 }
 
-int run_baseline(const BaselineArgs& a) {
+int run_baseline_command(const BaselineArgs& a) {
   auto kind = parse_baseline_kind(a.schedule);
   if (!kind)
     return report_error(Status::bad_input(fmt::format("unknown schedule '{}': expected one of {}",
@@ -105,23 +51,15 @@ int run_baseline(const BaselineArgs& a) {
     return report_error(st);
   auto spec = load_spec_from_flags(a.spec);
   if (!spec.ok()) return report_error(spec.status());
-  if (Status st = check_stages_per_device(*spec, a.stages_per_device); !st.is_ok()) return report_error(st);
-  auto plan = make_plan(*spec, *kind, a);
-  if (!plan.ok()) return report_error(plan.status());
-  auto problem = make_problem(*spec, plan->partition, plan->placement);
-  if (!problem.ok()) return report_error(problem.status());
-  auto generated = make_baseline(*problem, *kind);
-  if (!generated.ok()) return report_error(generated.status());
-
-  VerifyOptions vo;
-  vo.semantics = Semantics::kRendezvous;
-  auto cert = certify_schedule(*generated, vo);
-  if (!cert.ok()) return report_error(cert.status());
-  const Schedule& out = cert->schedule;
-  const Report& rep = cert->report;
+  if (Status st = check_stages_per_device(*spec, a.stages_per_device, "--stages-per-device"); !st.is_ok()) return report_error(st);
+  auto run = ps::run_baseline(*spec, BaselineRequest{*kind, a.stages_per_device, a.partition});
+  if (!run.ok()) return report_error(run.status());
+  const BaselineRun* plan = &*run;
+  const Schedule& out = run->schedule;
+  const Problem* problem = &out.problem;
+  const Report& rep = run->report;
   const Simulation& sim = *rep.sim;
-  auto gb = global_lower_bound(*spec, spec->cluster.devices, spec->pipeline.microbatches,
-                               spec->cluster.memory_gb);
+  const std::optional<GlobalBound>& gb = run->global;
 
   // Summary to stdout, or stderr when the schedule itself goes to stdout.
   FILE* info = a.out_path == "-" ? stderr : stdout;
@@ -140,7 +78,7 @@ int run_baseline(const BaselineArgs& a) {
   s += fmt::format(
       "  lower bound   {:.3f} ms for this partition and placement (iteration / bound = {:.3f})\n",
       rep.lower_bound_ms, rep.lower_bound_ms > 0 ? sim.makespan_ms / rep.lower_bound_ms : 0.0);
-  if (gb.ok())
+  if (gb)
     s += fmt::format("                {:.3f} ms over all partitions and placements ({})\n",
                      gb->bound_ms, gb->binding);
   s += fmt::format("  bubble ratio  {:.4f}\n", sim.bubble_ratio);
@@ -197,7 +135,7 @@ Runner add_baseline(CLI::App& app) {
                   "Also write the compute order as a PyTorch pipelining CSV");
   sub->add_option("--svg", args->svg_path,
                   "Also write an SVG Gantt chart of the simulated schedule");
-  return [args] { return run_baseline(*args); };
+  return [args] { return run_baseline_command(*args); };
 }
 
 }  // namespace ps::cli

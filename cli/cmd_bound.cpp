@@ -13,13 +13,9 @@
 
 #include "cli/commands.h"
 #include "cli/spec_flags.h"
-#include "ir/problem.h"
-#include "synth/bounds/global_bound.h"
-#include "synth/bounds/packing_bound.h"
 #include "synth/plan/plan_spec.h"
-#include "synth/plan/partition.h"
-#include "synth/plan/placement.h"
-#include "verify/verify.h"
+#include "ir/problem.h"
+#include "synth/bounds/model_bound.h"
 
 namespace ps::cli {
 
@@ -33,51 +29,20 @@ struct BoundArgs {
   bool json = false;
 };
 
-struct PlanBound {
-  Partition partition;
-  std::vector<int> placement;
-  double bound_ms = 0;
-};
-
-// The partition/placement named by the flags, read as synth reads them (synth/plan/plan_spec.h):
-// --partition defaults to balanced; without --placement, sequential, or interleaved when
-// --stages-per-device is above 1 (a layout keeps its own placement).
-Result<PlanBound> plan_bound(const Spec& spec, const BoundArgs& a) {
-  PlanSpec words{a.partition.empty() ? "balanced" : a.partition, a.placement, a.stages_per_device};
-  if (words.placement.empty())
-    words.placement = words.stages_per_device > 1 && !is_layout_partition(words.partition) ? "interleaved" : "sequential";
-  auto plan = resolve_plan(spec, words);
-  if (!plan.ok()) return plan.status();
-  PlanBound pb;
-  pb.partition = std::move(plan->partition);
-  pb.placement = std::move(plan->placement);
-  auto problem = make_problem(spec, pb.partition, pb.placement);
-  if (!problem.ok()) return problem.status();
-  pb.bound_ms = lower_bound_ms(*problem);
-  return pb;
-}
-
 int run_bound(const BoundArgs& a) {
   auto spec = load_spec_from_flags(a.spec);
   if (!spec.ok()) return report_error(spec.status());
-  if (Status st = check_stages_per_device(*spec, a.stages_per_device); !st.is_ok()) return report_error(st);
+  if (Status st = check_stages_per_device(*spec, a.stages_per_device, "--stages-per-device"); !st.is_ok()) return report_error(st);
   const int P = spec->cluster.devices, M = spec->pipeline.microbatches;
-  auto g = global_lower_bound(*spec, P, M, spec->cluster.memory_gb);
-  if (!g.ok()) return report_error(g.status());
-  // Layers are never split: some device carries at least the best packing's largest load.
-  const double packing_ms = layer_packing_bound_ms(spec->model, P, M);
-  double bound_ms = g->bound_ms;
-  std::string binding = g->binding;
-  if (packing_ms > bound_ms) {
-    bound_ms = packing_ms;
-    binding = "layer_packing";
-  }
-  std::optional<PlanBound> plan;
-  if (!a.partition.empty() || !a.placement.empty() || a.stages_per_device != 0) {
-    auto pb = plan_bound(*spec, a);
-    if (!pb.ok()) return report_error(pb.status());
-    plan = *pb;
-  }
+  std::optional<PlanBoundRequest> request;
+  if (!a.partition.empty() || !a.placement.empty() || a.stages_per_device != 0)
+    request = PlanBoundRequest{a.partition, a.placement, a.stages_per_device};
+  auto mb = model_bound(*spec, request);
+  if (!mb.ok()) return report_error(mb.status());
+  const GlobalBound* g = &mb->global;
+  const double packing_ms = mb->packing_ms, bound_ms = mb->bound_ms;
+  const std::string& binding = mb->binding;
+  const std::optional<PlanBound>& plan = mb->plan;
 
   if (a.json) {
     nlohmann::ordered_json j;

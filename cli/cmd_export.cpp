@@ -32,47 +32,6 @@ struct ExportArgs {
   bool fsdp = false;
 };
 
-// The files an export writes in -o DIR, as one set (ir/output_file.h: all or none).
-constexpr const char* kExportFiles[] = {"compute_only.csv", "compute_comms.csv", "plan.json"};
-
-// Before any work: -o names a directory, or one that can be created (its nearest existing ancestor
-// is a writable directory); none of the files the export writes there is a directory, a dangling
-// link or one of the inputs.
-Status check_out_dir(const ExportArgs& a) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  const fs::path dir(a.out_dir);
-  if (fs::exists(dir, ec)) {
-    if (!fs::is_directory(dir, ec))
-      return Status::bad_input(fmt::format("-o '{}' exists and is not a directory", a.out_dir));
-    std::vector<OutputPath> outs;
-    for (const char* name : kExportFiles) outs.push_back({(dir / name).string(), "-o"});
-    return check_outputs(outs, {a.schedule, a.model, a.cluster});
-  }
-  if (fs::is_symlink(fs::symlink_status(dir, ec)))
-    return Status::bad_input(fmt::format("-o '{}' is a dangling symbolic link to '{}', which does not exist",
-                                         a.out_dir, fs::read_symlink(dir, ec).string()));
-  fs::path up = fs::absolute(dir, ec).parent_path();
-  while (up.has_relative_path() && !fs::exists(up, ec)) up = up.parent_path();
-  if (!fs::is_directory(up, ec))
-    return Status::bad_input(fmt::format("cannot create -o '{}': '{}' is not a directory", a.out_dir, up.string()));
-  if (::access(up.c_str(), W_OK) != 0)
-    return Status::bad_input(fmt::format("cannot create -o '{}' in '{}': {}", a.out_dir, up.string(), std::strerror(errno)));
-  return Status::ok();
-}
-
-// Creates -o DIR and the directories above it that are missing; returns those it created, deepest first.
-Result<std::vector<std::filesystem::path>> make_out_dir(const std::string& out_dir) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  std::vector<fs::path> made;
-  for (fs::path p = fs::absolute(out_dir, ec); p.has_relative_path() && !fs::exists(p, ec); p = p.parent_path())
-    made.push_back(p);
-  fs::create_directories(out_dir, ec);
-  if (ec) return Status::bad_input(fmt::format("cannot create '{}': {}", out_dir, ec.message()));
-  return made;
-}
-
 std::string summary(const PytorchExport& ex, const ExportInput& in) {
   const Problem& pb = ex.report.checked.problem;
   std::string s = fmt::format("pipesmith export: model '{}', P = {} ranks, S = {} stages, M = {} microbatches\n",
@@ -100,7 +59,8 @@ std::string summary(const PytorchExport& ex, const ExportInput& in) {
 int run_export(const ExportArgs& a) {
   if (a.to != "pytorch")
     return report_error(Status::bad_input(fmt::format("--to must be 'pytorch', got '{}'", a.to)));
-  if (Status st = check_out_dir(a); !st.is_ok()) return report_error(st);
+  const OutputPath out_dir{a.out_dir, "-o"};
+  if (Status st = check_export_dir(out_dir, {a.schedule, a.model, a.cluster}); !st.is_ok()) return report_error(st);
   auto in = load_export_input(a.schedule, a.model, a.cluster);
   if (!in) return report_error(in.status());
   PytorchExportOptions o;
@@ -115,18 +75,9 @@ int run_export(const ExportArgs& a) {
     return static_cast<int>(ErrorCode::kInvalidSchedule);
   }
   std::string s = summary(*ex, *in);
-  auto made = make_out_dir(a.out_dir);
-  if (!made.ok()) return report_error(made.status());
-  const std::filesystem::path dir(a.out_dir);
-  const std::string* texts[] = {&ex->compute_only_csv, &ex->compute_comms_csv, &ex->plan_json};
-  std::vector<OutputText> files;
-  for (size_t i = 0; i < std::size(kExportFiles); ++i) files.push_back({(dir / kExportFiles[i]).string(), *texts[i]});
-  if (Status w = write_output_files(files); !w.is_ok()) {
-    std::error_code ec;
-    for (const std::filesystem::path& p : *made) std::filesystem::remove(p, ec);  // empty: nothing was written
-    return report_error(w);
-  }
-  for (const OutputText& f : files) s += fmt::format("wrote {}\n", f.path);
+  auto written = write_pytorch_export(*ex, out_dir);
+  if (!written.ok()) return report_error(written.status());
+  for (const std::string& path : *written) s += fmt::format("wrote {}\n", path);
   std::fputs(s.c_str(), stdout);
   return 0;
 }

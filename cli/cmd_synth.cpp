@@ -30,6 +30,7 @@
 #include "cli/commands.h"
 #include "cli/number_flags.h"
 #include "cli/spec_flags.h"
+#include "synth/plan/plan_spec.h"
 #include "ir/problem.h"
 #include "ir/schedule_io.h"
 #include "synth/certify.h"
@@ -350,7 +351,7 @@ int run_synth(const SynthArgs& a) {
                           a.time_limit_s);
   auto spec = load_spec_from_flags(a.spec);
   if (!spec.ok()) return report_error(spec.status());
-  if (Status st = check_stages_per_device(*spec, a.stages_per_device); !st.is_ok()) return report_error(st);
+  if (Status st = check_stages_per_device(*spec, a.stages_per_device, "--stages-per-device"); !st.is_ok()) return report_error(st);
   g_phase = "synthesizing (search, order, checker)";
   Result<ModelSynthesis> m = synthesize_model(*spec, synth_options(a, t_start));
   if (m.status().code() == ErrorCode::kInterrupted) {

@@ -38,17 +38,4 @@ Result<Spec> load_spec_from_flags(const SpecFlags& flags) {
   return load_spec(flags.model_path, flags.cluster_path, o);
 }
 
-Status check_stages_per_device(const Spec& spec, int stages_per_device) {
-  if (stages_per_device == 0) return Status::ok();
-  if (stages_per_device < 1)
-    return Status::bad_input(fmt::format("--stages-per-device must be >= 1, got {}", stages_per_device));
-  const int64_t P = spec.cluster.devices, L = static_cast<int64_t>(spec.model.layers.size());
-  if (int64_t{stages_per_device} * P > L)
-    return Status::bad_input(fmt::format(
-        "--stages-per-device {} on {} devices makes {} stages, more than the model's {} layers (a stage holds at "
-        "least one layer)",
-        stages_per_device, P, int64_t{stages_per_device} * P, L));
-  return Status::ok();
-}
-
 }  // namespace ps::cli

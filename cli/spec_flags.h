@@ -29,8 +29,4 @@ void add_spec_flags(CLI::App* sub, SpecFlags* flags);
 // Checks the flag values and loads the spec with them as overrides.
 Result<Spec> load_spec_from_flags(const SpecFlags& flags);
 
-// --stages-per-device V (0: not given) on the spec's P devices: V·P stages (counted in 64 bits) must not
-// exceed the model's layers (a stage holds at least one layer).
-Status check_stages_per_device(const Spec& spec, int stages_per_device);
-
 }  // namespace ps::cli

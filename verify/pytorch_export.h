@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "ir/model.h"
+#include "ir/output_file.h"
 #include "ir/schedule.h"
 #include "ir/status.h"
 #include "verify/verify.h"
@@ -75,5 +76,19 @@ Result<ExportInput> load_export_input(const std::string& file, const std::string
 // whose layers do not match the stages' layer ranges); an internal error if a rule the export
 // relies on fails.
 Result<PytorchExport> export_pytorch(const Schedule& schedule, const PytorchExportOptions& options);
+
+// The files an export writes into its directory, in this order: compute_only.csv, compute_comms.csv,
+// plan.json.
+const std::vector<std::string>& pytorch_export_file_names();
+
+// Before any work: the directory `dir.path` exists or can be created (its nearest existing ancestor is a
+// writable directory), and none of the export's files there is a directory, a dangling link or one of
+// `inputs`. Messages name the directory by `dir.flag` ("-o", "out_dir").
+Status check_export_dir(const OutputPath& dir, const std::vector<std::string>& inputs);
+
+// Writes the three files of a valid export into `dir.path` as one set (ir/output_file.h: all or none),
+// creating the directory and missing parents (removed again when the write fails). Returns the paths
+// written, in the order of pytorch_export_file_names. An invalid export is kInvalidSchedule.
+Result<std::vector<std::string>> write_pytorch_export(const PytorchExport& ex, const OutputPath& dir);
 
 }  // namespace ps

@@ -1,8 +1,227 @@
 """pipesmith: synthesize, certify and run pipeline-parallel training schedules.
 
-The PyTorch side lives in :mod:`pipesmith.torch` (plan loading, stage building, the reference
-transformer and the runner for ``torch.distributed.pipelining``). The C++ CLI (``pipesmith``)
-synthesizes, checks and exports schedules; this package runs what it exports.
+The functions here are the ``pipesmith`` command's subcommands as Python calls, on the same C++
+library (``pipesmith._core``): the same inputs and options give the same results, and a schedule
+written from Python is byte-identical to the command's::
+
+    import pipesmith
+
+    spec = pipesmith.load_spec("configs/models/llama2-7b.yaml",
+                               cluster="configs/clusters/8xh100-80gb.yaml", devices=4, microbatches=8)
+    result = pipesmith.synthesize(spec, evaluations=40, progress=print)
+    result.schedule.write("schedule.yaml")             # as `pipesmith synth ... -o schedule.yaml`
+    report = pipesmith.verify("schedule.yaml")          # as `pipesmith verify schedule.yaml`
+    assert report.valid, report.text()
+    pipesmith.export_pytorch(result.schedule, spec=spec).write("plan/")   # as `pipesmith export`
+
+Errors raise :class:`pipesmith.Error` (``pipesmith.errors``) with the file, line and column they
+point at. :mod:`pipesmith.torch` runs exported plans in ``torch.distributed.pipelining``.
 """
 
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Optional, Union
+
+import importlib
+from pipesmith.errors import (BadInputError, Error, InfeasibleError, InterruptedError, InvalidScheduleError,
+                              RuntimeFailure)
+
+if TYPE_CHECKING:
+    from pipesmith._core import PytorchExport, Report, Schedule, Spec, Violation
+
 __version__ = "0.1.0"
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+class _Core:
+    """pipesmith._core, imported on first use: :mod:`pipesmith.torch` runs from a source tree (the
+    ``PYTHONPATH=python`` the command's ``profile --backend torch`` sets) without the extension."""
+
+    _module = None
+
+    def __getattr__(self, name: str) -> Any:
+        if _Core._module is None:
+            try:
+                _Core._module = importlib.import_module("pipesmith._core")
+            except ImportError as e:
+                raise ImportError(
+                    "pipesmith's C++ core (pipesmith._core) is not built into this copy of the package "
+                    f"({os.path.dirname(__file__)}): `pip install .` at the repository root installs it, or "
+                    "put a CMake build's BUILD/python on PYTHONPATH") from e
+        return getattr(_Core._module, name)
+
+
+_core = _Core()
+
+
+def __getattr__(name: str) -> Any:  # Spec, Schedule, Report, Violation, PytorchExport, z3_version
+    if name in ("Spec", "Schedule", "Report", "Violation", "PytorchExport", "z3_version"):
+        return getattr(_core, name)
+    raise AttributeError(f"module 'pipesmith' has no attribute '{name}'")
+
+
+def _path(p: Optional[PathLike]) -> Optional[str]:
+    return None if p is None else os.fspath(p)
+
+
+def load_spec(model: PathLike, cluster: Optional[PathLike] = None, *, devices: Optional[int] = None,
+              microbatches: Optional[int] = None, memory_limit_gb: Optional[float] = None) -> Spec:
+    """Reads a model YAML (which may hold ``cluster:`` and ``pipeline:`` blocks) and an optional cluster
+    YAML, applies the overrides and validates everything (``pipesmith synth MODEL --cluster C
+    --devices P --microbatches M --memory-limit-gb X``). ``memory_limit_gb=0`` means unlimited.
+
+    Raises BadInputError with the file, line and column of the offending field."""
+    return _core.load_spec(os.fspath(model), _path(cluster), devices, microbatches, memory_limit_gb)
+
+
+def parse_spec(text: str, name: str = "<string>") -> Spec:
+    """Like :func:`load_spec`, from YAML text (``name`` is used in error locations)."""
+    return _core.parse_spec(text, name)
+
+
+def read_schedule(path: PathLike, *, model: Optional[PathLike] = None, cluster: Optional[PathLike] = None,
+                  microbatches: Optional[int] = None, stages: Optional[int] = None) -> Schedule:
+    """Reads a pipesmith-schedule/1 YAML or a PyTorch pipelining CSV. A CSV's stages are costed with
+    ``model`` (and ``cluster``) when given, else with unit costs; ``microbatches`` / ``stages``, when
+    given, are checked against the file."""
+    schedule, _notes = _core.read_schedule(os.fspath(path), _path(model), _path(cluster), microbatches, stages)
+    return schedule
+
+
+def parse_schedule(text: str, name: str = "<string>") -> Schedule:
+    """A pipesmith-schedule/1 YAML from text."""
+    return _core.parse_schedule(text, name)
+
+
+def verify(schedule: Union[Schedule, PathLike], *, semantics: str = "rendezvous",
+           memory_limit_gb: Optional[float] = None, model: Optional[PathLike] = None,
+           cluster: Optional[PathLike] = None) -> Report:
+    """The independent checker (``pipesmith verify``): completeness, dependencies, comms,
+    deadlock-freedom under ``semantics`` (rendezvous, grouped, buffered, posted), memory and the
+    certificate; then the timing simulation. Returns the :class:`Report` with every violation (an
+    invalid schedule is no exception: ``report.valid`` is False). ``schedule`` may be a path, read
+    as :func:`read_schedule` reads it (its reader notes lead the report's notes)."""
+    if isinstance(schedule, _core.Schedule):
+        return _core.verify(schedule, semantics, memory_limit_gb)
+    loaded, notes = _core.read_schedule(os.fspath(schedule), _path(model), _path(cluster), None, None)
+    return _core.verify(loaded, semantics, memory_limit_gb, notes)
+
+
+def simulate(schedule: Union[Schedule, PathLike], *, semantics: str = "rendezvous",
+             memory_limit_gb: Optional[float] = None) -> Report:
+    """The timing of a schedule (``pipesmith simulate``): the checker's report, whose ``makespan_ms``,
+    ``bubble_ratio``, ``busy_ms``, ``peak_memory_gb`` and ``op_times`` hold the simulation. Raises
+    InvalidScheduleError (with the report's text) when the schedule cannot be simulated."""
+    report = verify(schedule, semantics=semantics, memory_limit_gb=memory_limit_gb)
+    if not report.simulated:
+        raise InvalidScheduleError(report.text(), code="invalid_schedule", exit_code=3,
+                                   message="the schedule cannot be simulated")
+    return report
+
+
+@dataclass
+class BaselineResult:
+    """A published schedule on the user's model, checked and certified (``pipesmith baseline``)."""
+    schedule: Schedule
+    report: Report
+    partition: list = field(default_factory=list)   # per stage, its (first, last) layer
+    placement: list = field(default_factory=list)   # stage → device
+    partition_desc: str = ""
+    notes: list = field(default_factory=list)
+    global_bound_ms: Optional[float] = None
+
+
+def baseline_kinds() -> list:
+    """The baselines :func:`baseline` generates: gpipe, 1f1b, interleaved-1f1b, zb-h1, zb-h2, zbv, dualpipev."""
+    return _core.baseline_kinds()
+
+
+def baseline(spec: Spec, kind: str, *, stages_per_device: int = 0, partition: str = "balanced") -> BaselineResult:
+    """Generates a published schedule (``pipesmith baseline --schedule KIND``) on the spec, over the
+    ``partition`` (balanced, balanced-memory, even or a Megatron layout string) and the schedule's own
+    placement, and certifies it. ``stages_per_device=0`` takes the schedule's default."""
+    schedule, report, info = _core.baseline(spec, kind, stages_per_device, partition)
+    return BaselineResult(schedule, report, **info)
+
+
+def bound(spec: Spec, *, partition: Optional[str] = None, placement: Optional[str] = None,
+          stages_per_device: int = 0) -> dict:
+    """The lower bound on the iteration time over all partitions, placements and orders
+    (``pipesmith bound --json``, the same keys), and under ``"plan"`` the checker's bound for one plan
+    when ``partition``, ``placement`` or ``stages_per_device`` name it. A model whose states do not
+    fit is no exception here: ``memory_feasible`` is False and ``memory_reason`` says why."""
+    return _core.bound(spec, partition, placement, stages_per_device)
+
+
+@dataclass
+class SynthesisResult:
+    """What :func:`synthesize` returns: the certified schedule, its report and the run's figures."""
+    schedule: Schedule
+    report: Report
+    makespan_ms: float = 0.0
+    bound_ms: float = 0.0
+    gap: float = 0.0
+    optimal: bool = False
+    solver_status: str = ""
+    heuristic_ms: float = 0.0
+    heuristic_policy: str = ""
+    best_baseline: Optional[str] = None
+    best_baseline_ms: Optional[float] = None
+    plan: str = ""
+    placement: list = field(default_factory=list)
+    interrupted: bool = False          # Ctrl-C or the progress callback stopped the search
+    z3_ran: bool = True
+    global_bound_ms: Optional[float] = None
+    stop_reason: str = ""              # converged, reached the lower bound, time limit, evaluation budget, interrupted, fixed
+    evaluated: int = 0
+    search_s: float = 0.0
+    solve_s: float = 0.0
+
+
+def synthesize(spec: Spec, *, partition: Optional[str] = None, placement: Optional[str] = None,
+               stages_per_device: Optional[int] = None, cuts: str = "sublayers", time_limit_s: float = 10.0,
+               evaluations: int = 0, rlimit: int = 0, seed: int = 0, z3_threads: int = 2, search_threads: int = 0,
+               progress: Optional[Callable[[dict], Any]] = None) -> SynthesisResult:
+    """Synthesizes a certified schedule (``pipesmith synth``): searches what ``partition`` /
+    ``placement`` / ``stages_per_device`` leave open, refines the order with Z3, checks the result.
+
+    ``evaluations > 0`` bounds the search by candidates instead of the clock: the same spec, options
+    and seed give a byte-identical schedule on any machine (``time_limit_s`` then sizes Z3's share).
+    ``progress`` is called with a dict (phase, evaluated, feasible, best_ms, lower_bound_ms, gap,
+    elapsed_s, best) as the search goes; returning True stops it. Ctrl-C stops it too: the best
+    schedule so far is checked and returned with ``interrupted=True`` (a KeyboardInterrupt is raised
+    only when nothing fitted yet). The GIL is released while it runs.
+
+    Raises InfeasibleError when no plan fits the memory, BadInputError on bad options."""
+    schedule, report, info = _core.synthesize(spec, partition, placement, stages_per_device, cuts, time_limit_s,
+                                              evaluations, rlimit, seed, z3_threads, search_threads, progress)
+    return SynthesisResult(schedule, report, **info)
+
+
+def export_pytorch(schedule: Union[Schedule, PathLike], *, spec: Optional[Spec] = None, fsdp: bool = False,
+                   model: Optional[PathLike] = None, cluster: Optional[PathLike] = None) -> PytorchExport:
+    """A checked schedule as the files ``torch.distributed.pipelining`` runs (``pipesmith export --to
+    pytorch``): ``compute_only_csv``, ``compute_comms_csv`` and ``plan_json``; ``.write(dir)`` writes
+    them as one set. ``schedule`` may be a path (a CSV then needs ``model``). Raises
+    InvalidScheduleError (the report's text) for a schedule the checker rejects."""
+    model_file = ""
+    if not isinstance(schedule, _core.Schedule):
+        schedule, loaded_spec, _notes = _core.load_export_input(os.fspath(schedule), _path(model), _path(cluster))
+        spec = spec if spec is not None else loaded_spec
+        model_file = _path(model) or ""
+    ex = _core.export_pytorch(schedule, spec, fsdp, model_file)
+    if not ex.valid:
+        raise InvalidScheduleError(ex.report.text(), code="invalid_schedule", exit_code=3,
+                                   message="the schedule is not valid: nothing exported")
+    return ex
+
+
+__all__ = [
+    "BadInputError", "BaselineResult", "Error", "InfeasibleError", "InterruptedError", "InvalidScheduleError",
+    "PytorchExport", "Report", "RuntimeFailure", "Schedule", "Spec", "SynthesisResult", "Violation", "baseline",
+    "baseline_kinds", "bound", "export_pytorch", "load_spec", "parse_schedule", "parse_spec", "read_schedule",
+    "simulate", "synthesize", "verify", "z3_version",
+]

@@ -3,9 +3,22 @@
 
 #include <fmt/format.h>
 
+#include <cstdint>
+
 #include "synth/plan/partition.h"
 
 namespace ps {
+
+Status check_stages_per_device(const Spec& spec, int stages_per_device, std::string_view name) {
+  if (stages_per_device == 0) return Status::ok();
+  if (stages_per_device < 1) return Status::bad_input(fmt::format("{} must be >= 1, got {}", name, stages_per_device));
+  const int64_t P = spec.cluster.devices, L = static_cast<int64_t>(spec.model.layers.size());
+  if (int64_t{stages_per_device} * P > L)
+    return Status::bad_input(fmt::format(
+        "{} {} on {} devices makes {} stages, more than the model's {} layers (a stage holds at least one layer)",
+        name, stages_per_device, P, int64_t{stages_per_device} * P, L));
+  return Status::ok();
+}
 
 bool is_layout_partition(const std::string& partition) {
   return !is_partition_method_name(partition) && looks_like_megatron_layout(partition);

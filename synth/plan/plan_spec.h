@@ -8,6 +8,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ir/model.h"
@@ -30,6 +31,11 @@ struct NamedPlan {
   std::vector<int> placement;
   std::string desc;
 };
+
+// A stage count per device V (0: not given) on the spec's P devices: V >= 1, and V·P stages (counted
+// in 64 bits) must not exceed the model's layers (a stage holds at least one layer). Messages name V
+// by `name` (the caller's word for it: "--stages-per-device", "stages_per_device").
+Status check_stages_per_device(const Spec& spec, int stages_per_device, std::string_view name = "stages_per_device");
 
 // Whether `partition` is read as a Megatron layout string rather than a method name.
 bool is_layout_partition(const std::string& partition);

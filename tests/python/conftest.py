@@ -10,7 +10,11 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MODELS = os.path.join(ROOT, "configs", "models")
-sys.path.insert(0, os.path.join(ROOT, "python"))
+# The package under test: PIPESMITH_PYTHONPATH when set (a CMake build's BUILD/python: this checkout's
+# sources with the extension pipesmith._core built beside them; `make test` sets it), else python/ of
+# this checkout, where pipesmith.torch runs and the API tests fail for want of the extension.
+PACKAGE_DIR = os.path.abspath(os.path.join(ROOT, os.environ.get("PIPESMITH_PYTHONPATH") or "python"))
+sys.path.insert(0, PACKAGE_DIR)
 
 
 def model_path(name: str) -> str:
@@ -45,7 +49,7 @@ def export(schedule: str, out_dir: str, model: str) -> subprocess.CompletedProce
 
 def _env() -> dict:
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.path.join(ROOT, "python") + os.pathsep + env.get("PYTHONPATH", "")
+    env["PYTHONPATH"] = PACKAGE_DIR + os.pathsep + env.get("PYTHONPATH", "")
     env["OMP_NUM_THREADS"] = "1"
     return env
 

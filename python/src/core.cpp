@@ -1,0 +1,572 @@
+// pipesmith._core — the C++ library as a Python extension (nanobind). Python users call it through
+// the `pipesmith` package (python/pipesmith/__init__.py), which adds the docstring-level reference;
+// every function here calls the same library entry point as the `pipesmith` command, so a schedule
+// written from Python is byte-identical to the command's for the same inputs and options.
+//
+// Errors: a failing library call raises pipesmith.Error (python/pipesmith/errors.py) — or its
+// subclass for the error class: BadInputError, InfeasibleError, InvalidScheduleError, RuntimeFailure
+// — carrying `code`, `exit_code`, `file`, `line`, `col` and `message`. Long calls (synthesize,
+// baselines, verify, bound) release the GIL; synthesize runs on a worker thread while the calling
+// thread waits, so Ctrl-C (KeyboardInterrupt) and the progress callback's `True` stop the search
+// and the best schedule so far is returned, marked interrupted.
+#include <fmt/format.h>
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/function.h>
+#include <nanobind/stl/map.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <chrono>
+#include <condition_variable>
+#include <exception>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "ir/model.h"
+#include "ir/output_file.h"
+#include "ir/problem.h"
+#include "ir/schedule.h"
+#include "ir/schedule_io.h"
+#include "ir/status.h"
+#include "synth/baselines/baseline_plan.h"
+#include "synth/baselines/baselines.h"
+#include "synth/bounds/model_bound.h"
+#include "synth/plan/plan_spec.h"
+#include "synth/synthesize_model.h"
+#include "verify/load.h"
+#include "verify/pytorch_export.h"
+#include "verify/verify.h"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace ps::py {
+
+namespace {
+
+const char* error_class_name(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::kBadInput: return "BadInputError";
+    case ErrorCode::kInfeasible: return "InfeasibleError";
+    case ErrorCode::kInvalidSchedule: return "InvalidScheduleError";
+    case ErrorCode::kRuntime: return "RuntimeFailure";
+    case ErrorCode::kInterrupted: return "InterruptedError";
+    case ErrorCode::kOk: break;
+  }
+  return "Error";
+}
+
+const char* error_code_name(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::kOk: return "ok";
+    case ErrorCode::kBadInput: return "bad_input";
+    case ErrorCode::kInfeasible: return "infeasible";
+    case ErrorCode::kInvalidSchedule: return "invalid_schedule";
+    case ErrorCode::kRuntime: return "runtime";
+    case ErrorCode::kInterrupted: return "interrupted";
+  }
+  return "unknown";
+}
+
+// Raises the pipesmith.errors exception for `st` (the GIL must be held).
+[[noreturn]] void raise_status(const Status& st) {
+  nb::object errors = nb::module_::import_("pipesmith.errors");
+  nb::object cls = errors.attr(error_class_name(st.code()));
+  const SourceLoc& loc = st.loc();
+  nb::object exc = cls(st.str(), "code"_a = error_code_name(st.code()), "exit_code"_a = st.exit_code(),
+                       "message"_a = st.message(), "file"_a = loc.file.empty() ? nb::none() : nb::cast(loc.file),
+                       "line"_a = loc.line, "col"_a = loc.col);
+  PyErr_SetObject(cls.ptr(), exc.ptr());
+  throw nb::python_error();
+}
+
+template <class T>
+T take(Result<T>&& r) {
+  if (!r.ok()) raise_status(r.status());
+  return std::move(*r);
+}
+
+void check(const Status& st) {
+  if (!st.is_ok()) raise_status(st);
+}
+
+Semantics semantics_from(const std::string& name) {
+  auto s = parse_semantics(name);
+  if (!s) raise_status(Status::bad_input("semantics must be rendezvous, grouped, buffered or posted, got '" + name + "'"));
+  return *s;
+}
+
+// ---- schedules ------------------------------------------------------------------------------------
+
+std::vector<std::vector<std::string>> program_texts(const Schedule& s) {
+  std::vector<std::vector<std::string>> out(s.programs.size());
+  for (size_t d = 0; d < s.programs.size(); ++d)
+    for (const Action& a : s.programs[d]) out[d].push_back(to_string(a));
+  return out;
+}
+
+std::map<std::string, std::string> certificate_fields(const Schedule& s) {
+  std::map<std::string, std::string> out;
+  if (!s.certificate) return out;
+  const Certificate& c = *s.certificate;
+  out["verdict"] = c.verdict;
+  out["semantics"] = c.semantics;
+  out["digest"] = c.digest;
+  for (const auto& [k, v] : c.extra) out["extra." + k] = v;
+  return out;
+}
+
+// The checker's report, as one Python object.
+struct PyReport {
+  Report report;
+};
+
+// ---- synthesize ------------------------------------------------------------------------------------
+
+// Runs `work` on a worker thread while the calling thread waits without the GIL, taking it back every
+// 50 ms so Python can run its signal handlers. A KeyboardInterrupt (or any exception a handler
+// raises) sets `interrupt` and is kept in `pending`; the work then ends as its deadline would.
+void run_interruptible(const std::function<void()>& work, std::atomic<bool>& interrupt,
+                       std::unique_ptr<nb::python_error>& pending) {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  std::exception_ptr failure;
+  std::thread worker([&] {
+    try {
+      work();
+    } catch (...) {
+      failure = std::current_exception();
+    }
+    std::lock_guard<std::mutex> lock(mu);
+    done = true;
+    cv.notify_all();
+  });
+  for (;;) {
+    bool finished = false;
+    {
+      nb::gil_scoped_release release;
+      std::unique_lock<std::mutex> lock(mu);
+      finished = cv.wait_for(lock, std::chrono::milliseconds(50), [&] { return done; });
+    }
+    if (finished) break;
+    if (!pending && PyErr_CheckSignals() != 0) {
+      pending = std::make_unique<nb::python_error>();  // takes the raised exception
+      interrupt.store(true);
+    }
+  }
+  {
+    nb::gil_scoped_release release;
+    worker.join();
+  }
+  if (failure) std::rethrow_exception(failure);
+}
+
+struct SynthOutcome {
+  ModelSynthesis m;
+  bool interrupted = false;  // Ctrl-C or the progress callback stopped the search
+};
+
+nb::dict progress_dict(const TuneProgress& p) {
+  nb::dict d;
+  d["phase"] = p.phase;
+  d["evaluated"] = p.evaluated;
+  d["feasible"] = p.feasible;
+  d["best_ms"] = p.best_ms > 0 ? nb::cast(p.best_ms) : nb::none();
+  d["lower_bound_ms"] = p.lower_bound_ms;
+  d["gap"] = p.best_ms > 0 ? nb::cast(p.gap) : nb::none();
+  d["elapsed_s"] = p.elapsed_s;
+  d["best"] = p.best_desc;
+  return d;
+}
+
+SynthOutcome synthesize(const Spec& spec, std::optional<std::string> partition, std::optional<std::string> placement,
+                        std::optional<int> stages_per_device, const std::string& cuts, double time_limit_s,
+                        int evaluations, uint64_t rlimit, unsigned seed, int z3_threads, int search_threads,
+                        nb::object progress) {
+  const auto start = std::chrono::steady_clock::now();
+  if (!(time_limit_s > 0)) raise_status(Status::bad_input(fmt::format("time_limit_s must be > 0 seconds, got {}", time_limit_s)));
+  if (evaluations < 0) raise_status(Status::bad_input(fmt::format("evaluations must be >= 0, got {}", evaluations)));
+  if (z3_threads < 1) raise_status(Status::bad_input(fmt::format("z3_threads must be >= 1, got {}", z3_threads)));
+  if (search_threads < 0) raise_status(Status::bad_input(fmt::format("search_threads must be >= 0, got {}", search_threads)));
+  if (cuts != "layers" && cuts != "sublayers")
+    raise_status(Status::bad_input("cuts must be 'layers' or 'sublayers', got '" + cuts + "'"));
+  ModelSynthOptions o;
+  o.fix_partition = partition.has_value();
+  o.fix_placement = placement.has_value() || stages_per_device.has_value();
+  if (partition) o.partition = *partition;
+  if (placement) o.placement = *placement;
+  if (stages_per_device && *stages_per_device < 1)
+    raise_status(Status::bad_input(fmt::format("stages_per_device must be >= 1, got {}", *stages_per_device)));
+  o.stages_per_device = stages_per_device.value_or(0);
+  check(check_stages_per_device(spec, o.stages_per_device));
+  if (!placement && o.stages_per_device > 1 && !is_layout_partition(o.partition)) o.placement = "interleaved";
+  o.whole_layers = cuts == "layers";
+  o.time_limit_s = time_limit_s;
+  o.evaluations = evaluations;
+  o.rlimit = rlimit;
+  o.seed = seed;
+  o.z3_threads = z3_threads;
+  o.search_threads = search_threads;
+  o.start = start;
+  std::atomic<bool> interrupt{false};
+  o.interrupt = &interrupt;
+  std::unique_ptr<nb::python_error> callback_error;
+  std::mutex callback_mu;
+  PyObject* cb = progress.is_none() ? nullptr : progress.ptr();  // alive for the call (the caller holds it)
+  if (cb) {
+    o.search_progress = [cb, &interrupt, &callback_error, &callback_mu](const TuneProgress& p) {
+      std::lock_guard<std::mutex> one_at_a_time(callback_mu);
+      nb::gil_scoped_acquire acquire;
+      if (callback_error) return;
+      try {
+        nb::object stop = nb::borrow(cb)(progress_dict(p));
+        if (PyObject_IsTrue(stop.ptr()) == 1) interrupt.store(true);
+      } catch (nb::python_error& e) {
+        callback_error = std::make_unique<nb::python_error>(std::move(e));
+        interrupt.store(true);
+      }
+    };
+  }
+  std::optional<Result<ModelSynthesis>> result;
+  std::unique_ptr<nb::python_error> ctrl_c;
+  run_interruptible([&] { result.emplace(synthesize_model(spec, o)); }, interrupt, ctrl_c);
+  if (callback_error) callback_error->restore(), throw nb::python_error();
+  if (!result->ok()) {
+    if (result->status().code() == ErrorCode::kInterrupted && ctrl_c) {
+      ctrl_c->restore();
+      throw nb::python_error();
+    }
+    raise_status(result->status());
+  }
+  SynthOutcome out;
+  out.m = std::move(**result);
+  out.interrupted = interrupt.load();
+  return out;
+}
+
+nb::dict bound_dict(const ModelBound& b, const Spec& spec) {
+  nb::dict d;
+  d["model"] = spec.model.name;
+  d["devices"] = spec.cluster.devices;
+  d["microbatches"] = spec.pipeline.microbatches;
+  d["bound_ms"] = b.bound_ms;
+  d["binding"] = b.binding;
+  nb::dict terms;
+  terms["total_work"] = b.global.total_work_ms;
+  terms["ramp"] = b.global.ramp_ms;
+  terms["heaviest_layer"] = b.global.heaviest_layer_ms;
+  terms["critical_path"] = b.global.critical_path_ms;
+  terms["layer_packing"] = b.packing_ms;
+  d["terms_ms"] = terms;
+  d["heaviest_layer"] = b.global.heaviest_layer;
+  d["model_state_gb"] = b.global.model_state_gb;
+  d["memory_limit_gb"] = b.global.memory_limit_gb;
+  d["min_devices_for_memory"] = b.global.min_devices_for_memory;
+  d["memory_feasible"] = b.global.memory_feasible;
+  if (!b.global.memory_feasible) d["memory_reason"] = b.global.memory_reason;
+  if (b.plan) {
+    nb::dict pj;
+    nb::list ranges;
+    for (const LayerRange& r : b.plan->partition) ranges.append(nb::make_tuple(r.first, r.last));
+    pj["partition"] = ranges;
+    pj["placement"] = b.plan->placement;
+    pj["bound_ms"] = b.plan->bound_ms;
+    d["plan"] = pj;
+  }
+  return d;
+}
+
+std::vector<std::pair<int, int>> ranges_of(const Partition& p) {
+  std::vector<std::pair<int, int>> out;
+  for (const LayerRange& r : p) out.emplace_back(r.first, r.last);
+  return out;
+}
+
+std::optional<double> sim_value(const Report& r, double Simulation::*field) {
+  if (!r.sim) return std::nullopt;
+  return (*r.sim).*field;
+}
+
+}  // namespace
+
+}  // namespace ps::py
+
+NB_MODULE(_core, m) {
+  using namespace ps;
+  using namespace ps::py;
+  m.doc() = "pipesmith's C++ core (the library behind the pipesmith command); use it through `import pipesmith`.";
+  m.attr("z3_version") = z3_version();
+
+  nb::class_<Spec>(m, "Spec", "A model, its cluster and its pipeline settings, validated (load_spec).")
+      .def_prop_ro("name", [](const Spec& s) { return s.model.name; }, "The model's name.")
+      .def_prop_ro("devices", [](const Spec& s) { return s.cluster.devices; }, "Pipeline devices P.")
+      .def_prop_ro("microbatches", [](const Spec& s) { return s.pipeline.microbatches; }, "Microbatches M per iteration.")
+      .def_prop_ro("memory_gb", [](const Spec& s) { return s.cluster.memory_gb; }, "Memory per device, GB (0: unlimited).")
+      .def_prop_ro("num_layers", [](const Spec& s) { return static_cast<int>(s.model.layers.size()); }, "Layers of the model.")
+      .def_prop_ro("cluster", [](const Spec& s) { return s.cluster.name; }, "The cluster's name.")
+      .def("__repr__", [](const Spec& s) {
+        return fmt::format("<pipesmith.Spec '{}': {} layers, P = {}, M = {}, {:g} GB>", s.model.name, s.model.layers.size(),
+                           s.cluster.devices, s.pipeline.microbatches, s.cluster.memory_gb);
+      });
+
+  nb::class_<Schedule>(m, "Schedule", "A schedule: its problem (stages, placement, costs) and one program per device.")
+      .def_prop_ro("name", [](const Schedule& s) { return s.problem.name; }, "The model's name.")
+      .def_prop_ro("num_devices", &Schedule::num_devices, "Devices P.")
+      .def_prop_ro("num_stages", [](const Schedule& s) { return s.problem.num_stages(); }, "Stages S.")
+      .def_prop_ro("microbatches", [](const Schedule& s) { return s.problem.microbatches; }, "Microbatches M.")
+      .def_prop_ro("placement", [](const Schedule& s) {
+        std::vector<int> p;
+        for (const StageSpec& st : s.problem.stages) p.push_back(st.device);
+        return p;
+      }, "Stage → device.")
+      .def_prop_ro("layers", [](const Schedule& s) {
+        std::vector<std::pair<int, int>> r;
+        for (const StageSpec& st : s.problem.stages) r.emplace_back(st.first_layer, st.last_layer);
+        return r;
+      }, "Per stage, its (first, last) layer (-1 when unknown, as for a CSV without a model).")
+      .def_prop_ro("programs", &program_texts, "Per device, its ops in order, as PyTorch action text ('3F1', '0SEND_B2').")
+      .def_prop_ro("has_comms", &Schedule::has_comms, "Whether the programs hold SEND/RECV ops.")
+      .def_prop_ro("generator", [](const Schedule& s) { return s.generator; }, "What wrote it ('pipesmith synth', ...).")
+      .def_prop_ro("source", [](const Schedule& s) { return s.source; }, "The file it was read from ('' when built in memory).")
+      .def_prop_ro("certificate", [](const Schedule& s) -> std::optional<std::map<std::string, std::string>> {
+        if (!s.certificate) return std::nullopt;
+        return certificate_fields(s);
+      }, "The certificate's verdict, semantics, digest and extras (extra.*), or None.")
+      .def("to_yaml", &format_schedule_yaml, "The pipesmith-schedule/1 YAML text (what write() writes).")
+      .def("to_csv", [](const Schedule& s) { return format_pytorch_csv(s); }, "The programs as a PyTorch pipelining CSV.")
+      .def("write", [](const Schedule& s, const std::string& path) {
+        nb::gil_scoped_release release;
+        Status st = write_schedule_yaml(s, path);
+        nb::gil_scoped_acquire acquire;
+        check(st);
+      }, "path"_a, "Writes the schedule YAML to `path`, whole or not at all.")
+      .def("__repr__", [](const Schedule& s) {
+        return fmt::format("<pipesmith.Schedule '{}': P = {}, S = {}, M = {}, {} ops{}>", s.problem.name, s.num_devices(),
+                           s.problem.num_stages(), s.problem.microbatches, s.num_ops(),
+                           s.certificate ? ", certified" : "");
+      });
+
+  nb::class_<Violation>(m, "Violation", "One rule the checker found broken, where, and the other party's notes.")
+      .def_ro("rule", &Violation::rule, "Rule id ('deadlock', 'structure.missing', ...; docs/verifier-rules.md).")
+      .def_prop_ro("device", [](const Violation& v) -> std::optional<int> { if (v.device < 0) return std::nullopt; return v.device; }, "The device, or None.")
+      .def_prop_ro("op_index", [](const Violation& v) -> std::optional<int> { if (v.op_index < 0) return std::nullopt; return v.op_index; }, "Index of the op in that device's program, or None.")
+      .def_ro("action", &Violation::action, "The op ('3F1'), or ''.")
+      .def_ro("message", &Violation::message, "What is wrong, one line.")
+      .def_prop_ro("file", [](const Violation& v) -> std::optional<std::string> { if (v.loc.file.empty()) return std::nullopt; return v.loc.file; }, "The file the op was read from, or None.")
+      .def_prop_ro("line", [](const Violation& v) { return v.loc.line; }, "Its line (0: unknown).")
+      .def_prop_ro("col", [](const Violation& v) { return v.loc.col; }, "Its column (0: unknown).")
+      .def_ro("notes", &Violation::notes, "The other party: 'device 1 is blocked on op 5 ...'.")
+      .def("__repr__", [](const Violation& v) {
+        return fmt::format("<pipesmith.Violation {}{}: {}>", v.rule, v.loc.valid() ? " at " + v.loc.str() : "", v.message);
+      });
+
+  nb::class_<PyReport>(m, "Report", "The checker's report: verdict, every violation, figures of the simulation.")
+      .def_prop_ro("valid", [](const PyReport& r) { return r.report.valid; }, "The verdict.")
+      .def_prop_ro("semantics", [](const PyReport& r) { return std::string(semantics_name(r.report.semantics)); }, "The send/recv semantics checked.")
+      .def_prop_ro("violations", [](const PyReport& r) { return r.report.violations; }, "Every violation found.")
+      .def_prop_ro("unchecked_claims", [](const PyReport& r) {
+        std::vector<std::pair<std::string, std::string>> out;
+        for (const UncheckedClaim& c : r.report.unchecked_claims) out.emplace_back(c.field, c.message);
+        return out;
+      }, "Certificate claims reported but not rechecked: (field, message).")
+      .def_prop_ro("notes", [](const PyReport& r) { return r.report.notes; }, "Notes (comms inserted, unit costs, ...).")
+      .def_prop_ro("comms_inserted", [](const PyReport& r) { return r.report.comms_inserted; }, "Whether comms were inserted by the shared rule.")
+      .def_prop_ro("checked", [](const PyReport& r) { return r.report.checked; }, "The programs analysed (with comms).")
+      .def_prop_ro("safe_under", [](const PyReport& r) { return r.report.safe_under; }, "Semantics under which it is deadlock-free.")
+      .def_prop_ro("lower_bound_ms", [](const PyReport& r) { return r.report.lower_bound_ms; }, "Lower bound for this partition and placement.")
+      .def_prop_ro("memory_limit_gb", [](const PyReport& r) { return r.report.memory_limit_gb; }, "The memory limit checked (0: unlimited).")
+      .def_prop_ro("simulated", [](const PyReport& r) { return r.report.sim.has_value(); }, "Whether the timing could be simulated.")
+      .def_prop_ro("makespan_ms", [](const PyReport& r) { return sim_value(r.report, &Simulation::makespan_ms); }, "Simulated iteration time, or None.")
+      .def_prop_ro("bubble_ratio", [](const PyReport& r) { return sim_value(r.report, &Simulation::bubble_ratio); }, "Idle share of devices × iteration, or None.")
+      .def_prop_ro("peak_memory_gb", [](const PyReport& r) {
+        std::vector<double> out;
+        if (r.report.sim) for (double mb : r.report.sim->peak_memory_mb) out.push_back(mb / 1000.0);
+        return out;
+      }, "Per device, the peak memory in GB (empty when not simulated).")
+      .def_prop_ro("busy_ms", [](const PyReport& r) { return r.report.sim ? r.report.sim->busy_ms : std::vector<double>{}; }, "Per device, compute time.")
+      .def_prop_ro("idle_ms", [](const PyReport& r) { return r.report.sim ? r.report.sim->idle_ms : std::vector<double>{}; }, "Per device, idle time.")
+      .def_prop_ro("op_times", [](const PyReport& r) {
+        std::vector<std::vector<std::pair<double, double>>> out;
+        if (r.report.sim)
+          for (const auto& dev : r.report.sim->times) {
+            out.emplace_back();
+            for (const OpInterval& t : dev) out.back().emplace_back(t.start_ms, t.end_ms);
+          }
+        return out;
+      }, "Per device, per op of `checked.programs`, its (start_ms, end_ms).")
+      .def("text", [](const PyReport& r) { return format_report(r.report); }, "The report as `pipesmith verify` prints it.")
+      .def("json", [](const PyReport& r) { return format_report_json(r.report); }, "The report as `pipesmith verify --json` prints it.")
+      .def("svg", [](const PyReport& r, const std::string& title) { return format_svg(r.report, title); }, "title"_a = "", "An SVG Gantt chart with memory curves.")
+      .def("chrome_trace", [](const PyReport& r) { return format_chrome_trace(r.report); }, "A Chrome/Perfetto trace JSON of the simulated timing.")
+      .def("__bool__", [](const PyReport& r) { return r.report.valid; })
+      .def("__repr__", [](const PyReport& r) {
+        return fmt::format("<pipesmith.Report {} under {}{}>", r.report.valid ? "VALID" : "INVALID",
+                           semantics_name(r.report.semantics),
+                           r.report.valid ? "" : fmt::format(", {} violation(s)", r.report.violations.size()));
+      });
+
+  m.def("load_spec", [](const std::string& model, std::optional<std::string> cluster, std::optional<int> devices,
+                        std::optional<int> microbatches, std::optional<double> memory_limit_gb) {
+    if (devices && *devices < 1) raise_status(Status::bad_input(fmt::format("devices must be at least 1, got {}", *devices)));
+    if (microbatches && *microbatches < 1)
+      raise_status(Status::bad_input(fmt::format("microbatches must be at least 1, got {}", *microbatches)));
+    if (memory_limit_gb && !(*memory_limit_gb >= 0))
+      raise_status(Status::bad_input(fmt::format("memory_limit_gb must be >= 0 (0 = unlimited), got {}", *memory_limit_gb)));
+    SpecOverrides o{devices, microbatches, memory_limit_gb};
+    return take(load_spec(model, cluster.value_or(""), o));
+  }, "model"_a, "cluster"_a = nb::none(), "devices"_a = nb::none(), "microbatches"_a = nb::none(),
+        "memory_limit_gb"_a = nb::none());
+
+  m.def("parse_spec", [](const std::string& text, const std::string& name) { return take(parse_spec(text, name)); },
+        "text"_a, "name"_a = "<string>");
+
+  m.def("read_schedule", [](const std::string& path, std::optional<std::string> model, std::optional<std::string> cluster,
+                            std::optional<int> microbatches, std::optional<int> stages) {
+    CheckInput in;
+    in.file = path;
+    in.model = model.value_or("");
+    in.cluster = cluster.value_or("");
+    in.microbatches = microbatches.value_or(-1);
+    in.stages = stages.value_or(-1);
+    Result<LoadedSchedule> r = [&] { nb::gil_scoped_release release; return load_schedule_for_check(in); }();
+    LoadedSchedule loaded = take(std::move(r));
+    return std::make_pair(std::move(loaded.schedule), std::move(loaded.notes));
+  }, "path"_a, "model"_a = nb::none(), "cluster"_a = nb::none(), "microbatches"_a = nb::none(), "stages"_a = nb::none());
+
+  m.def("parse_schedule", [](const std::string& text, const std::string& name) { return take(parse_schedule_yaml(text, name)); },
+        "text"_a, "name"_a = "<string>");
+
+  m.def("verify", [](const Schedule& s, const std::string& semantics, std::optional<double> memory_limit_gb,
+                     const std::vector<std::string>& notes) {
+    VerifyOptions o;
+    o.semantics = semantics_from(semantics);
+    if (memory_limit_gb) {
+      if (!(*memory_limit_gb >= 0) || !std::isfinite(*memory_limit_gb))
+        raise_status(Status::bad_input("memory_limit_gb must be a finite number >= 0 (0 = unlimited)"));
+      o.memory_limit_gb = *memory_limit_gb;
+    }
+    PyReport r;
+    {
+      nb::gil_scoped_release release;
+      r.report = verify(s, o);
+    }
+    r.report.notes.insert(r.report.notes.begin(), notes.begin(), notes.end());  // as `pipesmith verify FILE` has them
+    return r;
+  }, "schedule"_a, "semantics"_a = "rendezvous", "memory_limit_gb"_a = nb::none(),
+        "notes"_a = std::vector<std::string>{});
+
+  m.def("baseline_kinds", [] {
+    std::vector<std::string> out;
+    for (BaselineKind k : all_baseline_kinds()) out.emplace_back(baseline_name(k));
+    return out;
+  });
+
+  m.def("baseline", [](const Spec& spec, const std::string& kind, int stages_per_device, const std::string& partition) {
+    auto k = parse_baseline_kind(kind);
+    if (!k)
+      raise_status(Status::bad_input(fmt::format("unknown schedule '{}': expected one of {}", kind, baseline_names_joined(", "))));
+    check(check_stages_per_device(spec, stages_per_device));
+    Result<BaselineRun> r = [&] {
+      nb::gil_scoped_release release;
+      return run_baseline(spec, BaselineRequest{*k, stages_per_device, partition});
+    }();
+    BaselineRun run = take(std::move(r));
+    nb::dict d;
+    d["partition"] = ranges_of(run.partition);
+    d["placement"] = run.placement;
+    d["partition_desc"] = run.partition_desc;
+    d["notes"] = run.notes;
+    d["global_bound_ms"] = run.global ? nb::cast(run.global->bound_ms) : nb::none();
+    return nb::make_tuple(std::move(run.schedule), PyReport{std::move(run.report)}, d);
+  }, "spec"_a, "kind"_a, "stages_per_device"_a = 0, "partition"_a = "balanced");
+
+  m.def("bound", [](const Spec& spec, std::optional<std::string> partition, std::optional<std::string> placement,
+                    int stages_per_device) {
+    check(check_stages_per_device(spec, stages_per_device));
+    std::optional<PlanBoundRequest> req;
+    if (partition || placement || stages_per_device != 0)
+      req = PlanBoundRequest{partition.value_or(""), placement.value_or(""), stages_per_device};
+    Result<ModelBound> r = [&] { nb::gil_scoped_release release; return model_bound(spec, req); }();
+    return bound_dict(take(std::move(r)), spec);
+  }, "spec"_a, "partition"_a = nb::none(), "placement"_a = nb::none(), "stages_per_device"_a = 0);
+
+  m.def("synthesize", [](const Spec& spec, std::optional<std::string> partition, std::optional<std::string> placement,
+                         std::optional<int> stages_per_device, const std::string& cuts, double time_limit_s,
+                         int evaluations, uint64_t rlimit, unsigned seed, int z3_threads, int search_threads,
+                         nb::object progress) {
+    SynthOutcome o = synthesize(spec, partition, placement, stages_per_device, cuts, time_limit_s, evaluations, rlimit,
+                                seed, z3_threads, search_threads, progress);
+    const SynthResult& r = o.m.result;
+    nb::dict d;
+    d["makespan_ms"] = r.makespan_ms;
+    d["bound_ms"] = r.bound_ms;
+    d["gap"] = r.gap;
+    d["optimal"] = r.optimal;
+    d["solver_status"] = r.solver_status;
+    d["heuristic_ms"] = r.heuristic_ms;
+    d["heuristic_policy"] = r.heuristic_policy;
+    d["best_baseline"] = r.best_baseline.empty() ? nb::none() : nb::cast(r.best_baseline);
+    d["best_baseline_ms"] = r.best_baseline.empty() ? nb::none() : nb::cast(r.best_baseline_ms);
+    d["plan"] = o.m.plan_desc;
+    d["placement"] = o.m.placement;
+    d["interrupted"] = o.interrupted;
+    d["z3_ran"] = !o.m.z3_skipped;
+    if (o.m.tuned) {
+      d["global_bound_ms"] = o.m.tuned->lower_bound_ms;
+      d["stop_reason"] = o.m.tuned->stats.stop_reason;
+      d["evaluated"] = o.m.tuned->stats.evaluated;
+      d["search_s"] = o.m.tuned->stats.total_s;
+    } else {
+      d["global_bound_ms"] = nb::none();
+      d["stop_reason"] = "fixed";
+      d["evaluated"] = 0;
+      d["search_s"] = 0.0;
+    }
+    d["solve_s"] = r.solve_s;
+    return nb::make_tuple(r.schedule, PyReport{r.report}, d);
+  }, "spec"_a, "partition"_a = nb::none(), "placement"_a = nb::none(), "stages_per_device"_a = nb::none(),
+        "cuts"_a = "sublayers", "time_limit_s"_a = 10.0, "evaluations"_a = 0, "rlimit"_a = 0, "seed"_a = 0,
+        "z3_threads"_a = 2, "search_threads"_a = 0, "progress"_a = nb::none());
+
+  nb::class_<PytorchExport>(m, "PytorchExport", "A checked schedule as the files torch.distributed.pipelining runs.")
+      .def_ro("valid", &PytorchExport::valid, "Whether the checker accepted the schedule (nothing else is set otherwise).")
+      .def_prop_ro("report", [](const PytorchExport& e) { return PyReport{e.report}; }, "The checker's report.")
+      .def_ro("compute_only_csv", &PytorchExport::compute_only_csv, "compute_only.csv: F/I/W/B cells per rank.")
+      .def_ro("compute_comms_csv", &PytorchExport::compute_comms_csv, "compute_comms.csv: the certified order with SEND/RECV and REDUCE_GRAD.")
+      .def_ro("plan_json", &PytorchExport::plan_json, "plan.json (pipesmith-plan/1).")
+      .def_ro("certified_ms", &PytorchExport::certified_ms, "Simulated iteration of the certified order.")
+      .def_ro("pytorch_valid", &PytorchExport::pytorch_valid, "Whether PyTorch's own lowering of compute_only.csv checks valid.")
+      .def_ro("pytorch_ms", &PytorchExport::pytorch_ms, "Simulated iteration of that order (0: not simulated).")
+      .def_ro("pytorch_safe_under", &PytorchExport::pytorch_safe_under, "Semantics under which that order is deadlock-free.")
+      .def_ro("microbatch_renumbering", &PytorchExport::microbatch_renumbering, "Empty, or: file microbatch k is the schedule's microbatch_renumbering[k].")
+      .def_ro("notes", &PytorchExport::notes)
+      .def("write", [](const PytorchExport& e, const std::string& dir) {
+        Result<std::vector<std::string>> r = [&] { nb::gil_scoped_release release; return write_pytorch_export(e, OutputPath{dir, "out_dir"}); }();
+        return take(std::move(r));
+      }, "out_dir"_a, "Writes compute_only.csv, compute_comms.csv and plan.json into `out_dir` as one set; returns their paths.");
+
+  m.def("export_pytorch", [](const Schedule& s, std::optional<Spec> spec, bool fsdp, const std::string& model_file) {
+    PytorchExportOptions o;
+    o.fsdp = fsdp;
+    o.spec = spec ? &*spec : nullptr;
+    o.model_file = model_file;
+    Result<PytorchExport> r = [&] { nb::gil_scoped_release release; return export_pytorch(s, o); }();
+    return take(std::move(r));
+  }, "schedule"_a, "spec"_a = nb::none(), "fsdp"_a = false, "model_file"_a = "");
+
+  m.def("load_export_input", [](const std::string& file, std::optional<std::string> model, std::optional<std::string> cluster) {
+    ExportInput in = take(load_export_input(file, model.value_or(""), cluster.value_or("")));
+    return nb::make_tuple(std::move(in.schedule), in.spec ? nb::cast(std::move(*in.spec)) : nb::none(), in.notes);
+  }, "file"_a, "model"_a = nb::none(), "cluster"_a = nb::none());
+}
