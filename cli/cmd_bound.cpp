@@ -7,7 +7,6 @@
 
 #include <cstdio>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 
@@ -45,33 +44,7 @@ int run_bound(const BoundArgs& a) {
   const std::optional<PlanBound>& plan = mb->plan;
 
   if (a.json) {
-    nlohmann::ordered_json j;
-    j["model"] = spec->model.name;
-    j["devices"] = P;
-    j["microbatches"] = M;
-    j["bound_ms"] = bound_ms;
-    j["binding"] = binding;
-    j["terms_ms"] = {{"total_work", g->total_work_ms},
-                     {"ramp", g->ramp_ms},
-                     {"heaviest_layer", g->heaviest_layer_ms},
-                     {"critical_path", g->critical_path_ms},
-                     {"layer_packing", packing_ms}};
-    j["heaviest_layer"] = g->heaviest_layer;
-    j["model_state_gb"] = g->model_state_gb;
-    j["memory_limit_gb"] = g->memory_limit_gb;
-    j["min_devices_for_memory"] = g->min_devices_for_memory;
-    j["memory_feasible"] = g->memory_feasible;
-    if (!g->memory_feasible) j["memory_reason"] = g->memory_reason;
-    if (plan) {
-      nlohmann::ordered_json pj;
-      nlohmann::ordered_json ranges = nlohmann::ordered_json::array();
-      for (const auto& r : plan->partition) ranges.push_back({r.first, r.last});
-      pj["partition"] = ranges;
-      pj["placement"] = plan->placement;
-      pj["bound_ms"] = plan->bound_ms;
-      j["plan"] = pj;
-    }
-    std::printf("%s\n", j.dump(2).c_str());
+    std::printf("%s\n", format_model_bound_json(*spec, *mb).c_str());
   } else {
     std::string s;
     s += fmt::format(

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Optional, Union
 
 import importlib
+import json
 from pipesmith.errors import (BadInputError, Error, InfeasibleError, InterruptedError, InvalidScheduleError,
                               RuntimeFailure)
 
@@ -153,7 +154,7 @@ def bound(spec: Spec, *, partition: Optional[str] = None, placement: Optional[st
     (``pipesmith bound --json``, the same keys), and under ``"plan"`` the checker's bound for one plan
     when ``partition``, ``placement`` or ``stages_per_device`` name it. A model whose states do not
     fit is no exception here: ``memory_feasible`` is False and ``memory_reason`` says why."""
-    return _core.bound(spec, partition, placement, stages_per_device)
+    return json.loads(_core.bound(spec, partition, placement, stages_per_device))
 
 
 @dataclass

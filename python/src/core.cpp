@@ -255,38 +255,6 @@ SynthOutcome synthesize(const Spec& spec, std::optional<std::string> partition, 
   return out;
 }
 
-nb::dict bound_dict(const ModelBound& b, const Spec& spec) {
-  nb::dict d;
-  d["model"] = spec.model.name;
-  d["devices"] = spec.cluster.devices;
-  d["microbatches"] = spec.pipeline.microbatches;
-  d["bound_ms"] = b.bound_ms;
-  d["binding"] = b.binding;
-  nb::dict terms;
-  terms["total_work"] = b.global.total_work_ms;
-  terms["ramp"] = b.global.ramp_ms;
-  terms["heaviest_layer"] = b.global.heaviest_layer_ms;
-  terms["critical_path"] = b.global.critical_path_ms;
-  terms["layer_packing"] = b.packing_ms;
-  d["terms_ms"] = terms;
-  d["heaviest_layer"] = b.global.heaviest_layer;
-  d["model_state_gb"] = b.global.model_state_gb;
-  d["memory_limit_gb"] = b.global.memory_limit_gb;
-  d["min_devices_for_memory"] = b.global.min_devices_for_memory;
-  d["memory_feasible"] = b.global.memory_feasible;
-  if (!b.global.memory_feasible) d["memory_reason"] = b.global.memory_reason;
-  if (b.plan) {
-    nb::dict pj;
-    nb::list ranges;
-    for (const LayerRange& r : b.plan->partition) ranges.append(nb::make_tuple(r.first, r.last));
-    pj["partition"] = ranges;
-    pj["placement"] = b.plan->placement;
-    pj["bound_ms"] = b.plan->bound_ms;
-    d["plan"] = pj;
-  }
-  return d;
-}
-
 std::vector<std::pair<int, int>> ranges_of(const Partition& p) {
   std::vector<std::pair<int, int>> out;
   for (const LayerRange& r : p) out.emplace_back(r.first, r.last);
@@ -498,7 +466,7 @@ NB_MODULE(_core, m) {
     if (partition || placement || stages_per_device != 0)
       req = PlanBoundRequest{partition.value_or(""), placement.value_or(""), stages_per_device};
     Result<ModelBound> r = [&] { nb::gil_scoped_release release; return model_bound(spec, req); }();
-    return bound_dict(take(std::move(r)), spec);
+    return format_model_bound_json(spec, take(std::move(r)));  // pipesmith/__init__.py reads it
   }, "spec"_a, "partition"_a = nb::none(), "placement"_a = nb::none(), "stages_per_device"_a = 0);
 
   m.def("synthesize", [](const Spec& spec, std::optional<std::string> partition, std::optional<std::string> placement,

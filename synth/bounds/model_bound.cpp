@@ -1,5 +1,7 @@
 #include "synth/bounds/model_bound.h"
 
+#include <nlohmann/json.hpp>
+
 #include "ir/problem.h"
 #include "synth/bounds/packing_bound.h"
 #include "synth/plan/plan_spec.h"
@@ -47,6 +49,36 @@ Result<ModelBound> model_bound(const Spec& spec, const std::optional<PlanBoundRe
     b.plan = std::move(*pb);
   }
   return b;
+}
+
+std::string format_model_bound_json(const Spec& spec, const ModelBound& b) {
+  nlohmann::ordered_json j;
+  j["model"] = spec.model.name;
+  j["devices"] = spec.cluster.devices;
+  j["microbatches"] = spec.pipeline.microbatches;
+  j["bound_ms"] = b.bound_ms;
+  j["binding"] = b.binding;
+  j["terms_ms"] = {{"total_work", b.global.total_work_ms},
+                   {"ramp", b.global.ramp_ms},
+                   {"heaviest_layer", b.global.heaviest_layer_ms},
+                   {"critical_path", b.global.critical_path_ms},
+                   {"layer_packing", b.packing_ms}};
+  j["heaviest_layer"] = b.global.heaviest_layer;
+  j["model_state_gb"] = b.global.model_state_gb;
+  j["memory_limit_gb"] = b.global.memory_limit_gb;
+  j["min_devices_for_memory"] = b.global.min_devices_for_memory;
+  j["memory_feasible"] = b.global.memory_feasible;
+  if (!b.global.memory_feasible) j["memory_reason"] = b.global.memory_reason;
+  if (b.plan) {
+    nlohmann::ordered_json pj;
+    nlohmann::ordered_json ranges = nlohmann::ordered_json::array();
+    for (const auto& r : b.plan->partition) ranges.push_back({r.first, r.last});
+    pj["partition"] = ranges;
+    pj["placement"] = b.plan->placement;
+    pj["bound_ms"] = b.plan->bound_ms;
+    j["plan"] = pj;
+  }
+  return j.dump(2);
 }
 
 }  // namespace ps

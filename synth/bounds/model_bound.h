@@ -43,4 +43,9 @@ struct ModelBound {
 
 Result<ModelBound> model_bound(const Spec& spec, const std::optional<PlanBoundRequest>& plan = std::nullopt);
 
+// The bound as JSON (`pipesmith bound --json`; keys: model, devices, microbatches, bound_ms, binding,
+// terms_ms, heaviest_layer, model_state_gb, memory_limit_gb, min_devices_for_memory,
+// memory_feasible, memory_reason when infeasible, and plan {partition, placement, bound_ms}).
+std::string format_model_bound_json(const Spec& spec, const ModelBound& b);
+
 }  // namespace ps
