@@ -180,11 +180,14 @@ class SynthesisResult:
     evaluated: int = 0
     search_s: float = 0.0
     solve_s: float = 0.0
+    smt2_windows: int = 0
+    smt2_written: bool = False
 
 
 def synthesize(spec: Spec, *, partition: Optional[str] = None, placement: Optional[str] = None,
                stages_per_device: Optional[int] = None, cuts: str = "sublayers", time_limit_s: float = 10.0,
                evaluations: int = 0, rlimit: int = 0, seed: int = 0, z3_threads: int = 2, search_threads: int = 0,
+               dump_smt2: Optional[PathLike] = None,
                progress: Optional[Callable[[dict], Any]] = None) -> SynthesisResult:
     """Synthesizes a certified schedule (``pipesmith synth``): searches what ``partition`` /
     ``placement`` / ``stages_per_device`` leave open, refines the order with Z3, checks the result.
@@ -196,9 +199,13 @@ def synthesize(spec: Spec, *, partition: Optional[str] = None, placement: Option
     schedule so far is checked and returned with ``interrupted=True`` (a KeyboardInterrupt is raised
     only when nothing fitted yet). The GIL is released while it runs.
 
+    ``dump_smt2`` writes Z3's encoding as ``pipesmith synth --dump-smt2`` does (the whole plan's at that
+    path, or each window's beside it: PATH.w1.smt2, ...; ``smt2_written`` / ``smt2_windows`` say which).
+
     Raises InfeasibleError when no plan fits the memory, BadInputError on bad options."""
     schedule, report, info = _core.synthesize(spec, partition, placement, stages_per_device, cuts, time_limit_s,
-                                              evaluations, rlimit, seed, z3_threads, search_threads, progress)
+                                              evaluations, rlimit, seed, z3_threads, search_threads,
+                                              _path(dump_smt2) or "", progress)
     return SynthesisResult(schedule, report, **info)
 
 

@@ -193,7 +193,7 @@ nb::dict progress_dict(const TuneProgress& p) {
 SynthOutcome synthesize(const Spec& spec, std::optional<std::string> partition, std::optional<std::string> placement,
                         std::optional<int> stages_per_device, const std::string& cuts, double time_limit_s,
                         int evaluations, uint64_t rlimit, unsigned seed, int z3_threads, int search_threads,
-                        nb::object progress) {
+                        const std::string& dump_smt2, nb::object progress) {
   const auto start = std::chrono::steady_clock::now();
   if (!(time_limit_s > 0)) raise_status(Status::bad_input(fmt::format("time_limit_s must be > 0 seconds, got {}", time_limit_s)));
   if (evaluations < 0) raise_status(Status::bad_input(fmt::format("evaluations must be >= 0, got {}", evaluations)));
@@ -218,6 +218,7 @@ SynthOutcome synthesize(const Spec& spec, std::optional<std::string> partition, 
   o.seed = seed;
   o.z3_threads = z3_threads;
   o.search_threads = search_threads;
+  o.dump_smt2 = dump_smt2;
   o.start = start;
   std::atomic<bool> interrupt{false};
   o.interrupt = &interrupt;
@@ -313,6 +314,8 @@ NB_MODULE(_core, m) {
       }, "The certificate's verdict, semantics, digest and extras (extra.*), or None.")
       .def("to_yaml", &format_schedule_yaml, "The pipesmith-schedule/1 YAML text (what write() writes).")
       .def("to_csv", [](const Schedule& s) { return format_pytorch_csv(s); }, "The programs as a PyTorch pipelining CSV.")
+      .def("compute_only", &compute_only_view,
+           "The schedule without its SEND/RECV ops (what `pipesmith baseline --csv` writes: compute_only().to_csv()).")
       .def("write", [](const Schedule& s, const std::string& path) {
         nb::gil_scoped_release release;
         Status st = write_schedule_yaml(s, path);
@@ -472,9 +475,9 @@ NB_MODULE(_core, m) {
   m.def("synthesize", [](const Spec& spec, std::optional<std::string> partition, std::optional<std::string> placement,
                          std::optional<int> stages_per_device, const std::string& cuts, double time_limit_s,
                          int evaluations, uint64_t rlimit, unsigned seed, int z3_threads, int search_threads,
-                         nb::object progress) {
+                         const std::string& dump_smt2, nb::object progress) {
     SynthOutcome o = synthesize(spec, partition, placement, stages_per_device, cuts, time_limit_s, evaluations, rlimit,
-                                seed, z3_threads, search_threads, progress);
+                                seed, z3_threads, search_threads, dump_smt2, progress);
     const SynthResult& r = o.m.result;
     nb::dict d;
     d["makespan_ms"] = r.makespan_ms;
@@ -502,10 +505,12 @@ NB_MODULE(_core, m) {
       d["search_s"] = 0.0;
     }
     d["solve_s"] = r.solve_s;
+    d["smt2_windows"] = r.solve.window_dumps;  // with dump_smt2: window encodings written (PATH.w1.smt2, ...)
+    d["smt2_written"] = r.solve.smt2_written;   // ... or the whole plan's encoding at PATH
     return nb::make_tuple(r.schedule, PyReport{r.report}, d);
   }, "spec"_a, "partition"_a = nb::none(), "placement"_a = nb::none(), "stages_per_device"_a = nb::none(),
         "cuts"_a = "sublayers", "time_limit_s"_a = 10.0, "evaluations"_a = 0, "rlimit"_a = 0, "seed"_a = 0,
-        "z3_threads"_a = 2, "search_threads"_a = 0, "progress"_a = nb::none());
+        "z3_threads"_a = 2, "search_threads"_a = 0, "dump_smt2"_a = "", "progress"_a = nb::none());
 
   nb::class_<PytorchExport>(m, "PytorchExport", "A checked schedule as the files torch.distributed.pipelining runs.")
       .def_ro("valid", &PytorchExport::valid, "Whether the checker accepted the schedule (nothing else is set otherwise).")

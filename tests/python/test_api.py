@@ -45,6 +45,15 @@ def test_synthesize_writes_the_schedule_the_command_writes(tmp_path):
     assert result.makespan_ms == pytest.approx(result.report.makespan_ms)
     assert result.bound_ms <= result.makespan_ms
     assert result.schedule.certificate["verdict"] == "valid"
+    # --csv and --dump-smt2 as the command writes them
+    cli("synth", LLAMA, "--cluster", CLUSTER, *SYNTH_FLAGS, "--csv", str(tmp_path / "cli.csv"),
+        "--dump-smt2", str(tmp_path / "cli.smt2"))
+    again = pipesmith.synthesize(llama_spec(), evaluations=12, rlimit=3_000_000, time_limit_s=120, seed=3,
+                                 dump_smt2=tmp_path / "py.smt2")
+    assert again.schedule.to_csv().encode() == read(tmp_path / "cli.csv")
+    cli_dumps = sorted(p.name.replace("cli", "") for p in tmp_path.glob("cli*.smt2"))
+    py_dumps = sorted(p.name.replace("py", "") for p in tmp_path.glob("py*.smt2"))
+    assert cli_dumps and py_dumps == cli_dumps and (again.smt2_windows > 0 or again.smt2_written)
 
 
 def test_synthesize_with_a_fixed_plan_matches_the_command(tmp_path):
@@ -67,6 +76,9 @@ def test_baseline_matches_the_command(tmp_path, kind):
     assert read(tmp_path / "py.yaml") == read(tmp_path / "cli.yaml")
     assert b.report.valid and b.report.makespan_ms > 0 and b.global_bound_ms <= b.report.makespan_ms
     assert b.partition[0][0] == 0 and b.partition[-1][1] == 33 and len(b.placement) == b.schedule.num_stages
+    cli("baseline", LLAMA, "--cluster", CLUSTER, "--devices", "4", "--microbatches", "8", "--schedule", kind,
+        "--csv", str(tmp_path / "cli.csv"))
+    assert b.schedule.compute_only().to_csv().encode() == read(tmp_path / "cli.csv")
 
 
 def test_bound_is_the_commands_json():
