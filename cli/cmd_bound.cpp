@@ -46,6 +46,8 @@ Result<PlanBound> plan_bound(const Spec& spec, const BoundArgs& a) {
   PlanSpec words{a.partition.empty() ? "balanced" : a.partition, a.placement, a.stages_per_device};
   if (words.placement.empty())
     words.placement = words.stages_per_device > 1 && !is_layout_partition(words.partition) ? "interleaved" : "sequential";
+  if (!is_layout_partition(words.partition))
+    PS_RETURN_IF_ERROR(check_placement_flags(words.placement, words.stages_per_device));
   auto plan = resolve_plan(spec, words);
   if (!plan.ok()) return plan.status();
   PlanBound pb;
