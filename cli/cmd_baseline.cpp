@@ -33,57 +33,6 @@ struct BaselineArgs {
   std::string svg_path;
 };
 
-// The partition and placement a run uses, with words for the summary.
-struct Plan {
-  Partition partition;
-  std::vector<int> placement;
-  std::string partition_desc;
-  std::vector<std::string> notes;
-};
-
-Result<Plan> make_plan(const Spec& spec, BaselineKind kind, const BaselineArgs& a) {
-  const int P = spec.cluster.devices;
-  const char* name = baseline_name(kind);
-  Plan plan;
-  if (is_layout_partition(a.partition)) {
-    auto lp = layout_plan(spec, a.partition);
-    if (!lp.ok()) return lp.status();
-    int V = lp->stages_per_device;
-    auto shape = baseline_shape(kind, a.stages_per_device);
-    if (!shape.ok()) return shape.status();
-    bool fits = shape->placement == PlacementKind::kLooped ? V >= 2 : V == shape->stages_per_device;
-    if (!fits || (a.stages_per_device != 0 && a.stages_per_device != V))
-      return Status::bad_input(fmt::format(
-          "pipeline layout \"{}\" gives {} stages = {} per device on P = {}, but {} runs {}",
-          a.partition, lp->partition.size(), V, P, name,
-          shape->placement == PlacementKind::kLooped
-              ? fmt::format("{} per device",
-                            a.stages_per_device != 0 ? std::to_string(a.stages_per_device) : ">= 2")
-              : fmt::format("{} per device", shape->stages_per_device)));
-    plan.partition = lp->partition;
-    if (shape->placement == PlacementKind::kVShape) {
-      plan.placement = placement_vshape(P);
-      plan.notes.push_back(fmt::format(
-          "{} places the layout's stages in a V (device d holds stages d and 2P-1-d), not looped "
-          "as Megatron would",
-          name));
-    } else {
-      plan.placement = lp->placement;
-    }
-    plan.partition_desc = fmt::format("Megatron layout \"{}\"", a.partition);
-    return plan;
-  }
-  auto shape = baseline_shape(kind, a.stages_per_device);
-  if (!shape.ok()) return shape.status();
-  int S = shape->stages_per_device * P;
-  auto part = partition_by_name(spec, S, a.partition);
-  if (!part.ok()) return part.status();
-  plan.partition = *part;
-  plan.placement = baseline_placement(*shape, P);
-  plan.partition_desc = a.partition;
-  return plan;
-}
-
 std::string ranges_str(const Partition& p) {
   std::string out;
   for (size_t s = 0; s < p.size(); ++s) {
@@ -106,7 +55,9 @@ int run_baseline(const BaselineArgs& a) {
   auto spec = load_spec_from_flags(a.spec);
   if (!spec.ok()) return report_error(spec.status());
   if (Status st = check_stages_per_device(*spec, a.stages_per_device); !st.is_ok()) return report_error(st);
-  auto plan = make_plan(*spec, *kind, a);
+  auto partition = parse_partition_choice(a.partition);
+  if (!partition.ok()) return report_error(partition.status());
+  auto plan = baseline_plan(*spec, *kind, *partition, a.stages_per_device);
   if (!plan.ok()) return report_error(plan.status());
   auto problem = make_problem(*spec, plan->partition, plan->placement);
   if (!problem.ok()) return report_error(problem.status());
@@ -131,7 +82,7 @@ int run_baseline(const BaselineArgs& a) {
   s += fmt::format("  stages        {} ({} per device, {} placement), partition {}\n",
                    problem->num_stages(), problem->num_stages() / problem->devices,
                    placement_kind_name(classify_placement(plan->placement, problem->devices)),
-                   plan->partition_desc);
+                   plan->desc);
   s += fmt::format("  layers        {}\n", ranges_str(plan->partition));
   for (const auto& n : plan->notes) s += fmt::format("  note          {}\n", n);
   s += fmt::format("  checker       valid under {} semantics{}\n", semantics_name(rep.semantics),

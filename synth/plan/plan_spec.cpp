@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "synth/baselines/baselines.h"
 #include "synth/plan/partition.h"
 
 namespace ps {
@@ -139,6 +140,51 @@ Result<NamedPlan> resolve_plan(const Spec& spec, const PlanSpec& a) {
   if (!place.ok()) return place.status();
   plan.placement = *place;
   plan.desc = a.partition;
+  return plan;
+}
+
+Result<NamedPlan> baseline_plan(const Spec& spec, BaselineKind kind, const PartitionChoice& partition,
+                                int stages_per_device) {
+  const int P = spec.cluster.devices;
+  const char* name = baseline_name(kind);
+  NamedPlan plan;
+  const std::string word = partition_choice_word(partition);
+  if (partition.method == PartitionMethod::kMegatronLayout) {
+    auto lp = layout_plan(spec, partition.layout);
+    if (!lp.ok()) return lp.status();
+    int V = lp->stages_per_device;
+    auto shape = baseline_shape(kind, stages_per_device);
+    if (!shape.ok()) return shape.status();
+    bool fits = shape->placement == PlacementKind::kLooped ? V >= 2 : V == shape->stages_per_device;
+    if (!fits || (stages_per_device != 0 && stages_per_device != V))
+      return Status::bad_input(fmt::format(
+          "pipeline layout \"{}\" gives {} stages = {} per device on P = {}, but {} runs {}",
+          partition.layout, lp->partition.size(), V, P, name,
+          shape->placement == PlacementKind::kLooped
+              ? fmt::format("{} per device",
+                            stages_per_device != 0 ? std::to_string(stages_per_device) : ">= 2")
+              : fmt::format("{} per device", shape->stages_per_device)));
+    plan.partition = lp->partition;
+    if (shape->placement == PlacementKind::kVShape) {
+      plan.placement = placement_vshape(P);
+      plan.notes.push_back(fmt::format(
+          "{} places the layout's stages in a V (device d holds stages d and 2P-1-d), not looped "
+          "as Megatron would",
+          name));
+    } else {
+      plan.placement = lp->placement;
+    }
+    plan.desc = fmt::format("Megatron layout \"{}\"", partition.layout);
+    return plan;
+  }
+  auto shape = baseline_shape(kind, stages_per_device);
+  if (!shape.ok()) return shape.status();
+  int S = shape->stages_per_device * P;
+  auto part = partition_by_name(spec, S, word);
+  if (!part.ok()) return part.status();
+  plan.partition = *part;
+  plan.placement = baseline_placement(*shape, P);
+  plan.desc = word;
   return plan;
 }
 

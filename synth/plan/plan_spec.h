@@ -13,6 +13,7 @@
 #include "ir/model.h"
 #include "ir/partition.h"
 #include "ir/status.h"
+#include "synth/baselines/baselines.h"
 #include "synth/plan/megatron_layout.h"
 #include "synth/plan/placement.h"
 
@@ -56,6 +57,7 @@ struct NamedPlan {
   Partition partition;
   std::vector<int> placement;
   std::string desc;
+  std::vector<std::string> notes;  // how the plan departs from what the words alone say (for summaries)
 };
 
 // Whether `partition` is read as a Megatron layout string rather than a method name.
@@ -79,5 +81,12 @@ Result<Partition> resolve_partition(const Spec& spec, const PlanSpec& plan);
 // Partition and placement both fixed. A layout keeps its own placement unless another one than
 // sequential is named (a layout of P stages is sequential anyway).
 Result<NamedPlan> resolve_plan(const Spec& spec, const PlanSpec& plan);
+
+// The plan a published baseline runs (synth/baselines/baselines.h) with `partition` cut over its
+// shape (stages_per_device: 0 for the schedule's default): a method over the baseline's stage count,
+// or a layout whose stage count per device the baseline runs (a V-shaped baseline places the layout's
+// stages in a V, and says so in `notes`).
+Result<NamedPlan> baseline_plan(const Spec& spec, BaselineKind kind, const PartitionChoice& partition,
+                                int stages_per_device);
 
 }  // namespace ps

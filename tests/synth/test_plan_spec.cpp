@@ -178,4 +178,22 @@ TEST_CASE("synthesize_model: typed plan options, refusals in the options' names,
   CHECK(std::string(search_stop_name(SearchStop::kReachedBound)) == "reached the lower bound");
 }
 
+TEST_CASE("baseline_plan: a baseline's plan from a typed partition") {
+  const Spec spec = llama_on(4);
+  auto inter = baseline_plan(spec, BaselineKind::kInterleaved1F1B, *parse_partition_choice("even"), 0);
+  REQUIRE_MESSAGE(inter.ok(), inter.status().str());
+  CHECK(inter->partition.size() == 8);
+  CHECK(inter->placement == placement_looped(8, 4));
+  CHECK(inter->desc == "even");
+  const std::string two_per = "Et*4|t*4|t*4|t*4|t*4|t*4|t*4|t*4L";
+  auto v = baseline_plan(spec, BaselineKind::kZBV, *parse_partition_choice(two_per), 0);
+  REQUIRE_MESSAGE(v.ok(), v.status().str());
+  CHECK(v->placement == placement_vshape(4));
+  CHECK(v->desc == "Megatron layout \"" + two_per + "\"");
+  REQUIRE(v->notes.size() == 1);
+  auto one = baseline_plan(spec, BaselineKind::k1F1B, *parse_partition_choice(two_per), 0);
+  REQUIRE_FALSE(one.ok());
+  CHECK(one.status().message() == "pipeline layout \"" + two_per + "\" gives 8 stages = 2 per device on P = 4, but 1f1b runs 1 per device");
+}
+
 }  // namespace plan_spec_test
