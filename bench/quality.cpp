@@ -53,6 +53,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/synth_progress.h"
 #include "bench/quality_solver.h"
 #include "ir/model.h"
 #include "ir/output_file.h"
@@ -345,7 +346,9 @@ ModelSynthOptions synth_options(const Args& a, bool whole_layers) {
   o.seed = static_cast<unsigned>(a.seed);
   o.search_threads = a.threads;
   o.start = std::chrono::steady_clock::now();
-  o.solver_progress = [](const std::string& line) { std::fprintf(stderr, "  solver: %s\n", line.c_str()); };
+  o.solver_progress = [](const SynthProgress& p) {
+    std::fprintf(stderr, "  solver: %s\n", cli::synth_progress_line(p).c_str());
+  };
   o.search_progress = [](const TuneProgress& p) {
     std::fprintf(stderr, "  %-6s %5d evaluated  best %.1f ms  bound %.1f ms  gap %.1f%%  %.1f s\n", p.phase.c_str(),
                  p.evaluated, p.best_ms, p.lower_bound_ms, 100 * p.gap, p.elapsed_s);

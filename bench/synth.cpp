@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/synth_progress.h"
 #include "ir/problem.h"
 #include "synth/synthesize.h"
 
@@ -136,7 +137,8 @@ int main(int argc, char** argv) {
     o.time_limit_s = time_override > 0 ? time_override : 0.9 * (small_case ? 10 : 60);
     o.seed = seed;
     o.rlimit = rlimit;
-    if (progress) o.progress = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
+    if (progress)
+      o.progress = [](const SynthProgress& p) { std::fprintf(stderr, "%s\n", cli::synth_progress_line(p).c_str()); };
     const auto t0 = std::chrono::steady_clock::now();
     Result<SynthResult> r = synthesize(p, o);
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -52,6 +52,8 @@ struct CheckFlags {
                                     "'"));
     if (!(memory_limit_gb < 0 || std::isfinite(memory_limit_gb)))
       return fail(Status::bad_input("--memory-limit-gb must be a finite number (0 = unlimited)"));
+    if (input.model.empty() && !input.cluster.empty())
+      return fail(Status::bad_input("--cluster needs --model (the cluster only matters with a model's costs)"));
     auto loaded = load_schedule_for_check(input);
     if (!loaded) return fail(loaded.status());
     VerifyOptions opt;
@@ -60,7 +62,7 @@ struct CheckFlags {
     auto report = std::make_unique<Report>(verify(loaded->schedule, opt));
     report->notes.insert(report->notes.begin(), loaded->notes.begin(), loaded->notes.end());
     if (load_notes) *load_notes = loaded->notes;
-    rc = report->valid ? 0 : static_cast<int>(ErrorCode::kInvalidSchedule);
+    rc = report->valid ? 0 : exit_code(ErrorCode::kInvalidSchedule);
     return report;
   }
 };

@@ -52,7 +52,9 @@ int run_baseline_command(const BaselineArgs& a) {
   auto spec = load_spec_from_flags(a.spec);
   if (!spec.ok()) return report_error(spec.status());
   if (Status st = check_stages_per_device(*spec, a.stages_per_device, "--stages-per-device"); !st.is_ok()) return report_error(st);
-  auto run = ps::run_baseline(*spec, BaselineRequest{*kind, a.stages_per_device, a.partition});
+  auto partition = parse_partition_choice(a.partition);
+  if (!partition.ok()) return report_error(partition.status());
+  auto run = ps::run_baseline(*spec, BaselineRequest{*kind, a.stages_per_device, *partition});
   if (!run.ok()) return report_error(run.status());
   const BaselineRun* plan = &*run;
   const Schedule& out = run->schedule;
@@ -69,7 +71,7 @@ int run_baseline_command(const BaselineArgs& a) {
   s += fmt::format("  stages        {} ({} per device, {} placement), partition {}\n",
                    problem->num_stages(), problem->num_stages() / problem->devices,
                    placement_kind_name(classify_placement(plan->placement, problem->devices)),
-                   plan->partition_desc);
+                   plan->desc);
   s += fmt::format("  layers        {}\n", ranges_str(plan->partition));
   for (const auto& n : plan->notes) s += fmt::format("  note          {}\n", n);
   s += fmt::format("  checker       valid under {} semantics{}\n", semantics_name(rep.semantics),

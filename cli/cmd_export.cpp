@@ -61,6 +61,8 @@ int run_export(const ExportArgs& a) {
     return report_error(Status::bad_input(fmt::format("--to must be 'pytorch', got '{}'", a.to)));
   const OutputPath out_dir{a.out_dir, "-o"};
   if (Status st = check_export_dir(out_dir, {a.schedule, a.model, a.cluster}); !st.is_ok()) return report_error(st);
+  if (a.model.empty() && !a.cluster.empty())
+    return report_error(Status::bad_input("--cluster needs --model (the cluster only matters with a model's costs)"));
   auto in = load_export_input(a.schedule, a.model, a.cluster);
   if (!in) return report_error(in.status());
   PytorchExportOptions o;
@@ -72,7 +74,7 @@ int run_export(const ExportArgs& a) {
   if (!ex->valid) {
     std::fputs(format_report(ex->report).c_str(), stdout);
     std::fprintf(stderr, "pipesmith: error: '%s' is not a valid schedule: nothing written\n", a.schedule.c_str());
-    return static_cast<int>(ErrorCode::kInvalidSchedule);
+    return exit_code(ErrorCode::kInvalidSchedule);
   }
   std::string s = summary(*ex, *in);
   auto written = write_pytorch_export(*ex, out_dir);

@@ -10,6 +10,7 @@
 
 #include "cli/commands.h"
 #include "cli/number_flags.h"
+#include "cli/spec_flags.h"
 #include "ir/cost_model.h"
 #include "ir/graph.h"
 #include "ir/model.h"
@@ -224,6 +225,7 @@ std::string json_summary(const LowerArgs& a, const Spec& spec, const ModelSummar
 }
 
 int run_lower(const LowerArgs& a) {
+  if (Status st = check_count_flags(a.devices, a.microbatches); !st.is_ok()) return report_error(st);
   SpecOverrides o;
   o.devices = a.devices;
   o.microbatches = a.microbatches;

@@ -29,7 +29,7 @@ Runner add_render(CLI::App& app) {
     if (!report->sim) {
       std::fputs(format_report(*report).c_str(), stdout);
       std::fprintf(stderr, "pipesmith render: nothing drawn: the schedule cannot be simulated\n");
-      return rc == 0 ? static_cast<int>(ErrorCode::kInvalidSchedule) : rc;
+      return rc == 0 ? exit_code(ErrorCode::kInvalidSchedule) : rc;
     }
     if (!svg->empty()) {
       Status st = write_text_file(*svg, format_svg(*report, *title));

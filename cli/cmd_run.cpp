@@ -192,7 +192,7 @@ Stop verify_schedule(const RunFlags& f, RunState& s) {
     std::fputs(format_report(rep).c_str(), stdout);
     std::fprintf(stderr, "pipesmith: error: the checker rejected '%s' under %s semantics; not running it "
                          "(--no-verify runs it anyway)\n", f.file.c_str(), f.semantics.c_str());
-    return static_cast<int>(ErrorCode::kInvalidSchedule);
+    return exit_code(ErrorCode::kInvalidSchedule);
   }
   if (rep.comms_inserted) s.notes.push_back("comms inserted by the checker's rule (ir/comm_insert.h)");
   s.to_run = rep.checked;

@@ -20,7 +20,7 @@ Runner add_simulate(CLI::App& app) {
     if (!report) return rc;
     if (!report->sim) {
       std::fputs(format_report(*report).c_str(), stdout);
-      return rc == 0 ? static_cast<int>(ErrorCode::kInvalidSchedule) : rc;
+      return rc == 0 ? exit_code(ErrorCode::kInvalidSchedule) : rc;
     }
     const Simulation& sim = *report->sim;
     const Schedule& s = report->checked;

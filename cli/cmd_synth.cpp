@@ -31,6 +31,7 @@
 #include "cli/number_flags.h"
 #include "cli/spec_flags.h"
 #include "synth/plan/plan_spec.h"
+#include "cli/synth_progress.h"
 #include "ir/problem.h"
 #include "ir/schedule_io.h"
 #include "synth/certify.h"
@@ -189,14 +190,28 @@ class Backstop {
   std::thread thread_;  // last: starts once the members above exist
 };
 
-// The library's options from the flags.
-ModelSynthOptions synth_options(const SynthArgs& a, std::chrono::steady_clock::time_point start) {
+// The library's options from the flags: the plan words read by plan_spec.h, the flags' own refusals
+// named by flag.
+Result<ModelSynthOptions> synth_options(const SynthArgs& a, std::chrono::steady_clock::time_point start) {
   ModelSynthOptions o;
-  o.fix_partition = a.fix_partition;
-  o.fix_placement = a.fix_placement;
+  if (a.evaluations > 0 && a.fix_partition && a.fix_placement)
+    return Status::bad_input(
+        "--evaluations budgets the search of the partition and placement, but --partition and --placement fix "
+        "both; the order's budget is --rlimit");
+  if (a.fix_partition) {
+    Result<PartitionChoice> part = parse_partition_choice(a.partition);
+    if (!part.ok()) return part.status();
+    o.partition = std::move(*part);
+  }
+  if (a.fix_placement) {
+    // A fixed layout keeps its own stage count; every other placement word is held to V here.
+    if (!(a.fix_partition && is_layout_partition(a.partition)))
+      PS_RETURN_IF_ERROR(check_placement_flags(a.placement, a.stages_per_device));
+    Result<PlacementChoice> place = parse_placement_choice(a.placement);
+    if (!place.ok()) return place.status();
+    o.placement = std::move(*place);
+  }
   o.whole_layers = a.cuts == "layers";
-  o.partition = a.partition;
-  o.placement = a.placement;
   o.stages_per_device = a.stages_per_device;
   o.time_limit_s = a.time_limit_s;
   o.evaluations = a.evaluations;
@@ -208,7 +223,7 @@ ModelSynthOptions synth_options(const SynthArgs& a, std::chrono::steady_clock::t
   o.interrupt = &g_interrupted;
   o.dump_smt2 = a.smt2_path;
   if (a.quiet) return o;
-  o.solver_progress = [](const std::string& line) { std::fprintf(stderr, "synth: %s\n", line.c_str()); };
+  o.solver_progress = [](const SynthProgress& p) { std::fprintf(stderr, "synth: %s\n", synth_progress_line(p).c_str()); };
   o.search_progress = [](const TuneProgress& p) {
     if (p.best_ms > 0) {
       std::fprintf(stderr, "synth: [%s] %d candidates (%d fit), best %.3f ms, bound %.3f ms, gap %.2f%%, %.1f s  %s\n",
@@ -227,7 +242,7 @@ std::string search_line(const TuneResult& t, double makespan_ms) {
   return fmt::format(
       "  global bound  {:.3f} ms  (any partition and placement; gap {:.2f}%)  search: {} candidates in {:.1f} s, {}{}{}{}\n",
       t.lower_bound_ms, t.lower_bound_ms > 0 ? 100 * (makespan_ms / t.lower_bound_ms - 1) : 0.0, t.stats.evaluated,
-      t.stats.total_s, t.stats.stop_reason,
+      t.stats.total_s, search_stop_name(t.stats.stop_reason),
       t.stats.pruned > 0 ? fmt::format("; {} moves skipped by their plan floor", t.stats.pruned) : "",
       t.stats.floor_portfolios > 0 ? fmt::format("; {} low-floor plans given the search portfolio", t.stats.floor_portfolios)
                                    : "",
@@ -255,14 +270,14 @@ std::string device_work_line(const Problem& problem, const SynthResult& res) {
 
 // A note on how the search ended, when it depends on more than the inputs (a signal, the clock).
 std::string stop_note(const ModelSynthesis& m) {
-  const bool searched_out = m.tuned && m.tuned->stats.stop_reason == "interrupted";
+  const bool searched_out = m.tuned && m.tuned->stats.stop_reason == SearchStop::kInterrupted;
   if (g_interrupted.load())
     return fmt::format("  note          interrupted by {}: {}; this is the best plan found before it\n",
                        g_signal == SIGTERM ? "SIGTERM" : "SIGINT",
                        !m.z3_skipped ? "it came while the order was refined (bounds, Z3), which stopped with the best order so far"
                        : searched_out ? "the search stopped early and Z3 did not run"
                                       : "Z3 did not run");
-  if (m.tuned && m.tuned->stats.stop_reason == "time limit")
+  if (m.tuned && m.tuned->stats.stop_reason == SearchStop::kTimeLimit)
     return fmt::format("  note          the time limit ended the search, so the plan depends on the speed of the machine it ran on; "
                        "--evaluations N bounds it by candidates instead (this run evaluated {}), the same on any "
                        "machine\n",
@@ -352,8 +367,10 @@ int run_synth(const SynthArgs& a) {
   auto spec = load_spec_from_flags(a.spec);
   if (!spec.ok()) return report_error(spec.status());
   if (Status st = check_stages_per_device(*spec, a.stages_per_device, "--stages-per-device"); !st.is_ok()) return report_error(st);
+  Result<ModelSynthOptions> options = synth_options(a, t_start);
+  if (!options.ok()) return report_error(options.status());
   g_phase = "synthesizing (search, order, checker)";
-  Result<ModelSynthesis> m = synthesize_model(*spec, synth_options(a, t_start));
+  Result<ModelSynthesis> m = synthesize_model(*spec, *options);
   if (m.status().code() == ErrorCode::kInterrupted) {
     std::fprintf(stderr, "synth: %s\n", m.status().message().c_str());
     end_by_signal();

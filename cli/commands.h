@@ -30,7 +30,10 @@ Runner add_profile(CLI::App& app);
 Runner add_export(CLI::App& app);
 Runner add_import(CLI::App& app);
 
-// Prints "pipesmith: error: <status>" to stderr and returns its exit code.
+// The command's exit code for a library error class: 0 ok, 1 bad input or usage, 2 infeasible,
+// 3 invalid schedule, 4 runtime failure, 130 interrupted (as SIGINT would end it).
+int exit_code(ErrorCode code);
+// Prints "pipesmith: error: <status>" to stderr and returns its exit code (1 for an ok Status).
 int report_error(const Status& st);
 // Before any work: every output (a path and the flag that named it; "" or "-" = nothing to check) can
 // be written, no two name the same file, and none names one of `inputs` (ir/output_file.h). Writing can

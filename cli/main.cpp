@@ -9,9 +9,21 @@
 
 namespace ps::cli {
 
+int exit_code(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::kOk: return 0;
+    case ErrorCode::kBadInput: return 1;
+    case ErrorCode::kInfeasible: return 2;
+    case ErrorCode::kInvalidSchedule: return 3;
+    case ErrorCode::kRuntime: return 4;
+    case ErrorCode::kInterrupted: return 130;  // as SIGINT would end the command
+  }
+  return 1;
+}
+
 int report_error(const Status& st) {
   std::fprintf(stderr, "pipesmith: error: %s\n", st.str().c_str());
-  return st.exit_code() == 0 ? 1 : st.exit_code();
+  return st.is_ok() ? 1 : exit_code(st.code());
 }
 
 Status check_writable(const std::string& path, const char* flag) { return check_outputs({{path, flag}}, {}); }

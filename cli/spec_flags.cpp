@@ -5,6 +5,8 @@
 #include <cstdint>
 
 #include "cli/number_flags.h"
+#include "ir/limits.h"
+#include "synth/plan/placement.h"
 
 namespace ps::cli {
 
@@ -22,6 +24,18 @@ void add_spec_flags(CLI::App* sub, SpecFlags* flags) {
       ->check(flags::memory_limit_gb());
 }
 
+Status check_count_flags(std::optional<int> devices, std::optional<int> microbatches) {
+  if (devices && *devices < 1) return Status::bad_input(fmt::format("--devices must be >= 1, got {}", *devices));
+  if (devices && *devices > limits::kMaxDevices)
+    return Status::bad_input(fmt::format("--devices must be <= {}, got {}", limits::kMaxDevices, *devices));
+  if (microbatches && *microbatches < 1)
+    return Status::bad_input(fmt::format("--microbatches must be >= 1, got {}", *microbatches));
+  if (microbatches && *microbatches > limits::kMaxMicrobatches)
+    return Status::bad_input(
+        fmt::format("--microbatches must be <= {}, got {}", limits::kMaxMicrobatches, *microbatches));
+  return Status::ok();
+}
+
 Result<Spec> load_spec_from_flags(const SpecFlags& flags) {
   if (flags.devices && *flags.devices < 1)
     return Status::bad_input(fmt::format("--devices must be at least 1, got {}", *flags.devices));
@@ -31,11 +45,24 @@ Result<Spec> load_spec_from_flags(const SpecFlags& flags) {
   if (flags.memory_limit_gb && !(*flags.memory_limit_gb >= 0))
     return Status::bad_input(fmt::format("--memory-limit-gb must be >= 0 (0 = unlimited), got {}",
                                          *flags.memory_limit_gb));
+  PS_RETURN_IF_ERROR(check_count_flags(flags.devices, flags.microbatches));
   SpecOverrides o;
   o.devices = flags.devices;
   o.microbatches = flags.microbatches;
   o.memory_gb = flags.memory_limit_gb;
   return load_spec(flags.model_path, flags.cluster_path, o);
+}
+
+Status check_placement_flags(const std::string& placement, int stages_per_device) {
+  const std::string pl = canonical_placement_word(placement);
+  if (pl == "sequential" && stages_per_device > 1)
+    return Status::bad_input(fmt::format(
+        "--placement sequential puts one stage on each device; for {} stages per device use --placement "
+        "interleaved or v",
+        stages_per_device));
+  if (pl == "vshape" && stages_per_device != 0 && stages_per_device != 2)
+    return Status::bad_input("--placement v holds exactly 2 stages per device");
+  return Status::ok();
 }
 
 }  // namespace ps::cli

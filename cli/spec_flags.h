@@ -26,7 +26,15 @@ struct SpecFlags {
 // outlive the parse).
 void add_spec_flags(CLI::App* sub, SpecFlags* flags);
 
+// --devices P and --microbatches M (unset: not given) within [1, the limits of ir/limits.h], refused
+// naming the flag.
+Status check_count_flags(std::optional<int> devices, std::optional<int> microbatches);
 // Checks the flag values and loads the spec with them as overrides.
 Result<Spec> load_spec_from_flags(const SpecFlags& flags);
+
+
+// --placement WORD with --stages-per-device V (0: not given): sequential holds one stage per device,
+// v exactly 2; refused naming the flags (plan_spec.h refuses the same in its own terms).
+Status check_placement_flags(const std::string& placement, int stages_per_device);
 
 }  // namespace ps::cli

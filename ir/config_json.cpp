@@ -309,8 +309,8 @@ Result<JsonValue> parse_config_json(std::string_view input, const std::string& f
 
 Result<JsonValue> load_config_json(const std::string& path) {
   std::string text;
-  if (std::optional<std::string> why = read_input_file(path, text))
-    return Status::bad_input(fmt::format("cannot read config file: {}", *why), SourceLoc{path, 0, 0});
+  if (std::optional<InputFileError> why = read_input_file(path, text))
+    return Status::bad_input(fmt::format("cannot read config file: {}", why->reason), SourceLoc{path, 0, 0});
   return parse_config_json(text, path);
 }
 

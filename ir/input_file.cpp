@@ -12,14 +12,15 @@
 
 namespace ps {
 
-std::optional<std::string> read_input_file(const std::string& path, std::string& text) {
+std::optional<InputFileError> read_input_file(const std::string& path, std::string& text) {
+  using Stage = InputFileError::Stage;
   text.clear();
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return std::string(std::strerror(errno));
+  if (fd < 0) return InputFileError{Stage::kOpen, std::strerror(errno)};
   struct stat st {};
   if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
     ::close(fd);
-    return std::string("it is a directory");
+    return InputFileError{Stage::kRead, "it is a directory"};
   }
   const size_t cap = static_cast<size_t>(limits::kMaxInputBytes);
   if (S_ISREG(st.st_mode) && st.st_size > 0) text.reserve(std::min(static_cast<size_t>(st.st_size), cap) + 1);
@@ -30,7 +31,7 @@ std::optional<std::string> read_input_file(const std::string& path, std::string&
     if (n < 0) {
       const int err = errno;
       ::close(fd);
-      return std::string(std::strerror(err));
+      return InputFileError{Stage::kRead, std::strerror(err)};
     }
     if (n == 0) break;
     text.append(buf, static_cast<size_t>(n));
@@ -39,7 +40,7 @@ std::optional<std::string> read_input_file(const std::string& path, std::string&
   if (text.size() > cap) {
     text.clear();
     text.shrink_to_fit();
-    return fmt::format("it is larger than the {} MiB pipesmith reads (docs/inputs.md, \"Limits\")", cap >> 20);
+    return InputFileError{Stage::kRead, fmt::format("it is larger than the {} MiB pipesmith reads (docs/inputs.md, \"Limits\")", cap >> 20)};
   }
   return std::nullopt;
 }

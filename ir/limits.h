@@ -54,7 +54,7 @@ inline const char* total_over_limit(double time_ms, double act_mb, double state_
 }
 
 // A plan of `stages` stages and `microbatches` microbatches within kMaxPlanOps (64-bit, no overflow for
-// any int inputs); the error names `what` (e.g. "--microbatches 200000 with 8 stages").
+// any int inputs); the error names `what` (e.g. "200000 microbatches (override), 8 devices").
 Status check_plan_ops(int64_t stages, int64_t microbatches, const std::string& what, const SourceLoc& loc = {});
 
 // The largest microbatch count a plan of `stages` stages may have (>= 0).

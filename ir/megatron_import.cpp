@@ -341,8 +341,8 @@ Result<ImportedModel> megatron_model(const std::string& text, const std::string&
 
 Result<std::string> import_megatron_args(const std::string& args_path, const ImportOptions& opt) {
   std::string text;
-  if (std::optional<std::string> why = read_input_file(args_path, text))
-    return Status::bad_input(fmt::format("cannot read argument file: {}", *why), SourceLoc{args_path, 0, 0});
+  if (std::optional<InputFileError> why = read_input_file(args_path, text))
+    return Status::bad_input(fmt::format("cannot read argument file: {}", why->reason), SourceLoc{args_path, 0, 0});
   std::string name = std::filesystem::path(args_path).stem().string();
   for (char& c : name)
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') c = '-';

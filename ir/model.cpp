@@ -91,7 +91,7 @@ class MapView {
 Result<MapView> read_map(const Ctx& c, const YAML::Node& node, const SourceLoc& node_loc,
                          const std::string& what, const std::vector<std::string>& allowed) {
   if (!node.IsMap()) {
-    return Status::bad_input(fmt::format("{}: expected a map, got {}", what, describe(node)),
+    return Status::bad_input(fmt::format("{}: expected a map, got {}", what, yamlu::kind_name(node)),
                              loc_of(c, node, node_loc));
   }
   MapView mv;
@@ -103,80 +103,38 @@ Result<MapView> read_map(const Ctx& c, const YAML::Node& node, const SourceLoc& 
     SourceLoc kloc = loc_of(c, k, mv.loc);
     if (!k.IsScalar()) {
       return Status::bad_input(
-          fmt::format("{}: keys must be plain names, got {}", what, describe(k)), kloc);
+          fmt::format("{}: keys must be plain names, got {}", what, yamlu::kind_name(k)), kloc);
     }
     std::string key = k.Scalar();
-    if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
-      std::string msg =
-          fmt::format("{}: unknown key '{}' (expected one of: {})", what, excerpt(key), join(allowed));
-      const std::vector<std::string_view> keys(allowed.begin(), allowed.end());
-      const std::string_view best_key = yamlu::suggest_key(key, keys);
-      if (!best_key.empty()) msg += fmt::format("; did you mean '{}'?", best_key);
-      return Status::bad_input(std::move(msg), kloc);
-    }
-    if (const Entry* prev = mv.find(key)) {
-      return Status::bad_input(fmt::format("{}: duplicate key '{}' (first given at line {})", what,
-                                           excerpt(key), prev->key_loc.line),
-                               kloc);
-    }
+    if (std::find(allowed.begin(), allowed.end(), key) == allowed.end())
+      return yamlu::unknown_key(k, std::vector<std::string_view>(allowed.begin(), allowed.end()), c.file, what, kloc);
+    if (const Entry* prev = mv.find(key)) return yamlu::duplicate_key(k, prev->key_loc.line, c.file, what, kloc);
     mv.entries.push_back(Entry{key, v, kloc, loc_of(c, v, kloc)});
   }
   return mv;
 }
 
-// Strict scalar conversions: the whole text must be the value (a leading '+' allowed); nothing
-// when it is not.
-template <class T>
-std::optional<T> whole_scalar(const Entry& e) {
-  if (!e.value.IsScalar()) return std::nullopt;
-  std::string_view t = e.value.Scalar();
-  if (!t.empty() && t.front() == '+') t.remove_prefix(1);
-  T v = 0;
-  auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
-  if (t.empty() || ec != std::errc() || end != t.data() + t.size()) return std::nullopt;
-  return v;
-}
+// Scalar fields, read by ir/yaml_util.h's conversions (the one strictness and wording of every YAML
+// reader); messages name the field as `what.key` and point at the value.
+std::string field_name(const Entry& e, const std::string& what) { return fmt::format("{}.{}", what, e.key); }
 
 Result<double> get_number(const Entry& e, const std::string& what) {
-  const std::optional<double> v = whole_scalar<double>(e);
-  if (!v) {
-    return Status::bad_input(fmt::format("{}: {} must be a number, got {}", what, e.key, describe(e.value)),
-                             e.value_loc);
-  }
-  if (!std::isfinite(*v)) {
-    return Status::bad_input(
-        fmt::format("{}: {} must be finite, got '{}'", what, e.key, excerpt(e.value.Scalar())), e.value_loc);
-  }
-  return *v;
+  return yamlu::to_double(e.value, e.value_loc.file, field_name(e, what), e.value_loc);
 }
 
 Result<long long> get_int(const Entry& e, const std::string& what) {
-  const std::optional<long long> v = whole_scalar<long long>(e);
-  if (!v) {
-    return Status::bad_input(fmt::format("{}: {} must be an integer, got {}", what, e.key, describe(e.value)),
-                             e.value_loc);
-  }
-  return *v;
+  return yamlu::to_int(e.value, e.value_loc.file, field_name(e, what), e.value_loc);
 }
 
 Result<bool> get_bool(const Entry& e, const std::string& what) {
-  if (e.value.IsScalar()) {
-    const std::string& t = e.value.Scalar();
-    if (t == "true") return true;
-    if (t == "false") return false;
-  }
-  return Status::bad_input(
-      fmt::format("{}: {} must be true or false, got {}", what, e.key, describe(e.value)),
-      e.value_loc);
+  return yamlu::to_bool(e.value, e.value_loc.file, field_name(e, what), e.value_loc);
 }
 
 Result<std::string> get_string(const Entry& e, const std::string& what) {
-  if (!e.value.IsScalar() || e.value.Scalar().empty()) {
-    return Status::bad_input(
-        fmt::format("{}: {} must be a non-empty string, got {}", what, e.key, describe(e.value)),
-        e.value_loc);
-  }
-  return e.value.Scalar();
+  Result<std::string> s = yamlu::to_string(e.value, e.value_loc.file, field_name(e, what), e.value_loc);
+  if (s.ok() && s->empty())
+    return Status::bad_input(fmt::format("{}: expected a non-empty string, got ''", field_name(e, what)), e.value_loc);
+  return s;
 }
 
 // Number with a lower bound: strict (> min) or not (>= min).
@@ -988,8 +946,8 @@ Result<MapView> read_top(const Ctx& c, const YAML::Node& root, bool is_cluster_f
 
 Result<std::string> read_text(const std::string& path, const char* what) {
   std::string text;
-  if (std::optional<std::string> why = read_input_file(path, text))
-    return Status::bad_input(fmt::format("cannot read {} file: {}", what, *why), SourceLoc{path, 0, 0});
+  if (std::optional<InputFileError> why = read_input_file(path, text))
+    return Status::bad_input(fmt::format("cannot read {} file: {}", what, why->reason), SourceLoc{path, 0, 0});
   return text;
 }
 
@@ -1128,18 +1086,18 @@ Status check_joins_next(const Draft& d) {
 
 Status check_overrides(const SpecOverrides& o) {
   if (o.devices && *o.devices < 1)
-    return Status::bad_input(fmt::format("--devices must be >= 1, got {}", *o.devices));
+    return Status::bad_input(fmt::format("the devices override must be >= 1, got {}", *o.devices));
   if (o.devices && *o.devices > limits::kMaxDevices)
-    return Status::bad_input(fmt::format("--devices must be <= {}, got {}", limits::kMaxDevices, *o.devices));
+    return Status::bad_input(fmt::format("the devices override must be <= {}, got {}", limits::kMaxDevices, *o.devices));
   if (o.microbatches && *o.microbatches < 1) {
-    return Status::bad_input(fmt::format("--microbatches must be >= 1, got {}", *o.microbatches));
+    return Status::bad_input(fmt::format("the microbatches override must be >= 1, got {}", *o.microbatches));
   }
   if (o.microbatches && *o.microbatches > limits::kMaxMicrobatches) {
     return Status::bad_input(
-        fmt::format("--microbatches must be <= {}, got {}", limits::kMaxMicrobatches, *o.microbatches));
+        fmt::format("the microbatches override must be <= {}, got {}", limits::kMaxMicrobatches, *o.microbatches));
   }
   if (o.memory_gb && (!(*o.memory_gb >= 0) || !std::isfinite(*o.memory_gb))) {
-    return Status::bad_input(fmt::format("--memory-limit-gb must be >= 0, got {}", *o.memory_gb));
+    return Status::bad_input(fmt::format("the memory_gb override must be a finite number >= 0, got {}", *o.memory_gb));
   }
   return Status::ok();
 }
@@ -1165,24 +1123,22 @@ Result<Spec> finish(Draft d, const std::string& model_file, const SpecOverrides&
     SourceLoc at = d.has_cluster ? d.cluster.cluster.loc : SourceLoc{model_file, 0, 0};
     return Status::bad_input(
         "the number of devices is not given: set 'devices:' under 'cluster:' (in the model file or "
-        "a cluster "
-        "file passed with --cluster), or pass --devices N",
+        "the cluster file), or override it (SpecOverrides::devices)",
         at);
   }
   if (!d.microbatches_given) {
     SourceLoc at = d.spec.pipeline.loc.valid() ? d.spec.pipeline.loc : SourceLoc{model_file, 0, 0};
     return Status::bad_input(
         "the number of microbatches is not given: set 'microbatches:' under 'pipeline:' in the "
-        "model file, "
-        "or pass --microbatches M",
+        "model file, or override it (SpecOverrides::microbatches)",
         at);
   }
   if (d.spec.cluster.name.empty()) d.spec.cluster.name = "cluster";
   PS_RETURN_IF_ERROR(validate(d.spec));
-  // The smallest plan (one stage per device) within the limits; a flag that set a count is named.
+  // The smallest plan (one stage per device) within the limits; a count an override set is named so.
   const int P = d.spec.cluster.devices, M = d.spec.pipeline.microbatches;
-  const std::string what = fmt::format("{} devices{}, {} microbatches{}", P, o.devices ? " (--devices)" : "", M,
-                                       o.microbatches ? " (--microbatches)" : "");
+  const std::string what = fmt::format("{} devices{}, {} microbatches{}", P, o.devices ? " (override)" : "", M,
+                                       o.microbatches ? " (override)" : "");
   PS_RETURN_IF_ERROR(limits::check_plan_ops(P, M, what, o.microbatches || o.devices ? SourceLoc{} : d.spec.pipeline.loc));
   return d.spec;
 }

@@ -31,9 +31,9 @@ constexpr int kMaxStages = static_cast<int>(limits::kMaxStages);
 
 Result<std::string> read_text_file(const std::string& path) {
   std::string text;
-  if (std::optional<std::string> why = read_input_file(path, text)) {
-    const bool opened = why->rfind("it is", 0) == 0;  // a directory, or too large
-    return Status::bad_input(fmt::format("cannot {} '{}': {}", opened ? "read" : "open", path, *why));
+  if (std::optional<InputFileError> why = read_input_file(path, text)) {
+    const bool opened = why->stage == InputFileError::Stage::kRead;
+    return Status::bad_input(fmt::format("cannot {} '{}': {}", opened ? "read" : "open", path, why->reason));
   }
   return text;
 }
@@ -840,27 +840,27 @@ Result<CsvExtent> csv_extent(const Schedule& s, const CsvTally& tally, const Csv
   }
   CsvExtent x{max_stage + 1, max_mb + 1};
   if (opt.stages >= 0 && x.stages > opt.stages) {
-    res.notes.push_back(fmt::format("action '{}' ({}) uses stage {}, beyond --stages {}", to_string(*max_stage_at),
+    res.notes.push_back(fmt::format("action '{}' ({}) uses stage {}, beyond the {} stages given", to_string(*max_stage_at),
                                     max_stage_at->loc.str(), max_stage, opt.stages));
     x.stages = opt.stages;
   } else if (opt.stages >= 0 && opt.stages != x.stages) {
-    return Status::bad_input(fmt::format("--stages is {}, but the highest stage in the file is {} ({} stages)",
+    return Status::bad_input(fmt::format("the stage count given is {}, but the highest stage in the file is {} ({} stages)",
                                          opt.stages, max_stage, x.stages),
                              SourceLoc{file, 0, 0});
   }
   if (opt.microbatches >= 0 && x.microbatches > opt.microbatches) {
-    res.notes.push_back(fmt::format("action '{}' ({}) uses microbatch {}, beyond --microbatches {}",
+    res.notes.push_back(fmt::format("action '{}' ({}) uses microbatch {}, beyond the {} microbatches given",
                                     to_string(*max_mb_at), max_mb_at->loc.str(), max_mb, opt.microbatches));
     x.microbatches = opt.microbatches;
   } else if (opt.microbatches >= 0 && opt.microbatches != x.microbatches) {
     return Status::bad_input(
-        fmt::format("--microbatches is {}, but the highest microbatch in the file is {} ({} microbatches)",
+        fmt::format("the microbatch count given is {}, but the highest microbatch in the file is {} ({} microbatches)",
                     opt.microbatches, max_mb, x.microbatches),
         SourceLoc{file, 0, 0});
   }
   if (x.stages < 1 || x.microbatches < 1)
     return Status::bad_input(
-        fmt::format("--stages and --microbatches must be >= 1, got {} and {}", x.stages, x.microbatches),
+        fmt::format("the stage and microbatch counts must be >= 1, got {} and {}", x.stages, x.microbatches),
         SourceLoc{file, 0, 0});
   PS_RETURN_IF_ERROR(limits::check_plan_ops(
       x.stages, x.microbatches,
@@ -1074,13 +1074,13 @@ bool looks_like_yaml(std::string_view text) {
 Status check_against(const Schedule& s, const CsvReadOptions& opt) {
   SourceLoc loc{s.source, 0, 0};
   if (opt.microbatches >= 0 && opt.microbatches != s.problem.microbatches) {
-    return Status::bad_input(fmt::format("--microbatches is {}, but the schedule's problem has {} microbatches",
+    return Status::bad_input(fmt::format("the microbatch count given is {}, but the schedule's problem has {} microbatches",
                                          opt.microbatches, s.problem.microbatches),
                              loc);
   }
   if (opt.stages >= 0 && opt.stages != s.problem.num_stages()) {
     return Status::bad_input(
-        fmt::format("--stages is {}, but the schedule's problem has {} stages", opt.stages, s.problem.num_stages()),
+        fmt::format("the stage count given is {}, but the schedule's problem has {} stages", opt.stages, s.problem.num_stages()),
         loc);
   }
   return Status::ok();

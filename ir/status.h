@@ -2,7 +2,7 @@
 // reader of input text shares (excerpt, split_trimmed).
 //
 // Guarantees: every fallible function in pipesmith returns a Status or Result<T> that carries an
-// exit-code class (ErrorCode), a human message and, when the error comes from an input file, the
+// error class (ErrorCode), a human message and, when the error comes from an input file, the
 // file:line:col it points at. PS_ASSERT is for our own bugs only: it aborts with file:line.
 #pragma once
 
@@ -28,11 +28,11 @@ struct SourceLoc {
   std::string str() const;
 };
 
-// What went wrong, by class. The `pipesmith` command exits with the class's number (README.md lists
-// them); an interrupted call ends the command as the signal would (130 from exit_code()).
+// What went wrong, by class: the library's error classes. A caller decides what each means to it; the
+// `pipesmith` command maps them to its exit codes (cli/commands.h, README.md).
 enum class ErrorCode : int {
   kOk = 0,
-  kBadInput = 1,         // bad input or usage
+  kBadInput = 1,         // an input file or an option the caller passed is not acceptable
   kInfeasible = 2,       // no schedule exists under the given limits
   kInvalidSchedule = 3,  // the checker rejected a schedule
   kRuntime = 4,          // runtime failure (watchdog, backend error)
@@ -57,7 +57,6 @@ class Status {
   bool is_ok() const { return code_ == ErrorCode::kOk; }
   explicit operator bool() const { return is_ok(); }
   ErrorCode code() const { return code_; }
-  int exit_code() const { return code_ == ErrorCode::kInterrupted ? 130 : static_cast<int>(code_); }
   const std::string& message() const { return message_; }
   const SourceLoc& loc() const { return loc_; }
   // "file:line:col: message" (or just the message when there is no location).

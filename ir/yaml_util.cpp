@@ -212,7 +212,7 @@ size_t edit_distance(std::string_view a, std::string_view b) {
   return prev[b.size()];
 }
 
-std::string join(std::initializer_list<std::string_view> xs) {
+std::string join(const std::vector<std::string_view>& xs) {
   std::string s;
   for (auto x : xs) {
     if (!s.empty()) s += ", ";
@@ -256,22 +256,28 @@ Result<Fields> read_map(const YAML::Node& map, std::initializer_list<std::string
                                loc_of(k, file, loc_of(map, file)));
     }
     const std::string& key = k.Scalar();
-    if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
-      std::string_view best = suggest_key(key, std::vector<std::string_view>(allowed));
-      std::string hint = best.empty() ? "" : fmt::format(" (did you mean '{}'?)", best);
-      return Status::bad_input(fmt::format("{}: unknown key '{}'{}; allowed keys: {}", what, excerpt(key), hint,
-                                           join(allowed)),
-                               loc_of(k, file, loc_of(map, file)));
-    }
-    if (out.count(key) > 0) {
-      SourceLoc first = loc_of(out[key].key, file);
-      return Status::bad_input(
-          fmt::format("{}: duplicate key '{}' (first given at line {})", what, excerpt(key), first.line),
-          loc_of(k, file, loc_of(map, file)));
-    }
+    if (std::find(allowed.begin(), allowed.end(), key) == allowed.end())
+      return unknown_key(k, std::vector<std::string_view>(allowed), file, what, loc_of(map, file));
+    if (out.count(key) > 0) return duplicate_key(k, loc_of(out[key].key, file).line, file, what, loc_of(map, file));
     out[key] = Field{k, kv.second};
   }
   return out;
+}
+
+Status unknown_key(const YAML::Node& key, const std::vector<std::string_view>& allowed, const std::string& file,
+                   std::string_view what, const SourceLoc& fallback) {
+  const std::string& k = key.Scalar();
+  const std::string_view best = suggest_key(k, allowed);
+  const std::string hint = best.empty() ? "" : fmt::format(" (did you mean '{}'?)", best);
+  return Status::bad_input(fmt::format("{}: unknown key '{}'{}; allowed keys: {}", what, excerpt(k), hint, join(allowed)),
+                           loc_of(key, file, fallback));
+}
+
+Status duplicate_key(const YAML::Node& key, int first_line, const std::string& file, std::string_view what,
+                     const SourceLoc& fallback) {
+  return Status::bad_input(
+      fmt::format("{}: duplicate key '{}' (first given at line {})", what, excerpt(key.Scalar()), first_line),
+      loc_of(key, file, fallback));
 }
 
 const Field* find(const Fields& f, std::string_view key) {
@@ -281,48 +287,55 @@ const Field* find(const Fields& f, std::string_view key) {
 
 namespace {
 Status not_scalar(const YAML::Node& n, const std::string& file, std::string_view what,
-                  std::string_view expected) {
+                  std::string_view expected, const SourceLoc& fallback) {
   return Status::bad_input(fmt::format("{}: expected {}, got {}", what, expected, kind_name(n)),
-                           loc_of(n, file));
+                           loc_of(n, file, fallback));
 }
 }  // namespace
 
-Result<long long> to_int(const YAML::Node& n, const std::string& file, std::string_view what) {
-  if (!n.IsScalar()) return not_scalar(n, file, what, "an integer");
+Result<long long> to_int(const YAML::Node& n, const std::string& file, std::string_view what,
+                         const SourceLoc& fallback) {
+  if (!n.IsScalar()) return not_scalar(n, file, what, "an integer", fallback);
   const std::string& s = n.Scalar();
   long long v = 0;
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (ec == std::errc::result_out_of_range) {
-    return Status::bad_input(fmt::format("{}: integer '{}' is out of range", what, excerpt(s)), loc_of(n, file));
+    return Status::bad_input(fmt::format("{}: integer '{}' is out of range", what, excerpt(s)),
+                             loc_of(n, file, fallback));
   }
   if (ec != std::errc() || p != s.data() + s.size()) {
-    return Status::bad_input(fmt::format("{}: expected an integer, got '{}'", what, excerpt(s)), loc_of(n, file));
+    return Status::bad_input(fmt::format("{}: expected an integer, got '{}'", what, excerpt(s)),
+                             loc_of(n, file, fallback));
   }
   return v;
 }
 
-Result<double> to_double(const YAML::Node& n, const std::string& file, std::string_view what) {
-  if (!n.IsScalar()) return not_scalar(n, file, what, "a number");
+Result<double> to_double(const YAML::Node& n, const std::string& file, std::string_view what,
+                         const SourceLoc& fallback) {
+  if (!n.IsScalar()) return not_scalar(n, file, what, "a number", fallback);
   const std::string& s = n.Scalar();
   double v = 0;
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (ec != std::errc() || p != s.data() + s.size() || !std::isfinite(v)) {
     return Status::bad_input(fmt::format("{}: expected a finite number, got '{}'", what, excerpt(s)),
-                             loc_of(n, file));
+                             loc_of(n, file, fallback));
   }
   return v;
 }
 
-Result<bool> to_bool(const YAML::Node& n, const std::string& file, std::string_view what) {
-  if (!n.IsScalar()) return not_scalar(n, file, what, "true or false");
+Result<bool> to_bool(const YAML::Node& n, const std::string& file, std::string_view what,
+                     const SourceLoc& fallback) {
+  if (!n.IsScalar()) return not_scalar(n, file, what, "true or false", fallback);
   const std::string& s = n.Scalar();
-  if (s == "true" || s == "True" || s == "TRUE") return true;
-  if (s == "false" || s == "False" || s == "FALSE") return false;
-  return Status::bad_input(fmt::format("{}: expected true or false, got '{}'", what, excerpt(s)), loc_of(n, file));
+  if (s == "true") return true;
+  if (s == "false") return false;
+  return Status::bad_input(fmt::format("{}: expected true or false, got '{}'", what, excerpt(s)),
+                           loc_of(n, file, fallback));
 }
 
-Result<std::string> to_string(const YAML::Node& n, const std::string& file, std::string_view what) {
-  if (!n.IsScalar()) return not_scalar(n, file, what, "a string");
+Result<std::string> to_string(const YAML::Node& n, const std::string& file, std::string_view what,
+                              const SourceLoc& fallback) {
+  if (!n.IsScalar()) return not_scalar(n, file, what, "a string", fallback);
   return n.Scalar();
 }
 

@@ -2,9 +2,11 @@
 //
 // Guarantees:
 //  * Reading: every yaml-cpp exception is caught here and becomes a Status located at file:line:col
-//    (1-based); scalars are converted strictly (an integer field rejects "2.5" and "two", a number
-//    field rejects "inf" and "nan") with messages that name the field and the text found; unknown
-//    and duplicate keys are errors that name the key (and suggest the closest allowed one).
+//    (1-based); scalars are converted strictly (an integer field rejects "2.5", "two" and "+5", a
+//    number field rejects "inf", "nan" and "+1.5", a flag takes true or false only) with messages that
+//    name the field and the text found; unknown and duplicate keys are errors that name the key (and
+//    suggest the closest allowed one). Model, cluster and schedule files are all read through these
+//    functions, so a field is accepted or refused with the same words in every file (docs/inputs.md).
 //  * Writing: format_number prints the shortest text that reads back to the same double, and
 //    quote_scalar prints a string so that yaml-cpp reads back exactly that string; both are pure
 //    functions of their input, so output built from them is deterministic.
@@ -57,6 +59,12 @@ using Fields = std::map<std::string, Field, std::less<>>;
 // unknown key's message suggests the closest allowed one) or at the node that is not a map.
 Result<Fields> read_map(const YAML::Node& map, std::initializer_list<std::string_view> allowed,
                         const std::string& file, std::string_view what);
+// The refusal of `key` (a key of the map `what`) that is not in `allowed`, and of a key given twice
+// (first given at `first_line`): the one wording of every YAML reader, located at the key.
+Status unknown_key(const YAML::Node& key, const std::vector<std::string_view>& allowed, const std::string& file,
+                   std::string_view what, const SourceLoc& fallback = {});
+Status duplicate_key(const YAML::Node& key, int first_line, const std::string& file, std::string_view what,
+                     const SourceLoc& fallback = {});
 // The allowed key a typo most likely meant: one that extends it ("fwd" -> "fwd_ms") or that it
 // extends ("latency_usec" -> "latency_us"), else one within a few edits ("programz" -> "programs");
 // empty when nothing is close. The one suggestion rule of every YAML reader.
@@ -64,11 +72,17 @@ std::string_view suggest_key(std::string_view key, const std::vector<std::string
 // The field `key`, or nullptr when absent.
 const Field* find(const Fields& f, std::string_view key);
 
-// Strict scalar conversions. `what` names the field in messages ("problem.devices").
-Result<long long> to_int(const YAML::Node& n, const std::string& file, std::string_view what);
-Result<double> to_double(const YAML::Node& n, const std::string& file, std::string_view what);
-Result<bool> to_bool(const YAML::Node& n, const std::string& file, std::string_view what);
-Result<std::string> to_string(const YAML::Node& n, const std::string& file, std::string_view what);
+// Strict scalar conversions. `what` names the field in messages ("problem.devices"); messages are
+// located at the value, or at `fallback` (its key) where the value has no mark. Integers and numbers
+// are the whole text in decimal (no sign '+', no blanks, no hex); a flag is true or false.
+Result<long long> to_int(const YAML::Node& n, const std::string& file, std::string_view what,
+                         const SourceLoc& fallback = {});
+Result<double> to_double(const YAML::Node& n, const std::string& file, std::string_view what,
+                         const SourceLoc& fallback = {});
+Result<bool> to_bool(const YAML::Node& n, const std::string& file, std::string_view what,
+                     const SourceLoc& fallback = {});
+Result<std::string> to_string(const YAML::Node& n, const std::string& file, std::string_view what,
+                              const SourceLoc& fallback = {});
 
 // Kind of a node in words, for messages: "a map", "a sequence", "a scalar", "empty (null)".
 std::string kind_name(const YAML::Node& n);

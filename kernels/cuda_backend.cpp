@@ -75,9 +75,9 @@ Result<ncclUniqueId> shared_unique_id(const rt::LaunchEnv& env, const std::strin
   }
   if (file.empty())
     return runtime_error(fmt::format(
-        "rank {} of {}: multi-process mode needs --nccl-id-file PATH (a fresh path per job on a file system all ranks "
-        "see), PIPESMITH_NCCL_ID (from `pipesmith run --print-nccl-id`) or an MPI launcher (mpirun, with pipesmith "
-        "built with MPI: rank 0 broadcasts the id)",
+        "rank {} of {}: multi-process mode needs an NCCL id file (CudaBackendOptions::nccl_id_file: a fresh path per "
+        "job on a file system all ranks see), PIPESMITH_NCCL_ID (an ncclUniqueId in hex, the same for every rank) or an MPI "
+        "launcher (mpirun, with pipesmith built with MPI: rank 0 broadcasts the id)",
         env.rank, env.world));
   if (env.rank == 0) {
     ncclUniqueId id{};
@@ -558,7 +558,7 @@ Result<std::unique_ptr<rt::Backend>> CudaBackend::create(const CudaBackendOption
     PS_RETURN_IF_ERROR(b->add_device(env.rank, (env.local_rank >= 0 ? env.local_rank : env.rank) % gpus, env.world));
     auto id = shared_unique_id(env, opt.nccl_id_file, b->world_);
     if (!id) return id.status();
-    PS_RETURN_IF_ERROR(b->init_comms(*id, "ncclCommInitRankConfig (stale --nccl-id-file?)"));
+    PS_RETURN_IF_ERROR(b->init_comms(*id, "ncclCommInitRankConfig (a stale NCCL id file?)"));
   } else {
     // One process, devices 0..P-1 on GPUs 0..P-1, one communicator each from one id.
     if (opt.devices > gpus)

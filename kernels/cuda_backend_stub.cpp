@@ -9,7 +9,7 @@ bool cuda_backend_built() { return false; }
 Result<std::unique_ptr<rt::Backend>> make_cuda_backend(const CudaBackendOptions&) {
   return Status::error(ErrorCode::kRuntime,
                        "built without the CUDA backend (CUDA/NCCL were not found when pipesmith was configured); "
-                       "use --backend host");
+                       "the host backend needs neither");
 }
 
 Result<uint64_t> smallest_free_gpu_memory() {

@@ -65,7 +65,7 @@ Result<ExecModel> build_exec_model(const Problem& problem, const Model* model,
                                    const ExecModelOptions& opt) {
   if (problem.num_stages() <= 0) return Status::bad_input("cannot build a model: the problem has no stages");
   if (!(opt.scale > 0) || opt.scale > 64)
-    return Status::bad_input(fmt::format("--scale must be in (0, 64], got {}", opt.scale));
+    return Status::bad_input(fmt::format("scale must be in (0, 64], got {}", opt.scale));
   if (problem.microbatches <= 0)
     return Status::bad_input(fmt::format("cannot run {} microbatches", problem.microbatches));
   ExecModel m;
@@ -152,8 +152,8 @@ Result<ExecModel> build_exec_model(const Problem& problem, const Model* model,
           const double width = b.kind == BlockKind::kMlp ? per_col / 2.0 : per_col;
           if (!(width >= 1.0) || width > 1 << 20)
             return Status::bad_input(
-                fmt::format("layer type '{}' ({}): params_m {} gives a block width of {:.6g} at d_model {}; --widths "
-                            "params is for models written by `pipesmith profile` at the same --scale",
+                fmt::format("layer type '{}' ({}): params_m {} gives a block width of {:.6g} at d_model {}; widths "
+                            "from params are for models written by the profiler (runtime/profile.h) at the same scale",
                             b.type, t.name, t.params_m, width, m.d_model),
                 t.loc);
           if (b.kind == BlockKind::kMlp) b.hidden = static_cast<int>(std::lround(width));

@@ -308,7 +308,7 @@ Status check_inputs(const Schedule& schedule, const ExecModel& model, Backend& b
     for (int d : backend.local_devices())
       if (!backend.device(d).ops().supports_sharded_head())
         return Status::error(ErrorCode::kRuntime,
-                             fmt::format("vocabulary-sharded heads ({}) are not implemented on --backend {}",
+                             fmt::format("vocabulary-sharded heads ({}) are not implemented on the {} backend",
                                          model.describe_sharded_head(), backend.name()));
   return Status::ok();
 }

@@ -247,15 +247,15 @@ Result<std::unique_ptr<Backend>> make_mpi_backend(const MpiBackendOptions& o) {
   MpiWorld& w = **world;
   if (w.size() != o.devices)
     return Status::bad_input(fmt::format(
-        "--backend mpi: {} process{} launched, but the schedule has {} devices: run one process per device "
-        "(mpirun -np {} pipesmith run ... --backend mpi)",
-        w.size(), w.size() == 1 ? " was" : "es were", o.devices, o.devices));
+        "the mpi backend: {} process{} launched, but the schedule has {} devices: run one process per device "
+        "(an MPI launcher with {} processes, e.g. mpirun -np {})",
+        w.size(), w.size() == 1 ? " was" : "es were", o.devices, o.devices, o.devices));
   void* ub = nullptr;
   int flag = 0;
   MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag);
   const long long max_tag = 2LL * o.stages * o.microbatches + 1;
   if (flag && ub != nullptr && max_tag > *static_cast<int*>(ub))
-    return Status::bad_input(fmt::format("--backend mpi: {} stages x {} microbatches need message tags up to {}, more "
+    return Status::bad_input(fmt::format("the mpi backend: {} stages x {} microbatches need message tags up to {}, more "
                                          "than this MPI's MPI_TAG_UB {}",
                                          o.stages, o.microbatches, max_tag, *static_cast<int*>(ub)));
   MPI_Comm comm = MPI_COMM_NULL;
@@ -270,7 +270,7 @@ Result<std::unique_ptr<Backend>> make_mpi_backend(const MpiBackendOptions&) {
   return Status::error(ErrorCode::kRuntime,
                        "built without the mpi backend (MPI was not found, or PIPESMITH_MPI was OFF, when pipesmith "
                        "was configured; "
-                       "install libopenmpi-dev and rebuild); use --backend host");
+                       "install libopenmpi-dev and rebuild); the host backend needs no MPI");
 }
 
 #endif

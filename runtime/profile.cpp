@@ -100,7 +100,7 @@ MeasuringRun measuring_run(const ExecModel& full_model, const Model& model, char
 // The executable model of the whole model as one stage: the widths `pipesmith run` gives its blocks.
 Result<ExecModel> whole_model(const Model& model, const ProfileOptions& opt) {
   if (opt.repeats < 1 || opt.warmup < 0 || opt.repeats > kMaxProfileRepeats || opt.warmup > kMaxProfileRepeats)
-    return Status::bad_input(fmt::format("--repeats must be in [1, {}] and --warmup in [0, {}]", kMaxProfileRepeats,
+    return Status::bad_input(fmt::format("repeats must be in [1, {}] and warmup in [0, {}]", kMaxProfileRepeats,
                                          kMaxProfileRepeats));
   if (model.layers.empty()) return Status::bad_input("the model has no layers");
   Problem whole;

@@ -56,7 +56,7 @@ std::string format_run_summary(const RunSummary& s) {
                        fixed(r.iteration_ms), fixed(pr.makespan_ms),
                        pr.makespan_ms > 0 ? fixed(r.iteration_ms / pr.makespan_ms) : "-");
   else
-    out += fmt::format("iteration: measured {} ms (not simulated: --no-verify)\n", fixed(r.iteration_ms));
+    out += fmt::format("iteration: measured {} ms (not simulated: the schedule was run unverified)\n", fixed(r.iteration_ms));
   const int n_dev = static_cast<int>(r.devices.size());
   int same_op = 0;
   for (const DeviceRun& d : r.devices)

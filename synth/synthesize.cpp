@@ -187,14 +187,18 @@ Result<Seed> heuristic_seed(const Problem& problem, const OpDag& dag, const Synt
   if (opt.use_baselines) try_baselines(problem, dag, out, seed);
   if (opt.seed_schedule) try_seed_schedule(dag, *opt.seed_schedule, seed);
   if (opt.progress) {
-    const std::string trimmed = !hopt.portfolio ? ", portfolio cut to one policy for the budget"
-                                : hopt.lean ? ", lean portfolio for the budget"
-                                            : "";
-    opt.progress(fmt::format("[heuristic] {:.3f} ms ({}; {} policies{}, {:.2f} s), {} {:.2f} s; {} ops",
-                             out.heuristic_ms, h->policy, h->tried, trimmed, heuristic_s,
-                             out.best_baseline.empty() ? std::string("no baseline fits,")
-                                                       : fmt::format("best baseline {:.3f} ms,", out.best_baseline_ms),
-                             seconds_since(t0) - heuristic_s, dag.num_ops()));
+    HeuristicProgress p;
+    p.makespan_ms = out.heuristic_ms;
+    p.policy = h->policy;
+    p.policies = h->tried;
+    p.portfolio = !hopt.portfolio ? HeuristicProgress::Portfolio::kOne
+                  : hopt.lean     ? HeuristicProgress::Portfolio::kLean
+                                  : HeuristicProgress::Portfolio::kFull;
+    p.heuristic_s = heuristic_s;
+    if (!out.best_baseline.empty()) p.best_baseline_ms = out.best_baseline_ms;
+    p.baselines_s = seconds_since(t0) - heuristic_s;
+    p.ops = dag.num_ops();
+    opt.progress(p);
   }
   return seed;
 }
@@ -245,11 +249,16 @@ BoundSearchCost raise_bound(const OpDag& bdag, const OpDag& dag, const SynthOpti
     cost.budget_share = std::min(0.25, static_cast<double>(strong.work) / steps_per_s / budget_s);
   }
   if (opt.progress) {
-    opt.progress(fmt::format(
-        "[bound] {:.3f} ms: {} ({} trials, {} search nodes, {:.1f} M steps{}); incumbent {:.3f} ms  {:.2f} s",
-        dag.to_ms(bounds.lb_units), bounds.db.reason, strong.trials, strong.nodes,
-        static_cast<double>(strong.work) / 1e6, strong.capped ? ", a work cap hit" : "",
-        dag.to_ms(seed.order.makespan), seconds_since(tb)));
+    BoundProgress p;
+    p.bound_ms = dag.to_ms(bounds.lb_units);
+    p.reason = bounds.db.reason;
+    p.trials = strong.trials;
+    p.nodes = strong.nodes;
+    p.work = strong.work;
+    p.work_capped = strong.capped;
+    p.incumbent_ms = dag.to_ms(seed.order.makespan);
+    p.elapsed_s = seconds_since(tb);
+    opt.progress(p);
   }
   return cost;
 }
@@ -277,7 +286,11 @@ void raise_bound_smt(const OpDag& bdag, const OpDag& dag, const SynthOptions& op
   const double wall_s = seconds_since(ts);
   if (!sb.ok()) {
     // A Z3 failure on a relaxation loses only this bound; the run goes on.
-    if (opt.progress) opt.progress(fmt::format("[smt-bound] not raised: {}", sb.status().message()));
+    if (opt.progress) {
+      SmtBoundProgress p;
+      p.failure = sb.status().message();
+      opt.progress(p);
+    }
     return;
   }
   // The whole budget is every context's: what the step used comes off it once.
@@ -289,12 +302,18 @@ void raise_bound_smt(const OpDag& bdag, const OpDag& dag, const SynthOptions& op
     bounds.lb_units = sb->units;
   }
   if (opt.progress) {
-    opt.progress(fmt::format("[smt-bound] {:.3f} ms{} ({} relaxations, {} too large for the budget, {} checks, {} trials, "
-                             "{:.1f} M rlimit); "
-                             "incumbent {:.3f} ms  {:.2f} s",
-                             bdag.to_ms(bounds.lb_units), sb->raised ? ": " + sb->reason : std::string(": not raised"),
-                             sb->relaxations, sb->skipped, sb->checks, sb->trials,
-                             static_cast<double>(sb->rlimit_used) / 1e6, dag.to_ms(seed.order.makespan), wall_s));
+    SmtBoundProgress p;
+    p.bound_ms = bdag.to_ms(bounds.lb_units);
+    p.raised = sb->raised;
+    if (sb->raised) p.reason = sb->reason;
+    p.relaxations = sb->relaxations;
+    p.skipped = sb->skipped;
+    p.checks = sb->checks;
+    p.trials = sb->trials;
+    p.rlimit_used = sb->rlimit_used;
+    p.incumbent_ms = dag.to_ms(seed.order.makespan);
+    p.elapsed_s = wall_s;
+    opt.progress(p);
   }
 }
 
@@ -351,10 +370,13 @@ class TwoPhaseSolve {
 
   // One progress line: `incumbent` in units of dag_, the bound the best of p's and fin_'s.
   void report(const char* model, const SolveProgress& p, int64_t incumbent) const {
-    const double inc = dag_.to_ms(incumbent);
-    const double bd = dag_.to_ms(std::max(p.bound, fin_.bound));
-    opt_.progress(fmt::format("[{} {}] incumbent {:.3f} ms  bound {:.3f} ms  gap {:.2f}%  {:.1f} s", model, p.phase,
-                              inc, bd, bd > 0 ? 100 * (inc - bd) / bd : 0.0, seconds_since(t0_)));
+    SolveStepProgress step;
+    step.model = model;
+    step.phase = p.phase;
+    step.incumbent_ms = dag_.to_ms(incumbent);
+    step.bound_ms = dag_.to_ms(std::max(p.bound, fin_.bound));
+    step.elapsed_s = seconds_since(t0_);
+    opt_.progress(step);
   }
 
   void absorb(const SolveResult& r, const char* model) {
@@ -505,8 +527,11 @@ Status prove_on_proof_dag(const OpDag& bdag, const OpDag& dag, const SynthOption
   fin.status += fin.optimal ? "; proof under the exact memory numbers: optimal"
                             : fmt::format("; proof under the exact memory numbers: {}", r->status);
   if (opt.progress) {
-    opt.progress(fmt::format("[exact-memory proof] incumbent {:.3f} ms  bound {:.3f} ms ({} checks)",
-                             dag.to_ms(fin.best.makespan), dag.to_ms(fin.bound), r->checks));
+    ExactMemoryProgress p;
+    p.incumbent_ms = dag.to_ms(fin.best.makespan);
+    p.bound_ms = dag.to_ms(fin.bound);
+    p.checks = r->checks;
+    opt.progress(p);
   }
   return Status::ok();
 }

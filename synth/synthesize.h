@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <variant>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,54 @@
 
 namespace ps {
 
+// What synthesize() reports as it goes: one value per step that moves the incumbent or the bound.
+// Times in ms of the op DAG's timing, durations in s; a caller formats them (the command prints lines).
+struct HeuristicProgress {    // the list scheduler's portfolio and the baselines gave the first order
+  enum class Portfolio { kFull, kLean, kOne };  // the portfolio the budget allowed
+  double makespan_ms = 0;     // the heuristic's order
+  std::string policy;         // "bwd-first/fill/inflight=mem/oldest"
+  int policies = 0;           // policies tried
+  Portfolio portfolio = Portfolio::kFull;
+  double heuristic_s = 0;
+  std::optional<double> best_baseline_ms;  // unset: no baseline fits
+  double baselines_s = 0;     // the baselines (and the seed order) after the heuristic
+  int64_t ops = 0;            // ops of the op DAG
+};
+struct BoundProgress {        // the DAG bound search (synth/bounds/dag_bounds.h)
+  double bound_ms = 0;
+  std::string reason;         // what proves it ("destructive bound: ...")
+  int trials = 0;
+  int64_t nodes = 0;          // search nodes
+  uint64_t work = 0;          // elementary steps
+  bool work_capped = false;   // a work cap stopped a trial (the bound stands)
+  double incumbent_ms = 0;
+  double elapsed_s = 0;
+};
+struct SmtBoundProgress {     // Z3 on one-resource relaxations (synth/bounds/smt_bound.h)
+  std::optional<std::string> failure;  // set: Z3 failed on them (the bound stays), why; no figures
+  double bound_ms = 0;
+  bool raised = false;
+  std::string reason;         // raised: what proves it ("z3 relaxation: device 0 alone ...")
+  int relaxations = 0, skipped = 0, checks = 0, trials = 0;
+  uint64_t rlimit_used = 0;
+  double incumbent_ms = 0;
+  double elapsed_s = 0;
+};
+struct SolveStepProgress {    // Z3 on the order: an incumbent or a bound changed
+  std::string model;          // the encoding ("z3" for windows of the order)
+  std::string phase;          // SolveProgress::phase
+  double incumbent_ms = 0;
+  double bound_ms = 0;
+  double elapsed_s = 0;       // since synthesize() started
+};
+struct ExactMemoryProgress {  // the proof under the exact memory numbers
+  double incumbent_ms = 0;
+  double bound_ms = 0;
+  int checks = 0;
+};
+using SynthProgress =
+    std::variant<HeuristicProgress, BoundProgress, SmtBoundProgress, SolveStepProgress, ExactMemoryProgress>;
+
 struct SynthOptions {
   double time_limit_s = 10;  // wall-clock cap of the call (heuristic, bounds, Z3; what follows Z3 is reserved)
   uint64_t rlimit = 0;       // Z3 budget; 0 = time_limit_s × rlimit_per_second() × contexts
@@ -42,7 +91,7 @@ struct SynthOptions {
   // Optional: an order of this problem found elsewhere (the plan search's), compute ops only. It
   // seeds Z3 when it beats the heuristic and the baselines on the op DAG.
   std::optional<Schedule> seed_schedule;
-  std::function<void(const std::string&)> progress;  // one line per incumbent/bound change
+  std::function<void(const SynthProgress&)> progress;  // one report per incumbent/bound change
   const std::atomic<bool>* interrupt = nullptr;      // set: Z3 stops (SolveOptions::interrupt)
 };
 

@@ -34,6 +34,12 @@ struct Budget {
   double z3_share_s = 0;  // Z3's planned share of the time limit: its rlimit budget
 };
 
+// The words of what `a` fixes (the defaults where it leaves a side open), as plan_spec.h resolves them.
+PlanSpec fixed_words(const ModelSynthOptions& a) {
+  return plan_words(a.partition.value_or(PartitionChoice{}), a.placement.value_or(PlacementChoice{}),
+                    a.stages_per_device);
+}
+
 // The tuner's options for what `a` leaves open; `desc` gets the fixed part's description.
 Result<TuneOptions> tune_options(const Spec& spec, const ModelSynthOptions& a, std::string& desc) {
   TuneOptions to;
@@ -41,17 +47,18 @@ Result<TuneOptions> tune_options(const Spec& spec, const ModelSynthOptions& a, s
   to.threads = a.search_threads > 0 ? a.search_threads : default_search_threads();
   to.interrupt = a.interrupt;
   to.progress = a.search_progress;
-  if (a.fix_partition) {
-    auto part = resolve_partition(spec, a.plan_words());
+  const PlanSpec words = fixed_words(a);
+  if (a.partition) {
+    auto part = resolve_partition(spec, words);
     if (!part.ok()) return part.status();
     to.partition = *part;
-    desc = fmt::format("{} (given; placement searched: ", a.partition);
+    desc = fmt::format("{} (given; placement searched: ", words.partition);
   }
-  if (a.fix_placement) {
-    auto place = resolve_placement(a.plan_words(), spec.cluster.devices);
+  if (a.placement) {
+    auto place = resolve_placement(words, spec.cluster.devices);
     if (!place.ok()) return place.status();
     to.placement = *place;
-    desc = fmt::format("searched for the given placement {} (", a.placement);
+    desc = fmt::format("searched for the given placement {} (", words.placement);
   }
   return to;
 }
@@ -116,10 +123,11 @@ void write_run_extras(const ModelSynthOptions& a, ModelSynthesis& out) {
   if (!out.tuned) return;
   const TuneResult& t = *out.tuned;
   if (a.evaluations > 0) extra["evaluations"] = std::to_string(a.evaluations);
-  extra["search"] = t.stats.stop_reason == "time limit" || t.stats.stop_reason == "interrupted"
-                        ? "stop: " + t.stats.stop_reason
+  const SearchStop stop = t.stats.stop_reason;
+  extra["search"] = stop == SearchStop::kTimeLimit || stop == SearchStop::kInterrupted
+                        ? fmt::format("stop: {}", search_stop_name(stop))
                         : fmt::format("{} candidates, {} rounds, stop: {}", t.stats.evaluated, t.stats.rounds,
-                                      t.stats.stop_reason);
+                                      search_stop_name(stop));
   extra["global_lower_bound_ms"] = fmt::format("{}", t.lower_bound_ms);
 }
 
@@ -133,12 +141,14 @@ int default_search_threads() {
 Result<ModelSynthesis> synthesize_model(const Spec& spec, const ModelSynthOptions& options) {
   ModelSynthOptions a = options;
   if (!a.start) a.start = std::chrono::steady_clock::now();
-  if (!(a.time_limit_s > 0)) return Status::bad_input("--time-limit must be > 0 seconds");
-  if (a.stages_per_device < 0) return Status::bad_input("--stages-per-device must be >= 1");
-  if (a.evaluations > 0 && a.fix_partition && a.fix_placement)
+  if (!(a.time_limit_s > 0)) return Status::bad_input(fmt::format("time_limit_s must be > 0, got {}", a.time_limit_s));
+  if (a.stages_per_device < 0)
+    return Status::bad_input(fmt::format("stages_per_device must be >= 1 (0: as the placement has it), got {}",
+                                         a.stages_per_device));
+  if (a.evaluations > 0 && a.partition && a.placement)
     return Status::bad_input(
-        "--evaluations budgets the search of the partition and placement, but --partition and --placement fix "
-        "both; the order's budget is --rlimit");
+        "evaluations budgets the search of the partition and placement, but the options fix both; the order's "
+        "budget is rlimit");
   ModelSynthesis out;
   // With whole_layers the plan is chosen on the model's whole layers (ir/whole_layers.h) and its
   // partition mapped back, so the problem is costed on the model as written.
@@ -152,7 +162,7 @@ Result<ModelSynthesis> synthesize_model(const Spec& spec, const ModelSynthOption
   // 1. The plan: fixed, or searched by the tuner with part of the time.
   Budget budget{a.time_limit_s, a.time_limit_s};
   NamedPlan plan;
-  if (!(a.fix_partition && a.fix_placement)) {
+  if (!(a.partition && a.placement)) {
     std::string fixed_desc;
     Result<TuneOptions> to = tune_options(plan_spec, a, fixed_desc);
     if (!to.ok()) return to.status();
@@ -173,7 +183,7 @@ Result<ModelSynthesis> synthesize_model(const Spec& spec, const ModelSynthOption
     plan.desc = fixed_desc.empty() ? fmt::format("searched ({})", out.tuned->description)
                                    : fmt::format("{}{})", fixed_desc, out.tuned->description);
   } else {
-    Result<NamedPlan> p = resolve_plan(plan_spec, a.plan_words());
+    Result<NamedPlan> p = resolve_plan(plan_spec, fixed_words(a));
     if (!p.ok()) return p.status();
     plan = std::move(*p);
     if (whole) plan.partition = refine_partition(plan.partition, *whole);

@@ -38,15 +38,11 @@
 namespace ps {
 
 struct ModelSynthOptions {
-  // What is fixed (the rest is searched). A fixed partition is a method name (balanced,
-  // balanced-memory, even) or a Megatron layout string; a fixed placement is sequential,
-  // interleaved/looped, v/vshape or a list of devices per stage.
-  bool fix_partition = false;
-  bool fix_placement = false;
-  std::string partition = "balanced";
-  std::string placement = "sequential";
-  int stages_per_device = 0;  // 0: 1 for sequential, 2 for interleaved and v
-  PlanSpec plan_words() const { return {partition, placement, stages_per_device}; }  // read by plan_spec.h
+  // What is fixed (unset: searched); plan_spec.h reads words into these (parse_partition_choice,
+  // parse_placement_choice). A fixed partition method cuts stages_per_device x P stages (P when 0).
+  std::optional<PartitionChoice> partition;
+  std::optional<PlacementChoice> placement;
+  int stages_per_device = 0;  // 0: 1 for sequential, 2 for interleaved and vshape; else >= 1
   bool whole_layers = false;  // cut only between whole model layers (no joins_next group split)
   // Budgets.
   double time_limit_s = 10;  // the whole run, counted from `start`
@@ -62,7 +58,7 @@ struct ModelSynthOptions {
   std::string dump_smt2;     // write Z3's encoding here
   // Reporting (all optional).
   std::function<void(const TuneProgress&)> search_progress;
-  std::function<void(const std::string&)> solver_progress;  // synthesize()'s lines
+  std::function<void(const SynthProgress&)> solver_progress;  // synthesize()'s reports
 };
 
 struct ModelSynthesis {

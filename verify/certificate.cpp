@@ -407,7 +407,7 @@ void check_certificate(const Schedule& s, const Report& report, const Certificat
           "belongs to another schedule"});
   if (claimed.semantics != mine.semantics)
     fail("semantics", fmt::format("'{}'", claimed.semantics), fmt::format("'{}'", mine.semantics),
-         {"pass --semantics to check the schedule under the semantics it was certified for"});
+         {fmt::format("check the schedule under the semantics it was certified for ({})", claimed.semantics)});
   // The verdict is judged without the certificate's own violations (see verify.cpp).
   if (claimed.verdict != mine.verdict) {
     std::vector<std::string> notes;

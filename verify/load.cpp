@@ -22,13 +22,13 @@ Result<LoadedSchedule> load_schedule_for_check(const CheckInput& in) {
   const bool is_csv = sch.generator == "pytorch-csv";
   if (in.model.empty()) {
     if (!in.cluster.empty())
-      return Status::bad_input("--cluster needs --model (the cluster only matters with a model's costs)");
+      return Status::bad_input("a cluster file needs a model file (the cluster only matters with a model's costs)");
     return out;
   }
   if (!is_csv)
     return Status::bad_input(
         fmt::format("'{}' is a pipesmith schedule, which embeds its problem (costs, placement, links); "
-                    "--model applies only to PyTorch CSV files",
+                    "a model file applies only to PyTorch CSV files",
                     in.file),
         SourceLoc{in.file, 0, 0});
   SpecOverrides ov;

@@ -252,9 +252,9 @@ Result<ExportInput> load_export_input(const std::string& file, const std::string
   if (!s) return s.status();
   const bool csv = s->generator == "pytorch-csv";
   if (csv && model_file.empty())
-    return Status::bad_input(fmt::format("'{}' is a PyTorch CSV, which holds neither layers nor costs: pass --model "
-                                         "MODEL.yaml (its balanced partition costs the stages, as `pipesmith verify "
-                                         "--model` does)",
+    return Status::bad_input(fmt::format("'{}' is a PyTorch CSV, which holds neither layers nor costs: give a model "
+                                         "file (its balanced partition costs the stages, as the checker's loader "
+                                         "does with a model; verify/load.h)",
                                          file),
                              SourceLoc{file, 0, 0});
   if (!model_file.empty() && !csv) {
@@ -269,7 +269,7 @@ Result<ExportInput> load_export_input(const std::string& file, const std::string
     return in;
   }
   if (model_file.empty() && !cluster_file.empty())
-    return Status::bad_input("--cluster needs --model (the cluster only matters with a model's costs)");
+    return Status::bad_input("a cluster file needs a model file (the cluster only matters with a model's costs)");
   if (csv) {
     CheckInput ci;
     ci.file = file;
@@ -351,7 +351,7 @@ Result<PytorchExport> export_pytorch(const Schedule& schedule, const PytorchExpo
                                      "(a skip input): their modules must carry it along (docs/pytorch.md)",
                                      ex.stages_with_skip_inputs));
   } else {
-    ex.notes.push_back("no model given: plan.json names no layer types or modules (pass --model MODEL.yaml)");
+    ex.notes.push_back("no model given: plan.json names no layer types or modules (a model file names them)");
   }
   ex.plan_json = plan_json(checked, ex, o, infos);
   return ex;

@@ -69,7 +69,7 @@ std::string format_report(const Report& r) {
         for (const std::string& n : v.notes) out += fmt::format("      note: {}\n", n);
       }
       if (total > shown)
-        out += fmt::format("  ... and {} more '{}' violations (--json lists all)\n", total - shown, rule.id);
+        out += fmt::format("  ... and {} more '{}' violations (the JSON report lists all)\n", total - shown, rule.id);
     }
   }
   if (!r.unchecked_claims.empty()) {

@@ -78,12 +78,17 @@ const char* error_code_name(ErrorCode code) {
   return "unknown";
 }
 
+// What the `pipesmith` command exits with for an error class (cli/main.cpp maps them the same way).
+int command_exit_code(ErrorCode code) {
+  return code == ErrorCode::kInterrupted ? 130 : static_cast<int>(code);
+}
+
 // Raises the pipesmith.errors exception for `st` (the GIL must be held).
 [[noreturn]] void raise_status(const Status& st) {
   nb::object errors = nb::module_::import_("pipesmith.errors");
   nb::object cls = errors.attr(error_class_name(st.code()));
   const SourceLoc& loc = st.loc();
-  nb::object exc = cls(st.str(), "code"_a = error_code_name(st.code()), "exit_code"_a = st.exit_code(),
+  nb::object exc = cls(st.str(), "code"_a = error_code_name(st.code()), "exit_code"_a = command_exit_code(st.code()),
                        "message"_a = st.message(), "file"_a = loc.file.empty() ? nb::none() : nb::cast(loc.file),
                        "line"_a = loc.line, "col"_a = loc.col);
   PyErr_SetObject(cls.ptr(), exc.ptr());
@@ -201,16 +206,20 @@ SynthOutcome synthesize(const Spec& spec, std::optional<std::string> partition, 
   if (search_threads < 0) raise_status(Status::bad_input(fmt::format("search_threads must be >= 0, got {}", search_threads)));
   if (cuts != "layers" && cuts != "sublayers")
     raise_status(Status::bad_input("cuts must be 'layers' or 'sublayers', got '" + cuts + "'"));
-  ModelSynthOptions o;
-  o.fix_partition = partition.has_value();
-  o.fix_placement = placement.has_value() || stages_per_device.has_value();
-  if (partition) o.partition = *partition;
-  if (placement) o.placement = *placement;
   if (stages_per_device && *stages_per_device < 1)
     raise_status(Status::bad_input(fmt::format("stages_per_device must be >= 1, got {}", *stages_per_device)));
+  if (evaluations > 0 && partition && placement)
+    raise_status(Status::bad_input("evaluations budgets the search of the partition and placement, but partition and "
+                                   "placement fix both; the order's budget is rlimit"));
+  ModelSynthOptions o;
+  if (partition) o.partition = take(parse_partition_choice(*partition));
   o.stages_per_device = stages_per_device.value_or(0);
   check(check_stages_per_device(spec, o.stages_per_device));
-  if (!placement && o.stages_per_device > 1 && !is_layout_partition(o.partition)) o.placement = "interleaved";
+  // stages_per_device alone fixes the placement: interleaved (looped) with V stages per device, as
+  // `synth --stages-per-device V` reads it.
+  std::string placement_word = placement.value_or(
+      o.stages_per_device > 1 && !(partition && is_layout_partition(*partition)) ? "interleaved" : "sequential");
+  if (placement || stages_per_device) o.placement = take(parse_placement_choice(placement_word));
   o.whole_layers = cuts == "layers";
   o.time_limit_s = time_limit_s;
   o.evaluations = evaluations;
@@ -448,15 +457,16 @@ NB_MODULE(_core, m) {
     if (!k)
       raise_status(Status::bad_input(fmt::format("unknown schedule '{}': expected one of {}", kind, baseline_names_joined(", "))));
     check(check_stages_per_device(spec, stages_per_device));
+    const PartitionChoice choice = take(parse_partition_choice(partition));
     Result<BaselineRun> r = [&] {
       nb::gil_scoped_release release;
-      return run_baseline(spec, BaselineRequest{*k, stages_per_device, partition});
+      return run_baseline(spec, BaselineRequest{*k, stages_per_device, choice});
     }();
     BaselineRun run = take(std::move(r));
     nb::dict d;
     d["partition"] = ranges_of(run.partition);
     d["placement"] = run.placement;
-    d["partition_desc"] = run.partition_desc;
+    d["partition_desc"] = run.desc;
     d["notes"] = run.notes;
     d["global_bound_ms"] = run.global ? nb::cast(run.global->bound_ms) : nb::none();
     return nb::make_tuple(std::move(run.schedule), PyReport{std::move(run.report)}, d);
@@ -495,7 +505,7 @@ NB_MODULE(_core, m) {
     d["z3_ran"] = !o.m.z3_skipped;
     if (o.m.tuned) {
       d["global_bound_ms"] = o.m.tuned->lower_bound_ms;
-      d["stop_reason"] = o.m.tuned->stats.stop_reason;
+      d["stop_reason"] = std::string(search_stop_name(o.m.tuned->stats.stop_reason));
       d["evaluated"] = o.m.tuned->stats.evaluated;
       d["search_s"] = o.m.tuned->stats.total_s;
     } else {

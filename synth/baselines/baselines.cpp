@@ -61,7 +61,7 @@ Result<BaselineShape> baseline_shape(BaselineKind kind, int requested_v) {
     case BaselineKind::kZBH2:
       if (requested_v != 0 && requested_v != 1)
         return Status::bad_input(fmt::format(
-            "{} runs one stage per device; --stages-per-device {} is not supported (use "
+            "{} runs one stage per device; stages_per_device {} is not supported (use "
             "interleaved-1f1b for several)",
             baseline_name(kind), requested_v));
       shape.stages_per_device = 1;
@@ -79,7 +79,7 @@ Result<BaselineShape> baseline_shape(BaselineKind kind, int requested_v) {
     case BaselineKind::kDualPipeV:
       if (requested_v != 0 && requested_v != 2)
         return Status::bad_input(fmt::format(
-            "{} runs exactly 2 stages per device (V-shape); --stages-per-device {} is not "
+            "{} runs exactly 2 stages per device (V-shape); stages_per_device {} is not "
             "supported",
             baseline_name(kind), requested_v));
       shape.stages_per_device = 2;

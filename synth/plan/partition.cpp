@@ -16,7 +16,7 @@ Result<Partition> even_partition(const Spec& spec, int stages) {
   if (n < stages) {
     return Status::bad_input(fmt::format(
         "even partition: {} stages but the model has {} layers counting joined sublayers as one ({} without); "
-        "use at most {} stages or --partition balanced",
+        "use at most {} stages or the balanced partition",
         stages, n, layers, n));
   }
   int head = 0;  // leading embedding layers
@@ -53,6 +53,10 @@ Result<Partition> partition_by_name(const Spec& spec, int stages, const std::str
   if (method == "balanced-memory")
     return balanced_partition(spec, stages, PartitionCost::kTimeThenMemory);
   if (method == "even") return even_partition(spec, stages);
+  return unknown_partition(method);
+}
+
+Status unknown_partition(const std::string& method) {
   return Status::bad_input(fmt::format(
       "unknown partition '{}': expected balanced, balanced-memory, even or a Megatron layout "
       "string such as \"Et*3|(tt|)*29,m|L\"",

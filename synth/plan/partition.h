@@ -21,6 +21,8 @@ Result<Partition> even_partition(const Spec& spec, int stages);
 // "balanced" | "balanced-memory" | "even" → the matching partition. (Megatron layout strings are
 // read by synth/plan/megatron_layout.h because they also fix the placement.)
 Result<Partition> partition_by_name(const Spec& spec, int stages, const std::string& method);
+// The refusal of a word that names no method (and is no Megatron layout string).
+Status unknown_partition(const std::string& method);
 bool is_partition_method_name(const std::string& method);
 
 }  // namespace ps

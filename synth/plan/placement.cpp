@@ -90,9 +90,7 @@ Result<std::vector<int>> placement_explicit(const std::vector<int>& device_of_st
   return device_of_stage;
 }
 
-namespace {
-
-Result<std::vector<int>> parse_list(const std::string& text) {
+Result<std::vector<int>> parse_device_list(const std::string& text) {
   std::vector<int> out;
   size_t i = 0;
   while (i <= text.size()) {
@@ -117,8 +115,6 @@ Result<std::vector<int>> parse_list(const std::string& text) {
   }
   return out;
 }
-
-}  // namespace
 
 std::string canonical_placement_word(const std::string& word) {
   if (word == "interleaved" || word == "looped") return "looped";
@@ -149,7 +145,7 @@ Result<std::vector<int>> parse_placement(const std::string& word, int stages, in
           fmt::format("vshape placement needs 2·P = {} stages, got {}", 2 * devices, stages));
     return placement_vshape(devices);
   }
-  auto list = parse_list(text);
+  auto list = parse_device_list(text);
   if (!list.ok()) return list.status();
   return placement_explicit(*list, stages, devices);
 }

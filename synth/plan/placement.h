@@ -41,6 +41,9 @@ std::vector<int> placement_lpt(const std::vector<double>& stage_ms, int devices)
 Result<std::vector<int>> placement_explicit(const std::vector<int>& device_of_stage, int stages,
                                             int devices);
 
+// A stage → device list "0,1,1,0" (device numbers, comma-separated, no blanks); errors name the column.
+Result<std::vector<int>> parse_device_list(const std::string& text);
+
 // A placement word's canonical name: sequential, looped (interleaved, looped), vshape (v, vshape,
 // v-shape); anything else (a list) unchanged.
 std::string canonical_placement_word(const std::string& word);

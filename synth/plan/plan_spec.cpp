@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include "synth/baselines/baselines.h"
 #include "synth/plan/partition.h"
 
 namespace ps {
@@ -24,6 +25,56 @@ bool is_layout_partition(const std::string& partition) {
   return !is_partition_method_name(partition) && looks_like_megatron_layout(partition);
 }
 
+Result<PartitionChoice> parse_partition_choice(const std::string& word) {
+  if (word == "balanced") return PartitionChoice{PartitionMethod::kBalanced, ""};
+  if (word == "balanced-memory") return PartitionChoice{PartitionMethod::kBalancedMemory, ""};
+  if (word == "even") return PartitionChoice{PartitionMethod::kEven, ""};
+  if (looks_like_megatron_layout(word)) {
+    auto layout = parse_megatron_layout(word);
+    if (!layout.ok()) return layout.status();
+    return PartitionChoice{PartitionMethod::kMegatronLayout, word};
+  }
+  return unknown_partition(word);
+}
+
+Result<PlacementChoice> parse_placement_choice(const std::string& word) {
+  const std::string w = canonical_placement_word(word);
+  if (w == "sequential") return PlacementChoice{PlacementKind::kSequential, {}};
+  if (w == "looped") return PlacementChoice{PlacementKind::kLooped, {}};
+  if (w == "vshape") return PlacementChoice{PlacementKind::kVShape, {}};
+  auto list = parse_device_list(w);
+  if (!list.ok()) return list.status();
+  return PlacementChoice{PlacementKind::kExplicit, std::move(*list)};
+}
+
+std::string partition_choice_word(const PartitionChoice& c) {
+  switch (c.method) {
+    case PartitionMethod::kBalanced: return "balanced";
+    case PartitionMethod::kBalancedMemory: return "balanced-memory";
+    case PartitionMethod::kEven: return "even";
+    case PartitionMethod::kMegatronLayout: return c.layout;
+  }
+  return "balanced";
+}
+
+std::string placement_choice_word(const PlacementChoice& c) {
+  switch (c.kind) {
+    case PlacementKind::kSequential: return "sequential";
+    case PlacementKind::kLooped: return "interleaved";
+    case PlacementKind::kVShape: return "vshape";
+    case PlacementKind::kExplicit: {
+      std::string s;
+      for (int d : c.devices) s += (s.empty() ? "" : ",") + std::to_string(d);
+      return s;
+    }
+  }
+  return "sequential";
+}
+
+PlanSpec plan_words(const PartitionChoice& partition, const PlacementChoice& placement, int stages_per_device) {
+  return PlanSpec{partition_choice_word(partition), placement_choice_word(placement), stages_per_device};
+}
+
 Result<LayoutPlan> layout_plan(const Spec& spec, const std::string& text) {
   auto layout = parse_megatron_layout(text);
   if (!layout.ok()) return layout.status();
@@ -35,8 +86,8 @@ Result<int> placement_stage_count(const PlanSpec& plan, int P) {
   if (pl == "sequential") {
     if (plan.stages_per_device > 1) {
       return Status::bad_input(fmt::format(
-          "--placement sequential puts one stage on each device; for {} stages per device use --placement "
-          "interleaved or v",
+          "placement sequential puts one stage on each device; for stages_per_device {} use placement "
+          "interleaved or vshape",
           plan.stages_per_device));
     }
     return P;
@@ -44,7 +95,9 @@ Result<int> placement_stage_count(const PlanSpec& plan, int P) {
   if (pl == "looped") return (plan.stages_per_device ? plan.stages_per_device : 2) * P;
   if (pl == "vshape") {
     if (plan.stages_per_device != 0 && plan.stages_per_device != 2)
-      return Status::bad_input("--placement v holds exactly 2 stages per device");
+      return Status::bad_input(
+          fmt::format("placement vshape holds exactly 2 stages per device, got stages_per_device {}",
+                      plan.stages_per_device));
     return 2 * P;
   }
   int S = 1;  // an explicit list: its length is the stage count
@@ -78,7 +131,7 @@ Result<NamedPlan> resolve_plan(const Spec& spec, const PlanSpec& a) {
     plan.partition = lp->partition;
     const int S = static_cast<int>(plan.partition.size());
     if (a.stages_per_device != 0 && a.stages_per_device * P != S) {
-      return Status::bad_input(fmt::format("layout \"{}\" has {} stages, but --stages-per-device {} on {} devices needs {}",
+      return Status::bad_input(fmt::format("layout \"{}\" has {} stages, but stages_per_device {} on {} devices needs {}",
                                            a.partition, S, a.stages_per_device, P, a.stages_per_device * P));
     }
     if (pl == "sequential" && S != P) {
@@ -100,6 +153,51 @@ Result<NamedPlan> resolve_plan(const Spec& spec, const PlanSpec& a) {
   if (!place.ok()) return place.status();
   plan.placement = *place;
   plan.desc = a.partition;
+  return plan;
+}
+
+Result<NamedPlan> baseline_plan(const Spec& spec, BaselineKind kind, const PartitionChoice& partition,
+                                int stages_per_device) {
+  const int P = spec.cluster.devices;
+  const char* name = baseline_name(kind);
+  NamedPlan plan;
+  const std::string word = partition_choice_word(partition);
+  if (partition.method == PartitionMethod::kMegatronLayout) {
+    auto lp = layout_plan(spec, partition.layout);
+    if (!lp.ok()) return lp.status();
+    int V = lp->stages_per_device;
+    auto shape = baseline_shape(kind, stages_per_device);
+    if (!shape.ok()) return shape.status();
+    bool fits = shape->placement == PlacementKind::kLooped ? V >= 2 : V == shape->stages_per_device;
+    if (!fits || (stages_per_device != 0 && stages_per_device != V))
+      return Status::bad_input(fmt::format(
+          "pipeline layout \"{}\" gives {} stages = {} per device on P = {}, but {} runs {}",
+          partition.layout, lp->partition.size(), V, P, name,
+          shape->placement == PlacementKind::kLooped
+              ? fmt::format("{} per device",
+                            stages_per_device != 0 ? std::to_string(stages_per_device) : ">= 2")
+              : fmt::format("{} per device", shape->stages_per_device)));
+    plan.partition = lp->partition;
+    if (shape->placement == PlacementKind::kVShape) {
+      plan.placement = placement_vshape(P);
+      plan.notes.push_back(fmt::format(
+          "{} places the layout's stages in a V (device d holds stages d and 2P-1-d), not looped "
+          "as Megatron would",
+          name));
+    } else {
+      plan.placement = lp->placement;
+    }
+    plan.desc = fmt::format("Megatron layout \"{}\"", partition.layout);
+    return plan;
+  }
+  auto shape = baseline_shape(kind, stages_per_device);
+  if (!shape.ok()) return shape.status();
+  int S = shape->stages_per_device * P;
+  auto part = partition_by_name(spec, S, word);
+  if (!part.ok()) return part.status();
+  plan.partition = *part;
+  plan.placement = baseline_placement(*shape, P);
+  plan.desc = word;
   return plan;
 }
 

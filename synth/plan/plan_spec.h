@@ -14,6 +14,7 @@
 #include "ir/model.h"
 #include "ir/partition.h"
 #include "ir/status.h"
+#include "synth/baselines/baselines.h"
 #include "synth/plan/megatron_layout.h"
 #include "synth/plan/placement.h"
 
@@ -25,11 +26,39 @@ struct PlanSpec {
   int stages_per_device = 0;             // 0: as the placement (or the layout) has it
 };
 
+// The same choices, typed: what a library caller passes (ModelSynthOptions), and what the words read to.
+enum class PartitionMethod {
+  kBalanced,        // min max stage F+I+W (partition.h)
+  kBalancedMemory,  // the same, ties broken by memory
+  kEven,            // Megatron-LM's default: layers split evenly
+  kMegatronLayout,  // a Megatron-LM pipeline layout string (`layout`)
+};
+struct PartitionChoice {
+  PartitionMethod method = PartitionMethod::kBalanced;
+  std::string layout;  // kMegatronLayout only: "Et*3|(tt|)*29,m|L"
+};
+struct PlacementChoice {
+  PlacementKind kind = PlacementKind::kSequential;  // placement.h: sequential, looped, vshape, explicit
+  std::vector<int> devices;                         // kExplicit only: stage -> device, {0, 1, 1, 0}
+};
+
+// Reads a partition word (a method name or a Megatron layout string); refuses anything else.
+Result<PartitionChoice> parse_partition_choice(const std::string& word);
+// Reads a placement word (any alias above) or a device list; refuses anything else.
+Result<PlacementChoice> parse_placement_choice(const std::string& word);
+// The canonical word of a choice, for summaries: balanced, balanced-memory, even or the layout string;
+// sequential, interleaved, vshape or the list "0,1,1,0". It reads back to the same choice.
+std::string partition_choice_word(const PartitionChoice& c);
+std::string placement_choice_word(const PlacementChoice& c);
+// The words of typed choices (what resolve_* below read).
+PlanSpec plan_words(const PartitionChoice& partition, const PlacementChoice& placement, int stages_per_device);
+
 // A plan the words fix, with words for summaries: the method name, or `Megatron layout "…"`.
 struct NamedPlan {
   Partition partition;
   std::vector<int> placement;
   std::string desc;
+  std::vector<std::string> notes;  // how the plan departs from what the words alone say (for summaries)
 };
 
 // A stage count per device V (0: not given) on the spec's P devices: V >= 1, and V·P stages (counted
@@ -58,5 +87,12 @@ Result<Partition> resolve_partition(const Spec& spec, const PlanSpec& plan);
 // Partition and placement both fixed. A layout keeps its own placement unless another one than
 // sequential is named (a layout of P stages is sequential anyway).
 Result<NamedPlan> resolve_plan(const Spec& spec, const PlanSpec& plan);
+
+// The plan a published baseline runs (synth/baselines/baselines.h) with `partition` cut over its
+// shape (stages_per_device: 0 for the schedule's default): a method over the baseline's stage count,
+// or a layout whose stage count per device the baseline runs (a V-shaped baseline places the layout's
+// stages in a V, and says so in `notes`).
+Result<NamedPlan> baseline_plan(const Spec& spec, BaselineKind kind, const PartitionChoice& partition,
+                                int stages_per_device);
 
 }  // namespace ps

@@ -461,9 +461,9 @@ Result<TuneResult> Tuner::verify_and_choose(const std::vector<int>& rank) {
     for (const Record& r : records_)
       if (!least || ranks_before(r, *least)) least = &r;
     std::string why = least ? fmt::format("; closest candidate ({}): {}", describe(*least, P_), least->eval.why) : "";
-    if (stats_.stop_reason == "time limit") why += fmt::format(" (the {:g} s time limit ended the search)", opt_.time_limit_s);
-    if (stats_.stop_reason == "interrupted") why += " (the search was interrupted)";
-    if (stats_.stop_reason == "evaluation budget")
+    if (stats_.stop_reason == SearchStop::kTimeLimit) why += fmt::format(" (the {:g} s time limit ended the search)", opt_.time_limit_s);
+    if (stats_.stop_reason == SearchStop::kInterrupted) why += " (the search was interrupted)";
+    if (stats_.stop_reason == SearchStop::kEvaluationBudget)
       why += fmt::format(" (the budget of {} evaluations ended the search)", opt_.max_evaluations);
     return Status::error(ErrorCode::kInfeasible,
                          fmt::format("no partition/placement of '{}' on {} devices with {} microbatches fits {} GB per "
@@ -569,15 +569,15 @@ std::vector<Candidate> Tuner::initial_seeds() const {
 // (stats_.stop_reason says which).
 bool Tuner::stop_before_round() {
   if (interrupted()) {
-    stats_.stop_reason = "interrupted";
+    stats_.stop_reason = SearchStop::kInterrupted;
     return true;
   }
   if (elapsed() > search_deadline()) {
-    stats_.stop_reason = "time limit";
+    stats_.stop_reason = SearchStop::kTimeLimit;
     return true;
   }
   if (opt_.max_evaluations > 0 && stats_.evaluated >= opt_.max_evaluations) {
-    stats_.stop_reason = "evaluation budget";
+    stats_.stop_reason = SearchStop::kEvaluationBudget;
     return true;
   }
   return false;
@@ -664,7 +664,7 @@ bool Tuner::keep_searching(const std::vector<int>& beam, bool evaluated_any, Bes
   for (int i : beam) all_escalated = all_escalated && records_[i].expansions >= 2;
   // Within 0.01 % of the bound: nothing left worth searching for.
   if (best.ms <= bound_ms_ * (1 + 1e-4)) {
-    stats_.stop_reason = "reached the lower bound";
+    stats_.stop_reason = SearchStop::kReachedBound;
     return false;
   }
   const bool converged = (!evaluated_any || best.stale >= std::max(1, opt_.patience)) && all_escalated;
@@ -691,11 +691,11 @@ void Tuner::search() {
     std::vector<int> rank = ranking();
     if (!rank.empty() && records_[rank[0]].eval.feasible) best.ms = records_[rank[0]].eval.makespan_ms;
   }
-  stats_.stop_reason = "converged";
+  stats_.stop_reason = SearchStop::kConverged;
   beam_width_ = std::max(1, opt_.beam_width);
   kicks_ = std::max(0, opt_.kicks_per_round);
   if (space_.fixed_partition && space_.fixed_placement) {
-    stats_.stop_reason = "fixed";
+    stats_.stop_reason = SearchStop::kFixed;
     return;
   }
   while (!stop_before_round()) {
@@ -758,6 +758,18 @@ Result<TuneResult> Tuner::run() {
 }
 
 }  // namespace
+
+const char* search_stop_name(SearchStop s) {
+  switch (s) {
+    case SearchStop::kConverged: return "converged";
+    case SearchStop::kReachedBound: return "reached the lower bound";
+    case SearchStop::kTimeLimit: return "time limit";
+    case SearchStop::kEvaluationBudget: return "evaluation budget";
+    case SearchStop::kInterrupted: return "interrupted";
+    case SearchStop::kFixed: return "fixed";
+  }
+  return "unknown";
+}
 
 Result<TuneResult> cooptimize(const Spec& spec, const TuneOptions& options) {
   Tuner t(spec, options);

@@ -91,6 +91,19 @@ struct TuneOptions {
   const std::atomic<bool>* interrupt = nullptr;
 };
 
+// Why the search stopped. search_stop_name gives the words the certificate (extra.search) and the
+// summaries print.
+enum class SearchStop {
+  kConverged,         // no improvement for `patience` rounds with every beam member expanded
+  kReachedBound,      // the best is within 0.01 % of the lower bound
+  kTimeLimit,         // the search's share of time_limit_s ran out
+  kEvaluationBudget,  // max_evaluations candidates were evaluated
+  kInterrupted,       // the caller's interrupt flag was set
+  kFixed,             // partition and placement both fixed: nothing to search
+};
+// "converged", "reached the lower bound", "time limit", "evaluation budget", "interrupted", "fixed".
+const char* search_stop_name(SearchStop s);
+
 struct TuneStats {
   int evaluated = 0;          // candidates timed by the heuristic (or a baseline order)
   int feasible = 0;
@@ -112,7 +125,7 @@ struct TuneStats {
   double verify_s = 0;
   double total_s = 0;
   double ms_per_eval = 0;     // mean wall time of one candidate evaluation (one thread)
-  std::string stop_reason;    // "converged", "reached the lower bound", "time limit", "evaluation budget", "fixed"
+  SearchStop stop_reason = SearchStop::kConverged;
   int moves_partition = 0;    // evaluated moves by kind
   int moves_placement = 0;
   int moves_schedule = 0;

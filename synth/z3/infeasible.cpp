@@ -138,7 +138,7 @@ std::string explain_infeasibility(const Problem& p, const Spec* spec) {
     if (!layers.empty()) out += fmt::format("\n    device {} holds {}", n.device, layers);
   }
   if (!out.empty() && spec != nullptr && spec->cluster.loc.valid()) {
-    out += fmt::format("\n  the limit comes from --memory-limit-gb or the cluster at {}", spec->cluster.loc.str());
+    out += fmt::format("\n  the limit comes from the memory_gb override or the cluster at {}", spec->cluster.loc.str());
   }
   return out;
 }

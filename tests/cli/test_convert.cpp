@@ -105,7 +105,7 @@ TEST_CASE("pipesmith convert: bad input exits 1 with the located message") {
 
   auto mb = pstest::run_cli("convert " + example("ScheduleGPipe_p2_m4_v1.csv") + " " + out + " --microbatches 8");
   CHECK(mb.exit_code == 1);
-  CHECK_MESSAGE(contains(mb.output, "--microbatches is 8, but the highest microbatch in the file is 3"), mb.output);
+  CHECK_MESSAGE(contains(mb.output, "the microbatch count given is 8, but the highest microbatch in the file is 3"), mb.output);
 
   auto usage = pstest::run_cli("convert onlyone.csv");
   CHECK(usage.exit_code == 1);

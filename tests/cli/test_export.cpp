@@ -171,7 +171,7 @@ TEST_CASE("cli export: a PyTorch CSV with --model, and bad input") {
   // A CSV holds neither layers nor costs: --model is required, and nothing is written without it.
   auto r = run_cli(fmt::format("export {} --to pytorch -o {}", csv, dir));
   CHECK(r.exit_code == 1);
-  CHECK(contains(r.output, "pass --model"));
+  CHECK(contains(r.output, "holds neither layers nor costs: give a model file"));
   CHECK(!std::filesystem::exists(dir));
   Exported e = export_ok(csv, "--model " + kExportGemma, dir);
   check_export(e, 2, 4);

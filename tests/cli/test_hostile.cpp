@@ -63,7 +63,7 @@ TEST_CASE("cli hostile: out-of-range counts on the command line are refused, nam
       {fmt::format("synth {} --microbatches 2147483647 --time-limit 2 -o {}", m, out), 1,
        "--microbatches must be <= 1000000"},
       {fmt::format("synth {} --microbatches 200000 --time-limit 2 -o {}", m, out), 1,
-       "(--microbatches): a plan of 2 stages x 200000 microbatches has 1,200,000 F/I/W ops, more than the 400,000"},
+       "(override): a plan of 2 stages x 200000 microbatches has 1,200,000 F/I/W ops, more than the 400,000"},
       {fmt::format("baseline {} --schedule 1f1b --microbatches 10000000", m), 1, "--microbatches must be <= 1000000"},
       {fmt::format("baseline {} --schedule gpipe --microbatches 500000", m), 1, "at most 66,666 microbatches"},
       {fmt::format("bound {} --devices 200000", m), 1, "--devices must be <= 100000"},

@@ -77,7 +77,7 @@ TEST_CASE("pipesmith profile → baseline → run --widths params") {
   // --widths params on a model that was not profiled at this scale is refused with the reason.
   r = run_cli("run " + sched + " --model " + model + " --widths params --scale 0.125");
   CHECK(r.exit_code == 1);
-  CHECK(r.output.find("--widths params is for models written by `pipesmith profile`") != std::string::npos);
+  CHECK(r.output.find("widths from params are for models written by the profiler (runtime/profile.h) at the same scale") != std::string::npos);
   r = run_cli("profile " + model + " --backend gpu");
   CHECK(r.exit_code == 1);
   std::remove(out.c_str());

@@ -83,7 +83,7 @@ TEST_CASE("pipesmith run: PyTorch CSVs, with and without a model (balanced parti
   r = run_cli("run " + ex + "ScheduleGPipe_p2_m4_v1.csv --no-verify --check-gradients " + std::string(kSmall));
   CHECK_MESSAGE(r.exit_code == 0, r.output);
   CHECK(r.output.find("not verified (--no-verify); comms inserted by the checker's rule") != std::string::npos);
-  CHECK(r.output.find("not simulated: --no-verify") != std::string::npos);
+  CHECK(r.output.find("not simulated: the schedule was run unverified") != std::string::npos);
 }
 
 TEST_CASE("pipesmith run: a deadlocking schedule is refused, and with --no-verify stopped by the watchdog") {
@@ -170,8 +170,8 @@ TEST_CASE("pipesmith run: bad usage and the cuda backend without a GPU fail clea
   r = run_cli("run " + ex + " --backend mpi " + kSmall);
   if (ps::rt::mpi_built()) {
     CHECK(r.exit_code == 1);
-    CHECK_MESSAGE(r.output.find("--backend mpi: 1 process was launched, but the schedule has 2 devices: run one "
-                                "process per device (mpirun -np 2 pipesmith run ... --backend mpi)") != std::string::npos,
+    CHECK_MESSAGE(r.output.find("the mpi backend: 1 process was launched, but the schedule has 2 devices: run one "
+                                "process per device (an MPI launcher with 2 processes, e.g. mpirun -np 2)") != std::string::npos,
                   r.output);
   } else {
     CHECK(r.exit_code == 4);

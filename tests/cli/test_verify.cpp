@@ -183,7 +183,7 @@ TEST_CASE("pipesmith verify: bad input exits 1 with a located message") {
   CHECK(has(malformed.output, path + ":2:5: bad action '1BW0'"));
   auto flags = pstest::run_cli("verify " + ex("ScheduleGPipe_p2_m4_v1.csv") + " --microbatches 8");
   CHECK(flags.exit_code == 1);
-  CHECK(has(flags.output, "--microbatches is 8"));
+  CHECK(has(flags.output, "the microbatch count given is 8"));
   auto model_yaml = pstest::run_cli("verify " + bad("memory-limit.yaml") + " --model " +
                                     pstest::source_path("configs/models/llama2-7b.yaml"));
   CHECK(model_yaml.exit_code == 1);

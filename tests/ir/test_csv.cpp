@@ -296,7 +296,7 @@ TEST_CASE("csv: stage and microbatch counts are inferred or checked against the 
   opt.microbatches = 2;
   CHECK(parse_ok("0F0,0F1,0B0,0B1\n1F0,1F1,1B0,1B1\n", opt).schedule.problem.microbatches == 2);
   opt.microbatches = 4;
-  expect_csv_error("0F0,0F1,0B0,0B1\n1F0,1F1,1B0,1B1\n", 0, 0, "--microbatches is 4, but the highest microbatch in the file is 1", opt);
+  expect_csv_error("0F0,0F1,0B0,0B1\n1F0,1F1,1B0,1B1\n", 0, 0, "the microbatch count given is 4, but the highest microbatch in the file is 1", opt);
   opt.microbatches = 1;
   {
     // Beyond the declared count: read, noted, and left for the checker to report (structure.index).
@@ -304,16 +304,16 @@ TEST_CASE("csv: stage and microbatch counts are inferred or checked against the 
     CHECK(beyond.schedule.problem.microbatches == 1);
     CHECK(beyond.schedule.programs[0].size() == 4);
     REQUIRE_FALSE(beyond.notes.empty());
-    CHECK(beyond.notes[0] == "action '0F1' (t.csv:1:5) uses microbatch 1, beyond --microbatches 1");
+    CHECK(beyond.notes[0] == "action '0F1' (t.csv:1:5) uses microbatch 1, beyond the 1 microbatches given");
   }
   opt.microbatches = -1;
   opt.stages = 3;
-  expect_csv_error("0F0,0B0\n1F0,1B0\n", 0, 0, "--stages is 3, but the highest stage in the file is 1", opt);
+  expect_csv_error("0F0,0B0\n1F0,1B0\n", 0, 0, "the stage count given is 3, but the highest stage in the file is 1", opt);
   opt.stages = 1;
   auto beyond = parse_ok("0F0,0B0\n1F0,1B0\n", opt);
   CHECK(beyond.schedule.problem.num_stages() == 1);
   REQUIRE_FALSE(beyond.notes.empty());
-  CHECK(beyond.notes[0] == "action '1F0' (t.csv:2:1) uses stage 1, beyond --stages 1");
+  CHECK(beyond.notes[0] == "action '1F0' (t.csv:2:1) uses stage 1, beyond the 1 stages given");
 }
 
 TEST_CASE("csv: files without actions, and idle cells among comms, are rejected") {

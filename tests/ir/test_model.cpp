@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "ir/model.h"
+#include "ir/schedule_io.h"
 #include "test_util.h"
 
 using namespace ps;
@@ -119,14 +120,14 @@ TEST_CASE("model: devices and microbatches must come from somewhere; overrides s
   Result<Spec> s = load_spec(path);
   REQUIRE_FALSE(s.ok());
   CHECK(s.status().code() == ErrorCode::kBadInput);
-  CHECK(s.status().message().find("--devices N") != std::string::npos);
+  CHECK(s.status().message().find("or override it (SpecOverrides::devices)") != std::string::npos);
   CHECK(s.status().loc().file == path);
 
   SpecOverrides o;
   o.devices = 3;
   Result<Spec> s2 = load_spec(path, "", o);
   REQUIRE_FALSE(s2.ok());
-  CHECK(s2.status().message().find("--microbatches M") != std::string::npos);
+  CHECK(s2.status().message().find("or override it (SpecOverrides::microbatches)") != std::string::npos);
 
   o.microbatches = 5;
   o.memory_gb = 40;
@@ -140,7 +141,7 @@ TEST_CASE("model: devices and microbatches must come from somewhere; overrides s
   o.devices = 0;
   Result<Spec> bad = load_spec(path, "", o);
   REQUIRE_FALSE(bad.ok());
-  CHECK(bad.status().message() == "--devices must be >= 1, got 0");
+  CHECK(bad.status().message() == "the devices override must be >= 1, got 0");
   std::remove(path.c_str());
 }
 
@@ -281,25 +282,25 @@ TEST_CASE("model: located errors for values and keys") {
                   "cluster: {devices: 4, link: {bandwidth_gb_per_s: 10, latency: 5}}\npipeline: "
                   "{microbatches: 8}\n"),
        12, 54,
-       "cluster.link: unknown key 'latency' (expected one of: bandwidth_gb_per_s, latency_us); did "
-       "you mean 'latency_us'?"},
+       "cluster.link: unknown key 'latency' (did you mean 'latency_us'?); allowed keys: "
+       "bandwidth_gb_per_s, latency_us"},
       {model_yaml("EML", "cluster: {devices: -2}\npipeline: {microbatches: 8}\n"), 12, 20,
        "cluster: devices must be >= 1, got -2"},
       {model_yaml("EML", "cluster: {devices: 2, memory_gb: lots}\npipeline: {microbatches: 8}\n"),
-       12, 34, "cluster: memory_gb must be a number, got 'lots'"},
+       12, 34, "cluster.memory_gb: expected a finite number, got 'lots'"},
       {model_yaml("EML",
                   "cluster: {devices: 2}\npipeline: {microbatches: 8, bytes_per_param: 0}\n"),
        13, 46, "pipeline: bytes_per_param must be > 0, got 0"},
       {model_yaml("[{type: E}, {type: M, repeat: two}]"), 11, 41,
-       "model.layers[1]: repeat must be an integer, got 'two'"},
+       "model.layers[1].repeat: expected an integer, got 'two'"},
       {model_yaml("[{type: E}, {typ: M}]"), 11, 24, "model.layers[1]: unknown key 'typ'"},
       {model_yaml("[{type: E}, {type: M, inputs: 0}]"), 11, 41,
        "inputs must be a list of layer indices"},
       {model_yaml("{E: 1}"), 11, 11,
        "model.layers must be a string of layer type symbols or a list"},
-      {"model: [1, 2]\n", 1, 8, "model: expected a map, got a list"},
+      {"model: [1, 2]\n", 1, 8, "model: expected a map, got a sequence"},
       {"", 1, 1, "empty file"},
-      {"- a\n- b\n", 1, 1, "top level: expected a map, got a list"},
+      {"- a\n- b\n", 1, 1, "top level: expected a map, got a sequence"},
       {"schema: 1\n", 1, 1, "missing 'model:' section"},
       {"model: {layers: E}\n", 1, 1, "model: missing 'layer_types'"},
       {"a: 1\n---\nb: 2\n", 2, 1, "expected one YAML document"},
@@ -403,3 +404,86 @@ TEST_CASE("model: bad module names are located errors") {
   CHECK(pstest::contains(apart, "module 'block' names layer 0 and again layer 2"));
   CHECK(pstest::contains(apart, "m.yaml:11:"));
 }
+
+// One field reader (ir/yaml_util.h) for model, cluster and schedule files: the same text is accepted
+// or refused the same way, in the same words, located at the value.
+namespace yaml_reader_test {
+
+const char* kSchedule =
+    "format: pipesmith-schedule/1\n"
+    "problem:\n"
+    "  name: tiny\n"
+    "  devices: 1\n"
+    "  microbatches: 1\n"
+    "  unit_costs: true\n"
+    "stages:\n"
+    "  - {id: 0, device: 0, layers: [0, 0], fwd_ms: 1, bwd_input_ms: 1, bwd_weight_ms: 1}\n"
+    "programs:\n"
+    "  - device: 0\n"
+    "    ops: [0F0, 0I0, 0W0]\n";
+
+std::string swap(std::string s, const std::string& from, const std::string& to) {
+  const size_t at = s.find(from);
+  REQUIRE(at != std::string::npos);
+  return s.replace(at, from.size(), to);
+}
+
+void expect_refused(const Status& st, const std::string& file, int line, int col, const std::string& message) {
+  CHECK_MESSAGE(st.code() == ErrorCode::kBadInput, st.str());
+  CHECK_MESSAGE(st.loc().file == file, st.str());
+  CHECK_MESSAGE(st.loc().line == line, st.str());
+  CHECK_MESSAGE(st.loc().col == col, st.str());
+  CHECK_MESSAGE(st.message() == message, st.str());
+}
+
+TEST_CASE("yaml reader: the shipped files read as before, the strict forms are refused alike in every file") {
+  // The accepted forms.
+  REQUIRE(parse_spec(model_yaml("EML", "cluster: {devices: 4}\npipeline: {microbatches: 8}\n"), "m.yaml").ok());
+  REQUIRE(parse_schedule_yaml(kSchedule, "s.yaml").ok());
+
+  // "+4": an integer with a sign '+' is refused in a model file, a cluster file and a schedule file.
+  Result<Spec> m = parse_spec(model_yaml("EML", "cluster: {devices: +4}\npipeline: {microbatches: 8}\n"), "m.yaml");
+  REQUIRE_FALSE(m.ok());
+  expect_refused(m.status(), "m.yaml", 12, 20, "cluster.devices: expected an integer, got '+4'");
+  const std::string cluster = write_temp("yaml-reader-cluster.yaml", "schema: 1\ncluster: {devices: +4}\n");
+  Result<Cluster> c = load_cluster(cluster);
+  REQUIRE_FALSE(c.ok());
+  expect_refused(c.status(), cluster, 2, 20, "cluster.devices: expected an integer, got '+4'");
+  Result<Schedule> s = parse_schedule_yaml(swap(kSchedule, "devices: 1", "devices: +1"), "s.yaml");
+  REQUIRE_FALSE(s.ok());
+  expect_refused(s.status(), "s.yaml", 4, 12, "problem.devices: expected an integer, got '+1'");
+
+  // "+1.5" as a number.
+  Result<Spec> mem = parse_spec(model_yaml("EML", "cluster: {devices: 4, memory_gb: +80}\npipeline: {microbatches: 8}\n"),
+                                "m.yaml");
+  REQUIRE_FALSE(mem.ok());
+  expect_refused(mem.status(), "m.yaml", 12, 34, "cluster.memory_gb: expected a finite number, got '+80'");
+  Result<Schedule> fwd = parse_schedule_yaml(swap(kSchedule, "fwd_ms: 1,", "fwd_ms: +1.5,"), "s.yaml");
+  REQUIRE_FALSE(fwd.ok());
+  CHECK_MESSAGE(fwd.status().message().find("fwd_ms: expected a finite number, got '+1.5'") != std::string::npos, fwd.status().str());
+
+  // "True": a flag is true or false only.
+  Result<Spec> b = parse_spec(swap(model_yaml("EML"), "split_backward: false", "split_backward: True"), "m.yaml");
+  REQUIRE_FALSE(b.ok());
+  CHECK_MESSAGE(b.status().message().find("split_backward: expected true or false, got 'True'") != std::string::npos,
+                b.status().str());
+  Result<Schedule> sb = parse_schedule_yaml(swap(kSchedule, "unit_costs: true", "unit_costs: True"), "s.yaml");
+  REQUIRE_FALSE(sb.ok());
+  expect_refused(sb.status(), "s.yaml", 6, 15, "problem.unit_costs: expected true or false, got 'True'");
+
+  // An unknown key: the same wording (suggestion, then the allowed keys), located at the key.
+  Result<Spec> k = parse_spec(model_yaml("EML", "cluster: {devices: 4, memroy_gb: 8}\npipeline: {microbatches: 8}\n"),
+                              "m.yaml");
+  REQUIRE_FALSE(k.ok());
+  CHECK(k.status().loc().line == 12);
+  CHECK_MESSAGE(k.status().message().rfind("cluster: unknown key 'memroy_gb' (did you mean 'memory_gb'?); allowed keys: ", 0) == 0,
+                k.status().str());
+  Result<Schedule> sk = parse_schedule_yaml(swap(kSchedule, "  unit_costs: true\n", "  unit_costs: true\n  memroy_gb: 8\n"),
+                                            "s.yaml");
+  REQUIRE_FALSE(sk.ok());
+  CHECK(sk.status().loc().line == 7);
+  CHECK_MESSAGE(sk.status().message().rfind("problem: unknown key 'memroy_gb' (did you mean 'memory_gb'?); allowed keys: ", 0) == 0,
+                sk.status().str());
+}
+
+}  // namespace yaml_reader_test

@@ -52,7 +52,7 @@ TEST_CASE("write_output_files: the third file a directory — nothing changed, n
   fs::create_directory(dir + "/c.json");
   const ps::Status st = ps::write_output_files({{dir + "/a.csv", "new a"}, {dir + "/b.csv", "new b"}, {dir + "/c.json", "new c"}});
   CHECK_FALSE(st.is_ok());
-  CHECK(st.exit_code() == 1);
+  CHECK(st.code() == ps::ErrorCode::kBadInput);
   CHECK(st.message() == fmt::format("cannot write '{0}/c.json': it is a directory; none of '{0}/a.csv', '{0}/b.csv' and "
                                     "'{0}/c.json' was changed",
                                     dir));

@@ -370,7 +370,7 @@ TEST_CASE("schedule yaml: read_schedule_any checks --stages/--microbatches again
   opt.microbatches = 3;
   auto r = ps::read_schedule_any(path, opt);
   REQUIRE_FALSE(r.ok());
-  CHECK(r.status().message().find("--microbatches is 3, but the schedule's problem has 2") != std::string::npos);
+  CHECK(r.status().message().find("the microbatch count given is 3, but the schedule's problem has 2") != std::string::npos);
   std::remove(path.c_str());
 }
 

@@ -300,7 +300,7 @@ TEST_CASE("mpi [faults]: different inputs on one rank are refused before any tra
   check_no_process_left(l, 4);
 
   l = mpirun(3, a, std::string("--backend mpi ") + kSmall);
-  CHECK_MESSAGE(pstest::contains(l.output, "--backend mpi: 3 processes were launched, but the schedule has 4 devices"),
+  CHECK_MESSAGE(pstest::contains(l.output, "the mpi backend: 3 processes were launched, but the schedule has 4 devices"),
                 l.output);
   CHECK(l.exits.size() == 3);
   for (const auto& [rank, code] : l.exits) CHECK(code == 1);

@@ -341,7 +341,7 @@ TEST_CASE("sharded head: a backend without the shard ops refuses the model befor
   NoShardBackend backend(2);
   ExecResult r = execute(s, m, backend, {});
   CHECK_FALSE(r.status.is_ok());
-  CHECK(r.status.message() == "vocabulary-sharded heads (4 shards, stages 0–1) are not implemented on --backend cuda");
+  CHECK(r.status.message() == "vocabulary-sharded heads (4 shards, stages 0–1) are not implemented on the cuda backend");
   CHECK_FALSE(backend.began);
 }
 

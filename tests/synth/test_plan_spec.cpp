@@ -4,6 +4,7 @@
 
 #include "synth/plan/plan_spec.h"
 #include "synth/plan/placement.h"
+#include "synth/synthesize_model.h"
 #include "test_util.h"
 
 using namespace ps;
@@ -43,7 +44,7 @@ TEST_CASE("plan words: the stage count a placement names, and what it refuses") 
   CHECK(seq.status().message().find("puts one stage on each device") != std::string::npos);
   auto v3 = placement_stage_count({"balanced", "v-shape", 3}, 4);
   REQUIRE(!v3.ok());
-  CHECK(v3.status().message() == "--placement v holds exactly 2 stages per device");
+  CHECK(v3.status().message() == "placement vshape holds exactly 2 stages per device, got stages_per_device 3");
 }
 
 TEST_CASE("plan words: a method with a placement, and Megatron layouts with and without one") {
@@ -77,10 +78,122 @@ TEST_CASE("plan words: a method with a placement, and Megatron layouts with and 
   auto wrong_v = resolve_plan(spec, {two_per, "sequential", 3});
   REQUIRE(!wrong_v.ok());
   CHECK(wrong_v.status().message() ==
-        "layout \"" + two_per + "\" has 8 stages, but --stages-per-device 3 on 4 devices needs 12");
+        "layout \"" + two_per + "\" has 8 stages, but stages_per_device 3 on 4 devices needs 12");
   auto one_per = resolve_plan(spec, {"Et*8|t*8|t*8|t*8L", "sequential", 0});
   REQUIRE(one_per.ok());
   CHECK(one_per->placement == placement_sequential(4));
+}
+
+TEST_CASE("plan choices: the words read to typed choices, and the choices' words read back to them") {
+  auto even = parse_partition_choice("even");
+  REQUIRE(even.ok());
+  CHECK(even->method == PartitionMethod::kEven);
+  auto layout = parse_partition_choice("Et*8|t*8|t*8|t*8L");
+  REQUIRE(layout.ok());
+  CHECK(layout->method == PartitionMethod::kMegatronLayout);
+  CHECK(layout->layout == "Et*8|t*8|t*8|t*8L");
+  auto bad = parse_partition_choice("greedy");
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.status().message().rfind("unknown partition 'greedy': expected balanced, balanced-memory, even", 0) == 0);
+
+  auto looped = parse_placement_choice("looped");
+  REQUIRE(looped.ok());
+  CHECK(looped->kind == PlacementKind::kLooped);
+  CHECK(parse_placement_choice("v")->kind == PlacementKind::kVShape);
+  auto list = parse_placement_choice("0,1,1,0");
+  REQUIRE(list.ok());
+  CHECK(list->kind == PlacementKind::kExplicit);
+  CHECK(list->devices == std::vector<int>{0, 1, 1, 0});
+  auto junk = parse_placement_choice("0,x");
+  REQUIRE_FALSE(junk.ok());
+  CHECK(junk.status().message().find("at column 3") != std::string::npos);
+
+  for (const char* w : {"balanced", "balanced-memory", "even", "Et*8|t*8|t*8|t*8L"})
+    CHECK(partition_choice_word(*parse_partition_choice(w)) == w);
+  for (const char* w : {"sequential", "interleaved", "vshape", "0,1,1,0"})
+    CHECK(placement_choice_word(*parse_placement_choice(w)) == w);
+
+  // Typed choices resolve as their words do.
+  const Spec spec = llama_on(4);
+  auto typed = resolve_plan(spec, plan_words(*even, *looped, 2));
+  auto words = resolve_plan(spec, {"even", "interleaved", 2});
+  REQUIRE(typed.ok());
+  REQUIRE(words.ok());
+  REQUIRE(typed->partition.size() == words->partition.size());
+  for (size_t i = 0; i < typed->partition.size(); ++i) {
+    CHECK(typed->partition[i].first == words->partition[i].first);
+    CHECK(typed->partition[i].last == words->partition[i].last);
+  }
+  CHECK(typed->placement == words->placement);
+}
+
+TEST_CASE("plan words: refusals name the library's options, not command-line flags") {
+  auto seq = placement_stage_count({"balanced", "sequential", 2}, 4);
+  REQUIRE_FALSE(seq.ok());
+  CHECK(seq.status().message() ==
+        "placement sequential puts one stage on each device; for stages_per_device 2 use placement interleaved or vshape");
+  auto v3 = placement_stage_count({"balanced", "v", 3}, 4);
+  REQUIRE_FALSE(v3.ok());
+  CHECK(v3.status().message() == "placement vshape holds exactly 2 stages per device, got stages_per_device 3");
+  CHECK(seq.status().message().find("--") == std::string::npos);
+}
+
+TEST_CASE("synthesize_model: typed plan options, refusals in the options' names, the stop reason as an enum") {
+  const Spec spec = llama_on(4);
+  ModelSynthOptions bad;
+  bad.time_limit_s = 0;
+  auto zero = synthesize_model(spec, bad);
+  REQUIRE_FALSE(zero.ok());
+  CHECK(zero.status().message() == "time_limit_s must be > 0, got 0");
+
+  ModelSynthOptions both;
+  both.partition = *parse_partition_choice("balanced");
+  both.placement = *parse_placement_choice("sequential");
+  both.evaluations = 5;
+  auto budget = synthesize_model(spec, both);
+  REQUIRE_FALSE(budget.ok());
+  CHECK(budget.status().message().rfind("evaluations budgets the search of the partition and placement", 0) == 0);
+  CHECK(budget.status().message().find("--") == std::string::npos);
+
+  // The placement fixed (typed), the partition searched with a budget in candidates.
+  ModelSynthOptions o;
+  o.placement = *parse_placement_choice("sequential");
+  o.evaluations = 6;
+  o.time_limit_s = 4;
+  o.rlimit = 20000;
+  o.search_threads = 1;
+  o.z3_threads = 1;
+  auto m = synthesize_model(spec, o);
+  REQUIRE_MESSAGE(m.ok(), m.status().str());
+  REQUIRE(m->tuned.has_value());
+  CHECK(m->placement == std::vector<int>{0, 1, 2, 3});
+  CHECK(m->plan_desc.rfind("searched for the given placement sequential (", 0) == 0);
+  const SearchStop stop = m->tuned->stats.stop_reason;
+  CHECK(stop != SearchStop::kTimeLimit);
+  CHECK(stop != SearchStop::kInterrupted);
+  const std::string& search = m->result.schedule.certificate->extra.at("search");
+  CHECK_MESSAGE(search.size() > std::string(search_stop_name(stop)).size(), search);
+  CHECK_MESSAGE(search.substr(search.size() - std::string(search_stop_name(stop)).size()) == search_stop_name(stop), search);
+  CHECK(std::string(search_stop_name(SearchStop::kEvaluationBudget)) == "evaluation budget");
+  CHECK(std::string(search_stop_name(SearchStop::kReachedBound)) == "reached the lower bound");
+}
+
+TEST_CASE("baseline_plan: a baseline's plan from a typed partition") {
+  const Spec spec = llama_on(4);
+  auto inter = baseline_plan(spec, BaselineKind::kInterleaved1F1B, *parse_partition_choice("even"), 0);
+  REQUIRE_MESSAGE(inter.ok(), inter.status().str());
+  CHECK(inter->partition.size() == 8);
+  CHECK(inter->placement == placement_looped(8, 4));
+  CHECK(inter->desc == "even");
+  const std::string two_per = "Et*4|t*4|t*4|t*4|t*4|t*4|t*4|t*4L";
+  auto v = baseline_plan(spec, BaselineKind::kZBV, *parse_partition_choice(two_per), 0);
+  REQUIRE_MESSAGE(v.ok(), v.status().str());
+  CHECK(v->placement == placement_vshape(4));
+  CHECK(v->desc == "Megatron layout \"" + two_per + "\"");
+  REQUIRE(v->notes.size() == 1);
+  auto one = baseline_plan(spec, BaselineKind::k1F1B, *parse_partition_choice(two_per), 0);
+  REQUIRE_FALSE(one.ok());
+  CHECK(one.status().message() == "pipeline layout \"" + two_per + "\" gives 8 stages = 2 per device on P = 4, but 1f1b runs 1 per device");
 }
 
 }  // namespace plan_spec_test
