@@ -31,6 +31,7 @@ struct BaselineArgs {
   std::string out_path;
   std::string csv_path;
   std::string svg_path;
+  std::string recompute = "none";
 };
 
 // The partition and placement a run uses, with words for the summary.
@@ -110,6 +111,11 @@ int run_baseline(const BaselineArgs& a) {
   if (!plan.ok()) return report_error(plan.status());
   auto problem = make_problem(*spec, plan->partition, plan->placement);
   if (!problem.ok()) return report_error(problem.status());
+  const auto recompute = parse_recompute_mode(a.recompute);
+  if (!recompute)
+    return report_error(Status::bad_input(
+        fmt::format("--recompute: expected none, selective or full, got '{}'", a.recompute)));
+  if (Status st = set_recompute_all(*spec, *problem, *recompute); !st.is_ok()) return report_error(st);
   auto generated = make_baseline(*problem, *kind);
   if (!generated.ok()) return report_error(generated.status());
 
@@ -133,6 +139,9 @@ int run_baseline(const BaselineArgs& a) {
                    placement_kind_name(classify_placement(plan->placement, problem->devices)),
                    plan->partition_desc);
   s += fmt::format("  layers        {}\n", ranges_str(plan->partition));
+  if (*recompute != RecomputeMode::kNone)
+    s += fmt::format("  recompute     {} on every stage (R just before each backward)\n",
+                     recompute_mode_name(*recompute));
   for (const auto& n : plan->notes) s += fmt::format("  note          {}\n", n);
   s += fmt::format("  checker       valid under {} semantics{}\n", semantics_name(rep.semantics),
                    rep.comms_inserted ? " (comms inserted by the shared rule)" : "");
@@ -160,7 +169,8 @@ int run_baseline(const BaselineArgs& a) {
     if (a.out_path != "-") s += fmt::format("wrote {}\n", a.out_path);
   }
   if (!a.csv_path.empty()) {
-    Status st = write_text_file(a.csv_path, format_pytorch_csv(compute_only_view(out)));
+    Status st = check_pytorch_csv_exportable(out);
+    if (st.is_ok()) st = write_text_file(a.csv_path, format_pytorch_csv(compute_only_view(out)));
     if (!st.is_ok()) return report_error(st);
     s += fmt::format("wrote {}\n", a.csv_path);
   }
@@ -191,6 +201,10 @@ Runner add_baseline(CLI::App& app) {
   sub->add_option("--partition", args->partition,
                   "balanced (default; min max stage F+I+W), balanced-memory (ties by memory), even "
                   "(Megatron's default) or a Megatron --pipeline-model-parallel-layout string");
+  sub->add_option("--recompute", args->recompute,
+                  "Activation recomputation on every stage: none (default), selective (attention "
+                  "cores) or full (whole forward; keeps each layer's input)")
+      ->check(CLI::IsMember({"none", "selective", "full"}));
   sub->add_option("-o,--output", args->out_path,
                   "Schedule file to write (pipesmith-schedule/1 YAML; - = stdout)");
   sub->add_option("--csv", args->csv_path,
