@@ -58,8 +58,8 @@ Schedule two_stage_schedule() {
   s.problem.stages[1].recompute = RecomputeMode::kSelective;
   s.problem.stages[1].recompute_ms = 0.25;
   s.problem.stages[1].recompute_kept_mb = 40;
-  s.programs = {{Action{OpType::F, 0, 0}, Action{OpType::B, 0, 0}},
-                {Action{OpType::F, 1, 0}, Action{OpType::R, 1, 0}, Action{OpType::B, 1, 0}}};
+  s.programs = {{Action{OpType::F, 0, 0, {}}, Action{OpType::B, 0, 0, {}}},
+                {Action{OpType::F, 1, 0, {}}, Action{OpType::R, 1, 0, {}}, Action{OpType::B, 1, 0, {}}}};
   return s;
 }
 
