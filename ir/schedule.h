@@ -22,9 +22,10 @@
 // "3R1" (R is pipesmith's; PyTorch's CSV has no such action).
 //
 // Time. Each device has one compute stream and one comm stream. Compute ops (F, R, I, W, B; R takes
-// the stage's recompute_ms) run one at a time in program order; a compute op starts when the previous compute op on its device has ended and the
-// tensors it needs are there (local producers have ended, received tensors have arrived). Comm ops run
-// in program order on the comm stream; a SEND is ready when its producing compute has ended. Under
+// the stage's recompute_ms) run one at a time in program order; a compute op starts when the
+// previous compute op on its device has ended and the tensors it needs are there (local producers
+// have ended, received tensors have arrived). Comm ops run in program order on the comm stream; a
+// SEND is ready when its producing compute has ended. Under
 // *rendezvous* semantics a SEND/RECV pair transfers only when both sides have reached it on their comm
 // streams: it starts at the later of the two and takes latency + bytes / bandwidth; both complete then.
 // *grouped*: consecutive comm ops between two computes form a group issued together (like an NCCL group
@@ -38,9 +39,9 @@
 // whole iteration. F(s,m) allocates activation_mb(s); I(s,m) frees all but wgrad_stash_mb(s); W(s,m)
 // frees the stash; B(s,m) frees all. On a recomputing stage F(s,m) allocates only
 // recompute_kept_mb(s) (the rest is dropped when F ends) and R(s,m) allocates activation_mb(s) −
-// recompute_kept_mb(s), so from R to I/B the whole activation is live and I, W, B free as above. Memory changes in compute program order, so a device's peak is
-// a property of its program, not of timing. Comm buffers are not counted separately (the activation
-// of a stage includes its input).
+// recompute_kept_mb(s), so from R to I/B the whole activation is live and I, W, B free as above.
+// Memory changes in compute program order, so a device's peak is a property of its program, not of
+// timing. Comm buffers are not counted separately (the activation of a stage includes its input).
 //
 // Compute-only schedules (no SEND/RECV) get comms inserted by one rule (ir/comm_insert.h), shared by
 // the checker and the runtime.
