@@ -28,6 +28,7 @@ struct BaselineArgs {
   std::string out_path;
   std::string csv_path;
   std::string svg_path;
+  std::string recompute = "none";
 };
 
 std::string ranges_str(const Partition& p) {
@@ -54,7 +55,11 @@ int run_baseline_command(const BaselineArgs& a) {
   if (Status st = check_stages_per_device(*spec, a.stages_per_device, "--stages-per-device"); !st.is_ok()) return report_error(st);
   auto partition = parse_partition_choice(a.partition);
   if (!partition.ok()) return report_error(partition.status());
-  auto run = ps::run_baseline(*spec, BaselineRequest{*kind, a.stages_per_device, *partition});
+  const auto recompute = parse_recompute_mode(a.recompute);
+  if (!recompute)
+    return report_error(Status::bad_input(
+        fmt::format("--recompute: expected none, selective or full, got '{}'", a.recompute)));
+  auto run = ps::run_baseline(*spec, BaselineRequest{*kind, a.stages_per_device, *partition, *recompute});
   if (!run.ok()) return report_error(run.status());
   const BaselineRun* plan = &*run;
   const Schedule& out = run->schedule;
@@ -73,6 +78,9 @@ int run_baseline_command(const BaselineArgs& a) {
                    placement_kind_name(classify_placement(plan->placement, problem->devices)),
                    plan->desc);
   s += fmt::format("  layers        {}\n", ranges_str(plan->partition));
+  if (*recompute != RecomputeMode::kNone)
+    s += fmt::format("  recompute     {} on every stage (R just before each backward)\n",
+                     recompute_mode_name(*recompute));
   for (const auto& n : plan->notes) s += fmt::format("  note          {}\n", n);
   s += fmt::format("  checker       valid under {} semantics{}\n", semantics_name(rep.semantics),
                    rep.comms_inserted ? " (comms inserted by the shared rule)" : "");
@@ -100,7 +108,8 @@ int run_baseline_command(const BaselineArgs& a) {
     if (a.out_path != "-") s += fmt::format("wrote {}\n", a.out_path);
   }
   if (!a.csv_path.empty()) {
-    Status st = write_text_file(a.csv_path, format_pytorch_csv(compute_only_view(out)));
+    Status st = check_pytorch_csv_exportable(out);
+    if (st.is_ok()) st = write_text_file(a.csv_path, format_pytorch_csv(compute_only_view(out)));
     if (!st.is_ok()) return report_error(st);
     s += fmt::format("wrote {}\n", a.csv_path);
   }
@@ -131,6 +140,10 @@ Runner add_baseline(CLI::App& app) {
   sub->add_option("--partition", args->partition,
                   "balanced (default; min max stage F+I+W), balanced-memory (ties by memory), even "
                   "(Megatron's default) or a Megatron --pipeline-model-parallel-layout string");
+  sub->add_option("--recompute", args->recompute,
+                  "Activation recomputation on every stage: none (default), selective (attention "
+                  "cores) or full (whole forward; keeps each layer's input)")
+      ->check(CLI::IsMember({"none", "selective", "full"}));
   sub->add_option("-o,--output", args->out_path,
                   "Schedule file to write (pipesmith-schedule/1 YAML; - = stdout)");
   sub->add_option("--csv", args->csv_path,

@@ -52,6 +52,7 @@ int run_convert(const ConvertOptions& o) {
 
   std::string text;
   if (to_csv) {
+    if (Status st = check_pytorch_csv_exportable(s); !st.is_ok()) return report_error(st);
     text = format_pytorch_csv(s);
     std::string lost = "a CSV holds only each rank's action order";
     if (!s.problem.unit_costs) lost += "; costs, memory and link figures are dropped";

@@ -320,6 +320,7 @@ Status write_outputs(const SynthArgs& a, const ModelSynthesis& m, std::string& s
     if (a.out_path != "-") s += fmt::format("wrote {}\n", a.out_path);
   }
   if (!a.csv_path.empty()) {
+    PS_RETURN_IF_ERROR(check_pytorch_csv_exportable(out));
     PS_RETURN_IF_ERROR(write_text_file(a.csv_path, format_pytorch_csv(out)));
     s += fmt::format("wrote {}\n", a.csv_path);
   }

@@ -16,6 +16,7 @@ const char* op_type_name(OpType t) {
     case OpType::RECV_F: return "RECV_F";
     case OpType::SEND_B: return "SEND_B";
     case OpType::RECV_B: return "RECV_B";
+    case OpType::R: return "R";
   }
   return "?";
 }
@@ -44,7 +45,7 @@ Result<Action> parse_action(std::string_view text, const SourceLoc& loc) {
   auto fail = [&](const std::string& why) -> Result<Action> {
     return Status::bad_input(
         fmt::format("bad action '{}': {} (expected STAGE TYPE MICROBATCH, e.g. '3F1' or "
-                    "'0SEND_B2'; TYPE one of F I W B SEND_F RECV_F SEND_B RECV_B)",
+                    "'0SEND_B2'; TYPE one of F I W B R SEND_F RECV_F SEND_B RECV_B)",
                     excerpt(text), why),
         loc);
   };
@@ -55,7 +56,7 @@ Result<Action> parse_action(std::string_view text, const SourceLoc& loc) {
   static constexpr std::pair<std::string_view, OpType> kTypes[] = {
       {"SEND_F", OpType::SEND_F}, {"RECV_F", OpType::RECV_F}, {"SEND_B", OpType::SEND_B},
       {"RECV_B", OpType::RECV_B}, {"F", OpType::F},           {"I", OpType::I},
-      {"W", OpType::W},           {"B", OpType::B}};
+      {"W", OpType::W},           {"B", OpType::B},           {"R", OpType::R}};
   bool found = false;
   for (const auto& [name, type] : kTypes) {
     if (text.substr(pos, name.size()) == name) {
@@ -107,7 +108,7 @@ Result<std::vector<Action>> parse_overlap(std::string_view t, const std::functio
     if (!act) return Status::bad_input(fmt::format("in '{}': {}", excerpt(t), act.status().message()), sub_loc);
     if (!is_compute(act->type))
       return Status::bad_input(fmt::format("in '{}': sub-action '{}' is a {}; OVERLAP_F_B overlaps compute actions "
-                                           "(F, I, W, B)",
+                                           "(F, I, W, B, R)",
                                            excerpt(t), excerpt(sub), op_type_name(act->type)),
                                sub_loc);
     subs.push_back(std::move(*act));

@@ -48,7 +48,7 @@ struct ComputeIndex {
   }
 
   static long long key(OpType t, int s, int m) {
-    return (static_cast<long long>(s) * (1LL << 31) + m) * 8 + static_cast<int>(t);
+    return (static_cast<long long>(s) * (1LL << 31) + m) * kNumOpTypes + static_cast<int>(t);
   }
   int size() const { return static_cast<int>(ops.size()); }
   int index_of(int id) const { return id - offset[dev[id]]; }
@@ -130,6 +130,9 @@ class Inserter {
       case OpType::W:
         add(OpType::I, a.stage, -1);
         break;
+      case OpType::R:
+        add(OpType::F, a.stage, -1);
+        break;
       default:
         break;
     }
@@ -150,6 +153,7 @@ class Inserter {
     if (a.type == OpType::F) {
       if (a.stage + 1 < S_) wake(ix_.find(OpType::F, a.stage + 1, a.mb));
       wake(ix_.bwd(a.stage, a.mb));
+      wake(ix_.find(OpType::R, a.stage, a.mb));
     } else if (a.type == OpType::I || a.type == OpType::B) {
       if (a.stage > 0) wake(ix_.bwd(a.stage - 1, a.mb));
       wake(ix_.find(OpType::W, a.stage, a.mb));

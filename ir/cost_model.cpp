@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <utility>
 
@@ -152,6 +153,7 @@ ComponentWork embedding_work(Dims& x) {
   w.activation_bytes = 8 * T + (dropout ? T * h : 0.0);  // int64 token ids (+ dropout mask)
   w.wgrad_stash_bytes = 8 * T;
   w.output_bytes = p * T * h;
+  w.input_bytes = 8 * T;  // the token ids
   return w;
 }
 
@@ -178,6 +180,8 @@ ComponentWork attention_work(Dims& x) {
   w.activation_bytes = attention_proj_activation(sh, dropout) + scores;
   w.wgrad_stash_bytes = sh.p * sh.T * sh.h + sh.p * sh.T * sh.a * sh.d;  // QKV and out-proj inputs
   w.output_bytes = sh.p * sh.T * sh.h;
+  w.core_fwd_flops = core;
+  w.quadratic_activation_bytes = flash ? 0.0 : scores;
   return w;
 }
 
@@ -595,6 +599,15 @@ Result<ComponentWork> component_work(Component c, const Architecture& arch) {
       break;
   }
   if (!x.status.is_ok()) return x.status;
+  if (c != Component::kEmbedding) {
+    // Every other component reads the hidden states: T tokens × h × dtype bytes.
+    const Architecture& A = arch;
+    if (!A.hidden_size || !A.seq_length)
+      return Status::bad_input(fmt::format("architecture.{} is needed by the {} component",
+                                           A.hidden_size ? "seq_length" : "hidden_size", component_name(c)));
+    const double T = static_cast<double>(A.micro_batch_size.value_or(1)) * static_cast<double>(*A.seq_length);
+    w.input_bytes = T * static_cast<double>(*A.hidden_size) * A.dtype_bytes.value_or(2.0);
+  }
   return w;
 }
 
@@ -612,11 +625,19 @@ Result<DerivedCosts> derive_costs(const std::vector<Component>& kind, const Arch
       *hw.peak_tflops * 1e12 * hw.moe_achievable_fraction.value_or(*hw.achievable_fraction) / 1e3;
   const double bytes_per_ms = *hw.hbm_gb_per_s * 1e9 / 1e3;
   DerivedCosts d;
+  double quadratic_mb = 0;
+  bool first = true;
   for (Component c : kind) {
     Result<ComponentWork> r = component_work(c, arch);
     if (!r.ok()) return r.status();
     const ComponentWork& w = *r;
     double rate = w.moe_efficiency ? moe_flops_per_ms : dense_flops_per_ms;
+    if (first) d.recompute_full_kept_mb = w.input_bytes / 1e6;
+    first = false;
+    if (w.quadratic_activation_bytes > 0) {
+      d.recompute_selective_ms += w.core_fwd_flops / rate;
+      quadratic_mb += w.quadratic_activation_bytes / 1e6;
+    }
     d.forward_ms += w.fwd_flops / rate + w.fwd_hbm_bytes / bytes_per_ms;
     d.backward_input_ms += w.bwd_input_flops / rate + w.bwd_input_hbm_bytes / bytes_per_ms;
     d.backward_weight_ms += w.bwd_weight_flops / rate + w.bwd_weight_hbm_bytes / bytes_per_ms;
@@ -625,6 +646,9 @@ Result<DerivedCosts> derive_costs(const std::vector<Component>& kind, const Arch
     d.params_m += w.params / 1e6;
     d.output_mb = w.output_bytes / 1e6;
   }
+  d.recompute_full_ms = d.forward_ms;
+  d.recompute_full_kept_mb = std::min(d.recompute_full_kept_mb, d.activation_mb);
+  d.recompute_selective_kept_mb = d.activation_mb - quadratic_mb;
   return d;
 }
 

@@ -128,6 +128,10 @@ struct ComponentWork {
   double wgrad_stash_bytes = 0;  // part of activation_bytes that W needs
   double output_bytes = 0;       // what it hands to the next component / layer
   double params = 0;             // parameters (count)
+  double input_bytes = 0;        // what it receives (kept by full recomputation)
+  double core_fwd_flops = 0;     // attention core (Q K^T, softmax, times V) of fwd_flops
+  double quadratic_activation_bytes = 0;  // part of activation_bytes that grows with s^2 (scores,
+                                          // dropout mask and output); 0 with flash attention
 };
 // Errors name the missing/invalid architecture field, e.g. "architecture.vocab_size is needed by
 // the head component".
@@ -137,6 +141,12 @@ Result<ComponentWork> component_work(Component c, const Architecture& arch);
 struct DerivedCosts {
   double forward_ms = 0, backward_input_ms = 0, backward_weight_ms = 0;
   double activation_mb = 0, wgrad_stash_mb = 0, output_mb = 0, params_m = 0;
+  // Recomputation (docs/inputs.md, "Recomputation"). full: the whole forward again, keeping the
+  // first component's input. selective (Korthikanti et al. 2022, section 4.2): the attention cores
+  // again, keeping everything but their quadratic activations (5·a·s²·b bytes per layer with bf16
+  // and dropout); nothing to drop (0 ms, the whole activation kept) without such activations.
+  double recompute_full_ms = 0, recompute_full_kept_mb = 0;
+  double recompute_selective_ms = 0, recompute_selective_kept_mb = 0;
 };
 // Sums the components (output_mb is the last component's output). Needs all hardware fields except
 // moe_achievable_fraction.

@@ -309,6 +309,12 @@ struct TypeDraft {
   SourceLoc kind_loc;
   SourceLoc joins_next_loc;  // where `joins_next:` is
   Architecture arch;  // the type's own architecture block
+  // The `recompute:` block: per option (0 full, 1 selective) the numbers given and where.
+  struct RecomputeGiven {
+    std::optional<double> ms, kept_mb;
+    SourceLoc ms_loc, kept_loc;
+  };
+  std::array<RecomputeGiven, 2> recompute;
 };
 
 struct ClusterDraft {
@@ -331,6 +337,32 @@ std::string type_what(char sym) {
   return fmt::format("layer type '{}'", sym);
 }
 
+// `recompute: {full: {ms: 3.1, kept_mb: 33.5}, selective: {ms: 0.4}}`: either option, either number.
+Status parse_recompute_block(const Ctx& c, const Entry& e, const std::string& what,
+                             std::array<TypeDraft::RecomputeGiven, 2>& out) {
+  const std::string rwhat = what + " recompute";
+  Result<MapView> m = read_map(c, e.value, e.value_loc, rwhat, {"full", "selective"});
+  if (!m.ok()) return m.status();
+  for (const Entry& opt : m->entries) {
+    TypeDraft::RecomputeGiven& g = out[opt.key == "full" ? 0 : 1];
+    const std::string owhat = rwhat + " " + opt.key;
+    Result<MapView> om = read_map(c, opt.value, opt.value_loc, owhat, {"ms", "kept_mb"});
+    if (!om.ok()) return om.status();
+    for (const Entry& x : om->entries) {
+      Result<double> v = get_number_min(x, owhat, 0, false);
+      if (!v.ok()) return v.status();
+      if (x.key == "ms") {
+        g.ms = *v;
+        g.ms_loc = x.value_loc;
+      } else {
+        g.kept_mb = *v;
+        g.kept_loc = x.value_loc;
+      }
+    }
+  }
+  return Status::ok();
+}
+
 Result<TypeDraft> parse_layer_type(const Ctx& c, char sym, const Entry& e) {
   std::string what = type_what(sym);
   std::vector<std::string> allowed = {"name", "kind"};
@@ -338,6 +370,7 @@ Result<TypeDraft> parse_layer_type(const Ctx& c, char sym, const Entry& e) {
   allowed.push_back("split_backward");
   allowed.push_back("joins_next");
   allowed.push_back("architecture");
+  allowed.push_back("recompute");
   Result<MapView> m = read_map(c, e.value, e.value_loc, what, allowed);
   if (!m.ok()) return m.status();
   TypeDraft d;
@@ -370,6 +403,8 @@ Result<TypeDraft> parse_layer_type(const Ctx& c, char sym, const Entry& e) {
       Result<Architecture> a = parse_architecture(c, x, what + " architecture");
       if (!a.ok()) return a.status();
       d.arch = *a;
+    } else if (x.key == "recompute") {
+      PS_RETURN_IF_ERROR(parse_recompute_block(c, x, what, d.recompute));
     } else {
       for (int i = 0; i < kNumCostFields; ++i) {
         if (x.key != cost_fields()[i].key) continue;
@@ -998,6 +1033,34 @@ Result<Draft> parse_draft(const std::string& text, const std::string& file) {
   });
 }
 
+// Fills a layer type's recompute options: the `recompute:` block's numbers, else derived from its
+// kind (`dc`, when there is one), else full = {forward_ms, min(output_mb, activation_mb)} (a layer's
+// input is the tensor that flows between layers) and selective = nothing to drop. A kept_mb above
+// activation_mb is an error at the number.
+Status fill_recompute(const TypeDraft& t, const std::optional<DerivedCosts>& dc, LayerType& lt) {
+  lt.recompute_full = {lt.forward_ms, std::min(lt.output_mb, lt.activation_mb)};
+  lt.recompute_selective = {0, lt.activation_mb};
+  if (dc) {
+    lt.recompute_full = {lt.forward_ms, std::min(dc->recompute_full_kept_mb, lt.activation_mb)};
+    const double dropped = std::max(0.0, dc->activation_mb - dc->recompute_selective_kept_mb);
+    lt.recompute_selective = {dc->recompute_selective_ms, std::max(0.0, lt.activation_mb - dropped)};
+  }
+  const char* names[2] = {"full", "selective"};
+  RecomputeOption* opts[2] = {&lt.recompute_full, &lt.recompute_selective};
+  for (int k = 0; k < 2; ++k) {
+    const TypeDraft::RecomputeGiven& g = t.recompute[k];
+    if (g.ms) opts[k]->ms = *g.ms;
+    if (g.kept_mb) {
+      if (*g.kept_mb > lt.activation_mb)
+        return Status::bad_input(fmt::format("{}: recompute.{}.kept_mb ({}) must be <= activation_mb ({})",
+                                             type_what(lt.symbol), names[k], *g.kept_mb, lt.activation_mb),
+                                 g.kept_loc);
+      opts[k]->kept_mb = *g.kept_mb;
+    }
+  }
+  return Status::ok();
+}
+
 // Fills the numbers a layer type does not give from its kind, and checks stash <= activation.
 Status derive_types(Draft& d) {
   Hardware hw = d.model_hw.merged_with(d.cluster.hw);
@@ -1008,6 +1071,7 @@ Status derive_types(Draft& d) {
       if (!t.given[i]) missing.push_back(cost_fields()[i].key);
     }
     std::string what = type_what(lt.symbol);
+    std::optional<DerivedCosts> derived;
     if (!missing.empty()) {
       if (t.components.empty()) {
         return Status::bad_input(
@@ -1028,6 +1092,11 @@ Status derive_types(Draft& d) {
       for (int i = 0; i < kNumCostFields; ++i) {
         if (!t.given[i]) lt.*(cost_fields()[i].field) = (*dc).*(cost_fields()[i].derived);
       }
+      derived = *dc;
+    } else if (!t.components.empty()) {
+      // Every number is given; the kind still yields the recompute options when it can be derived.
+      Result<DerivedCosts> dc = derive_costs(t.components, d.arch.merged_with(t.arch), hw);
+      if (dc.ok()) derived = *dc;
     }
     if (lt.wgrad_stash_mb > lt.activation_mb) {
       auto origin = [&](int i) { return t.given[i] ? "" : ", derived"; };
@@ -1040,6 +1109,7 @@ Status derive_types(Draft& d) {
                       origin(kActivationField)),
           at);
     }
+    PS_RETURN_IF_ERROR(fill_recompute(t, derived, lt));
   }
   return Status::ok();
 }
@@ -1314,6 +1384,10 @@ LayerType summed_costs(const Model& m, int first, int last) {
     sum.activation_mb += t.activation_mb;
     sum.wgrad_stash_mb += t.wgrad_stash_mb;
     sum.params_m += t.params_m;
+    sum.recompute_full.ms += t.recompute_full.ms;
+    sum.recompute_full.kept_mb += t.recompute_full.kept_mb;
+    sum.recompute_selective.ms += t.recompute_selective.ms;
+    sum.recompute_selective.kept_mb += t.recompute_selective.kept_mb;
     sum.split_backward = sum.split_backward && t.split_backward;
   }
   return sum;

@@ -6,6 +6,8 @@
 //  * An I (backward for inputs) takes backward_input_ms and frees all of activation_mb except
 //    wgrad_stash_mb, which the W (backward for weights, backward_weight_ms) frees. A fused B (= I+W)
 //    takes both times and frees everything.
+//  * recompute_full / recompute_selective: what an R op costs and what F keeps when the layer's
+//    stage recomputes (ir/problem.h RecomputeMode).
 //  * output_mb is the tensor that crosses a stage boundary after this layer (the gradient going back has
 //    the same size). params_m is millions of parameters; model states cost params_m * bytes_per_param MB.
 // Units: ms, MB = 1e6 bytes, GB = 1e9 bytes, GB/s = 1e9 bytes/s.
@@ -19,6 +21,12 @@
 #include "ir/status.h"
 
 namespace ps {
+
+// One way of recomputing a layer's forward in the backward (docs/inputs.md, "Recomputation").
+struct RecomputeOption {
+  double ms = 0;       // 3.1: time of the recomputation (an R op's share for this layer)
+  double kept_mb = 0;  // 33.5: activation F keeps (<= activation_mb); the rest is recomputed
+};
 
 struct LayerType {
   char symbol = '?';             // 'M'
@@ -36,6 +44,9 @@ struct LayerType {
                                  // layouts never cut after it; pipesmith's search may
   int vocab_shards = 1;          // K > 1: a head type that is one of K vocabulary shards
   std::string kind;              // "attention+mlp": analytic kind named in the file; "" if none
+  RecomputeOption recompute_full;       // keep the layer's input, recompute its whole forward
+  RecomputeOption recompute_selective;  // keep all but the attention cores' quadratic activations,
+                                        // recompute those cores ({0, activation_mb}: nothing to drop)
   SourceLoc loc;                 // where the type is defined
 };
 
@@ -56,8 +67,8 @@ struct Model {
   const LayerType& type_of(int layer) const { return types.at(layers.at(layer).type); }
 };
 
-// The per-microbatch costs of layers first..last run as one: F, I and W times, activation, stash and
-// parameters summed in layer order; split_backward only when every layer's backward splits. The
+// The per-microbatch costs of layers first..last run as one: F, I and W times, activation, stash,
+// parameters and both recompute options summed in layer order; split_backward only when every layer's backward splits. The
 // other fields (name, output, shards, ...) keep their defaults: what a run sends on and what it is
 // called depend on who asks (a stage, a joined layer).
 LayerType summed_costs(const Model& m, int first, int last);

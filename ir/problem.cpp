@@ -12,6 +12,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace ps {
 
 double Problem::boundary_transfer_ms(int stage) const {
@@ -30,7 +32,7 @@ Status check_limits(const Problem& p, const std::vector<SourceLoc>& stage_locs) 
   double time_ms = 0, act_mb = 0, state_mb = 0, comm_ms = 0;
   for (int s = 0; s < p.num_stages(); ++s) {
     const StageSpec& st = p.stages[s];
-    time_ms += M * (st.fwd_ms + st.bwd_input_ms + st.bwd_weight_ms);
+    time_ms += M * (st.fwd_ms + st.bwd_input_ms + st.bwd_weight_ms + (st.recomputes() ? st.recompute_ms : 0.0));
     act_mb += M * st.activation_mb;
     state_mb += st.params_m * p.bytes_per_param;
     if (st.device >= 0 && st.device < p.devices && s + 1 < p.num_stages() && p.stages[s + 1].device >= 0 &&
@@ -46,6 +48,51 @@ Status check_limits(const Problem& p, const std::vector<SourceLoc>& stage_locs) 
     }
   }
   return Status::ok();
+}
+
+const char* recompute_mode_name(RecomputeMode m) {
+  switch (m) {
+    case RecomputeMode::kNone: return "none";
+    case RecomputeMode::kSelective: return "selective";
+    case RecomputeMode::kFull: return "full";
+  }
+  return "?";
+}
+
+std::optional<RecomputeMode> parse_recompute_mode(std::string_view text) {
+  if (text == "none") return RecomputeMode::kNone;
+  if (text == "selective") return RecomputeMode::kSelective;
+  if (text == "full") return RecomputeMode::kFull;
+  return std::nullopt;
+}
+
+Status set_recompute(const Spec& spec, Problem& problem, const std::vector<RecomputeMode>& modes) {
+  if (static_cast<int>(modes.size()) != problem.num_stages())
+    return Status::bad_input(fmt::format("recomputation: {} modes given for {} stages (need one per stage)",
+                                         modes.size(), problem.num_stages()));
+  const int n = static_cast<int>(spec.model.layers.size());
+  for (int s = 0; s < problem.num_stages(); ++s) {
+    StageSpec& st = problem.stages[s];
+    st.recompute = modes[s];
+    st.recompute_ms = 0;
+    st.recompute_kept_mb = 0;
+    if (modes[s] == RecomputeMode::kNone) continue;
+    if (st.first_layer < 0 || st.last_layer < st.first_layer || st.last_layer >= n)
+      return Status::bad_input(fmt::format(
+          "recomputation: stage {} has no layer range in the model (layers [{}, {}]); its recompute "
+          "numbers come from its layers",
+          s, st.first_layer, st.last_layer));
+    const LayerType sum = summed_costs(spec.model, st.first_layer, st.last_layer);
+    const RecomputeOption& opt =
+        modes[s] == RecomputeMode::kFull ? sum.recompute_full : sum.recompute_selective;
+    st.recompute_ms = opt.ms;
+    st.recompute_kept_mb = std::min(opt.kept_mb, st.activation_mb);
+  }
+  return Status::ok();
+}
+
+Status set_recompute_all(const Spec& spec, Problem& problem, RecomputeMode mode) {
+  return set_recompute(spec, problem, std::vector<RecomputeMode>(problem.stages.size(), mode));
 }
 
 Result<Problem> make_problem(const Spec& spec, const Partition& partition,

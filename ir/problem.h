@@ -6,13 +6,23 @@
 // carried through the intermediate stages, so their bytes are added to each boundary they cross.
 #pragma once
 
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ir/model.h"
 #include "ir/status.h"
 
 namespace ps {
+
+// Activation recomputation of a stage (docs/inputs.md, "Recomputation"):
+//   none       F keeps its whole activation until the backward.
+//   selective  F drops the attention cores' quadratic activations; R recomputes those cores.
+//   full       F keeps only the layers' inputs; R recomputes the whole forward.
+enum class RecomputeMode : unsigned char { kNone, kSelective, kFull };
+const char* recompute_mode_name(RecomputeMode m);  // "none", "selective", "full"
+std::optional<RecomputeMode> parse_recompute_mode(std::string_view text);
 
 // A contiguous range of layers [first_layer, last_layer] with its aggregated costs.
 struct StageSpec {
@@ -27,8 +37,16 @@ struct StageSpec {
   double output_mb = 0;          // sent to stage s+1 (and the gradient back from it)
   double params_m = 0;           // millions of parameters
   bool split_backward = true;    // false: only fused B is allowed
+  RecomputeMode recompute = RecomputeMode::kNone;  // kNone: no R ops; the two fields below unused
+  double recompute_ms = 0;       // R time (recomputing: its share of the forward again)
+  double recompute_kept_mb = 0;  // kept by F when recomputing (<= activation_mb); R allocates the rest
 
   double bwd_ms() const { return bwd_input_ms + bwd_weight_ms; }
+  bool recomputes() const { return recompute != RecomputeMode::kNone; }
+  // Memory F(s,m) allocates, MB: the kept part when the stage recomputes, else the whole activation.
+  double fwd_alloc_mb() const { return recomputes() ? recompute_kept_mb : activation_mb; }
+  // Memory R(s,m) allocates, MB (0 on a stage that does not recompute).
+  double recompute_alloc_mb() const { return recomputes() ? activation_mb - recompute_kept_mb : 0.0; }
 };
 
 struct Problem {
@@ -68,6 +86,14 @@ using Partition = std::vector<LayerRange>;
 // Errors: ranges not contiguous/covering, placement out of range.
 Result<Problem> make_problem(const Spec& spec, const Partition& partition,
                              const std::vector<int>& placement);
+
+// Sets stage s's recomputation to modes[s] (modes.size() == the stage count), filling recompute_ms
+// and recompute_kept_mb from the model's per-layer options summed over the stage's layers
+// (LayerType::recompute_full / recompute_selective); kNone clears them. Errors: a size mismatch, a
+// stage without a layer range.
+Status set_recompute(const Spec& spec, Problem& problem, const std::vector<RecomputeMode>& modes);
+// The same mode on every stage.
+Status set_recompute_all(const Spec& spec, Problem& problem, RecomputeMode mode);
 
 // A problem with unit costs (F=I=W=1, B=2, comm 0, activation 1 MB, no model states): used for
 // schedules that come without a model (PyTorch CSV).

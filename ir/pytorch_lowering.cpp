@@ -153,7 +153,7 @@ std::vector<const PtCell*> compute_cells(const PtProgram& p) {
 }
 
 long long key(OpType t, int stage, int mb) {
-  return (static_cast<long long>(stage) * (1LL << 31) + mb) * 8 + static_cast<int>(t);
+  return (static_cast<long long>(stage) * (1LL << 31) + mb) * kNumOpTypes + static_cast<int>(t);
 }
 
 }  // namespace

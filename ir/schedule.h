@@ -10,16 +10,22 @@
 //   I(s,m)  backward for inputs.            Needs F(s,m) and, unless s is last, I/B(s+1,m).
 //   W(s,m)  backward for weights.           Needs I(s,m).
 //   B(s,m)  fused backward = I then W.      Same inputs as I(s,m).
-// A (stage, microbatch) uses either B, or both I and W — never a mix.
+//   R(s,m)  recomputation of F(s,m).        Only on a stage that recomputes (StageSpec::recompute
+//                                           is selective or full); runs after F(s,m) and before
+//                                           I/B(s,m), on the stage's device.
+// A (stage, microbatch) uses either B, or both I and W — never a mix. A recomputing stage has
+// exactly one R per microbatch; any other stage has none.
 // Communication, when stage s and s+1 sit on different devices:
 //   SEND_F(s,m) on device(s) sends F(s,m)'s output;   RECV_F(s+1,m) on device(s+1) receives it.
 //   SEND_B(s,m) on device(s) sends I/B(s,m)'s input-gradient; RECV_B(s-1,m) on device(s-1) receives it.
-// Text form is PyTorch's action syntax: STAGE TYPE MICROBATCH, e.g. "3F1", "0SEND_B2", "2RECV_F0".
+// Text form is PyTorch's action syntax: STAGE TYPE MICROBATCH, e.g. "3F1", "0SEND_B2", "2RECV_F0",
+// "3R1" (R is pipesmith's; PyTorch's CSV has no such action).
 //
-// Time. Each device has one compute stream and one comm stream. Compute ops run one at a time in
-// program order; a compute op starts when the previous compute op on its device has ended and the
-// tensors it needs are there (local producers have ended, received tensors have arrived). Comm ops run
-// in program order on the comm stream; a SEND is ready when its producing compute has ended. Under
+// Time. Each device has one compute stream and one comm stream. Compute ops (F, R, I, W, B; R takes
+// the stage's recompute_ms) run one at a time in program order; a compute op starts when the
+// previous compute op on its device has ended and the tensors it needs are there (local producers
+// have ended, received tensors have arrived). Comm ops run in program order on the comm stream; a
+// SEND is ready when its producing compute has ended. Under
 // *rendezvous* semantics a SEND/RECV pair transfers only when both sides have reached it on their comm
 // streams: it starts at the later of the two and takes latency + bytes / bandwidth; both complete then.
 // *grouped*: consecutive comm ops between two computes form a group issued together (like an NCCL group
@@ -31,9 +37,11 @@
 //
 // Memory. Each device holds the model states of its stages (params_m * bytes_per_param MB) for the
 // whole iteration. F(s,m) allocates activation_mb(s); I(s,m) frees all but wgrad_stash_mb(s); W(s,m)
-// frees the stash; B(s,m) frees all. Memory changes in compute program order, so a device's peak is
-// a property of its program, not of timing. Comm buffers are not counted separately (the activation
-// of a stage includes its input).
+// frees the stash; B(s,m) frees all. On a recomputing stage F(s,m) allocates only
+// recompute_kept_mb(s) (the rest is dropped when F ends) and R(s,m) allocates activation_mb(s) −
+// recompute_kept_mb(s), so from R to I/B the whole activation is live and I, W, B free as above.
+// Memory changes in compute program order, so a device's peak is a property of its program, not of
+// timing. Comm buffers are not counted separately (the activation of a stage includes its input).
 //
 // Compute-only schedules (no SEND/RECV) get comms inserted by one rule (ir/comm_insert.h), shared by
 // the checker and the runtime.
@@ -51,15 +59,19 @@
 
 namespace ps {
 
-enum class OpType : unsigned char { F, I, W, B, SEND_F, RECV_F, SEND_B, RECV_B };
+enum class OpType : unsigned char { F, I, W, B, SEND_F, RECV_F, SEND_B, RECV_B, R };
+// Number of op types (dense tables over type × stage × microbatch use it).
+inline constexpr int kNumOpTypes = 9;
 
-inline bool is_compute(OpType t) { return t == OpType::F || t == OpType::I || t == OpType::W || t == OpType::B; }
+inline bool is_compute(OpType t) {
+  return t == OpType::F || t == OpType::I || t == OpType::W || t == OpType::B || t == OpType::R;
+}
 inline bool is_comm(OpType t) { return !is_compute(t); }
 inline bool is_send(OpType t) { return t == OpType::SEND_F || t == OpType::SEND_B; }
 inline bool is_recv(OpType t) { return t == OpType::RECV_F || t == OpType::RECV_B; }
-const char* op_type_name(OpType t);  // "F", "SEND_B", ...
+const char* op_type_name(OpType t);  // "F", "SEND_B", "R", ...
 
-// The one op-duration rule: how long compute op `t` of stage `st` takes, ms (F, I, W; B = I + W).
+// The one op-duration rule: how long compute op `t` of stage `st` takes, ms (F, I, W, R; B = I + W).
 // Comm ops take no compute time (transfers are timed by the link model, ir/problem.h).
 inline double compute_ms(const StageSpec& st, OpType t) {
   switch (t) {
@@ -67,6 +79,7 @@ inline double compute_ms(const StageSpec& st, OpType t) {
     case OpType::I: return st.bwd_input_ms;
     case OpType::W: return st.bwd_weight_ms;
     case OpType::B: return st.bwd_ms();
+    case OpType::R: return st.recompute_ms;
     default: return 0.0;
   }
 }

@@ -95,6 +95,19 @@ void write_flow_list(std::string& out, std::string_view indent_key, const std::v
 
 }  // namespace
 
+namespace {
+
+// A recomputing stage's fields, each preceded by `sep` and written key`eq`value; "" for a stage
+// that does not recompute (so such stages read and digest exactly as without the fields).
+std::string recompute_fields(const StageSpec& st, std::string_view sep, std::string_view eq) {
+  if (!st.recomputes()) return "";
+  return fmt::format("{}recompute{}{}{}recompute_ms{}{}{}recompute_kept_mb{}{}", sep, eq,
+                     recompute_mode_name(st.recompute), sep, eq, num(st.recompute_ms), sep, eq,
+                     num(st.recompute_kept_mb));
+}
+
+}  // namespace
+
 std::string format_schedule_yaml(const Schedule& s) {
   const Problem& p = s.problem;
   std::string out;
@@ -115,10 +128,10 @@ std::string format_schedule_yaml(const Schedule& s) {
     const StageSpec& st = p.stages[i];
     out += fmt::format(
         "  - {{id: {}, device: {}, layers: [{}, {}], fwd_ms: {}, bwd_input_ms: {}, bwd_weight_ms: {}, "
-        "activation_mb: {}, wgrad_stash_mb: {}, output_mb: {}, params_m: {}, split_backward: {}}}\n",
+        "activation_mb: {}, wgrad_stash_mb: {}, output_mb: {}, params_m: {}, split_backward: {}{}}}\n",
         i, st.device, st.first_layer, st.last_layer, num(st.fwd_ms), num(st.bwd_input_ms),
         num(st.bwd_weight_ms), num(st.activation_mb), num(st.wgrad_stash_mb), num(st.output_mb),
-        num(st.params_m), boolstr(st.split_backward));
+        num(st.params_m), boolstr(st.split_backward), recompute_fields(st, ", ", ": "));
   }
   out += "programs:\n";
   for (size_t d = 0; d < s.programs.size(); ++d) {
@@ -172,7 +185,7 @@ Status check_finite_numbers(const Schedule& s, const std::string& path) {
   for (int i = 0; i < p.num_stages(); ++i) {
     const StageSpec& st = p.stages[i];
     for (double v : {st.fwd_ms, st.bwd_input_ms, st.bwd_weight_ms, st.activation_mb, st.wgrad_stash_mb, st.output_mb,
-                     st.params_m})
+                     st.params_m, st.recompute_ms, st.recompute_kept_mb})
       if (!std::isfinite(v)) return bad(fmt::format("a cost of stage {}", i), v);
   }
   for (const auto& times : s.predicted)
@@ -321,13 +334,44 @@ Status read_problem(const std::string& file, const YAML::Node& n, Problem& p) {
   return Status::ok();
 }
 
+// A stage's `recompute: full|selective` with its `recompute_ms` and `recompute_kept_mb` (both
+// required with it, refused without it; kept <= activation_mb).
+Status read_stage_recompute(const std::string& file, const YAML::Node& n, const FieldReader& r,
+                            const std::string& what, StageSpec& st) {
+  std::string mode;
+  PS_RETURN_IF_ERROR(r.read_string("recompute", false, mode));
+  if (const Field* f = r.get("recompute")) {
+    auto m = parse_recompute_mode(mode);
+    if (!m || *m == RecomputeMode::kNone)
+      return Status::bad_input(fmt::format("{}.recompute: expected full or selective (leave it out for "
+                                           "none), got '{}'",
+                                           what, excerpt(mode)),
+                               yamlu::loc_of(f->value, file));
+    st.recompute = *m;
+    PS_RETURN_IF_ERROR(r.read_nonneg("recompute_ms", true, st.recompute_ms));
+    PS_RETURN_IF_ERROR(r.read_nonneg("recompute_kept_mb", true, st.recompute_kept_mb));
+    if (st.recompute_kept_mb > st.activation_mb)
+      return Status::bad_input(fmt::format("{}: recompute_kept_mb ({}) must be <= activation_mb ({})", what,
+                                           num(st.recompute_kept_mb), num(st.activation_mb)),
+                               yamlu::loc_of(r.get("recompute_kept_mb")->value, file));
+    return Status::ok();
+  }
+  for (const char* key : {"recompute_ms", "recompute_kept_mb"})
+    if (const Field* f = r.get(key))
+      return Status::bad_input(
+          fmt::format("{}.{}: given without 'recompute: full|selective'", what, key),
+          yamlu::loc_of(f->key, file, yamlu::loc_of(n, file)));
+  return Status::ok();
+}
+
 // `layers_loc` is set to where the `layers` value sits when the entry has one.
 Status read_stage(const std::string& file, const YAML::Node& n, int index, int devices, StageSpec& st,
                   SourceLoc& layers_loc) {
   std::string what = fmt::format("stage {}", index);
   auto fields = yamlu::read_map(n,
                                 {"id", "device", "layers", "fwd_ms", "bwd_input_ms", "bwd_weight_ms",
-                                 "activation_mb", "wgrad_stash_mb", "output_mb", "params_m", "split_backward"},
+                                 "activation_mb", "wgrad_stash_mb", "output_mb", "params_m", "split_backward",
+                                 "recompute", "recompute_ms", "recompute_kept_mb"},
                                 file, what);
   if (!fields) return fields.status();
   FieldReader r(file, n, *fields, what);
@@ -380,7 +424,7 @@ Status read_stage(const std::string& file, const YAML::Node& n, int index, int d
                                          num(st.wgrad_stash_mb), num(st.activation_mb)),
                              yamlu::loc_of(f ? f->value : n, file));
   }
-  return Status::ok();
+  return read_stage_recompute(file, n, r, what, st);
 }
 
 // Checks a per-device list (programs / predicted): a sequence of maps {device: d, <list_key>: [...]},
@@ -675,6 +719,15 @@ class ColumnCounter {
   int col_ = 1;
 };
 
+// PyTorch's action grammar has no R: a recomputation op in a CSV cell is an unknown action.
+Status refuse_csv_recompute(const Action& a) {
+  if (a.type != OpType::R) return Status::ok();
+  return Status::bad_input(fmt::format("bad action '{}': unknown op type R in a PyTorch CSV (R, pipesmith's "
+                                       "recomputation op, exists only in pipesmith-schedule/1 files)",
+                                       to_string(a)),
+                           a.loc);
+}
+
 // `2UNSHARD`, `0RESHARD`, `1REDUCE_GRAD`: true if `cell` is exactly one of those.
 bool is_fsdp_action(std::string_view cell) {
   size_t i = 0;
@@ -778,6 +831,7 @@ Status read_csv_row(std::string_view line, size_t r, const std::string& file, st
     if (looks_like_overlap(t)) {
       auto subs = parse_overlap(t, [&](size_t k) { return SourceLoc{file, line_no, column.at(offset + k)}; });
       if (!subs) return subs.status();
+      for (const Action& sub : *subs) PS_RETURN_IF_ERROR(refuse_csv_recompute(sub));
       PS_RETURN_IF_ERROR(count_action(tally, static_cast<int64_t>(subs->size()), loc));
       ++tally.overlap_count;
       for (auto& act : *subs) prog.push_back(std::move(act));
@@ -785,6 +839,7 @@ Status read_csv_row(std::string_view line, size_t r, const std::string& file, st
     }
     auto act = parse_action(t, loc);
     if (!act) return act.status();
+    PS_RETURN_IF_ERROR(refuse_csv_recompute(*act));
     PS_RETURN_IF_ERROR(count_action(tally, 1, loc));
     prog.push_back(std::move(*act));
   }
@@ -1041,7 +1096,22 @@ Schedule compute_only_view(const Schedule& in) {
   return s;
 }
 
-Status write_pytorch_csv(const Schedule& s, const std::string& path) { return write_text(path, format_pytorch_csv(s)); }
+Status check_pytorch_csv_exportable(const Schedule& s) {
+  for (size_t d = 0; d < s.programs.size(); ++d)
+    for (const Action& a : s.programs[d])
+      if (a.type == OpType::R)
+        return Status::bad_input(fmt::format(
+            "cannot write a PyTorch CSV: device {} runs '{}', a recomputation op, and PyTorch's action "
+            "grammar has none (its runtime recomputes inside the stage module, e.g. with "
+            "torch.utils.checkpoint); keep the pipesmith-schedule/1 file",
+            d, to_string(a)));
+  return Status::ok();
+}
+
+Status write_pytorch_csv(const Schedule& s, const std::string& path) {
+  PS_RETURN_IF_ERROR(check_pytorch_csv_exportable(s));
+  return write_text(path, format_pytorch_csv(s));
+}
 
 // ---------------------------------------------------------------------------------------------
 // Either format; canonical text
@@ -1125,10 +1195,10 @@ std::string canonical_text(const Schedule& s) {
     const StageSpec& st = p.stages[i];
     out += fmt::format(
         "stage {} device={} layers={},{} fwd_ms={} bwd_input_ms={} bwd_weight_ms={} activation_mb={} "
-        "wgrad_stash_mb={} output_mb={} params_m={} split_backward={}\n",
+        "wgrad_stash_mb={} output_mb={} params_m={} split_backward={}{}\n",
         i, st.device, st.first_layer, st.last_layer, num(st.fwd_ms), num(st.bwd_input_ms), num(st.bwd_weight_ms),
         num(st.activation_mb), num(st.wgrad_stash_mb), num(st.output_mb), num(st.params_m),
-        boolstr(st.split_backward));
+        boolstr(st.split_backward), recompute_fields(st, " ", "="));
   }
   for (size_t d = 0; d < s.programs.size(); ++d) {
     out += fmt::format("program {}", d);

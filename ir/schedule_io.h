@@ -33,7 +33,11 @@ Result<CsvReadResult> parse_pytorch_csv(const std::string& text, const std::stri
                                         const CsvReadOptions& opt = {});
 // Compute-only schedules are written with idle cells where a device waits (from `predicted` times
 // if present, else without idle cells); schedules with comms are written as-is.
+// R ops have no PyTorch action: check_pytorch_csv_exportable refuses a schedule holding one
+// (kBadInput naming the device and the op); write_pytorch_csv checks it, and a caller of
+// format_pytorch_csv checks it first.
 std::string format_pytorch_csv(const Schedule& s);
+Status check_pytorch_csv_exportable(const Schedule& s);
 Status write_pytorch_csv(const Schedule& s, const std::string& path);
 
 // The compute ops only (predicted times kept for them when present), no certificate: the programs

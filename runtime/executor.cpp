@@ -144,7 +144,7 @@ Status run_op(Worker& w, const Problem& p, const ExecModel& model, int index, co
                            : fmt::format("its input was not received: no {}RECV_F{} before it", s, m));
         in = std::move(*t);
       }
-      auto out = w.sc.forward(s, m, std::move(in));
+      auto out = w.sc.forward(s, m, std::move(in), p.stages[s].recomputes());
       if (!out.ok()) return err(out.status().message());
       if (s + 1 < S) w.pending_f[{s, m}] = std::move(*out);
       return Status::ok();
@@ -172,6 +172,12 @@ Status run_op(Worker& w, const Problem& p, const ExecModel& model, int index, co
     }
     case OpType::W: {
       Status st = w.sc.backward_weight(s, m);
+      return st.is_ok() ? st : err(st.message());
+    }
+    case OpType::R: {
+      if (!p.stages[s].recomputes())
+        return err(fmt::format("stage {} does not recompute (its recompute mode is none)", s));
+      Status st = w.sc.recompute(s, m);
       return st.is_ok() ? st : err(st.message());
     }
     case OpType::SEND_F:
@@ -558,6 +564,7 @@ BlockedOp waits_for(const Schedule& schedule, int device, int index) {
       }
       break;
     case OpType::W: set(OpType::I, s, device); break;
+    case OpType::R: set(OpType::F, s, device); break;
   }
   return b;
 }

@@ -33,6 +33,8 @@ StageBytes stage_slot_bytes(const ExecModel& model, int stage) {
         break;
     }
   }
+  if (!model.stages.at(stage).empty() && model.stages.at(stage).front().kind != BlockKind::kEmbedding && stage > 0)
+    b.recompute_kept = 4 * model.boundary_count(stage - 1);
   return b;
 }
 
@@ -47,8 +49,11 @@ std::vector<RuleMemory> memory_by_rule(const Schedule& schedule, const ExecModel
       if (a.stage >= 0 && a.stage < model.num_stages()) {
         const StageBytes& sb = sizes[a.stage];
         const auto f = static_cast<long long>(sb.after_forward), i = static_cast<long long>(sb.after_input);
+        const bool rc = a.stage < schedule.problem.num_stages() && schedule.problem.stages[a.stage].recomputes();
+        const auto kept = rc ? static_cast<long long>(sb.recompute_kept) : f;
         switch (a.type) {
-          case OpType::F: held += f; break;
+          case OpType::F: held += kept; break;
+          case OpType::R: held += rc ? f - kept : 0; break;
           case OpType::I: held += i - f; break;
           case OpType::W: held -= i; break;
           case OpType::B: held -= f; break;

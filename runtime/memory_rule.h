@@ -3,7 +3,8 @@
 //
 // Rule: F(s,m) adds after_forward(s); I(s,m) changes it to after_input(s) (this model's stash also
 // holds the gradients W needs, so it may be larger than the activation); W(s,m) frees after_input(s);
-// B(s,m) frees after_forward(s). Comm ops change nothing (a received input is counted from the F that
+// B(s,m) frees after_forward(s). On a recomputing stage F(s,m) adds only recompute_kept(s) and R(s,m)
+// adds after_forward(s) − recompute_kept(s) (runtime/stage_compute.h). Comm ops change nothing (a received input is counted from the F that
 // consumes it). The executor's measurement comes from the tensors actually held, so equality with this
 // prediction shows that buffers are freed exactly when the semantics say.
 #pragma once
@@ -19,6 +20,7 @@ namespace ps::rt {
 struct StageBytes {
   size_t after_forward = 0;  // activation of one microbatch: inputs + what I needs
   size_t after_input = 0;    // stash of one microbatch: what W needs
+  size_t recompute_kept = 0; // what a recomputing F keeps: its input message (0 for an embedding stage)
 };
 
 // Bytes of one (stage, microbatch) slot, from the block shapes.

@@ -81,11 +81,29 @@ Status StageCompute::check_stage(int stage, const char* op, int mb) const {
   return Status::ok();
 }
 
-Result<Tensor> StageCompute::forward(int stage, int mb, Tensor input) {
+Result<Tensor> StageCompute::forward(int stage, int mb, Tensor input, bool drop) {
   PS_RETURN_IF_ERROR(check_stage(stage, "F", mb));
   const Key key{stage, mb};
   if (slots_.count(key) || mb_grads_.count(key))
     return runtime_error(fmt::format("F({},{}) runs a second time", stage, mb));
+  if (drop) {
+    // Run the forward, then keep only its input (the prefetched token ids / targets go back).
+    auto find_or_empty = [&](const std::map<Key, Tensor>& m) {
+      auto it = m.find(key);
+      return it == m.end() ? Tensor() : it->second;
+    };
+    Tensor kept = input;
+    Tensor tokens = find_or_empty(tokens_), targets = find_or_empty(targets_);
+    auto out = forward(stage, mb, std::move(input), false);
+    if (!out.ok()) return out;
+    Slot dropped;
+    dropped.phase = Phase::kDropped;
+    if (!kept.empty()) dropped.blocks.push_back({std::move(kept)});
+    slots_[key] = std::move(dropped);
+    if (!tokens.empty()) tokens_[key] = std::move(tokens);
+    if (!targets.empty()) targets_[key] = std::move(targets);
+    return out;
+  }
   const int T = model_.tokens, D = model_.d_model;
   const auto& blocks = model_.stages[stage];
   const std::vector<Tensor>& w = params_.at(stage);
@@ -187,11 +205,30 @@ Result<Tensor> StageCompute::forward(int stage, int mb, Tensor input) {
   return x;  // empty after the loss
 }
 
+Status StageCompute::recompute(int stage, int mb) {
+  PS_RETURN_IF_ERROR(check_stage(stage, "R", mb));
+  const Key key{stage, mb};
+  auto it = slots_.find(key);
+  if (it == slots_.end())
+    return runtime_error(fmt::format("R({},{}) runs before F({},{})", stage, mb, stage, mb));
+  if (it->second.phase != Phase::kDropped)
+    return runtime_error(fmt::format("R({},{}): F({},{}) kept its activations (the stage does not recompute), "
+                                     "or R already ran",
+                                     stage, mb, stage, mb));
+  Tensor input = it->second.blocks.empty() ? Tensor() : std::move(it->second.blocks.front().front());
+  slots_.erase(it);
+  auto out = forward(stage, mb, std::move(input), false);  // the output message is not needed again
+  return out.ok() ? Status::ok() : out.status();
+}
+
 Result<Tensor> StageCompute::backward_input(int stage, int mb, Tensor grad_output) {
   PS_RETURN_IF_ERROR(check_stage(stage, "I", mb));
   const Key key{stage, mb};
   auto it = slots_.find(key);
   if (it == slots_.end()) return runtime_error(fmt::format("I({},{}) runs before F({},{})", stage, mb, stage, mb));
+  if (it->second.phase == Phase::kDropped)
+    return runtime_error(fmt::format("I({},{}) runs before R({},{}): F dropped the activations it reads", stage, mb,
+                                     stage, mb));
   if (it->second.phase != Phase::kForward)
     return runtime_error(fmt::format("I({},{}) runs a second time", stage, mb));
   const int T = model_.tokens, D = model_.d_model;
@@ -339,7 +376,7 @@ size_t StageCompute::held_bytes() const {
 std::vector<std::string> StageCompute::live_slots() const {
   std::vector<std::string> out;
   for (const auto& [key, slot] : slots_)
-    out.push_back(fmt::format("{}({},{})", slot.phase == Phase::kForward ? "F" : "I", key.first, key.second));
+    out.push_back(fmt::format("{}({},{})", slot.phase == Phase::kInput ? "I" : "F", key.first, key.second));
   return out;
 }
 

@@ -10,7 +10,14 @@
 //  * W(s,m) writes its weight gradients into buffers of its own (one set per microbatch); the
 //    per-stage gradient is their sum in microbatch order 0..M-1, so it does not depend on the order in
 //    which a schedule runs the W ops.
-//  * Misuse (F twice, I before F, W before I, missing input) returns a kRuntime Status; no crash.
+//  * Recomputation: F(s,m) with `drop` set keeps only its input message (none for a stage that starts
+//    with the embedding: its token ids and targets go back to the prefetched data) and drops the
+//    rest; R(s,m) runs the same forward again from that input, rebuilding exactly the tensors F would
+//    have kept (the ops are deterministic, so the gradients are bit-identical), and drops the kept
+//    input. The executable model has no attention cores, so a stage with selective recomputation
+//    runs R like full. recompute_kept_bytes predicts what F keeps.
+//  * Misuse (F twice, I before F, W before I, R without a dropping F, missing input) returns a
+//    kRuntime Status; no crash.
 #pragma once
 
 #include <map>
@@ -37,7 +44,9 @@ class StageCompute {
   // stage s-1: the activation [tokens × d_model], followed by the carries (L, t) [2 × tokens] when the
   // boundary falls inside a vocabulary-sharded head (ExecModel::boundary_count). Returns the output
   // message (empty for the last stage).
-  Result<Tensor> forward(int stage, int mb, Tensor input);
+  Result<Tensor> forward(int stage, int mb, Tensor input, bool drop = false);
+  // R(s,m): recomputes what a dropping F(s,m) dropped.
+  Status recompute(int stage, int mb);
   // I(s,m). `grad_output` is empty for the last stage, else d loss / d output message (same layout:
   // [dx | dL | dt] inside a sharded head). Returns the input gradient (empty for stage 0).
   Result<Tensor> backward_input(int stage, int mb, Tensor grad_output);
@@ -62,7 +71,7 @@ class StageCompute {
   Status set_parameter(int stage, int index, const std::vector<float>& values);
 
  private:
-  enum class Phase { kForward, kInput };
+  enum class Phase { kForward, kInput, kDropped };
   struct Slot {
     Phase phase = Phase::kForward;
     std::vector<std::vector<Tensor>> blocks;  // per block: saved tensors (after F) or stash (after I)

@@ -32,7 +32,7 @@ BoundParts lower_bound_parts(const Problem& pb) {
   for (int s = 0; s < S; ++s) {
     const StageSpec& st = pb.stages[s];
     if (st.device < 0) continue;
-    work[st.device] += M * (st.fwd_ms + st.bwd_ms());
+    work[st.device] += M * (st.fwd_ms + st.bwd_ms() + compute_ms(st, OpType::R) * (st.recomputes() ? 1 : 0));
     if (lowest[st.device] < 0) lowest[st.device] = s;
     if (st.split_backward) any_split[st.device] = 1;
   }
@@ -47,9 +47,12 @@ BoundParts lower_bound_parts(const Problem& pb) {
   }
   // fwd[S] counts all forwards and all boundaries once; the backward from stage S-1 down to s
   // crosses boundaries s..S-2 and runs bw_t for t in [s, S-1].
+  // The last stage's R (when it recomputes) sits between its F and its backward on one device.
+  const StageSpec& last = pb.stages[S - 1];
+  const double r_last = last.recomputes() ? last.recompute_ms : 0.0;
   for (int s = 0; s < S; ++s) {
     const double back = (bwd_pre[S] - bwd_pre[s]);  // bw_t for t >= s plus x_b for b >= s
-    out.critical_path_ms = std::max(out.critical_path_ms, fwd[S] + back + w(s));
+    out.critical_path_ms = std::max(out.critical_path_ms, fwd[S] + r_last + back + w(s));
   }
 
   for (int d = 0; d <= max_dev; ++d) {

@@ -32,9 +32,13 @@ void check_dependencies(const Schedule& s, const OpTable& t, std::vector<Violati
             require_before(t.find(OpType::F, st - 1, m), "which produces its input (same device)");
           require_before(t.find(OpType::RECV_F, st, m), "the RECV that delivers its input");
           break;
+        case OpType::R:
+          require_before(t.find(OpType::F, st, m), "the forward it recomputes");
+          break;
         case OpType::I:
         case OpType::B:
           require_before(t.find(OpType::F, st, m), "its forward");
+          require_before(t.find(OpType::R, st, m), "the recomputation of the activations it reads");
           if (st + 1 < S && pb.device_of(st + 1) == d)
             require_before(t.bwd(st + 1, m), "which produces its output gradient (same device)");
           require_before(t.find(OpType::RECV_B, st, m), "the RECV that delivers its output gradient");

@@ -21,14 +21,15 @@ std::vector<DeviceMemory> memory_by_program(const Schedule& s) {
       const StageSpec& st = pb.stages[a.stage];
       double delta = 0;
       switch (a.type) {
-        case OpType::F: delta = st.activation_mb; break;
+        case OpType::F: delta = st.fwd_alloc_mb(); break;
+        case OpType::R: delta = st.recompute_alloc_mb(); break;
         case OpType::I: delta = -(st.activation_mb - st.wgrad_stash_mb); break;
         case OpType::W: delta = -st.wgrad_stash_mb; break;
         case OpType::B: delta = -st.activation_mb; break;
         default: break;
       }
       cur += delta;
-      dm.steps.push_back({i, cur, a.type == OpType::F});
+      dm.steps.push_back({i, cur, a.type == OpType::F || a.type == OpType::R});
       if (cur > dm.peak_mb) {
         dm.peak_mb = cur;
         dm.peak_op_index = i;

@@ -10,7 +10,7 @@ OpTable::OpTable(const Schedule& s) {
   mbs_ = s.problem.microbatches;
   const long long pairs = static_cast<long long>(stages_) * mbs_;
   const bool dense = stages_ > 0 && mbs_ > 0 && pairs <= kMaxStageMicrobatchPairs;
-  if (dense) slot_.assign(static_cast<size_t>(pairs * 8), kNoOp);
+  if (dense) slot_.assign(static_cast<size_t>(pairs * kNumOpTypes), kNoOp);
   offset_.assign(s.programs.size() + 1, 0);
   ops_.reserve(s.num_ops());
   dev_.reserve(s.num_ops());

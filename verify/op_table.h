@@ -50,7 +50,7 @@ class OpTable {
 
  private:
   long long key(OpType t, int stage, int mb) const {
-    return (static_cast<long long>(stage) * mbs_ + mb) * 8 + static_cast<int>(t);
+    return (static_cast<long long>(stage) * mbs_ + mb) * kNumOpTypes + static_cast<int>(t);
   }
   int stages_ = 0;
   int mbs_ = 0;

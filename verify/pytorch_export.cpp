@@ -303,6 +303,7 @@ Result<PytorchExport> export_pytorch(const Schedule& schedule, const PytorchExpo
   const Problem& pb = checked.problem;
   if (o.spec) PS_RETURN_IF_ERROR(check_layers_match(pb, *o.spec, o.model_file));
   PS_RETURN_IF_ERROR(check_pairwise_order(checked));
+  PS_RETURN_IF_ERROR(check_pytorch_csv_exportable(checked));
   ex.certified_ms = ex.report.sim->makespan_ms;
 
   const std::vector<int> original_of = loss_order(checked);

@@ -21,6 +21,7 @@ inline constexpr std::string_view kStagePlacement = "structure.stage-placement";
 inline constexpr std::string_view kDuplicate = "structure.duplicate";
 inline constexpr std::string_view kMissing = "structure.missing";
 inline constexpr std::string_view kBackwardMix = "structure.backward-mix";
+inline constexpr std::string_view kRecompute = "structure.recompute";
 inline constexpr std::string_view kDependency = "dependency";
 inline constexpr std::string_view kCommSameDevice = "comm.same-device";
 inline constexpr std::string_view kUnmatchedSend = "comm.unmatched-send";
@@ -32,17 +33,20 @@ inline constexpr std::string_view kMemoryLimit = "memory.limit";
 inline constexpr std::string_view kCertificateMismatch = "certificate.mismatch";
 inline constexpr std::string_view kCertificateClaim = "certificate.claim";
 
-inline constexpr std::array<Rule, 16> kAll = {{
+inline constexpr std::array<Rule, 17> kAll = {{
     {kLayers, "the stages' layer ranges do not follow each other from layer 0 in order, without overlap "
               "or gap (or only some stages record theirs)"},
     {kIndex, "an op's stage or microbatch is out of range for the problem"},
     {kStagePlacement, "an op of stage s sits on a device other than the one stage s is placed on"},
     {kDuplicate, "the same op (type, stage, microbatch) appears more than once"},
-    {kMissing, "a forward F, or the backward (B, or I and W), of some (stage, microbatch) is absent"},
+    {kMissing, "a forward F, the backward (B, or I and W), or on a recomputing stage the "
+               "recomputation R, of some (stage, microbatch) is absent"},
     {kBackwardMix, "a (stage, microbatch) mixes B with I/W, has only one of I and W, or splits a "
                    "stage that cannot split"},
+    {kRecompute, "an R (recomputation) op on a stage whose recompute mode is none"},
     {kDependency, "program order on one device contradicts data flow (B/I before F, W before I, "
-                  "compute before its RECV, SEND before its producer, adjacent local stages)"},
+                  "R before F or after B/I, compute before its RECV, SEND before its producer, "
+                  "adjacent local stages)"},
     {kCommSameDevice, "a SEND/RECV between two stages that sit on the same device"},
     {kUnmatchedSend, "a SEND that no RECV in the schedule can receive"},
     {kUnmatchedRecv, "a RECV that no SEND in the schedule can match (the device would wait forever)"},

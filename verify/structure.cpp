@@ -121,6 +121,25 @@ void check_structure(const Schedule& s, const OpTable& t, std::vector<Violation>
                                                st, m, st, m),
             {fmt::format("stage {} is placed on device {}", st, home)}, row_loc(s, home)));
       }
+      const int r = t.find(OpType::R, st, m);
+      if (r != kNoOp && !spec.recomputes()) {
+        out.push_back(op_violation(
+            rules::kRecompute, t.device(r), t.index(r), t.op(r),
+            fmt::format("'{}' recomputes stage {}, but stage {} does not recompute (its recompute mode is "
+                        "none): remove the R ops or set the stage's 'recompute: full|selective'",
+                        to_string(t.op(r)), st, st),
+            {fmt::format("stage {} is placed on device {}", st, home)}));
+      }
+      if (r == kNoOp && spec.recomputes() && f != kNoOp) {
+        const int after = f;
+        out.push_back(general_violation(
+            rules::kMissing, home,
+            fmt::format("'{}R{}' is missing: stage {} recomputes ({}), so every microbatch needs its R "
+                        "between F and the backward",
+                        st, m, st, recompute_mode_name(spec.recompute)),
+            {fmt::format("its forward is {}", describe_op_on(t.device(after), t.index(after), t.op(after)))},
+            row_loc(s, home)));
+      }
       if (b == kNoOp && in == kNoOp && w == kNoOp) {
         out.push_back(general_violation(
             rules::kMissing, home,

@@ -38,12 +38,14 @@ const char* base_colour(OpType t, int shade) {
   static const char* kB[] = {"#e15759", "#b03336", "#7f1f22"};
   static const char* kI[] = {"#f28e2b", "#c46a12", "#8e4a08"};
   static const char* kW[] = {"#59a14f", "#3a7a32", "#25541f"};
+  static const char* kR[] = {"#b07aa1", "#8a5a7d", "#633f5a"};
   const int k = std::clamp(shade, 0, 2);
   switch (t) {
     case OpType::F: return kF[k];
     case OpType::B: return kB[k];
     case OpType::I: return kI[k];
     case OpType::W: return kW[k];
+    case OpType::R: return kR[k];
     default: return "#999999";
   }
 }
@@ -249,18 +251,20 @@ class Chart {
   void legend() {
     double lx = kLeft;
     const double ly = 66;
-    bool has[4] = {false, false, false, false};
+    bool has[5] = {false, false, false, false, false};
     for (const auto& p : s_.programs)
       for (const Action& a : p) {
         if (a.type == OpType::F) has[0] = true;
         if (a.type == OpType::I) has[1] = true;
         if (a.type == OpType::W) has[2] = true;
         if (a.type == OpType::B) has[3] = true;
+        if (a.type == OpType::R) has[4] = true;
       }
     if (has[0]) legend_item(lx, ly, base_colour(OpType::F, 0), "F forward");
     if (has[1]) legend_item(lx, ly, base_colour(OpType::I, 0), "I backward (input)");
     if (has[2]) legend_item(lx, ly, base_colour(OpType::W, 0), "W backward (weights)");
     if (has[3]) legend_item(lx, ly, base_colour(OpType::B, 0), "B backward (fused)");
+    if (has[4]) legend_item(lx, ly, base_colour(OpType::R, 0), "R recomputation");
     legend_item(lx, ly, "url(#idle)", "idle");
     legend_item(lx, ly, "#8a8a8a", "SEND/RECV transfer", true);
     bool multi_stage = false;

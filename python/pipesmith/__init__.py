@@ -140,11 +140,14 @@ def baseline_kinds() -> list:
     return _core.baseline_kinds()
 
 
-def baseline(spec: Spec, kind: str, *, stages_per_device: int = 0, partition: str = "balanced") -> BaselineResult:
+def baseline(spec: Spec, kind: str, *, stages_per_device: int = 0, partition: str = "balanced",
+             recompute: str = "none") -> BaselineResult:
     """Generates a published schedule (``pipesmith baseline --schedule KIND``) on the spec, over the
     ``partition`` (balanced, balanced-memory, even or a Megatron layout string) and the schedule's own
-    placement, and certifies it. ``stages_per_device=0`` takes the schedule's default."""
-    schedule, report, info = _core.baseline(spec, kind, stages_per_device, partition)
+    placement, and certifies it. ``stages_per_device=0`` takes the schedule's default. ``recompute``
+    (none, selective, full) recomputes every stage's activations, R just before each backward
+    (``--recompute``)."""
+    schedule, report, info = _core.baseline(spec, kind, stages_per_device, partition, recompute)
     return BaselineResult(schedule, report, **info)
 
 

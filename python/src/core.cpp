@@ -322,7 +322,10 @@ NB_MODULE(_core, m) {
         return certificate_fields(s);
       }, "The certificate's verdict, semantics, digest and extras (extra.*), or None.")
       .def("to_yaml", &format_schedule_yaml, "The pipesmith-schedule/1 YAML text (what write() writes).")
-      .def("to_csv", [](const Schedule& s) { return format_pytorch_csv(s); }, "The programs as a PyTorch pipelining CSV.")
+      .def("to_csv", [](const Schedule& s) {
+        check(check_pytorch_csv_exportable(s));
+        return format_pytorch_csv(s);
+      }, "The programs as a PyTorch pipelining CSV (refused for a schedule with recomputation: the CSV has no R action).")
       .def("compute_only", &compute_only_view,
            "The schedule without its SEND/RECV ops (what `pipesmith baseline --csv` writes: compute_only().to_csv()).")
       .def("write", [](const Schedule& s, const std::string& path) {
@@ -452,15 +455,18 @@ NB_MODULE(_core, m) {
     return out;
   });
 
-  m.def("baseline", [](const Spec& spec, const std::string& kind, int stages_per_device, const std::string& partition) {
+  m.def("baseline", [](const Spec& spec, const std::string& kind, int stages_per_device, const std::string& partition,
+                       const std::string& recompute) {
     auto k = parse_baseline_kind(kind);
     if (!k)
       raise_status(Status::bad_input(fmt::format("unknown schedule '{}': expected one of {}", kind, baseline_names_joined(", "))));
     check(check_stages_per_device(spec, stages_per_device));
     const PartitionChoice choice = take(parse_partition_choice(partition));
+    const auto mode = parse_recompute_mode(recompute);
+    if (!mode) raise_status(Status::bad_input("recompute must be none, selective or full, got '" + recompute + "'"));
     Result<BaselineRun> r = [&] {
       nb::gil_scoped_release release;
-      return run_baseline(spec, BaselineRequest{*k, stages_per_device, choice});
+      return run_baseline(spec, BaselineRequest{*k, stages_per_device, choice, *mode});
     }();
     BaselineRun run = take(std::move(r));
     nb::dict d;
@@ -470,7 +476,7 @@ NB_MODULE(_core, m) {
     d["notes"] = run.notes;
     d["global_bound_ms"] = run.global ? nb::cast(run.global->bound_ms) : nb::none();
     return nb::make_tuple(std::move(run.schedule), PyReport{std::move(run.report)}, d);
-  }, "spec"_a, "kind"_a, "stages_per_device"_a = 0, "partition"_a = "balanced");
+  }, "spec"_a, "kind"_a, "stages_per_device"_a = 0, "partition"_a = "balanced", "recompute"_a = "none");
 
   m.def("bound", [](const Spec& spec, std::optional<std::string> partition, std::optional<std::string> placement,
                     int stages_per_device) {

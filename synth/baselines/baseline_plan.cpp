@@ -10,6 +10,7 @@ Result<BaselineRun> run_baseline(const Spec& spec, const BaselineRequest& reques
   if (!plan.ok()) return plan.status();
   auto problem = make_problem(spec, plan->partition, plan->placement);
   if (!problem.ok()) return problem.status();
+  PS_RETURN_IF_ERROR(set_recompute_all(spec, *problem, request.recompute));
   auto generated = make_baseline(*problem, request.kind);
   if (!generated.ok()) return generated.status();
   VerifyOptions vo;

@@ -27,6 +27,7 @@ struct BaselineRequest {
   BaselineKind kind = BaselineKind::k1F1B;
   int stages_per_device = 0;          // 0: the schedule's default
   PartitionChoice partition;           // plan_spec.h: a method or a Megatron layout
+  RecomputeMode recompute = RecomputeMode::kNone;  // every stage's (R just before each backward)
 };
 
 struct BaselineRun {

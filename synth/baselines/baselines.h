@@ -14,6 +14,9 @@
 //   zbv               Zero Bubble ZB-V (as PyTorch's ScheduleZBVZeroBubble) S = 2P, V-shape
 //   dualpipev         DeepSeek's DualPipeV (as PyTorch's ScheduleDualPipeV) S = 2P, V-shape, M ≥ 2P
 //
+// Recomputation: make_baseline keeps each published order and adds R(s,m) just before I/B(s,m) on
+// the stages whose Problem sets a recompute mode (set it with ps::set_recompute first).
+//
 // Guarantees: a returned Schedule has no comm ops, holds every (stage, microbatch) F exactly once
 // and either one B or one I and one W (B wherever the stage has split_backward = false, and in
 // gpipe / 1f1b / interleaved-1f1b), and each device runs only its own stages. Shapes a schedule
@@ -60,8 +63,15 @@ struct BaselineOptions {
 // Checks that `problem` has the shape `kind` needs (stage count, placement, microbatches).
 Status check_baseline_shape(const Problem& problem, BaselineKind kind);
 
+// The published order of `kind`, with insert_recompute_ops applied (a no-op unless some stage of
+// `problem` recomputes).
 Result<Schedule> make_baseline(const Problem& problem, BaselineKind kind,
                                const BaselineOptions& options = {});
+
+// Puts R(s,m) immediately before the I(s,m) or B(s,m) of every stage s that recomputes
+// (StageSpec::recompute), on the same device; programs of other stages are unchanged. The latest
+// place R can go, so the recomputed activations live for the shortest time.
+Schedule insert_recompute_ops(Schedule s);
 
 Result<Schedule> make_gpipe(const Problem& problem);
 Result<Schedule> make_1f1b(const Problem& problem);

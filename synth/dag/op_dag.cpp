@@ -178,6 +178,12 @@ Status check_problem(const Problem& p) {
           st.wgrad_stash_mb >= 0 && st.params_m >= 0)) {
       return Status::bad_input(fmt::format("stage {} has a negative (or NaN) cost or size", s));
     }
+    if (st.recomputes()) {
+      return Status::bad_input(fmt::format(
+          "stage {} recomputes ({}); the op DAG has no R ops, so the scheduler cannot order it (the "
+          "baselines and the checker handle recomputation)",
+          s, recompute_mode_name(st.recompute)));
+    }
   }
   return Status::ok();
 }

@@ -72,6 +72,7 @@ Result<std::vector<std::vector<int>>> schedule_to_dag_order(const OpDag& dag, co
           order[d].push_back(b);
           if (w >= 0) order[d].push_back(w);
           break;
+        case OpType::R: return fail(d, a, "is a recomputation; the op DAG has no R ops");
         default: break;
       }
     }

@@ -20,7 +20,7 @@ pipeline: {microbatches: 4}
     std::fprintf(stderr, "%s\n", spec.status().str().c_str());
     return 1;
   }
-  auto run = ps::run_baseline(*spec, ps::BaselineRequest{ps::BaselineKind::k1F1B, 0, "balanced"});
+  auto run = ps::run_baseline(*spec, ps::BaselineRequest{ps::BaselineKind::k1F1B, 0, ps::PartitionChoice{}});
   if (!run.ok()) {
     std::fprintf(stderr, "%s\n", run.status().str().c_str());
     return 1;

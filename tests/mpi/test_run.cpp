@@ -423,3 +423,16 @@ TEST_CASE("mpi [faults]: a rank that leaves while others wait (an op missing, an
     std::remove(base.c_str());
   }
 }
+
+TEST_CASE("mpi [replay]: recomputation (full and selective) drops and recomputes for real, gradients exact") {
+  for (const char* mode : {"full", "selective"}) {
+    CAPTURE(mode);
+    const std::string file = write_schedule("baseline " + model_path("llama2-7b") +
+                                                " --schedule zb-h1 --devices 2 --microbatches 4 --memory-limit-gb 0 "
+                                                "--recompute " + mode,
+                                            std::string("llama2-7b-zb-h1-recompute-") + mode + ".yaml");
+    CHECK(pstest::contains(pstest::read_file(file), "0R0"));
+    check_replay(file, "llama2-7b", 2);
+    std::remove(file.c_str());
+  }
+}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import _thread
 import json
+import re
 import os
 import subprocess
 import sys
@@ -79,6 +80,21 @@ def test_baseline_matches_the_command(tmp_path, kind):
     cli("baseline", LLAMA, "--cluster", CLUSTER, "--devices", "4", "--microbatches", "8", "--schedule", kind,
         "--csv", str(tmp_path / "cli.csv"))
     assert b.schedule.compute_only().to_csv().encode() == read(tmp_path / "cli.csv")
+
+
+def test_baseline_with_recomputation_matches_the_command(tmp_path):
+    cli("baseline", LLAMA, "--cluster", CLUSTER, "--devices", "4", "--microbatches", "8", "--schedule", "1f1b",
+        "--recompute", "full", "-o", str(tmp_path / "cli.yaml"))
+    full = pipesmith.baseline(llama_spec(), "1f1b", recompute="full")
+    assert full.schedule.to_yaml().encode() == read(tmp_path / "cli.yaml")
+    plain = pipesmith.baseline(llama_spec(), "1f1b")
+    def recomputes(s):
+        return [op for prog in s.programs for op in prog if re.fullmatch(r"\d+R\d+", op)]
+    assert len(recomputes(full.schedule)) == 4 * 8 and not recomputes(plain.schedule)
+    with pytest.raises(pipesmith.BadInputError):
+        full.schedule.compute_only().to_csv()  # PyTorch's CSV has no R action
+    assert max(full.report.peak_memory_gb) < max(plain.report.peak_memory_gb)
+    assert full.report.makespan_ms > plain.report.makespan_ms
 
 
 def test_bound_is_the_commands_json():

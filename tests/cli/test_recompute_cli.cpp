@@ -1,0 +1,94 @@
+// Recomputation through the `pipesmith` binary: `baseline --recompute` writes R ops and recompute
+// fields that `verify` accepts with a lower peak, `run --backend host` replays them with exact
+// gradients and the memory rule, and the CSV outputs refuse R.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+
+#include "ir/schedule_io.h"
+#include "test_util.h"
+
+namespace recompute_cli_test {
+
+using pstest::run_cli;
+
+std::string llama() { return pstest::source_path("configs/models/llama2-7b.yaml"); }
+
+std::string write_baseline(const std::string& kind, const std::string& mode, int P, int M) {
+  const std::string out = pstest::temp_path("rc-" + kind + "-" + mode + "-p" + std::to_string(P) + ".yaml");
+  auto r = run_cli("baseline " + llama() + " --schedule " + kind + " --devices " + std::to_string(P) +
+                   " --microbatches " + std::to_string(M) + " --recompute " + mode + " -o " + out);
+  REQUIRE_MESSAGE(r.exit_code == 0, r.output);
+  if (mode != "none") CHECK(pstest::contains(r.output, "recompute     " + mode + " on every stage"));
+  return out;
+}
+
+TEST_CASE("cli recompute: baseline 1f1b --recompute full verifies VALID with a lower peak, as worked out by hand") {
+  const std::string none = write_baseline("1f1b", "none", 4, 8);
+  const std::string full = write_baseline("1f1b", "full", 4, 8);
+  auto v = run_cli("verify " + full);
+  CHECK_MESSAGE(v.exit_code == 0, v.output);
+  CHECK(pstest::contains(v.output, "VALID under rendezvous semantics"));
+  auto a = ps::read_schedule_yaml(none);
+  auto b = ps::read_schedule_yaml(full);
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
+  REQUIRE(a->certificate);
+  REQUIRE(b->certificate);
+  // Every stage recomputes fully, and every I/B has its R right before it.
+  for (const auto& st : b->problem.stages) CHECK(st.recompute == ps::RecomputeMode::kFull);
+  for (const auto& prog : b->programs)
+    for (size_t i = 0; i < prog.size(); ++i)
+      if (prog[i].type == ps::OpType::B) {
+        REQUIRE(i > 0);
+        size_t j = i - 1;
+        while (j > 0 && ps::is_comm(prog[j].type)) --j;
+        CHECK(prog[j].type == ps::OpType::R);
+        CHECK(prog[j].stage == prog[i].stage);
+        CHECK(prog[j].mb == prog[i].mb);
+      }
+  // Device 0 under 1F1B on P = 4 has 4 forwards in flight when its first backward comes:
+  // without recomputation 4 activations; with it, 4 kept inputs, then R adds one activation less its kept
+  // part: states + 3·kept + activation.
+  const auto& s0 = b->problem.stages[0];
+  const double states = s0.params_m * b->problem.bytes_per_param;
+  const double by_hand_none = states + 4 * s0.activation_mb;
+  const double by_hand_full = states + 3 * s0.recompute_kept_mb + s0.activation_mb;
+  CHECK(a->certificate->peak_memory_gb[0] * 1000 == doctest::Approx(by_hand_none).epsilon(1e-6));
+  CHECK(b->certificate->peak_memory_gb[0] * 1000 == doctest::Approx(by_hand_full).epsilon(1e-6));
+  const double peak_none = *std::max_element(a->certificate->peak_memory_gb.begin(), a->certificate->peak_memory_gb.end());
+  const double peak_full = *std::max_element(b->certificate->peak_memory_gb.begin(), b->certificate->peak_memory_gb.end());
+  CHECK(peak_full < peak_none);
+  // R costs time: the same order with R ops is slower.
+  CHECK(b->certificate->makespan_ms > a->certificate->makespan_ms);
+  // Without --recompute, the file is the one written before: no recompute words in it.
+  CHECK_FALSE(pstest::contains(pstest::read_file(none), "recompute"));
+}
+
+TEST_CASE("cli recompute: run --backend host replays R with exact gradients and the memory rule") {
+  for (const char* mode : {"full", "selective"}) {
+    CAPTURE(mode);
+    const std::string file = write_baseline("zb-h1", mode, 2, 4);
+    auto r = run_cli("run " + file + " --model " + llama() + " --backend host --check-gradients --scale 0.125 --tokens 8");
+    CHECK_MESSAGE(r.exit_code == 0, r.output);
+    CHECK_MESSAGE(pstest::contains(r.output, "max |diff| 0, max relative 0"), r.output);
+    CHECK(pstest::contains(r.output, "equal the memory rule (this model's sizes) after every op on 2/2 devices"));
+  }
+}
+
+TEST_CASE("cli recompute: CSV outputs refuse a schedule with R; --help names the flag; bad modes are refused") {
+  const std::string csv = pstest::temp_path("rc-refused.csv");
+  auto r = run_cli("baseline " + llama() + " --schedule 1f1b --devices 2 --microbatches 4 --recompute full --csv " + csv);
+  CHECK(r.exit_code != 0);
+  CHECK(pstest::contains(r.output, "cannot write a PyTorch CSV"));
+  const std::string file = write_baseline("1f1b", "full", 2, 4);
+  auto c = run_cli("convert " + file + " " + csv);
+  CHECK(c.exit_code != 0);
+  CHECK(pstest::contains(c.output, "'0R0'"));
+  auto h = run_cli("baseline --help");
+  CHECK(pstest::contains(h.output, "--recompute"));
+  auto bad = run_cli("baseline " + llama() + " --schedule 1f1b --recompute partial");
+  CHECK(bad.exit_code != 0);
+}
+
+}  // namespace recompute_cli_test
