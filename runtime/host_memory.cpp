@@ -127,7 +127,7 @@ Status check_fits(const MemoryEstimate& need, const HostMemory& have, const std:
   if (have.mem_available_bytes > 0) sources = "MemAvailable " + gb(have.mem_available_bytes);
   if (have.address_space_left != UINT64_MAX)
     sources += fmt::format("{}ulimit -v leaves {}", sources.empty() ? "" : "; ", gb(have.address_space_left));
-  return Status::bad_input(fmt::format("{} needs about {}, more than the {} this machine has available ({})", what,
+  return Status::bad_input(fmt::format("{} needs about {}, more than the {} available ({})", what,
                                        need.describe(), gb(avail), sources));
 }
 

@@ -52,9 +52,9 @@ struct HostMemory {
 };
 HostMemory host_memory();
 
-// Ok when `need` fits in `have`; otherwise a bad-input Status naming both numbers: "`what` needs about
-// 40.1 GB (...), more than the 21.7 GB this machine has available (MemAvailable 21.7 GB; ulimit -v leaves
-// 3.9 GB)".
+// Ok when `need` fits in `have`; otherwise a bad-input Status naming both numbers and where the
+// available one comes from: "WHAT needs about NEED (its parts), more than the AVAIL available
+// (MemAvailable X; ulimit -v leaves Y)".
 Status check_fits(const MemoryEstimate& need, const HostMemory& have, const std::string& what);
 
 }  // namespace ps::rt
