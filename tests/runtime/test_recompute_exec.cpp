@@ -9,6 +9,7 @@
 #include "runtime/memory_rule.h"
 #include "runtime/sequential_reference.h"
 #include "synth/baselines/baselines.h"
+#include "exact_run.h"
 #include "toy_schedules.h"
 
 namespace recompute_exec_test {
@@ -40,15 +41,8 @@ TEST_CASE("host executor: R recomputes for real; gradients bit-exact; memory as 
     CAPTURE(split);
     const Schedule s = recomputing_1f1b(4, 8, split);
     const ExecModel model = rc_model(s.problem);
-    HostBackend backend(s.num_devices());
-    ExecResult r = execute(s, model, backend, {});
-    REQUIRE_MESSAGE(r.status.is_ok(), r.status.str());
-    auto ref = run_sequential_reference(model);
-    REQUIRE(ref.ok());
-    GradientComparison c = compare_gradients(model, r.gradients, r.losses, *ref);
-    CHECK(c.ok);
-    CHECK(c.max_abs_diff == 0.0);
-    CHECK(c.max_loss_diff == 0.0);
+    const pstest::ExactRun exact = pstest::run_exact(s, model);
+    const ExecResult& r = exact.run;
     const auto rule = memory_by_rule(s, model);
     for (const DeviceRun& dr : r.devices) {
       CAPTURE(dr.device);
