@@ -223,7 +223,9 @@ from pipesmith.torch.reference import Scale
 torch.set_num_threads(1)
 dist.init_process_group("gloo")
 steptime.time_case(sys.argv[1], sys.argv[2], "compute_comms", Scale(hidden=8, seq=4, vocab=16), torch.float64, 1, 1)
-print("COUNTS", dist.get_rank(), json.dumps(calls), flush=True)
+# One file per rank: two ranks' prints share torchrun's stdout and may interleave mid-line.
+with open(f"{sys.argv[3]}/counts.{dist.get_rank()}.json", "w") as f:
+    json.dump(calls, f)
 dist.destroy_process_group()
 '''
 
@@ -239,10 +241,10 @@ def test_pytorch_first_stage_runs_its_split_backward_as_one_full_backward(tmp_pa
     export(str(tmp_path / "s.yaml"), str(tmp_path / "pt"), model)
     script = tmp_path / "count.py"
     script.write_text(_COUNT_BACKWARDS)
-    rc, log = torchrun(2, [str(script), str(tmp_path / "pt"), model], timeout=120)
+    rc, log = torchrun(2, [str(script), str(tmp_path / "pt"), model, str(tmp_path)], timeout=120)
     assert rc == 0, log[-4000:]
     import json
-    counts = {int(l.split()[1]): json.loads(l.split(" ", 2)[2]) for l in log.splitlines() if l.startswith("COUNTS")}
+    counts = {r: json.loads((tmp_path / f"counts.{r}.json").read_text()) for r in (0, 1)}
     assert counts[0] == {"input": 0, "full": 8}, counts   # 2 steps x M = 4
     assert counts[1] == {"input": 8, "full": 0}, counts
 
