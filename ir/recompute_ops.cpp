@@ -42,7 +42,11 @@ Schedule without_recompute_ops(const Schedule& in) {
     std::vector<Action> ops;
     std::vector<OpTime> kept;
     for (size_t i = 0; i < in.programs[d].size(); ++i) {
-      if (in.programs[d][i].type == OpType::R) continue;
+      if (in.programs[d][i].type == OpType::R) {
+        // An R that ends an OVERLAP_F_B cell: the cell ends at the op before it.
+        if (!in.programs[d][i].overlap_next && !ops.empty() && is_compute(ops.back().type)) ops.back().overlap_next = false;
+        continue;
+      }
       ops.push_back(in.programs[d][i]);
       if (dev_times) kept.push_back(in.predicted[d][i]);
     }

@@ -11,7 +11,8 @@
 //  * recompute_ops_moved counts the R ops that recompute_at_backward moves in compute order (R ops
 //    already directly before their I/B among the device's compute ops count 0): with 0, both orders
 //    time the same.
-//  * without_recompute_ops drops the R ops (and their predicted times when present).
+//  * without_recompute_ops drops the R ops (and their predicted times when present); an
+//    OVERLAP_F_B cell loses its R sub-actions and otherwise keeps its extent.
 #pragma once
 
 #include "ir/schedule.h"

@@ -134,6 +134,17 @@ TEST_CASE("recompute ops: moved to the backward, counted, dropped") {
                                   {"0F0 0SEND_F0 0F1 0SEND_F1 0R0 0RECV_B0 0B0 0R1 0RECV_B1 0B1",
                                    "1RECV_F0 1F0 1RECV_F1 1F1 1B0 1SEND_B0 1B1 1SEND_B1"});
   CHECK(recompute_ops_moved(c) == 0);
+  // An OVERLAP_F_B cell that ends with an R ends at the op before it once R is dropped; one with R
+  // inside keeps its extent.
+  Schedule o = from_strings(two_stages(RecomputeMode::kFull), {"0F0 0F1 0R0 0B0 0R1 0B1", "1F0 1F1 1B0 1B1"});
+  o.programs[0][1].overlap_next = true;  // (0F1;0R0)
+  o.programs[0][3].overlap_next = true;  // (0B0;0R1;0B1)
+  o.programs[0][4].overlap_next = true;
+  const Schedule dropped = without_recompute_ops(o);
+  REQUIRE(dropped.programs[0].size() == 4);
+  CHECK_FALSE(dropped.programs[0][1].overlap_next);  // 0F1 alone
+  CHECK(dropped.programs[0][2].overlap_next);        // (0B0;0B1)
+  CHECK(format_pytorch_csv(dropped) == "0F0,0F1,(0B0;0B1)OVERLAP_F_B\n1F0,1F1,1B0,1B1\n");
 }
 
 }  // namespace test_recompute_export
