@@ -13,10 +13,11 @@ Two ways to get a stage's module:
 stage -> rank mapping PyTorch inferred from the rows is the plan's.
 
 :func:`make_stages` applies each stage's recomputation mode (plan.json ``stages[].recompute``; the
-export drops the R actions, which PyTorch's CSV grammar lacks): ``full`` runs the stage module's
-forward under ``torch.utils.checkpoint`` (non-reentrant), ``selective`` only the reference
-transformer's attention cores (:class:`~pipesmith.torch.reference.AttentionCore`); PyTorch then
-recomputes when the stage's backward starts.
+export drops the R actions, which PyTorch's CSV grammar lacks): ``full`` runs each layer of a
+reference stage (a user's module: the whole module) under ``torch.utils.checkpoint``
+(non-reentrant), ``selective`` only the attention cores
+(:class:`~pipesmith.torch.reference.AttentionCore`); PyTorch then recomputes when the stage's
+backward starts.
 """
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ import torch
 from torch import nn
 
 from .plan import Plan, PlanError, Stage
-from .reference import AttentionCore
+from .reference import AttentionCore, StageModule
 
 
 TOP_LEVEL = ("tok_embeddings", "norm", "lm_head", "output")  # torchtitan's non-layer modules
@@ -156,7 +157,6 @@ def with_recompute(module: nn.Module, stage: Stage) -> nn.Module:
       attention has nothing to recompute); a module with neither attention cores nor the reference's
       stage type is refused.
     """
-    from .reference import StageModule
     if stage.recompute == "none":
         return module
     if stage.recompute == "full":
