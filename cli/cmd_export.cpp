@@ -41,6 +41,12 @@ std::string summary(const PytorchExport& ex, const ExportInput& in) {
                    ex.report.comms_inserted ? " (comms inserted by the shared rule)" : "");
   s += fmt::format("  certified      {:.3f} ms  compute_comms.csv: the certified SEND/RECV order + REDUCE_GRAD\n",
                    ex.certified_ms);
+  if (ex.recomputes)
+    s += fmt::format("  pytorch comms  {:.3f} ms ({:+.1f}%)  compute_comms.csv as PyTorch runs it: each R inside its "
+                     "backward ({} R op(s) move there)\n",
+                     ex.comms_at_backward_ms,
+                     ex.certified_ms > 0 ? 100 * (ex.comms_at_backward_ms / ex.certified_ms - 1) : 0.0,
+                     ex.recompute_ops_moved);
   if (!ex.pytorch_lowered) {
     s += fmt::format("  pytorch order  PyTorch's lowering of compute_only.csv stops: {}\n",
                      ex.pytorch_blocked.empty() ? "" : ex.pytorch_blocked.front());

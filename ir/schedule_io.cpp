@@ -1102,8 +1102,9 @@ Status check_pytorch_csv_exportable(const Schedule& s) {
       if (a.type == OpType::R)
         return Status::bad_input(fmt::format(
             "cannot write a PyTorch CSV: device {} runs '{}', a recomputation op, and PyTorch's action "
-            "grammar has none (its runtime recomputes inside the stage module, e.g. with "
-            "torch.utils.checkpoint); keep the pipesmith-schedule/1 file",
+            "grammar has none (its runtime recomputes inside the stage module, with "
+            "torch.utils.checkpoint), nor can a CSV alone say which stages recompute; keep the "
+            "pipesmith-schedule/1 file, whose PyTorch export (plan.json marks those stages) runs it",
             d, to_string(a)));
   return Status::ok();
 }

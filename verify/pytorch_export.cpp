@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ir/pytorch_lowering.h"
+#include "ir/recompute_ops.h"
 #include "ir/schedule_io.h"
 #include "verify/load.h"
 
@@ -194,6 +195,7 @@ std::string plan_json(const Schedule& s, const PytorchExport& ex, const PytorchE
                               : ordered_json(nullptr);
   j["iteration_ms"] = {{"certified", ex.certified_ms},
                        {"pytorch_lowering", ex.pytorch_valid ? ordered_json(ex.pytorch_ms) : ordered_json(nullptr)}};
+  if (ex.recomputes) j["iteration_ms"]["compute_comms"] = ex.comms_at_backward_ms;
   ordered_json stages = ordered_json::array();
   for (int st = 0; st < pb.num_stages(); ++st) {
     const StageSpec& sp = pb.stages[st];
@@ -208,6 +210,7 @@ std::string plan_json(const Schedule& s, const PytorchExport& ex, const PytorchE
     e["ends_inside_joined_layer"] = info.ends_inside;
     e["vocab_shards"] = info.vocab;
     e["skip_inputs_cross"] = info.skip;
+    if (sp.recomputes()) e["recompute"] = recompute_mode_name(sp.recompute);
     stages.push_back(std::move(e));
   }
   j["stages"] = std::move(stages);
@@ -223,7 +226,8 @@ Schedule with_simulated_times(const Report& rep) {
   return s;
 }
 
-// PyTorch's own lowering of the compute-only programs, checked and simulated.
+// PyTorch's own lowering of the compute-only programs (without R ops), checked and simulated as
+// PyTorch runs them: a recomputing stage's R inside its backward, i.e. right before each I/B.
 void pytorch_order(const Schedule& compute_only, PytorchExport& ex) {
   PtLowering low = pytorch_lower(compute_only);
   ex.pytorch_lowered = low.ok;
@@ -235,10 +239,55 @@ void pytorch_order(const Schedule& compute_only, PytorchExport& ex) {
   pt.predicted.clear();
   pt.certificate.reset();
   pt.programs = ops_of(low.programs);
-  Report r = verify(pt, VerifyOptions{});
+  pt = recompute_at_backward(pt);
+  VerifyOptions vo;
+  vo.recompute_in_backward = true;
+  Report r = verify(pt, vo);
   ex.pytorch_valid = r.valid;
   ex.pytorch_safe_under = r.safe_under;
   if (r.valid && r.sim) ex.pytorch_ms = r.sim->makespan_ms;
+}
+
+// The certified order as PyTorch runs compute_comms.csv: each R inside its backward (right before
+// its I/B, and waiting for that backward's gradient as the backward does).
+Status comms_at_backward(const Schedule& certified, VerifyOptions vo, PytorchExport& ex) {
+  ex.recompute_ops_moved = recompute_ops_moved(certified);
+  ex.comms_at_backward_ms = ex.certified_ms;
+  ex.recomputes = false;
+  for (const auto& prog : certified.programs)
+    for (const Action& a : prog) ex.recomputes = ex.recomputes || a.type == OpType::R;
+  if (!ex.recomputes) return Status::ok();
+  vo.recompute_in_backward = true;
+  Report r = verify(recompute_at_backward(certified), vo);
+  if (!r.valid || !r.sim)
+    return Status::error(ErrorCode::kRuntime,
+                         fmt::format("export: the certified order with its {} R op(s) moved right before their "
+                                     "backwards is rejected by the checker: {}",
+                                     ex.recompute_ops_moved,
+                                     r.violations.empty() ? std::string("no simulation") : r.violations.front().message));
+  ex.comms_at_backward_ms = r.sim->makespan_ms;
+  return Status::ok();
+}
+
+void recompute_notes(const Schedule& s, PytorchExport& ex) {
+  const Problem& pb = s.problem;
+  std::set<int> split;  // recomputing stages that run I (and W) rather than B
+  for (const auto& prog : s.programs)
+    for (const Action& a : prog)
+      if (a.type == OpType::I && pb.stages[a.stage].recomputes()) split.insert(a.stage);
+  int recomputing = 0;
+  for (const StageSpec& st : pb.stages) recomputing += st.recomputes() ? 1 : 0;
+  if (recomputing == 0) return;
+  ex.notes.push_back(fmt::format(
+      "{} stage(s) recompute: the files drop their R ops, plan.json marks each stage's mode "
+      "(stages[].recompute) and pipesmith.torch runs those stages under torch.utils.checkpoint, which "
+      "recomputes when the backward starts",
+      recomputing));
+  if (!split.empty())
+    ex.notes.push_back(fmt::format(
+        "stage(s) {} recompute and split their backward: PyTorch recomputes in I and again in W (once per "
+        "parameter group W differentiates); the figures count the R in I only (docs/pytorch.md, Recomputation)",
+        fmt::join(split, ",")));
 }
 
 }  // namespace
@@ -303,7 +352,6 @@ Result<PytorchExport> export_pytorch(const Schedule& schedule, const PytorchExpo
   const Problem& pb = checked.problem;
   if (o.spec) PS_RETURN_IF_ERROR(check_layers_match(pb, *o.spec, o.model_file));
   PS_RETURN_IF_ERROR(check_pairwise_order(checked));
-  PS_RETURN_IF_ERROR(check_pytorch_csv_exportable(checked));
   ex.certified_ms = ex.report.sim->makespan_ms;
 
   const std::vector<int> original_of = loss_order(checked);
@@ -325,10 +373,16 @@ Result<PytorchExport> export_pytorch(const Schedule& schedule, const PytorchExpo
         "schedule's microbatch now called k)",
         fmt::join(original_of, ","), pb.microbatches - 1));
   }
-  const Schedule compute_only = compute_only_view(renamed);
+  // PyTorch's action grammar has no R: a recomputing stage's module runs under
+  // torch.utils.checkpoint, which recomputes when the stage's backward starts. The files drop the R
+  // ops; the figures are those of the orders with every R moved right before its I/B.
+  const Schedule files = without_recompute_ops(renamed);
+  const Schedule compute_only = compute_only_view(files);
   ex.compute_only_csv = format_pytorch_csv(compute_only);
-  ex.compute_comms_csv = format_pt_csv(certified_pytorch_programs(renamed, o.fsdp));
+  ex.compute_comms_csv = format_pt_csv(certified_pytorch_programs(files, o.fsdp));
   pytorch_order(compute_only, ex);
+  PS_RETURN_IF_ERROR(comms_at_backward(renamed, vo, ex));
+  recompute_notes(checked, ex);
 
   std::vector<StageInfo> infos(pb.num_stages());
   if (o.spec) {

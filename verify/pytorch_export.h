@@ -14,6 +14,13 @@
 //    a module splitter cannot realize; it agrees with both CSVs.
 //  * pytorch_* figures are those of the order PyTorch's own lowering gives compute_only_csv
 //    (ir/pytorch_lowering.h), run through the same checker and simulator.
+//  * Recomputation: PyTorch's CSV has no R action, so neither CSV holds one; plan_json marks each
+//    recomputing stage ("recompute": "selective" | "full"; absent for the others, so the plan of a
+//    schedule without R is as without this rule) and the stage's module runs under
+//    torch.utils.checkpoint, recomputing when its backward starts. The pytorch_* figures and
+//    comms_at_backward_ms are of the orders with every R right before its I/B
+//    (ir/recompute_ops.h, recompute_at_backward), simulated with each R waiting for its backward's
+//    gradient (VerifyOptions::recompute_in_backward): what PyTorch runs.
 //  * The last stage runs its forwards as microbatches 0, 1, ..., M-1 in both CSVs (microbatches are
 //    renumbered if the schedule runs them otherwise; the renumbered schedule is re-checked and must
 //    time the same), because PyTorch hands the k-th loss computed to the backward of microbatch k.
@@ -50,6 +57,11 @@ struct PytorchExport {
   bool pytorch_valid = false;            // the checker accepts that order (rendezvous)
   std::vector<std::string> pytorch_safe_under;  // semantics under which it is deadlock-free
   double pytorch_ms = 0;                 // its simulated iteration (0 if not simulated)
+  bool recomputes = false;               // the schedule holds R ops
+  int recompute_ops_moved = 0;           // R ops of the certified order not right before their I/B
+  double comms_at_backward_ms = 0;       // with R ops: the certified order as PyTorch runs
+                                         // compute_comms.csv (each R inside its backward);
+                                         // else certified_ms
   int stages_split_inside_joined = 0;    // stages that start or end inside a joins_next group
   int stages_with_vocab_shards = 0;      // stages holding vocabulary shards
   int stages_with_skip_inputs = 0;       // stages a skip input (a non-chain layer input) crosses

@@ -10,7 +10,8 @@ namespace {
 
 class TimingRun {
  public:
-  TimingRun(const Schedule& s, const OpTable& t, Semantics sem) : s_(s), t_(t), sem_(sem) {
+  TimingRun(const Schedule& s, const OpTable& t, Semantics sem, bool recompute_in_backward)
+      : s_(s), t_(t), sem_(sem) {
     const int D = t.devices();
     const int N = t.size();
     start_.assign(N, 0);
@@ -41,6 +42,7 @@ class TimingRun {
         }
       }
     }
+    if (recompute_in_backward) wait_with_backward();
     if (sem == Semantics::kGrouped) {
       // group_last_[k] (k = position in comms_[d]): position of the last op of its group.
       group_last_.resize(D);
@@ -80,6 +82,18 @@ class TimingRun {
   }
 
  private:
+  // An R whose next compute op is its own I/B waits for the RECV that I/B waits for: the two run
+  // back to back once the gradient is there, so the wait adds nothing the I/B did not wait for.
+  void wait_with_backward() {
+    for (const auto& cs : computes_)
+      for (size_t k = 0; k + 1 < cs.size(); ++k) {
+        const Action& r = t_.op(cs[k]);
+        const Action& b = t_.op(cs[k + 1]);
+        if (r.type == OpType::R && (b.type == OpType::I || b.type == OpType::B) && b.stage == r.stage && b.mb == r.mb)
+          aux_[cs[k]] = aux_[cs[k + 1]];
+      }
+  }
+
   double duration_ms(const Action& a) const { return compute_ms(s_.problem.stages[a.stage], a.type); }
   void push(int d) {
     if (!queued_[d]) {
@@ -298,8 +312,8 @@ class TimingRun {
 
 }  // namespace
 
-Simulation simulate_timing(const Schedule& s, const OpTable& t, Semantics sem) {
-  return TimingRun(s, t, sem).run();
+Simulation simulate_timing(const Schedule& s, const OpTable& t, Semantics sem, bool recompute_in_backward) {
+  return TimingRun(s, t, sem, recompute_in_backward).run();
 }
 
 }  // namespace ps::verify_detail

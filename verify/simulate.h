@@ -24,6 +24,8 @@
 
 namespace ps::verify_detail {
 
-Simulation simulate_timing(const Schedule& s, const OpTable& t, Semantics sem);
+// `recompute_in_backward`: VerifyOptions::recompute_in_backward (an R directly before its own I/B
+// waits for that backward's received gradient too; it adds no wait the I/B did not have).
+Simulation simulate_timing(const Schedule& s, const OpTable& t, Semantics sem, bool recompute_in_backward = false);
 
 }  // namespace ps::verify_detail

@@ -202,7 +202,7 @@ Report verify(const Schedule& schedule, const VerifyOptions& options) {
         if (v.rule == rules::kDeadlock) v.notes.push_back("the schedule " + summary);
       const bool safe = std::find(r.safe_under.begin(), r.safe_under.end(),
                                   semantics_name(options.semantics)) != r.safe_under.end();
-      if (safe && comm_ok && options.simulate) r.sim = simulate_timing(r.checked, ct, options.semantics);
+      if (safe && comm_ok && options.simulate) r.sim = simulate_timing(r.checked, ct, options.semantics, options.recompute_in_backward);
       if (safe && !comm_ok)
         r.notes.push_back("simulation skipped: fix the comm violations first");
     }

@@ -28,6 +28,11 @@ struct VerifyOptions {
   std::optional<double> memory_limit_gb;  // overrides problem.memory_gb (0 = unlimited)
   bool check_certificate = true;          // recompute and compare a present certificate
   bool simulate = true;                   // timing simulation (needs a deadlock-free schedule)
+  // Timing only: an R(s,m) directly followed, among its device's compute ops, by its I/B(s,m) also
+  // waits for the RECV that delivers that backward's output gradient, i.e. it runs as part of the
+  // backward, as a runtime that recomputes inside the backward does (PyTorch's
+  // torch.utils.checkpoint). Other R ops, and every verdict, are unaffected.
+  bool recompute_in_backward = false;
 };
 
 struct Violation {

@@ -538,6 +538,9 @@ NB_MODULE(_core, m) {
       .def_ro("pytorch_valid", &PytorchExport::pytorch_valid, "Whether PyTorch's own lowering of compute_only.csv checks valid.")
       .def_ro("pytorch_ms", &PytorchExport::pytorch_ms, "Simulated iteration of that order (0: not simulated).")
       .def_ro("pytorch_safe_under", &PytorchExport::pytorch_safe_under, "Semantics under which that order is deadlock-free.")
+      .def_ro("recomputes", &PytorchExport::recomputes, "Whether the schedule holds R ops (the files drop them; plan.json marks the stages).")
+      .def_ro("recompute_ops_moved", &PytorchExport::recompute_ops_moved, "R ops of the certified order that are not right before their I/B (PyTorch recomputes inside the backward).")
+      .def_ro("comms_at_backward_ms", &PytorchExport::comms_at_backward_ms, "With R ops: simulated iteration of the certified order as PyTorch runs compute_comms.csv (each R inside its backward); else certified_ms.")
       .def_ro("microbatch_renumbering", &PytorchExport::microbatch_renumbering, "Empty, or: file microbatch k is the schedule's microbatch_renumbering[k].")
       .def_ro("notes", &PytorchExport::notes)
       .def("write", [](const PytorchExport& e, const std::string& dir) {

@@ -174,31 +174,6 @@ Result<Schedule> make_baseline_order(const Problem& problem, BaselineKind kind) 
 
 }  // namespace
 
-Schedule insert_recompute_ops(Schedule s) {
-  const Problem& pb = s.problem;
-  for (auto& prog : s.programs) {
-    bool any = false;
-    for (const Action& a : prog)
-      any = any || ((a.type == OpType::I || a.type == OpType::B) && a.stage >= 0 && a.stage < pb.num_stages() &&
-                    pb.stages[a.stage].recomputes());
-    if (!any) continue;
-    std::vector<Action> out;
-    out.reserve(prog.size() * 2);
-    for (const Action& a : prog) {
-      if ((a.type == OpType::I || a.type == OpType::B) && a.stage >= 0 && a.stage < pb.num_stages() &&
-          pb.stages[a.stage].recomputes()) {
-        Action r = a;
-        r.type = OpType::R;
-        r.overlap_next = false;
-        out.push_back(r);
-      }
-      out.push_back(a);
-    }
-    prog = std::move(out);
-  }
-  return s;
-}
-
 Result<Schedule> make_baseline(const Problem& problem, BaselineKind kind,
                                const BaselineOptions& /*options*/) {
   Result<Schedule> s = make_baseline_order(problem, kind);

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "ir/problem.h"
+#include "ir/recompute_ops.h"
 #include "ir/schedule.h"
 #include "ir/status.h"
 #include "synth/plan/placement.h"
@@ -63,15 +64,10 @@ struct BaselineOptions {
 // Checks that `problem` has the shape `kind` needs (stage count, placement, microbatches).
 Status check_baseline_shape(const Problem& problem, BaselineKind kind);
 
-// The published order of `kind`, with insert_recompute_ops applied (a no-op unless some stage of
+// The published order of `kind`, with insert_recompute_ops (ir/recompute_ops.h) applied (a no-op unless some stage of
 // `problem` recomputes).
 Result<Schedule> make_baseline(const Problem& problem, BaselineKind kind,
                                const BaselineOptions& options = {});
-
-// Puts R(s,m) immediately before the I(s,m) or B(s,m) of every stage s that recomputes
-// (StageSpec::recompute), on the same device; programs of other stages are unchanged. The latest
-// place R can go, so the recomputed activations live for the shortest time.
-Schedule insert_recompute_ops(Schedule s);
 
 Result<Schedule> make_gpipe(const Problem& problem);
 Result<Schedule> make_1f1b(const Problem& problem);

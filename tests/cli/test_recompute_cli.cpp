@@ -91,4 +91,52 @@ TEST_CASE("cli recompute: CSV outputs refuse a schedule with R; --help names the
   CHECK(bad.exit_code != 0);
 }
 
+std::string without_idle_cells(std::string csv) {
+  for (size_t at; (at = csv.find(",,")) != std::string::npos;) csv.erase(at, 1);
+  for (size_t at; (at = csv.find("\n,")) != std::string::npos;) csv.erase(at + 1, 1);
+  if (!csv.empty() && csv[0] == ',') csv.erase(0, 1);
+  return csv;
+}
+
+// "  pytorch order  1234.567 ms (+1.0%) ..." -> 1234.567 (-1 when the line is missing).
+double figure_ms(const std::string& out, const std::string& label) {
+  const size_t at = out.find("  " + label + "  ");
+  if (at == std::string::npos) return -1;
+  return std::stod(out.substr(at + label.size() + 4));
+}
+
+TEST_CASE("cli recompute: export --to pytorch drops R, marks the stages in plan.json and prices R inside the backward") {
+  const std::string none = write_baseline("1f1b", "none", 2, 4);
+  const std::string full = write_baseline("1f1b", "full", 2, 4);
+  const std::string dn = pstest::fresh_dir("rc-export-none");
+  const std::string df = pstest::fresh_dir("rc-export-full");
+  auto en = run_cli("export " + none + " --to pytorch -o " + dn + " --model " + llama());
+  auto ef = run_cli("export " + full + " --to pytorch -o " + df + " --model " + llama());
+  REQUIRE_MESSAGE(en.exit_code == 0, en.output);
+  REQUIRE_MESSAGE(ef.exit_code == 0, ef.output);
+  // The files hold no R: they are the plain schedule's files, whose backwards carry the R (the
+  // compute-only file's idle cells follow the certified times, which R lengthens).
+  CHECK(pstest::read_file(df + "/compute_comms.csv") == pstest::read_file(dn + "/compute_comms.csv"));
+  CHECK(without_idle_cells(pstest::read_file(df + "/compute_only.csv")) ==
+        without_idle_cells(pstest::read_file(dn + "/compute_only.csv")));
+  const std::string plan = pstest::read_file(df + "/plan.json");
+  size_t marked = 0;
+  for (size_t at = plan.find("\"recompute\": \"full\""); at != std::string::npos;
+       at = plan.find("\"recompute\": \"full\"", at + 1))
+    ++marked;
+  CHECK(marked == 2);
+  CHECK_FALSE(pstest::contains(pstest::read_file(dn + "/plan.json"), "recompute"));
+  // R costs time in PyTorch's runs of both files, and the plain export states no comms figure.
+  CHECK(pstest::contains(ef.output, "R op(s) move there"));
+  CHECK(figure_ms(en.output, "pytorch comms") < 0);
+  const double order_none = figure_ms(en.output, "pytorch order");
+  const double order_full = figure_ms(ef.output, "pytorch order");
+  const double comms_full = figure_ms(ef.output, "pytorch comms");
+  const double certified_full = figure_ms(ef.output, "certified");
+  REQUIRE(order_none > 0);
+  CHECK(order_full > order_none);
+  CHECK(comms_full >= certified_full - 1e-3);
+  CHECK(pstest::contains(ef.output, "2 stage(s) recompute"));
+}
+
 }  // namespace recompute_cli_test

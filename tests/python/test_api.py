@@ -153,6 +153,22 @@ def test_export_writes_the_files_the_command_writes(tmp_path):
         pipesmith.export_pytorch(BAD_CSV, model=LLAMA, cluster=CLUSTER)
 
 
+def test_export_of_a_recomputing_schedule_writes_the_commands_files(tmp_path):
+    full = pipesmith.baseline(llama_spec(), "zb-h1", recompute="selective")
+    path = str(tmp_path / "s.yaml")
+    full.schedule.write(path)
+    cli("export", path, "--to", "pytorch", "-o", str(tmp_path / "cli"), "--model", LLAMA, "--cluster", CLUSTER)
+    ex = pipesmith.export_pytorch(path, model=LLAMA, cluster=CLUSTER)
+    ex.write(str(tmp_path / "py"))
+    for name in ("compute_only.csv", "compute_comms.csv", "plan.json"):
+        assert read(tmp_path / "py" / name) == read(tmp_path / "cli" / name), name
+    assert ex.recomputes and ex.recompute_ops_moved == 0 and ex.comms_at_backward_ms >= ex.certified_ms - 1e-9
+    plan = json.loads(ex.plan_json)
+    assert [st["recompute"] for st in plan["stages"]] == ["selective"] * full.schedule.num_stages
+    assert plan["iteration_ms"]["compute_comms"] == pytest.approx(ex.comms_at_backward_ms)
+    assert not re.search(r"(^|,)\d+R\d+", ex.compute_comms_csv, re.M)
+
+
 def test_bad_input_raises_with_the_location_the_command_prints(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text(read(LLAMA).decode().replace("num_attention_heads: 32", "num_attention_heads: -32"))

@@ -209,3 +209,29 @@ def test_reference_stages_check_the_plan_against_the_model(plans):
 
 def test_features_of_this_pytorch():
     assert pipeline.missing_features() == []
+
+
+def test_recompute_modes_set_up_the_stage_modules(plans, tmp_path):
+    """plan.json's stages[].recompute: full checkpoints each layer of a reference stage, selective
+    each attention core; selective on a module without attention cores, or an unknown mode, is
+    refused naming the stage or the key."""
+    d = _copy(plans["llama"], tmp_path)
+    doc = json.loads((d / "plan.json").read_text())
+    doc["stages"][1]["recompute"] = "partial"
+    (d / "plan.json").write_text(json.dumps(doc))
+    with pytest.raises(PlanError, match=r"stages\[1\]: 'recompute' must be one of none, selective, full"):
+        load_plan(str(d))
+    doc["stages"][1]["recompute"] = "full"
+    doc["stages"][2]["recompute"] = "selective"
+    (d / "plan.json").write_text(json.dumps(doc))
+    plan = load_plan(str(d))
+    assert [st.recompute for st in plan.stages[:3]] == ["none", "full", "selective"]
+    model = ReferenceTransformer(load_model(model_path("llama2-7b")), Scale())
+    full = pipeline.with_recompute(model.stage(plan.stages[1].first_layer, plan.stages[1].last_layer), plan.stages[1])
+    assert all(isinstance(layer, pipeline.Checkpointed) for layer in full.layers)
+    sel = pipeline.with_recompute(model.stage(plan.stages[2].first_layer, plan.stages[2].last_layer), plan.stages[2])
+    cores = [m for m in sel.modules() if isinstance(m, pipeline.Checkpointed)]
+    assert cores and all(isinstance(c.inner, pipeline.AttentionCore) for c in cores)
+    assert not any(isinstance(layer, pipeline.Checkpointed) for layer in sel.layers)
+    with pytest.raises(pipeline.PipelineBuildError, match="stage 2 .* recomputes selectively"):
+        pipeline.with_recompute(torch.nn.Linear(2, 2), plan.stages[2])

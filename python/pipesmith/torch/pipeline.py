@@ -11,6 +11,13 @@ Two ways to get a stage's module:
 
 :func:`build_schedule` loads the plan's CSV into ``_PipelineScheduleRuntime`` and checks that the
 stage -> rank mapping PyTorch inferred from the rows is the plan's.
+
+:func:`make_stages` applies each stage's recomputation mode (plan.json ``stages[].recompute``; the
+export drops the R actions, which PyTorch's CSV grammar lacks): ``full`` runs each layer of a
+reference stage (a user's module: the whole module) under ``torch.utils.checkpoint``
+(non-reentrant), ``selective`` only the attention cores
+(:class:`~pipesmith.torch.reference.AttentionCore`); PyTorch then recomputes when the stage's
+backward starts.
 """
 from __future__ import annotations
 
@@ -20,7 +27,8 @@ from typing import Callable, Sequence
 import torch
 from torch import nn
 
-from .plan import Plan, PlanError
+from .plan import Plan, PlanError, Stage
+from .reference import AttentionCore, StageModule
 
 
 TOP_LEVEL = ("tok_embeddings", "norm", "lm_head", "output")  # torchtitan's non-layer modules
@@ -125,13 +133,65 @@ def stage_ids_this_rank(plan: Plan, rank: int) -> tuple[int, ...]:
     return plan.rank_to_stages[rank]
 
 
+class Checkpointed(nn.Module):
+    """``inner``'s forward under ``torch.utils.checkpoint`` (non-reentrant): its activations are
+    dropped after the forward and recomputed when the backward first needs them."""
+
+    def __init__(self, inner: nn.Module):
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, *args):
+        from torch.utils.checkpoint import checkpoint
+        return checkpoint(self.inner, *args, use_reentrant=False)
+
+
+def with_recompute(module: nn.Module, stage: Stage) -> nn.Module:
+    """``module`` set up for ``stage.recompute``, in place where it can be:
+
+    * ``none``: unchanged;
+    * ``full``: in a reference stage (:class:`~pipesmith.torch.reference.StageModule`) each layer is
+      made :class:`Checkpointed`, so the forward keeps the layers' inputs, as pipesmith's full mode
+      counts its memory (``recompute_kept_mb``); any other module is wrapped whole;
+    * ``selective``: each AttentionCore inside it is made checkpointed (a reference stage without
+      attention has nothing to recompute); a module with neither attention cores nor the reference's
+      stage type is refused.
+    """
+    if stage.recompute == "none":
+        return module
+    if stage.recompute == "full":
+        if isinstance(module, StageModule):
+            for i, layer in enumerate(module.layers):
+                if not isinstance(layer, Checkpointed):
+                    module.layers[i] = Checkpointed(layer)
+            return module
+        return module if isinstance(module, Checkpointed) else Checkpointed(module)
+    found = False
+    for parent in list(module.modules()):
+        for name, child in list(parent.named_children()):
+            if isinstance(child, AttentionCore):
+                setattr(parent, name, Checkpointed(child))
+                found = True
+            elif isinstance(child, Checkpointed) and isinstance(child.inner, AttentionCore):
+                found = True
+    if not found and not isinstance(module, StageModule):
+        raise PipelineBuildError(f"stage {stage.index} (rank {stage.rank}) recomputes selectively, which "
+                                 "checkpoints the reference transformer's attention cores "
+                                 "(pipesmith.torch.reference.AttentionCore), and its module has none: "
+                                 "checkpoint its attention yourself, or make the schedule with full recomputation")
+    return module
+
+
 def make_stages(modules: Sequence[nn.Module], plan: Plan, rank: int, device: torch.device,
                 group=None) -> list:
+    """One ``PipelineStage`` per stage of ``rank``, each module set up for its stage's recomputation
+    mode (:func:`with_recompute`)."""
     from torch.distributed.pipelining import PipelineStage
     ids = stage_ids_this_rank(plan, rank)
     if len(ids) != len(modules):
         raise PipelineBuildError(f"rank {rank} has {len(ids)} stages in the plan, {len(modules)} modules given")
-    return [PipelineStage(m, s, plan.num_stages, device, group=group) for m, s in zip(modules, ids)]
+    return [PipelineStage(with_recompute(m, plan.stages[s]), s, plan.num_stages, device, group=group)
+            for m, s in zip(modules, ids)]
 
 
 def build_schedule(stages: list, plan: Plan, fmt: str, loss_fn: Callable, scale_grads: bool = True):

@@ -15,6 +15,7 @@ from typing import Any
 
 SCHEMA = "pipesmith-plan/1"
 FORMATS = ("compute_only", "compute_comms")
+RECOMPUTE_MODES = ("none", "selective", "full")  # stages[].recompute; absent means "none"
 _CELL = re.compile(r"^(\d+)([A-Z_]+?)(\d*)$")
 _OVERLAP = re.compile(r"^\((.*)\)\s*OVERLAP_F_B$")
 
@@ -35,6 +36,7 @@ class Stage:
     ends_inside_joined_layer: bool
     vocab_shards: bool
     skip_inputs_cross: bool
+    recompute: str = "none"   # "selective": its attention cores recompute; "full": its whole forward
 
     def whole_module_problems(self) -> list[str]:
         """Why a splitter that keeps whole framework modules cannot build this stage."""
@@ -143,12 +145,15 @@ def load_plan(path: str, check_csvs: bool = True, runtime_rules: bool = True) ->
         if len(types) != layers[1] - layers[0] + 1:
             raise PlanError(f"{where}: 'layer_types' has {len(types)} names for {layers[1] - layers[0] + 1} layers")
         modules = st.get("modules")
+        recompute = st.get("recompute", "none")
+        if recompute not in RECOMPUTE_MODES:
+            raise PlanError(f"{where}: 'recompute' must be one of {', '.join(RECOMPUTE_MODES)}, got {recompute!r}")
         stages.append(Stage(index=i, rank=s2r[i], first_layer=layers[0], last_layer=layers[1],
                             layer_types=types, modules=None if modules is None else tuple(modules),
                             starts_inside_joined_layer=bool(st.get("starts_inside_joined_layer")),
                             ends_inside_joined_layer=bool(st.get("ends_inside_joined_layer")),
                             vocab_shards=bool(st.get("vocab_shards")),
-                            skip_inputs_cross=bool(st.get("skip_inputs_cross"))))
+                            skip_inputs_cross=bool(st.get("skip_inputs_cross")), recompute=recompute))
     plan = Plan(path=path, directory=os.path.dirname(os.path.abspath(path)), model=str(doc.get("model", "")),
                 devices=P, num_stages=S, microbatches=M, stage_to_rank=tuple(s2r),
                 rank_to_stages=tuple(tuple(x) for x in r2s), files=dict(files), fsdp=bool(doc.get("fsdp")),

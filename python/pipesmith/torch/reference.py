@@ -116,12 +116,34 @@ def _rope(x: torch.Tensor) -> torch.Tensor:
     return torch.stack((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1).flatten(-2)
 
 
+class AttentionCore(nn.Module):
+    """The attention core, ``softmax(q k^T / sqrt(d), causal and window mask) v`` on q, k, v
+    [B, heads, T, d]: no parameters, and the quadratic activations (the scores and their softmax).
+    Selective recomputation recomputes exactly this (pipesmith.torch.pipeline wraps it)."""
+
+    def __init__(self, head_dim: int, window: int):
+        super().__init__()
+        self.hd, self.window = head_dim, window
+
+    def forward(self, q, k, v):
+        t = q.shape[-2]
+        scores = q @ k.transpose(-1, -2) / math.sqrt(self.hd)
+        i = torch.arange(t)[:, None]
+        j = torch.arange(t)[None, :]
+        allowed = j <= i
+        if self.window:
+            allowed = allowed & (j > i - self.window)
+        scores = scores.masked_fill(~allowed, float("-inf"))
+        return torch.softmax(scores, dim=-1) @ v
+
+
 class Attention(nn.Module):
     """Causal softmax attention with grouped KV heads, RoPE and an optional sliding window."""
 
     def __init__(self, d: Dims):
         super().__init__()
-        self.heads, self.kv, self.hd, self.window = d.heads, d.kv_heads, d.head_dim, d.window
+        self.heads, self.kv, self.hd = d.heads, d.kv_heads, d.head_dim
+        self.core = AttentionCore(d.head_dim, d.window)
         self.wq = nn.Linear(d.hidden, d.heads * d.head_dim, bias=False)
         self.wk = nn.Linear(d.hidden, d.kv_heads * d.head_dim, bias=False)
         self.wv = nn.Linear(d.hidden, d.kv_heads * d.head_dim, bias=False)
@@ -135,14 +157,7 @@ class Attention(nn.Module):
         q, k = _rope(q), _rope(k)
         rep = self.heads // self.kv
         k, v = k.repeat_interleave(rep, dim=1), v.repeat_interleave(rep, dim=1)
-        scores = q @ k.transpose(-1, -2) / math.sqrt(self.hd)
-        i = torch.arange(t)[:, None]
-        j = torch.arange(t)[None, :]
-        allowed = j <= i
-        if self.window:
-            allowed = allowed & (j > i - self.window)
-        scores = scores.masked_fill(~allowed, float("-inf"))
-        o = torch.softmax(scores, dim=-1) @ v
+        o = self.core(q, k, v)
         return self.wo(o.transpose(1, 2).reshape(b, t, self.heads * self.hd))
 
 
