@@ -124,6 +124,7 @@ class Tuner {
   double search_deadline() const { return std::min(limit_s() * (time_budget::kTunerFinishBy - z3_share()), limit_s() - reserve_s()); }
 
   std::vector<Candidate> initial_seeds() const;
+  void add_recompute_seeds(double deadline_s);
   void search();
   // The best feasible makespan and the rounds since it last improved.
   struct BestSoFar {
@@ -194,6 +195,13 @@ Status Tuner::prepare() {
     space_.layer_mb.push_back(layer_memory_mb(spec_, l));
   }
   space_.head_ms = forward_heads_ms(spec_.model);
+  space_.recompute = opt_.recompute;
+  space_.memory_limited = spec_.cluster.memory_gb > 0;
+  for (int l = 0; l < L; ++l) {
+    const LayerType& t = spec_.model.type_of(l);
+    space_.layer_drop_selective.push_back(std::max(0.0, t.activation_mb - t.recompute_selective.kept_mb));
+    space_.layer_drop_full.push_back(std::max(0.0, t.activation_mb - t.recompute_full.kept_mb));
+  }
   if (opt_.partition) {
     PS_RETURN_IF_ERROR(check_partition(*opt_.partition, L));
     fixed_cuts_.push_back(0);
@@ -280,6 +288,7 @@ std::vector<int> Tuner::evaluate(std::vector<Candidate> cands, double deadline_s
       case MoveKind::kPlacement: ++stats_.moves_placement; break;
       case MoveKind::kSchedule: ++stats_.moves_schedule; break;
       case MoveKind::kKick: ++stats_.moves_kick; break;
+      case MoveKind::kRecompute: ++stats_.moves_recompute; break;
       default: break;
     }
     Record r;
@@ -565,6 +574,29 @@ std::vector<Candidate> Tuner::initial_seeds() const {
   return seeds;
 }
 
+// With RecomputeChoice::kSearch under a cap: the seeds whose memory binds (they do not fit, or their
+// peak leaves no room for another microbatch) — every such baseline and the best few others —
+// again with uniform selective and full recomputation, so that the search starts from the
+// uniformly recomputing baselines it must beat. They are at most 2 × (4 + the baselines) and
+// outside the evaluation budget (the seeds alone can spend it), inside the time.
+void Tuner::add_recompute_seeds(double deadline_s) {
+  if (space_.recompute != RecomputeChoice::kSearch || !space_.memory_limited) return;
+  constexpr int kHeuristicSeeds = 4;
+  std::vector<Candidate> seeds;
+  int heuristic = 0;
+  for (int i : ranking()) {
+    const Record& r = records_[i];
+    if (!r.cand.recompute.empty()) continue;
+    const bool binds = !r.eval.feasible ||
+                       std::any_of(r.eval.memory_tight.begin(), r.eval.memory_tight.end(), [](char t) { return t != 0; });
+    if (!binds) continue;
+    if (r.cand.baseline < 0 && heuristic++ >= kHeuristicSeeds) continue;
+    for (RecomputeMode m : {RecomputeMode::kSelective, RecomputeMode::kFull})
+      if (std::optional<Candidate> c = with_uniform_recompute(space_, r.cand, m)) seeds.push_back(std::move(*c));
+  }
+  evaluate(std::move(seeds), deadline_s, false);
+}
+
 // Whether the search stops before another round: interrupted, out of time, or out of evaluations
 // (stats_.stop_reason says which).
 bool Tuner::stop_before_round() {
@@ -734,6 +766,7 @@ void Tuner::polish() {
 Result<TuneResult> Tuner::run() {
   PS_RETURN_IF_ERROR(prepare());
   evaluate(initial_seeds(), search_deadline());
+  add_recompute_seeds(search_deadline());
   try_paced_fronts(search_deadline());
   report("seeds");
   search();
@@ -758,6 +791,23 @@ Result<TuneResult> Tuner::run() {
 }
 
 }  // namespace
+
+const char* recompute_choice_name(RecomputeChoice c) {
+  switch (c) {
+    case RecomputeChoice::kSearch: return "search";
+    case RecomputeChoice::kNone: return "none";
+    case RecomputeChoice::kSelective: return "selective";
+    case RecomputeChoice::kFull: return "full";
+  }
+  return "unknown";
+}
+
+std::optional<RecomputeChoice> parse_recompute_choice(std::string_view text) {
+  for (RecomputeChoice c : {RecomputeChoice::kSearch, RecomputeChoice::kNone, RecomputeChoice::kSelective,
+                            RecomputeChoice::kFull})
+    if (text == recompute_choice_name(c)) return c;
+  return std::nullopt;
+}
 
 const char* search_stop_name(SearchStop s) {
   switch (s) {
