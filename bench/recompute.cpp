@@ -5,9 +5,12 @@
 // 1F1B, ZB-H1, ZB-V; selective and full; `pipesmith baseline --recompute`), all certified by the
 // checker under the cap. A Markdown table on stdout, progress on stderr.
 //
-//   bench/recompute [--models a,b] [--devices 8,16] [--caps 40,60] [--evaluations N] [--time-limit S]
-//                   [--threads N]
+//   bench/recompute [--models a,b] [--devices 8,16] [--caps 40,60] [--seq N] [--evaluations N]
+//                   [--time-limit S] [--threads N]
 //
+// --seq N sets every `seq_length:` of the model files to N (the analytic cost model's sequence per
+// microbatch; a model without one is left as it is and its row says so) through a copy in the
+// system's temporary directory.
 // Defaults: every configs/models/*.yaml, P = 8, caps 40 and 60 GB, 40 evaluations per search (the
 // figures are the same on any machine), 60 s per synthesize call for Z3's share, 2 search threads.
 // P <= 8 uses configs/clusters/8xh100-80gb.yaml, larger P configs/clusters/2x8-h100.yaml; the cap
@@ -21,7 +24,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <optional>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -42,11 +47,12 @@ struct Args {
   int evaluations = 40;
   double time_limit_s = 60;
   int threads = 2;
+  int seq = 0;  // > 0: every seq_length of the model files
 };
 
 constexpr char kUsage[] =
-    "usage: bench/recompute [--models a,b] [--devices 8,16] [--caps 40,60] [--evaluations N] [--time-limit S] "
-    "[--threads N]\n";
+    "usage: bench/recompute [--models a,b] [--devices 8,16] [--caps 40,60] [--seq N] [--evaluations N] "
+    "[--time-limit S] [--threads N]\n";
 
 std::vector<std::string> split(const std::string& s) {
   std::vector<std::string> out;
@@ -86,10 +92,11 @@ std::string parse_args(int argc, char** argv, Args& a, bool& help) {
       if (xs.empty()) return k + ": expected a comma-separated list";
       if (k == "--caps") a.caps = xs;
       else a.devices.assign(xs.begin(), xs.end());
-    } else if (k == "--evaluations" || k == "--threads" || k == "--time-limit") {
+    } else if (k == "--evaluations" || k == "--threads" || k == "--time-limit" || k == "--seq") {
       auto n = number(v);
       if (!n) return k + ": expected a number > 0, got '" + v + "'";
       if (k == "--evaluations") a.evaluations = static_cast<int>(*n);
+      else if (k == "--seq") a.seq = static_cast<int>(*n);
       else if (k == "--threads") a.threads = static_cast<int>(*n);
       else a.time_limit_s = *n;
     } else {
@@ -110,6 +117,23 @@ std::vector<std::string> model_paths(const Args& a) {
     if (e.path().extension() == ".yaml") out.push_back(e.path().string());
   std::sort(out.begin(), out.end());
   return out;
+}
+
+// The model file with every `seq_length: N` set to `seq` (a copy in the temporary directory), or
+// the file itself when seq is 0; `changed` says whether the file had one.
+std::string with_seq(const std::string& path, int seq, bool& changed) {
+  changed = false;
+  if (seq <= 0) return path;
+  std::ifstream in(path);
+  std::stringstream buf;
+  buf << in.rdbuf();
+  const std::string text = std::regex_replace(buf.str(), std::regex("seq_length:[ \t]*[0-9]+"),
+                                              fmt::format("seq_length: {}", seq));
+  changed = text != buf.str();
+  const fs::path out =
+      fs::temp_directory_path() / fmt::format("bench-recompute-seq{}-{}", seq, fs::path(path).filename().string());
+  std::ofstream(out) << text;
+  return out.string();
 }
 
 struct Figure {
@@ -214,7 +238,8 @@ int main(int argc, char** argv) {
         ov.microbatches = 4 * P;
         ov.memory_gb = cap;
         const std::string cluster = P <= 8 ? "configs/clusters/8xh100-80gb.yaml" : "configs/clusters/2x8-h100.yaml";
-        Result<Spec> spec = load_spec(path, cluster, ov);
+        bool seq_set = false;
+        Result<Spec> spec = load_spec(with_seq(path, a.seq, seq_set), cluster, ov);
         if (!spec.ok()) {
           std::fprintf(stderr, "bench/recompute: %s\n", spec.status().str().c_str());
           return 1;
@@ -241,7 +266,10 @@ int main(int argc, char** argv) {
           ++n_none;
           if (ours.ms > none.ms * (1 + 1e-9)) ++slower_than_none;
         }
-        std::printf("| %s | %d | %d | %g | %s | %s | %s | %s | %s | %s |\n", spec->model.name.c_str(), P, 4 * P, cap,
+        const std::string name =
+            a.seq > 0 ? fmt::format("{} (seq {})", spec->model.name, seq_set ? std::to_string(a.seq) : "as written")
+                      : spec->model.name;
+        std::printf("| %s | %d | %d | %g | %s | %s | %s | %s | %s | %s |\n", name.c_str(), P, 4 * P, cap,
                     cell(ours).c_str(), ours.ok ? ours.what.c_str() : "-", cell(none).c_str(),
                     sel.ok ? fmt::format("{} {}", sel.what, cell(sel)).c_str() : sel.note.c_str(),
                     full.ok ? fmt::format("{} {}", full.what, cell(full)).c_str() : full.note.c_str(), ratio.c_str());

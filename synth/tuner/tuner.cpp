@@ -124,7 +124,7 @@ class Tuner {
   double search_deadline() const { return std::min(limit_s() * (time_budget::kTunerFinishBy - z3_share()), limit_s() - reserve_s()); }
 
   std::vector<Candidate> initial_seeds() const;
-  void add_recompute_seeds(double deadline_s);
+  void add_recompute_seeds(const std::vector<Candidate>& seeds, double deadline_s);
   void search();
   // The best feasible makespan and the rounds since it last improved.
   struct BestSoFar {
@@ -575,24 +575,34 @@ std::vector<Candidate> Tuner::initial_seeds() const {
 }
 
 // With RecomputeChoice::kSearch under a cap: the seeds whose memory binds (they do not fit, or their
-// peak leaves no room for another microbatch) — every such baseline and the best few others —
-// again with uniform selective and full recomputation, so that the search starts from the
-// uniformly recomputing baselines it must beat. They are at most 2 × (4 + the baselines) and
-// outside the evaluation budget (the seeds alone can spend it), inside the time.
-void Tuner::add_recompute_seeds(double deadline_s) {
+// peak leaves no room for another microbatch) — the best four heuristic ones, and every baseline
+// that binds or that the evaluation budget left out — again with uniform selective and full
+// recomputation, so that the search holds the uniformly recomputing baselines it must beat. They
+// are at most 2 × (4 + the baselines) and outside the evaluation budget (the seeds alone can spend
+// it), inside the time.
+void Tuner::add_recompute_seeds(const std::vector<Candidate>& plain, double deadline_s) {
   if (space_.recompute != RecomputeChoice::kSearch || !space_.memory_limited) return;
-  constexpr int kHeuristicSeeds = 4;
+  auto binds = [](const Record& r) {
+    return !r.eval.feasible ||
+           std::any_of(r.eval.memory_tight.begin(), r.eval.memory_tight.end(), [](char t) { return t != 0; });
+  };
   std::vector<Candidate> seeds;
+  auto add_uniform = [&](const Candidate& c) {
+    for (RecomputeMode m : {RecomputeMode::kSelective, RecomputeMode::kFull})
+      if (std::optional<Candidate> u = with_uniform_recompute(space_, c, m)) seeds.push_back(std::move(*u));
+  };
+  constexpr int kHeuristicSeeds = 4;
   int heuristic = 0;
   for (int i : ranking()) {
     const Record& r = records_[i];
-    if (!r.cand.recompute.empty()) continue;
-    const bool binds = !r.eval.feasible ||
-                       std::any_of(r.eval.memory_tight.begin(), r.eval.memory_tight.end(), [](char t) { return t != 0; });
-    if (!binds) continue;
-    if (r.cand.baseline < 0 && heuristic++ >= kHeuristicSeeds) continue;
-    for (RecomputeMode m : {RecomputeMode::kSelective, RecomputeMode::kFull})
-      if (std::optional<Candidate> c = with_uniform_recompute(space_, r.cand, m)) seeds.push_back(std::move(*c));
+    if (r.cand.baseline >= 0 || !r.cand.recompute.empty() || !binds(r)) continue;
+    if (heuristic++ >= kHeuristicSeeds) break;
+    add_uniform(r.cand);
+  }
+  for (const Candidate& c : plain) {
+    if (c.baseline < 0 || !c.recompute.empty()) continue;
+    auto it = history_.find(c.key());
+    if (it == history_.end() || binds(records_[it->second])) add_uniform(c);
   }
   evaluate(std::move(seeds), deadline_s, false);
 }
@@ -765,8 +775,9 @@ void Tuner::polish() {
 
 Result<TuneResult> Tuner::run() {
   PS_RETURN_IF_ERROR(prepare());
-  evaluate(initial_seeds(), search_deadline());
-  add_recompute_seeds(search_deadline());
+  const std::vector<Candidate> seeds = initial_seeds();
+  evaluate(seeds, search_deadline());
+  add_recompute_seeds(seeds, search_deadline());
   try_paced_fronts(search_deadline());
   report("seeds");
   search();

@@ -11,6 +11,7 @@
 #include "synth/synth_problems.h"
 #include "synth/synthesize.h"
 #include "synth/synthesize_model.h"
+#include "synth/z3/infeasible.h"
 #include "test_util.h"
 #include "verify/verify.h"
 
@@ -71,6 +72,22 @@ TEST_CASE("op dag: R(s,m) between F(s,m) and I(s,m); F allocates the kept part, 
     if (m + 1 < p.microbatches) CHECK(has_edge(r, dag->r_op(1, m + 1)));
   }
   CHECK(default_dag_ops(p) == dag->num_ops());
+}
+
+TEST_CASE("device_memory_needs: kept parts of the device's stages up to s plus R(s)'s allocation, at the worst s") {
+  const Problem plain = pstest::make_hand_problem(v_shape_tight());
+  const Problem rc = recomputing(plain);
+  // Device 0 holds stages 0 and 3: 2 x 1000 MB without recomputation; with it at most
+  // max(100 + 900, 100 + 100 + 900) = 1100 MB, within the 1500 MB cap.
+  CHECK(device_memory_needs(plain)[0].need_mb == doctest::Approx(2000));
+  CHECK(device_memory_needs(rc)[0].need_mb == doctest::Approx(1100));
+  CHECK_FALSE(explain_infeasibility(plain).empty());
+  CHECK(explain_infeasibility(rc).empty());
+  Problem tighter = rc;
+  tighter.memory_gb = 1.05;
+  const std::string why = explain_infeasibility(tighter);
+  CHECK_MESSAGE(why.find("needs at least 1.1 GB") != std::string::npos, why);
+  CHECK_MESSAGE(why.find("R of stage 3 restores its whole activation") != std::string::npos, why);
 }
 
 TEST_CASE("synthesize: a plan that fits only with recomputation gets a certified schedule with R ops inside the cap") {
