@@ -576,10 +576,10 @@ std::vector<Candidate> Tuner::initial_seeds() const {
 
 // With RecomputeChoice::kSearch under a cap: the seeds whose memory binds (they do not fit, or their
 // peak leaves no room for another microbatch) — the best four heuristic ones, and every baseline
-// that binds or that the evaluation budget left out — again with uniform selective and full
-// recomputation, so that the search holds the uniformly recomputing baselines it must beat. They
-// are at most 2 × (4 + the baselines) and outside the evaluation budget (the seeds alone can spend
-// it), inside the time.
+// that binds or, where some seed binds, that the evaluation budget left out — again with uniform
+// selective and full recomputation, so that the search holds the uniformly recomputing baselines it
+// must beat. They are at most 2 × (4 + the baselines) and outside the evaluation budget (the seeds
+// alone can spend it), inside the time.
 void Tuner::add_recompute_seeds(const std::vector<Candidate>& plain, double deadline_s) {
   if (space_.recompute != RecomputeChoice::kSearch || !space_.memory_limited) return;
   auto binds = [](const Record& r) {
@@ -599,10 +599,12 @@ void Tuner::add_recompute_seeds(const std::vector<Candidate>& plain, double dead
     if (heuristic++ >= kHeuristicSeeds) break;
     add_uniform(r.cand);
   }
+  // Baselines the budget left out: only where memory binds somewhere among the evaluated seeds.
+  const bool any_binds = std::any_of(records_.begin(), records_.end(), binds);
   for (const Candidate& c : plain) {
     if (c.baseline < 0 || !c.recompute.empty()) continue;
     auto it = history_.find(c.key());
-    if (it == history_.end() || binds(records_[it->second])) add_uniform(c);
+    if (it != history_.end() ? binds(records_[it->second]) : any_binds) add_uniform(c);
   }
   evaluate(std::move(seeds), deadline_s, false);
 }
