@@ -63,6 +63,7 @@ struct SynthArgs {
   int search_threads = 0;  // 0: the machine's hardware threads, at most 16
   bool quiet = false;
   std::string cuts = "sublayers";  // --cuts: "layers" keeps every joins_next group in one stage
+  std::string recompute = "search";  // --recompute: search, none, selective, full
   std::string out_path, csv_path, svg_path, smt2_path;
   // Set from the parsed flags: what the flags fix; the rest is searched (co-optimization).
   // --placement or --stages-per-device fix the placement (--stages-per-device alone means
@@ -212,6 +213,11 @@ Result<ModelSynthOptions> synth_options(const SynthArgs& a, std::chrono::steady_
     o.placement = std::move(*place);
   }
   o.whole_layers = a.cuts == "layers";
+  const std::optional<RecomputeChoice> rc = parse_recompute_choice(a.recompute);
+  if (!rc)
+    return Status::bad_input(
+        fmt::format("--recompute: expected search, none, selective or full, got '{}'", a.recompute));
+  o.recompute = *rc;
   o.stages_per_device = a.stages_per_device;
   o.time_limit_s = a.time_limit_s;
   o.evaluations = a.evaluations;
@@ -257,7 +263,8 @@ std::string search_line(const TuneResult& t, double makespan_ms) {
 // iteration above that bound (the schedule).
 std::string device_work_line(const Problem& problem, const SynthResult& res) {
   std::vector<double> work(problem.devices, 0);
-  for (const StageSpec& st : problem.stages) work[st.device] += problem.microbatches * (st.fwd_ms + st.bwd_ms());
+  for (const StageSpec& st : problem.stages)
+    work[st.device] += problem.microbatches * (st.fwd_ms + st.bwd_ms() + (st.recomputes() ? st.recompute_ms : 0.0));
   const int busiest = static_cast<int>(std::max_element(work.begin(), work.end()) - work.begin());
   double mean = 0;
   for (double w : work) mean += w / problem.devices;
@@ -285,6 +292,32 @@ std::string stop_note(const ModelSynthesis& m) {
   return "";
 }
 
+// Which stages recompute, when any does: "recompute     stages 0-3 full, 5 selective (R 12.0 ms per
+// microbatch in all)".
+std::string recompute_line(const Problem& problem) {
+  std::string parts;
+  double r_ms = 0;
+  for (RecomputeMode mode : {RecomputeMode::kFull, RecomputeMode::kSelective}) {
+    std::string list;
+    for (int s = 0; s < problem.num_stages();) {
+      if (problem.stages[s].recompute != mode) {
+        ++s;
+        continue;
+      }
+      int e = s;
+      while (e + 1 < problem.num_stages() && problem.stages[e + 1].recompute == mode) ++e;
+      for (int k = s; k <= e; ++k) r_ms += problem.stages[k].recompute_ms;
+      list += fmt::format("{}{}", list.empty() ? "" : ",", s == e ? fmt::format("{}", s) : fmt::format("{}-{}", s, e));
+      s = e + 1;
+    }
+    if (!list.empty()) parts += fmt::format("{}stage{} {} {}", parts.empty() ? "" : "; ",
+                                            list.find_first_of(",-") == std::string::npos ? "" : "s", list,
+                                            recompute_mode_name(mode));
+  }
+  if (parts.empty()) return "";
+  return fmt::format("  recompute     {} (R {:.3f} ms per microbatch in all)\n", parts, r_ms);
+}
+
 // The summary printed after a run.
 std::string format_summary(const SynthArgs& a, const ModelSynthesis& m) {
   const Problem& problem = m.problem;
@@ -302,6 +335,7 @@ std::string format_summary(const SynthArgs& a, const ModelSynthesis& m) {
   s += fmt::format("  iteration     {:.3f} ms{}\n", res.makespan_ms, proof);
   s += fmt::format("  lower bound   {:.3f} ms  (gap {:.2f}%)\n", res.bound_ms, 100 * res.gap);
   if (m.tuned) s += search_line(*m.tuned, res.makespan_ms);
+  s += recompute_line(problem);
   s += device_work_line(problem, res);
   s += stop_note(m);
   s += fmt::format("  heuristic     {:.3f} ms  ({})\n", res.heuristic_ms, res.heuristic_policy);
@@ -429,6 +463,12 @@ Runner add_synth(CLI::App& app) {
                   "Where stages may be cut: sublayers (default; also inside a joins_next group) or layers (only "
                   "between whole model layers, as a module splitter can build them; docs/pytorch.md)")
       ->check(CLI::IsMember({"layers", "sublayers"}));
+  sub->add_option("--recompute", args->recompute,
+                  "Activation recomputation: search (default: the search gives stages selective or full "
+                  "recomputation where memory binds and keeps it only where the plan gets shorter; with "
+                  "--partition and --placement both given, the plan as given or, when it does not fit, every stage "
+                  "selective, then full), none, selective or full (every stage)")
+      ->check(CLI::IsMember({"search", "none", "selective", "full"}));
   sub->add_option("-o,--output", args->out_path, "Schedule file to write (pipesmith-schedule/1 YAML; - = stdout)");
   sub->add_option("--csv", args->csv_path, "Also write the checked programs (comms included) as a PyTorch CSV");
   sub->add_option("--svg", args->svg_path, "Also write an SVG Gantt chart of the simulated schedule");

@@ -47,6 +47,7 @@ Result<TuneOptions> tune_options(const Spec& spec, const ModelSynthOptions& a, s
   to.threads = a.search_threads > 0 ? a.search_threads : default_search_threads();
   to.interrupt = a.interrupt;
   to.progress = a.search_progress;
+  to.recompute = a.recompute;
   const PlanSpec words = fixed_words(a);
   if (a.partition) {
     auto part = resolve_partition(spec, words);
@@ -131,6 +132,35 @@ void write_run_extras(const ModelSynthOptions& a, ModelSynthesis& out) {
   extra["global_lower_bound_ms"] = fmt::format("{}", t.lower_bound_ms);
 }
 
+// synthesize() on out.problem. A fixed plan (no tuner) takes a.recompute's uniform mode; with
+// kSearch, when it does not fit the memory, every stage selective and then full, the first that fits.
+Result<SynthResult> synthesize_fixed_or_tuned(const Spec& spec, const ModelSynthOptions& a, ModelSynthesis& out,
+                                              const SynthOptions& so) {
+  if (out.tuned) return synthesize(out.problem, so, &spec);
+  std::vector<RecomputeMode> tries;
+  switch (a.recompute) {
+    case RecomputeChoice::kNone: tries = {RecomputeMode::kNone}; break;
+    case RecomputeChoice::kSelective: tries = {RecomputeMode::kSelective}; break;
+    case RecomputeChoice::kFull: tries = {RecomputeMode::kFull}; break;
+    case RecomputeChoice::kSearch:
+      tries = {RecomputeMode::kNone};
+      if (out.problem.memory_gb > 0) tries.insert(tries.end(), {RecomputeMode::kSelective, RecomputeMode::kFull});
+      break;
+  }
+  Result<SynthResult> res = Status::error(ErrorCode::kInfeasible, "no recompute mode tried");
+  for (RecomputeMode m : tries) {
+    Problem p = out.problem;
+    PS_RETURN_IF_ERROR(set_recompute_all(spec, p, m));
+    res = synthesize(p, so, &spec);
+    if (res.ok()) {
+      out.problem = std::move(p);
+      return res;
+    }
+    if (res.status().code() != ErrorCode::kInfeasible) return res;
+  }
+  return res;
+}
+
 }  // namespace
 
 int default_search_threads() {
@@ -173,6 +203,9 @@ Result<ModelSynthesis> synthesize_model(const Spec& spec, const ModelSynthOption
       out.tuned->partition = refine_partition(out.tuned->partition, *whole);
       Result<Problem> fine = make_problem(spec, out.tuned->partition, out.tuned->placement);
       if (!fine.ok()) return fine.status();
+      std::vector<RecomputeMode> modes;
+      for (const StageSpec& st : out.tuned->problem.stages) modes.push_back(st.recompute);
+      PS_RETURN_IF_ERROR(set_recompute(spec, *fine, modes));
       fine->memory_gb = out.tuned->problem.memory_gb;
       out.tuned->problem = *fine;
       out.tuned->schedule.problem = *fine;
@@ -212,7 +245,7 @@ Result<ModelSynthesis> synthesize_model(const Spec& spec, const ModelSynthOption
   so.dump_smt2 = a.dump_smt2;
   so.progress = a.solver_progress;
   if (out.tuned) so.seed_schedule = out.tuned->schedule;
-  Result<SynthResult> res = synthesize(out.problem, so, &spec);
+  Result<SynthResult> res = synthesize_fixed_or_tuned(spec, a, out, so);
   if (!res.ok()) return res.status();
   out.result = std::move(*res);
 

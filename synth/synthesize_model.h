@@ -44,6 +44,10 @@ struct ModelSynthOptions {
   std::optional<PlacementChoice> placement;
   int stages_per_device = 0;  // 0: 1 for sequential, 2 for interleaved and vshape; else >= 1
   bool whole_layers = false;  // cut only between whole model layers (no joins_next group split)
+  // Activation recomputation (tuner.h RecomputeChoice). kSearch with both partition and placement
+  // fixed: the plan as given, or, when it does not fit the memory, with every stage selective,
+  // then full (the first that fits).
+  RecomputeChoice recompute = RecomputeChoice::kSearch;
   // Budgets.
   double time_limit_s = 10;  // the whole run, counted from `start`
   int evaluations = 0;       // > 0: the search's budget in candidates instead of the clock

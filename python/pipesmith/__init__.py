@@ -183,6 +183,7 @@ class SynthesisResult:
     evaluated: int = 0
     search_s: float = 0.0
     solve_s: float = 0.0
+    recompute: list = field(default_factory=list)  # per stage: none, selective, full
     smt2_windows: int = 0
     smt2_written: bool = False
 
@@ -190,7 +191,7 @@ class SynthesisResult:
 def synthesize(spec: Spec, *, partition: Optional[str] = None, placement: Optional[str] = None,
                stages_per_device: Optional[int] = None, cuts: str = "sublayers", time_limit_s: float = 10.0,
                evaluations: int = 0, rlimit: int = 0, seed: int = 0, z3_threads: int = 2, search_threads: int = 0,
-               dump_smt2: Optional[PathLike] = None,
+               dump_smt2: Optional[PathLike] = None, recompute: str = "search",
                progress: Optional[Callable[[dict], Any]] = None) -> SynthesisResult:
     """Synthesizes a certified schedule (``pipesmith synth``): searches what ``partition`` /
     ``placement`` / ``stages_per_device`` leave open, refines the order with Z3, checks the result.
@@ -205,10 +206,14 @@ def synthesize(spec: Spec, *, partition: Optional[str] = None, placement: Option
     ``dump_smt2`` writes Z3's encoding as ``pipesmith synth --dump-smt2`` does (the whole plan's at that
     path, or each window's beside it: PATH.w1.smt2, ...; ``smt2_written`` / ``smt2_windows`` say which).
 
+    ``recompute`` (``--recompute``): ``search`` lets the search give stages selective or full
+    activation recomputation where memory binds, kept only where the plan gets shorter; ``none``,
+    ``selective`` or ``full`` fix it for every stage. The result's ``recompute`` lists each stage's mode.
+
     Raises InfeasibleError when no plan fits the memory, BadInputError on bad options."""
     schedule, report, info = _core.synthesize(spec, partition, placement, stages_per_device, cuts, time_limit_s,
                                               evaluations, rlimit, seed, z3_threads, search_threads,
-                                              _path(dump_smt2) or "", progress)
+                                              _path(dump_smt2) or "", recompute, progress)
     return SynthesisResult(schedule, report, **info)
 
 

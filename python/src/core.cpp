@@ -198,8 +198,10 @@ nb::dict progress_dict(const TuneProgress& p) {
 SynthOutcome synthesize(const Spec& spec, std::optional<std::string> partition, std::optional<std::string> placement,
                         std::optional<int> stages_per_device, const std::string& cuts, double time_limit_s,
                         int evaluations, uint64_t rlimit, unsigned seed, int z3_threads, int search_threads,
-                        const std::string& dump_smt2, nb::object progress) {
+                        const std::string& dump_smt2, const std::string& recompute, nb::object progress) {
   const auto start = std::chrono::steady_clock::now();
+  const std::optional<RecomputeChoice> rc = parse_recompute_choice(recompute);
+  if (!rc) raise_status(Status::bad_input("recompute must be search, none, selective or full, got '" + recompute + "'"));
   if (!(time_limit_s > 0)) raise_status(Status::bad_input(fmt::format("time_limit_s must be > 0 seconds, got {}", time_limit_s)));
   if (evaluations < 0) raise_status(Status::bad_input(fmt::format("evaluations must be >= 0, got {}", evaluations)));
   if (z3_threads < 1) raise_status(Status::bad_input(fmt::format("z3_threads must be >= 1, got {}", z3_threads)));
@@ -212,6 +214,7 @@ SynthOutcome synthesize(const Spec& spec, std::optional<std::string> partition, 
     raise_status(Status::bad_input("evaluations budgets the search of the partition and placement, but partition and "
                                    "placement fix both; the order's budget is rlimit"));
   ModelSynthOptions o;
+  o.recompute = *rc;
   if (partition) o.partition = take(parse_partition_choice(*partition));
   o.stages_per_device = stages_per_device.value_or(0);
   check(check_stages_per_device(spec, o.stages_per_device));
@@ -491,9 +494,9 @@ NB_MODULE(_core, m) {
   m.def("synthesize", [](const Spec& spec, std::optional<std::string> partition, std::optional<std::string> placement,
                          std::optional<int> stages_per_device, const std::string& cuts, double time_limit_s,
                          int evaluations, uint64_t rlimit, unsigned seed, int z3_threads, int search_threads,
-                         const std::string& dump_smt2, nb::object progress) {
+                         const std::string& dump_smt2, const std::string& recompute, nb::object progress) {
     SynthOutcome o = synthesize(spec, partition, placement, stages_per_device, cuts, time_limit_s, evaluations, rlimit,
-                                seed, z3_threads, search_threads, dump_smt2, progress);
+                                seed, z3_threads, search_threads, dump_smt2, recompute, progress);
     const SynthResult& r = o.m.result;
     nb::dict d;
     d["makespan_ms"] = r.makespan_ms;
@@ -520,13 +523,17 @@ NB_MODULE(_core, m) {
       d["evaluated"] = 0;
       d["search_s"] = 0.0;
     }
+    nb::list modes;
+    for (const StageSpec& st : o.m.problem.stages) modes.append(std::string(recompute_mode_name(st.recompute)));
+    d["recompute"] = modes;  // per stage: none, selective, full
     d["solve_s"] = r.solve_s;
     d["smt2_windows"] = r.solve.window_dumps;  // with dump_smt2: window encodings written (PATH.w1.smt2, ...)
     d["smt2_written"] = r.solve.smt2_written;   // ... or the whole plan's encoding at PATH
     return nb::make_tuple(r.schedule, PyReport{r.report}, d);
   }, "spec"_a, "partition"_a = nb::none(), "placement"_a = nb::none(), "stages_per_device"_a = nb::none(),
         "cuts"_a = "sublayers", "time_limit_s"_a = 10.0, "evaluations"_a = 0, "rlimit"_a = 0, "seed"_a = 0,
-        "z3_threads"_a = 2, "search_threads"_a = 0, "dump_smt2"_a = "", "progress"_a = nb::none());
+        "z3_threads"_a = 2, "search_threads"_a = 0, "dump_smt2"_a = "", "recompute"_a = "search",
+        "progress"_a = nb::none());
 
   nb::class_<PytorchExport>(m, "PytorchExport", "A checked schedule as the files torch.distributed.pipelining runs.")
       .def_ro("valid", &PytorchExport::valid, "Whether the checker accepted the schedule (nothing else is set otherwise).")

@@ -211,7 +211,7 @@ class RelaxationSolver {
     for (int i = 0; i < rd_.k(); ++i)
       if (!dag_.ops[rd_.ops[i]].is_transfer() && dag_.ops[rd_.ops[i]].device == device) mine.push_back(i);
     for (int f : mine) {
-      if (dag_.ops[rd_.ops[f]].type != OpType::F) continue;
+      if (!OpDag::allocates(dag_.ops[rd_.ops[f]].type)) continue;
       const MemorySum m = memory_sum(
           *ctx_, f, mine, dag_.cap_mem[device], [&](int i) -> const DagOp& { return dag_.ops[rd_.ops[i]]; },
           [&](int g) {

@@ -52,6 +52,8 @@ struct Scheduler {
   std::vector<int64_t> free_at;            // per resource (devices, comm streams)
   std::vector<int64_t> mem;                // per device: live activations + stashes
   std::vector<int64_t> reserve;            // per stage: activation of later stages on its device
+  std::vector<int64_t> r_reserve;          // per stage: largest R allocation of later stages on its device
+  std::vector<int64_t> r_room;             // per stage: largest R allocation of it and later stages there
   std::vector<int> inflight, inflight_cap; // per stage
   std::vector<int64_t> work_left;          // per device: durations of its ops not yet placed
   int64_t abandon_at = std::numeric_limits<int64_t>::max();
@@ -71,9 +73,14 @@ struct Scheduler {
 
   Scheduler(const OpDag& d, const ListPolicy& p) : dag(d), pol(p) {}
 
-  // Priority class: lower runs first.
+  // Priority class: lower runs first. An R fills gaps (below every other class) until its I/B waits
+  // on it alone; then it takes that backward's class (it is on the critical path).
   int klass(int op) const {
     const OpType t = dag.ops[op].type;
+    if (t == OpType::R) {
+      const int b = dag.bwd_op(dag.ops[op].stage, dag.ops[op].mb);
+      return st[b].missing == 1 ? klass(b) : 3;
+    }
     const bool bwd = t == OpType::I || t == OpType::B;
     if (pol.w_mode == ListPolicy::WMode::kEager) {
       if (bwd) return pol.backward_first ? 0 : 1;
@@ -117,14 +124,28 @@ struct Scheduler {
   bool allowed(int op) const {
     const DagOp& o = dag.ops[op];
     if (pol.serial && o.mb != oldest_open_mb) return false;
+    if (o.type == OpType::R) {
+      if (!dag.mem_limited) return true;
+      const int64_t after = mem[o.device] + o.alloc_mem;
+      if (after > dag.cap_mem[o.device]) return false;
+      // An R that waits for its gradient keeps room for the R of the device's later stages (whose
+      // backwards come first); one its backward waits on runs whenever it fits.
+      return after + r_reserve[o.stage] <= dag.cap_mem[o.device] || klass(op) != 3;
+    }
     if (o.type != OpType::F) return true;
     if (inflight_cap[o.stage] > 0 && inflight[o.stage] >= inflight_cap[o.stage]) return false;
-    if (dag.mem_limited && mem[o.device] + o.alloc_mem + reserve[o.stage] > dag.cap_mem[o.device]) {
-      // The reserve keeps room for the device's later stages; the oldest microbatch may use it.
-      if (mem[o.device] + o.alloc_mem > dag.cap_mem[o.device]) return false;
+    if (dag.mem_limited &&
+        mem[o.device] + o.alloc_mem + reserve[o.stage] + r_room[o.stage] > dag.cap_mem[o.device]) {
+      // The reserve keeps room for the device's later stages (and for one recomputation); the
+      // oldest microbatch may use it, leaving room for its own R.
+      if (mem[o.device] + o.alloc_mem + r_own(o.stage) > dag.cap_mem[o.device]) return false;
       if (inflight[o.stage] > 0) return false;
     }
     return true;
+  }
+  int64_t r_own(int stage) const {
+    const int r = dag.r_op(stage, 0);
+    return r >= 0 ? dag.ops[r].alloc_mem : 0;
   }
 
   struct Choice {
@@ -249,7 +270,13 @@ struct Scheduler {
   void release_successors(int op, int64_t end) {
     for (const DagEdge& e : dag.succ[op]) {
       st[e.op].ready = std::max(st[e.op].ready, end + e.delay);
-      if (--st[e.op].missing > 0) continue;
+      if (--st[e.op].missing > 0) {
+        // An I/B left waiting on its R alone raises the R's priority (klass): re-choose its device.
+        if (st[e.op].missing == 1 && st[e.op].home >= 0 && dag.ops[e.op].type != OpType::R &&
+            dag.ops[e.op].type != OpType::F && dag.r_op(dag.ops[e.op].stage, dag.ops[e.op].mb) >= 0)
+          mark_stale(st[e.op].home);
+        continue;
+      }
       const int d = st[e.op].home;
       if (d < 0) {
         int r[2] = {0, 0};
@@ -276,6 +303,8 @@ struct Scheduler {
     out.start.assign(n, -1);
     out.peak_mem.assign(dag.devices, 0);
     reserve.assign(dag.stages, 0);
+    r_reserve.assign(dag.stages, 0);
+    r_room.assign(dag.stages, 0);
     inflight.assign(dag.stages, 0);
     inflight_cap.assign(dag.stages, 0);
     left_of_mb.assign(dag.microbatches, 0);
@@ -296,8 +325,12 @@ struct Scheduler {
     }
     for (int s = 0; s < dag.stages; ++s) {
       const int d = dag.ops[dag.f_op(s, 0)].device;
-      for (int s2 = s + 1; s2 < dag.stages; ++s2)
-        if (dag.ops[dag.f_op(s2, 0)].device == d) reserve[s] += dag.ops[dag.f_op(s2, 0)].alloc_mem;
+      for (int s2 = s + 1; s2 < dag.stages; ++s2) {
+        if (dag.ops[dag.f_op(s2, 0)].device != d) continue;
+        reserve[s] += dag.ops[dag.f_op(s2, 0)].alloc_mem;
+        r_reserve[s] = std::max(r_reserve[s], r_own(s2));
+      }
+      r_room[s] = std::max(r_reserve[s], r_own(s));
       if (pol.inflight_factor > 0)
         inflight_cap[s] = std::max(1, static_cast<int>(std::ceil(pol.inflight_factor * (dag.stages - s) - 1e-9)));
     }

@@ -178,11 +178,12 @@ Status check_problem(const Problem& p) {
           st.wgrad_stash_mb >= 0 && st.params_m >= 0)) {
       return Status::bad_input(fmt::format("stage {} has a negative (or NaN) cost or size", s));
     }
-    if (st.recomputes()) {
+    if (st.recomputes() && !(st.recompute_ms >= 0 && st.recompute_kept_mb >= 0 &&
+                             st.recompute_kept_mb <= st.activation_mb)) {
       return Status::bad_input(fmt::format(
-          "stage {} recomputes ({}); the op DAG has no R ops, so the scheduler cannot order it (the "
-          "baselines and the checker handle recomputation)",
-          s, recompute_mode_name(st.recompute)));
+          "stage {} recomputes ({}) with R time {} ms and {} MB kept of its {} MB activation: the time "
+          "must be >= 0 and the kept part within [0, activation]",
+          s, recompute_mode_name(st.recompute), st.recompute_ms, st.recompute_kept_mb, st.activation_mb));
     }
   }
   return Status::ok();
@@ -212,13 +213,15 @@ Scale time_scale(const Problem& p) {
       times.push_back(st.fwd_ms);
       times.push_back(st.bwd_ms());
     }
+    if (st.recomputes()) times.push_back(st.recompute_ms);
     if (s + 1 < S) times.push_back(p.boundary_transfer_ms(s));
   }
   std::vector<double> work_ms(p.devices, 0);
   double chain_ms = 0;
   for (int s = 0; s < S; ++s) {
-    work_ms[p.stages[s].device] += M * (p.stages[s].fwd_ms + p.stages[s].bwd_ms());
-    chain_ms += p.stages[s].fwd_ms + p.stages[s].bwd_ms();
+    const double r_ms = p.stages[s].recomputes() ? p.stages[s].recompute_ms : 0.0;
+    work_ms[p.stages[s].device] += M * (p.stages[s].fwd_ms + p.stages[s].bwd_ms() + r_ms);
+    chain_ms += p.stages[s].fwd_ms + p.stages[s].bwd_ms() + r_ms;
     if (s + 1 < S) chain_ms += 2 * p.boundary_transfer_ms(s);
   }
   const double horizon_ms = 2 * (*std::max_element(work_ms.begin(), work_ms.end()) + chain_ms);
@@ -231,6 +234,10 @@ Scale memory_scale(const Problem& p, const std::vector<double>& state_mb) {
   for (const StageSpec& st : p.stages) {
     mems.push_back(st.activation_mb);
     mems.push_back(st.split_backward ? std::min(st.wgrad_stash_mb, st.activation_mb) : 0.0);
+    if (st.recomputes()) {
+      mems.push_back(st.fwd_alloc_mb());
+      mems.push_back(st.recompute_alloc_mb());
+    }
   }
   if (p.memory_gb > 0) {
     mems.push_back(p.memory_gb * 1000);
@@ -241,27 +248,38 @@ Scale memory_scale(const Problem& p, const std::vector<double>& state_mb) {
 
 int64_t time_units(double ms, const Scale& ts) { return floor_units(ms, ts.unit, ts.exact); }
 
-// F, I and W (or F and B) of every stage and microbatch, stage-major. Inexact memory: kSafe rounds
-// the activation up and the stash down (set_memory's shrunken cap covers the stash), kRelaxed both
-// down, so that what a microbatch holds after F and after I is never above the exact figure.
+// F, R (recomputing stages), I and W (or F and B) of every stage and microbatch, stage-major.
+// Inexact memory: kSafe rounds the activation (on a recomputing stage its kept part and the rest
+// apart) up and the stash down (set_memory's shrunken cap covers the stash), kRelaxed all down, so
+// that what a microbatch holds after F, after R and after I is never above the exact figure.
 void add_compute_ops(const Problem& p, const Scale& ts, const Scale& mscale, MemoryRounding rounding, OpDag& dag) {
   const int S = p.num_stages();
   const int M = p.microbatches;
   auto tu = [&](double ms) { return time_units(ms, ts); };
+  auto mu = [&](double mb) {
+    return rounding == MemoryRounding::kRelaxed ? floor_units(mb, mscale.unit, mscale.exact)
+                                                : ceil_units(mb, mscale.unit, mscale.exact);
+  };
   dag.f_id_.assign(S * M, -1);
   dag.b_id_.assign(S * M, -1);
   dag.w_id_.assign(S * M, -1);
+  dag.r_id_.assign(S * M, -1);
   for (int s = 0; s < S; ++s) {
     const StageSpec& st = p.stages[s];
     const double stash = st.split_backward ? std::min(st.wgrad_stash_mb, st.activation_mb) : 0.0;
-    const int64_t act_u = rounding == MemoryRounding::kRelaxed ? floor_units(st.activation_mb, mscale.unit, mscale.exact)
-                                                                : ceil_units(st.activation_mb, mscale.unit, mscale.exact);
+    const int64_t f_u = mu(st.fwd_alloc_mb());
+    const int64_t r_u = st.recomputes() ? mu(st.recompute_alloc_mb()) : 0;
+    const int64_t act_u = f_u + r_u;  // what I/B finds live and frees
     int64_t stash_u = floor_units(stash, mscale.unit, mscale.exact);
     stash_u = std::min(stash_u, act_u);
     for (int m = 0; m < M; ++m) {
-      DagOp f{OpType::F, s, m, st.device, -1, tu(st.fwd_ms), act_u, 0};
+      DagOp f{OpType::F, s, m, st.device, -1, tu(st.fwd_ms), f_u, 0};
       dag.f_id_[s * M + m] = dag.num_ops();
       dag.ops.push_back(f);
+      if (st.recomputes()) {
+        dag.r_id_[s * M + m] = dag.num_ops();
+        dag.ops.push_back(DagOp{OpType::R, s, m, st.device, -1, tu(st.recompute_ms), r_u, 0});
+      }
       if (st.split_backward) {
         DagOp i{OpType::I, s, m, st.device, -1, tu(st.bwd_input_ms), 0, act_u - stash_u};
         dag.b_id_[s * M + m] = dag.num_ops();
@@ -322,8 +340,12 @@ void add_precedence_edges(const Problem& p, const Scale& ts, bool symmetry, OpDa
   for (int s = 0; s < S; ++s) {
     const int64_t link = s + 1 < S ? time_units(p.boundary_transfer_ms(s), ts) : 0;
     for (int m = 0; m < M; ++m) {
-      const int f = dag.f_op(s, m), b = dag.bwd_op(s, m), w = dag.w_op(s, m);
+      const int f = dag.f_op(s, m), b = dag.bwd_op(s, m), w = dag.w_op(s, m), r = dag.r_op(s, m);
       dag.add_edge(f, b, 0, EdgeKind::kData);
+      if (r >= 0) {
+        dag.add_edge(f, r, 0, EdgeKind::kData);
+        dag.add_edge(r, b, 0, EdgeKind::kData);
+      }
       if (w >= 0) dag.add_edge(b, w, 0, EdgeKind::kData);
       if (s + 1 < S) {
         const int xf = dag.send_f_op(s, m), xb = dag.send_b_op(s + 1, m);
@@ -341,6 +363,7 @@ void add_precedence_edges(const Problem& p, const Scale& ts, bool symmetry, OpDa
         dag.add_edge(f, dag.f_op(s, m + 1), 0, EdgeKind::kSymmetry);
         dag.add_edge(b, dag.bwd_op(s, m + 1), 0, EdgeKind::kSymmetry);
         if (w >= 0) dag.add_edge(w, dag.w_op(s, m + 1), 0, EdgeKind::kSymmetry);
+        if (r >= 0) dag.add_edge(r, dag.r_op(s, m + 1), 0, EdgeKind::kSymmetry);
         if (dag.send_f_op(s, m) >= 0) dag.add_edge(dag.send_f_op(s, m), dag.send_f_op(s, m + 1), 0, EdgeKind::kSymmetry);
         if (dag.send_b_op(s, m) >= 0) dag.add_edge(dag.send_b_op(s, m), dag.send_b_op(s, m + 1), 0, EdgeKind::kSymmetry);
       }
@@ -417,8 +440,10 @@ Status add_memory_edges(OpDag& dag) {
     for (int s : stages) {
       const int64_t act = dag.ops[dag.f_op(s, 0)].alloc_mem;
       upstream_act += act;
+      // A microbatch of stage s holds at least `act` from its F to its I (F's allocation: the kept
+      // part on a recomputing stage) and at least min(act, stash) from its F to its W.
       const int w0 = dag.w_op(s, 0);
-      const int64_t stash = w0 >= 0 ? dag.ops[w0].free_mem : 0;
+      const int64_t stash = w0 >= 0 ? std::min(dag.ops[w0].free_mem, act) : 0;
       for (int m = 0; m < M; ++m) {
         const int f = dag.f_op(s, m);
         if (upstream_act > 0) {
@@ -457,7 +482,7 @@ Status add_memory_edges(OpDag& dag) {
 int64_t default_dag_ops(const Problem& problem) {
   int64_t per_mb = 0;
   for (int s = 0; s < problem.num_stages(); ++s) {
-    per_mb += problem.stages[s].split_backward ? 3 : 2;
+    per_mb += (problem.stages[s].split_backward ? 3 : 2) + (problem.stages[s].recomputes() ? 1 : 0);
     if (s + 1 < problem.num_stages() && problem.stages[s + 1].device != problem.stages[s].device) per_mb += 2;
   }
   return per_mb * problem.microbatches;

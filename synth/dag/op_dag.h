@@ -1,8 +1,11 @@
 // op_dag.h — the op DAG of a Problem: what every scheduler in synth/ works on.
 //
 // Guarantees:
-//  * One node per compute op: F(s,m), and either I(s,m)+W(s,m) or the fused B(s,m) (when the stage
-//    cannot split its backward). Ids are dense and deterministic (stage-major, then microbatch).
+//  * One node per compute op: F(s,m), R(s,m) on a stage that recomputes (StageSpec::recompute), and
+//    either I(s,m)+W(s,m) or the fused B(s,m) (when the stage cannot split its backward). Ids are
+//    dense and deterministic (stage-major, then microbatch: F, R, I, W). R(s,m) follows F(s,m) and
+//    precedes I/B(s,m) (data edges); on a recomputing stage F allocates the kept part of the
+//    activation and R the rest, so from R to I/B the whole activation is live (ir/schedule.h).
 //  * Resources: compute op on device d uses resource d. With comm_streams (the default), every
 //    cross-device boundary crossing is a transfer op (type SEND_F for F(s,m)'s output, stored at stage
 //    s; SEND_B for I/B(s,m)'s input gradient, stored at stage s) that lasts the link time of
@@ -46,13 +49,13 @@
 namespace ps {
 
 struct DagOp {
-  OpType type = OpType::F;  // F, I, W or B; SEND_F / SEND_B for a transfer
+  OpType type = OpType::F;  // F, R, I, W or B; SEND_F / SEND_B for a transfer
   int stage = 0;
   int mb = 0;
   int device = 0;           // compute: its device; transfer: the sender
   int peer = -1;            // transfer: the receiver; -1 for compute ops
   int64_t dur = 0;        // time units
-  int64_t alloc_mem = 0;  // mem units allocated when the op runs (F only)
+  int64_t alloc_mem = 0;  // mem units allocated when the op runs (F and R only)
   int64_t free_mem = 0;   // mem units freed when it runs (I: act - stash, W: stash, B: act)
 
   bool is_transfer() const { return peer >= 0; }
@@ -110,6 +113,9 @@ struct OpDag {
   int f_op(int stage, int mb) const { return f_id_[stage * microbatches + mb]; }
   int bwd_op(int stage, int mb) const { return b_id_[stage * microbatches + mb]; }  // I or B
   int w_op(int stage, int mb) const { return w_id_[stage * microbatches + mb]; }
+  int r_op(int stage, int mb) const { return r_id_[stage * microbatches + mb]; }  // -1: no recomputation
+  // Ops that allocate memory when they run: F, and R on a recomputing stage.
+  static bool allocates(OpType t) { return t == OpType::F || t == OpType::R; }
   // Transfer ops (-1 when the boundary stays on one device or comm_streams is off):
   // F(s,m)'s output to stage s+1, and I/B(s,m)'s input gradient to stage s-1.
   int send_f_op(int stage, int mb) const { return xf_id_[stage * microbatches + mb]; }
@@ -137,7 +143,7 @@ struct OpDag {
   Status recompute_paths();
 
   // internal: id tables
-  std::vector<int> f_id_, b_id_, w_id_, xf_id_, xb_id_;
+  std::vector<int> f_id_, b_id_, w_id_, r_id_, xf_id_, xb_id_;
 };
 
 // Builds the DAG of `problem` (placement, costs, memory cap problem.memory_gb; 0 = unlimited).
@@ -146,7 +152,8 @@ struct OpDag {
 Result<OpDag> build_op_dag(const Problem& problem, const DagOptions& options = {});
 
 // The ops build_op_dag(problem) would make with comm streams, without building it: F, I and W (or
-// B) of every stage and microbatch, and a transfer each way across every boundary between devices.
+// B) of every stage and microbatch, R where the stage recomputes, and a transfer each way across
+// every boundary between devices.
 int64_t default_dag_ops(const Problem& problem);
 
 // Adds the precedences the memory cap implies when microbatches run in order per (stage, kind):

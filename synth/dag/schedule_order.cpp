@@ -72,7 +72,12 @@ Result<std::vector<std::vector<int>>> schedule_to_dag_order(const OpDag& dag, co
           order[d].push_back(b);
           if (w >= 0) order[d].push_back(w);
           break;
-        case OpType::R: return fail(d, a, "is a recomputation; the op DAG has no R ops");
+        case OpType::R: {
+          const int r = dag.r_op(a.stage, a.mb);
+          if (r < 0) return fail(d, a, "is a recomputation, but the stage does not recompute");
+          order[d].push_back(r);
+          break;
+        }
         default: break;
       }
     }

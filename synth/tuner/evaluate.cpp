@@ -26,6 +26,7 @@ const char* move_kind_name(MoveKind k) {
     case MoveKind::kSchedule: return "schedule";
     case MoveKind::kKick: return "kick";
     case MoveKind::kMemory: return "memory";
+    case MoveKind::kRecompute: return "recompute";
   }
   return "?";
 }
@@ -43,6 +44,10 @@ std::string Candidate::key() const {
   k += '/';
   for (int d : placement) k += fmt::format("{},", d);
   k += fmt::format("/p{}/b{}", policy_set, baseline);
+  if (!recompute.empty()) {
+    k += "/r";
+    for (RecomputeMode m : recompute) k += static_cast<char>('0' + static_cast<int>(m));
+  }
   return k;
 }
 
@@ -153,6 +158,7 @@ Result<TimedOrder> retime_on(const OpDag& from, const TimedOrder& order, const O
         case OpType::I:
         case OpType::B: id = to.bwd_op(o.stage, o.mb); break;
         case OpType::W: id = to.w_op(o.stage, o.mb); break;
+        case OpType::R: id = to.r_op(o.stage, o.mb); break;
         default: break;
       }
       if (id < 0 || to.ops[id].type != o.type)
@@ -166,8 +172,15 @@ Result<TimedOrder> retime_on(const OpDag& from, const TimedOrder& order, const O
   return t;
 }
 
-Result<Problem> dag_problem(const Spec& spec, const Candidate& c, bool fused_backward) {
+Result<Problem> candidate_problem(const Spec& spec, const Candidate& c) {
   Result<Problem> pr = make_problem(spec, c.partition(), c.placement);
+  if (!pr.ok() || c.recompute.empty()) return pr;
+  PS_RETURN_IF_ERROR(set_recompute(spec, *pr, c.recompute));
+  return pr;
+}
+
+Result<Problem> dag_problem(const Spec& spec, const Candidate& c, bool fused_backward) {
+  Result<Problem> pr = candidate_problem(spec, c);
   if (!pr.ok() || !fused_backward) return pr;
   for (StageSpec& st : pr->stages) st.split_backward = false;
   return pr;
@@ -241,7 +254,7 @@ Evaluation evaluate_candidate(const Spec& spec, const Candidate& c, const std::f
     e.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return std::move(e);
   };
-  Result<Problem> pr = make_problem(spec, c.partition(), c.placement);
+  Result<Problem> pr = candidate_problem(spec, c);
   if (!pr.ok()) {
     e.why = pr.status().message();
     return done();
@@ -251,12 +264,17 @@ Evaluation evaluate_candidate(const Spec& spec, const Candidate& c, const std::f
   e.load_ms.assign(P, 0);
   e.state_mb.assign(P, 0);
   e.min_footprint_mb.assign(P, 0);
+  // The smallest footprint: every stage's model states and one microbatch's activation (F's
+  // allocation on a recomputing stage, plus the largest R allocation of the device).
+  std::vector<double> r_peak(P, 0);
   for (int s = 0; s < problem.num_stages(); ++s) {
     const StageSpec& st = problem.stages[s];
-    e.load_ms[st.device] += st.fwd_ms + st.bwd_ms();
+    e.load_ms[st.device] += st.fwd_ms + st.bwd_ms() + (st.recomputes() ? st.recompute_ms : 0.0);
     e.state_mb[st.device] += problem.model_state_mb(s);
-    e.min_footprint_mb[st.device] += problem.model_state_mb(s) + st.activation_mb;
+    e.min_footprint_mb[st.device] += problem.model_state_mb(s) + st.fwd_alloc_mb();
+    r_peak[st.device] = std::max(r_peak[st.device], st.recompute_alloc_mb());
   }
+  for (int d = 0; d < P; ++d) e.min_footprint_mb[d] += r_peak[d];
   if (problem.memory_gb > 0) {
     e.excess_mb = -std::numeric_limits<double>::infinity();
     for (int d = 0; d < P; ++d) e.excess_mb = std::max(e.excess_mb, e.min_footprint_mb[d] - problem.memory_gb * 1000);
@@ -327,6 +345,15 @@ Evaluation evaluate_candidate(const Spec& spec, const Candidate& c, const std::f
   e.ops = default_dag_ops(problem);  // whatever DAG timed it: the checker's and synthesize()'s
   e.makespan_ms = dagp->to_ms(e.order.makespan);
   measure_timeline(*dagp, e.order, e);
+  if (dagp->mem_limited && e.order.peak_mem.size() == static_cast<size_t>(P)) {
+    std::vector<int64_t> largest(P, 0);
+    for (int s = 0; s < problem.num_stages(); ++s) {
+      const DagOp& f = dagp->ops[dagp->f_op(s, 0)];
+      largest[f.device] = std::max(largest[f.device], f.alloc_mem);
+    }
+    e.memory_tight.assign(P, 0);
+    for (int d = 0; d < P; ++d) e.memory_tight[d] = e.order.peak_mem[d] + largest[d] > dagp->cap_mem[d];
+  }
   return done();
 }
 

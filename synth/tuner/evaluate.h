@@ -29,7 +29,7 @@
 
 namespace ps::tuner_detail {
 
-enum class MoveKind : unsigned char { kSeed, kBaseline, kPartition, kPlacement, kSchedule, kKick, kMemory };
+enum class MoveKind : unsigned char { kSeed, kBaseline, kPartition, kPlacement, kSchedule, kKick, kMemory, kRecompute };
 const char* move_kind_name(MoveKind k);
 
 struct Candidate {
@@ -37,12 +37,14 @@ struct Candidate {
   std::vector<int> placement;  // S entries, stage → device
   int policy_set = 0;          // 0: screening policies; 1: lean portfolio; 2: whole portfolio
   int baseline = -1;           // BaselineKind as int: that baseline's order; -1: heuristic
+  std::vector<RecomputeMode> recompute;  // per stage; empty: no stage recomputes
   MoveKind kind = MoveKind::kSeed;
   std::string origin;          // "seed balanced S=16 looped", "shift layer 12 to stage 3", ...
 
   int stages() const { return static_cast<int>(placement.size()); }
   Partition partition() const;
-  // Stable identity for the history set and for tie-breaking: cuts, placement, policy set, order.
+  // Stable identity for the history set and for tie-breaking: cuts, placement, policy set, order,
+  // and the recompute modes when some stage recomputes.
   std::string key() const;
 };
 
@@ -65,13 +67,18 @@ struct Evaluation {
   std::vector<double> min_footprint_mb;  // per device: states + one microbatch of every stage
   std::vector<double> busy_ms, boundary_idle_ms, residual_idle_ms;  // per device, on the timeline
   double excess_mb = 0;                  // max over devices of min_footprint − cap (> 0: infeasible)
+  // Per device, under a cap: the order's peak leaves no room for one more microbatch of the
+  // device's largest stage activation (F's allocation). Recomputation moves look only there.
+  std::vector<char> memory_tight;
   double seconds = 0;                    // wall time of this evaluation (statistics only)
   bool stopped = false;                  // `stop` cut it short: not an evaluation, discard it
   int64_t ops = 0;                       // default_dag_ops of its problem
 };
 
-// The problem a candidate's order refers to: make_problem(spec, partition, placement), with
-// split_backward = false on every stage when fused_backward (baselines that run B, not I + W).
+// The problem of a candidate: make_problem(spec, partition, placement) with its recompute modes.
+Result<Problem> candidate_problem(const Spec& spec, const Candidate& c);
+// The problem a candidate's order refers to: candidate_problem, with split_backward = false on every
+// stage when fused_backward (baselines that run B, not I + W).
 Result<Problem> dag_problem(const Spec& spec, const Candidate& c, bool fused_backward);
 
 // The DAG options a candidate is evaluated with. The screening policies (policy set 0) time

@@ -371,12 +371,27 @@ std::vector<int> split_stage_cuts(const SearchSpace& sp, const std::vector<int>&
   return out;
 }
 
+// The recompute modes of `from` carried onto a plan with other cuts: each stage takes the mode of
+// the stage of `from` that holds its first layer (empty when `from` recomputes nothing).
+std::vector<RecomputeMode> inherit_recompute(const Candidate& from, const std::vector<int>& cuts) {
+  if (from.recompute.empty()) return {};
+  std::vector<RecomputeMode> modes;
+  size_t src = 0;
+  for (size_t s = 0; s + 1 < cuts.size(); ++s) {
+    while (src + 1 < from.recompute.size() && from.cuts[src + 1] <= cuts[s]) ++src;
+    modes.push_back(from.recompute[src]);
+  }
+  return modes;
+}
+
 struct MoveSink {
   const SearchSpace& sp;
   std::vector<Candidate>& out;
+  const Candidate* from = nullptr;  // the candidate the moves start from: its recompute modes carry over
 
   void add(std::vector<int> cuts, std::vector<int> placement, MoveKind kind, std::string origin) {
     Candidate n = heuristic_candidate(std::move(cuts), std::move(placement), kind, std::move(origin));
+    if (from) n.recompute = inherit_recompute(*from, n.cuts);
     if (finish_candidate(sp, n)) out.push_back(std::move(n));
   }
   // The move and, when it differs, the move followed by a device-aware rebalance.
@@ -576,12 +591,117 @@ void memory_moves(const SearchSpace& sp, const Candidate& c, const Evaluation& e
 
 }  // namespace
 
+namespace {
+
+// MB of activation stage s of `c` drops under `mode`.
+double stage_drop_mb(const SearchSpace& sp, const Candidate& c, int s, RecomputeMode mode) {
+  if (mode == RecomputeMode::kNone) return 0;
+  const std::vector<double>& drop = mode == RecomputeMode::kFull ? sp.layer_drop_full : sp.layer_drop_selective;
+  double mb = 0;
+  for (int l = c.cuts[s]; l < c.cuts[s + 1] && l < static_cast<int>(drop.size()); ++l) mb += drop[l];
+  return mb;
+}
+
+// The recompute modes as the space's RecomputeChoice has them (see finish_candidate).
+void normalize_recompute(const SearchSpace& sp, Candidate& c) {
+  const int S = c.stages();
+  switch (sp.recompute) {
+    case RecomputeChoice::kNone: c.recompute.clear(); return;
+    case RecomputeChoice::kSelective: c.recompute.assign(S, RecomputeMode::kSelective); return;
+    case RecomputeChoice::kFull: c.recompute.assign(S, RecomputeMode::kFull); return;
+    case RecomputeChoice::kSearch: break;
+  }
+  if (c.recompute.empty()) return;
+  c.recompute.resize(S, RecomputeMode::kNone);
+  bool any = false;
+  for (int s = 0; s < S; ++s) {
+    if (c.recompute[s] != RecomputeMode::kNone && !(stage_drop_mb(sp, c, s, c.recompute[s]) > 0))
+      c.recompute[s] = RecomputeMode::kNone;
+    any = any || c.recompute[s] != RecomputeMode::kNone;
+  }
+  if (!any) c.recompute.clear();
+}
+
+// One step up (none → selective → full; selective skipped where it drops nothing) or down.
+RecomputeMode step_mode(const SearchSpace& sp, const Candidate& c, int s, RecomputeMode m, bool up) {
+  if (up) {
+    if (m == RecomputeMode::kNone && stage_drop_mb(sp, c, s, RecomputeMode::kSelective) > 0) return RecomputeMode::kSelective;
+    return RecomputeMode::kFull;
+  }
+  if (m == RecomputeMode::kFull && stage_drop_mb(sp, c, s, RecomputeMode::kSelective) > 0) return RecomputeMode::kSelective;
+  return RecomputeMode::kNone;
+}
+
+}  // namespace
+
+std::vector<Candidate> recompute_moves(const SearchSpace& sp, const Candidate& c, const Evaluation& e) {
+  std::vector<Candidate> out;
+  if (sp.recompute != RecomputeChoice::kSearch || !sp.memory_limited || c.baseline >= 0) return out;
+  const int S = c.stages();
+  const int P = sp.devices;
+  std::vector<RecomputeMode> cur = c.recompute;
+  cur.resize(S, RecomputeMode::kNone);
+  // `devices[d]`: step the modes of device d's stages; returns whether anything changed.
+  auto add = [&](const std::vector<char>& devices, bool up, std::string origin) {
+    Candidate n = c;
+    n.recompute = cur;
+    n.kind = MoveKind::kRecompute;
+    n.origin = std::move(origin);
+    bool changed = false;
+    for (int s = 0; s < S; ++s) {
+      if (!devices[c.placement[s]]) continue;
+      const RecomputeMode m = cur[s];
+      if ((up && m == RecomputeMode::kFull) || (!up && m == RecomputeMode::kNone)) continue;
+      const RecomputeMode next = step_mode(sp, c, s, m, up);
+      changed = changed || next != m;
+      n.recompute[s] = next;
+    }
+    if (changed && finish_candidate(sp, n) && n.key() != c.key()) out.push_back(std::move(n));
+  };
+  const double cap_mb = sp.spec->cluster.memory_gb * 1000;
+  std::vector<char> over(P, 0), tight(P, 0), roomy(P, 0);
+  int worst = -1;
+  for (int d = 0; d < P && d < static_cast<int>(e.min_footprint_mb.size()); ++d) {
+    over[d] = e.min_footprint_mb[d] > cap_mb;
+    tight[d] = over[d] || (d < static_cast<int>(e.memory_tight.size()) && e.memory_tight[d]);
+    roomy[d] = e.feasible && !tight[d];
+    if (over[d] && (worst < 0 || e.min_footprint_mb[d] > e.min_footprint_mb[worst])) worst = d;
+  }
+  if (worst >= 0) {
+    std::vector<char> one(P, 0);
+    one[worst] = 1;
+    add(one, true, fmt::format("recompute: raise the modes of device {} (over its memory)", worst));
+  }
+  if (std::count(tight.begin(), tight.end(), 1) > 0)
+    add(tight, true, "recompute: raise the modes of the devices whose memory binds");
+  if (!c.recompute.empty()) {
+    for (int d = 0; d < P; ++d) {
+      if (!roomy[d]) continue;
+      std::vector<char> one(P, 0);
+      one[d] = 1;
+      add(one, false, fmt::format("recompute: lower the modes of device {}", d));
+    }
+    add(std::vector<char>(P, 1), false, "recompute: lower every stage's mode");
+  }
+  return out;
+}
+
+std::optional<Candidate> with_uniform_recompute(const SearchSpace& sp, const Candidate& c, RecomputeMode mode) {
+  Candidate n = c;
+  n.recompute.assign(c.stages(), mode);
+  n.kind = MoveKind::kRecompute;
+  n.origin = fmt::format("{}, {} recomputation", c.origin, recompute_mode_name(mode));
+  if (!finish_candidate(sp, n) || n.recompute.empty()) return std::nullopt;
+  return n;
+}
+
 bool finish_candidate(const SearchSpace& sp, Candidate& c) {
   const int S = c.stages();
   if (S < 1 || static_cast<int>(c.cuts.size()) != S + 1 || S > sp.max_stages) return false;
   if (c.cuts.front() != 0 || c.cuts.back() != sp.layers) return false;
   for (int s = 0; s < S; ++s)
     if (c.cuts[s + 1] <= c.cuts[s]) return false;
+  normalize_recompute(sp, c);
   std::vector<char> used(sp.devices, 0);
   for (int d : c.placement) {
     if (d < 0 || d >= sp.devices) return false;
@@ -614,8 +734,8 @@ Diagnosis diagnose(const SearchSpace& sp, const Candidate& c, const Evaluation& 
 }
 
 std::vector<Candidate> bubble_moves(const SearchSpace& sp, const Candidate& c, const Evaluation& e, bool all_kinds) {
-  std::vector<Candidate> out;
-  MoveSink sink{sp, out};
+  std::vector<Candidate> out = recompute_moves(sp, c, e);
+  MoveSink sink{sp, out, &c};
   const Diagnosis d = diagnose(sp, c, e);
   if (d == Diagnosis::kMemory) {
     memory_moves(sp, c, e, sink);
@@ -632,7 +752,7 @@ std::vector<Candidate> bubble_moves(const SearchSpace& sp, const Candidate& c, c
 
 std::vector<Candidate> kick_moves(const SearchSpace& sp, const Candidate& c, std::mt19937_64& rng, int count) {
   std::vector<Candidate> out;
-  MoveSink sink{sp, out};
+  MoveSink sink{sp, out, &c};
   const int S = c.stages();
   auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<uint64_t>(std::max(1, n))); };
   for (int k = 0; k < count * 4 && static_cast<int>(out.size()) < count; ++k) {

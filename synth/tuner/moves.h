@@ -18,12 +18,14 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "ir/model.h"
 #include "synth/tuner/evaluate.h"
+#include "synth/tuner/tuner.h"
 
 namespace ps::tuner_detail {
 
@@ -41,6 +43,11 @@ struct SearchSpace {
   bool include_baselines = true;
   int max_stages_per_device = 8;
   int search_policy_set = 2;      // how the search re-scores screened plans (evaluate.h)
+  RecomputeChoice recompute = RecomputeChoice::kNone;
+  // Per layer, MB of activation each recompute mode drops (activation − kept): a stage whose layers
+  // drop nothing under a mode does not take it.
+  std::vector<double> layer_drop_selective, layer_drop_full;
+  bool memory_limited = false;    // spec.cluster.memory_gb > 0
 };
 
 enum class Diagnosis : unsigned char { kMemory, kImbalance, kBoundary, kResidual };
@@ -76,7 +83,18 @@ std::vector<Candidate> kick_moves(const SearchSpace& space, const Candidate& c, 
 std::vector<int> rebalance_cuts(const SearchSpace& space, std::vector<int> cuts,
                                 const std::vector<int>& placement, bool by_memory);
 
-// Normalises a candidate (canonical device names when allowed) and checks the invariants above.
+// Candidates with the recompute modes of `c` raised (none → selective → full, up a step where a
+// mode drops nothing) on the device that exceeds its memory most, and on every device whose memory
+// binds (Evaluation::memory_tight, or over the cap); and lowered a step on each device that
+// recomputes with room to spare, and everywhere. Only with RecomputeChoice::kSearch under a cap.
+std::vector<Candidate> recompute_moves(const SearchSpace& space, const Candidate& c, const Evaluation& e);
+// `c` with every stage at `mode` (kRecompute seeds).
+std::optional<Candidate> with_uniform_recompute(const SearchSpace& space, const Candidate& c, RecomputeMode mode);
+
+// Normalises a candidate (canonical device names when allowed; recompute modes as the space's
+// RecomputeChoice has them: cleared for kNone, uniform for kSelective / kFull, with kSearch a mode
+// that drops nothing on a stage's layers set to none, and none everywhere cleared) and checks the
+// invariants above.
 bool finish_candidate(const SearchSpace& space, Candidate& c);
 
 // A lower bound on the makespan of any order of the candidate's plan (comm taken as free): over

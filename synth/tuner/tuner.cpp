@@ -124,6 +124,7 @@ class Tuner {
   double search_deadline() const { return std::min(limit_s() * (time_budget::kTunerFinishBy - z3_share()), limit_s() - reserve_s()); }
 
   std::vector<Candidate> initial_seeds() const;
+  void add_recompute_seeds(const std::vector<Candidate>& seeds, double deadline_s);
   void search();
   // The best feasible makespan and the rounds since it last improved.
   struct BestSoFar {
@@ -194,6 +195,13 @@ Status Tuner::prepare() {
     space_.layer_mb.push_back(layer_memory_mb(spec_, l));
   }
   space_.head_ms = forward_heads_ms(spec_.model);
+  space_.recompute = opt_.recompute;
+  space_.memory_limited = spec_.cluster.memory_gb > 0;
+  for (int l = 0; l < L; ++l) {
+    const LayerType& t = spec_.model.type_of(l);
+    space_.layer_drop_selective.push_back(std::max(0.0, t.activation_mb - t.recompute_selective.kept_mb));
+    space_.layer_drop_full.push_back(std::max(0.0, t.activation_mb - t.recompute_full.kept_mb));
+  }
   if (opt_.partition) {
     PS_RETURN_IF_ERROR(check_partition(*opt_.partition, L));
     fixed_cuts_.push_back(0);
@@ -280,6 +288,7 @@ std::vector<int> Tuner::evaluate(std::vector<Candidate> cands, double deadline_s
       case MoveKind::kPlacement: ++stats_.moves_placement; break;
       case MoveKind::kSchedule: ++stats_.moves_schedule; break;
       case MoveKind::kKick: ++stats_.moves_kick; break;
+      case MoveKind::kRecompute: ++stats_.moves_recompute; break;
       default: break;
     }
     Record r;
@@ -565,6 +574,41 @@ std::vector<Candidate> Tuner::initial_seeds() const {
   return seeds;
 }
 
+// With RecomputeChoice::kSearch under a cap: the seeds whose memory binds (they do not fit, or their
+// peak leaves no room for another microbatch) — the best four heuristic ones, and every baseline
+// that binds or, where some seed binds, that the evaluation budget left out — again with uniform
+// selective and full recomputation, so that the search holds the uniformly recomputing baselines it
+// must beat. They are at most 2 × (4 + the baselines) and outside the evaluation budget (the seeds
+// alone can spend it), inside the time.
+void Tuner::add_recompute_seeds(const std::vector<Candidate>& plain, double deadline_s) {
+  if (space_.recompute != RecomputeChoice::kSearch || !space_.memory_limited) return;
+  auto binds = [](const Record& r) {
+    return !r.eval.feasible ||
+           std::any_of(r.eval.memory_tight.begin(), r.eval.memory_tight.end(), [](char t) { return t != 0; });
+  };
+  std::vector<Candidate> seeds;
+  auto add_uniform = [&](const Candidate& c) {
+    for (RecomputeMode m : {RecomputeMode::kSelective, RecomputeMode::kFull})
+      if (std::optional<Candidate> u = with_uniform_recompute(space_, c, m)) seeds.push_back(std::move(*u));
+  };
+  constexpr int kHeuristicSeeds = 4;
+  int heuristic = 0;
+  for (int i : ranking()) {
+    const Record& r = records_[i];
+    if (r.cand.baseline >= 0 || !r.cand.recompute.empty() || !binds(r)) continue;
+    if (heuristic++ >= kHeuristicSeeds) break;
+    add_uniform(r.cand);
+  }
+  // Baselines the budget left out: only where memory binds somewhere among the evaluated seeds.
+  const bool any_binds = std::any_of(records_.begin(), records_.end(), binds);
+  for (const Candidate& c : plain) {
+    if (c.baseline < 0 || !c.recompute.empty()) continue;
+    auto it = history_.find(c.key());
+    if (it != history_.end() ? binds(records_[it->second]) : any_binds) add_uniform(c);
+  }
+  evaluate(std::move(seeds), deadline_s, false);
+}
+
 // Whether the search stops before another round: interrupted, out of time, or out of evaluations
 // (stats_.stop_reason says which).
 bool Tuner::stop_before_round() {
@@ -733,7 +777,9 @@ void Tuner::polish() {
 
 Result<TuneResult> Tuner::run() {
   PS_RETURN_IF_ERROR(prepare());
-  evaluate(initial_seeds(), search_deadline());
+  const std::vector<Candidate> seeds = initial_seeds();
+  evaluate(seeds, search_deadline());
+  add_recompute_seeds(seeds, search_deadline());
   try_paced_fronts(search_deadline());
   report("seeds");
   search();
@@ -758,6 +804,23 @@ Result<TuneResult> Tuner::run() {
 }
 
 }  // namespace
+
+const char* recompute_choice_name(RecomputeChoice c) {
+  switch (c) {
+    case RecomputeChoice::kSearch: return "search";
+    case RecomputeChoice::kNone: return "none";
+    case RecomputeChoice::kSelective: return "selective";
+    case RecomputeChoice::kFull: return "full";
+  }
+  return "unknown";
+}
+
+std::optional<RecomputeChoice> parse_recompute_choice(std::string_view text) {
+  for (RecomputeChoice c : {RecomputeChoice::kSearch, RecomputeChoice::kNone, RecomputeChoice::kSelective,
+                            RecomputeChoice::kFull})
+    if (text == recompute_choice_name(c)) return c;
+  return std::nullopt;
+}
 
 const char* search_stop_name(SearchStop s) {
   switch (s) {

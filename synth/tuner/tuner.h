@@ -34,6 +34,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ir/model.h"
@@ -43,6 +44,18 @@
 #include "synth/dag/op_dag.h"
 
 namespace ps {
+
+// Activation recomputation in the search (docs/tuner.md, "Recomputation").
+enum class RecomputeChoice : unsigned char {
+  kSearch,     // per stage where memory binds: the search raises the modes of a device's stages
+               // (none → selective → full) when the plan does not fit or its peak leaves no room for
+               // another microbatch, and lowers them again; only a shorter plan keeps them
+  kNone,       // no stage recomputes
+  kSelective,  // every stage selective
+  kFull,       // every stage full
+};
+const char* recompute_choice_name(RecomputeChoice c);  // "search", "none", "selective", "full"
+std::optional<RecomputeChoice> parse_recompute_choice(std::string_view text);
 
 struct TuneProgress {
   int evaluated = 0;            // candidates evaluated so far
@@ -84,6 +97,7 @@ struct TuneOptions {
   double z3_time_fraction = 0.3;       // at most this share of the time limit goes to Z3
   std::optional<Partition> partition;          // fixed partition (S = its size)
   std::optional<std::vector<int>> placement;   // fixed stage → device map (S = its size)
+  RecomputeChoice recompute = RecomputeChoice::kSearch;
   std::function<void(const TuneProgress&)> progress;  // after the seeds and after every round
   // Set (by a signal handler, say) to end the search as the deadline would, at once: no evaluation
   // starts, one under way stops at its next policy once a plan fits, the polish is skipped, and the
@@ -130,10 +144,12 @@ struct TuneStats {
   int moves_placement = 0;
   int moves_schedule = 0;
   int moves_kick = 0;
+  int moves_recompute = 0;    // candidates that raise or lower stages' recompute modes (seeds included)
 };
 
 struct TuneResult {
-  Problem problem;                // make_problem(spec, partition, placement), memory set
+  Problem problem;                // make_problem(spec, partition, placement) with the chosen
+                                  // recompute modes (StageSpec::recompute), memory set
   Partition partition;
   std::vector<int> placement;     // stage → device
   TimedOrder order;               // on build_op_dag(problem) (default options)

@@ -94,7 +94,7 @@ Status Encoding::build(const EncodeOptions& options) {
   if (options.memory && dag_.mem_limited) {
     for (int d = 0; d < dag_.devices; ++d) {
       for (int f : dag_.device_ops[d]) {
-        if (dag_.ops[f].type != OpType::F) continue;
+        if (!OpDag::allocates(dag_.ops[f].type)) continue;
         const MemorySum m = memory_sum(
             c, f, dag_.device_ops[d], dag_.cap_mem[d], [&](int i) -> const DagOp& { return dag_.ops[i]; },
             [&](int g) {
@@ -120,9 +120,9 @@ Status Encoding::build(const EncodeOptions& options) {
 MemorySum memory_sum(z3::context& c, int f, const std::vector<int>& device_ops, int64_t cap,
                      const std::function<const DagOp&(int)>& op, const std::function<PairOrder(int)>& order,
                      const std::function<z3::expr(int, int)>& before) {
-  // Live memory at f's allocation: every F before f adds its activation, every I/W/B before f takes
-  // back what it frees. An F's term is alloc·[g before f]; an I/W/B's, -free·[g before f], is written
-  // -free + free·[f before g] so that every coefficient is positive.
+  // Live memory at f's allocation (f an F or R): every F/R before f adds its allocation, every I/W/B
+  // before f takes back what it frees. An F/R's term is alloc·[g before f]; an I/W/B's,
+  // -free·[g before f], is written -free + free·[f before g] so that every coefficient is positive.
   int64_t bound = cap - op(f).alloc_mem;
   z3::expr_vector lits(c);
   std::vector<int64_t> coef;
@@ -130,7 +130,7 @@ MemorySum memory_sum(z3::context& c, int f, const std::vector<int>& device_ops, 
   for (int g : device_ops) {
     if (g == f) continue;
     const DagOp& o = op(g);
-    const bool frees = o.type != OpType::F;
+    const bool frees = !OpDag::allocates(o.type);
     const int64_t amount = frees ? o.free_mem : o.alloc_mem;
     const PairOrder rel = order(g);
     if (amount == 0 || rel == PairOrder::kAfterF) continue;

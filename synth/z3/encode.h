@@ -102,7 +102,7 @@ struct MemorySum {
   std::optional<z3::expr> constraint;
 };
 
-// Builds F `f`'s memory sum over the compute ops `device_ops` of its device (f among them), under
+// Builds the memory sum of `f` (an op that allocates: F, or R on a recomputing stage) over the compute ops `device_ops` of its device (f among them), under
 // `cap` (units, model states already subtracted). Ops are the caller's indices: `op(i)` gives the
 // DagOp, `order(g)` how the DAG orders g against f, `before(a, b)` the literal "a runs before b" of
 // an open pair. Shared by the whole encoding and the relaxation bounds (synth/bounds/smt_bound.h).

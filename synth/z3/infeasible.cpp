@@ -18,9 +18,27 @@ std::vector<DeviceNeed> device_memory_needs(const Problem& p) {
     DeviceNeed& n = out.at(p.device_of(s));
     n.stages.push_back(s);
     n.states_mb += p.model_state_mb(s);
-    n.activation_mb += p.stages[s].activation_mb;
   }
-  for (DeviceNeed& n : out) n.need_mb = n.states_mb + n.activation_mb;
+  for (DeviceNeed& n : out) {
+    // The stage s whose R (or, without one, whose place as the device's last stage) peaks.
+    double kept = 0, best = -1;
+    size_t at = 0;
+    for (size_t k = 0; k < n.stages.size(); ++k) {
+      const StageSpec& st = p.stages[n.stages[k]];
+      kept += st.fwd_alloc_mb();
+      if (kept + st.recompute_alloc_mb() >= best) {
+        best = kept + st.recompute_alloc_mb();
+        at = k;
+      }
+    }
+    n.act_of.assign(n.stages.size(), 0.0);
+    for (size_t k = 0; k <= at && k < n.stages.size(); ++k) {
+      const StageSpec& st = p.stages[n.stages[k]];
+      n.act_of[k] = k == at ? st.fwd_alloc_mb() + st.recompute_alloc_mb() : st.fwd_alloc_mb();
+      n.activation_mb += n.act_of[k];
+    }
+    n.need_mb = n.states_mb + n.activation_mb;
+  }
   return out;
 }
 
@@ -79,13 +97,14 @@ std::set<std::string> core_of(const Problem& p, const DeviceNeed& n) {
     prm.set("core.minimize", true);
     s.set(prm);
     z3::expr total = c.int_val(0);
-    for (int st : n.stages) {
+    for (size_t k = 0; k < n.stages.size(); ++k) {
+      const int st = n.stages[k];
       z3::expr x = c.int_const(fmt::format("states_kb[s{}]", st).c_str());
       z3::expr y = c.int_const(fmt::format("act_kb[s{}]", st).c_str());
       s.add(x >= 0);
       s.add(y >= 0);
       s.add(x >= c.int_val(kb(p.model_state_mb(st))), fmt::format("states_s{}", st).c_str());
-      s.add(y >= c.int_val(kb(p.stages[st].activation_mb)), fmt::format("act_s{}", st).c_str());
+      s.add(y >= c.int_val(kb(n.act_of[k])), fmt::format("act_s{}", st).c_str());
       total = total + x + y;
     }
     s.add(total <= c.int_val(kb(p.memory_gb * 1000)), fmt::format("limit_d{}", n.device).c_str());
@@ -109,16 +128,19 @@ std::string explain_infeasibility(const Problem& p, const Spec* spec) {
     std::set<std::string> core = core_of(p, n);
     std::vector<int> st_states, st_act;
     double states = 0, act = 0;
-    for (int s : n.stages) {
+    bool recomputes = false;
+    for (size_t k = 0; k < n.stages.size(); ++k) {
+      const int s = n.stages[k];
       const bool in_states = core.empty() || core.count(fmt::format("states_s{}", s)) > 0;
       const bool in_act = core.empty() || core.count(fmt::format("act_s{}", s)) > 0;
       if (in_states && p.model_state_mb(s) > 0) {
         st_states.push_back(s);
         states += p.model_state_mb(s);
       }
-      if (in_act && p.stages[s].activation_mb > 0) {
+      if (in_act && n.act_of[k] > 0) {
         st_act.push_back(s);
-        act += p.stages[s].activation_mb;
+        act += n.act_of[k];
+        recomputes = recomputes || p.stages[s].recomputes();
       }
     }
     std::string why;
@@ -130,7 +152,11 @@ std::string explain_infeasibility(const Problem& p, const Spec* spec) {
     if (!out.empty()) out += "\n";
     out += fmt::format("  device {} needs at least {:.1f} GB but the limit is {:.1f} GB: {}", n.device,
                        (states + act) / 1000, p.memory_gb, why);
-    if (st_act.size() > 1) {
+    if (st_act.size() > 1 && recomputes) {
+      out += fmt::format(" (what F keeps of each of them is live when R of stage {} restores its whole activation: "
+                         "the I of an earlier stage of the device comes after it)",
+                         st_act.back());
+    } else if (st_act.size() > 1) {
       out += " (one microbatch of each stage on a device is live at once: F of the device's last stage runs "
              "before the I of its first)";
     }

@@ -139,4 +139,34 @@ TEST_CASE("cli recompute: export --to pytorch drops R, marks the stages in plan.
   CHECK(pstest::contains(ef.output, "2 stage(s) recompute"));
 }
 
+TEST_CASE("cli recompute: synth gives stages recomputation where no plan fits without it, certified") {
+  const std::string model = pstest::source_path("tests/data/recompute/needs-recompute.yaml");
+  const std::string out = pstest::temp_path("rc-synth.yaml");
+  auto none = run_cli("synth " + model + " --evaluations 30 --recompute none --quiet -o " + out);
+  CHECK_MESSAGE(none.exit_code == 2, none.output);
+  auto r = run_cli("synth " + model + " --evaluations 30 --rlimit 3000000 --time-limit 120 --quiet -o " + out);
+  REQUIRE_MESSAGE(r.exit_code == 0, r.output);
+  CHECK_MESSAGE(pstest::contains(r.output, "  recompute     stage"), r.output);
+  auto s = ps::read_schedule_yaml(out);
+  REQUIRE(s.ok());
+  int recomputing = 0, r_ops = 0;
+  for (const auto& st : s->problem.stages) recomputing += st.recomputes();
+  for (const auto& prog : s->programs)
+    for (const auto& a : prog) r_ops += a.type == ps::OpType::R;
+  CHECK(recomputing > 0);
+  CHECK(r_ops == recomputing * s->problem.microbatches);
+  auto v = run_cli("verify " + out);
+  CHECK_MESSAGE(v.exit_code == 0, v.output);
+  CHECK(pstest::contains(v.output, "VALID under rendezvous semantics"));
+  // The same file again: deterministic with --evaluations.
+  const std::string again = pstest::temp_path("rc-synth-again.yaml");
+  auto r2 = run_cli("synth " + model + " --evaluations 30 --rlimit 3000000 --time-limit 120 --quiet -o " + again);
+  REQUIRE(r2.exit_code == 0);
+  CHECK(pstest::read_file(out) == pstest::read_file(again));
+  auto h = run_cli("synth --help");
+  CHECK(pstest::contains(h.output, "--recompute"));
+  auto bad = run_cli("synth " + model + " --recompute partial");
+  CHECK(bad.exit_code != 0);
+}
+
 }  // namespace recompute_cli_test

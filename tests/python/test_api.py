@@ -57,6 +57,25 @@ def test_synthesize_writes_the_schedule_the_command_writes(tmp_path):
     assert cli_dumps and py_dumps == cli_dumps and (again.smt2_windows > 0 or again.smt2_written)
 
 
+def test_synthesize_chooses_recomputation_where_nothing_fits_without_it(tmp_path):
+    model = os.path.join(ROOT, "tests", "data", "recompute", "needs-recompute.yaml")
+    spec = pipesmith.load_spec(model)
+    with pytest.raises(pipesmith.InfeasibleError):
+        pipesmith.synthesize(spec, evaluations=30, rlimit=2_000_000, recompute="none")
+    result = pipesmith.synthesize(spec, evaluations=30, rlimit=2_000_000, time_limit_s=120)
+    assert result.report.valid and "full" in result.recompute
+    assert len(result.recompute) == result.schedule.num_stages
+    r_ops = sum(1 for prog in result.schedule.programs for op in prog if re.fullmatch(r"\d+R\d+", op))
+    assert r_ops == result.recompute.count("full") * result.schedule.microbatches + \
+        result.recompute.count("selective") * result.schedule.microbatches
+    result.schedule.write(str(tmp_path / "py.yaml"))
+    cli("synth", model, "--evaluations", "30", "--rlimit", "2000000", "--time-limit", "120", "-o",
+        str(tmp_path / "cli.yaml"))
+    assert read(tmp_path / "py.yaml") == read(tmp_path / "cli.yaml")
+    with pytest.raises(pipesmith.BadInputError, match="recompute must be search, none, selective or full"):
+        pipesmith.synthesize(spec, evaluations=5, recompute="partial")
+
+
 def test_synthesize_with_a_fixed_plan_matches_the_command(tmp_path):
     flags = [f for f in SYNTH_FLAGS if f not in ("--evaluations", "12")]  # nothing left to search
     cli("synth", LLAMA, "--cluster", CLUSTER, *flags, "--partition", "even", "--placement", "interleaved",
