@@ -11,7 +11,7 @@
 // --seq N sets every `seq_length:` of the model files to N (the analytic cost model's sequence per
 // microbatch; a model without one is left as it is and its row says so) through a copy in the
 // system's temporary directory.
-// Defaults: every configs/models/*.yaml, P = 8, caps 40 and 60 GB, 40 evaluations per search (the
+// Defaults: every configs/models/*.yaml, P = 8, caps 24 and 40 GB, 300 evaluations per search (the
 // figures are the same on any machine), 60 s per synthesize call for Z3's share, 2 search threads.
 // P <= 8 uses configs/clusters/8xh100-80gb.yaml, larger P configs/clusters/2x8-h100.yaml; the cap
 // replaces the cluster's memory_gb. Footer: the geometric mean of (best uniformly recomputing
@@ -33,6 +33,7 @@
 
 #include "ir/model.h"
 #include "synth/baselines/baseline_plan.h"
+#include "synth/bounds/global_bound.h"
 #include "synth/synthesize_model.h"
 
 namespace fs = std::filesystem;
@@ -43,8 +44,8 @@ namespace {
 struct Args {
   std::vector<std::string> models;
   std::vector<int> devices = {8};
-  std::vector<double> caps = {40, 60};
-  int evaluations = 40;
+  std::vector<double> caps = {24, 40};
+  int evaluations = 300;
   double time_limit_s = 60;
   int threads = 2;
   int seq = 0;  // > 0: every seq_length of the model files
@@ -229,7 +230,8 @@ int main(int argc, char** argv) {
               "best uniform selective | best uniform full | best uniform / pipesmith |\n");
   std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
   double log_vs_uniform = 0, log_vs_none = 0;
-  int n_uniform = 0, n_none = 0, slower_than_none = 0, cases = 0, certified = 0;
+  int n_uniform = 0, n_none = 0, slower_than_none = 0, cases = 0, certified = 0, states_infeasible = 0,
+      none_fits_any = 0;
   for (const std::string& path : model_paths(a)) {
     for (int P : a.devices) {
       for (double cap : a.caps) {
@@ -244,6 +246,17 @@ int main(int argc, char** argv) {
           std::fprintf(stderr, "bench/recompute: %s\n", spec.status().str().c_str());
           return 1;
         }
+        const std::string name =
+            a.seq > 0 ? fmt::format("{} (seq {})", spec->model.name, seq_set ? std::to_string(a.seq) : "as written")
+                      : spec->model.name;
+        // No plan of any kind fits where the model states alone need more devices than P.
+        Result<GlobalBound> gb = global_lower_bound(*spec, P, 4 * P, cap);
+        if (gb.ok() && !gb->memory_feasible) {
+          ++states_infeasible;
+          std::printf("| %s | %d | %d | %g | infeasible for any plan: %s | | | | | |\n", name.c_str(), P, 4 * P, cap,
+                      gb->memory_reason.c_str());
+          continue;
+        }
         ++cases;
         std::fprintf(stderr, "[%s P=%d M=%d %g GB] pipesmith...\n", spec->model.name.c_str(), P, 4 * P, cap);
         const Figure ours = synth(*spec, a, RecomputeChoice::kSearch);
@@ -254,6 +267,7 @@ int main(int argc, char** argv) {
         const Figure* uni = sel.ok && (!full.ok || sel.ms <= full.ms) ? &sel : (full.ok ? &full : nullptr);
         std::string ratio = "-";
         if (ours.ok) ++certified;
+        if (ours.ok && !none.ok && !uni) ++none_fits_any;
         if (ours.ok && uni) {
           ratio = fmt::format("{:.2f} ({})", uni->ms / ours.ms, uni->what);
           if (!none.ok) {
@@ -266,9 +280,6 @@ int main(int argc, char** argv) {
           ++n_none;
           if (ours.ms > none.ms * (1 + 1e-9)) ++slower_than_none;
         }
-        const std::string name =
-            a.seq > 0 ? fmt::format("{} (seq {})", spec->model.name, seq_set ? std::to_string(a.seq) : "as written")
-                      : spec->model.name;
         std::printf("| %s | %d | %d | %g | %s | %s | %s | %s | %s | %s |\n", name.c_str(), P, 4 * P, cap,
                     cell(ours).c_str(), ours.ok ? ours.what.c_str() : "-", cell(none).c_str(),
                     sel.ok ? fmt::format("{} {}", sel.what, cell(sel)).c_str() : sel.note.c_str(),
@@ -277,7 +288,12 @@ int main(int argc, char** argv) {
       }
     }
   }
-  std::printf("\n%d of %d cases certified with the search's recomputation.\n", certified, cases);
+  std::printf("\n%d of %d cases certified with the search's recomputation (besides %d where the model states alone "
+              "exceed the cap: no plan of any kind exists).\n",
+              certified, cases, states_infeasible);
+  if (none_fits_any > 0)
+    std::printf("In %d of them neither a plan without recomputation nor any uniformly recomputing baseline fits.\n",
+                none_fits_any);
   if (n_uniform > 0)
     std::printf("Where no plan fits without recomputation (%d cases): best uniformly recomputing baseline / pipesmith, "
                 "geometric mean %.3f.\n",

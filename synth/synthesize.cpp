@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <optional>
 
 #include "synth/certify.h"
@@ -174,23 +175,33 @@ Result<Seed> heuristic_seed(const Problem& problem, const OpDag& dag, const Synt
                             Clock::time_point t0, SynthResult& out) {
   const HeuristicOptions hopt = sized_heuristic(dag, budget_s);
   Result<HeuristicResult> h = heuristic_schedule(dag, hopt);
-  if (!h.ok()) {
-    return Status::error(ErrorCode::kRuntime,
-                         fmt::format("internal error: the memory limit looked feasible, but {}", h.status().message()));
-  }
-  out.heuristic_ms = dag.to_ms(h->best.makespan);
-  out.heuristic_policy = h->policy;
   Seed seed;
-  seed.order = h->best;
-  seed.source = fmt::format("heuristic {}", h->policy);
+  if (h.ok()) {
+    out.heuristic_ms = dag.to_ms(h->best.makespan);
+    out.heuristic_policy = h->policy;
+    seed.order = h->best;
+    seed.source = fmt::format("heuristic {}", h->policy);
+  } else {
+    // With recomputing stages the portfolio's serial policy is no longer sure to fit: the plan
+    // search's order (or a baseline's) may still do.
+    seed.order.makespan = std::numeric_limits<int64_t>::max();
+  }
   const double heuristic_s = seconds_since(t0);
   if (opt.use_baselines) try_baselines(problem, dag, out, seed);
   if (opt.seed_schedule) try_seed_schedule(dag, *opt.seed_schedule, seed);
+  if (!h.ok()) {
+    if (seed.order.order.empty()) {
+      return Status::error(ErrorCode::kRuntime,
+                           fmt::format("internal error: the memory limit looked feasible, but {}", h.status().message()));
+    }
+    out.heuristic_ms = dag.to_ms(seed.order.makespan);
+    out.heuristic_policy = fmt::format("no list policy fits; {}", seed.source);
+  }
   if (opt.progress) {
     HeuristicProgress p;
     p.makespan_ms = out.heuristic_ms;
-    p.policy = h->policy;
-    p.policies = h->tried;
+    p.policy = out.heuristic_policy;
+    p.policies = h.ok() ? h->tried : 0;
     p.portfolio = !hopt.portfolio ? HeuristicProgress::Portfolio::kOne
                   : hopt.lean     ? HeuristicProgress::Portfolio::kLean
                                   : HeuristicProgress::Portfolio::kFull;

@@ -128,9 +128,10 @@ struct Scheduler {
       if (!dag.mem_limited) return true;
       const int64_t after = mem[o.device] + o.alloc_mem;
       if (after > dag.cap_mem[o.device]) return false;
-      // An R that waits for its gradient keeps room for the R of the device's later stages (whose
-      // backwards come first); one its backward waits on runs whenever it fits.
-      return after + r_reserve[o.stage] <= dag.cap_mem[o.device] || klass(op) != 3;
+      // An R that waits for its gradient keeps room for the forwards of the device's later stages
+      // and for one of their R (their backwards come first, and nothing this R holds is freed
+      // before them); one its backward waits on runs whenever it fits.
+      return after + reserve[o.stage] + r_reserve[o.stage] <= dag.cap_mem[o.device] || klass(op) != 3;
     }
     if (o.type != OpType::F) return true;
     if (inflight_cap[o.stage] > 0 && inflight[o.stage] >= inflight_cap[o.stage]) return false;

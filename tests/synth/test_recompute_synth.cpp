@@ -90,6 +90,25 @@ TEST_CASE("device_memory_needs: kept parts of the device's stages up to s plus R
   CHECK_MESSAGE(why.find("R of stage 3 restores its whole activation") != std::string::npos, why);
 }
 
+TEST_CASE("list_schedule: an R filling a gap leaves room for the forwards of the device's later stages") {
+  // Device 0 holds stages 0 and 3 (V-shape); F keeps 400 of 1000 MB. The serial schedule peaks at
+  // 400 + 400 + 600 = 1400 MB. An R(s0,m0) run in the gap before F(s3,m0) (room left for one more R,
+  // 1600 MB) would leave F(s3,m0) no room under 1700 MB (2000 MB), and nothing could free it.
+  Problem p = recomputing(pstest::make_hand_problem(v_shape_tight()));
+  for (StageSpec& st : p.stages) st.recompute_kept_mb = 400;
+  p.memory_gb = 1.7;
+  auto dag = build_op_dag(p);
+  REQUIRE_MESSAGE(dag.ok(), dag.status().message());
+  ListPolicy serial;
+  serial.serial = true;
+  auto t = list_schedule(*dag, serial);
+  REQUIRE_MESSAGE(t.ok(), t.status().message());
+  for (int d = 0; d < p.devices; ++d) CHECK(t->peak_mem[d] <= dag->cap_mem[d]);
+  auto h = heuristic_schedule(*dag);
+  REQUIRE_MESSAGE(h.ok(), h.status().message());
+  CHECK(h->failed < h->tried);
+}
+
 TEST_CASE("synthesize: a plan that fits only with recomputation gets a certified schedule with R ops inside the cap") {
   const Problem plain = pstest::make_hand_problem(v_shape_tight());
   SynthOptions so;
