@@ -44,6 +44,7 @@ struct Record {
   bool z3 = false;      // order refined by Z3
   bool z3_optimal = false;
   bool parked = false;  // kept in the history only (paced-front seeds that lost to the others)
+  bool keep = false;    // the first search phase's pick: its order stays and the checker sees it
 };
 
 // Ranking: feasible first, shorter makespan, then the stable key. Infeasible: smaller excess.
@@ -121,7 +122,9 @@ class Tuner {
   // What follows the search takes time in proportion to the best plan's ops: the search ends that
   // much earlier (a deadline that only moves when the best plan changes).
   double reserve_s() const { return opt_.finish_s_per_op * static_cast<double>(best_ops()); }
-  double search_deadline() const { return std::min(limit_s() * (time_budget::kTunerFinishBy - z3_share()), limit_s() - reserve_s()); }
+  double search_deadline() const {
+    return std::min(limit_s() * (time_budget::kTunerFinishBy - z3_share()) * phase_share_, limit_s() - reserve_s());
+  }
 
   std::vector<Candidate> initial_seeds() const;
   void add_recompute_seeds(const std::vector<Candidate>& seeds, double deadline_s);
@@ -144,6 +147,10 @@ class Tuner {
   std::vector<int> fixed_cuts_, fixed_placement_;
   GlobalBound gb_;
   double bound_ms_ = 0;  // max(global bound, layer-packing bound)
+  // The search in two phases where memory binds (RecomputeChoice::kSearch; see run()): the
+  // evaluations the current phase may reach, and its share of the search time.
+  int evaluation_budget_ = 0;
+  double phase_share_ = 1;
   int beam_width_ = 1;   // current beam width and kicks per member (widened on early convergence)
   int kicks_ = 0;
   Clock::time_point t0_ = Clock::now();
@@ -244,7 +251,7 @@ std::vector<int> Tuner::evaluate(std::vector<Candidate> cands, double deadline_s
     fresh.push_back(std::move(c));
   }
   if (budgeted && opt_.max_evaluations > 0) {
-    const int left = std::max(0, opt_.max_evaluations - stats_.evaluated);
+    const int left = std::max(0, evaluation_budget_ - stats_.evaluated);
     if (static_cast<int>(fresh.size()) > left) {
       fresh.resize(left);
       keys.resize(left);
@@ -360,7 +367,7 @@ void Tuner::drop_orders(const std::vector<int>& rank) {
   std::vector<char> keep_it(records_.size(), 0);
   for (int i = 0; i < static_cast<int>(rank.size()) && i < keep; ++i) keep_it[rank[i]] = 1;
   for (size_t i = 0; i < records_.size(); ++i) {
-    if (keep_it[i] || records_[i].cand.baseline >= 0) continue;
+    if (keep_it[i] || records_[i].cand.baseline >= 0 || records_[i].keep) continue;
     records_[i].eval.order = TimedOrder{};
   }
 }
@@ -458,7 +465,7 @@ Result<TuneResult> Tuner::verify_and_choose(const std::vector<int>& rank) {
   for (int i : rank) {
     const Record& r = records_[i];
     if (!r.eval.feasible || r.eval.order.order.empty()) continue;
-    if (r.cand.baseline >= 0 || r.z3) {
+    if (r.cand.baseline >= 0 || r.z3 || r.keep) {
       picks.push_back(i);
     } else if (taken < std::max(1, opt_.verify_top)) {
       picks.push_back(i);
@@ -620,7 +627,7 @@ bool Tuner::stop_before_round() {
     stats_.stop_reason = SearchStop::kTimeLimit;
     return true;
   }
-  if (opt_.max_evaluations > 0 && stats_.evaluated >= opt_.max_evaluations) {
+  if (opt_.max_evaluations > 0 && stats_.evaluated >= evaluation_budget_) {
     stats_.stop_reason = SearchStop::kEvaluationBudget;
     return true;
   }
@@ -775,15 +782,45 @@ void Tuner::polish() {
   evaluate(std::move(polish), std::min(limit_s() * time_budget::kTunerFinishBy, limit_s() - reserve_s()), false);
 }
 
+// With RecomputeChoice::kSearch under a cap the search runs in two phases. First exactly the search
+// without recomputation (its evaluation budget, half its time when the clock bounds it); then, only
+// where some candidate's memory binds, the recompute seeds and a second search with recompute moves
+// (as many evaluations again, the rest of the time), from everything the first one found. The
+// first phase's best candidates are always among those the checker compares, so the result is never
+// slower than the plan the search without recomputation would take.
 Result<TuneResult> Tuner::run() {
   PS_RETURN_IF_ERROR(prepare());
+  evaluation_budget_ = opt_.max_evaluations;
+  const bool two_phase = space_.recompute == RecomputeChoice::kSearch && space_.memory_limited;
+  if (two_phase) {
+    space_.recompute = RecomputeChoice::kNone;
+    if (opt_.max_evaluations <= 0) phase_share_ = 0.5;
+  }
   const std::vector<Candidate> seeds = initial_seeds();
   evaluate(seeds, search_deadline());
-  add_recompute_seeds(seeds, search_deadline());
   try_paced_fronts(search_deadline());
   report("seeds");
   search();
   polish();
+  std::vector<int> plain_picks;  // the first phase's candidates for the checker
+  if (two_phase) {
+    auto binds = [](const Record& r) {
+      return !r.eval.feasible ||
+             std::any_of(r.eval.memory_tight.begin(), r.eval.memory_tight.end(), [](char t) { return t != 0; });
+    };
+    space_.recompute = RecomputeChoice::kSearch;
+    phase_share_ = 1;
+    if (std::any_of(records_.begin(), records_.end(), binds) && !interrupted()) {
+      plain_picks = ranking();
+      plain_picks.resize(std::min<size_t>(plain_picks.size(), std::max(1, opt_.verify_top)));
+      for (int i : plain_picks) records_[i].keep = true;
+      evaluation_budget_ = stats_.evaluated + opt_.max_evaluations;
+      add_recompute_seeds(seeds, search_deadline());
+      report("recompute seeds");
+      search();
+      polish();
+    }
+  }
   stats_.search_s = elapsed();
   std::vector<int> rank = ranking();
   drop_orders(rank);

@@ -64,7 +64,7 @@ struct TuneProgress {
   double lower_bound_ms = 0;    // over all plans: max(synth/bounds/global_bound.h, synth/bounds/packing_bound.h)
   double gap = 0;               // best / bound − 1
   double elapsed_s = 0;
-  std::string phase;            // "seeds", "search", "z3", "verify"
+  std::string phase;            // "seeds", "search", "recompute seeds", "z3", "verify"
   std::string best_desc;        // "S=16 looped balanced [heuristic bwd-first/fill/...]"
 };
 
