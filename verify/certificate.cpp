@@ -147,8 +147,8 @@ void add_grid_slack(const Schedule& s, const Certificate& c, Recomputed& rc) {
   std::vector<double> times;
   for (int st = 0; st < pb.num_stages(); ++st) {
     const StageSpec& sp = pb.stages[st];
-    times.insert(times.end(), {sp.fwd_ms, sp.bwd_input_ms, sp.bwd_weight_ms, sp.bwd_ms()});
-    if (sp.recomputes()) times.push_back(sp.recompute_ms);
+    for (OpType t : {OpType::F, OpType::I, OpType::W, OpType::B}) times.push_back(compute_ms(pb, st, t));
+    if (sp.recomputes()) times.push_back(compute_ms(pb, st, OpType::R));
     if (st + 1 < pb.num_stages()) times.push_back(pb.boundary_transfer_ms(st));
   }
   bool exact = true;
