@@ -257,7 +257,12 @@ std::string search_line(const TuneResult& t, double makespan_ms) {
 // iteration above that bound (the schedule).
 std::string device_work_line(const Problem& problem, const SynthResult& res) {
   std::vector<double> work(problem.devices, 0);
-  for (const StageSpec& st : problem.stages) work[st.device] += problem.microbatches * (st.fwd_ms + st.bwd_ms());
+  for (int s = 0; s < problem.num_stages(); ++s) {  // the op DAG's ops: I and W where the stage splits, else B
+    const StageSpec& st = problem.stages[s];
+    const double back = st.split_backward ? compute_ms(problem, s, OpType::I) + compute_ms(problem, s, OpType::W)
+                                          : compute_ms(problem, s, OpType::B);
+    work[st.device] += problem.microbatches * (compute_ms(problem, s, OpType::F) + back);
+  }
   const int busiest = static_cast<int>(std::max_element(work.begin(), work.end()) - work.begin());
   double mean = 0;
   for (double w : work) mean += w / problem.devices;
