@@ -138,7 +138,8 @@ std::string format_schedule_yaml(const Schedule& s) {
         "  - {{id: {}, device: {}, layers: [{}, {}], fwd_ms: {}, bwd_input_ms: {}, bwd_weight_ms: {}{}, "
         "activation_mb: {}, wgrad_stash_mb: {}, output_mb: {}, params_m: {}, split_backward: {}{}}}\n",
         i, st.device, st.first_layer, st.last_layer, num(st.fwd_ms), num(st.bwd_input_ms),
-        num(st.bwd_weight_ms), fused_field(st, ", ", ": "), num(st.activation_mb), num(st.wgrad_stash_mb), num(st.output_mb),
+        num(st.bwd_weight_ms), fused_field(st, ", ", ": "), num(st.activation_mb), num(st.wgrad_stash_mb),
+        num(st.output_mb),
         num(st.params_m), boolstr(st.split_backward), recompute_fields(st, ", ", ": "));
   }
   out += "programs:\n";

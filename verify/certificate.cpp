@@ -225,11 +225,14 @@ class ClaimCheck {
     // "op DAG only: S": the solver's status S on an op DAG whose bounds a cheaper B beats (no proof).
     constexpr std::string_view kDagOnly = "op DAG only: ";
     const bool dag_only = status->rfind(kDagOnly, 0) == 0;
-    const std::string_view st = dag_only ? std::string_view(*status).substr(kDagOnly.size()) : std::string_view(*status);
-    const bool proof_status = st == "optimal" || st == "heuristic meets bound" || st == "destructive bound meets incumbent";
+    std::string_view st = *status;
+    if (dag_only) st.remove_prefix(kDagOnly.size());
+    const bool proof_status =
+        st == "optimal" || st == "heuristic meets bound" || st == "destructive bound meets incumbent";
     const bool claims_proof = proof_status && !dag_only;
-    const bool known = proof_status || st == "no Z3 run" || st == "not run: interrupted" || st.rfind("no-queue: ", 0) == 0 ||
-                       st.rfind("comm-stream: ", 0) == 0 || st.rfind("windows: ", 0) == 0;
+    const bool known = proof_status || st == "no Z3 run" || st == "not run: interrupted" ||
+                       st.rfind("no-queue: ", 0) == 0 || st.rfind("comm-stream: ", 0) == 0 ||
+                       st.rfind("windows: ", 0) == 0;
     if (!known) fail("solver_status", quoted(*status), "a status from the documented list");
     if (claims_proof && !(opt && *opt == "true") && !text("optimal_up_to_ms"))
       fail("solver_status", quoted(*status), "a proof of optimality, but 'optimal' is not 'true'");
