@@ -2,7 +2,8 @@
 
 For each model: profile its layer types with PyTorch (`pipesmith profile --backend torch`), measure
 the gloo link (`python -m pipesmith.torch.link`, once), write each schedule with the CLI on the
-profiled costs and the measured link (`pipesmith synth`, and `pipesmith baseline` for 1F1B,
+profiled costs (fused B included, as `backward_ms`), the measured link and the measured per-action
+overhead (`op_overhead_ms`, see measure_overhead) (`pipesmith synth`, and `pipesmith baseline` for 1F1B,
 interleaved 1F1B, ZB-H1 and ZB-V), export it (`pipesmith export --to pytorch`), simulate it
 (`pipesmith simulate`, rendezvous and posted semantics), and time it in PyTorch
 (`torchrun -m pipesmith.torch.steptime`: P ranks, one thread each, 1 + N steps, median of the N);
@@ -17,6 +18,7 @@ import json
 import os
 import re
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -105,6 +107,31 @@ def ranks(values: list[float]) -> list[int]:
     return r
 
 
+def measure_overhead(exe: str, profiled: str, cluster: str, odir: str, P: int, M: int, shape: list[str], args,
+                     env: dict) -> float:
+    """The runtime's own time per compute action, ms, for the cluster's op_overhead_ms: interleaved 1F1B
+    on the profiled costs, run through PyTorch's runtime (`pipesmith.torch.steptime`, 3 timed steps);
+    per rank, its median step's rest (the step less its timed compute actions and its waits for
+    receives) over its compute actions; the median over the ranks. Interleaved 1F1B has twice 1F1B's
+    actions per rank, so the per-step costs inside the rest (the loss, REDUCE_GRAD, the last sends)
+    weigh less; they still count, so this errs high."""
+    os.makedirs(odir, exist_ok=True)
+    sched = os.path.join(odir, "schedule.yaml")
+    sh([exe, "baseline", profiled, "--cluster", cluster, "--devices", str(P), "--microbatches", str(M),
+        "--schedule", "interleaved-1f1b", "-o", sched])
+    pt = os.path.join(odir, "pt")
+    sh([exe, "export", sched, "--to", "pytorch", "-o", pt, "--model", profiled, "--cluster", cluster])
+    res = os.path.join(odir, "steptime.json")
+    sh([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(P),
+        "-m", "pipesmith.torch.steptime", "--case", pt, profiled, "--steps", "3", *shape,
+        "--rows-per-microbatch", str(args.rows_per_microbatch), "--json", res], env=env)
+    per_action = []
+    for x in json.load(open(res))[0]["median_step_ranks"]:
+        busy = x["F_ms"] + x["I_ms"] + x["B_ms"] + x["W_ms"]
+        per_action.append(max(0.0, x["step_ms"] - busy - x["wait_ms"]) / max(1.0, x["actions"]))
+    return statistics.median(per_action)
+
+
 def main(argv=None) -> int:
     from pipesmith.torch.profile import ProfileOptions
     d = ProfileOptions()
@@ -148,6 +175,8 @@ def main(argv=None) -> int:
     print(f"Link (gloo, localhost, measured): latency {float(link.group(2)):.1f} us, "
           f"bandwidth {float(link.group(1)):.3g} GB/s\n")
     all_rows = {}
+    sim_cluster = ""  # the link plus the measured op_overhead_ms: what schedules are made and simulated on
+    overhead_ms = 0.0
     for name in args.models.split(","):
         hidden = args.hidden or MODELS.get(name, d.hidden)
         model = os.path.join(ROOT, "configs", "models", f"{name}.yaml")
@@ -163,6 +192,14 @@ def main(argv=None) -> int:
         f_ms = [float(line.split()[3]) for line in table.splitlines()[2:] if len(line.split()) >= 11
                 and not line.startswith("sweep")]
         probe_profile = float(re.search(r"^sweep of the model .*: ([0-9.]+) ms", table, re.M).group(1))
+        if not sim_cluster:
+            log(f"{name}: measuring the per-action overhead (interleaved 1F1B in PyTorch)")
+            overhead_ms = measure_overhead(exe, profiled, cluster, os.path.join(mdir, "overhead"), P, M, shape, args, env)
+            sim_cluster = os.path.join(work, "gloo-link-overhead.yaml")
+            with open(sim_cluster, "w") as f:
+                f.write(link_text + f"  op_overhead_ms: {overhead_ms:.4g}\n")
+            print(f"Per-action overhead (PyTorch's runtime, measured on {name}): {overhead_ms:.3f} ms "
+                  "(op_overhead_ms of the cluster the schedules are made and simulated on)\n")
         rows: list[Row] = []
         cases = []
         for label, cmd, flags in SCHEDULES:
@@ -171,10 +208,10 @@ def main(argv=None) -> int:
             sched = os.path.join(sdir, "schedule.yaml")
             log(f"{name}: {label}: pipesmith {cmd}")
             extra = ["--evaluations", str(args.evaluations), "--quiet", "--seed", "0"] if cmd == "synth" else []
-            sh([exe, cmd, profiled, "--cluster", cluster, "--devices", str(P), "--microbatches", str(M), *flags,
+            sh([exe, cmd, profiled, "--cluster", sim_cluster, "--devices", str(P), "--microbatches", str(M), *flags,
                 *extra, "-o", sched])
             out = sh([exe, "export", sched, "--to", "pytorch", "-o", os.path.join(sdir, "pt"), "--model", profiled,
-                      "--cluster", cluster])
+                      "--cluster", sim_cluster])
             stages = int(re.search(r"S = (\d+) stages", out).group(1))
             rv, _ = simulate(exe, sched, "rendezvous")
             po, busy = simulate(exe, sched, "posted")
@@ -183,10 +220,10 @@ def main(argv=None) -> int:
                 # PyTorch runs each B as one fused backward, cheaper than its I + W: the same schedule
                 # made on the fused-B costs (the same partition, else the row says so).
                 fsched = os.path.join(sdir, "schedule-fused.yaml")
-                sh([exe, cmd, fused, "--cluster", cluster, "--devices", str(P), "--microbatches", str(M), *flags,
+                sh([exe, cmd, fused, "--cluster", sim_cluster, "--devices", str(P), "--microbatches", str(M), *flags,
                     *extra, "-o", fsched])
                 sh([exe, "export", fsched, "--to", "pytorch", "-o", os.path.join(sdir, "pt-fused"), "--model", fused,
-                    "--cluster", cluster])
+                    "--cluster", sim_cluster])
                 row.sim_ops_ms, row.sim_busy_ms = simulate(exe, fsched, "posted")
                 row.same_partition = stage_layers(os.path.join(sdir, "pt")) == stage_layers(os.path.join(sdir, "pt-fused"))
             else:
@@ -208,7 +245,7 @@ def main(argv=None) -> int:
         scale = Scale(hidden=hidden, seq=args.seq, vocab=args.vocab)
         unpiped, _ = unpipelined_step_ms(profiled, scale, torch.float32, M, args.rows_per_microbatch, args.steps)
         all_rows[name] = (hidden, max(f_ms) if f_ms else 0.0, unpiped, rows)
-        print_table(name, hidden, max(f_ms) if f_ms else 0.0, unpiped, rows, P, M, args)
+        print_table(name, hidden, max(f_ms) if f_ms else 0.0, unpiped, rows, P, M, args, overhead_ms)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({k: {"hidden": v[0], "max_layer_f_ms": v[1], "unpipelined_ms": v[2],
@@ -217,7 +254,7 @@ def main(argv=None) -> int:
     return 0
 
 
-def print_table(name, hidden, max_f, unpiped, rows: list[Row], P, M, args) -> None:
+def print_table(name, hidden, max_f, unpiped, rows: list[Row], P, M, args, overhead_ms: float) -> None:
     sim = [r.sim_posted_ms for r in rows]
     meas = [r.measured_ms for r in rows]
     norm = [r.measured_ms / r.load for r in rows]
@@ -239,8 +276,8 @@ def print_table(name, hidden, max_f, unpiped, rows: list[Row], P, M, args) -> No
               f"{fused} | {r.measured_ms / (r.sim_ops_ms * r.load):.3f} | {a} | {e} | {b} | {c} |")
     print(f"| unpipelined (1 process) | 1 | | | {unpiped:.1f} ms | | | | | | | | | | | |")
     print()
-    print("Where the time goes in the median step, per rank: simulated busy (the profiled F/I/W of its ops; "
-          "fused B for B-only schedules), "
+    print("Where the time goes in the median step, per rank: simulated busy (the profiled F/I/W/B of its ops, "
+          "B the fused backward_ms, without the op_overhead_ms the simulation adds to each), "
           "measured busy (PyTorch's compute actions, timed inside the runtime), waiting for receives, and the "
           "rest (the runtime's work between actions: posting, bookkeeping).")
     print()
@@ -249,7 +286,7 @@ def print_table(name, hidden, max_f, unpiped, rows: list[Row], P, M, args) -> No
     for r in rows:
         for k, x in enumerate(r.ranks):
             busy = x["F_ms"] + x["I_ms"] + x["B_ms"] + x["W_ms"]
-            sb = r.sim_busy_ms[k] if k < len(r.sim_busy_ms) else float("nan")
+            sb = r.sim_busy_ms[k] - overhead_ms * x["actions"] if k < len(r.sim_busy_ms) else float("nan")
             print(f"| {r.label} | {k} | {x['actions']:.0f} | {sb:.1f} ms | {busy:.1f} ms | {busy / sb:.3f} | "
                   f"{x['wait_ms']:.1f} ms | {x['step_ms'] - busy - x['wait_ms']:.1f} ms |")
     print(flush=True)

@@ -91,7 +91,7 @@ Schedule greedy_order(const Problem& p) {
   auto duration = [&](int op) {
     const int kind = op / (S * M), s = (op / M) % S;
     static constexpr OpType kSplit[] = {OpType::F, OpType::I, OpType::W};
-    return compute_ms(p.stages[s], kind == 1 && !split ? OpType::B : kSplit[kind]);
+    return compute_ms(p, s, kind == 1 && !split ? OpType::B : kSplit[kind]);
   };
   auto finish = [&](int op, double end) {
     const int kind = op / (S * M), s = (op / M) % S, m = op % M;

@@ -263,8 +263,15 @@ std::string search_line(const TuneResult& t, double makespan_ms) {
 // iteration above that bound (the schedule).
 std::string device_work_line(const Problem& problem, const SynthResult& res) {
   std::vector<double> work(problem.devices, 0);
-  for (const StageSpec& st : problem.stages)
-    work[st.device] += problem.microbatches * (st.fwd_ms + st.bwd_ms() + (st.recomputes() ? st.recompute_ms : 0.0));
+  for (int s = 0; s < problem.num_stages(); ++s) {
+    const StageSpec& st = problem.stages[s];
+    if (!st.fused_bwd_ms && problem.op_overhead_ms == 0 && !st.recomputes()) {  // every op as long as in the op DAG
+      work[st.device] += problem.microbatches * (st.fwd_ms + st.bwd_ms());
+      continue;
+    }
+    for (const Action& a : res.schedule.programs.at(st.device))  // the written schedule's own ops
+      if (a.stage == s && is_compute(a.type)) work[st.device] += compute_ms(problem, s, a.type);
+  }
   const int busiest = static_cast<int>(std::max_element(work.begin(), work.end()) - work.begin());
   double mean = 0;
   for (double w : work) mean += w / problem.devices;

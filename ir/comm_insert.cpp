@@ -173,7 +173,7 @@ class Inserter {
       t = std::max(t, end_[p.id] + p.delay_ms);
     }
     start_[id] = t;
-    end_[id] = t + compute_ms(pb_.stages.at(ix_.ops[id]->stage), ix_.ops[id]->type);
+    end_[id] = t + compute_ms(pb_, ix_.ops[id]->stage, ix_.ops[id]->type);
     done_[id] = 1;
     ++ptr_[d];
     return true;

@@ -367,6 +367,7 @@ Result<TypeDraft> parse_layer_type(const Ctx& c, char sym, const Entry& e) {
   std::string what = type_what(sym);
   std::vector<std::string> allowed = {"name", "kind"};
   for (const CostField& f : cost_fields()) allowed.push_back(f.key);
+  allowed.push_back("backward_ms");
   allowed.push_back("split_backward");
   allowed.push_back("joins_next");
   allowed.push_back("architecture");
@@ -405,6 +406,10 @@ Result<TypeDraft> parse_layer_type(const Ctx& c, char sym, const Entry& e) {
       d.arch = *a;
     } else if (x.key == "recompute") {
       PS_RETURN_IF_ERROR(parse_recompute_block(c, x, what, d.recompute));
+    } else if (x.key == "backward_ms") {
+      Result<double> v = get_number_min(x, what, 0, false);
+      if (!v.ok()) return v.status();
+      d.type.backward_ms = *v;
     } else {
       for (int i = 0; i < kNumCostFields; ++i) {
         if (x.key != cost_fields()[i].key) continue;
@@ -868,7 +873,7 @@ Result<LinkModel> parse_link(const Ctx& c, const Entry& e, const std::string& wh
 Result<ClusterDraft> parse_cluster(const Ctx& c, const Entry& e) {
   Result<MapView> m = read_map(
       c, e.value, e.value_loc, "cluster",
-      {"name", "devices", "memory_gb", "link", "devices_per_node", "inter_node_link", "hardware"});
+      {"name", "devices", "memory_gb", "link", "devices_per_node", "inter_node_link", "hardware", "op_overhead_ms"});
   if (!m.ok()) return m.status();
   ClusterDraft d;
   Cluster& cl = d.cluster;
@@ -891,6 +896,10 @@ Result<ClusterDraft> parse_cluster(const Ctx& c, const Entry& e) {
       Result<double> v = get_number_min(x, "cluster", 0, false);
       if (!v.ok()) return v.status();
       cl.memory_gb = *v;
+    } else if (x.key == "op_overhead_ms") {
+      Result<double> v = get_number_min(x, "cluster", 0, false);
+      if (!v.ok()) return v.status();
+      cl.op_overhead_ms = *v;
     } else if (x.key == "devices_per_node") {
       Result<long long> v = get_int_min(x, "cluster", 1);
       if (!v.ok()) return v.status();
@@ -1285,6 +1294,8 @@ Status check_totals(const Spec& spec) {
   for (const Layer& l : m.layers) {
     const LayerType& t = m.types.at(l.type);
     time_ms += M * (t.forward_ms + t.backward_input_ms + t.backward_weight_ms);
+    if (t.backward_ms) time_ms += M * *t.backward_ms;
+    time_ms += M * 4 * spec.cluster.op_overhead_ms;  // at most one stage per layer: F, I, W, R
     act_mb += M * t.activation_mb;
     state_mb += t.params_m * spec.pipeline.bytes_per_param;
     comm_ms += 2 * M * (lat_ms + t.output_mb / bw);  // its output sent forward and its gradient back
@@ -1316,6 +1327,7 @@ Status validate(const Spec& spec) {
     }
     for (const CostField& f : cost_fields())
       PS_RETURN_IF_ERROR(check_cost(what, f.key, t.*(f.field), t.loc));
+    if (t.backward_ms) PS_RETURN_IF_ERROR(check_cost(what, "backward_ms", *t.backward_ms, t.loc));
     if (t.wgrad_stash_mb > t.activation_mb) {
       return Status::bad_input(fmt::format("{}: wgrad_stash_mb ({}) must be <= activation_mb ({})",
                                            what, t.wgrad_stash_mb, t.activation_mb),
@@ -1349,6 +1361,7 @@ Status validate(const Spec& spec) {
     return Status::bad_input(fmt::format("cluster: memory_gb must be >= 0, got {}", c.memory_gb),
                              c.loc);
   }
+  PS_RETURN_IF_ERROR(check_cost("cluster", "op_overhead_ms", c.op_overhead_ms, c.loc));
   if (c.devices_per_node < 0) {
     return Status::bad_input(
         fmt::format("cluster: devices_per_node must be >= 0, got {}", c.devices_per_node), c.loc);
@@ -1376,11 +1389,15 @@ Status validate(const Spec& spec) {
 
 LayerType summed_costs(const Model& m, int first, int last) {
   LayerType sum;
+  bool any_fused = false;
+  double fused_ms = 0;
   for (int i = first; i <= last; ++i) {
     const LayerType& t = m.type_of(i);
     sum.forward_ms += t.forward_ms;
     sum.backward_input_ms += t.backward_input_ms;
     sum.backward_weight_ms += t.backward_weight_ms;
+    if (t.backward_ms) any_fused = true;
+    fused_ms += t.fused_backward_ms();
     sum.activation_mb += t.activation_mb;
     sum.wgrad_stash_mb += t.wgrad_stash_mb;
     sum.params_m += t.params_m;
@@ -1390,6 +1407,7 @@ LayerType summed_costs(const Model& m, int first, int last) {
     sum.recompute_selective.kept_mb += t.recompute_selective.kept_mb;
     sum.split_backward = sum.split_backward && t.split_backward;
   }
+  if (any_fused) sum.backward_ms = fused_ms;
   return sum;
 }
 

@@ -4,8 +4,9 @@
 //  * An F (forward) of a layer for one microbatch takes forward_ms and allocates activation_mb that
 //    stay live until the backward frees them.
 //  * An I (backward for inputs) takes backward_input_ms and frees all of activation_mb except
-//    wgrad_stash_mb, which the W (backward for weights, backward_weight_ms) frees. A fused B (= I+W)
-//    takes both times and frees everything.
+//    wgrad_stash_mb, which the W (backward for weights, backward_weight_ms) frees. A fused B takes
+//    backward_ms when the type gives it (a fused backward measured apart), else I + W, and frees
+//    everything.
 //  * recompute_full / recompute_selective: what an R op costs and what F keeps when the layer's
 //    stage recomputes (ir/problem.h RecomputeMode).
 //  * output_mb is the tensor that crosses a stage boundary after this layer (the gradient going back has
@@ -34,6 +35,7 @@ struct LayerType {
   double forward_ms = 0;         // 3.73
   double backward_input_ms = 0;  // 5.68
   double backward_weight_ms = 0; // 1.62
+  std::optional<double> backward_ms;  // 6.1: B's time (fused backward); none: I + W
   double activation_mb = 0;      // 900
   double wgrad_stash_mb = 0;     // 120 (<= activation_mb)
   double output_mb = 0;          // 32
@@ -48,6 +50,14 @@ struct LayerType {
   RecomputeOption recompute_selective;  // keep all but the attention cores' quadratic activations,
                                         // recompute those cores ({0, activation_mb}: nothing to drop)
   SourceLoc loc;                 // where the type is defined
+
+  // B's time, ms: backward_ms when given, else backward_input_ms + backward_weight_ms.
+  double fused_backward_ms() const { return backward_ms ? *backward_ms : backward_input_ms + backward_weight_ms; }
+  // The least time the layer's backward takes: B, or I + W when it splits and that is cheaper.
+  double least_backward_ms() const {
+    const double split = backward_input_ms + backward_weight_ms;
+    return split_backward && split < fused_backward_ms() ? split : fused_backward_ms();
+  }
 };
 
 struct Layer {
@@ -68,7 +78,8 @@ struct Model {
 };
 
 // The per-microbatch costs of layers first..last run as one: F, I and W times, activation, stash,
-// parameters and both recompute options summed in layer order; split_backward only when every layer's backward splits. The
+// parameters and both recompute options summed in layer order; backward_ms, when any of the layers
+// gives it, the sum of their fused_backward_ms(); split_backward only when every layer's backward splits. The
 // other fields (name, output, shards, ...) keep their defaults: what a run sends on and what it is
 // called depend on who asks (a stage, a joined layer).
 LayerType summed_costs(const Model& m, int first, int last);
@@ -95,6 +106,7 @@ struct Cluster {
   LinkModel link;              // within a node
   int devices_per_node = 0;    // 0 = all devices in one node
   LinkModel inter_node_link;   // between nodes (used when devices_per_node > 0)
+  double op_overhead_ms = 0;   // 0.4: the runtime's own time per compute op, added to each one
   SourceLoc loc;
 
   // Link between two devices.

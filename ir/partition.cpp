@@ -13,6 +13,11 @@ double layer_time_ms(const Model& model, int layer) {
   return t.forward_ms + t.backward_input_ms + t.backward_weight_ms;
 }
 
+double layer_time_floor_ms(const Model& model, int layer) {
+  const LayerType& t = model.type_of(layer);
+  return t.backward_ms ? t.forward_ms + t.least_backward_ms() : layer_time_ms(model, layer);
+}
+
 double layer_memory_mb(const Spec& spec, int layer) {
   const LayerType& t = spec.model.type_of(layer);
   return t.params_m * spec.pipeline.bytes_per_param + t.activation_mb;

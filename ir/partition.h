@@ -30,6 +30,10 @@ enum class PartitionCost {
 
 // F+I+W of one layer for one microbatch, ms.
 double layer_time_ms(const Model& model, int layer);
+// The least time one layer's work for one microbatch can take, ms: F plus its least backward
+// (LayerType::least_backward_ms: B when the layer gives a cheaper fused backward_ms or cannot split);
+// layer_time_ms when the type gives no backward_ms. Lower bounds use it.
+double layer_time_floor_ms(const Model& model, int layer);
 // Model states + one microbatch's activations of one layer, MB.
 double layer_memory_mb(const Spec& spec, int layer);
 // Sum of layer_time_ms over [first, last].

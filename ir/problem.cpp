@@ -26,6 +26,13 @@ double Problem::boundary_transfer_ms(int stage) const {
   return l.transfer_ms(stages[stage].output_mb);
 }
 
+double Problem::least_backward_ms(int stage) const {
+  PS_ASSERT(stage >= 0 && stage < num_stages(), fmt::format("stage {} out of range", stage));
+  const StageSpec& st = stages[stage];
+  const double fused = st.bwd_ms() + op_overhead_ms;
+  return st.split_backward ? std::min(fused, st.split_bwd_ms() + 2 * op_overhead_ms) : fused;
+}
+
 Status check_limits(const Problem& p, const std::vector<SourceLoc>& stage_locs) {
   PS_RETURN_IF_ERROR(limits::check_plan_ops(p.num_stages(), p.microbatches, "problem"));
   const double M = p.microbatches;
@@ -33,6 +40,8 @@ Status check_limits(const Problem& p, const std::vector<SourceLoc>& stage_locs) 
   for (int s = 0; s < p.num_stages(); ++s) {
     const StageSpec& st = p.stages[s];
     time_ms += M * (st.fwd_ms + st.bwd_input_ms + st.bwd_weight_ms + (st.recomputes() ? st.recompute_ms : 0.0));
+    if (st.fused_bwd_ms) time_ms += M * *st.fused_bwd_ms;
+    time_ms += M * 4 * p.op_overhead_ms;  // F, I, W and R, or F and B
     act_mb += M * st.activation_mb;
     state_mb += st.params_m * p.bytes_per_param;
     if (st.device >= 0 && st.device < p.devices && s + 1 < p.num_stages() && p.stages[s + 1].device >= 0 &&
@@ -157,6 +166,7 @@ Result<Problem> make_problem(const Spec& spec, const Partition& partition,
   p.link = spec.cluster.link;
   p.devices_per_node = spec.cluster.devices_per_node;
   p.inter_node_link = spec.cluster.inter_node_link;
+  p.op_overhead_ms = spec.cluster.op_overhead_ms;
   for (size_t s = 0; s < partition.size(); ++s) {
     const LayerRange& r = partition[s];
     StageSpec st;
@@ -167,6 +177,7 @@ Result<Problem> make_problem(const Spec& spec, const Partition& partition,
     st.fwd_ms = sum.forward_ms;
     st.bwd_input_ms = sum.backward_input_ms;
     st.bwd_weight_ms = sum.backward_weight_ms;
+    st.fused_bwd_ms = sum.backward_ms;
     st.activation_mb = sum.activation_mb;
     st.wgrad_stash_mb = sum.wgrad_stash_mb;
     st.params_m = sum.params_m;

@@ -31,7 +31,9 @@ struct StageSpec {
   int device = 0;                // placement
   double fwd_ms = 0;             // F time
   double bwd_input_ms = 0;       // I time
-  double bwd_weight_ms = 0;      // W time; B takes bwd_input_ms + bwd_weight_ms
+  double bwd_weight_ms = 0;      // W time
+  std::optional<double> fused_bwd_ms;  // 11.2: B time when measured apart (layers' backward_ms);
+                                       // none: B takes bwd_input_ms + bwd_weight_ms
   double activation_mb = 0;      // allocated by F, per microbatch
   double wgrad_stash_mb = 0;     // kept by I until W
   double output_mb = 0;          // sent to stage s+1 (and the gradient back from it)
@@ -41,7 +43,8 @@ struct StageSpec {
   double recompute_ms = 0;       // R time (recomputing: its share of the forward again)
   double recompute_kept_mb = 0;  // kept by F when recomputing (<= activation_mb); R allocates the rest
 
-  double bwd_ms() const { return bwd_input_ms + bwd_weight_ms; }
+  double split_bwd_ms() const { return bwd_input_ms + bwd_weight_ms; }       // I + W
+  double bwd_ms() const { return fused_bwd_ms ? *fused_bwd_ms : split_bwd_ms(); }  // B
   bool recomputes() const { return recompute != RecomputeMode::kNone; }
   // Memory F(s,m) allocates, MB: the kept part when the stage recomputes, else the whole activation.
   double fwd_alloc_mb() const { return recomputes() ? recompute_kept_mb : activation_mb; }
@@ -60,6 +63,7 @@ struct Problem {
   LinkModel inter_node_link;
   std::vector<StageSpec> stages;  // stage id = index
   bool unit_costs = false;        // true when costs are the F=I=W=1 defaults (CSV without model)
+  double op_overhead_ms = 0;      // 0.4: added to every compute op's time (the runtime's own work per action)
 
   int num_stages() const { return static_cast<int>(stages.size()); }
   int device_of(int stage) const { return stages.at(stage).device; }
@@ -67,6 +71,9 @@ struct Problem {
   double model_state_mb(int stage) const { return stages.at(stage).params_m * bytes_per_param; }
   // Transfer time between stage s and s+1 (either direction), ms. Zero on the same device.
   double boundary_transfer_ms(int stage) const;
+  // The least time one microbatch's backward of stage s takes, overheads included: its B, or its I
+  // and W when the stage splits and that is cheaper (lower bounds use it: a schedule picks either).
+  double least_backward_ms(int stage) const;
 };
 
 // The limits (ir/limits.h) a problem read from a file must meet: its stages × microbatches within the

@@ -9,7 +9,9 @@
 //   F(s,m)  forward.                        Needs the output of F(s-1,m) (s > 0).
 //   I(s,m)  backward for inputs.            Needs F(s,m) and, unless s is last, I/B(s+1,m).
 //   W(s,m)  backward for weights.           Needs I(s,m).
-//   B(s,m)  fused backward = I then W.      Same inputs as I(s,m).
+//   B(s,m)  fused backward = I then W.      Same inputs as I(s,m). Takes the stage's fused_bwd_ms
+//                                           when it has one (a fused backward can cost less than
+//                                           its I + W), else I + W.
 //   R(s,m)  recomputation of F(s,m).        Only on a stage that recomputes (StageSpec::recompute
 //                                           is selective or full); runs after F(s,m) and before
 //                                           I/B(s,m), on the stage's device.
@@ -22,7 +24,8 @@
 // "3R1" (R is pipesmith's; PyTorch's CSV has no such action).
 //
 // Time. Each device has one compute stream and one comm stream. Compute ops (F, R, I, W, B; R takes
-// the stage's recompute_ms) run one at a time in program order; a compute op starts when the
+// the stage's recompute_ms; every compute op also takes the problem's op_overhead_ms) run one at a
+// time in program order; a compute op starts when the
 // previous compute op on its device has ended and the tensors it needs are there (local producers
 // have ended, received tensors have arrived). Comm ops run in program order on the comm stream; a
 // SEND is ready when its producing compute has ended. Under
@@ -71,15 +74,17 @@ inline bool is_send(OpType t) { return t == OpType::SEND_F || t == OpType::SEND_
 inline bool is_recv(OpType t) { return t == OpType::RECV_F || t == OpType::RECV_B; }
 const char* op_type_name(OpType t);  // "F", "SEND_B", "R", ...
 
-// The one op-duration rule: how long compute op `t` of stage `st` takes, ms (F, I, W, R; B = I + W).
-// Comm ops take no compute time (transfers are timed by the link model, ir/problem.h).
-inline double compute_ms(const StageSpec& st, OpType t) {
+// The one op-duration rule: how long compute op `t` of stage `stage` takes, ms: the stage's F, I, W
+// or R time, B's fused_bwd_ms when the stage has one (else I + W), each plus the problem's
+// op_overhead_ms. Comm ops take no compute time (transfers are timed by the link model, ir/problem.h).
+inline double compute_ms(const Problem& p, int stage, OpType t) {
+  const StageSpec& st = p.stages[stage];
   switch (t) {
-    case OpType::F: return st.fwd_ms;
-    case OpType::I: return st.bwd_input_ms;
-    case OpType::W: return st.bwd_weight_ms;
-    case OpType::B: return st.bwd_ms();
-    case OpType::R: return st.recompute_ms;
+    case OpType::F: return st.fwd_ms + p.op_overhead_ms;
+    case OpType::I: return st.bwd_input_ms + p.op_overhead_ms;
+    case OpType::W: return st.bwd_weight_ms + p.op_overhead_ms;
+    case OpType::B: return st.bwd_ms() + p.op_overhead_ms;
+    case OpType::R: return st.recompute_ms + p.op_overhead_ms;
     default: return 0.0;
   }
 }

@@ -106,6 +106,13 @@ std::string recompute_fields(const StageSpec& st, std::string_view sep, std::str
                      num(st.recompute_kept_mb));
 }
 
+// A stage's fused-B time, `sep`bwd_ms`eq`value, when it differs from I + W; "" otherwise (so stages
+// without one read and digest exactly as without the field).
+std::string fused_field(const StageSpec& st, std::string_view sep, std::string_view eq) {
+  if (!st.fused_bwd_ms || *st.fused_bwd_ms == st.split_bwd_ms()) return "";
+  return fmt::format("{}bwd_ms{}{}", sep, eq, num(*st.fused_bwd_ms));
+}
+
 }  // namespace
 
 std::string format_schedule_yaml(const Schedule& s) {
@@ -123,14 +130,16 @@ std::string format_schedule_yaml(const Schedule& s) {
   out += fmt::format("  devices_per_node: {}\n", p.devices_per_node);
   out += fmt::format("  inter_node_link: {}\n", link_flow(p.inter_node_link));
   out += fmt::format("  unit_costs: {}\n", boolstr(p.unit_costs));
+  if (p.op_overhead_ms != 0) out += fmt::format("  op_overhead_ms: {}\n", num(p.op_overhead_ms));
   out += "stages:\n";
   for (size_t i = 0; i < p.stages.size(); ++i) {
     const StageSpec& st = p.stages[i];
     out += fmt::format(
-        "  - {{id: {}, device: {}, layers: [{}, {}], fwd_ms: {}, bwd_input_ms: {}, bwd_weight_ms: {}, "
+        "  - {{id: {}, device: {}, layers: [{}, {}], fwd_ms: {}, bwd_input_ms: {}, bwd_weight_ms: {}{}, "
         "activation_mb: {}, wgrad_stash_mb: {}, output_mb: {}, params_m: {}, split_backward: {}{}}}\n",
         i, st.device, st.first_layer, st.last_layer, num(st.fwd_ms), num(st.bwd_input_ms),
-        num(st.bwd_weight_ms), num(st.activation_mb), num(st.wgrad_stash_mb), num(st.output_mb),
+        num(st.bwd_weight_ms), fused_field(st, ", ", ": "), num(st.activation_mb), num(st.wgrad_stash_mb),
+        num(st.output_mb),
         num(st.params_m), boolstr(st.split_backward), recompute_fields(st, ", ", ": "));
   }
   out += "programs:\n";
@@ -184,10 +193,11 @@ Status check_finite_numbers(const Schedule& s, const std::string& path) {
   const Problem& p = s.problem;
   for (int i = 0; i < p.num_stages(); ++i) {
     const StageSpec& st = p.stages[i];
-    for (double v : {st.fwd_ms, st.bwd_input_ms, st.bwd_weight_ms, st.activation_mb, st.wgrad_stash_mb, st.output_mb,
-                     st.params_m, st.recompute_ms, st.recompute_kept_mb})
+    for (double v : {st.fwd_ms, st.bwd_input_ms, st.bwd_weight_ms, st.bwd_ms(), st.activation_mb, st.wgrad_stash_mb,
+                     st.output_mb, st.params_m, st.recompute_ms, st.recompute_kept_mb})
       if (!std::isfinite(v)) return bad(fmt::format("a cost of stage {}", i), v);
   }
+  if (!std::isfinite(p.op_overhead_ms)) return bad("problem.op_overhead_ms", p.op_overhead_ms);
   for (const auto& times : s.predicted)
     for (const OpTime& t : times)
       if (!std::isfinite(t.start_ms) || !std::isfinite(t.end_ms)) return bad("a predicted time", t.end_ms);
@@ -316,7 +326,7 @@ Status read_link(const std::string& file, const YAML::Node& n, const std::string
 Status read_problem(const std::string& file, const YAML::Node& n, Problem& p) {
   auto fields = yamlu::read_map(n,
                                 {"name", "devices", "microbatches", "memory_gb", "bytes_per_param", "link",
-                                 "devices_per_node", "inter_node_link", "unit_costs"},
+                                 "devices_per_node", "inter_node_link", "unit_costs", "op_overhead_ms"},
                                 file, "problem");
   if (!fields) return fields.status();
   FieldReader r(file, n, *fields, "problem");
@@ -331,6 +341,7 @@ Status read_problem(const std::string& file, const YAML::Node& n, Problem& p) {
     PS_RETURN_IF_ERROR(read_link(file, f->value, "problem.inter_node_link", p.inter_node_link));
   }
   PS_RETURN_IF_ERROR(r.read_bool("unit_costs", p.unit_costs));
+  PS_RETURN_IF_ERROR(r.read_nonneg("op_overhead_ms", false, p.op_overhead_ms));
   return Status::ok();
 }
 
@@ -369,7 +380,7 @@ Status read_stage(const std::string& file, const YAML::Node& n, int index, int d
                   SourceLoc& layers_loc) {
   std::string what = fmt::format("stage {}", index);
   auto fields = yamlu::read_map(n,
-                                {"id", "device", "layers", "fwd_ms", "bwd_input_ms", "bwd_weight_ms",
+                                {"id", "device", "layers", "fwd_ms", "bwd_input_ms", "bwd_weight_ms", "bwd_ms",
                                  "activation_mb", "wgrad_stash_mb", "output_mb", "params_m", "split_backward",
                                  "recompute", "recompute_ms", "recompute_kept_mb"},
                                 file, what);
@@ -413,6 +424,11 @@ Status read_stage(const std::string& file, const YAML::Node& n, int index, int d
   PS_RETURN_IF_ERROR(r.read_nonneg("fwd_ms", true, st.fwd_ms));
   PS_RETURN_IF_ERROR(r.read_nonneg("bwd_input_ms", true, st.bwd_input_ms));
   PS_RETURN_IF_ERROR(r.read_nonneg("bwd_weight_ms", true, st.bwd_weight_ms));
+  if (r.get("bwd_ms")) {
+    double fused = 0;
+    PS_RETURN_IF_ERROR(r.read_nonneg("bwd_ms", true, fused));
+    st.fused_bwd_ms = fused;
+  }
   PS_RETURN_IF_ERROR(r.read_nonneg("activation_mb", false, st.activation_mb));
   PS_RETURN_IF_ERROR(r.read_nonneg("wgrad_stash_mb", false, st.wgrad_stash_mb));
   PS_RETURN_IF_ERROR(r.read_nonneg("output_mb", false, st.output_mb));
@@ -1189,16 +1205,17 @@ std::string canonical_text(const Schedule& s) {
   std::string out = "pipesmith-canonical/1\n";
   out += fmt::format(
       "problem devices={} microbatches={} memory_gb={} bytes_per_param={} link={} devices_per_node={} "
-      "inter_node_link={} unit_costs={}\n",
+      "inter_node_link={} unit_costs={}{}\n",
       p.devices, p.microbatches, num(p.memory_gb), num(p.bytes_per_param), link(p.link), p.devices_per_node,
-      link(p.inter_node_link), boolstr(p.unit_costs));
+      link(p.inter_node_link), boolstr(p.unit_costs),
+      p.op_overhead_ms != 0 ? fmt::format(" op_overhead_ms={}", num(p.op_overhead_ms)) : "");
   for (size_t i = 0; i < p.stages.size(); ++i) {
     const StageSpec& st = p.stages[i];
     out += fmt::format(
-        "stage {} device={} layers={},{} fwd_ms={} bwd_input_ms={} bwd_weight_ms={} activation_mb={} "
+        "stage {} device={} layers={},{} fwd_ms={} bwd_input_ms={} bwd_weight_ms={}{} activation_mb={} "
         "wgrad_stash_mb={} output_mb={} params_m={} split_backward={}{}\n",
         i, st.device, st.first_layer, st.last_layer, num(st.fwd_ms), num(st.bwd_input_ms), num(st.bwd_weight_ms),
-        num(st.activation_mb), num(st.wgrad_stash_mb), num(st.output_mb), num(st.params_m),
+        fused_field(st, " ", "="), num(st.activation_mb), num(st.wgrad_stash_mb), num(st.output_mb), num(st.params_m),
         boolstr(st.split_backward), recompute_fields(st, " ", "="));
   }
   for (size_t d = 0; d < s.programs.size(); ++d) {

@@ -10,7 +10,10 @@
 //    whose shape fits the problem (the best of them seeds Z3 when it beats the heuristic).
 //  * certificate.extra["optimal"] is "true" only when the order is proven optimal on the op DAG
 //    (Z3 UNSAT below it, or it meets the DAG lower bound) AND the checker's makespan equals that
-//    proven bound; "bound_proven_ms" records the proven bound either way.
+//    proven bound; "bound_proven_ms" records the proven bound either way. The op DAG runs I and W on
+//    a stage that splits: where such a stage's B is cheaper than its I + W (a fused backward_ms, a
+//    per-op overhead), schedules running B can beat the DAG, so its bounds are dropped (the
+//    checker's own bound stays) and the order is never called optimal.
 //  * Infeasible memory limits return kInfeasible with infeasible.h's explanation.
 //  * Deterministic for a fixed seed and rlimit budget (see solve.h).
 #pragma once

@@ -2,14 +2,18 @@
 //
 // Guarantees: every schedule of the Problem (any order, any semantics, comm inserted or not) has a
 // simulated makespan >= lower_bound_ms(problem) (verify.h). Derivations (docs/verifier-rules.md,
-// "Lower bounds"); all assume M microbatches per stage, c_s = F_s + I_s + W_s per microbatch, x_b the
-// transfer time of boundary b (0 when stages b, b+1 share a device):
+// "Lower bounds"); all assume M microbatches per stage, each compute op's time as compute_ms gives it
+// (overhead included), x_b the transfer time of boundary b (0 when stages b, b+1 share a device), and
+// c_s = F_s + least_backward_ms(s) per microbatch: a stage that splits may run B or I and W, so its
+// backward costs at least the cheaper of the two (a fused B can cost less than I + W):
 //  1. Device work: a device runs its compute ops one at a time, so
-//       makespan >= work_d = M * sum_{s on d} c_s.
+//       makespan >= work_d = M * sum_{s on d} c_s (+ M R_s on a recomputing stage).
 //  2. One microbatch's critical path: F(0..S-1,m), then the backward chain I/B(S-1..0,m), then W(s,m)
 //     after I(s,m); every link waits for the previous one, transfers included:
 //       makespan >= max_s [ sum_t F_t + sum_b x_b + sum_{t>=s} bw_t + sum_{b>=s} x_b + w_s ]
-//     with bw_t = I_t (split) or I_t + W_t (fused B), w_s = W_s if s is split else 0.
+//     with bw_t = min(I_t, B_t) (split) or B_t (fused only), w_s = min(W_s, B_s - bw_s) if s is split
+//     (W_s itself when B_s = I_s + W_s and there is no overhead) else 0, so bw_s + w_s is at most
+//     both I_s + W_s and B_s.
 //  3. Head + work + tail of a device d, with s0 its lowest stage: its first op is an F(s0,m) (every
 //     op of a stage needs that stage's F, and F(s,m) for s > s0 on d needs F(s0,m) first), which
 //     cannot start before head_d = sum_{t<s0} F_t + sum_{b<s0} x_b (those stages are elsewhere).

@@ -94,7 +94,7 @@ class TimingRun {
       }
   }
 
-  double duration_ms(const Action& a) const { return compute_ms(s_.problem.stages[a.stage], a.type); }
+  double duration_ms(const Action& a) const { return compute_ms(s_.problem, a.stage, a.type); }
   void push(int d) {
     if (!queued_[d]) {
       queued_[d] = 1;

@@ -9,6 +9,17 @@
 
 namespace ps {
 
+namespace {
+
+// The part of a layer's backward on the gradient chain, at its least: I, or B when the type's fused
+// backward_ms is cheaper than I or the type cannot split.
+double gradient_ms(const LayerType& t) {
+  if (!t.backward_ms) return t.backward_input_ms;
+  return t.split_backward ? std::min(t.backward_input_ms, *t.backward_ms) : *t.backward_ms;
+}
+
+}  // namespace
+
 Result<GlobalBound> global_lower_bound(const Spec& spec, int devices, int microbatches,
                                        double memory_limit_gb) {
   const Model& model = spec.model;
@@ -31,15 +42,15 @@ Result<GlobalBound> global_lower_bound(const Spec& spec, int devices, int microb
   std::vector<double> a(L + 1, 0.0);  // a[l] = F_0 + … + F_{l−1}
   for (int l = 0; l < L; ++l) {
     const LayerType& t = model.type_of(l);
-    sum_c += layer_time_ms(model, l);
+    sum_c += layer_time_floor_ms(model, l);
     sum_f += t.forward_ms;
-    sum_i += t.backward_input_ms;
+    sum_i += gradient_ms(t);
     a[l + 1] = a[l] + t.forward_ms;
   }
   g.total_work_ms = M * sum_c / Q;
 
   for (int l = 0; l < L; ++l) {
-    double v = a[l] + M * layer_time_ms(model, l);
+    double v = a[l] + M * layer_time_floor_ms(model, l);
     if (v > g.heaviest_layer_ms) {
       g.heaviest_layer_ms = v;
       g.heaviest_layer = l;
@@ -47,9 +58,13 @@ Result<GlobalBound> global_lower_bound(const Spec& spec, int devices, int microb
   }
 
   const LayerType& t0 = model.type_of(0);
-  double cp_last_forward = (M - 1) * t0.forward_ms + sum_f + sum_i + t0.backward_weight_ms;
-  double cp_first_backward =
-      sum_f + (sum_i - t0.backward_input_ms) + M * (t0.backward_input_ms + t0.backward_weight_ms);
+  // Layer 0's backward after its gradient piece, and its whole backward, at their least (a fused
+  // backward_ms may be cheaper than I + W; without one they are W and I + W).
+  const double rest0 = t0.backward_ms ? std::min(t0.backward_weight_ms, t0.fused_backward_ms() - gradient_ms(t0))
+                                      : t0.backward_weight_ms;
+  const double back0 = t0.backward_ms ? t0.least_backward_ms() : t0.backward_input_ms + t0.backward_weight_ms;
+  double cp_last_forward = (M - 1) * t0.forward_ms + sum_f + sum_i + rest0;
+  double cp_first_backward = sum_f + (sum_i - gradient_ms(t0)) + M * back0;
   g.critical_path_ms = std::max(cp_last_forward, cp_first_backward);
 
   double lost = 0;

@@ -3,7 +3,11 @@
 // `pipesmith bound` answers "how fast could any schedule of this model on P devices with M
 // microbatches possibly be?" before anything is partitioned. Each term is a valid lower bound for
 // every contiguous partition of the layer chain, every stage → device placement and every order
-// (comm times only ever add, so they are taken as zero). With c_l = F_l + I_l + W_l of layer l,
+// (comm times only ever add, so they are taken as zero, and so does the cluster's op_overhead_ms).
+// With c_l = F_l + I_l + W_l of layer l, I_l its input gradient and W_0 layer 0's weight gradient
+// (a type with a fused backward_ms B_l: c_l = F_l + min(B_l, I_l + W_l), I_l → min(I_l, B_l),
+// W_0 → min(W_0, B_0 − min(I_0, B_0)), I_0 + W_0 → min(B_0, I_0 + W_0); B_l alone where the type
+// cannot split, since a schedule may run either backward),
 // a_l = F_0 + … + F_{l−1} (the earliest time any op of layer l can start), L layers and
 // Q = min(P, L) devices that can hold work:
 //   total_work      M·Σ c_l / Q                       the work has to be shared by Q devices

@@ -3,7 +3,8 @@
 // Every device runs M microbatches of the layers placed on it, so the makespan of any partition,
 // placement and order is at least M × (the largest per-device load), and the largest load is at
 // least the optimum of packing the layers' F+I+W costs c_l onto P devices (P||Cmax), whatever the
-// contiguity. It complements synth/bounds/global_bound.h, whose total-work term assumes work can be split
+// contiguity (c_l = layer_time_floor_ms: the cheaper of B and I + W for a type with a
+// backward_ms). It complements synth/bounds/global_bound.h, whose total-work term assumes work can be split
 // evenly: for a 32-layer model on 8 devices with a head, that term is 12 % below what any plan can
 // reach, this one is exact.
 //

@@ -206,22 +206,22 @@ Scale time_scale(const Problem& p) {
   for (int s = 0; s < S; ++s) {
     const StageSpec& st = p.stages[s];
     if (st.split_backward) {
-      times.push_back(st.fwd_ms);
-      times.push_back(st.bwd_input_ms);
-      times.push_back(st.bwd_weight_ms);
+      times.push_back(compute_ms(p, s, OpType::F));
+      times.push_back(compute_ms(p, s, OpType::I));
+      times.push_back(compute_ms(p, s, OpType::W));
     } else {
-      times.push_back(st.fwd_ms);
-      times.push_back(st.bwd_ms());
+      times.push_back(compute_ms(p, s, OpType::F));
+      times.push_back(compute_ms(p, s, OpType::B));
     }
-    if (st.recomputes()) times.push_back(st.recompute_ms);
+    if (st.recomputes()) times.push_back(compute_ms(p, s, OpType::R));
     if (s + 1 < S) times.push_back(p.boundary_transfer_ms(s));
   }
   std::vector<double> work_ms(p.devices, 0);
   double chain_ms = 0;
   for (int s = 0; s < S; ++s) {
-    const double r_ms = p.stages[s].recomputes() ? p.stages[s].recompute_ms : 0.0;
-    work_ms[p.stages[s].device] += M * (p.stages[s].fwd_ms + p.stages[s].bwd_ms() + r_ms);
-    chain_ms += p.stages[s].fwd_ms + p.stages[s].bwd_ms() + r_ms;
+    const double r_ms = p.stages[s].recomputes() ? compute_ms(p, s, OpType::R) : 0.0;
+    work_ms[p.stages[s].device] += M * (compute_ms(p, s, OpType::F) + compute_ms(p, s, OpType::B) + r_ms);
+    chain_ms += compute_ms(p, s, OpType::F) + compute_ms(p, s, OpType::B) + r_ms;
     if (s + 1 < S) chain_ms += 2 * p.boundary_transfer_ms(s);
   }
   const double horizon_ms = 2 * (*std::max_element(work_ms.begin(), work_ms.end()) + chain_ms);
@@ -273,22 +273,22 @@ void add_compute_ops(const Problem& p, const Scale& ts, const Scale& mscale, Mem
     int64_t stash_u = floor_units(stash, mscale.unit, mscale.exact);
     stash_u = std::min(stash_u, act_u);
     for (int m = 0; m < M; ++m) {
-      DagOp f{OpType::F, s, m, st.device, -1, tu(st.fwd_ms), f_u, 0};
+      DagOp f{OpType::F, s, m, st.device, -1, tu(compute_ms(p, s, OpType::F)), f_u, 0};
       dag.f_id_[s * M + m] = dag.num_ops();
       dag.ops.push_back(f);
       if (st.recomputes()) {
         dag.r_id_[s * M + m] = dag.num_ops();
-        dag.ops.push_back(DagOp{OpType::R, s, m, st.device, -1, tu(st.recompute_ms), r_u, 0});
+        dag.ops.push_back(DagOp{OpType::R, s, m, st.device, -1, tu(compute_ms(p, s, OpType::R)), r_u, 0});
       }
       if (st.split_backward) {
-        DagOp i{OpType::I, s, m, st.device, -1, tu(st.bwd_input_ms), 0, act_u - stash_u};
+        DagOp i{OpType::I, s, m, st.device, -1, tu(compute_ms(p, s, OpType::I)), 0, act_u - stash_u};
         dag.b_id_[s * M + m] = dag.num_ops();
         dag.ops.push_back(i);
-        DagOp w{OpType::W, s, m, st.device, -1, tu(st.bwd_weight_ms), 0, stash_u};
+        DagOp w{OpType::W, s, m, st.device, -1, tu(compute_ms(p, s, OpType::W)), 0, stash_u};
         dag.w_id_[s * M + m] = dag.num_ops();
         dag.ops.push_back(w);
       } else {
-        DagOp b{OpType::B, s, m, st.device, -1, tu(st.bwd_ms()), 0, act_u};
+        DagOp b{OpType::B, s, m, st.device, -1, tu(compute_ms(p, s, OpType::B)), 0, act_u};
         dag.b_id_[s * M + m] = dag.num_ops();
         dag.ops.push_back(b);
       }

@@ -349,3 +349,81 @@ TEST_CASE("pipesmith verify: a baseline's certificate is rechecked whole (no unc
   CHECK_FALSE(has(v.output, "UNCHECKED"));
   std::remove(out.c_str());
 }
+
+namespace test_verify_cost_model {
+
+// A one-device model of two layers A (F 1, I 2, W 2 each), M = 3; `extra` goes into A's map and
+// `cluster_extra` into the cluster's. Written to a temporary file; returns its path.
+std::string cost_model_file(const std::string& name, const std::string& extra, const std::string& cluster_extra) {
+  const std::string path = pstest::temp_path(name);
+  std::ofstream(path) << "model:\n  name: fused\n  layer_types:\n"
+                         "    A: {forward_ms: 1, backward_input_ms: 2, backward_weight_ms: 2, activation_mb: 10, "
+                         "wgrad_stash_mb: 4, output_mb: 1, params_m: 1"
+                      << extra << "}\n  layers:\n    - {type: A, repeat: 2}\ncluster:\n  devices: 1\n"
+                      << cluster_extra << "pipeline: {microbatches: 3}\n";
+  return path;
+}
+
+// `pipesmith baseline MODEL --schedule gpipe -o OUT`, then `pipesmith verify OUT --json`: the makespan.
+double gpipe_makespan(const std::string& model, const std::string& out) {
+  auto b = pstest::run_cli("baseline " + model + " --schedule gpipe -o " + out);
+  INFO(b.output);
+  REQUIRE(b.exit_code == 0);
+  auto v = pstest::run_cli("verify " + out + " --json");
+  INFO(v.output);
+  REQUIRE(v.exit_code == 0);
+  const auto j = nlohmann::json::parse(v.output);
+  CHECK(j["valid"].get<bool>());
+  CHECK(j["lower_bound_ms"].get<double>() <= j["makespan_ms"].get<double>());
+  return j["makespan_ms"].get<double>();
+}
+
+TEST_CASE("pipesmith baseline + verify: backward_ms makes B cheaper, op_overhead_ms adds per compute op") {
+  const std::string dir = pstest::fresh_dir("cost-model");
+  const double split = gpipe_makespan(cost_model_file("split.yaml", "", ""), dir + "/split.yaml");
+  const double fused = gpipe_makespan(cost_model_file("fused.yaml", ", backward_ms: 2.75", ""), dir + "/fused.yaml");
+  const double both = gpipe_makespan(cost_model_file("both.yaml", ", backward_ms: 2.75", "  op_overhead_ms: 0.25\n"),
+                                     dir + "/both.yaml");
+  // One stage of both layers: F 2, I + W 8, B 5.5; GPipe runs 3 F and 3 B, nothing waits.
+  CHECK(split == 3 * (2 + 8));
+  CHECK(fused == split - 3 * (8 - 5.5));
+  CHECK(both == doctest::Approx(fused + 6 * 0.25));
+  // The schedule file states them, and only where they are set.
+  const std::string plain = pstest::read_file(dir + "/split.yaml"), with = pstest::read_file(dir + "/both.yaml");
+  CHECK_FALSE(has(plain, "bwd_ms:"));
+  CHECK_FALSE(has(plain, "op_overhead_ms"));
+  CHECK(has(with, "bwd_weight_ms: 4, bwd_ms: 5.5, "));
+  CHECK(has(with, "\n  op_overhead_ms: 0.25\n"));
+  // A bad value is refused with its location.
+  auto bad = pstest::run_cli("lower " + cost_model_file("bad.yaml", ", backward_ms: -1", "") + " --devices 1");
+  CHECK(bad.exit_code != 0);
+  CHECK(has(bad.output, "bad.yaml:4:"));
+  CHECK(has(bad.output, "layer type 'A': backward_ms must be >= 0, got -1"));
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("pipesmith synth + verify: with a B cheaper than I + W the certificate claims only the checker's bound") {
+  // The op DAG runs I and W on stages that split; here B-only schedules beat every order of it.
+  const std::string dir = pstest::fresh_dir("cost-model-synth");
+  const std::string model = cost_model_file("cheap-b.yaml", ", backward_ms: 3.5", "");
+  const std::string out = dir + "/s.yaml";
+  auto s = pstest::run_cli("synth " + model + " --devices 2 --microbatches 4 --evaluations 2 --seed 0 --quiet -o " + out);
+  INFO(s.output);
+  REQUIRE(s.exit_code == 0);
+  auto v = pstest::run_cli("verify " + out);
+  INFO(v.output);
+  CHECK(v.exit_code == 0);
+  CHECK(v.output.rfind("VALID under rendezvous semantics", 0) == 0);
+  CHECK_FALSE(has(v.output, "certificate.mismatch"));
+  auto written = ps::read_schedule_yaml(out);
+  REQUIRE(written.ok());
+  REQUIRE(written->certificate);
+  for (const ps::StageSpec& st : written->problem.stages) REQUIRE(st.split_backward);  // the search kept I and W
+  const auto& extra = written->certificate->extra;
+  CHECK(extra.at("solver_status").rfind("op DAG only: ", 0) == 0);
+  CHECK(extra.at("optimal") == "false");
+  CHECK(std::stod(extra.at("bound_ms")) <= written->certificate->makespan_ms);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace test_verify_cost_model

@@ -32,10 +32,11 @@ TEST_CASE("recompute: R parses as '3R1'; RECV_F/RECV_B still parse; junk is refu
     CAPTURE(junk);
     CHECK_FALSE(parse_action(junk).ok());
   }
-  StageSpec st;
+  Problem p;
+  StageSpec& st = p.stages.emplace_back();
   st.recompute = RecomputeMode::kFull;
   st.recompute_ms = 2.5;
-  CHECK(compute_ms(st, OpType::R) == 2.5);
+  CHECK(compute_ms(p, 0, OpType::R) == 2.5);
 }
 
 Schedule two_stage_schedule() {

@@ -64,6 +64,8 @@ def test_profiled_numbers_are_the_yaml_numbers(gemma_profile):
         for k, v in t.numbers().items():
             assert entry[k] == pytest.approx(v, rel=1e-5), (t.symbol, k)
         assert entry["wgrad_stash_mb"] <= entry["activation_mb"]
+        # The fused B PyTorch measured is the type's backward_ms, which the checker's B takes.
+        assert entry["backward_ms"] == pytest.approx(t.backward_ms, rel=1e-5) and entry["backward_ms"] > 0
 
 
 def test_memory_and_params_are_the_modules(gemma_profile):

@@ -18,7 +18,8 @@ measured:
   ``torch.autograd.grad`` of the outputs with respect to the inputs, keeping the graph and the
   gradients the weight pass starts from;
 * **W**: ``stage_backward_weight``: ``torch.autograd.grad`` with respect to the parameters from those;
-* **B** (fused, for reference): ``stage_backward`` (``torch.autograd.backward``).
+* **B** (fused): ``stage_backward`` (``torch.autograd.backward``), written as the type's
+  ``backward_ms`` (what a B-only schedule's B costs; it is less than I + W in PyTorch).
 
 A layer without floating inputs (the embedding) has no I and a whole backward as W, as PyTorch's
 first stage. ``method="chain"`` (default) times every layer in sweeps of the whole model (every F in
@@ -36,7 +37,7 @@ gradients I keeps for W) -- the convention of ``pipesmith profile`` (runtime/pro
 ``output_mb`` is the bytes of the tensors the layer hands on (the carry after it, skip inputs of
 earlier layers excepted); ``params_m`` is its parameters / 1e6. MB = 1e6 bytes.
 
-The YAML written is MODEL.yaml's document with each profiled layer type's seven numbers set (its
+The YAML written is MODEL.yaml's document with each profiled layer type's eight numbers set (its
 ``kind`` and ``architecture`` are kept, so the reference model still builds from the file, and the
 measured numbers override the analytic ones field by field), the layer list and module names as they
 were, the cluster replaced by ``--cluster`` when given, and a header comment saying how it was
@@ -93,7 +94,7 @@ class TypeProfile:
     forward_ms: float
     backward_input_ms: float
     backward_weight_ms: float
-    backward_ms: float          # fused B (stage_backward), for comparison with I + W
+    backward_ms: float          # fused B (stage_backward): the type's backward_ms
     activation_mb: float
     wgrad_stash_mb: float
     output_mb: float
@@ -101,13 +102,13 @@ class TypeProfile:
     samples: int                # timings the medians are over (layers of the type x repeats)
 
     def numbers(self, backward: str = "split") -> dict[str, float]:
-        """The seven schema numbers. ``backward="fused"`` scales I and W so that I + W is the measured
-        fused B (the schema's B costs I + W): for costing schedules that run only B."""
+        """The eight schema numbers, the fused B as ``backward_ms``. ``backward="fused"`` also scales I
+        and W so that I + W is the measured fused B (split schedules then cost as B-only ones)."""
         i, w = self.backward_input_ms, self.backward_weight_ms
         if backward == "fused" and i + w > 0:
             i, w = i * self.backward_ms / (i + w), w * self.backward_ms / (i + w)
         return {"forward_ms": self.forward_ms, "backward_input_ms": i,
-                "backward_weight_ms": w, "activation_mb": self.activation_mb,
+                "backward_weight_ms": w, "backward_ms": self.backward_ms, "activation_mb": self.activation_mb,
                 "wgrad_stash_mb": self.wgrad_stash_mb, "output_mb": self.output_mb, "params_m": self.params_m}
 
 
@@ -542,7 +543,7 @@ def profiled_yaml(source_path: str, result: ProfileResult, cluster_path: str | N
             f"{o.rows} rows per microbatch, vocabulary {o.vocab}, {o.dtype};",
             f"# F, I (stage_backward_input), W (stage_backward_weight): medians over {o.repeats} repeats after "
             f"{o.warmup} warm-up, method '{o.method}', {o.concurrent} process(es) at once; memory from autograd's saved tensors (docs/pytorch.md, 'Profiling').",
-            "# type  layer  F ms  I ms  W ms  fused B ms (I + W for comparison)"]
+            "# type  layer  F ms  I ms  W ms  fused B ms = backward_ms (I + W for comparison)"]
     for t in result.types:
         head.append(f"#   {t.symbol}  {t.layer}  {t.forward_ms:.4g}  {t.backward_input_ms:.4g}  "
                     f"{t.backward_weight_ms:.4g}  {t.backward_ms:.4g} ({t.backward_input_ms + t.backward_weight_ms:.4g})")
