@@ -54,6 +54,7 @@
 #include <vector>
 
 #include "cli/synth_progress.h"
+#include "bench/bench_util.h"
 #include "bench/quality_solver.h"
 #include "ir/model.h"
 #include "ir/output_file.h"
@@ -97,18 +98,11 @@ int usage(const std::string& msg) {
   return 1;
 }
 
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ','))
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
+using ps::bench::split_list;
 
 std::optional<std::vector<int>> split_ints(const std::string& s) {
   std::vector<int> out;
-  for (const std::string& x : split(s)) {
+  for (const std::string& x : split_list(s)) {
     char* end = nullptr;
     long v = std::strtol(x.c_str(), &end, 10);
     if (*end != '\0' || v <= 0 || v > 1024) return std::nullopt;
@@ -135,7 +129,7 @@ std::string parse_args(int argc, char** argv, Args& a, bool& help) {
     else if (k == "--models" || k == "--svg-dir") {
       auto v = value();
       if (!v) return k + " needs a value";
-      if (k == "--models") a.models = split(*v);
+      if (k == "--models") a.models = split_list(*v);
       else a.svg_dir = *v;
     } else if (k == "--devices" || k == "--m-factors") {
       auto v = value();

@@ -31,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_util.h"
 #include "ir/model.h"
 #include "synth/baselines/baseline_plan.h"
 #include "synth/bounds/global_bound.h"
@@ -55,14 +56,7 @@ constexpr char kUsage[] =
     "usage: bench/recompute [--models a,b] [--devices 8,16] [--caps 40,60] [--seq N] [--evaluations N] "
     "[--time-limit S] [--threads N]\n";
 
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ','))
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
+using ps::bench::split_list;
 
 std::optional<double> number(const std::string& s) {
   char* end = nullptr;
@@ -82,10 +76,10 @@ std::string parse_args(int argc, char** argv, Args& a, bool& help) {
     if (i + 1 >= argc) return k + ": expected a value (or unknown flag)";
     const std::string v = argv[++i];
     if (k == "--models") {
-      a.models = split(v);
+      a.models = split_list(v);
     } else if (k == "--devices" || k == "--caps") {
       std::vector<double> xs;
-      for (const std::string& x : split(v)) {
+      for (const std::string& x : split_list(v)) {
         auto n = number(x);
         if (!n || (k == "--devices" && (*n != std::floor(*n) || *n > 1024))) return k + ": bad value '" + x + "'";
         xs.push_back(*n);
@@ -157,24 +151,10 @@ Figure from_report(const Report& r) {
   return f;
 }
 
-// "full 0-3, sel 4,7" (stages by mode), or "none".
+// "full 0-3,7 of 16" (stages by mode), or "none".
 std::string modes_text(const Problem& p) {
-  std::string out;
-  for (RecomputeMode mode : {RecomputeMode::kFull, RecomputeMode::kSelective}) {
-    std::string list;
-    for (int s = 0; s < p.num_stages();) {
-      if (p.stages[s].recompute != mode) {
-        ++s;
-        continue;
-      }
-      int e = s;
-      while (e + 1 < p.num_stages() && p.stages[e + 1].recompute == mode) ++e;
-      list += fmt::format("{}{}", list.empty() ? "" : ",", s == e ? fmt::format("{}", s) : fmt::format("{}-{}", s, e));
-      s = e + 1;
-    }
-    if (!list.empty()) out += fmt::format("{}{} {}", out.empty() ? "" : "; ", mode == RecomputeMode::kFull ? "full" : "sel", list);
-  }
-  return out.empty() ? "none" : fmt::format("{} of {}", out, p.num_stages());
+  const std::string ranges = recompute_ranges(p);
+  return ranges.empty() ? "none" : fmt::format("{} of {}", ranges, p.num_stages());
 }
 
 Figure synth(const Spec& spec, const Args& a, RecomputeChoice rc) {

@@ -299,30 +299,15 @@ std::string stop_note(const ModelSynthesis& m) {
   return "";
 }
 
-// Which stages recompute, when any does: "recompute     stages 0-3 full, 5 selective (R 12.0 ms per
+// Which stages recompute, when any does: "recompute     full 0-3; selective 5 (R 12.000 ms per
 // microbatch in all)".
 std::string recompute_line(const Problem& problem) {
-  std::string parts;
+  const std::string ranges = recompute_ranges(problem);
+  if (ranges.empty()) return "";
   double r_ms = 0;
-  for (RecomputeMode mode : {RecomputeMode::kFull, RecomputeMode::kSelective}) {
-    std::string list;
-    for (int s = 0; s < problem.num_stages();) {
-      if (problem.stages[s].recompute != mode) {
-        ++s;
-        continue;
-      }
-      int e = s;
-      while (e + 1 < problem.num_stages() && problem.stages[e + 1].recompute == mode) ++e;
-      for (int k = s; k <= e; ++k) r_ms += problem.stages[k].recompute_ms;
-      list += fmt::format("{}{}", list.empty() ? "" : ",", s == e ? fmt::format("{}", s) : fmt::format("{}-{}", s, e));
-      s = e + 1;
-    }
-    if (!list.empty()) parts += fmt::format("{}stage{} {} {}", parts.empty() ? "" : "; ",
-                                            list.find_first_of(",-") == std::string::npos ? "" : "s", list,
-                                            recompute_mode_name(mode));
-  }
-  if (parts.empty()) return "";
-  return fmt::format("  recompute     {} (R {:.3f} ms per microbatch in all)\n", parts, r_ms);
+  for (const StageSpec& st : problem.stages)
+    if (st.recomputes()) r_ms += st.recompute_ms;
+  return fmt::format("  recompute     {} (R {:.3f} ms per microbatch in all)\n", ranges, r_ms);
 }
 
 // The summary printed after a run.

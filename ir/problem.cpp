@@ -100,6 +100,25 @@ Status set_recompute(const Spec& spec, Problem& problem, const std::vector<Recom
   return Status::ok();
 }
 
+std::string recompute_ranges(const Problem& problem) {
+  std::string out;
+  for (RecomputeMode mode : {RecomputeMode::kFull, RecomputeMode::kSelective}) {
+    std::string list;
+    for (int s = 0; s < problem.num_stages();) {
+      if (problem.stages[s].recompute != mode) {
+        ++s;
+        continue;
+      }
+      int e = s;
+      while (e + 1 < problem.num_stages() && problem.stages[e + 1].recompute == mode) ++e;
+      list += fmt::format("{}{}", list.empty() ? "" : ",", s == e ? fmt::format("{}", s) : fmt::format("{}-{}", s, e));
+      s = e + 1;
+    }
+    if (!list.empty()) out += fmt::format("{}{} {}", out.empty() ? "" : "; ", recompute_mode_name(mode), list);
+  }
+  return out;
+}
+
 Status set_recompute_all(const Spec& spec, Problem& problem, RecomputeMode mode) {
   return set_recompute(spec, problem, std::vector<RecomputeMode>(problem.stages.size(), mode));
 }

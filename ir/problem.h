@@ -101,6 +101,8 @@ Result<Problem> make_problem(const Spec& spec, const Partition& partition,
 Status set_recompute(const Spec& spec, Problem& problem, const std::vector<RecomputeMode>& modes);
 // The same mode on every stage.
 Status set_recompute_all(const Spec& spec, Problem& problem, RecomputeMode mode);
+// The stages that recompute, by mode, as ranges: "full 0-3,7; selective 5"; "" when none does.
+std::string recompute_ranges(const Problem& problem);
 
 // A problem with unit costs (F=I=W=1, B=2, comm 0, activation 1 MB, no model states): used for
 // schedules that come without a model (PyTorch CSV).

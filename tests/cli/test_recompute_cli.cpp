@@ -146,7 +146,7 @@ TEST_CASE("cli recompute: synth gives stages recomputation where no plan fits wi
   CHECK_MESSAGE(none.exit_code == 2, none.output);
   auto r = run_cli("synth " + model + " --evaluations 30 --rlimit 3000000 --time-limit 120 --quiet -o " + out);
   REQUIRE_MESSAGE(r.exit_code == 0, r.output);
-  CHECK_MESSAGE(pstest::contains(r.output, "  recompute     stage"), r.output);
+  CHECK_MESSAGE(pstest::contains(r.output, "  recompute     full "), r.output);
   auto s = ps::read_schedule_yaml(out);
   REQUIRE(s.ok());
   int recomputing = 0, r_ops = 0;
