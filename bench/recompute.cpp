@@ -33,6 +33,7 @@
 
 #include "bench/bench_util.h"
 #include "ir/model.h"
+#include "ir/output_file.h"
 #include "synth/baselines/baseline_plan.h"
 #include "synth/bounds/global_bound.h"
 #include "synth/synthesize_model.h"
@@ -116,7 +117,7 @@ std::vector<std::string> model_paths(const Args& a) {
 
 // The model file with every `seq_length: N` set to `seq` (a copy in the temporary directory), or
 // the file itself when seq is 0; `changed` says whether the file had one.
-std::string with_seq(const std::string& path, int seq, bool& changed) {
+Result<std::string> with_seq(const std::string& path, int seq, bool& changed) {
   changed = false;
   if (seq <= 0) return path;
   std::ifstream in(path);
@@ -127,7 +128,7 @@ std::string with_seq(const std::string& path, int seq, bool& changed) {
   changed = text != buf.str();
   const fs::path out =
       fs::temp_directory_path() / fmt::format("bench-recompute-seq{}-{}", seq, fs::path(path).filename().string());
-  std::ofstream(out) << text;
+  PS_RETURN_IF_ERROR(write_output_file(out.string(), text));
   return out.string();
 }
 
@@ -221,7 +222,8 @@ int main(int argc, char** argv) {
         ov.memory_gb = cap;
         const std::string cluster = P <= 8 ? "configs/clusters/8xh100-80gb.yaml" : "configs/clusters/2x8-h100.yaml";
         bool seq_set = false;
-        Result<Spec> spec = load_spec(with_seq(path, a.seq, seq_set), cluster, ov);
+        Result<std::string> model_file = with_seq(path, a.seq, seq_set);
+        Result<Spec> spec = model_file.ok() ? load_spec(*model_file, cluster, ov) : Result<Spec>(model_file.status());
         if (!spec.ok()) {
           std::fprintf(stderr, "bench/recompute: %s\n", spec.status().str().c_str());
           return 1;
