@@ -783,7 +783,8 @@ void Tuner::polish() {
 }
 
 // With RecomputeChoice::kSearch under a cap the search runs in two phases. First exactly the search
-// without recomputation (its evaluation budget, half its time when the clock bounds it); then, only
+// without recomputation (its evaluation budget; under the clock, half the search time where a seed's
+// memory binds, else all of it); then, only
 // where some candidate's memory binds, the recompute seeds and a second search with recompute moves
 // (as many evaluations again, the rest of the time), from everything the first one found. The
 // first phase's best candidates are always among those the checker compares, so the result is never
@@ -792,22 +793,23 @@ Result<TuneResult> Tuner::run() {
   PS_RETURN_IF_ERROR(prepare());
   evaluation_budget_ = opt_.max_evaluations;
   const bool two_phase = space_.recompute == RecomputeChoice::kSearch && space_.memory_limited;
-  if (two_phase) {
-    space_.recompute = RecomputeChoice::kNone;
-    if (opt_.max_evaluations <= 0) phase_share_ = 0.5;
-  }
+  auto binds = [](const Record& r) {
+    return !r.eval.feasible ||
+           std::any_of(r.eval.memory_tight.begin(), r.eval.memory_tight.end(), [](char t) { return t != 0; });
+  };
+  if (two_phase) space_.recompute = RecomputeChoice::kNone;
   const std::vector<Candidate> seeds = initial_seeds();
   evaluate(seeds, search_deadline());
+  // Under the clock the first phase keeps half the search time for the second where a seed's
+  // memory binds already; elsewhere it has all of it.
+  if (two_phase && opt_.max_evaluations <= 0 && std::any_of(records_.begin(), records_.end(), binds))
+    phase_share_ = 0.5;
   try_paced_fronts(search_deadline());
   report("seeds");
   search();
   polish();
   std::vector<int> plain_picks;  // the first phase's candidates for the checker
   if (two_phase) {
-    auto binds = [](const Record& r) {
-      return !r.eval.feasible ||
-             std::any_of(r.eval.memory_tight.begin(), r.eval.memory_tight.end(), [](char t) { return t != 0; });
-    };
     space_.recompute = RecomputeChoice::kSearch;
     phase_share_ = 1;
     if (std::any_of(records_.begin(), records_.end(), binds) && !interrupted()) {
