@@ -273,8 +273,9 @@ struct Scheduler {
       st[e.op].ready = std::max(st[e.op].ready, end + e.delay);
       if (--st[e.op].missing > 0) {
         // An I/B left waiting on its R alone raises the R's priority (klass): re-choose its device.
-        if (st[e.op].missing == 1 && st[e.op].home >= 0 && dag.ops[e.op].type != OpType::R &&
-            dag.ops[e.op].type != OpType::F && dag.r_op(dag.ops[e.op].stage, dag.ops[e.op].mb) >= 0)
+        const OpType t = dag.ops[e.op].type;
+        if (st[e.op].missing == 1 && (t == OpType::I || t == OpType::B) &&
+            dag.r_op(dag.ops[e.op].stage, dag.ops[e.op].mb) >= 0)
           mark_stale(st[e.op].home);
         continue;
       }

@@ -589,10 +589,6 @@ void memory_moves(const SearchSpace& sp, const Candidate& c, const Evaluation& e
   }
 }
 
-}  // namespace
-
-namespace {
-
 // MB of activation stage s of `c` drops under `mode`.
 double stage_drop_mb(const SearchSpace& sp, const Candidate& c, int s, RecomputeMode mode) {
   if (mode == RecomputeMode::kNone) return 0;
@@ -641,7 +637,8 @@ std::vector<Candidate> recompute_moves(const SearchSpace& sp, const Candidate& c
   const int P = sp.devices;
   std::vector<RecomputeMode> cur = c.recompute;
   cur.resize(S, RecomputeMode::kNone);
-  // `devices[d]`: step the modes of device d's stages; returns whether anything changed.
+  // A candidate with the modes of the stages on the marked devices a step up (or down), when that
+  // changes any.
   auto add = [&](const std::vector<char>& devices, bool up, std::string origin) {
     Candidate n = c;
     n.recompute = cur;

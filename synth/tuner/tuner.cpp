@@ -47,6 +47,13 @@ struct Record {
   bool keep = false;    // the first search phase's pick: its order stays and the checker sees it
 };
 
+// Whether memory binds the candidate: it does not fit, or its order's peak leaves some device no
+// room for one more microbatch (Evaluation::memory_tight).
+bool memory_binds(const Record& r) {
+  return !r.eval.feasible ||
+         std::any_of(r.eval.memory_tight.begin(), r.eval.memory_tight.end(), [](char t) { return t != 0; });
+}
+
 // Ranking: feasible first, shorter makespan, then the stable key. Infeasible: smaller excess.
 bool ranks_before(const Record& a, const Record& b) {
   if (a.eval.feasible != b.eval.feasible) return a.eval.feasible;
@@ -589,10 +596,6 @@ std::vector<Candidate> Tuner::initial_seeds() const {
 // alone can spend it), inside the time.
 void Tuner::add_recompute_seeds(const std::vector<Candidate>& plain, double deadline_s) {
   if (space_.recompute != RecomputeChoice::kSearch || !space_.memory_limited) return;
-  auto binds = [](const Record& r) {
-    return !r.eval.feasible ||
-           std::any_of(r.eval.memory_tight.begin(), r.eval.memory_tight.end(), [](char t) { return t != 0; });
-  };
   std::vector<Candidate> seeds;
   auto add_uniform = [&](const Candidate& c) {
     for (RecomputeMode m : {RecomputeMode::kSelective, RecomputeMode::kFull})
@@ -602,16 +605,16 @@ void Tuner::add_recompute_seeds(const std::vector<Candidate>& plain, double dead
   int heuristic = 0;
   for (int i : ranking()) {
     const Record& r = records_[i];
-    if (r.cand.baseline >= 0 || !r.cand.recompute.empty() || !binds(r)) continue;
+    if (r.cand.baseline >= 0 || !r.cand.recompute.empty() || !memory_binds(r)) continue;
     if (heuristic++ >= kHeuristicSeeds) break;
     add_uniform(r.cand);
   }
   // Baselines the budget left out: only where memory binds somewhere among the evaluated seeds.
-  const bool any_binds = std::any_of(records_.begin(), records_.end(), binds);
+  const bool any_binds = std::any_of(records_.begin(), records_.end(), memory_binds);
   for (const Candidate& c : plain) {
     if (c.baseline < 0 || !c.recompute.empty()) continue;
     auto it = history_.find(c.key());
-    if (it != history_.end() ? binds(records_[it->second]) : any_binds) add_uniform(c);
+    if (it != history_.end() ? memory_binds(records_[it->second]) : any_binds) add_uniform(c);
   }
   evaluate(std::move(seeds), deadline_s, false);
 }
@@ -784,36 +787,32 @@ void Tuner::polish() {
 
 // With RecomputeChoice::kSearch under a cap the search runs in two phases. First exactly the search
 // without recomputation (its evaluation budget; under the clock, half the search time where a seed's
-// memory binds, else all of it); then, only
-// where some candidate's memory binds, the recompute seeds and a second search with recompute moves
-// (as many evaluations again, the rest of the time), from everything the first one found. The
-// first phase's best candidates are always among those the checker compares, so the result is never
-// slower than the plan the search without recomputation would take.
+// memory binds, else all of it); then, only where some candidate's memory binds, the recompute seeds
+// and a second search with recompute moves (as many evaluations again, the rest of the time), from
+// everything the first one found. The first phase's best candidates are always among those the
+// checker compares, so the result is never slower than the plan the search without recomputation
+// would take.
 Result<TuneResult> Tuner::run() {
   PS_RETURN_IF_ERROR(prepare());
   evaluation_budget_ = opt_.max_evaluations;
   const bool two_phase = space_.recompute == RecomputeChoice::kSearch && space_.memory_limited;
-  auto binds = [](const Record& r) {
-    return !r.eval.feasible ||
-           std::any_of(r.eval.memory_tight.begin(), r.eval.memory_tight.end(), [](char t) { return t != 0; });
-  };
   if (two_phase) space_.recompute = RecomputeChoice::kNone;
   const std::vector<Candidate> seeds = initial_seeds();
   evaluate(seeds, search_deadline());
   // Under the clock the first phase keeps half the search time for the second where a seed's
   // memory binds already; elsewhere it has all of it.
-  if (two_phase && opt_.max_evaluations <= 0 && std::any_of(records_.begin(), records_.end(), binds))
+  if (two_phase && opt_.max_evaluations <= 0 && std::any_of(records_.begin(), records_.end(), memory_binds))
     phase_share_ = 0.5;
   try_paced_fronts(search_deadline());
   report("seeds");
   search();
   polish();
-  std::vector<int> plain_picks;  // the first phase's candidates for the checker
   if (two_phase) {
     space_.recompute = RecomputeChoice::kSearch;
     phase_share_ = 1;
-    if (std::any_of(records_.begin(), records_.end(), binds) && !interrupted()) {
-      plain_picks = ranking();
+    if (std::any_of(records_.begin(), records_.end(), memory_binds) && !interrupted()) {
+      // The first phase's candidates for the checker.
+      std::vector<int> plain_picks = ranking();
       plain_picks.resize(std::min<size_t>(plain_picks.size(), std::max(1, opt_.verify_top)));
       for (int i : plain_picks) records_[i].keep = true;
       evaluation_budget_ = stats_.evaluated + opt_.max_evaluations;
