@@ -100,20 +100,28 @@ Status set_recompute(const Spec& spec, Problem& problem, const std::vector<Recom
   return Status::ok();
 }
 
+std::string stage_ranges(const std::vector<char>& marked) {
+  std::string list;
+  const int n = static_cast<int>(marked.size());
+  for (int s = 0; s < n;) {
+    if (!marked[s]) {
+      ++s;
+      continue;
+    }
+    int e = s;
+    while (e + 1 < n && marked[e + 1]) ++e;
+    list += fmt::format("{}{}", list.empty() ? "" : ",", s == e ? fmt::format("{}", s) : fmt::format("{}-{}", s, e));
+    s = e + 1;
+  }
+  return list;
+}
+
 std::string recompute_ranges(const Problem& problem) {
   std::string out;
   for (RecomputeMode mode : {RecomputeMode::kFull, RecomputeMode::kSelective}) {
-    std::string list;
-    for (int s = 0; s < problem.num_stages();) {
-      if (problem.stages[s].recompute != mode) {
-        ++s;
-        continue;
-      }
-      int e = s;
-      while (e + 1 < problem.num_stages() && problem.stages[e + 1].recompute == mode) ++e;
-      list += fmt::format("{}{}", list.empty() ? "" : ",", s == e ? fmt::format("{}", s) : fmt::format("{}-{}", s, e));
-      s = e + 1;
-    }
+    std::vector<char> marked;
+    for (const StageSpec& st : problem.stages) marked.push_back(st.recompute == mode);
+    const std::string list = stage_ranges(marked);
     if (!list.empty()) out += fmt::format("{}{} {}", out.empty() ? "" : "; ", recompute_mode_name(mode), list);
   }
   return out;

@@ -103,6 +103,8 @@ Status set_recompute(const Spec& spec, Problem& problem, const std::vector<Recom
 Status set_recompute_all(const Spec& spec, Problem& problem, RecomputeMode mode);
 // The stages that recompute, by mode, as ranges: "full 0-3,7; selective 5"; "" when none does.
 std::string recompute_ranges(const Problem& problem);
+// The marked stages as ranges, "0-3,5" ("" when none is marked).
+std::string stage_ranges(const std::vector<char>& marked);
 
 // A problem with unit costs (F=I=W=1, B=2, comm 0, activation 1 MB, no model states): used for
 // schedules that come without a model (PyTorch CSV).

@@ -206,6 +206,8 @@ Result<ModelSynthesis> synthesize_model(const Spec& spec, const ModelSynthOption
       std::vector<RecomputeMode> modes;
       for (const StageSpec& st : out.tuned->problem.stages) modes.push_back(st.recompute);
       PS_RETURN_IF_ERROR(set_recompute(spec, *fine, modes));
+      for (size_t s = 0; s < fine->stages.size() && s < out.tuned->problem.stages.size(); ++s)
+        fine->stages[s].split_backward = fine->stages[s].split_backward && out.tuned->problem.stages[s].split_backward;
       fine->memory_gb = out.tuned->problem.memory_gb;
       out.tuned->problem = *fine;
       out.tuned->schedule.problem = *fine;
@@ -225,6 +227,12 @@ Result<ModelSynthesis> synthesize_model(const Spec& spec, const ModelSynthOption
   if (!problem.ok()) return problem.status();
   out.problem = std::move(*problem);
   out.placement = plan.placement;
+  if (out.tuned) {
+    Result<Problem> as_given = make_problem(spec, plan.partition, plan.placement);
+    if (!as_given.ok()) return as_given.status();
+    for (int s = 0; s < out.problem.num_stages(); ++s)
+      out.fused_by_choice.push_back(as_given->stages[s].split_backward && !out.problem.stages[s].split_backward);
+  }
   out.plan_desc = plan.desc;
 
   // 2. The order of the chosen plan: synthesize() with Z3's share (the smallest budget after an

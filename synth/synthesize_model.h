@@ -70,6 +70,9 @@ struct ModelSynthesis {
   std::vector<int> placement;       // stage → device of the chosen plan
   std::string plan_desc;            // "searched (…)", "balanced", "Megatron layout \"…\""
   std::optional<TuneResult> tuned;  // the search, when something was searched
+  // Per stage: 1 where the stage's layers could split their backward but the plan runs B instead
+  // (the search found it cheaper: a measured backward_ms below I + W, or op_overhead_ms).
+  std::vector<char> fused_by_choice;
   SynthResult result;               // the certified schedule and its figures
   bool z3_skipped = false;          // interrupted before Z3: it did not run
 };

@@ -184,6 +184,7 @@ class SynthesisResult:
     search_s: float = 0.0
     solve_s: float = 0.0
     recompute: list = field(default_factory=list)  # per stage: none, selective, full
+    backward: list = field(default_factory=list)   # per stage: split (I and W) or fused (B)
     smt2_windows: int = 0
     smt2_written: bool = False
 
@@ -209,6 +210,9 @@ def synthesize(spec: Spec, *, partition: Optional[str] = None, placement: Option
     ``recompute`` (``--recompute``): ``search`` lets the search give stages selective or full
     activation recomputation where memory binds, kept only where the plan gets shorter; ``none``,
     ``selective`` or ``full`` fix it for every stage. The result's ``recompute`` lists each stage's mode.
+    Where a stage's fused backward is cheaper than its I + W (a measured ``backward_ms``, the cluster's
+    ``op_overhead_ms``), the search also chooses whether it runs B; the result's ``backward`` lists
+    each stage's (``split`` or ``fused``).
 
     Raises InfeasibleError when no plan fits the memory, BadInputError on bad options."""
     schedule, report, info = _core.synthesize(spec, partition, placement, stages_per_device, cuts, time_limit_s,

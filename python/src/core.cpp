@@ -526,6 +526,9 @@ NB_MODULE(_core, m) {
     nb::list modes;
     for (const StageSpec& st : o.m.problem.stages) modes.append(std::string(recompute_mode_name(st.recompute)));
     d["recompute"] = modes;  // per stage: none, selective, full
+    nb::list backward;
+    for (const StageSpec& st : o.m.problem.stages) backward.append(std::string(st.split_backward ? "split" : "fused"));
+    d["backward"] = backward;  // per stage: split (I and W) or fused (B)
     d["solve_s"] = r.solve_s;
     d["smt2_windows"] = r.solve.window_dumps;  // with dump_smt2: window encodings written (PATH.w1.smt2, ...)
     d["smt2_written"] = r.solve.smt2_written;   // ... or the whole plan's encoding at PATH

@@ -27,6 +27,7 @@ const char* move_kind_name(MoveKind k) {
     case MoveKind::kKick: return "kick";
     case MoveKind::kMemory: return "memory";
     case MoveKind::kRecompute: return "recompute";
+    case MoveKind::kBackward: return "backward";
   }
   return "?";
 }
@@ -47,6 +48,10 @@ std::string Candidate::key() const {
   if (!recompute.empty()) {
     k += "/r";
     for (RecomputeMode m : recompute) k += static_cast<char>('0' + static_cast<int>(m));
+  }
+  if (!fused.empty()) {
+    k += "/f";
+    for (char f : fused) k += f ? '1' : '0';
   }
   return k;
 }
@@ -174,8 +179,10 @@ Result<TimedOrder> retime_on(const OpDag& from, const TimedOrder& order, const O
 
 Result<Problem> candidate_problem(const Spec& spec, const Candidate& c) {
   Result<Problem> pr = make_problem(spec, c.partition(), c.placement);
-  if (!pr.ok() || c.recompute.empty()) return pr;
-  PS_RETURN_IF_ERROR(set_recompute(spec, *pr, c.recompute));
+  if (!pr.ok()) return pr;
+  if (!c.recompute.empty()) PS_RETURN_IF_ERROR(set_recompute(spec, *pr, c.recompute));
+  for (size_t s = 0; s < c.fused.size() && s < pr->stages.size(); ++s)
+    if (c.fused[s]) pr->stages[s].split_backward = false;
   return pr;
 }
 

@@ -29,7 +29,7 @@
 
 namespace ps::tuner_detail {
 
-enum class MoveKind : unsigned char { kSeed, kBaseline, kPartition, kPlacement, kSchedule, kKick, kMemory, kRecompute };
+enum class MoveKind : unsigned char { kSeed, kBaseline, kPartition, kPlacement, kSchedule, kKick, kMemory, kRecompute, kBackward };
 const char* move_kind_name(MoveKind k);
 
 struct Candidate {
@@ -38,13 +38,17 @@ struct Candidate {
   int policy_set = 0;          // 0: screening policies; 1: lean portfolio; 2: whole portfolio
   int baseline = -1;           // BaselineKind as int: that baseline's order; -1: heuristic
   std::vector<RecomputeMode> recompute;  // per stage; empty: no stage recomputes
+  // Per stage, 1: the stage runs its fused backward B, not I and W, although it could split (chosen
+  // where B is cheaper than I + W: StageSpec::split_backward = false). Empty: every stage that can
+  // split does.
+  std::vector<char> fused;
   MoveKind kind = MoveKind::kSeed;
   std::string origin;          // "seed balanced S=16 looped", "shift layer 12 to stage 3", ...
 
   int stages() const { return static_cast<int>(placement.size()); }
   Partition partition() const;
   // Stable identity for the history set and for tie-breaking: cuts, placement, policy set, order,
-  // and the recompute modes when some stage recomputes.
+  // the recompute modes when some stage recomputes, and the fused stages when some stage is.
   std::string key() const;
 };
 
@@ -75,7 +79,8 @@ struct Evaluation {
   int64_t ops = 0;                       // default_dag_ops of its problem
 };
 
-// The problem of a candidate: make_problem(spec, partition, placement) with its recompute modes.
+// The problem of a candidate: make_problem(spec, partition, placement) with its recompute modes and
+// split_backward = false on its fused stages.
 Result<Problem> candidate_problem(const Spec& spec, const Candidate& c);
 // The problem a candidate's order refers to: candidate_problem, with split_backward = false on every
 // stage when fused_backward (baselines that run B, not I + W).

@@ -371,27 +371,32 @@ std::vector<int> split_stage_cuts(const SearchSpace& sp, const std::vector<int>&
   return out;
 }
 
-// The recompute modes of `from` carried onto a plan with other cuts: each stage takes the mode of
-// the stage of `from` that holds its first layer (empty when `from` recomputes nothing).
-std::vector<RecomputeMode> inherit_recompute(const Candidate& from, const std::vector<int>& cuts) {
-  if (from.recompute.empty()) return {};
-  std::vector<RecomputeMode> modes;
+// Per-stage choices of `from` (its recompute modes, its fused stages) carried onto a plan with other
+// cuts: each stage takes the choice of the stage of `from` that holds its first layer (empty when
+// `from` has none).
+template <typename T>
+std::vector<T> inherit_by_first_layer(const Candidate& from, const std::vector<T>& choice, const std::vector<int>& cuts) {
+  if (choice.empty()) return {};
+  std::vector<T> out;
   size_t src = 0;
   for (size_t s = 0; s + 1 < cuts.size(); ++s) {
-    while (src + 1 < from.recompute.size() && from.cuts[src + 1] <= cuts[s]) ++src;
-    modes.push_back(from.recompute[src]);
+    while (src + 1 < choice.size() && from.cuts[src + 1] <= cuts[s]) ++src;
+    out.push_back(choice[src]);
   }
-  return modes;
+  return out;
 }
 
 struct MoveSink {
   const SearchSpace& sp;
   std::vector<Candidate>& out;
-  const Candidate* from = nullptr;  // the candidate the moves start from: its recompute modes carry over
+  const Candidate* from = nullptr;  // the candidate the moves start from: its per-stage choices carry over
 
   void add(std::vector<int> cuts, std::vector<int> placement, MoveKind kind, std::string origin) {
     Candidate n = heuristic_candidate(std::move(cuts), std::move(placement), kind, std::move(origin));
-    if (from) n.recompute = inherit_recompute(*from, n.cuts);
+    if (from) {
+      n.recompute = inherit_by_first_layer(*from, from->recompute, n.cuts);
+      n.fused = inherit_by_first_layer(*from, from->fused, n.cuts);
+    }
     if (finish_candidate(sp, n)) out.push_back(std::move(n));
   }
   // The move and, when it differs, the move followed by a device-aware rebalance.
@@ -618,6 +623,30 @@ void normalize_recompute(const SearchSpace& sp, Candidate& c) {
   if (!any) c.recompute.clear();
 }
 
+// Whether stage s of `c` may run B by choice: all its layers split, and B saves time there.
+bool may_fuse(const SearchSpace& sp, const Candidate& c, int s) {
+  double gain = sp.spec->cluster.op_overhead_ms;  // the W op it drops
+  for (int l = c.cuts[s]; l < c.cuts[s + 1]; ++l) {
+    if (l >= static_cast<int>(sp.layer_splits.size()) || !sp.layer_splits[l]) return false;
+    gain += sp.layer_fuse_gain_ms[l];
+  }
+  return gain > 1e-9;
+}
+
+// The fused stages as finish_candidate has them.
+void normalize_fused(const SearchSpace& sp, Candidate& c) {
+  if (!sp.fuse_choice) c.fused.clear();
+  if (c.fused.empty()) return;
+  const int S = c.stages();
+  c.fused.resize(S, 0);
+  bool any = false;
+  for (int s = 0; s < S; ++s) {
+    if (c.fused[s] && !may_fuse(sp, c, s)) c.fused[s] = 0;
+    any = any || c.fused[s];
+  }
+  if (!any) c.fused.clear();
+}
+
 // One step up (none → selective → full; selective skipped where it drops nothing) or down.
 RecomputeMode step_mode(const SearchSpace& sp, const Candidate& c, int s, RecomputeMode m, bool up) {
   if (up) {
@@ -692,6 +721,47 @@ std::optional<Candidate> with_uniform_recompute(const SearchSpace& sp, const Can
   return n;
 }
 
+std::vector<Candidate> backward_moves(const SearchSpace& sp, const Candidate& c, const Evaluation& e) {
+  std::vector<Candidate> out;
+  if (!sp.fuse_choice || c.baseline >= 0) return out;
+  const int S = c.stages();
+  std::vector<char> cur = c.fused;
+  cur.resize(S, 0);
+  // `c` with the stages on device `device` (-1: every stage) fused or split, when that changes any.
+  auto add = [&](int device, char fused, std::string origin) {
+    Candidate n = c;
+    n.fused = cur;
+    for (int s = 0; s < S; ++s)
+      if (device < 0 || c.placement[s] == device) n.fused[s] = fused;
+    n.kind = MoveKind::kBackward;
+    n.origin = std::move(origin);
+    if (finish_candidate(sp, n) && n.key() != c.key()) out.push_back(std::move(n));
+  };
+  add(-1, 1, "backward: B on every stage");
+  if (!c.fused.empty()) add(-1, 0, "backward: I and W on every stage");
+  if (!e.busy_ms.empty()) {
+    const int busy = argmax(e.busy_ms);
+    add(busy, 1, fmt::format("backward: B on device {}'s stages (the busiest)", busy));
+  }
+  int gappy = -1;
+  for (int s = 0; s < S; ++s) {
+    const int d = c.placement[s];
+    if (!cur[s] || d >= static_cast<int>(e.residual_idle_ms.size())) continue;
+    if (gappy < 0 || e.residual_idle_ms[d] > e.residual_idle_ms[gappy]) gappy = d;
+  }
+  if (gappy >= 0) add(gappy, 0, fmt::format("backward: I and W on device {}'s stages (the most gaps)", gappy));
+  return out;
+}
+
+std::optional<Candidate> with_fused_backward(const SearchSpace& sp, const Candidate& c) {
+  Candidate n = c;
+  n.fused.assign(c.stages(), 1);
+  n.kind = MoveKind::kBackward;
+  n.origin = c.origin + ", fused B";
+  if (!finish_candidate(sp, n) || n.fused.empty()) return std::nullopt;
+  return n;
+}
+
 bool finish_candidate(const SearchSpace& sp, Candidate& c) {
   const int S = c.stages();
   if (S < 1 || static_cast<int>(c.cuts.size()) != S + 1 || S > sp.max_stages) return false;
@@ -699,6 +769,7 @@ bool finish_candidate(const SearchSpace& sp, Candidate& c) {
   for (int s = 0; s < S; ++s)
     if (c.cuts[s + 1] <= c.cuts[s]) return false;
   normalize_recompute(sp, c);
+  normalize_fused(sp, c);
   std::vector<char> used(sp.devices, 0);
   for (int d : c.placement) {
     if (d < 0 || d >= sp.devices) return false;
@@ -732,6 +803,7 @@ Diagnosis diagnose(const SearchSpace& sp, const Candidate& c, const Evaluation& 
 
 std::vector<Candidate> bubble_moves(const SearchSpace& sp, const Candidate& c, const Evaluation& e, bool all_kinds) {
   std::vector<Candidate> out = recompute_moves(sp, c, e);
+  for (Candidate& n : backward_moves(sp, c, e)) out.push_back(std::move(n));
   MoveSink sink{sp, out, &c};
   const Diagnosis d = diagnose(sp, c, e);
   if (d == Diagnosis::kMemory) {
@@ -1116,7 +1188,9 @@ double plan_floor_ms(const SearchSpace& sp, const Candidate& c) {
   for (int s = 0; s + 1 < static_cast<int>(c.cuts.size()); ++s) {
     const int d = c.placement[s];
     head[d] = std::min(head[d], sp.head_ms[c.cuts[s]]);
-    for (int l = c.cuts[s]; l < c.cuts[s + 1]; ++l) load[d] += sp.layer_ms[l];
+    const bool fused = s < static_cast<int>(c.fused.size()) && c.fused[s];
+    for (int l = c.cuts[s]; l < c.cuts[s + 1]; ++l)
+      load[d] += sp.layer_ms[l] - (fused ? std::max(0.0, sp.layer_fuse_gain_ms[l]) : 0.0);
   }
   const int M = sp.spec->pipeline.microbatches;
   double floor = 0;

@@ -48,6 +48,13 @@ struct SearchSpace {
   // drop nothing under a mode does not take it.
   std::vector<double> layer_drop_selective, layer_drop_full;
   bool memory_limited = false;    // spec.cluster.memory_gb > 0
+  // Fused backward by choice (Candidate::fused): per layer, whether its backward splits and what
+  // running B instead of I and W saves, I + W − B in ms (negative where B is dearer). A stage may run
+  // B by choice when all its layers split and B saves time there (their savings plus the op overhead
+  // of the W it drops); fuse_choice: some stage can, so the search tries it.
+  std::vector<char> layer_splits;
+  std::vector<double> layer_fuse_gain_ms;
+  bool fuse_choice = false;
 };
 
 enum class Diagnosis : unsigned char { kMemory, kImbalance, kBoundary, kResidual };
@@ -91,14 +98,23 @@ std::vector<Candidate> recompute_moves(const SearchSpace& space, const Candidate
 // `c` with every stage at `mode` (kRecompute seeds).
 std::optional<Candidate> with_uniform_recompute(const SearchSpace& space, const Candidate& c, RecomputeMode mode);
 
-// Normalises a candidate (canonical device names when allowed; recompute modes as the space's
+// Candidates with other backwards (Candidate::fused), where SearchSpace::fuse_choice: B on every
+// stage; I and W on every stage (when some is fused); B on the busiest device's stages; I and W on the
+// stages of the device with the most internal gaps (W fills gaps) among those with fused stages.
+std::vector<Candidate> backward_moves(const SearchSpace& space, const Candidate& c, const Evaluation& e);
+// `c` with B on every stage that may run it by choice (fused-backward seeds); none when no stage may.
+std::optional<Candidate> with_fused_backward(const SearchSpace& space, const Candidate& c);
+
+// Normalises a candidate (canonical device names when allowed; fused stages only where a stage may
+// run B by choice, none everywhere cleared; recompute modes as the space's
 // RecomputeChoice has them: cleared for kNone, uniform for kSelective / kFull, with kSearch a mode
 // that drops nothing on a stage's layers set to none, and none everywhere cleared) and checks the
 // invariants above.
 bool finish_candidate(const SearchSpace& space, Candidate& c);
 
 // A lower bound on the makespan of any order of the candidate's plan (comm taken as free): over
-// devices, when its earliest layer can start (sp.head_ms) plus M times its layers' F+I+W. The tuner
+// devices, when its earliest layer can start (sp.head_ms) plus M times its layers' F+I+W (F + the
+// cheaper of B and I + W on a fused stage). The tuner
 // skips moves whose floor cannot beat the beam.
 double plan_floor_ms(const SearchSpace& sp, const Candidate& c);
 // sp.head_ms for a model: over each layer's inputs, the longest path of forward times.

@@ -135,6 +135,7 @@ class Tuner {
 
   std::vector<Candidate> initial_seeds() const;
   void add_recompute_seeds(const std::vector<Candidate>& seeds, double deadline_s);
+  void add_fused_seeds(double deadline_s);
   void search();
   // The best feasible makespan and the rounds since it last improved.
   struct BestSoFar {
@@ -215,6 +216,10 @@ Status Tuner::prepare() {
     const LayerType& t = spec_.model.type_of(l);
     space_.layer_drop_selective.push_back(std::max(0.0, t.activation_mb - t.recompute_selective.kept_mb));
     space_.layer_drop_full.push_back(std::max(0.0, t.activation_mb - t.recompute_full.kept_mb));
+    space_.layer_splits.push_back(t.split_backward ? 1 : 0);
+    space_.layer_fuse_gain_ms.push_back(t.backward_input_ms + t.backward_weight_ms - t.fused_backward_ms());
+    space_.fuse_choice = space_.fuse_choice ||
+                         (t.split_backward && space_.layer_fuse_gain_ms.back() + spec_.cluster.op_overhead_ms > 1e-9);
   }
   if (opt_.partition) {
     PS_RETURN_IF_ERROR(check_partition(*opt_.partition, L));
@@ -303,6 +308,7 @@ std::vector<int> Tuner::evaluate(std::vector<Candidate> cands, double deadline_s
       case MoveKind::kSchedule: ++stats_.moves_schedule; break;
       case MoveKind::kKick: ++stats_.moves_kick; break;
       case MoveKind::kRecompute: ++stats_.moves_recompute; break;
+      case MoveKind::kBackward: ++stats_.moves_backward; break;
       default: break;
     }
     Record r;
@@ -619,6 +625,21 @@ void Tuner::add_recompute_seeds(const std::vector<Candidate>& plain, double dead
   evaluate(std::move(seeds), deadline_s, false);
 }
 
+// Where some stage may run B by choice (SearchSpace::fuse_choice): the best four heuristic seeds
+// again with B on every stage that may run it. Outside the evaluation budget, inside the time.
+void Tuner::add_fused_seeds(double deadline_s) {
+  if (!space_.fuse_choice) return;
+  constexpr int kHeuristicSeeds = 4;
+  std::vector<Candidate> seeds;
+  for (int i : ranking()) {
+    const Record& r = records_[i];
+    if (r.cand.baseline >= 0 || !r.cand.fused.empty()) continue;
+    if (static_cast<int>(seeds.size()) >= kHeuristicSeeds) break;
+    if (std::optional<Candidate> f = with_fused_backward(space_, r.cand)) seeds.push_back(std::move(*f));
+  }
+  evaluate(std::move(seeds), deadline_s, false);
+}
+
 // Whether the search stops before another round: interrupted, out of time, or out of evaluations
 // (stats_.stop_reason says which).
 bool Tuner::stop_before_round() {
@@ -804,6 +825,7 @@ Result<TuneResult> Tuner::run() {
   if (two_phase && opt_.max_evaluations <= 0 && std::any_of(records_.begin(), records_.end(), memory_binds))
     phase_share_ = 0.5;
   try_paced_fronts(search_deadline());
+  add_fused_seeds(search_deadline());
   report("seeds");
   search();
   polish();

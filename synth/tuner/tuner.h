@@ -6,6 +6,8 @@
 //     layers allow) × sequential / looped / V-shape placements, Megatron's even partition, and the
 //     published baselines (1F1B, interleaved 1F1B, ZB-H1, ZB-V on even and balanced partitions) with
 //     their own orders — so the result is never worse than any of them.
+//     Where some stage's fused backward B is cheaper than its I + W (a measured backward_ms, or the
+//     cluster's op_overhead_ms), the best seeds again with B on every such stage.
 //  2. Bubble-aware local search over a beam of the best candidates, driven by each candidate's
 //     timeline (OctoPipe, arXiv 2509.23722): per device, boundary idle (warm-up + cool-down) vs
 //     residual idle (internal gaps) and load; if the load imbalance exceeds one layer's cost, move a
@@ -14,6 +16,8 @@
 //     allowed); else change the scheduling policy. A history (tabu) set keeps every evaluated
 //     (partition, placement, policy) so nothing is evaluated twice; the search stops when a round
 //     improves nothing for `patience` rounds, or on the evaluation budget, or on the time limit.
+//     Each candidate says per stage whether it runs B or I and W (there, moves switch a device's
+//     stages or all of them, and partition and placement moves keep the choice by first layer).
 //  3. Optionally Z3 (synth/z3/solve.h) on the best few candidates' DAGs.
 //  4. The final figures come from the checker: the best candidates are written as schedules
 //     (synth/dag/schedule_order.h) and verify()'d (rendezvous semantics, the memory limit); the chosen one is the
@@ -145,11 +149,13 @@ struct TuneStats {
   int moves_schedule = 0;
   int moves_kick = 0;
   int moves_recompute = 0;    // candidates that raise or lower stages' recompute modes (seeds included)
+  int moves_backward = 0;     // candidates that run B instead of I and W on stages, or back (seeds included)
 };
 
 struct TuneResult {
   Problem problem;                // make_problem(spec, partition, placement) with the chosen
-                                  // recompute modes (StageSpec::recompute), memory set
+                                  // recompute modes (StageSpec::recompute), split_backward = false
+                                  // on the stages that run B by choice, memory set
   Partition partition;
   std::vector<int> placement;     // stage → device
   TimedOrder order;               // on build_op_dag(problem) (default options)

@@ -76,6 +76,21 @@ def test_synthesize_chooses_recomputation_where_nothing_fits_without_it(tmp_path
         pipesmith.synthesize(spec, evaluations=5, recompute="partial")
 
 
+def test_synthesize_runs_b_where_it_is_cheaper_than_i_and_w(tmp_path):
+    model = os.path.join(ROOT, "tests", "data", "fused", "cheap-fused-b.yaml")
+    result = pipesmith.synthesize(pipesmith.load_spec(model), evaluations=30, rlimit=2_000_000, time_limit_s=120)
+    assert result.report.valid and len(result.backward) == result.schedule.num_stages
+    assert "fused" in result.backward
+    fused = {s for s, b in enumerate(result.backward) if b == "fused"}
+    ops = [re.fullmatch(r"(\d+)([A-Z]+)\d+", op) for prog in result.schedule.programs for op in prog]
+    kinds = {(int(m.group(1)), m.group(2)) for m in ops if m}
+    assert all((s, "B") in kinds and (s, "W") not in kinds and (s, "I") not in kinds for s in fused)
+    result.schedule.write(str(tmp_path / "py.yaml"))
+    cli("synth", model, "--evaluations", "30", "--rlimit", "2000000", "--time-limit", "120", "-o",
+        str(tmp_path / "cli.yaml"))
+    assert read(tmp_path / "py.yaml") == read(tmp_path / "cli.yaml")
+
+
 def test_synthesize_with_a_fixed_plan_matches_the_command(tmp_path):
     flags = [f for f in SYNTH_FLAGS if f not in ("--evaluations", "12")]  # nothing left to search
     cli("synth", LLAMA, "--cluster", CLUSTER, *flags, "--partition", "even", "--placement", "interleaved",
