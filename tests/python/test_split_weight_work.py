@@ -93,7 +93,7 @@ def test_split_weight_visits_grow_superlinearly(work, name):
 
 
 @pytest.mark.parametrize("name", MODELS)
-def test_one_layer_stages_do_not_see_it(work, name):
+def test_one_layer_stages_add_up_linearly(work, name):
     """The same layers as one-layer stages (what the profile times, layer by layer) visit linearly:
     the k-layer stage's W is more than the sum of its layers' Ws, by a factor that grows with k."""
     spec, model, inputs = _model_and_input(name)
