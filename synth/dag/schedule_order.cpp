@@ -18,12 +18,18 @@ Schedule order_to_schedule(const Problem& problem, const OpDag& dag, const Timed
   for (size_t k = 0; k < dag.topo.size(); ++k) topo_pos[dag.topo[k]] = static_cast<int>(k);
   const bool with_comms = static_cast<int>(order.order.size()) > dag.devices;
   for (int d = 0; d < dag.devices; ++d) {
-    // The device's computes and its comm stream's transfers, merged by start time; ties by
-    // topological position (a SEND after its producer, a RECV before its consumer).
+    // The device's computes and its comm stream's transfers, merged by start time. At one start
+    // time: ops that take no time first (a producer before its SEND), then transfers, then computes,
+    // each by topological position. A SEND issued when its producer ends thus sits right after the
+    // producer, not after the compute that starts at that moment: a runtime that posts its comm ops
+    // as its program reaches them (PyTorch's) posts it then, as the two-stream model times it.
     std::vector<int> ops = order.order[d];
     if (with_comms) ops.insert(ops.end(), order.order[dag.devices + d].begin(), order.order[dag.devices + d].end());
+    auto tie_class = [&](int op) { return dag.ops[op].dur == 0 ? 0 : dag.ops[op].is_transfer() ? 1 : 2; };
     std::stable_sort(ops.begin(), ops.end(), [&](int a, int b) {
-      return order.start[a] != order.start[b] ? order.start[a] < order.start[b] : topo_pos[a] < topo_pos[b];
+      if (order.start[a] != order.start[b]) return order.start[a] < order.start[b];
+      if (tie_class(a) != tie_class(b)) return tie_class(a) < tie_class(b);
+      return topo_pos[a] < topo_pos[b];
     });
     for (int op : ops) {
       const DagOp& o = dag.ops[op];
