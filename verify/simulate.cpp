@@ -27,16 +27,20 @@ class TimingRun {
     comms_.resize(D);
     cptr_.assign(D, 0);
     mptr_.assign(D, 0);
+    prev_compute_.assign(N, kNoOp);
     for (int d = 0; d < D; ++d) {
+      int last_compute = kNoOp;
       for (int id = t.begin(d); id < t.end(d); ++id) {
         const Action& a = t.op(id);
         if (is_comm(a.type)) {
+          prev_compute_[id] = last_compute;
           comms_[d].push_back(id);
           partner_[id] = t.partner(id);
           aux_[id] = t.compute_of_comm(id);
           const int b = t.boundary_of_comm(id);
           xfer_[id] = b >= 0 ? s.problem.boundary_transfer_ms(b) : 0.0;
         } else {
+          last_compute = id;
           computes_[d].push_back(id);
           aux_[id] = t.recv_for(id);
         }
@@ -191,10 +195,14 @@ class TimingRun {
 
   // posted: a SEND is issued when its tensor is ready, a RECV at once; neither holds the stream. A
   // RECV completes when the data of its SEND has arrived (and it was issued).
+  // PyTorch's runtime runs a rank's actions one after another and posts a comm op when it reaches
+  // it: the op is issued once the compute op before it in the program has ended.
   bool step_posted(int d, int k) {
     const int id = comms_[d][k];
     const int q = partner_[id];
-    const double issue = comm_free(d, k);
+    const int before = prev_compute_[id];
+    if (before != kNoOp && !done_[before]) return false;
+    const double issue = std::max(comm_free(d, k), before != kNoOp ? end_[before] : 0.0);
     if (is_send(t_.op(id).type)) {
       if (!ready_time(id, issue, ready_[id])) return false;
       start_[id] = ready_[id];
@@ -301,6 +309,7 @@ class TimingRun {
   std::vector<double> start_, end_, ready_, release_, xfer_;
   std::vector<char> done_, posted_;
   std::vector<int> partner_, aux_;  // aux: compute → its RECV; comm → its compute
+  std::vector<int> prev_compute_;   // comm → the compute op before it in its program (kNoOp: none)
   std::vector<std::vector<int>> computes_, comms_;
   std::vector<int> cptr_, mptr_;
   std::vector<std::vector<int>> group_last_;

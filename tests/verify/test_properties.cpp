@@ -385,3 +385,25 @@ TEST_CASE("posted: a RECV never blocks, the compute op that consumes it waits fo
   CHECK(w->message == "deadlock under posted: device 0 waits for '1SEND_B0', which is not in the schedule");
   CHECK(w->op_index == 3);  // the blocked compute op, not the RECV
 }
+
+TEST_CASE("posted: a comm op is posted when the program reaches it, after the compute op before it") {
+  // PyTorch's runtime runs a rank's actions in order: SEND_F0 listed after F1 is posted when F1 ends.
+  // The two-stream model of the other semantics issues it when F0 ends, either way.
+  Problem p = uniform_problem(2, 2, {0, 1});  // F = 1, B = I + W = 2, no link time
+  const std::string dev1 = "1RECV_F0 1F0 1B0 1SEND_B0 1RECV_F1 1F1 1B1 1SEND_B1";
+  Schedule early = from_strings(p, {"0F0 0SEND_F0 0F1 0SEND_F1 0RECV_B0 0B0 0RECV_B1 0B1", dev1});
+  Schedule late = from_strings(p, {"0F0 0F1 0SEND_F0 0SEND_F1 0RECV_B0 0B0 0RECV_B1 0B1", dev1});
+  VerifyOptions posted;
+  posted.semantics = Semantics::kPosted;
+  auto makespan = [](const Schedule& s, const VerifyOptions& o) {
+    Report r = verify(s, o);
+    REQUIRE_MESSAGE(r.valid, format_report(r));
+    REQUIRE(r.sim.has_value());
+    return r.sim->makespan_ms;
+  };
+  CHECK(makespan(early, posted) == doctest::Approx(9));
+  CHECK(makespan(late, posted) == doctest::Approx(10));  // device 1 starts F0 at 2, not 1
+  VerifyOptions buffered;  // the two-stream model (rendezvous deadlocks here: device 1 sends B0 first)
+  buffered.semantics = Semantics::kBuffered;
+  CHECK(makespan(late, buffered) == doctest::Approx(makespan(early, buffered)));
+}
