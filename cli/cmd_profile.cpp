@@ -45,6 +45,7 @@ struct ProfileFlags {
   int threads = 0;
   int concurrent = 0;
   std::string method;
+  bool full_width = false;
   std::string also_fused;
   std::string dtype;
   std::string device;
@@ -79,7 +80,7 @@ int run_torch_profile(const ProfileFlags& f) {
     if (given(f, host_only))
       return report_error(Status::bad_input(fmt::format(
           "{} applies to --backend host and cuda; --backend torch takes --hidden, --seq, --vocab, --rows, "
-          "--dtype, --threads, --device",
+          "--full-width, --dtype, --threads, --device",
           host_only)));
   if (Status st = check_outputs({{f.output, "-o"}, {f.also_fused, "--also-fused"}}, {f.model, f.cluster}); !st.is_ok())
     return report_error(st);
@@ -99,6 +100,7 @@ int run_torch_profile(const ProfileFlags& f) {
   add_int("--threads", f.threads);
   add_int("--concurrent", f.concurrent);
   if (!f.method.empty()) args.insert(args.end(), {"--method", f.method});
+  if (f.full_width) args.emplace_back("--full-width");
   if (!f.also_fused.empty()) args.insert(args.end(), {"--also-fused", f.also_fused});
   if (!f.dtype.empty()) args.insert(args.end(), {"--dtype", f.dtype});
   if (!f.device.empty()) args.insert(args.end(), {"--device", f.device});
@@ -137,7 +139,7 @@ int run_profile(const ProfileFlags& f) {
   if (f.backend == "torch") return run_torch_profile(f);
   if (f.backend != "host" && f.backend != "cuda")
     return report_error(Status::bad_input(fmt::format("--backend must be host, cuda or torch, got '{}'", f.backend)));
-  for (const char* torch_only : {"--hidden", "--seq", "--vocab", "--rows", "--dtype", "--threads",
+  for (const char* torch_only : {"--hidden", "--seq", "--vocab", "--rows", "--full-width", "--dtype", "--threads",
                                  "--device", "--method", "--concurrent", "--also-fused"})
     if (given(f, torch_only))
       return report_error(Status::bad_input(fmt::format("{} applies to --backend torch only", torch_only)));
@@ -229,9 +231,13 @@ Runner add_profile(CLI::App& app) {
   sub->add_option("--threads", f->threads, std::string(torch_only) + "torch.set_num_threads (default 1)")
       ->check(flags::integer_in(1, 1024));
   sub->add_option("--method", f->method,
-                  std::string(torch_only) + "chain (default: every layer timed in sweeps of the whole model) or "
-                                            "isolated (each type's first layer alone)")
-      ->check(CLI::IsMember({"chain", "isolated"}));
+                  std::string(torch_only) + "chain (default: every layer timed in sweeps of the whole model), "
+                                            "isolated (each type's first layer alone) or single (only each "
+                                            "type's first layer built, timed alone on random inputs)")
+      ->check(CLI::IsMember({"chain", "isolated", "single"}));
+  sub->add_flag("--full-width", f->full_width,
+                std::string(torch_only) + "the architecture's own hidden size, heads, experts, vocabulary, sequence "
+                                          "length and micro_batch_size (replaces --hidden, --seq, --vocab, --rows)");
   sub->add_option("--concurrent", f->concurrent,
                   std::string(torch_only) + "processes sweeping at once, the measured one included (default 1; "
                                             "P ranks on one machine load it so)")
@@ -243,7 +249,7 @@ Runner add_profile(CLI::App& app) {
       ->check(CLI::IsMember({"cpu", "cuda"}));
   return [f, sub] {
     for (const char* name : {"--scale", "--tokens", "--widths", "--timeout", "--hidden", "--seq", "--vocab", "--rows",
-                             "--dtype", "--threads", "--device", "--method", "--concurrent", "--also-fused"})
+                             "--full-width", "--dtype", "--threads", "--device", "--method", "--concurrent", "--also-fused"})
       if (sub->count(name) > 0) f->given.push_back(name);
     return run_profile(*f);
   };

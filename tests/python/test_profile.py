@@ -264,3 +264,58 @@ def test_link_measures_two_local_processes_and_writes_a_cluster(tmp_path):
     p = subprocess.run([sys.executable, "-m", "pipesmith.torch.link", "--sizes-kb", "4"], capture_output=True,
                        text=True, timeout=60, env=_env(PYTHONPATH=os.path.join(ROOT, "python")), cwd=ROOT)
     assert p.returncode == 1 and "at least two different sizes" in p.stderr
+
+
+FULL = os.path.join(ROOT, "tests", "data", "pytorch", "tiny-full-width.yaml")
+
+
+def test_cli_profile_full_width_single_builds_the_architecture_layer_by_layer(tmp_path):
+    # bench/gpu-layers' path: each type's first layer alone, at the architecture's own width.
+    out = tmp_path / "tiny-profiled.yaml"
+    p = _pipesmith("profile", "--backend", "torch", FULL, "--full-width", "--method", "single", "-o", str(out),
+                   "--repeats", "1", "--warmup", "0")
+    assert p.returncode == 0, p.stdout + p.stderr
+    text = out.read_text()
+    assert "hidden 64 (the architecture's full width), 32 tokens x 2 rows per microbatch, vocabulary 300" in text
+    assert "method 'single'" in text
+    import json
+    import yaml
+    analytic = {t["symbol"]: t for t in json.loads(cli("lower", FULL, "--json").stdout)["layer_types"]}
+    measured = yaml.safe_load(text)["model"]["layer_types"]
+    for sym in "EAML":  # the modules have the analytic model's parameters: heads, head_dim, experts, shards
+        assert measured[sym]["params_m"] == pytest.approx(analytic[sym]["params_m"], rel=1e-3), sym
+        assert measured[sym]["forward_ms"] > 0 and measured[sym]["backward_weight_ms"] > 0
+    assert measured["A"]["backward_input_ms"] > 0 and measured["E"]["backward_input_ms"] == 0
+    p = _pipesmith("profile", FULL, "--full-width")
+    assert p.returncode == 1 and "--full-width applies to --backend torch only" in p.stderr
+
+
+def test_single_refuses_what_it_cannot_do():
+    spec = load_model(FULL)
+    with pytest.raises(ProfileError, match="does not take --user-model"):
+        profile_model(spec, ProfileOptions(method="single", user_model="x:y"))
+    with pytest.raises(ProfileError, match="concurrent must be 1"):
+        profile_model(spec, ProfileOptions(method="single", concurrent=2))
+
+
+def test_routed_moe_computes_the_dense_weighted_sum():
+    # Routing each token to its top-k experts only is the same function as running every expert with
+    # zero weight where unrouted; the routed experts' gradients agree, the unrouted get none.
+    import torch
+    from pipesmith.torch.reference import MoE, Scale, _dims
+    spec = load_model(FULL)
+    arch = spec.types["M"].architecture
+    torch.manual_seed(0)
+    dense = MoE(_dims(arch, Scale(hidden=64, seq=32, max_experts=64), 300)).double()
+    routed = MoE(_dims(arch, Scale(hidden=64, seq=32, max_experts=64, routed=True), 300)).double()
+    routed.load_state_dict(dense.state_dict())
+    x = torch.randn(2, 32, 64, dtype=torch.float64)
+    yd, yr = dense(x), routed(x)
+    assert torch.allclose(yd, yr, atol=1e-12)
+    yd.square().sum().backward()
+    yr.square().sum().backward()
+    for (name, pd), pr in zip(dense.named_parameters(), routed.parameters()):
+        if pr.grad is None:
+            assert torch.count_nonzero(pd.grad) == 0, name
+        else:
+            assert torch.allclose(pd.grad, pr.grad, atol=1e-10), name

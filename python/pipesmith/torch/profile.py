@@ -2,7 +2,8 @@
 
     python -m pipesmith.torch.profile MODEL.yaml [-o OUT.yaml] [--cluster CLUSTER.yaml]
         [--hidden H] [--seq T] [--vocab V] [--rows-per-microbatch B] [--dtype float32|float64|bfloat16]
-        [--threads N] [--device cpu|cuda] [--warmup K] [--repeats R] [--method chain|isolated]
+        [--threads N] [--device cpu|cuda] [--warmup K] [--repeats R] [--method chain|isolated|single]
+        [--full-width]
         [--concurrent N] [--backward split|fused] [--also-fused PATH] [--user-model MODULE:FUNCTION]
 
 (``pipesmith profile --backend torch MODEL.yaml ...`` runs this module.)
@@ -25,7 +26,12 @@ A layer without floating inputs (the embedding) has no I and a whole backward as
 first stage. ``method="chain"`` (default) times every layer in sweeps of the whole model (every F in
 order, every I in reverse, every W, then every B after a second forward sweep), and a type's numbers
 are medians over its layers and the repeats; ``method="isolated"`` times each type's first layer
-alone (its weights then stay in the cache). ``concurrent`` = N runs N - 1 other processes sweeping
+alone (its weights then stay in the cache); ``method="single"`` builds only each type's first layer
+and times it alone on random inputs of the carry's shapes, so that a model too large for the machine
+is profiled layer type by layer type. ``full_width`` builds the layers at the architecture's own
+hidden size, heads (and ``head_dim``), experts, vocabulary, sequence length and ``micro_batch_size``
+(the numbers the analytic cost model uses), the MoE routing each token to its top-k experts only;
+on CUDA attention is PyTorch's fused ``scaled_dot_product_attention``. ``concurrent`` = N runs N - 1 other processes sweeping
 meanwhile, as N ranks load the machine.
 
 Times are medians over the repeats: wall clock after ``torch.set_num_threads(threads)`` on the CPU,
@@ -66,7 +72,7 @@ class ProfileError(ValueError):
 
 
 DTYPES = ("float32", "float64", "bfloat16")
-METHODS = ("chain", "isolated")
+METHODS = ("chain", "isolated", "single")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -81,9 +87,11 @@ class ProfileOptions:
     warmup: int = 2
     repeats: int = 5
     seed: int = 1234
-    method: str = "chain"          # "chain": every layer in a sweep of the model; "isolated": the type's first layer alone
+    method: str = "chain"          # "chain": every layer in a sweep of the model; "isolated": the type's first
+                                   # layer alone; "single": only that layer built, on random inputs
     concurrent: int = 1            # processes running the same sweeps at once (the measured one included), as P ranks do
     user_model: str | None = None  # MODULE:FUNCTION building the model from (spec, scale)
+    full_width: bool = False       # the architecture's own hidden size, heads, experts, vocabulary, sequence, rows
 
 
 @dataclasses.dataclass(frozen=True)
@@ -138,6 +146,10 @@ def _check_options(o: ProfileOptions) -> None:
         bad.append(f"method must be one of {', '.join(METHODS)}, got '{o.method}'")
     if o.device not in ("cpu", "cuda"):
         bad.append(f"device must be cpu or cuda, got '{o.device}'")
+    if o.method == "single" and o.user_model:
+        bad.append("method 'single' builds the reference model's layers one by one; it does not take --user-model")
+    if o.method == "single" and o.concurrent > 1:
+        bad.append("method 'single' times layers alone; concurrent must be 1")
     if o.warmup < 0 or o.repeats < 1 or o.warmup > 1000 or o.repeats > 1000:
         bad.append(f"warmup must be in 0..1000 and repeats in 1..1000, got {o.warmup} and {o.repeats}")
     if bad:
@@ -199,12 +211,36 @@ class _SavedBytes:
         return sum(seen.values())
 
 
-def _build_model(spec: ModelSpec, o: ProfileOptions):
+def _scale(spec: ModelSpec, o: ProfileOptions):
+    from .reference import Scale
+    if o.full_width:
+        return Scale.full(spec.architecture)
+    return Scale(hidden=o.hidden, seq=o.seq, vocab=o.vocab)
+
+
+def resolve_width(spec: ModelSpec, o: ProfileOptions) -> ProfileOptions:
+    """``o`` with ``full_width`` spelled out: the architecture's hidden size, sequence length,
+    vocabulary and micro_batch_size as hidden, seq, vocab and rows."""
+    if not o.full_width:
+        return o
+    try:
+        sc = _scale(spec, o)
+    except ModelFileError as e:
+        raise ProfileError(f"--full-width: {e}") from None
+    rows = int(spec.architecture.get("micro_batch_size", 1) or 1)
+    return dataclasses.replace(o, hidden=sc.hidden, seq=sc.seq, vocab=sc.vocab, rows=max(1, rows))
+
+
+def _build_model(spec: ModelSpec, o: ProfileOptions, only=None):
+    """The reference model (or the user's), on o.device in o.dtype; with ``only``, just those layers
+    (:class:`ReferenceLayers`)."""
     import torch
-    from .reference import ReferenceTransformer, Scale
-    scale = Scale(hidden=o.hidden, seq=o.seq, vocab=o.vocab)
+    from .reference import ReferenceLayers, ReferenceTransformer
+    scale = _scale(spec, o)
     dtype = getattr(torch, o.dtype)
-    if o.user_model is None:
+    if only is not None:
+        model = ReferenceLayers(spec, only, scale, seed=o.seed, dtype=dtype, device=o.device)
+    elif o.user_model is None:
         model = ReferenceTransformer(spec, scale, seed=o.seed, dtype=dtype)
     else:
         mod, _, fn = o.user_model.partition(":")
@@ -355,6 +391,7 @@ def profile_model(spec: ModelSpec, options: ProfileOptions = ProfileOptions(),
     With ``concurrent`` = N > 1, N - 1 other processes run the same sweeps meanwhile (spawned, each
     pinned to ``threads``), so the numbers are those of a machine as loaded as by N ranks."""
     _check_options(options)
+    options = resolve_width(spec, options)
     if options.concurrent == 1:
         return _profile(spec, options, progress)
     import multiprocessing
@@ -388,25 +425,34 @@ def _profile(spec: ModelSpec, options: ProfileOptions, progress) -> ProfileResul
                            f"(torch {torch.__version__}, built with CUDA {torch.version.cuda})")
     torch.set_num_threads(o.threads)
     torch.manual_seed(o.seed)
-    model, _ = _build_model(spec, o)
-    dev = torch.device(o.device)
-    n = len(model.chain)
-    g = torch.Generator().manual_seed(o.seed + 1)
-    tokens = torch.randint(0, model.vocab, (o.rows, o.seq), generator=g).to(dev)
-    labels = torch.randint(0, model.vocab, (o.rows, o.seq), generator=g).to(dev)
     first_of: dict[str, int] = {}
     for i, layer in enumerate(spec.layers):
         first_of.setdefault(layer.symbol, i)
+    single = o.method == "single"
+    model, _ = _build_model(spec, o, only=first_of.values() if single else None)
+    dev = torch.device(o.device)
+    n = len(spec.layers)
+    g = torch.Generator().manual_seed(o.seed + 1)
+    tokens = torch.randint(0, model.vocab, (o.rows, o.seq), generator=g).to(dev)
+    labels = torch.randint(0, model.vocab, (o.rows, o.seq), generator=g).to(dev)
     clock = _Clock(o.device)
+    layer_at = model.layer if hasattr(model, "layer") else model.chain.__getitem__  # a user's model: its chain
     param_ptrs = {p.untyped_storage().data_ptr() for p in model.parameters()}
-    # The carry before every layer, computed once without gradients.
-    carries: list[dict] = []
-    with torch.no_grad():
-        carry = dict(zip(model.layout_before(0), model.step_inputs(tokens, labels)))
-        for i in range(n):
-            carries.append(carry)
-            carry = model.chain[i](carry)
-            carry = {k: carry[k] for k in model.layout_after(i)} if i + 1 < n else carry
+    # The carry before every profiled layer: computed once without gradients through the model, or
+    # (single) random tensors of the carry's shapes.
+    carries: dict[int, dict] = {}
+    if single:
+        for i in first_of.values():
+            carries[i] = model.carry_before(i, o.rows, seed=o.seed + 2, device=dev)
+            if "labels" in carries[i]:
+                carries[i]["labels"] = labels
+    else:
+        with torch.no_grad():
+            carry = dict(zip(model.layout_before(0), model.step_inputs(tokens, labels)))
+            for i in range(n):
+                carries[i] = carry
+                carry = layer_at(i)(carry)
+                carry = {k: carry[k] for k in model.layout_after(i)} if i + 1 < n else carry
     chain = []
     if o.method == "chain":
         if progress:
@@ -417,7 +463,7 @@ def _profile(spec: ModelSpec, options: ProfileOptions, progress) -> ProfileResul
         t = spec.types[sym]
         if progress:
             progress(f"profiling layer type '{sym}' ({t.name}) on layer {i}")
-        layer = model.chain[i]
+        layer = layer_at(i)
         params = list(layer.parameters())
         final = i + 1 == n
         in_names = model.layout_before(i)
@@ -445,7 +491,7 @@ def _profile(spec: ModelSpec, options: ProfileOptions, progress) -> ProfileResul
                 if lay.symbol == sym:
                     for dst, src in zip((fs, is_, ws, bs), chain[j]):
                         dst.extend(src)
-        for r in range(o.warmup + o.repeats if o.method == "isolated" else 0):
+        for r in range(o.warmup + o.repeats if o.method != "chain" else 0):
             c = fresh_inputs()
             inputs = [c[k] for k in in_names]
             f_ms, (outs, grads) = clock.time(lambda: forward(c))
@@ -539,7 +585,8 @@ def profiled_yaml(source_path: str, result: ProfileResult, cluster_path: str | N
     o = result.options
     head = [f"# Profiled by `python -m pipesmith.torch.profile {os.path.basename(source_path)}` "
             f"(pipesmith profile --backend torch)",
-            f"# on {result.where}: the reference transformer at hidden {o.hidden}, {o.seq} tokens x "
+            f"# on {result.where}: the reference transformer at hidden {o.hidden}"
+            f"{' (the architecture' + chr(39) + 's full width)' if o.full_width else ''}, {o.seq} tokens x "
             f"{o.rows} rows per microbatch, vocabulary {o.vocab}, {o.dtype};",
             f"# F, I (stage_backward_input), W (stage_backward_weight): medians over {o.repeats} repeats after "
             f"{o.warmup} warm-up, method '{o.method}', {o.concurrent} process(es) at once; memory from autograd's saved tensors (docs/pytorch.md, 'Profiling').",
@@ -613,7 +660,12 @@ def options_parser(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--repeats", type=int, default=d.repeats, help=f"measured repeats, median ({d.repeats})")
     ap.add_argument("--method", default=d.method, choices=METHODS,
                     help="chain (default): time every layer in sweeps of the whole model; isolated: time each "
-                         "type's first layer alone, repeatedly")
+                         "type's first layer alone, repeatedly; single: build only each type's first layer and "
+                         "time it alone on random inputs (a model too large for the machine)")
+    ap.add_argument("--full-width", action="store_true",
+                    help="the architecture's own hidden size, heads, experts, vocabulary, sequence length and "
+                         "micro_batch_size (replaces --hidden, --seq, --vocab, --rows-per-microbatch); MoE "
+                         "routes each token to its top-k experts")
     ap.add_argument("--concurrent", type=int, default=d.concurrent,
                     help="processes running the same sweeps at once, the measured one included (default 1); "
                          "P ranks on one machine share it so")
@@ -624,7 +676,8 @@ def options_parser(ap: argparse.ArgumentParser) -> None:
 def options_from(args: argparse.Namespace) -> ProfileOptions:
     return ProfileOptions(hidden=args.hidden, seq=args.seq, vocab=args.vocab, rows=args.rows_per_microbatch,
                           dtype=args.dtype, threads=args.threads, device=args.device, warmup=args.warmup,
-                          repeats=args.repeats, method=args.method, concurrent=args.concurrent, user_model=args.user_model)
+                          repeats=args.repeats, method=args.method, concurrent=args.concurrent, user_model=args.user_model,
+                          full_width=args.full_width)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -46,6 +46,19 @@ class Scale:
     vocab: int = 64          # vocabulary (rounded up to a multiple of every shard count)
     seq: int = 8             # tokens per sequence
     max_experts: int = 8     # routed experts are capped at this (top-k kept below it)
+    routed: bool = False     # MoE: run each expert on its routed tokens only (unrouted experts get no
+                             # gradient); False runs every expert on every token (zero-weighted)
+
+    @staticmethod
+    def full(arch: dict) -> "Scale":
+        """The architecture's own width: hidden size, heads, vocabulary, sequence, experts, routed MoE."""
+        h = int(arch.get("hidden_size", 0) or 0)
+        if h <= 0:
+            raise ModelFileError("architecture.hidden_size is required to build the reference model")
+        return Scale(hidden=h, max_heads=1 << 20,
+                     vocab=max(2, int(arch.get("vocab_size", 0) or 0)),
+                     seq=max(1, int(arch.get("seq_length", 0) or 0) or 1),
+                     max_experts=1 << 20, routed=True)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,6 +77,7 @@ class Dims:
     seq: int
     gated: bool
     state: int
+    routed: bool
 
 
 def _dims(arch: dict, scale: Scale, vocab: int) -> Dims:
@@ -78,6 +92,8 @@ def _dims(arch: dict, scale: Scale, vocab: int) -> Dims:
     while heads % kv:
         kv -= 1
     head_dim = max(2, scale.hidden // heads)
+    if r == 1 and int(arch.get("head_dim", 0) or 0) > 0:  # full width: the architecture's own head size
+        head_dim = int(arch["head_dim"])
     head_dim += head_dim % 2  # RoPE rotates pairs
     ffn = max(2, round(int(arch.get("ffn_hidden_size", 4 * h) or 4 * h) * r))
     moe_ffn = max(2, round(int(arch.get("moe_ffn_hidden_size", arch.get("ffn_hidden_size", 4 * h))) * r))
@@ -93,7 +109,7 @@ def _dims(arch: dict, scale: Scale, vocab: int) -> Dims:
                 moe_ffn=moe_ffn, experts=experts, top_k=min(top_k, experts),
                 shared=int(arch.get("moe_shared_experts", 0) or 0), window=window, vocab=vocab,
                 seq=scale.seq, gated=bool(arch.get("gated_mlp", True)),
-                state=max(2, min(8, int(arch.get("mamba_state_size", 4) or 4))))
+                state=max(2, min(8, int(arch.get("mamba_state_size", 4) or 4))), routed=scale.routed)
 
 
 class RMSNorm(nn.Module):
@@ -109,8 +125,9 @@ class RMSNorm(nn.Module):
 def _rope(x: torch.Tensor) -> torch.Tensor:
     """Rotary position embedding over the last dim of x [B, heads, T, d]."""
     t, d = x.shape[-2], x.shape[-1]
-    inv = 1.0 / (10000 ** (torch.arange(0, d, 2, dtype=x.dtype) / d))
-    ang = torch.arange(t, dtype=x.dtype)[:, None] * inv[None, :]
+    ct = x.dtype if x.dtype in (torch.float32, torch.float64) else torch.float32  # bf16 positions are coarse
+    inv = 1.0 / (10000 ** (torch.arange(0, d, 2, dtype=ct, device=x.device) / d))
+    ang = (torch.arange(t, dtype=ct, device=x.device)[:, None] * inv[None, :]).to(x.dtype)
     cos, sin = ang.cos(), ang.sin()
     x1, x2 = x[..., 0::2], x[..., 1::2]
     return torch.stack((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1).flatten(-2)
@@ -119,7 +136,9 @@ def _rope(x: torch.Tensor) -> torch.Tensor:
 class AttentionCore(nn.Module):
     """The attention core, ``softmax(q k^T / sqrt(d), causal and window mask) v`` on q, k, v
     [B, heads, T, d]: no parameters, and the quadratic activations (the scores and their softmax).
-    Selective recomputation recomputes exactly this (pipesmith.torch.pipeline wraps it)."""
+    Selective recomputation recomputes exactly this (pipesmith.torch.pipeline wraps it). On CUDA it is
+    PyTorch's fused ``scaled_dot_product_attention`` (flash attention without a window), as real
+    models run it; on the CPU the explicit product above."""
 
     def __init__(self, head_dim: int, window: int):
         super().__init__()
@@ -127,12 +146,16 @@ class AttentionCore(nn.Module):
 
     def forward(self, q, k, v):
         t = q.shape[-2]
-        scores = q @ k.transpose(-1, -2) / math.sqrt(self.hd)
-        i = torch.arange(t)[:, None]
-        j = torch.arange(t)[None, :]
+        if q.is_cuda and not self.window:
+            return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        i = torch.arange(t, device=q.device)[:, None]
+        j = torch.arange(t, device=q.device)[None, :]
         allowed = j <= i
         if self.window:
             allowed = allowed & (j > i - self.window)
+        if q.is_cuda:
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=allowed)
+        scores = q @ k.transpose(-1, -2) / math.sqrt(self.hd)
         scores = scores.masked_fill(~allowed, float("-inf"))
         return torch.softmax(scores, dim=-1) @ v
 
@@ -174,7 +197,7 @@ class LinearAttention(nn.Module):
         b, t, _ = x.shape
         q, k, v = self.wqkv(x).view(b, t, 3, self.heads, self.hd).permute(2, 0, 3, 1, 4)
         q, k = F.elu(q) + 1, F.elu(k) + 1
-        mask = torch.tril(torch.ones(t, t, dtype=x.dtype))
+        mask = torch.tril(torch.ones(t, t, dtype=x.dtype, device=x.device))
         a = (q @ k.transpose(-1, -2)) * mask
         o = (a @ v) / a.sum(-1, keepdim=True)
         return self.wo(o.transpose(1, 2).reshape(b, t, self.heads * self.hd))
@@ -228,7 +251,7 @@ class MoE(nn.Module):
         super().__init__()
         if d.experts < 1 or d.top_k < 1:
             raise ModelFileError("a moe layer needs architecture.moe_num_experts and moe_top_k >= 1")
-        self.top_k = d.top_k
+        self.top_k, self.routed = d.top_k, d.routed
         self.router = nn.Linear(d.hidden, d.experts, bias=False)
         self.experts = nn.ModuleList(MLP(d.hidden, d.moe_ffn, True) for _ in range(d.experts))
         self.shared = MLP(d.hidden, d.shared * d.moe_ffn, True) if d.shared > 0 else None
@@ -237,6 +260,8 @@ class MoE(nn.Module):
         probs = torch.softmax(self.router(x), dim=-1)
         top, idx = probs.topk(self.top_k, dim=-1)
         top = top / top.sum(-1, keepdim=True)
+        if self.routed:
+            return self._routed(x, top, idx)
         out = torch.zeros_like(x)
         for e, expert in enumerate(self.experts):
             weight = (top * (idx == e)).sum(-1, keepdim=True)
@@ -244,6 +269,20 @@ class MoE(nn.Module):
         if self.shared is not None:
             out = out + self.shared(x)
         return out
+
+    def _routed(self, x, top, idx):
+        """Each expert on the tokens routed to it (gathered, weighted, scattered back)."""
+        flat = x.reshape(-1, x.shape[-1])
+        w = top.reshape(-1, self.top_k)
+        which = idx.reshape(-1, self.top_k)
+        out = torch.zeros_like(flat)
+        for e, expert in enumerate(self.experts):
+            rows, slot = (which == e).nonzero(as_tuple=True)
+            if rows.numel():
+                out = out.index_add(0, rows, w[rows, slot, None] * expert(flat[rows]))
+        if self.shared is not None:
+            out = out + self.shared(flat)
+        return out.view_as(x)
 
 
 class Residual(nn.Module):
@@ -444,41 +483,102 @@ class StageModule(nn.Module):
         return outs[0] if len(outs) == 1 else tuple(outs)
 
 
-class ReferenceTransformer(nn.Module):
-    """The whole chain; ``stage(first, last)`` builds a stage's module from the same parameters."""
+def _vocab(spec: ModelSpec, scale: Scale) -> int:
+    """The reference vocabulary: ``scale.vocab`` rounded up to a multiple of every head's shard count."""
+    lcm = 1
+    for k in (t.vocab_shards for t in spec.types.values() if "head" in t.components):
+        lcm = lcm * k // math.gcd(lcm, k)
+    return -(-scale.vocab // lcm) * lcm
 
-    def __init__(self, spec: ModelSpec, scale: Scale = Scale(), seed: int = 1234,
-                 dtype: torch.dtype = torch.float64):
-        super().__init__()
-        shards = [t.vocab_shards for t in spec.types.values() if "head" in t.components]
-        lcm = 1
-        for k in shards:
-            lcm = lcm * k // math.gcd(lcm, k)
-        vocab = -(-scale.vocab // lcm) * lcm
+
+class _Layout:
+    """The chain's carry layout and layer roles (shared by the whole model and a few of its layers)."""
+
+    def _plan(self, spec: ModelSpec, scale: Scale) -> None:
         self.spec, self.scale = spec, scale
+        self.vocab = _vocab(spec, scale)
         self.roles = layer_roles(spec)
         self.layout = boundary_layout(spec)
         self.input_names = input_layout(spec)
         final = self.roles[-1]
         if not final.head:
             raise ModelFileError(f"{spec.path}: the last layer must be a head (its loss ends the step)")
-        last_out = ("logits",) if final.shards == 1 and "labels" not in self.layout[0] else ("nll",)
-        torch.manual_seed(seed)
-        layers = []
-        for i in range(len(spec.layers)):
-            t = spec.type_of(i)
-            bad = [c for c in t.components if c not in SUPPORTED]
-            if bad:
-                raise ModelFileError(f"{spec.path}: layer {i}: kind component(s) {bad} not built")
-            d = _dims(t.architecture, scale, vocab)
-            out = self.layout[i] if i + 1 < len(spec.layers) else last_out
-            layers.append(ReferenceLayer(spec, i, d, self.roles[i], out))
-        self.chain = nn.ModuleList(layers)
-        self.vocab = vocab
-        self.to(dtype)
+        self.last_out = ("logits",) if final.shards == 1 and "labels" not in self.layout[0] else ("nll",)
+
+    def _build_layer(self, i: int) -> "ReferenceLayer":
+        spec = self.spec
+        t = spec.type_of(i)
+        bad = [c for c in t.components if c not in SUPPORTED]
+        if bad:
+            raise ModelFileError(f"{spec.path}: layer {i}: kind component(s) {bad} not built")
+        d = _dims(t.architecture, self.scale, self.vocab)
+        out = self.layout[i] if i + 1 < len(spec.layers) else self.last_out
+        return ReferenceLayer(spec, i, d, self.roles[i], out)
 
     def layout_before(self, layer: int) -> tuple[str, ...]:
         return self.input_names if layer == 0 else self.layout[layer - 1]
+
+    def batch(self, rows: int, seed: int = 99) -> tuple[torch.Tensor, torch.Tensor]:
+        """Random tokens and labels [rows, seq] for a step."""
+        g = torch.Generator().manual_seed(seed)
+        tokens = torch.randint(0, self.vocab, (rows, self.scale.seq), generator=g)
+        labels = torch.randint(0, self.vocab, (rows, self.scale.seq), generator=g)
+        return tokens, labels
+
+    def step_inputs(self, tokens: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return (tokens, labels) if "labels" in self.input_names else (tokens,)
+
+
+class ReferenceLayers(_Layout, nn.Module):
+    """Only some layers of the reference chain, each built on its own (``layer(i)``), with random
+    inputs of the carry's shapes (``carry_before(i)``): a layer of a model too large for the machine
+    can be timed alone at full width."""
+
+    def __init__(self, spec: ModelSpec, indices, scale: Scale = Scale(), seed: int = 1234,
+                 dtype: torch.dtype = torch.float64, device="cpu"):
+        nn.Module.__init__(self)
+        self._plan(spec, scale)
+        torch.manual_seed(seed)
+        self.built = nn.ModuleDict()
+        for i in sorted(set(indices)):
+            with torch.device(device):  # a full-width layer is initialized where it runs
+                self.built[str(i)] = self._build_layer(i).to(dtype)
+        self.dtype = dtype
+
+    def layer(self, i: int) -> "ReferenceLayer":
+        return self.built[str(i)]
+
+    def carry_before(self, i: int, rows: int, seed: int = 99, device="cpu") -> dict:
+        """Random inputs of layer i: tokens and labels in the vocabulary, hidden-sized tensors for the
+        hidden state, a split MLP's partial sum and skips, per-token tensors for the head's running
+        log-sum-exp, target logit and earlier loss."""
+        g = torch.Generator().manual_seed(seed + i)
+        rows_seq = (rows, self.scale.seq)
+        carry = {}
+        for k in self.layout_before(i):
+            if k in ("tokens", "labels"):
+                v = torch.randint(0, self.vocab, rows_seq, generator=g)
+            elif k in ("h", "partial") or k.startswith("skip"):
+                v = torch.randn(rows_seq + (self.scale.hidden,), generator=g, dtype=torch.float32)
+            else:  # lse, tgt, aux
+                v = torch.randn(rows_seq, generator=g, dtype=torch.float32)
+            carry[k] = (v.to(self.dtype) if v.is_floating_point() else v).to(device)
+        return carry
+
+
+class ReferenceTransformer(_Layout, nn.Module):
+    """The whole chain; ``stage(first, last)`` builds a stage's module from the same parameters."""
+
+    def __init__(self, spec: ModelSpec, scale: Scale = Scale(), seed: int = 1234,
+                 dtype: torch.dtype = torch.float64):
+        nn.Module.__init__(self)
+        self._plan(spec, scale)
+        torch.manual_seed(seed)
+        self.chain = nn.ModuleList(self._build_layer(i) for i in range(len(spec.layers)))
+        self.to(dtype)
+
+    def layer(self, i: int) -> "ReferenceLayer":
+        return self.chain[i]
 
     def layout_after(self, layer: int) -> tuple[str, ...]:
         return self.chain[layer].out_names
@@ -491,13 +591,3 @@ class ReferenceTransformer(nn.Module):
 
     def forward(self, *inputs):
         return self.stage(0, len(self.chain) - 1)(*inputs)
-
-    def batch(self, rows: int, seed: int = 99) -> tuple[torch.Tensor, torch.Tensor]:
-        """Random tokens and labels [rows, seq] for a step."""
-        g = torch.Generator().manual_seed(seed)
-        tokens = torch.randint(0, self.vocab, (rows, self.scale.seq), generator=g)
-        labels = torch.randint(0, self.vocab, (rows, self.scale.seq), generator=g)
-        return tokens, labels
-
-    def step_inputs(self, tokens: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        return (tokens, labels) if "labels" in self.input_names else (tokens,)
