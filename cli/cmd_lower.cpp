@@ -189,6 +189,7 @@ std::string json_summary(const LowerArgs& a, const Spec& spec, const ModelSummar
                       {"forward_ms", lt.forward_ms},
                       {"backward_input_ms", lt.backward_input_ms},
                       {"backward_weight_ms", lt.backward_weight_ms},
+                      {"weight_walk_ms", lt.weight_walk_ms},
                       {"activation_mb", lt.activation_mb},
                       {"wgrad_stash_mb", lt.wgrad_stash_mb},
                       {"output_mb", lt.output_mb},

@@ -368,6 +368,7 @@ Result<TypeDraft> parse_layer_type(const Ctx& c, char sym, const Entry& e) {
   std::vector<std::string> allowed = {"name", "kind"};
   for (const CostField& f : cost_fields()) allowed.push_back(f.key);
   allowed.push_back("backward_ms");
+  allowed.push_back("weight_walk_ms");
   allowed.push_back("split_backward");
   allowed.push_back("joins_next");
   allowed.push_back("architecture");
@@ -410,6 +411,10 @@ Result<TypeDraft> parse_layer_type(const Ctx& c, char sym, const Entry& e) {
       Result<double> v = get_number_min(x, what, 0, false);
       if (!v.ok()) return v.status();
       d.type.backward_ms = *v;
+    } else if (x.key == "weight_walk_ms") {
+      Result<double> v = get_number_min(x, what, 0, false);
+      if (!v.ok()) return v.status();
+      d.type.weight_walk_ms = *v;
     } else {
       for (int i = 0; i < kNumCostFields; ++i) {
         if (x.key != cost_fields()[i].key) continue;
@@ -1295,6 +1300,7 @@ Status check_totals(const Spec& spec) {
     const LayerType& t = m.types.at(l.type);
     time_ms += M * (t.forward_ms + t.backward_input_ms + t.backward_weight_ms);
     if (t.backward_ms) time_ms += M * *t.backward_ms;
+    time_ms += M * t.weight_walk_ms * l.id;  // at most every layer before it in its stage
     time_ms += M * 4 * spec.cluster.op_overhead_ms;  // at most one stage per layer: F, I, W, R
     act_mb += M * t.activation_mb;
     state_mb += t.params_m * spec.pipeline.bytes_per_param;
@@ -1328,6 +1334,7 @@ Status validate(const Spec& spec) {
     for (const CostField& f : cost_fields())
       PS_RETURN_IF_ERROR(check_cost(what, f.key, t.*(f.field), t.loc));
     if (t.backward_ms) PS_RETURN_IF_ERROR(check_cost(what, "backward_ms", *t.backward_ms, t.loc));
+    PS_RETURN_IF_ERROR(check_cost(what, "weight_walk_ms", t.weight_walk_ms, t.loc));
     if (t.wgrad_stash_mb > t.activation_mb) {
       return Status::bad_input(fmt::format("{}: wgrad_stash_mb ({}) must be <= activation_mb ({})",
                                            what, t.wgrad_stash_mb, t.activation_mb),
@@ -1395,7 +1402,8 @@ LayerType summed_costs(const Model& m, int first, int last) {
     const LayerType& t = m.type_of(i);
     sum.forward_ms += t.forward_ms;
     sum.backward_input_ms += t.backward_input_ms;
-    sum.backward_weight_ms += t.backward_weight_ms;
+    sum.backward_weight_ms += t.backward_weight_ms + t.weight_walk_ms * (i - first);
+    sum.weight_walk_ms += t.weight_walk_ms;
     if (t.backward_ms) any_fused = true;
     fused_ms += t.fused_backward_ms();
     sum.activation_mb += t.activation_mb;
@@ -1407,7 +1415,7 @@ LayerType summed_costs(const Model& m, int first, int last) {
     sum.recompute_selective.kept_mb += t.recompute_selective.kept_mb;
     sum.split_backward = sum.split_backward && t.split_backward;
   }
-  if (any_fused) sum.backward_ms = fused_ms;
+  if (any_fused || sum.weight_walk_ms > 0) sum.backward_ms = fused_ms;  // B walks the graph once: no walk
   return sum;
 }
 

@@ -36,6 +36,9 @@ struct LayerType {
   double backward_input_ms = 0;  // 5.68
   double backward_weight_ms = 0; // 1.62
   std::optional<double> backward_ms;  // 6.1: B's time (fused backward); none: I + W
+  double weight_walk_ms = 0;     // 0.4: a split W's extra time for each layer below this one in its
+                                 // stage (PyTorch's stage_backward_weight walks the stage's graph below
+                                 // every parameter group); 0: W costs the same in any stage
   double activation_mb = 0;      // 900
   double wgrad_stash_mb = 0;     // 120 (<= activation_mb)
   double output_mb = 0;          // 32
@@ -78,8 +81,9 @@ struct Model {
 };
 
 // The per-microbatch costs of layers first..last run as one: F, I and W times, activation, stash,
-// parameters and both recompute options summed in layer order; backward_ms, when any of the layers
-// gives it, the sum of their fused_backward_ms(); split_backward only when every layer's backward splits. The
+// parameters and both recompute options summed in layer order, W with each layer's weight_walk_ms
+// times the layers before it in the range (weight_walk_ms itself summed); backward_ms, when any of the
+// layers gives it or walks, the sum of their fused_backward_ms() (B has no walk); split_backward only when every layer's backward splits. The
 // other fields (name, output, shards, ...) keep their defaults: what a run sends on and what it is
 // called depend on who asks (a stage, a joined layer).
 LayerType summed_costs(const Model& m, int first, int last);

@@ -629,6 +629,7 @@ bool may_fuse(const SearchSpace& sp, const Candidate& c, int s) {
   for (int l = c.cuts[s]; l < c.cuts[s + 1]; ++l) {
     if (l >= static_cast<int>(sp.layer_splits.size()) || !sp.layer_splits[l]) return false;
     gain += sp.layer_fuse_gain_ms[l];
+    if (l < static_cast<int>(sp.layer_walk_ms.size())) gain += sp.layer_walk_ms[l] * (l - c.cuts[s]);  // and W's walk
   }
   return gain > 1e-9;
 }

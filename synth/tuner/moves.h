@@ -54,6 +54,7 @@ struct SearchSpace {
   // of the W it drops); fuse_choice: some stage can, so the search tries it.
   std::vector<char> layer_splits;
   std::vector<double> layer_fuse_gain_ms;
+  std::vector<double> layer_walk_ms;  // weight_walk_ms: a split stage's W grows by it per layer below
   bool fuse_choice = false;
 };
 

@@ -218,8 +218,10 @@ Status Tuner::prepare() {
     space_.layer_drop_full.push_back(std::max(0.0, t.activation_mb - t.recompute_full.kept_mb));
     space_.layer_splits.push_back(t.split_backward ? 1 : 0);
     space_.layer_fuse_gain_ms.push_back(t.backward_input_ms + t.backward_weight_ms - t.fused_backward_ms());
+    space_.layer_walk_ms.push_back(t.weight_walk_ms);
     space_.fuse_choice = space_.fuse_choice ||
-                         (t.split_backward && space_.layer_fuse_gain_ms.back() + spec_.cluster.op_overhead_ms > 1e-9);
+                         (t.split_backward && (space_.layer_fuse_gain_ms.back() + spec_.cluster.op_overhead_ms > 1e-9 ||
+                                               t.weight_walk_ms > 0));
   }
   if (opt_.partition) {
     PS_RETURN_IF_ERROR(check_partition(*opt_.partition, L));

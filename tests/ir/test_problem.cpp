@@ -167,3 +167,40 @@ TEST_CASE("problem: unit_problem has F=I=W=1, 1 MB activations, no comm cost, no
   }
   CHECK(p.device_of(2) == 1);
 }
+
+TEST_CASE("problem: a split stage's W grows by each layer's weight_walk_ms per layer before it in the stage") {
+  const char* text = R"(model:
+  name: walk
+  layer_types:
+    E: {forward_ms: 0.5, backward_input_ms: 0, backward_weight_ms: 0.25, activation_mb: 1, wgrad_stash_mb: 0, output_mb: 8, params_m: 10}
+    T: {forward_ms: 2, backward_input_ms: 3, backward_weight_ms: 1, backward_ms: 3.5, weight_walk_ms: 0.5, activation_mb: 100, wgrad_stash_mb: 40, output_mb: 16, params_m: 20}
+    L: {forward_ms: 6, backward_input_ms: 6, backward_weight_ms: 5, activation_mb: 700, wgrad_stash_mb: 60, output_mb: 0, params_m: 30}
+  layers:
+    - {type: E}
+    - {type: T, repeat: 4}
+    - {type: L}
+cluster: {devices: 2}
+pipeline: {microbatches: 4}
+)";
+  Result<Spec> spec = parse_spec(text, "walk.yaml");
+  REQUIRE_MESSAGE(spec.ok(), spec.status().str());
+  CHECK(spec->model.types.at('T').weight_walk_ms == 0.5);
+  Result<Problem> p = make_problem(*spec, {{0, 4}, {5, 5}}, {0, 1});
+  REQUIRE_MESSAGE(p.ok(), p.status().str());
+  // E then four T: the T at positions 1..4 of the stage pay 0.5 ms per layer before them.
+  CHECK(p->stages[0].bwd_weight_ms == doctest::Approx(0.25 + 4 * 1 + 0.5 * (1 + 2 + 3 + 4)));
+  CHECK(p->stages[0].bwd_input_ms == 12);
+  CHECK(p->stages[0].bwd_ms() == doctest::Approx(0.25 + 4 * 3.5));  // B walks nothing twice
+  CHECK(p->stages[1].bwd_weight_ms == 5);                            // one layer: no walk
+  Result<Problem> one = make_problem(*spec, {{0, 0}, {1, 1}, {2, 2}, {3, 5}}, {0, 1, 0, 1});
+  REQUIRE(one.ok());
+  CHECK(one->stages[1].bwd_weight_ms == 1);  // a T alone in its stage
+  CHECK(one->stages[3].bwd_weight_ms == doctest::Approx(1 + 1 + 0.5 + 5));
+  // A negative walk is refused where it is written.
+  std::string bad = text;
+  bad.replace(bad.find("weight_walk_ms: 0.5"), 19, "weight_walk_ms: -1.");
+  Result<Spec> b = parse_spec(bad, "walk.yaml");
+  REQUIRE_FALSE(b.ok());
+  CHECK(b.status().str().find("walk.yaml:5:") != std::string::npos);
+  CHECK(b.status().str().find("weight_walk_ms") != std::string::npos);
+}

@@ -319,3 +319,23 @@ def test_routed_moe_computes_the_dense_weighted_sum():
             assert torch.count_nonzero(pd.grad) == 0, name
         else:
             assert torch.allclose(pd.grad, pr.grad, atol=1e-10), name
+
+
+def test_chain_profile_measures_the_split_w_walk_and_the_checker_reads_it(tmp_path):
+    # gpt-oss-like's layers have many parameter groups: PyTorch's W of 8 layers as one stage visits
+    # ~12x the autograd nodes of the same layers as one-layer stages (test_split_weight_work.py), so
+    # the profile's walk is positive for its types, and `pipesmith lower` reads the number written.
+    import json
+    spec = load_model(model_path("gpt-oss-like"))
+    result = profile_model(spec, TINY)
+    walks = {t.symbol: t.weight_walk_ms for t in result.types}
+    assert walks["E"] == 0 and walks[spec.layers[-1].symbol] == 0  # no I; the last layer
+    inner = [s for s in walks if s not in ("E", spec.layers[-1].symbol)]
+    assert inner and all(walks[s] > 0 for s in inner), walks
+    out = tmp_path / "gpt-oss-profiled.yaml"
+    write_atomic(str(out), profiled_yaml(model_path("gpt-oss-like"), result))
+    lowered = {t["symbol"]: t for t in json.loads(cli("lower", str(out), "--json").stdout)["layer_types"]}
+    for s in inner:
+        assert lowered[s]["weight_walk_ms"] == pytest.approx(walks[s], rel=1e-5)
+    # The fused numbers (B-only schedules' costs) carry no walk.
+    assert all(t.numbers("fused")["weight_walk_ms"] == 0 for t in result.types)

@@ -7,6 +7,7 @@
 
 #include "ir/model.h"
 #include "ir/schedule_io.h"
+#include "synth/plan/plan_spec.h"
 #include "synth/synthesize.h"
 #include "synth/synthesize_model.h"
 #include "test_util.h"
@@ -96,6 +97,39 @@ TEST_CASE("synthesize_model: the per-op overhead alone makes B the cheaper, and 
   CHECK(m->tuned->stats.moves_backward > 0);
   Report rep = verify(m->result.schedule, VerifyOptions{});
   CHECK_MESSAGE(rep.valid, format_report(rep));
+}
+
+TEST_CASE("synthesize_model: a split W that grows with its stage (weight_walk_ms) alone makes B the cheaper") {
+  auto spec = load_spec(pstest::data_path("fused/walked-w.yaml"), "");
+  REQUIRE_MESSAGE(spec.ok(), spec.status().message());
+  // Four stages of four decoders (unconstrained, the search avoids the walk with one-layer stages).
+  ModelSynthOptions o = budgeted();
+  auto layout = parse_partition_choice("Et*4|t*4|t*4|t*4L");
+  REQUIRE(layout.ok());
+  o.partition = *layout;
+  auto m = synthesize_model(*spec, o);
+  REQUIRE_MESSAGE(m.ok(), m.status().message());
+  const Problem& p = m->problem;
+  // B = I + W per layer and no overhead: only the walk can make a stage run B, and every stage of
+  // several decoders does (split, it would pay 1.5 ms per decoder before each decoder, per microbatch).
+  REQUIRE(std::count(m->fused_by_choice.begin(), m->fused_by_choice.end(), 1) > 0);
+  for (int s = 0; s < p.num_stages(); ++s) {
+    const StageSpec& st = p.stages[s];
+    int decoders = 0;
+    for (int l = st.first_layer; l <= st.last_layer; ++l) decoders += spec->model.type_of(l).symbol == 'T';
+    if (decoders >= 3) CHECK_MESSAGE(m->fused_by_choice[s] == 1, "stage ", s, " of ", decoders, " decoders splits");
+    if (m->fused_by_choice[s]) CHECK(ops_of(m->result.schedule, OpType::W, s) == 0);
+  }
+  Report rep = verify(m->result.schedule, VerifyOptions{});
+  REQUIRE_MESSAGE(rep.valid, format_report(rep));
+  CHECK(m->tuned->stats.moves_backward > 0);
+  // Without the walk nothing favours B, and the search keeps every stage split.
+  Spec flat = *spec;
+  flat.model.types.at('T').weight_walk_ms = 0;
+  auto f = synthesize_model(flat, o);
+  REQUIRE(f.ok());
+  CHECK(f->result.makespan_ms < m->result.makespan_ms);  // the walk costs even the best plan
+  CHECK(std::count(f->fused_by_choice.begin(), f->fused_by_choice.end(), 1) == 0);
 }
 
 TEST_CASE("synthesize_model: the fused-backward choice is deterministic (same input and seed, same file)") {

@@ -22,6 +22,11 @@ measured:
 * **B** (fused): ``stage_backward`` (``torch.autograd.backward``), written as the type's
   ``backward_ms`` (what a B-only schedule's B costs; it is less than I + W in PyTorch).
 
+* **weight_walk_ms** (``method="chain"``): PyTorch's W of a stage of several layers costs more than
+  its layers' one-layer Ws (``stage_backward_weight`` walks the stage's graph below every parameter
+  group): the W of the stage of up to 8 layers from the type's first, less those layers' one-layer
+  Ws, over the stage's pairs of layers (docs/inputs.md).
+
 A layer without floating inputs (the embedding) has no I and a whole backward as W, as PyTorch's
 first stage. ``method="chain"`` (default) times every layer in sweeps of the whole model (every F in
 order, every I in reverse, every W, then every B after a second forward sweep), and a type's numbers
@@ -43,7 +48,7 @@ gradients I keeps for W) -- the convention of ``pipesmith profile`` (runtime/pro
 ``output_mb`` is the bytes of the tensors the layer hands on (the carry after it, skip inputs of
 earlier layers excepted); ``params_m`` is its parameters / 1e6. MB = 1e6 bytes.
 
-The YAML written is MODEL.yaml's document with each profiled layer type's eight numbers set (its
+The YAML written is MODEL.yaml's document with each profiled layer type's nine numbers set (its
 ``kind`` and ``architecture`` are kept, so the reference model still builds from the file, and the
 measured numbers override the analytic ones field by field), the layer list and module names as they
 were, the cluster replaced by ``--cluster`` when given, and a header comment saying how it was
@@ -108,16 +113,18 @@ class TypeProfile:
     output_mb: float
     params_m: float
     samples: int                # timings the medians are over (layers of the type x repeats)
+    weight_walk_ms: float = 0.0  # split W's extra per layer before it in a stage (chain method; 0: not measured)
 
     def numbers(self, backward: str = "split") -> dict[str, float]:
-        """The eight schema numbers, the fused B as ``backward_ms``. ``backward="fused"`` also scales I
+        """The nine schema numbers, the fused B as ``backward_ms``. ``backward="fused"`` also scales I
         and W so that I + W is the measured fused B (split schedules then cost as B-only ones)."""
-        i, w = self.backward_input_ms, self.backward_weight_ms
+        i, w, walk = self.backward_input_ms, self.backward_weight_ms, self.weight_walk_ms
         if backward == "fused" and i + w > 0:
-            i, w = i * self.backward_ms / (i + w), w * self.backward_ms / (i + w)
+            i, w, walk = i * self.backward_ms / (i + w), w * self.backward_ms / (i + w), 0.0
         return {"forward_ms": self.forward_ms, "backward_input_ms": i,
-                "backward_weight_ms": w, "backward_ms": self.backward_ms, "activation_mb": self.activation_mb,
-                "wgrad_stash_mb": self.wgrad_stash_mb, "output_mb": self.output_mb, "params_m": self.params_m}
+                "backward_weight_ms": w, "backward_ms": self.backward_ms, "weight_walk_ms": walk,
+                "activation_mb": self.activation_mb, "wgrad_stash_mb": self.wgrad_stash_mb,
+                "output_mb": self.output_mb, "params_m": self.params_m}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -541,11 +548,14 @@ def _profile(spec: ModelSpec, options: ProfileOptions, progress) -> ProfileResul
         for p in params:
             p.grad = None
         med = statistics.median
+        walk = 0.0
+        if o.method == "chain" and grad_inputs and hasattr(model, "stage"):
+            walk = _weight_walk_ms(model, i, carries[i], chain, clock, o, progress)
         out.append(TypeProfile(symbol=sym, name=t.name, layer=i, forward_ms=med(fs), backward_input_ms=med(is_),
                                backward_weight_ms=med(ws), backward_ms=med(bs),
                                activation_mb=max(after_f, after_i) / 1e6, wgrad_stash_mb=after_i / 1e6,
                                output_mb=sum(handed) / 1e6, params_m=sum(p.numel() for p in params) / 1e6,
-                               samples=len(fs)))
+                               samples=len(fs), weight_walk_ms=walk))
     if o.device == "cuda":
         where = f"cuda:{torch.cuda.current_device()} {torch.cuda.get_device_name()}, torch {torch.__version__}"
     else:
@@ -553,6 +563,46 @@ def _profile(spec: ModelSpec, options: ProfileOptions, progress) -> ProfileResul
     unused = tuple(sorted(s for s in spec.types if s not in first_of))
     return ProfileResult(model=spec.name, where=where, options=o, types=tuple(out), unprofiled=unused,
                          sweep_ms=_sweep_total(chain) if chain else 0.0)
+
+
+WALK_LAYERS = 8  # the stage whose split W the walk is measured on: up to this many layers
+
+
+def _weight_walk_ms(model, first: int, carry: dict, chain, clock, o: ProfileOptions, progress) -> float:
+    """A split W's extra time per layer before it in its stage (the type's ``weight_walk_ms``): the W of
+    the stage of up to WALK_LAYERS layers from ``first`` (the model's last layer, whose loss ends the
+    step, excluded), timed as PyTorch's runtime runs it, less the sum of the same layers' one-layer W
+    (the chain's medians), over the k(k-1)/2 pairs of its layers; 0 when that is not positive or the
+    stage has one layer."""
+    import torch
+    from torch.distributed.pipelining._backward import stage_backward_input, stage_backward_weight
+    n = len(model.chain)
+    last = min(first + WALK_LAYERS - 1, n - 2)
+    k = last - first + 1
+    if k < 2:
+        return 0.0
+    if progress:
+        progress(f"timing the split W of layers {first}..{last} as one stage")
+    stage = model.stage(first, last)
+    params = list(stage.parameters())
+    names = model.layout_before(first)
+    ws = []
+    for r in range(o.warmup + o.repeats):
+        inputs = [carry[k_].detach().clone().requires_grad_(True) if carry[k_].is_floating_point() else carry[k_]
+                  for k_ in names]
+        res = stage(*inputs)
+        res = list(res) if isinstance(res, tuple) else [res]
+        outs = [x for x in res if x.is_floating_point() and x.requires_grad]
+        grads = [torch.randn_like(x) for x in outs]
+        floats = [x for x in inputs if x.is_floating_point()]
+        _, groups = stage_backward_input(outs, grads, floats, iter(params))
+        w_ms, _ = clock.time(lambda: stage_backward_weight(iter(params), groups))
+        if r >= o.warmup:
+            ws.append(w_ms)
+        for p in params:
+            p.grad = None
+    one_layer = sum(statistics.median(chain[j][2]) for j in range(first, last + 1))
+    return max(0.0, (statistics.median(ws) - one_layer) / (k * (k - 1) / 2))
 
 
 def _num(v: float) -> float:
@@ -590,10 +640,13 @@ def profiled_yaml(source_path: str, result: ProfileResult, cluster_path: str | N
             f"{o.rows} rows per microbatch, vocabulary {o.vocab}, {o.dtype};",
             f"# F, I (stage_backward_input), W (stage_backward_weight): medians over {o.repeats} repeats after "
             f"{o.warmup} warm-up, method '{o.method}', {o.concurrent} process(es) at once; memory from autograd's saved tensors (docs/pytorch.md, 'Profiling').",
-            "# type  layer  F ms  I ms  W ms  fused B ms = backward_ms (I + W for comparison)"]
+            f"# weight_walk_ms: split W's extra per layer before it in a stage, from the W of the stage of up to "
+            f"{WALK_LAYERS} layers from the type's first (method 'chain' only; docs/inputs.md).",
+            "# type  layer  F ms  I ms  W ms  fused B ms = backward_ms (I + W for comparison)  weight_walk_ms"]
     for t in result.types:
         head.append(f"#   {t.symbol}  {t.layer}  {t.forward_ms:.4g}  {t.backward_input_ms:.4g}  "
-                    f"{t.backward_weight_ms:.4g}  {t.backward_ms:.4g} ({t.backward_input_ms + t.backward_weight_ms:.4g})")
+                    f"{t.backward_weight_ms:.4g}  {t.backward_ms:.4g} ({t.backward_input_ms + t.backward_weight_ms:.4g})"
+                    f"  {t.weight_walk_ms:.4g}")
     if backward == "fused":
         head.append("# --backward fused: I and W scaled so that I + W is the fused B above (schedules that run B only)")
     if result.sweep_ms:
@@ -636,10 +689,10 @@ def format_table(result: ProfileResult) -> str:
     lines = [f"profile of '{result.model}' on {result.where}: hidden {o.hidden}, {o.rows} x {o.seq} tokens per "
              f"microbatch, {o.dtype}, method {o.method}, {o.concurrent} process(es) at once, medians over {o.repeats} repeats",
              f"{'type':<4} {'name':<18} {'layer':>5} {'F_ms':>9} {'I_ms':>9} {'W_ms':>9} {'B_ms':>9} "
-             f"{'act_mb':>9} {'stash_mb':>9} {'out_mb':>8} {'params_m':>9}"]
+             f"{'walk_ms':>8} {'act_mb':>9} {'stash_mb':>9} {'out_mb':>8} {'params_m':>9}"]
     for t in result.types:
         lines.append(f"{t.symbol:<4} {t.name[:18]:<18} {t.layer:>5} {t.forward_ms:>9.3f} {t.backward_input_ms:>9.3f} "
-                     f"{t.backward_weight_ms:>9.3f} {t.backward_ms:>9.3f} {t.activation_mb:>9.3f} "
+                     f"{t.backward_weight_ms:>9.3f} {t.backward_ms:>9.3f} {t.weight_walk_ms:>8.3f} {t.activation_mb:>9.3f} "
                      f"{t.wgrad_stash_mb:>9.3f} {t.output_mb:>8.4f} {t.params_m:>9.4f}")
     if result.sweep_ms:
         lines.append(f"sweep of the model (F + I + W of every layer, one microbatch): {result.sweep_ms:.1f} ms")

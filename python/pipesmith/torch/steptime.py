@@ -7,8 +7,10 @@
 Every rank builds the reference transformer of MODEL.yaml at the given width (the one
 ``pipesmith.torch.profile`` measured with the same flags), takes its stages from the plan and loads
 the CSV into ``_PipelineScheduleRuntime``, as :mod:`pipesmith.torch.run` does (same package
-functions). It runs 1 + N steps on one batch of M microbatches: before each step every rank meets
-at a barrier, then it times ``schedule.step``; a step's time is the slowest rank's (all_reduce MAX).
+functions). It runs 1 + N steps on one batch of M microbatches, the cases' steps in turn (step k of
+every case, then step k + 1: a drift in the machine's speed falls on all of them alike): before each
+step every rank meets at a barrier, then it times ``schedule.step``; a step's time is the slowest
+rank's (all_reduce MAX).
 Step 0, which also carries PyTorch's first-step shape/metadata exchange, is reported on its own;
 the result is the median of steps 1..N. Gradients are cleared between steps, outside the timing;
 no optimizer runs (the schedule's ops are what pipesmith simulates).
@@ -65,9 +67,10 @@ def unpipelined_step_ms(model_path: str, scale: Scale, dtype: torch.dtype, M: in
 
 class ActionClock:
     """Times every compute action a rank's stages run, and every wait for a receive, by wrapping the
-    stages' ``forward_one_chunk`` / ``backward_one_chunk`` / ``backward_weight_one_chunk`` and the
-    runtime's ``_wait_batch_p2p``: per step, the busy ms of each kind (F, B or I, W) and the ms spent
-    waiting for messages; the rest of a step is the runtime's own work between actions."""
+    stages' ``forward_one_chunk`` / ``backward_one_chunk`` / ``backward_weight_one_chunk`` and, between
+    ``start()`` and ``stop()``, the runtime's ``_wait_batch_p2p``: per step, the busy ms of each kind
+    (F, B or I, W) and the ms spent waiting for messages; the rest of a step is the runtime's own work
+    between actions."""
 
     KINDS = {"forward_one_chunk": "F", "backward_one_chunk": "B", "backward_weight_one_chunk": "W"}
 
@@ -80,15 +83,25 @@ class ActionClock:
             for name, kind in self.KINDS.items():
                 setattr(st, name, self._wrap(getattr(st, name), kind))
         self._schedules = schedules
-        self._orig_wait = schedules._wait_batch_p2p
+        self._orig_wait = None
+
+    def start(self):
+        """Counts waits from now (the runtime's wait function is shared: one clock at a time)."""
+        self.busy, self.count, self.wait_ms = {}, {}, 0.0
+        orig = self._orig_wait = self._schedules._wait_batch_p2p
 
         def wait(*a, **k):
             t0 = time.perf_counter()
             try:
-                return self._orig_wait(*a, **k)
+                return orig(*a, **k)
             finally:
                 self.wait_ms += (time.perf_counter() - t0) * 1e3
-        schedules._wait_batch_p2p = wait
+        self._schedules._wait_batch_p2p = wait
+
+    def stop(self):
+        if self._orig_wait is not None:
+            self._schedules._wait_batch_p2p = self._orig_wait
+            self._orig_wait = None
 
     def _wrap(self, fn, kind):
         def timed(*a, **k):
@@ -104,71 +117,97 @@ class ActionClock:
                 self.count[key] = self.count.get(key, 0) + 1
         return timed
 
-    def reset(self):
-        self.busy, self.count, self.wait_ms = {}, {}, 0.0
 
-    def close(self):
-        self._schedules._wait_batch_p2p = self._orig_wait
+class Case:
+    """One exported schedule, set up on this rank: ``step()`` runs and times one training step (every
+    rank together), ``result()`` the summary. Several cases live at once so that their steps can be
+    taken in turn (:func:`time_cases`)."""
+
+    def __init__(self, plan_dir: str, model_path: str, fmt: str, scale: Scale, dtype: torch.dtype, rows: int):
+        rank = dist.get_rank()
+        plan = load_plan(plan_dir)
+        if plan.devices != dist.get_world_size():
+            raise PlanError(f"{plan.path}: the plan is for {plan.devices} ranks, the job has {dist.get_world_size()}")
+        self.plan_dir, self.model_path, self.fmt, self.plan, self.rows = plan_dir, model_path, fmt, plan, rows
+        self.model = ReferenceTransformer(load_model(model_path), scale, dtype=dtype)
+        tokens, self.labels = _batch(self.model, plan.microbatches, rows, scale.seq)
+        self.inputs = self.model.step_inputs(tokens, self.labels)
+        modules = pipeline.reference_stage_modules(self.model, plan, rank)
+        stages = pipeline.make_stages(modules, plan, rank, torch.device("cpu"))
+        self.schedule = pipeline.build_schedule(stages, plan, fmt, loss_fn)
+        self.clock = ActionClock(stages)
+        self.mine = [p for m in modules for p in m.parameters()]
+        self.holds_first = 0 in plan.rank_to_stages[rank]
+        self.holds_last = plan.num_stages - 1 in plan.rank_to_stages[rank]
+        self.times: list[float] = []
+        self.per_rank: list = []
+        self.probe: list[float] = []
+
+    def load_probe(self) -> None:
+        """The load probe (every rank at once, as the profile's concurrent processes)."""
+        from .profile import sweep_ms
+        for p in self.model.parameters():
+            p.grad = None
+        dist.barrier()
+        self.probe.append(sweep_ms(self.model, self.rows, repeats=1))
+
+    def step(self) -> float:
+        P, rank = dist.get_world_size(), dist.get_rank()
+        for p in self.mine:
+            p.grad = None
+        kwargs = {"target": self.labels, "losses": []} if self.holds_last else {}
+        self.clock.start()
+        dist.barrier()
+        t0 = time.perf_counter()
+        try:
+            self.schedule.step(*(self.inputs if self.holds_first else ()), **kwargs)
+        finally:
+            mine_ms = (time.perf_counter() - t0) * 1e3
+            self.clock.stop()
+        ms = torch.tensor([mine_ms], dtype=torch.float64)
+        dist.all_reduce(ms, op=dist.ReduceOp.MAX)
+        self.times.append(ms.item())
+        # Per rank: step, F, I, B, W busy ms, wait ms, compute actions.
+        c = self.clock
+        row = torch.zeros(P, 7, dtype=torch.float64)
+        row[rank] = torch.tensor([mine_ms, c.busy.get("F", 0), c.busy.get("I", 0), c.busy.get("B", 0),
+                                  c.busy.get("W", 0), c.wait_ms, sum(c.count.values())], dtype=torch.float64)
+        dist.all_reduce(row)
+        self.per_rank.append(row.tolist())
+        return self.times[-1]
+
+    def result(self) -> dict:
+        probe_t = torch.tensor(self.probe, dtype=torch.float64)
+        dist.all_reduce(probe_t)
+        probe_ms = probe_t.sum().item() / (len(self.probe) * dist.get_world_size())  # mean over ranks and probes
+        times = self.times
+        order = sorted(range(1, len(times)), key=lambda k: times[k])  # the median step's per-rank breakdown
+        mid = order[len(order) // 2]
+        names = ("step_ms", "F_ms", "I_ms", "B_ms", "W_ms", "wait_ms", "actions")
+        plan = self.plan
+        return {"dir": self.plan_dir, "model": self.model_path, "format": self.fmt, "P": plan.devices,
+                "S": plan.num_stages, "M": plan.microbatches, "first_step_ms": times[0], "steps_ms": times[1:],
+                "median_ms": statistics.median(times[1:]),
+                "median_step_ranks": [dict(zip(names, r)) for r in self.per_rank[mid]], "probe_ms": probe_ms}
+
+
+def time_cases(cases: list[Case], steps: int) -> list[dict]:
+    """1 + ``steps`` steps of every case, taken in turn (step k of every case, then step k + 1), so that
+    a drift in the machine's speed falls on every schedule alike; the load probe before and after."""
+    for c in cases:
+        c.load_probe()
+    for _ in range(1 + steps):
+        for c in cases:
+            c.step()
+    for c in cases:
+        c.load_probe()
+    return [c.result() for c in cases]
 
 
 def time_case(plan_dir: str, model_path: str, fmt: str, scale: Scale, dtype: torch.dtype, rows: int,
               steps: int) -> dict:
-    rank = dist.get_rank()
-    plan = load_plan(plan_dir)
-    if plan.devices != dist.get_world_size():
-        raise PlanError(f"{plan.path}: the plan is for {plan.devices} ranks, the job has {dist.get_world_size()}")
-    M = plan.microbatches
-    model = ReferenceTransformer(load_model(model_path), scale, dtype=dtype)
-    tokens, labels = _batch(model, M, rows, scale.seq)
-    inputs = model.step_inputs(tokens, labels)
-    modules = pipeline.reference_stage_modules(model, plan, rank)
-    stages = pipeline.make_stages(modules, plan, rank, torch.device("cpu"))
-    schedule = pipeline.build_schedule(stages, plan, fmt, loss_fn)
-    from .profile import sweep_ms
-    # The load probe before the steps (every rank at once, as the profile's concurrent processes).
-    dist.barrier()
-    probe = [sweep_ms(model, rows, repeats=1)]
-    clock = ActionClock(stages)
-    mine = [p for m in modules for p in m.parameters()]
-    holds_first = 0 in plan.rank_to_stages[rank]
-    holds_last = plan.num_stages - 1 in plan.rank_to_stages[rank]
-    times, per_rank = [], []
-    P = dist.get_world_size()
-    for _ in range(1 + steps):
-        for p in mine:
-            p.grad = None
-        kwargs = {"target": labels, "losses": []} if holds_last else {}
-        clock.reset()
-        dist.barrier()
-        t0 = time.perf_counter()
-        schedule.step(*(inputs if holds_first else ()), **kwargs)
-        mine_ms = (time.perf_counter() - t0) * 1e3
-        ms = torch.tensor([mine_ms], dtype=torch.float64)
-        dist.all_reduce(ms, op=dist.ReduceOp.MAX)
-        times.append(ms.item())
-        # Per rank: step, F, I, B, W busy ms, wait ms, compute actions.
-        row = torch.zeros(P, 7, dtype=torch.float64)
-        row[rank] = torch.tensor([mine_ms, clock.busy.get("F", 0), clock.busy.get("I", 0), clock.busy.get("B", 0),
-                                  clock.busy.get("W", 0), clock.wait_ms, sum(clock.count.values())],
-                                 dtype=torch.float64)
-        dist.all_reduce(row)
-        per_rank.append(row.tolist())
-    clock.close()
-    for p in model.parameters():
-        p.grad = None
-    dist.barrier()
-    probe.append(sweep_ms(model, rows, repeats=1))
-    probe_t = torch.tensor(probe, dtype=torch.float64)
-    dist.all_reduce(probe_t)
-    probe_ms = probe_t.sum().item() / (2 * dist.get_world_size())  # mean over ranks, before and after
-    # The median step's per-rank breakdown (steps 1..N).
-    order = sorted(range(1, len(times)), key=lambda k: times[k])
-    mid = order[len(order) // 2]
-    names = ("step_ms", "F_ms", "I_ms", "B_ms", "W_ms", "wait_ms", "actions")
-    breakdown = [dict(zip(names, r)) for r in per_rank[mid]]
-    return {"dir": plan_dir, "model": model_path, "format": fmt, "P": plan.devices, "S": plan.num_stages,
-            "M": M, "first_step_ms": times[0], "steps_ms": times[1:], "median_ms": statistics.median(times[1:]),
-            "median_step_ranks": breakdown, "probe_ms": probe_ms}
+    """One schedule alone: 1 + ``steps`` steps."""
+    return time_cases([Case(plan_dir, model_path, fmt, scale, dtype, rows)], steps)[0]
 
 
 def scale_parser(ap: argparse.ArgumentParser) -> None:
@@ -198,13 +237,12 @@ def main(argv=None) -> int:
     rank = dist.get_rank()
     scale = Scale(hidden=args.hidden, seq=args.seq, vocab=args.vocab)
     dtype = getattr(torch, args.dtype)
-    results = []
     try:
-        for d, m in args.case:
-            r = time_case(d, m, args.format, scale, dtype, args.rows_per_microbatch, args.steps)
-            results.append(r)
-            if rank == 0:
-                print(f"{d}: P = {r['P']}, S = {r['S']}, M = {r['M']}: median step {r['median_ms']:.1f} ms "
+        cases = [Case(d, m, args.format, scale, dtype, args.rows_per_microbatch) for d, m in args.case]
+        results = time_cases(cases, args.steps)
+        if rank == 0:
+            for r in results:
+                print(f"{r['dir']}: P = {r['P']}, S = {r['S']}, M = {r['M']}: median step {r['median_ms']:.1f} ms "
                       f"(first step {r['first_step_ms']:.1f} ms; steps {', '.join(f'{t:.1f}' for t in r['steps_ms'])})",
                       flush=True)
     except (PlanError, ModelFileError, pipeline.PipelineBuildError) as e:
