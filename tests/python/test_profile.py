@@ -188,24 +188,33 @@ def test_fused_numbers_make_i_plus_w_the_fused_b(gemma_profile):
 
 
 def test_steptime_counts_the_actions_it_times(tmp_path):
-    """pipesmith.torch.steptime on a 1F1B plan (P = 2, M = 4): every rank times 2M compute actions
-    (F and B of each microbatch), and the step splits into busy, wait and the rest."""
+    """pipesmith.torch.steptime on a 1F1B and a ZB-H1 plan (P = 2, M = 4), their steps taken in turn
+    as bench/torch takes them: each rank times its own schedule's compute actions (1F1B: F and B of each
+    microbatch; ZB-H1: F, I and W), and each step splits into busy, wait and the rest."""
     import json
     from conftest import export, torchrun
     model = model_path("llama2-7b")
-    cli("baseline", model, "--devices", "2", "--microbatches", "4", "--schedule", "1f1b", "-o", str(tmp_path / "s.yaml"))
-    export(str(tmp_path / "s.yaml"), str(tmp_path / "pt"), model)
+    cases = []
+    for kind in ("1f1b", "zb-h1"):
+        cli("baseline", model, "--devices", "2", "--microbatches", "4", "--schedule", kind, "-o", str(tmp_path / f"{kind}.yaml"))
+        export(str(tmp_path / f"{kind}.yaml"), str(tmp_path / kind), model)
+        cases += ["--case", str(tmp_path / kind), model]
     out = tmp_path / "t.json"
-    rc, log = torchrun(2, ["-m", "pipesmith.torch.steptime", "--case", str(tmp_path / "pt"), model, "--steps", "1",
+    rc, log = torchrun(2, ["-m", "pipesmith.torch.steptime", *cases, "--steps", "2",
                            "--hidden", "16", "--seq", "8", "--vocab", "64", "--rows-per-microbatch", "1",
                            "--json", str(out)], timeout=120)
     assert rc == 0, log[-4000:]
-    (r,) = json.loads(out.read_text())
-    assert r["P"] == 2 and r["M"] == 4 and len(r["steps_ms"]) == 1 and r["probe_ms"] > 0
+    r, z = json.loads(out.read_text())
+    for res in (r, z):
+        assert res["P"] == 2 and res["M"] == 4 and len(res["steps_ms"]) == 2 and res["probe_ms"] > 0
     for rank in r["median_step_ranks"]:
         assert rank["actions"] == 8
         assert rank["F_ms"] > 0 and rank["B_ms"] > 0 and rank["I_ms"] == 0 and rank["W_ms"] == 0
         assert rank["F_ms"] + rank["B_ms"] + rank["wait_ms"] <= rank["step_ms"]
+    for rank in z["median_step_ranks"]:
+        assert rank["actions"] == 12 and rank["F_ms"] > 0 and rank["I_ms"] > 0 and rank["W_ms"] > 0
+        assert rank["B_ms"] == 0
+        assert rank["F_ms"] + rank["I_ms"] + rank["B_ms"] + rank["W_ms"] + rank["wait_ms"] <= rank["step_ms"]
 
 
 _COUNT_BACKWARDS = r'''

@@ -8,7 +8,8 @@ Every rank builds the reference transformer of MODEL.yaml at the given width (th
 ``pipesmith.torch.profile`` measured with the same flags), takes its stages from the plan and loads
 the CSV into ``_PipelineScheduleRuntime``, as :mod:`pipesmith.torch.run` does (same package
 functions). It runs 1 + N steps on one batch of M microbatches, the cases' steps in turn (step k of
-every case, then step k + 1: a drift in the machine's speed falls on all of them alike): before each
+every case, then step k + 1: a drift in the machine's speed falls on all of them alike; with several
+cases an untimed step of the same case before each timed one, so that it runs on warm caches): before each
 step every rank meets at a barrier, then it times ``schedule.step``; a step's time is the slowest
 rank's (all_reduce MAX).
 Step 0, which also carries PyTorch's first-step shape/metadata exchange, is reported on its own;
@@ -151,7 +152,8 @@ class Case:
         dist.barrier()
         self.probe.append(sweep_ms(self.model, self.rows, repeats=1))
 
-    def step(self) -> float:
+    def step(self, record: bool = True) -> float:
+        """One step on every rank; ``record``: keep its time (else a warm-up step)."""
         P, rank = dist.get_world_size(), dist.get_rank()
         for p in self.mine:
             p.grad = None
@@ -166,6 +168,8 @@ class Case:
             self.clock.stop()
         ms = torch.tensor([mine_ms], dtype=torch.float64)
         dist.all_reduce(ms, op=dist.ReduceOp.MAX)
+        if not record:
+            return ms.item()
         self.times.append(ms.item())
         # Per rank: step, F, I, B, W busy ms, wait ms, compute actions.
         c = self.clock
@@ -193,11 +197,15 @@ class Case:
 
 def time_cases(cases: list[Case], steps: int) -> list[dict]:
     """1 + ``steps`` steps of every case, taken in turn (step k of every case, then step k + 1), so that
-    a drift in the machine's speed falls on every schedule alike; the load probe before and after."""
+    a drift in the machine's speed falls on every schedule alike; with several cases each timed step
+    follows an untimed one of the same case, so that it finds the caches as a training loop leaves
+    them, not as the other schedules did. The load probe before and after."""
     for c in cases:
         c.load_probe()
-    for _ in range(1 + steps):
+    for k in range(1 + steps):
         for c in cases:
+            if k > 0 and len(cases) > 1:
+                c.step(record=False)
             c.step()
     for c in cases:
         c.load_probe()
