@@ -348,3 +348,13 @@ def test_chain_profile_measures_the_split_w_walk_and_the_checker_reads_it(tmp_pa
         assert lowered[s]["weight_walk_ms"] == pytest.approx(walks[s], rel=1e-5)
     # The fused numbers (B-only schedules' costs) carry no walk.
     assert all(t.numbers("fused")["weight_walk_ms"] == 0 for t in result.types)
+
+
+def test_full_width_needs_the_architecture_it_builds(tmp_path):
+    # --full-width takes the sizes from the architecture: one without them is refused, named, exit 1.
+    text = open(FULL).read().replace(" seq_length: 32,", "")
+    bad = tmp_path / "no-seq.yaml"
+    bad.write_text(text)
+    p = _pipesmith("profile", "--backend", "torch", str(bad), "--full-width", "--method", "single")
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert "--full-width: architecture.seq_length" in p.stderr and "needs hidden_size, vocab_size" in p.stderr

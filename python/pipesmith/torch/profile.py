@@ -588,8 +588,8 @@ def _weight_walk_ms(model, first: int, carry: dict, chain, clock, o: ProfileOpti
     names = model.layout_before(first)
     ws = []
     for r in range(o.warmup + o.repeats):
-        inputs = [carry[k_].detach().clone().requires_grad_(True) if carry[k_].is_floating_point() else carry[k_]
-                  for k_ in names]
+        inputs = [carry[nm].detach().clone().requires_grad_(True) if carry[nm].is_floating_point() else carry[nm]
+                  for nm in names]
         res = stage(*inputs)
         res = list(res) if isinstance(res, tuple) else [res]
         outs = [x for x in res if x.is_floating_point() and x.requires_grad]

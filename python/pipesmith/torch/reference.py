@@ -52,13 +52,13 @@ class Scale:
     @staticmethod
     def full(arch: dict) -> "Scale":
         """The architecture's own width: hidden size, heads, vocabulary, sequence, experts, routed MoE."""
-        h = int(arch.get("hidden_size", 0) or 0)
-        if h <= 0:
-            raise ModelFileError("architecture.hidden_size is required to build the reference model")
-        return Scale(hidden=h, max_heads=1 << 20,
-                     vocab=max(2, int(arch.get("vocab_size", 0) or 0)),
-                     seq=max(1, int(arch.get("seq_length", 0) or 0) or 1),
-                     max_experts=1 << 20, routed=True)
+        need = {k: int(arch.get(k, 0) or 0) for k in ("hidden_size", "vocab_size", "seq_length")}
+        missing = [k for k, v in need.items() if v <= 0]
+        if missing or need["vocab_size"] < 2:
+            raise ModelFileError(f"architecture.{', '.join(missing or ['vocab_size'])}: a full-width model needs "
+                                 "hidden_size, vocab_size (>= 2) and seq_length > 0")
+        return Scale(hidden=need["hidden_size"], max_heads=1 << 20, vocab=need["vocab_size"],
+                     seq=need["seq_length"], max_experts=1 << 20, routed=True)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,7 +92,7 @@ def _dims(arch: dict, scale: Scale, vocab: int) -> Dims:
     while heads % kv:
         kv -= 1
     head_dim = max(2, scale.hidden // heads)
-    if r == 1 and int(arch.get("head_dim", 0) or 0) > 0:  # full width: the architecture's own head size
+    if r == 1 and heads == a and int(arch.get("head_dim", 0) or 0) > 0:  # full width: its own head size
         head_dim = int(arch["head_dim"])
     head_dim += head_dim % 2  # RoPE rotates pairs
     ffn = max(2, round(int(arch.get("ffn_hidden_size", 4 * h) or 4 * h) * r))
