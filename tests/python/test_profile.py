@@ -358,3 +358,31 @@ def test_full_width_needs_the_architecture_it_builds(tmp_path):
     p = _pipesmith("profile", "--backend", "torch", str(bad), "--full-width", "--method", "single")
     assert p.returncode == 1, p.stdout + p.stderr
     assert "--full-width: architecture.seq_length" in p.stderr and "needs hidden_size, vocab_size" in p.stderr
+
+
+def test_bench_gpu_layers_runs_its_path_on_the_cpu(tmp_path):
+    # bench/gpu-layers as a user runs it, on the CPU and a tiny full-width model: measure writes the
+    # profile and its log, table holds every layer type against `pipesmith lower --json`.
+    from conftest import pipesmith_binary
+    bench = os.path.join(ROOT, "bench", "gpu-layers")
+    env = _env(PIPESMITH=pipesmith_binary())
+    out = tmp_path / "gl"
+    p = subprocess.run([sys.executable, bench, "--device", "cpu", "--dtype", "float32", "--models", FULL,
+                        "--out", str(out), "--repeats", "1", "--warmup", "0"], capture_output=True, text=True,
+                       timeout=300, env=env, cwd=ROOT)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "[1/1] tiny-full-width: profiling every layer type at full width on cpu" in p.stderr
+    assert sorted(os.listdir(out)) == ["tiny-full-width.log", "tiny-full-width.yaml"]
+    rows = {line.split(" | ")[1].split()[0]: line.strip("| ").split(" | ") for line in p.stdout.splitlines()
+            if line.startswith("| tiny-full-width |")}
+    assert sorted(rows) == ["A", "E", "L", "M"]
+    for sym, cells in rows.items():
+        f_analytic, f_measured, f_ratio = (float(c) for c in cells[3:6])
+        assert f_analytic > 0 and f_measured > 0
+        assert f_ratio == pytest.approx(f_measured / f_analytic, rel=0.01), sym
+    p = subprocess.run([sys.executable, bench, "table", str(out), "--models", "llama2-7b"], capture_output=True,
+                       text=True, timeout=60, env=env, cwd=ROOT)
+    assert p.returncode == 1 and "nothing measured" in p.stderr and "llama2-7b.log" in p.stderr
+    p = subprocess.run([sys.executable, bench, "measure", "--models", "no-such-model"], capture_output=True,
+                       text=True, timeout=60, env=env, cwd=ROOT)
+    assert p.returncode == 1 and "no such shipped model or model file: no-such-model" in p.stderr
