@@ -86,6 +86,10 @@ Result<WholeLayerModel> whole_layer_model(const Spec& spec) {
         return Status::bad_input(fmt::format("model '{}': too many distinct joined-layer patterns to group ({} free symbols)",
                                              m.name, free_symbols.size()));
       LayerType t = summed_costs(m, a, b - 1);
+      // A split W's walk counts the layers before each member in its stage, original layers, not
+      // groups: the walks inside the group are in W already; each earlier group adds its own size
+      // in layers, taken as this group's (exact where the groups before it are as large).
+      t.weight_walk_ms *= b - a;
       t.symbol = free_symbols[next_free++];
       t.loc = m.type_of(a).loc;
       for (int l = a; l < b; ++l) {

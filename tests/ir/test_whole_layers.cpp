@@ -71,3 +71,35 @@ pipeline: {microbatches: 4}
     CHECK(a->stages[s].output_mb == b->stages[s].output_mb);
   }
 }
+
+TEST_CASE("whole layers: a split W's walk counts original layers, not groups") {
+  auto spec = parse_spec(R"(schema: 1
+model:
+  name: walked
+  layer_types:
+    E: {name: embedding, forward_ms: 1, backward_input_ms: 0, backward_weight_ms: 1, activation_mb: 1, wgrad_stash_mb: 0, output_mb: 1, params_m: 1}
+    A: {name: attention, forward_ms: 1, backward_input_ms: 1, backward_weight_ms: 1, activation_mb: 1, wgrad_stash_mb: 1, output_mb: 1, params_m: 1, weight_walk_ms: 0.5, joins_next: true}
+    F: {name: moe, forward_ms: 2, backward_input_ms: 2, backward_weight_ms: 3, activation_mb: 1, wgrad_stash_mb: 1, output_mb: 1, params_m: 1, weight_walk_ms: 0.25}
+  layers:
+    - {type: E}
+    - {type: AF, repeat: 4}
+cluster: {devices: 2}
+pipeline: {microbatches: 4}
+)",
+                         "w.yaml");
+  REQUIRE_MESSAGE(spec.ok(), spec.status().str());
+  auto w = whole_layer_model(*spec);
+  REQUIRE(w.ok());
+  const LayerType& af = w->spec.model.type_of(1);
+  CHECK(af.weight_walk_ms == doctest::Approx(1.5));  // (0.5 + 0.25) x 2 layers a group
+  CHECK(af.backward_weight_ms == doctest::Approx(4.25));  // 1 + 3 + the MoE's walk over the attention
+  // A stage of whole groups: W as the original layers cost it.
+  Partition grouped = {{0, 0}, {1, 4}};
+  auto a = make_problem(w->spec, grouped, {0, 1});
+  auto b = make_problem(*spec, refine_partition(grouped, *w), {0, 1});
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
+  CHECK(a->stages[1].bwd_weight_ms == doctest::Approx(b->stages[1].bwd_weight_ms));
+  CHECK(b->stages[1].bwd_weight_ms == doctest::Approx(4 * 4.0 + 0.5 * (0 + 2 + 4 + 6) + 0.25 * (1 + 3 + 5 + 7)));
+  CHECK(a->stages[1].bwd_ms() == doctest::Approx(b->stages[1].bwd_ms()));
+}
