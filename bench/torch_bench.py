@@ -85,6 +85,7 @@ class Row:
     load: float = 1.0  # the load probe's sweep around this schedule's steps / the same sweep during the profile
     first_step_ms: float = 0.0
     spread: tuple[float, float] = (0.0, 0.0)
+    steps_ms: list[float] = dataclasses.field(default_factory=list)  # the timed steps, in order
 
 
 def b_only(pt_dir: str) -> bool:
@@ -239,6 +240,7 @@ def main(argv=None) -> int:
             row.measured_ms = r["median_ms"]
             row.first_step_ms = r["first_step_ms"]
             row.spread = (min(r["steps_ms"]), max(r["steps_ms"]))
+            row.steps_ms = list(r["steps_ms"])
             row.ranks = r["median_step_ranks"]
             row.load = r["probe_ms"] / probe_profile
         log(f"{name}: timing the unpipelined step")
@@ -246,12 +248,50 @@ def main(argv=None) -> int:
         unpiped, _ = unpipelined_step_ms(profiled, scale, torch.float32, M, args.rows_per_microbatch, args.steps)
         all_rows[name] = (hidden, max(f_ms) if f_ms else 0.0, unpiped, rows)
         print_table(name, hidden, max(f_ms) if f_ms else 0.0, unpiped, rows, P, M, args, overhead_ms)
+    print("### Summary\n")
+    for name, (_, _, _, rows) in all_rows.items():
+        print(f"* {name}: " + "; ".join(verdict(rows)))
+    print()
     if args.json:
         with open(args.json, "w") as f:
             json.dump({k: {"hidden": v[0], "max_layer_f_ms": v[1], "unpipelined_ms": v[2],
                            "rows": [dataclasses.asdict(r) for r in v[3]]} for k, v in all_rows.items()}, f, indent=1)
     print(f"Bench: {time.monotonic() - t_start:.0f} s; files in {work}")
     return 0
+
+
+def iqr(steps: list[float]) -> float:
+    """The interquartile range of a schedule's timed steps (0 for fewer than two)."""
+    if len(steps) < 2:
+        return 0.0
+    q = statistics.quantiles(steps, n=4, method="inclusive")
+    return q[2] - q[0]
+
+
+def verdict(rows: list[Row], tolerance: float = 0.10) -> list[str]:
+    """The bench's two questions for one model, answered from its rows: is every schedule's measured
+    median within ``tolerance`` of its simulation (posted), and is the schedule the simulation ranks
+    first the fastest measured, or behind it by less than the noise, taken as the larger interquartile
+    range of the two schedules' timed steps."""
+    ratios = [(r.label, r.measured_ms / r.sim_posted_ms) for r in rows]
+    misses = [(n, x) for n, x in ratios if abs(x - 1) > tolerance]
+    line = (f"{len(rows) - len(misses)} of {len(rows)} schedules within {100 * tolerance:.0f} % of their simulation "
+            f"(measured/simulated {min(x for _, x in ratios):.3f}-{max(x for _, x in ratios):.3f})")
+    if misses:
+        line += "; outside: " + ", ".join(f"{n} {x:.3f}" for n, x in misses)
+    out = [line]
+    first = min(rows, key=lambda r: r.sim_posted_ms)
+    fastest = min(rows, key=lambda r: r.measured_ms)
+    if first is fastest:
+        out.append(f"ranked first by the simulation: {first.label}, the fastest measured")
+        return out
+    gap = first.measured_ms - fastest.measured_ms
+    noise = max(iqr(first.steps_ms), iqr(fastest.steps_ms))
+    within = gap <= noise
+    out.append(f"ranked first by the simulation: {first.label}, {100 * gap / fastest.measured_ms:.1f} % behind the "
+               f"fastest measured, {fastest.label} ({gap:.1f} ms between the medians; the larger interquartile "
+               f"range of their steps {noise:.1f} ms): {'within' if within else 'outside'} the noise")
+    return out
 
 
 def print_table(name, hidden, max_f, unpiped, rows: list[Row], P, M, args, overhead_ms: float) -> None:
@@ -275,6 +315,9 @@ def print_table(name, hidden, max_f, unpiped, rows: list[Row], P, M, args, overh
               f"{r.measured_ms / r.sim_posted_ms:.3f} | {r.load:.3f} | {r.measured_ms / (r.sim_posted_ms * r.load):.3f} | "
               f"{fused} | {r.measured_ms / (r.sim_ops_ms * r.load):.3f} | {a} | {e} | {b} | {c} |")
     print(f"| unpipelined (1 process) | 1 | | | {unpiped:.1f} ms | | | | | | | | | | | |")
+    print()
+    for line in verdict(rows):
+        print(f"* {line}")
     print()
     print("Where the time goes in the median step, per rank: simulated busy (the profiled F/I/W/B of its ops, "
           "B the fused backward_ms, without the op_overhead_ms the simulation adds to each), "
