@@ -164,6 +164,7 @@ def main(argv=None) -> int:
     env["PIPESMITH_PYTHON"] = sys.executable
     import torch
     from pipesmith.torch.reference import Scale
+    from pipesmith.torch.profile import write_atomic
     from pipesmith.torch.steptime import unpipelined_step_ms
     P, M = args.devices, args.microbatches
     t_start = time.monotonic()
@@ -197,8 +198,7 @@ def main(argv=None) -> int:
             log(f"{name}: measuring the per-action overhead (interleaved 1F1B in PyTorch)")
             overhead_ms = measure_overhead(exe, profiled, cluster, os.path.join(mdir, "overhead"), P, M, shape, args, env)
             sim_cluster = os.path.join(work, "gloo-link-overhead.yaml")
-            with open(sim_cluster, "w") as f:
-                f.write(link_text + f"  op_overhead_ms: {overhead_ms:.4g}\n")
+            write_atomic(sim_cluster, link_text + f"  op_overhead_ms: {overhead_ms:.4g}\n")
             print(f"Per-action overhead (PyTorch's runtime, measured on {name}): {overhead_ms:.3f} ms "
                   "(op_overhead_ms of the cluster the schedules are made and simulated on)\n")
         rows: list[Row] = []
@@ -253,9 +253,9 @@ def main(argv=None) -> int:
         print(f"* {name}: " + "; ".join(verdict(rows)))
     print()
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump({k: {"hidden": v[0], "max_layer_f_ms": v[1], "unpipelined_ms": v[2],
-                           "rows": [dataclasses.asdict(r) for r in v[3]]} for k, v in all_rows.items()}, f, indent=1)
+        write_atomic(args.json, json.dumps({k: {"hidden": v[0], "max_layer_f_ms": v[1], "unpipelined_ms": v[2],
+                                                "rows": [dataclasses.asdict(r) for r in v[3]]}
+                                            for k, v in all_rows.items()}, indent=1) + "\n")
     print(f"Bench: {time.monotonic() - t_start:.0f} s; files in {work}")
     return 0
 
