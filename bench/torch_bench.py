@@ -272,7 +272,9 @@ def verdict(rows: list[Row], tolerance: float = 0.10) -> list[str]:
     """The bench's two questions for one model, answered from its rows: is every schedule's measured
     median within ``tolerance`` of its simulation (posted), and is the schedule the simulation ranks
     first the fastest measured, or behind it by less than the noise, taken as the larger interquartile
-    range of the two schedules' timed steps."""
+    range of the two schedules' timed steps. Between them, the load probe: a drift of the machine's
+    speed between the profile and the steps would move every ratio, and the line says when the probe
+    suggests one."""
     ratios = [(r.label, r.measured_ms / r.sim_posted_ms) for r in rows]
     misses = [(n, x) for n, x in ratios if abs(x - 1) > tolerance]
     line = (f"{len(rows) - len(misses)} of {len(rows)} schedules within {100 * tolerance:.0f} % of their simulation "
@@ -280,6 +282,15 @@ def verdict(rows: list[Row], tolerance: float = 0.10) -> list[str]:
     if misses:
         line += "; outside: " + ", ".join(f"{n} {x:.3f}" for n, x in misses)
     out = [line]
+    loads = sorted(r.load for r in rows)
+    median_load = statistics.median(loads)
+    line = (f"load probe (the model's sweep around the steps / in the profile), median over the schedules "
+            f"{median_load:.3f} ({loads[0]:.3f}-{loads[-1]:.3f})")
+    if abs(median_load - 1) > tolerance:
+        line += (f": more than {100 * tolerance:.0f} % from 1, so the machine's speed may have drifted between "
+                 "the profile and the steps, which moves every ratio alike (the probe is a few seconds' sample "
+                 "itself: docs/pytorch.md, \"Load drift\")")
+    out.append(line)
     first = min(rows, key=lambda r: r.sim_posted_ms)
     fastest = min(rows, key=lambda r: r.measured_ms)
     if first is fastest:

@@ -19,8 +19,9 @@ def _bench():
 tb = _bench()
 
 
-def _row(label: str, sim: float, steps: list[float]):
+def _row(label: str, sim: float, steps: list[float], load: float = 1.0):
     r = tb.Row(label, 2, sim, sim, [sim, sim])
+    r.load = load
     r.steps_ms = steps
     r.measured_ms = sorted(steps)[len(steps) // 2]
     return r
@@ -29,6 +30,8 @@ def _row(label: str, sim: float, steps: list[float]):
 def test_first_ranked_and_fastest():
     rows = [_row("a", 100, [99, 101, 100]), _row("b", 110, [108, 112, 111])]
     assert tb.verdict(rows) == ["2 of 2 schedules within 10 % of their simulation (measured/simulated 1.000-1.009)",
+                                "load probe (the model's sweep around the steps / in the profile), median over the "
+                                "schedules 1.000 (1.000-1.000)",
                                 "ranked first by the simulation: a, the fastest measured"]
 
 
@@ -36,10 +39,10 @@ def test_behind_within_and_outside_the_noise():
     # a ranks first, b measures faster by 6 ms: inside a's interquartile range of 10 ms, then outside 2 ms.
     noisy = [_row("a", 100, [90, 100, 106, 110, 96]), _row("b", 102, [93, 94, 95, 96, 94])]
     v = tb.verdict(noisy)
-    assert v[1].startswith("ranked first by the simulation: a, 6.4 % behind the fastest measured, b (6.0 ms")
-    assert v[1].endswith("interquartile range of their steps 10.0 ms): within the noise")
+    assert v[2].startswith("ranked first by the simulation: a, 6.4 % behind the fastest measured, b (6.0 ms")
+    assert v[2].endswith("interquartile range of their steps 10.0 ms): within the noise")
     quiet = [_row("a", 100, [105, 106, 106, 107, 105]), _row("b", 102, [100, 100, 101, 100, 99])]
-    assert tb.verdict(quiet)[1].endswith("1.0 ms): outside the noise")
+    assert tb.verdict(quiet)[2].endswith("1.0 ms): outside the noise")
 
 
 def test_misses_are_named():
@@ -47,3 +50,14 @@ def test_misses_are_named():
     assert tb.verdict(rows)[0] == ("2 of 3 schedules within 10 % of their simulation (measured/simulated "
                                    "0.952-1.250); outside: zb 1.250")
     assert tb.iqr([5.0]) == 0.0
+
+
+def test_a_drifted_machine_is_said():
+    rows = [_row("a", 100, [120, 121, 122], load=1.2), _row("b", 110, [130, 131, 132], load=1.25),
+            _row("c", 120, [140, 141, 142], load=1.15)]
+    v = tb.verdict(rows)
+    assert v[0].startswith("0 of 3 schedules within 10 %")
+    assert v[1] == ("load probe (the model's sweep around the steps / in the profile), median over the schedules "
+                    "1.200 (1.150-1.250): more than 10 % from 1, so the machine's speed may have drifted between the "
+                    "profile and the steps, which moves every ratio alike (the probe is a few seconds' sample "
+                    "itself: docs/pytorch.md, \"Load drift\")")
