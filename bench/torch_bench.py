@@ -8,7 +8,7 @@ interleaved 1F1B, ZB-H1 and ZB-V), export it (`pipesmith export --to pytorch`), 
 (`pipesmith simulate`, rendezvous and posted semantics), and time it in PyTorch
 (`torchrun -m pipesmith.torch.steptime`: P ranks, one thread each, 1 + N steps, median of the N);
 and the unpipelined step (one process, every microbatch's F and backward in turn). Prints one
-Markdown table per model and a summary; progress goes to stderr.
+Markdown table per model with its verdict (see verdict) and a summary; progress goes to stderr.
 """
 from __future__ import annotations
 
@@ -136,7 +136,13 @@ def measure_overhead(exe: str, profiled: str, cluster: str, odir: str, P: int, M
 def main(argv=None) -> int:
     from pipesmith.torch.profile import ProfileOptions
     d = ProfileOptions()
-    ap = argparse.ArgumentParser(prog="bench/torch", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(
+        prog="bench/torch",
+        description="Profile each model with PyTorch, make the synthesized plan and four baselines on the "
+                    "measured costs, run them in PyTorch (P ranks, gloo, one thread each) and print the "
+                    "measured median step beside pipesmith's simulation: a Markdown table per model, the "
+                    "verdict under it (within 10 %?, is the first-ranked the fastest?) and a summary; "
+                    "progress on stderr (docs/pytorch.md, \"Measured vs simulated\").")
     ap.add_argument("--models", default=",".join(MODELS), help="comma-separated shipped models (configs/models)")
     ap.add_argument("--hidden", type=int, default=0, help="hidden size for every model (default: per model)")
     ap.add_argument("--seq", type=int, default=d.seq)
