@@ -383,6 +383,12 @@ def test_bench_gpu_layers_runs_its_path_on_the_cpu(tmp_path):
     p = subprocess.run([sys.executable, bench, "table", str(out), "--models", "llama2-7b"], capture_output=True,
                        text=True, timeout=60, env=env, cwd=ROOT)
     assert p.returncode == 1 and "nothing measured" in p.stderr and "llama2-7b.log" in p.stderr
+    p = subprocess.run([sys.executable, bench, "measure", "--device", "cpu", "--models", FULL, "llama2-7b",
+                        "--out", str(tmp_path / "none"), "--budget", "0.5"], capture_output=True, text=True,
+                       timeout=60, env=env, cwd=ROOT)
+    assert p.returncode == 1, p.stderr
+    assert "[1/2] tiny-full-width: skipped, the --budget of 0.5 s is spent" in p.stderr
+    assert "[2/2] llama2-7b: skipped" in p.stderr and not os.listdir(tmp_path / "none")
     p = subprocess.run([sys.executable, bench, "measure", "--models", "no-such-model"], capture_output=True,
                        text=True, timeout=60, env=env, cwd=ROOT)
     assert p.returncode == 1 and "no such shipped model or model file: no-such-model" in p.stderr
