@@ -150,7 +150,7 @@ class Case:
         for p in self.model.parameters():
             p.grad = None
         dist.barrier()
-        self.probe.append(sweep_ms(self.model, self.rows, repeats=1))
+        self.probe.append(sweep_ms(self.model, self.rows, repeats=3))  # medians: one sweep alone can spike by half
 
     def step(self, record: bool = True) -> float:
         """One step on every rank; ``record``: keep its time (else a warm-up step)."""
