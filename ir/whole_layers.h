@@ -5,7 +5,8 @@
 // Guarantees: layer k of the result covers the original layers [first[k], first[k+1]); a group of
 // one layer keeps its type; a group of several gets a type of its own per distinct symbol pattern
 // (a symbol unused by the model) whose F/I/W times, activation, stash and parameters are the sums
-// (weight_walk_ms: the members' sum times the group's size, the layers an earlier group of that size puts below each member),
+// (weight_walk_ms: the members' sum times the group's size, the layers an earlier group of that
+// size puts below each member),
 // split_backward the conjunction, output_mb the bytes its members hand to layers after the group
 // (the last member's output, plus any member read by a later layer through `inputs`), and whose
 // name joins the members' names with '+'; `kind` is set to the Megatron kind word of the group
