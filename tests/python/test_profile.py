@@ -383,6 +383,10 @@ def test_bench_gpu_layers_runs_its_path_on_the_cpu(tmp_path):
     p = subprocess.run([sys.executable, bench, "table", str(out), "--models", "llama2-7b"], capture_output=True,
                        text=True, timeout=60, env=env, cwd=ROOT)
     assert p.returncode == 1 and "nothing measured" in p.stderr and "llama2-7b.log" in p.stderr
+    (out / "tiny-full-width.yaml").write_text("model: {layer_types: [1, 2\n")
+    p = subprocess.run([sys.executable, bench, "table", str(out), "--models", FULL], capture_output=True,
+                       text=True, timeout=60, env=env, cwd=ROOT)
+    assert p.returncode == 1 and "tiny-full-width.yaml at line 2: not a profile pipesmith wrote" in p.stderr
     p = subprocess.run([sys.executable, bench, "measure", "--device", "cpu", "--models", FULL, "llama2-7b",
                         "--out", str(tmp_path / "none"), "--budget", "0.5"], capture_output=True, text=True,
                        timeout=60, env=env, cwd=ROOT)
