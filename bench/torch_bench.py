@@ -84,7 +84,6 @@ class Row:
     same_partition: bool = True
     load: float = 1.0  # the load probe's sweep around this schedule's steps / the same sweep during the profile
     first_step_ms: float = 0.0
-    spread: tuple[float, float] = (0.0, 0.0)
     steps_ms: list[float] = dataclasses.field(default_factory=list)  # the timed steps, in order
 
 
@@ -245,7 +244,6 @@ def main(argv=None) -> int:
         for row, r in zip(rows, json.load(open(res_json))):
             row.measured_ms = r["median_ms"]
             row.first_step_ms = r["first_step_ms"]
-            row.spread = (min(r["steps_ms"]), max(r["steps_ms"]))
             row.steps_ms = list(r["steps_ms"])
             row.ranks = r["median_step_ranks"]
             row.load = r["probe_ms"] / probe_profile
@@ -328,7 +326,7 @@ def print_table(name, hidden, max_f, unpiped, rows: list[Row], P, M, args, overh
         fused = f"{r.sim_ops_ms:.1f} ms" + ("" if r.same_partition else " (other partition)") \
             if r.sim_ops_ms != r.sim_posted_ms else "(split)"
         print(f"| {r.label} | {r.stages} | {r.sim_rendezvous_ms:.1f} ms | {r.sim_posted_ms:.1f} ms | "
-              f"{r.measured_ms:.1f} ms | {r.spread[0]:.0f}-{r.spread[1]:.0f} | {r.first_step_ms:.0f} ms | "
+              f"{r.measured_ms:.1f} ms | {min(r.steps_ms):.0f}-{max(r.steps_ms):.0f} | {r.first_step_ms:.0f} ms | "
               f"{r.measured_ms / r.sim_posted_ms:.3f} | {r.load:.3f} | {r.measured_ms / (r.sim_posted_ms * r.load):.3f} | "
               f"{fused} | {r.measured_ms / (r.sim_ops_ms * r.load):.3f} | {a} | {e} | {b} | {c} |")
     print(f"| unpipelined (1 process) | 1 | | | {unpiped:.1f} ms | | | | | | | | | | | |")

@@ -83,9 +83,9 @@ struct Model {
 // The per-microbatch costs of layers first..last run as one: F, I and W times, activation, stash,
 // parameters and both recompute options summed in layer order, W with each layer's weight_walk_ms
 // times the layers before it in the range (weight_walk_ms itself summed); backward_ms, when any of the
-// layers gives it or walks, the sum of their fused_backward_ms() (B has no walk); split_backward only when every layer's backward splits. The
-// other fields (name, output, shards, ...) keep their defaults: what a run sends on and what it is
-// called depend on who asks (a stage, a joined layer).
+// layers gives it or walks, the sum of their fused_backward_ms() (B has no walk); split_backward only
+// when every layer's backward splits. The other fields (name, output, shards, ...) keep their
+// defaults: what a run sends on and what it is called depend on who asks (a stage, a joined layer).
 LayerType summed_costs(const Model& m, int first, int last);
 
 // Point-to-point link: transfer time = latency + bytes / bandwidth.

@@ -393,6 +393,9 @@ def test_bench_gpu_layers_runs_its_path_on_the_cpu(tmp_path):
     assert p.returncode == 1, p.stderr
     assert "[1/2] tiny-full-width: skipped, the --budget of 0.5 s is spent" in p.stderr
     assert "[2/2] llama2-7b: skipped" in p.stderr and not os.listdir(tmp_path / "none")
+    p = subprocess.run([sys.executable, bench, "measure", "--budget", "-1", "--repeats", "0"], capture_output=True,
+                       text=True, timeout=60, env=env, cwd=ROOT)
+    assert p.returncode == 2 and "--budget must be > 0, got -1; --repeats must be >= 1, got 0" in p.stderr
     p = subprocess.run([sys.executable, bench, "measure", "--models", "no-such-model"], capture_output=True,
                        text=True, timeout=60, env=env, cwd=ROOT)
     assert p.returncode == 1 and "no such shipped model or model file: no-such-model" in p.stderr

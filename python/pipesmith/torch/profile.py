@@ -36,8 +36,8 @@ and times it alone on random inputs of the carry's shapes, so that a model too l
 is profiled layer type by layer type. ``full_width`` builds the layers at the architecture's own
 hidden size, heads (and ``head_dim``), experts, vocabulary, sequence length and ``micro_batch_size``
 (the numbers the analytic cost model uses), the MoE routing each token to its top-k experts only;
-on CUDA attention is PyTorch's fused ``scaled_dot_product_attention``. ``concurrent`` = N runs N - 1 other processes sweeping
-meanwhile, as N ranks load the machine.
+on CUDA attention is PyTorch's fused ``scaled_dot_product_attention``. ``concurrent`` = N runs N - 1
+other processes sweeping meanwhile, as N ranks load the machine.
 
 Times are medians over the repeats: wall clock after ``torch.set_num_threads(threads)`` on the CPU,
 ``torch.cuda.Event`` pairs on CUDA. Memory per microbatch comes from one extra, untimed repeat of the type's first layer under
