@@ -37,20 +37,13 @@ from .plan import PlanError, load_plan
 from .reference import ReferenceTransformer, Scale, loss_fn
 
 
-def _batch(model, M: int, rows: int, seq: int, seed: int = 99):
-    g = torch.Generator().manual_seed(seed)
-    tokens = torch.randint(0, model.vocab, (M * rows, seq), generator=g)
-    labels = torch.randint(0, model.vocab, (M * rows, seq), generator=g)
-    return tokens, labels
-
-
 def unpipelined_step_ms(model_path: str, scale: Scale, dtype: torch.dtype, M: int, rows: int, steps: int,
                         threads: int = 1) -> tuple[float, float]:
     """(median step ms over ``steps`` after one warm-up step, the warm-up step's ms): the whole model,
     M microbatches each F then backward, in this process."""
     torch.set_num_threads(threads)
     model = ReferenceTransformer(load_model(model_path), scale, dtype=dtype)
-    tokens, labels = _batch(model, M, rows, scale.seq)
+    tokens, labels = model.batch(M * rows)
     inputs = model.step_inputs(tokens, labels)
     chunks = [torch.tensor_split(x, M) for x in inputs]
     label_chunks = torch.tensor_split(labels, M)
@@ -131,7 +124,7 @@ class Case:
             raise PlanError(f"{plan.path}: the plan is for {plan.devices} ranks, the job has {dist.get_world_size()}")
         self.plan_dir, self.model_path, self.fmt, self.plan, self.rows = plan_dir, model_path, fmt, plan, rows
         self.model = ReferenceTransformer(load_model(model_path), scale, dtype=dtype)
-        tokens, self.labels = _batch(self.model, plan.microbatches, rows, scale.seq)
+        tokens, self.labels = self.model.batch(plan.microbatches * rows)
         self.inputs = self.model.step_inputs(tokens, self.labels)
         modules = pipeline.reference_stage_modules(self.model, plan, rank)
         stages = pipeline.make_stages(modules, plan, rank, torch.device("cpu"))
