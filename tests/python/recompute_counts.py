@@ -62,7 +62,7 @@ def main() -> None:
     dist.init_process_group("gloo")
     for plan_dir, model_path in args.case:
         count(plan_dir, model_path, args.format, dist.get_rank())
-    dist.destroy_process_group()
+    pipeline.finish()
 
 
 if __name__ == "__main__":

@@ -229,7 +229,7 @@ def count_full(*a, **k):
     calls["full"] += 1
     return orig_full(*a, **k)
 stage_mod.stage_backward_input, stage_mod.stage_backward = count_input, count_full
-from pipesmith.torch import steptime
+from pipesmith.torch import pipeline, steptime
 from pipesmith.torch.reference import Scale
 torch.set_num_threads(1)
 dist.init_process_group("gloo")
@@ -237,7 +237,7 @@ steptime.time_case(sys.argv[1], sys.argv[2], "compute_comms", Scale(hidden=8, se
 # One file per rank: two ranks' prints share torchrun's stdout and may interleave mid-line.
 with open(f"{sys.argv[3]}/counts.{dist.get_rank()}.json", "w") as f:
     json.dump(calls, f)
-dist.destroy_process_group()
+pipeline.finish()
 '''
 
 
@@ -338,8 +338,12 @@ def test_chain_profile_measures_the_split_w_walk_and_the_checker_reads_it(tmp_pa
     spec = load_model(model_path("gpt-oss-like"))
     result = profile_model(spec, TINY)
     walks = {t.symbol: t.weight_walk_ms for t in result.types}
-    assert walks["E"] == 0 and walks[spec.layers[-1].symbol] == 0  # no I; the last layer
-    inner = [s for s in walks if s not in ("E", spec.layers[-1].symbol)]
+    assert walks["E"] == 0  # no I, so no split W
+    # The head's four shards are timed as a stage of three (the final layer, whose loss ends the step,
+    # is left out): a few parameter groups, so its walk is positive or 0 within the timing noise.
+    head = spec.layers[-1].symbol
+    assert walks[head] >= 0
+    inner = [s for s in walks if s not in ("E", head)]
     assert inner and all(walks[s] > 0 for s in inner), walks
     out = tmp_path / "gpt-oss-profiled.yaml"
     write_atomic(str(out), profiled_yaml(model_path("gpt-oss-like"), result))

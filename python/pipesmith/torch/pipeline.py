@@ -22,9 +22,12 @@ backward starts.
 from __future__ import annotations
 
 import copy
-from typing import Callable, Sequence
+import os
+import sys
+from typing import Callable, NoReturn, Sequence
 
 import torch
+import torch.distributed as dist
 from torch import nn
 
 from .plan import Plan, PlanError, Stage
@@ -61,6 +64,29 @@ def require_features() -> None:
     if missing:
         raise RuntimeError(f"PyTorch {torch.__version__} lacks what pipesmith's exports use: "
                            f"{', '.join(missing)} (docs/pytorch.md, 'Which PyTorch')")
+
+
+def finish(status: int = 0) -> NoReturn:
+    """Ends a torchrun worker: destroys the default process group (when there is one), flushes stdout
+    and stderr, and leaves with ``status`` without the interpreter's finalization (``os._exit``).
+
+    Why not a plain return: gloo's worker threads (PyTorch 2.13) drop their reference to a collective
+    after the caller's ``wait()`` has returned, and for ``all_gather_object``, ``all_reduce`` and the
+    like that can be the last reference to a tensor that Python owns. Freeing it takes the GIL; a
+    thread that asks for the GIL while the interpreter finalizes is ended with ``pthread_exit``, whose
+    unwinding through the worker's noexcept frame calls ``std::terminate``: the rank aborts
+    ("terminate called without an active exception", SIGABRT) after all its work succeeded, and
+    torchrun reports the job failed. ``destroy_process_group`` does not join those threads, so only
+    skipping finalization closes the window. Files the worker wrote must be closed before the call;
+    ``atexit`` handlers do not run."""
+    if dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed or broken stream: nothing more can reach it
+            pass
+    os._exit(status)
 
 
 def reference_stage_modules(model, plan: Plan, rank: int) -> list[nn.Module]:

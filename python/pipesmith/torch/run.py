@@ -240,9 +240,8 @@ def main(argv=None) -> int:
     except (PlanError, ModelFileError, pipeline.PipelineBuildError) as e:
         print(f"rank {rank}: error: {e}", file=sys.stderr, flush=True)
         os._exit(2)
-    dist.destroy_process_group()
     return status
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    pipeline.finish(main())

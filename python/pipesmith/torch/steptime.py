@@ -252,9 +252,8 @@ def main(argv=None) -> int:
     if rank == 0 and args.json:
         from .profile import write_atomic
         write_atomic(args.json, json.dumps(results, indent=1) + "\n")
-    dist.destroy_process_group()
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    pipeline.finish(main())
