@@ -39,7 +39,7 @@ test: deps
 	$(PIP_INSTALL) -C build-dir=build-ci -C cmake.args=--preset=ci \
 	  -C cmake.define.PIPESMITH_TESTS=ON -C cmake.define.PIPESMITH_BENCH=ON
 	ctest --test-dir build-ci --output-on-failure -LE gpu -j $(JOBS)
-	PIPESMITH=build-ci/cli/pipesmith PIPESMITH_PYTHONPATH=build-ci/python PIPESMITH_CHECK_INSTALLED=1 .venv/bin/python -m pytest tests/python -q
+	PIPESMITH=build-ci/cli/pipesmith PIPESMITH_PYTHONPATH=build-ci/python PIPESMITH_CHECK_INSTALLED=1 .venv/bin/python -m pytest tests/python -q --durations=10
 	cmake --preset asan >/dev/null
 	cmake --build --preset asan -j $(JOBS)
 	ctest --test-dir build-asan --output-on-failure -LE 'gpu|slow' -j $(JOBS)
