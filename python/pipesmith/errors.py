@@ -2,7 +2,10 @@
 
 Every failing call raises :class:`Error` or one of its subclasses, one per error class of the
 library (the same classes the ``pipesmith`` command turns into its exit codes, README "Exit codes").
-Each carries where the error points when it comes from an input file::
+The errors of :mod:`pipesmith.torch` derive from them too (``PlanError``, ``ModelFileError``,
+``PipelineBuildError``, ``ProfileError``, ``LinkError``, ``OutputPathError``: bad input), so
+``except pipesmith.Error`` catches every failure of the package. Each carries where the error points
+when it comes from an input file::
 
     try:
         spec = pipesmith.load_spec("model.yaml")
@@ -19,16 +22,20 @@ class Error(Exception):
     Attributes:
         code: the error class: ``"bad_input"``, ``"infeasible"``, ``"invalid_schedule"``,
             ``"runtime"`` or ``"interrupted"``.
-        exit_code: what the ``pipesmith`` command exits with for it (1, 2, 3, 4; 130).
+        exit_code: what the ``pipesmith`` command exits with for it (1, 2, 3, 4; 130); a subclass
+            sets its default as ``EXIT_CODE``.
         message: the message without its location.
         file, line, col: where in which input file (``None`` / 0 when unknown).
     """
 
-    def __init__(self, text: str, *, code: str = "bad_input", exit_code: int = 1, message: str | None = None,
-                 file: str | None = None, line: int = 0, col: int = 0) -> None:
+    CODE = "bad_input"
+    EXIT_CODE = 1
+
+    def __init__(self, text: str, *, code: str | None = None, exit_code: int | None = None,
+                 message: str | None = None, file: str | None = None, line: int = 0, col: int = 0) -> None:
         super().__init__(text)
-        self.code = code
-        self.exit_code = exit_code
+        self.code = type(self).CODE if code is None else code
+        self.exit_code = type(self).EXIT_CODE if exit_code is None else exit_code
         self.message = text if message is None else message
         self.file = file
         self.line = line
@@ -52,17 +59,29 @@ class BadInputError(Error, ValueError):
 class InfeasibleError(Error):
     """No schedule exists under the given limits (the memory, most often)."""
 
+    CODE = "infeasible"
+    EXIT_CODE = 2
+
 
 class InvalidScheduleError(Error):
     """The checker rejected a schedule where a valid one was needed."""
+
+    CODE = "invalid_schedule"
+    EXIT_CODE = 3
 
 
 class RuntimeFailure(Error, RuntimeError):
     """A failure while running (a backend error, a watchdog)."""
 
+    CODE = "runtime"
+    EXIT_CODE = 4
+
 
 class InterruptedError(Error):  # noqa: A001 — pipesmith.errors.InterruptedError, not the builtin
     """The call was interrupted before it had any result."""
+
+    CODE = "interrupted"
+    EXIT_CODE = 130
 
 
 __all__ = ["Error", "BadInputError", "InfeasibleError", "InvalidScheduleError", "RuntimeFailure", "InterruptedError"]

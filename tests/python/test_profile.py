@@ -12,6 +12,7 @@ import pytest
 from conftest import ROOT, cli, model_path
 from pipesmith.torch.link import LinkError, fit_link
 from pipesmith.torch.model_yaml import load_model
+from pipesmith.torch.output_file import OutputPathError
 from pipesmith.torch.profile import ProfileError, ProfileOptions, profile_model, profiled_yaml, write_atomic
 
 TINY = ProfileOptions(hidden=16, seq=8, vocab=64, rows=1, warmup=1, repeats=2)
@@ -168,11 +169,11 @@ def test_module_errors(tmp_path):
         profile_model(load_model(model_path("llama2-7b")), ProfileOptions(hidden=1))
     with pytest.raises(ProfileError, match="repeats"):
         profile_model(load_model(model_path("llama2-7b")), ProfileOptions(repeats=0))
-    with pytest.raises(ProfileError, match="is a directory"):
+    with pytest.raises(OutputPathError, match="it is a directory"):
         write_atomic(str(tmp_path), "x")
     src = tmp_path / "m.yaml"
     src.write_text("x")
-    with pytest.raises(ProfileError, match="the output is the input"):
+    with pytest.raises(OutputPathError, match="it is the input file"):
         write_atomic(str(src), "y", (str(src),))
     assert src.read_text() == "x"
     assert not [f for f in os.listdir(tmp_path) if f.endswith(".tmp")]
@@ -272,7 +273,7 @@ def test_link_measures_two_local_processes_and_writes_a_cluster(tmp_path):
     assert "gloo-localhost" in lowered.stdout
     p = subprocess.run([sys.executable, "-m", "pipesmith.torch.link", "--sizes-kb", "4"], capture_output=True,
                        text=True, timeout=60, env=_env(PYTHONPATH=os.path.join(ROOT, "python")), cwd=ROOT)
-    assert p.returncode == 1 and "at least two different sizes" in p.stderr
+    assert p.returncode == 2 and "at least two different sizes" in p.stderr  # a bad flag, before measuring
 
 
 FULL = os.path.join(ROOT, "tests", "data", "pytorch", "tiny-full-width.yaml")
@@ -399,7 +400,8 @@ def test_bench_gpu_layers_runs_its_path_on_the_cpu(tmp_path):
     assert "[2/2] llama2-7b: skipped" in p.stderr and not os.listdir(tmp_path / "none")
     p = subprocess.run([sys.executable, bench, "measure", "--budget", "-1", "--repeats", "0"], capture_output=True,
                        text=True, timeout=60, env=env, cwd=ROOT)
-    assert p.returncode == 2 and "--budget must be > 0, got -1; --repeats must be >= 1, got 0" in p.stderr
+    assert p.returncode == 2 and ("--budget must be a finite number of seconds in (0, 1e6], got -1; --repeats must be in "
+                                  "1..1000, got 0") in p.stderr
     p = subprocess.run([sys.executable, bench, "measure", "--models", "no-such-model"], capture_output=True,
                        text=True, timeout=60, env=env, cwd=ROOT)
     assert p.returncode == 1 and "no such shipped model or model file: no-such-model" in p.stderr

@@ -12,11 +12,16 @@ latency and the large ones the bandwidth). The cluster YAML has the fitted ``lin
 (default 2) and a header comment with the measured sizes and the fit's worst relative error.
 With ``--backend nccl`` each rank uses one GPU (``cuda:rank``) and ``torch.cuda.synchronize`` ends
 each timing.
+
+Exit 0; 2 on a bad flag (sizes: finite, in (0, 1 GiB], two different at least; ``--devices`` in
+2..100,000, ``--repeats`` in 1..1000, ``--warmup`` in 0..1000) or an ``-o`` that cannot be written,
+before anything is measured; 1 when the measurement or the fit fails.
 """
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import os
 import socket
 import statistics
@@ -24,10 +29,12 @@ import sys
 import time
 from typing import Sequence
 
+from ..errors import BadInputError
+
 DEFAULT_SIZES_KB = (1, 4, 16, 64, 256, 1024, 4096, 16384)
 
 
-class LinkError(ValueError):
+class LinkError(BadInputError):
     """A measurement or fit that cannot be made; the message says why."""
 
 
@@ -143,6 +150,23 @@ def cluster_yaml(points: list[tuple[int, float]], fit: LinkFit, backend: str, de
     return "\n".join(head) + "\n" + body
 
 
+MAX_DEVICES = 100_000   # ir/limits.h
+MAX_SIZE_KB = 1 << 20   # 1 GiB a message
+
+
+def parse_sizes_kb(text: str) -> list[float]:
+    """``--sizes-kb``: at least two different finite sizes in (0, 1 GiB], comma-separated."""
+    try:
+        sizes = [float(s) for s in text.split(",") if s.strip()]
+    except ValueError:
+        raise LinkError(f"--sizes-kb: a comma-separated list of numbers, got '{text:.80}'") from None
+    bad = [s for s in sizes if not (math.isfinite(s) and 0 < s <= MAX_SIZE_KB)]
+    if bad or len(set(sizes)) < 2:
+        raise LinkError(f"--sizes-kb: at least two different sizes, each a finite number of KiB in (0, {MAX_SIZE_KB}]"
+                        + (f", got {bad[0]:g}" if bad else ""))
+    return sizes
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m pipesmith.torch.link", description=__doc__.split("\n\n")[0])
     ap.add_argument("-o", "--output", default="-", help="cluster YAML to write (- = stdout, the default)")
@@ -153,27 +177,27 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--repeats", type=int, default=10)
     args = ap.parse_args(argv)
-    from .profile import ProfileError, write_atomic
+    from .output_file import OutputPathError, check_output_paths, write_output_file
+    try:  # the flags, and the output, before any measurement: exit 2 as argparse's own refusals
+        sizes = parse_sizes_kb(args.sizes_kb)
+        if not (2 <= args.devices <= MAX_DEVICES and 1 <= args.repeats <= 1000 and 0 <= args.warmup <= 1000):
+            raise LinkError(f"--devices in 2..{MAX_DEVICES}, --repeats in 1..1000, --warmup in 0..1000; got "
+                            f"{args.devices}, {args.repeats}, {args.warmup}")
+        check_output_paths([(args.output, "-o")])
+    except (LinkError, OutputPathError) as e:
+        ap.error(str(e))
     try:
-        try:
-            sizes = [float(s) for s in args.sizes_kb.split(",") if s.strip()]
-        except ValueError:
-            raise LinkError(f"--sizes-kb: a comma-separated list of numbers, got '{args.sizes_kb}'") from None
-        if len(set(sizes)) < 2 or any(s <= 0 for s in sizes):
-            raise LinkError("--sizes-kb: at least two different sizes, each > 0")
-        if args.devices < 2 or args.repeats < 1 or args.warmup < 0:
-            raise LinkError("--devices >= 2, --repeats >= 1, --warmup >= 0")
         points = measure(args.backend, sizes, args.warmup, args.repeats)
         fit = fit_link([p[0] for p in points], [p[1] for p in points])
         text = cluster_yaml(points, fit, args.backend, args.devices)
         if args.output == "-":
             sys.stdout.write(text)
         else:
-            write_atomic(args.output, text)
+            write_output_file(args.output, text, "-o")
             print(f"link ({args.backend}): latency {fit.latency_us:.1f} us, bandwidth "
                   f"{fit.bandwidth_gb_per_s:.3g} GB/s (worst fit error {fit.worst_rel_error:.0%}); wrote {args.output}")
         return 0
-    except (LinkError, ProfileError) as e:
+    except (LinkError, OutputPathError) as e:
         print(f"pipesmith link: error: {e}", file=sys.stderr)
         return 1
 

@@ -13,8 +13,11 @@ from typing import Any
 
 import yaml
 
+from ..errors import BadInputError
+from .plan import read_text  # the one bounded reader of every input file
 
-class ModelFileError(ValueError):
+
+class ModelFileError(BadInputError):
     """A model YAML the PyTorch side cannot use; the message starts with file:line:col."""
 
 
@@ -59,6 +62,28 @@ _COMPONENTS = {"embedding", "attention", "linear_attention", "mlp", "moe", "mamb
 _MODULE_NAME = re.compile(r"^[A-Za-z0-9_.]*(\{i\}[A-Za-z0-9_.]*)*$")
 
 
+MAX_YAML_DEPTH = 64    # ir/limits.h
+MAX_LAYERS = 100_000
+
+
+def _check_depth(path: str, root: Any) -> None:
+    """Refuses a document nested deeper than the command's limit (walking the composed nodes; an
+    alias is a node composed once, so the walk is bounded by the document's own size)."""
+    stack = [(root, 1)] if root is not None else []
+    seen: set[int] = set()
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_YAML_DEPTH:
+            raise ModelFileError(f"{_where(path, node)}: nested more than {MAX_YAML_DEPTH} levels deep")
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.SequenceNode):
+            stack.extend((n, depth + 1) for n in node.value)
+        elif isinstance(node, yaml.MappingNode):
+            stack.extend((n, depth + 1) for kv in node.value for n in kv)
+
+
 def _where(path: str, node: Any) -> str:
     mark = getattr(node, "start_mark", None)
     if mark is None:
@@ -87,25 +112,28 @@ def _node_map(node: yaml.Node) -> dict[str, yaml.Node]:
 
 
 def load_model(path: str) -> ModelSpec:
-    """Reads the model YAML at ``path``."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-    except OSError as e:
-        raise ModelFileError(f"{path}: cannot read: {e.strerror}") from None
+    """Reads the model YAML at ``path`` (at most 128 MiB, UTF-8, nested at most 64 levels, at most
+    100,000 layers once expanded, as the command reads it)."""
+    text = read_text(path, ModelFileError)
     try:
         root_node = yaml.compose(text)
+        _check_depth(path, root_node)
         doc = yaml.safe_load(text)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         loc = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else path
         raise ModelFileError(f"{loc}: not valid YAML: {getattr(e, 'problem', e)}") from None
+    except RecursionError:
+        raise ModelFileError(f"{path}: nested more than {MAX_YAML_DEPTH} levels deep") from None
     if not isinstance(doc, dict) or "model" not in doc or not isinstance(doc["model"], dict):
         raise ModelFileError(f"{path}: no 'model:' mapping (docs/inputs.md)")
     model = doc["model"]
     model_node = _node_map(root_node).get("model")
     mnodes = _node_map(model_node)
-    arch = dict(model.get("architecture") or {})
+    arch = model.get("architecture") or {}
+    if not isinstance(arch, dict):
+        raise ModelFileError(f"{_where(path, mnodes.get('architecture'))}: 'architecture' must be a mapping")
+    arch = dict(arch)
     types_doc = model.get("layer_types")
     if not isinstance(types_doc, dict) or not types_doc:
         raise ModelFileError(f"{_where(path, model_node)}: model has no 'layer_types:'")
@@ -116,8 +144,15 @@ def load_model(path: str) -> ModelSpec:
         where = _where(path, tnodes.get(sym))
         if not isinstance(t, dict):
             raise ModelFileError(f"{where}: layer type '{sym}' is not a mapping")
-        kind = str(t.get("kind") or "")
-        overrides = dict(t.get("architecture") or {})
+        kind = t.get("kind") or ""
+        overrides = t.get("architecture") or {}
+        if not isinstance(kind, str):
+            raise ModelFileError(f"{where}: layer type '{sym}': 'kind' must be a string")
+        if not isinstance(overrides, dict):
+            raise ModelFileError(f"{where}: layer type '{sym}': 'architecture' must be a mapping")
+        shards = overrides.get("vocab_shards", arch.get("vocab_shards", 1))
+        if isinstance(shards, bool) or not isinstance(shards, int) or not 1 <= shards <= MAX_LAYERS:
+            raise ModelFileError(f"{where}: layer type '{sym}': 'vocab_shards' must be an integer in [1, {MAX_LAYERS:,}]")
         a = dict(arch)
         a.update(overrides)
         comps = _components(kind, where) if kind else ()
@@ -132,6 +167,8 @@ def load_model(path: str) -> ModelSpec:
 def _expand_layers(path: str, layers_doc: Any, node: Any, types: dict[str, LayerType]) -> list[Layer]:
     out: list[Layer] = []
     if isinstance(layers_doc, str):
+        if len(layers_doc) > MAX_LAYERS and sum(not ch.isspace() for ch in layers_doc) > MAX_LAYERS:
+            raise ModelFileError(f"{_where(path, node)}: more than {MAX_LAYERS:,} layers")
         for ch in layers_doc:
             if ch.isspace():
                 continue
@@ -147,9 +184,19 @@ def _expand_layers(path: str, layers_doc: Any, node: Any, types: dict[str, Layer
         where = _where(path, enode)
         if not isinstance(entry, dict) or "type" not in entry:
             raise ModelFileError(f"{where}: a layers entry needs 'type'")
-        pattern = str(entry["type"])
-        repeat = int(entry.get("repeat", 1))
-        inputs = tuple(int(i) for i in (entry.get("inputs") or ()))
+        pattern = entry["type"]
+        repeat = entry.get("repeat", 1)
+        inputs = entry.get("inputs") or []
+        if not isinstance(pattern, str):
+            raise ModelFileError(f"{where}: 'type' must be a string of layer symbols")
+        if isinstance(repeat, bool) or not isinstance(repeat, int) or not 1 <= repeat <= MAX_LAYERS:
+            raise ModelFileError(f"{where}: 'repeat' must be an integer in [1, {MAX_LAYERS:,}], got {repeat!r:.40}")
+        if not isinstance(inputs, list) or any(isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < MAX_LAYERS
+                                                for i in inputs):
+            raise ModelFileError(f"{where}: 'inputs' must be a list of layer indices")
+        inputs = tuple(inputs)
+        if len(out) + repeat * len(pattern) > MAX_LAYERS:
+            raise ModelFileError(f"{where}: more than {MAX_LAYERS:,} layers")
         module = entry.get("module")
         templates: tuple[str, ...] = ()
         if module is not None:

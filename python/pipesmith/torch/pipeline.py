@@ -30,6 +30,7 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
+from ..errors import BadInputError
 from .plan import Plan, PlanError, Stage
 from .reference import AttentionCore, StageModule
 
@@ -37,7 +38,7 @@ from .reference import AttentionCore, StageModule
 TOP_LEVEL = ("tok_embeddings", "norm", "lm_head", "output")  # torchtitan's non-layer modules
 
 
-class PipelineBuildError(ValueError):
+class PipelineBuildError(BadInputError):
     """A plan that cannot be built into PyTorch stages; the message names the stage and the reason."""
 
 
@@ -220,13 +221,142 @@ def make_stages(modules: Sequence[nn.Module], plan: Plan, rank: int, device: tor
             for m, s in zip(modules, ids)]
 
 
+def _find_parameter(module: nn.Module, name: str):
+    """``module``'s parameter ``name`` (a model-relative name), looking through a :class:`Checkpointed`
+    wrapper; None when it has none."""
+    while True:
+        try:
+            return module.get_parameter(name)
+        except AttributeError:
+            if not isinstance(module, Checkpointed):
+                return None
+            module = module.inner
+
+
+class TiedGradients:
+    """What :func:`build_schedule`'s runtime does after each step for the plan's tied parameters
+    (``plan.tied_parameters``: one tensor of the model held by several stages, such as a tied
+    embedding and LM head): every holder ends the step with the sum of all holders' gradients, as
+    the unpipelined model's one tensor gets it (Megatron's embedding group does the same).
+
+    * On one rank, the sides are summed locally (one Parameter in two stage modules is summed by
+      autograd already; copies, as :func:`split_by_modules` makes, are summed here).
+    * Over ranks, the holders all-reduce the sum in a process group of just the holders (made once,
+      here, by the holders only).
+    * A Parameter that two of this rank's stages share would be divided by M at each stage's
+      REDUCE_GRAD; then this rank's runtime runs with ``scale_grads=False`` and :meth:`after_step`
+      divides every gradient of its stages by M once (``scales``).
+
+    Refused, with the reason (:class:`PipelineBuildError`): a holder stage whose module lacks the
+    parameter, and a sharded (DTensor, FSDP) tied parameter. Stages of the reference transformer are
+    left alone: it does not tie weights, nor does its unpipelined run."""
+
+    def __init__(self, stages: Sequence, plan: Plan, scale: int):
+        self.groups: list[tuple[list[nn.Parameter], object]] = []  # (this rank's sides, process group or None)
+        self.scales = False
+        self.scale = scale
+        self.params: list[nn.Parameter] = []
+        if not stages or not plan.tied_parameters:
+            return
+        if all(isinstance(_unwrap(st.submod), StageModule) for st in stages):
+            return
+        group = stages[0].group
+        rank = stages[0].group_rank
+        by_index = {st.stage_index: st for st in stages}
+        for tie in plan.tied_parameters:
+            holders = sorted(set(tie.ranks))
+            if rank not in holders:
+                continue
+            sides: dict[int, nn.Parameter] = {}
+            for name, s, r in zip(tie.names, tie.stages, tie.ranks):
+                if r != rank:
+                    continue
+                if s not in by_index:
+                    raise PipelineBuildError(f"tied parameter {name}: the plan puts it on stage {s} (rank {r}), "
+                                             f"which is not among this rank's stages {sorted(by_index)}")
+                p = _find_parameter(by_index[s].submod, name)
+                if p is None:
+                    raise PipelineBuildError(f"stage {s} (rank {r}): the plan ties {' = '.join(tie.names)}, and the "
+                                             f"stage's module has no parameter '{name}': its gradient could not be "
+                                             "summed with the other side's (build the stage from the model the "
+                                             "plan names, e.g. pipesmith.torch.hf.stage_modules)")
+                if type(p.data).__name__ == "DTensor" or type(p).__name__ == "DTensor":
+                    raise PipelineBuildError(f"stage {s}: tied parameter '{name}' is sharded (FSDP); pipesmith sums "
+                                             "whole tied gradients only: leave the tied modules unsharded")
+                sides[id(p)] = p
+            pg = None
+            if len(holders) > 1:
+                members = holders if group is None else [dist.get_global_rank(group, r) for r in holders]
+                pg = dist.new_group(ranks=members, use_local_synchronization=True)
+            self.groups.append((list(sides.values()), pg))
+        unique: dict[int, nn.Parameter] = {}
+        for st in stages:
+            for p in st.submod.parameters():
+                if id(p) in unique:
+                    self.scales = scale != 1  # two of this rank's stages share it
+                unique[id(p)] = p
+        self.params = list(unique.values())
+
+    def after_step(self) -> None:
+        if self.scales:
+            for p in self.params:
+                if p.grad is not None:
+                    p.grad.div_(self.scale)
+        for sides, pg in self.groups:
+            total = None
+            for p in sides:
+                if p.grad is not None:
+                    total = p.grad.clone() if total is None else total.add_(p.grad)
+            if total is None:
+                total = torch.zeros_like(sides[0])
+            if pg is not None:
+                dist.all_reduce(total, group=pg)
+            for p in sides:
+                if p.grad is None:
+                    p.grad = total.clone()
+                else:
+                    p.grad.copy_(total)
+
+
+def _unwrap(module: nn.Module) -> nn.Module:
+    return module.inner if isinstance(module, Checkpointed) else module
+
+
+_RUNTIME = None
+
+
+def _runtime_class():
+    """``_PipelineScheduleRuntime`` whose ``step`` ends with the plan's tied-gradient sums
+    (:class:`TiedGradients`)."""
+    global _RUNTIME
+    if _RUNTIME is None:
+        from torch.distributed.pipelining.schedules import _PipelineScheduleRuntime
+
+        class PipesmithRuntime(_PipelineScheduleRuntime):
+            tied_gradients: TiedGradients
+
+            def step(self, *args, **kwargs):
+                out = super().step(*args, **kwargs)
+                self.tied_gradients.after_step()
+                return out
+
+        _RUNTIME = PipesmithRuntime
+    return _RUNTIME
+
+
 def build_schedule(stages: list, plan: Plan, fmt: str, loss_fn: Callable, scale_grads: bool = True):
-    """``_PipelineScheduleRuntime`` over ``stages`` with the plan's CSV of format ``fmt`` loaded."""
+    """``_PipelineScheduleRuntime`` over ``stages`` with the plan's CSV of format ``fmt`` loaded; its
+    ``step`` also sums the gradients of the plan's tied parameters over their holders
+    (:class:`TiedGradients`), so that after ``step`` every parameter holds its unpipelined gradient."""
     require_features()
-    from torch.distributed.pipelining.schedules import _PipelineScheduleRuntime
-    schedule = _PipelineScheduleRuntime(stages, n_microbatches=plan.microbatches, loss_fn=loss_fn,
-                                        scale_grads=scale_grads)
-    schedule._load_csv(plan.csv_path(fmt), format=fmt)
+    ties = TiedGradients(stages, plan, plan.microbatches if scale_grads else 1)
+    schedule = _runtime_class()(stages, n_microbatches=plan.microbatches, loss_fn=loss_fn,
+                                scale_grads=scale_grads and not ties.scales)
+    schedule.tied_gradients = ties
+    try:
+        schedule._load_csv(plan.csv_path(fmt), format=fmt)
+    except (RuntimeError, AssertionError, ValueError, KeyError, IndexError) as e:  # its validation of the rows
+        raise PlanError(f"{plan.csv_path(fmt)}: PyTorch's runtime refuses the schedule: {e}") from None
     inferred = getattr(schedule, "stage_index_to_group_rank", None)
     if inferred is not None:
         got = tuple(inferred[s] for s in range(plan.num_stages))

@@ -62,17 +62,18 @@ import importlib
 import os
 import statistics
 import sys
-import tempfile
 import time
 import weakref
 from typing import Any, Callable
 
 import yaml
 
+from ..errors import BadInputError
 from .model_yaml import ModelFileError, ModelSpec, load_model
+from .output_file import OutputPathError, check_output_paths, write_output_file
 
 
-class ProfileError(ValueError):
+class ProfileError(BadInputError):
     """A profile that cannot be taken or written; the message names the input and the reason."""
 
 
@@ -657,31 +658,11 @@ def profiled_yaml(source_path: str, result: ProfileResult, cluster_path: str | N
     return "\n".join(head) + "\n" + body
 
 
-def write_atomic(path: str, text: str, inputs: tuple[str, ...] = ()) -> None:
-    """Writes ``text`` to ``path`` whole or not at all (temporary file in the same folder, fsync,
-    rename); refuses a path that is one of ``inputs`` (same file) or a directory."""
-    if os.path.isdir(path):
-        raise ProfileError(f"{path}: is a directory")
-    for src in inputs:
-        if src and os.path.exists(path) and os.path.exists(src) and os.path.samefile(path, src):
-            raise ProfileError(f"{path}: the output is the input {src}; write the profile elsewhere")
-    folder = os.path.dirname(os.path.abspath(path))
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=folder)
-    except OSError as e:
-        raise ProfileError(f"{path}: cannot write: {e.strerror}") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except OSError as e:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise ProfileError(f"{path}: cannot write: {e.strerror}; the file was not changed") from None
+def write_atomic(path: str, text: str, inputs: tuple[str, ...] = (), what: str = "-o") -> None:
+    """Writes ``text`` to ``path`` whole or not at all, refusing an output that names one of
+    ``inputs`` (:mod:`pipesmith.torch.output_file`, the rules of the command's writer)."""
+    check_output_paths([(path, what)], inputs)
+    write_output_file(path, text, what)
 
 
 def format_table(result: ProfileResult) -> str:
@@ -752,11 +733,8 @@ def main(argv: list[str] | None = None) -> int:
         opts = options_from(args)
         _check_options(opts)
         spec = load_model(args.model)
-        if args.output != "-" and os.path.exists(args.output):
-            write_check = (args.model, args.cluster or "")
-            for src in write_check:
-                if src and os.path.exists(src) and os.path.samefile(args.output, src):
-                    raise ProfileError(f"{args.output}: the output is the input {src}; write the profile elsewhere")
+        check_output_paths([(args.output, "-o"), (args.also_fused or "", "--also-fused")],
+                           (args.model, args.cluster or ""))
         try:
             import torch  # noqa: F401
         except ImportError as e:
@@ -767,14 +745,14 @@ def main(argv: list[str] | None = None) -> int:
             sys.stdout.write(text)
             return 0
         sys.stdout.write(format_table(result))
-        write_atomic(args.output, text, (args.model, args.cluster or ""))
+        write_atomic(args.output, text, (args.model, args.cluster or ""), "-o")
         print(f"wrote {args.output}")
         if args.also_fused:
             write_atomic(args.also_fused, profiled_yaml(args.model, result, args.cluster, "fused"),
-                         (args.model, args.cluster or "", args.output))
+                         (args.model, args.cluster or "", args.output), "--also-fused")
             print(f"wrote {args.also_fused}")
         return 0
-    except (ProfileError, ModelFileError) as e:
+    except (ProfileError, ModelFileError, OutputPathError) as e:
         print(f"pipesmith profile: error: {e}", file=sys.stderr)
         return 1
 

@@ -2,7 +2,7 @@
 
     torchrun --nproc-per-node P -m pipesmith.torch.steptime --case DIR MODEL.yaml [--case ...]
         [--format compute_comms|compute_only] [--steps N] [--hidden H] [--seq T] [--vocab V]
-        [--rows-per-microbatch B] [--dtype float32|float64] [--threads 1] [--json OUT.json]
+        [--rows-per-microbatch B] [--dtype float32|float64] [--threads 1] [--json OUT.json] [--timeout S]
 
 Every rank builds the reference transformer of MODEL.yaml at the given width (the one
 ``pipesmith.torch.profile`` measured with the same flags), takes its stages from the plan and loads
@@ -15,6 +15,11 @@ rank's (all_reduce MAX).
 Step 0, which also carries PyTorch's first-step shape/metadata exchange, is reported on its own;
 the result is the median of steps 1..N. Gradients are cleared between steps, outside the timing;
 no optimizer runs (the schedule's ops are what pipesmith simulates).
+
+Exit 0, 2 on bad flags or a bad plan, CSV, model or ``--json`` path (one that names an input: a model,
+a plan.json or a CSV, or a dangling link; checked before any work, as the command checks its outputs),
+124 when a rank waits longer than ``--timeout`` seconds (default 60) for a case's setup, a load probe or
+one step: each rank then prints the last action it started (:mod:`pipesmith.torch.watchdog`).
 
 :func:`unpipelined_step_ms` times the same model as one process running every microbatch's F and
 B in turn: the step time a pipeline has to beat.
@@ -31,10 +36,13 @@ import time
 import torch
 import torch.distributed as dist
 
+from ..errors import BadInputError
 from . import pipeline
-from .model_yaml import ModelFileError, load_model
-from .plan import PlanError, load_plan
+from .model_yaml import load_model
+from .output_file import check_output_paths, write_output_file
+from .plan import FORMATS, PlanError, load_plan
 from .reference import ReferenceTransformer, Scale, loss_fn
+from .watchdog import DEFAULT_TIMEOUT_S, Watchdog, timeout_s
 
 
 def unpipelined_step_ms(model_path: str, scale: Scale, dtype: torch.dtype, M: int, rows: int, steps: int,
@@ -188,21 +196,34 @@ class Case:
                 "median_step_ranks": [dict(zip(names, r)) for r in self.per_rank[mid]], "probe_ms": probe_ms}
 
 
-def time_cases(cases: list[Case], steps: int) -> list[dict]:
+def time_cases(cases: list[Case], steps: int, watchdog: Watchdog | None = None) -> list[dict]:
     """1 + ``steps`` steps of every case, taken in turn (step k of every case, then step k + 1), so that
     a drift in the machine's speed falls on every schedule alike; with several cases each timed step
     follows an untimed one of the same case, so that it finds the caches as a training loop leaves
-    them, not as the other schedules did. The load probe before and after."""
+    them, not as the other schedules did. The load probe before and after. With ``watchdog``, each
+    probe and each step is a phase of it."""
+    def phase(label: str) -> None:
+        if watchdog is not None:
+            watchdog.arm(label)
+
     for c in cases:
+        phase(f"{c.plan_dir}: load probe")
         c.load_probe()
     for k in range(1 + steps):
         for c in cases:
             if k > 0 and len(cases) > 1:
+                phase(f"{c.plan_dir} ({c.fmt}): untimed step before step {k}")
                 c.step(record=False)
+            phase(f"{c.plan_dir} ({c.fmt}): step {k}")
             c.step()
     for c in cases:
+        phase(f"{c.plan_dir}: load probe")
         c.load_probe()
-    return [c.result() for c in cases]
+    phase("collecting the results")
+    results = [c.result() for c in cases]
+    if watchdog is not None:
+        watchdog.disarm()
+    return results
 
 
 def time_case(plan_dir: str, model_path: str, fmt: str, scale: Scale, dtype: torch.dtype, rows: int,
@@ -222,36 +243,75 @@ def scale_parser(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--threads", type=int, default=1)
 
 
-def main(argv=None) -> int:
+def check_scale(ap: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """The width flags of :func:`scale_parser` within what a reference model can be built at."""
+    bad = [f"--{k.replace('_', '-')} {v}" for k, v, lo in (("hidden", args.hidden, 2), ("seq", args.seq, 1),
+                                                            ("vocab", args.vocab, 2),
+                                                            ("rows_per_microbatch", args.rows_per_microbatch, 1),
+                                                            ("threads", args.threads, 1))
+           if not lo <= v <= 1 << 20]
+    if bad:
+        ap.error(f"out of range (--hidden, --vocab in 2..1048576; --seq, --rows-per-microbatch, --threads in "
+                 f"1..1048576): {', '.join(bad)}")
+
+
+def json_inputs(cases: list[list[str]]) -> list[str]:
+    """Every file the cases read: each model, and each plan's plan.json and CSVs."""
+    out = []
+    for d, m in cases:
+        out.append(m)
+        plan = os.path.join(d, "plan.json") if os.path.isdir(d) else d
+        out += [plan] + [os.path.join(os.path.dirname(plan), f"{f}.csv") for f in FORMATS]
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m pipesmith.torch.steptime", description=__doc__.split("\n\n")[0])
     ap.add_argument("--case", nargs=2, action="append", default=[], metavar=("DIR", "MODEL"), required=True)
     ap.add_argument("--format", default="compute_comms", choices=["compute_only", "compute_comms"])
     ap.add_argument("--steps", type=int, default=5, help="timed steps after the first (default 5)")
     ap.add_argument("--json", help="rank 0 writes the results here")
+    ap.add_argument("--timeout", type=timeout_s, default=DEFAULT_TIMEOUT_S,
+                    help="seconds a rank may take for a case's setup, a load probe or one step before the job "
+                         f"ends with exit 124 (default {DEFAULT_TIMEOUT_S:g}; a finite number in (0, 1e6])")
     scale_parser(ap)
     args = ap.parse_args(argv)
-    if args.steps < 1:
-        ap.error("--steps must be >= 1")
+    if not 1 <= args.steps <= 1000:
+        ap.error(f"--steps must be in 1..1000, got {args.steps}")
+    check_scale(ap, args)
+    try:
+        check_output_paths([(args.json or "", "--json")], json_inputs(args.case))
+    except BadInputError as e:
+        ap.error(str(e))
+    try:  # every plan, CSV and model before the process group starts (as pipesmith.torch.run)
+        from .run import check_inputs
+        check_inputs([(d, m) for d, m in args.case])
+    except BadInputError as e:
+        print(f"rank {os.environ.get('RANK', '0')}: error: {e}", file=sys.stderr, flush=True)
+        return 2
     torch.set_num_threads(args.threads)
     pipeline.require_features()
     dist.init_process_group("gloo")
     rank = dist.get_rank()
+    dog = Watchdog(rank, args.timeout)
     scale = Scale(hidden=args.hidden, seq=args.seq, vocab=args.vocab)
     dtype = getattr(torch, args.dtype)
     try:
-        cases = [Case(d, m, args.format, scale, dtype, args.rows_per_microbatch) for d, m in args.case]
-        results = time_cases(cases, args.steps)
+        cases = []
+        for d, m in args.case:
+            dog.arm(f"{d}: setting up")
+            cases.append(Case(d, m, args.format, scale, dtype, args.rows_per_microbatch))
+        results = time_cases(cases, args.steps, dog)
         if rank == 0:
             for r in results:
                 print(f"{r['dir']}: P = {r['P']}, S = {r['S']}, M = {r['M']}: median step {r['median_ms']:.1f} ms "
                       f"(first step {r['first_step_ms']:.1f} ms; steps {', '.join(f'{t:.1f}' for t in r['steps_ms'])})",
                       flush=True)
-    except (PlanError, ModelFileError, pipeline.PipelineBuildError) as e:
+        if rank == 0 and args.json:
+            write_output_file(args.json, json.dumps(results, indent=1) + "\n", "--json")
+    except BadInputError as e:  # a plan, CSV or model that cannot run (every rank reads the same files)
         print(f"rank {rank}: error: {e}", file=sys.stderr, flush=True)
         os._exit(2)
-    if rank == 0 and args.json:
-        from .profile import write_atomic
-        write_atomic(args.json, json.dumps(results, indent=1) + "\n")
     return 0
 
 
