@@ -254,9 +254,10 @@ def test_ctrl_c_returns_the_best_schedule_so_far():
     finally:
         signal.signal(signal.SIGINT, old)
     elapsed = time.monotonic() - t0
+    # The stop reason says what ended the search: the key press, not the 300 s limit (nor the search
+    # converging); Z3, which would run after the search, never started. No clock is asserted on.
     assert result.interrupted and result.stop_reason == "interrupted" and not result.z3_ran, \
         (result.interrupted, result.stop_reason, result.z3_ran, elapsed, len(seen))
-    assert elapsed < 60, elapsed
     assert result.report.valid and result.makespan_ms > 0
     assert seen and seen[-1]["evaluated"] > 0 and {"phase", "best_ms", "lower_bound_ms", "gap"} <= set(seen[-1])
 

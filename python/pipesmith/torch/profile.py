@@ -235,6 +235,13 @@ def resolve_width(spec: ModelSpec, o: ProfileOptions) -> ProfileOptions:
         sc = _scale(spec, o)
     except ModelFileError as e:
         raise ProfileError(f"--full-width: {e}") from None
+    for i, layer in enumerate(spec.layers):  # the reference carries one hidden size through the chain
+        t = spec.types[layer.symbol]
+        h = t.architecture.get("hidden_size", sc.hidden)
+        if h != sc.hidden:
+            raise ProfileError(f"--full-width: layer {i} (type '{t.symbol}' {t.name}) has hidden_size {h}, the model "
+                               f"{sc.hidden}: the reference model is built at one hidden size, so a model whose layers "
+                               "differ in width (a vision encoder) is profiled at --hidden, not at full width")
     rows = int(spec.architecture.get("micro_batch_size", 1) or 1)
     return dataclasses.replace(o, hidden=sc.hidden, seq=sc.seq, vocab=sc.vocab, rows=max(1, rows))
 
@@ -393,6 +400,80 @@ def _load_worker(spec_path: str, options: ProfileOptions, ready, stop) -> None:
         _chain_samples(model, model.step_inputs(tokens, labels), labels, clock, once, loss_fn)
 
 
+def host_memory_available() -> tuple[int, str]:
+    """(bytes this process may still allocate, where that number comes from): MemAvailable of
+    /proc/meminfo, or what ``ulimit -v`` leaves when that is less (runtime/host_memory.h's rule)."""
+    import resource
+    avail, sources = None, []
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    avail = int(line.split()[1]) * 1024
+                    sources.append(f"MemAvailable {avail / 1e9:.1f} GB")
+                    break
+    except (OSError, ValueError):
+        pass
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    if soft != resource.RLIM_INFINITY:
+        try:
+            with open("/proc/self/statm", encoding="ascii") as f:
+                mapped = int(f.read().split()[0]) * resource.getpagesize()
+        except (OSError, ValueError, IndexError):
+            mapped = 0
+        left = max(0, soft - mapped)
+        sources.append(f"ulimit -v leaves {left / 1e9:.1f} GB")
+        avail = left if avail is None else min(avail, left)
+    return (avail if avail is not None else 1 << 62), "; ".join(sources) or "no limit known"
+
+
+def host_memory_estimate(spec: ModelSpec, o: ProfileOptions) -> tuple[int, str]:
+    """A lower bound on the host bytes the profile of the reference model allocates, and what it is
+    made of: the parameters and their gradients of what it builds (counted on PyTorch's meta device,
+    so nothing is allocated: the whole model, or each type's first layer for ``single``), with
+    ``chain`` every layer's output held for the backward sweep, and the largest single tensor a layer
+    makes (the attention scores, the logits). ``o`` has its width resolved (:func:`resolve_width`)."""
+    import torch
+    from .reference import ReferenceLayers, ReferenceTransformer
+    scale = _scale(spec, o)
+    dtype = getattr(torch, o.dtype)
+    elem = torch.empty((), dtype=dtype).element_size()
+    first_of: dict[str, int] = {}
+    for i, layer in enumerate(spec.layers):
+        first_of.setdefault(layer.symbol, i)
+    if o.method == "single":
+        built = ReferenceLayers(spec, first_of.values(), scale, seed=o.seed, dtype=dtype, device="meta")
+    else:
+        with torch.device("meta"):
+            built = ReferenceTransformer(spec, scale, seed=o.seed, dtype=dtype)
+    params = sum(p.numel() for p in built.parameters())
+    tokens = o.rows * o.seq
+    layers = len(spec.layers) if o.method == "chain" else 1
+    held = layers * tokens * o.hidden * elem  # the carry after each layer, kept for the backward sweep
+    biggest = tokens * scale.vocab * elem  # the logits of a head
+    for m in built.modules():
+        heads = getattr(m, "heads", None)
+        if heads is not None and hasattr(m, "core"):
+            biggest = max(biggest, o.rows * heads * o.seq * o.seq * elem)  # the scores of one attention
+    need = 2 * params * elem + held + biggest
+    what = (f"{params / 1e9:.2f} B parameters and their gradients {2 * params * elem / 1e9:.1f} GB, "
+            f"layer outputs {held / 1e9:.1f} GB, largest activation {biggest / 1e9:.1f} GB")
+    return need, what
+
+
+def check_host_memory(spec: ModelSpec, o: ProfileOptions) -> None:
+    """Refuses (ProfileError) a profile whose :func:`host_memory_estimate` exceeds what the machine
+    has available, before anything is allocated, as ``pipesmith profile --backend host`` does."""
+    if o.user_model is not None or (o.device == "cuda" and o.method == "single"):
+        return  # a user's model is not known here; single layers on CUDA are built on the GPU
+    need, what = host_memory_estimate(spec, o)
+    avail, sources = host_memory_available()
+    if need > avail:
+        raise ProfileError(f"profiling '{spec.name}' ({'full width' if o.full_width else f'hidden {o.hidden}'}, "
+                           f"method {o.method}, {o.dtype}) needs at least {need / 1e9:.1f} GB of host memory ({what}), "
+                           f"more than the {avail / 1e9:.1f} GB available ({sources})")
+
+
 def profile_model(spec: ModelSpec, options: ProfileOptions = ProfileOptions(),
                   progress: Callable[[str], None] | None = None) -> ProfileResult:
     """Measures every layer type of ``spec`` that some layer uses (method: the module's docstring).
@@ -400,6 +481,7 @@ def profile_model(spec: ModelSpec, options: ProfileOptions = ProfileOptions(),
     pinned to ``threads``), so the numbers are those of a machine as loaded as by N ranks."""
     _check_options(options)
     options = resolve_width(spec, options)
+    check_host_memory(spec, options)
     if options.concurrent == 1:
         return _profile(spec, options, progress)
     import multiprocessing

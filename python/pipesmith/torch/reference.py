@@ -78,6 +78,7 @@ class Dims:
     gated: bool
     state: int
     routed: bool
+    causal: bool = True      # False: every token attends to every other (a vision encoder)
 
 
 def _dims(arch: dict, scale: Scale, vocab: int) -> Dims:
@@ -109,7 +110,8 @@ def _dims(arch: dict, scale: Scale, vocab: int) -> Dims:
                 moe_ffn=moe_ffn, experts=experts, top_k=min(top_k, experts),
                 shared=int(arch.get("moe_shared_experts", 0) or 0), window=window, vocab=vocab,
                 seq=scale.seq, gated=bool(arch.get("gated_mlp", True)),
-                state=max(2, min(8, int(arch.get("mamba_state_size", 4) or 4))), routed=scale.routed)
+                state=max(2, min(8, int(arch.get("mamba_state_size", 4) or 4))), routed=scale.routed,
+                causal=bool(arch.get("causal", True)))
 
 
 class RMSNorm(nn.Module):
@@ -140,17 +142,17 @@ class AttentionCore(nn.Module):
     PyTorch's fused ``scaled_dot_product_attention`` (flash attention without a window), as real
     models run it; on the CPU the explicit product above."""
 
-    def __init__(self, head_dim: int, window: int):
+    def __init__(self, head_dim: int, window: int, causal: bool = True):
         super().__init__()
-        self.hd, self.window = head_dim, window
+        self.hd, self.window, self.causal = head_dim, window, causal
 
     def forward(self, q, k, v):
         t = q.shape[-2]
         if q.is_cuda and not self.window:
-            return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            return F.scaled_dot_product_attention(q, k, v, is_causal=self.causal)
         i = torch.arange(t, device=q.device)[:, None]
         j = torch.arange(t, device=q.device)[None, :]
-        allowed = j <= i
+        allowed = j <= i if self.causal else torch.ones(t, t, dtype=torch.bool, device=q.device)
         if self.window:
             allowed = allowed & (j > i - self.window)
         if q.is_cuda:
@@ -161,12 +163,13 @@ class AttentionCore(nn.Module):
 
 
 class Attention(nn.Module):
-    """Causal softmax attention with grouped KV heads, RoPE and an optional sliding window."""
+    """Softmax attention with grouped KV heads, RoPE and an optional sliding window; causal unless the
+    type says ``causal: false`` (a vision encoder)."""
 
     def __init__(self, d: Dims):
         super().__init__()
         self.heads, self.kv, self.hd = d.heads, d.kv_heads, d.head_dim
-        self.core = AttentionCore(d.head_dim, d.window)
+        self.core = AttentionCore(d.head_dim, d.window, d.causal)
         self.wq = nn.Linear(d.hidden, d.heads * d.head_dim, bias=False)
         self.wk = nn.Linear(d.hidden, d.kv_heads * d.head_dim, bias=False)
         self.wv = nn.Linear(d.hidden, d.kv_heads * d.head_dim, bias=False)
@@ -303,9 +306,10 @@ def boundary_layout(spec: ModelSpec) -> list[tuple[str, ...]]:
     roles = layer_roles(spec)
     n = len(spec.layers)
     needs_labels = any(r.head and (r.shards > 1 or not r.final or roles[-1].aux_before) for r in roles)
+    pre = embedding_index(spec)
     out: list[tuple[str, ...]] = []
     for b in range(n):
-        names = ["h"]
+        names = ["h"] if b >= pre else ["tokens", "h"]  # before the embedding: the tokens wait for it
         if needs_labels and any(roles[j].head for j in range(b + 1, n)):
             names.append("labels")
         if roles[b].piece_continues:
@@ -321,8 +325,21 @@ def boundary_layout(spec: ModelSpec) -> list[tuple[str, ...]]:
 
 
 def input_layout(spec: ModelSpec) -> tuple[str, ...]:
+    """The model's inputs: the tokens, the image features ``h`` when layers come before the embedding
+    (a vision encoder), and the labels when a layer before the last needs them."""
     layout = boundary_layout(spec)
-    return ("tokens", "labels") if "labels" in layout[0] else ("tokens",)
+    return ("tokens",) + (("h",) if embedding_index(spec) > 0 else ()) + (("labels",) if "labels" in layout[0] else ())
+
+
+def embedding_index(spec: ModelSpec) -> int:
+    """The first embedding layer (0 for a text model). The layers before it (a multimodal model's
+    vision encoder, as ``pipesmith import hf`` writes Gemma 3) run on the image features, a model
+    input of the hidden size; the embedding adds its token embeddings to their output, which is
+    where the image features are merged into the sequence."""
+    for i, layer in enumerate(spec.layers):
+        if "embedding" in spec.types[layer.symbol].components:
+            return i
+    return 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -404,7 +421,8 @@ class ReferenceLayer(nn.Module):
         for name in self.components:
             part = self.parts[name]
             if name == "embedding":
-                c["h"] = part(c.pop("tokens"))
+                image = c.pop("h", None)  # a vision encoder's output, merged into the sequence
+                c["h"] = part(c.pop("tokens")) if image is None else part(c.pop("tokens")) + image
             elif name == "mtp_projection":
                 xs = [c["h"]] + [c[f"skip{k}"] for k in self.extra_inputs]
                 normed = [n(x) for n, x in zip(part["norms"], xs)]
@@ -526,7 +544,16 @@ class _Layout:
         return tokens, labels
 
     def step_inputs(self, tokens: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        return (tokens, labels) if "labels" in self.input_names else (tokens,)
+        """The first stage's inputs for ``tokens`` (and ``labels``): with a vision encoder before the
+        embedding also the image features, random [rows, seq, hidden] of a fixed seed."""
+        out = [tokens]
+        if "h" in self.input_names:
+            g = torch.Generator().manual_seed(7)
+            image = torch.randn(tuple(tokens.shape) + (self.scale.hidden,), generator=g, dtype=torch.float64)
+            out.append(image.to(device=tokens.device, dtype=self.param_dtype))
+        if "labels" in self.input_names:
+            out.append(labels)
+        return tuple(out)
 
 
 class ReferenceLayers(_Layout, nn.Module):
@@ -538,6 +565,7 @@ class ReferenceLayers(_Layout, nn.Module):
                  dtype: torch.dtype = torch.float64, device="cpu"):
         nn.Module.__init__(self)
         self._plan(spec, scale)
+        self.param_dtype = dtype
         torch.manual_seed(seed)
         self.built = nn.ModuleDict()
         for i in sorted(set(indices)):
@@ -573,6 +601,7 @@ class ReferenceTransformer(_Layout, nn.Module):
                  dtype: torch.dtype = torch.float64):
         nn.Module.__init__(self)
         self._plan(spec, scale)
+        self.param_dtype = dtype
         torch.manual_seed(seed)
         self.chain = nn.ModuleList(self._build_layer(i) for i in range(len(spec.layers)))
         self.to(dtype)
