@@ -367,7 +367,7 @@ def _sweep_total(samples) -> float:
     return statistics.median(sum(s[0][r] + s[1][r] + s[2][r] for s in samples) for r in range(repeats))
 
 
-def sweep_ms(model, rows: int, repeats: int = 2, warmup: int = 1, seed: int = 1234) -> float:
+def sweep_ms(model: Any, rows: int, repeats: int = 2, warmup: int = 1, seed: int = 1234) -> float:
     """The load probe: the median ms of a sweep of ``model``'s layers (F, then I, then W of every
     layer, as method chain times them) on one microbatch of ``rows`` rows. The same number as
     :attr:`ProfileResult.sweep_ms` when the machine is as loaded as during the profile; their ratio

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Sequence
+from typing import Iterable, Sequence
 
 import torch
 from torch import nn
@@ -120,7 +120,7 @@ class RMSNorm(nn.Module):
         self.eps = eps
         self.weight = nn.Parameter(torch.ones(dim))
 
-    def forward(self, x):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
         return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
 
 
@@ -146,7 +146,7 @@ class AttentionCore(nn.Module):
         super().__init__()
         self.hd, self.window, self.causal = head_dim, window, causal
 
-    def forward(self, q, k, v):
+    def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
         t = q.shape[-2]
         if q.is_cuda and not self.window:
             return F.scaled_dot_product_attention(q, k, v, is_causal=self.causal)
@@ -175,7 +175,7 @@ class Attention(nn.Module):
         self.wv = nn.Linear(d.hidden, d.kv_heads * d.head_dim, bias=False)
         self.wo = nn.Linear(d.heads * d.head_dim, d.hidden, bias=False)
 
-    def forward(self, x):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
         b, t, _ = x.shape
         q = self.wq(x).view(b, t, self.heads, self.hd).transpose(1, 2)
         k = self.wk(x).view(b, t, self.kv, self.hd).transpose(1, 2)
@@ -196,7 +196,7 @@ class LinearAttention(nn.Module):
         self.wqkv = nn.Linear(d.hidden, 3 * d.heads * d.head_dim, bias=False)
         self.wo = nn.Linear(d.heads * d.head_dim, d.hidden, bias=False)
 
-    def forward(self, x):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
         b, t, _ = x.shape
         q, k, v = self.wqkv(x).view(b, t, 3, self.heads, self.hd).permute(2, 0, 3, 1, 4)
         q, k = F.elu(q) + 1, F.elu(k) + 1
@@ -219,7 +219,7 @@ class Mamba(nn.Module):
         self.dt = nn.Linear(inner, inner)
         self.out_proj = nn.Linear(inner, d.hidden, bias=False)
 
-    def forward(self, x):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
         t = x.shape[1]
         u, z = self.in_proj(x).chunk(2, dim=-1)
         u = F.silu(self.conv(u.transpose(1, 2))[..., :t].transpose(1, 2))
@@ -241,7 +241,7 @@ class MLP(nn.Module):
         self.w2 = nn.Linear(ffn, hidden, bias=False)
         self.w3 = nn.Linear(hidden, ffn, bias=False) if gated else None
 
-    def forward(self, x):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.gated:
             return self.w2(F.silu(self.w1(x)) * self.w3(x))
         return self.w2(F.relu(self.w1(x)).square())
@@ -259,7 +259,7 @@ class MoE(nn.Module):
         self.experts = nn.ModuleList(MLP(d.hidden, d.moe_ffn, True) for _ in range(d.experts))
         self.shared = MLP(d.hidden, d.shared * d.moe_ffn, True) if d.shared > 0 else None
 
-    def forward(self, x):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
         probs = torch.softmax(self.router(x), dim=-1)
         top, idx = probs.topk(self.top_k, dim=-1)
         top = top / top.sum(-1, keepdim=True)
@@ -296,7 +296,7 @@ class Residual(nn.Module):
         self.norm = RMSNorm(dim)
         self.f = f
 
-    def forward(self, h):
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
         return h + self.f(self.norm(h))
 
 
@@ -487,7 +487,7 @@ class StageModule(nn.Module):
         self.layers = nn.ModuleList(layers)
         self.in_names, self.out_names = in_names, out_names
 
-    def forward(self, *tensors):
+    def forward(self, *tensors: torch.Tensor) -> torch.Tensor | tuple[torch.Tensor, ...]:
         if len(tensors) != len(self.in_names):
             raise ValueError(f"stage expects {len(self.in_names)} inputs {self.in_names}, got {len(tensors)}")
         carry = dict(zip(self.in_names, tensors))
@@ -561,8 +561,8 @@ class ReferenceLayers(_Layout, nn.Module):
     inputs of the carry's shapes (``carry_before(i)``): a layer of a model too large for the machine
     can be timed alone at full width."""
 
-    def __init__(self, spec: ModelSpec, indices, scale: Scale = Scale(), seed: int = 1234,
-                 dtype: torch.dtype = torch.float64, device="cpu"):
+    def __init__(self, spec: ModelSpec, indices: Iterable[int], scale: Scale = Scale(), seed: int = 1234,
+                 dtype: torch.dtype = torch.float64, device: str | torch.device = "cpu") -> None:
         nn.Module.__init__(self)
         self._plan(spec, scale)
         self.param_dtype = dtype
@@ -576,7 +576,7 @@ class ReferenceLayers(_Layout, nn.Module):
     def layer(self, i: int) -> "ReferenceLayer":
         return self.built[str(i)]
 
-    def carry_before(self, i: int, rows: int, seed: int = 99, device="cpu") -> dict:
+    def carry_before(self, i: int, rows: int, seed: int = 99, device: str | torch.device = "cpu") -> dict:
         """Random inputs of layer i: tokens and labels in the vocabulary, hidden-sized tensors for the
         hidden state, a split MLP's partial sum and skips, per-token tensors for the head's running
         log-sum-exp, target logit and earlier loss."""
@@ -618,5 +618,5 @@ class ReferenceTransformer(_Layout, nn.Module):
         return StageModule([self.chain[i] for i in range(first, last + 1)], self.layout_before(first),
                            self.layout_after(last))
 
-    def forward(self, *inputs):
+    def forward(self, *inputs: torch.Tensor) -> torch.Tensor:
         return self.stage(0, len(self.chain) - 1)(*inputs)

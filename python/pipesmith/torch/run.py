@@ -27,8 +27,8 @@ import torch.distributed as dist
 
 from ..errors import BadInputError
 from . import hf, hf_check, pipeline
-from .model_yaml import load_model
-from .plan import PlanError, load_plan
+from .model_yaml import ModelSpec, load_model
+from .plan import Plan, PlanError, load_plan
 from .reference import ReferenceTransformer, Scale, loss_fn
 from .watchdog import DEFAULT_TIMEOUT_S, Watchdog, timeout_s
 
@@ -81,8 +81,9 @@ def _torchtitan_split(model, plan, stage):
     return _split_module(model, pipeline.module_fqns_per_model_part(plan)[stage])
 
 
-def run_case(plan_dir, fmt, spec, scale, rank, steps, lr, rows_per_mb, ref_cache, user_model=None,
-             splitter="pipesmith", runtime_rules=True):
+def run_case(plan_dir: str, fmt: str, spec: ModelSpec, scale: Scale, rank: int, steps: int, lr: float,
+             rows_per_mb: int, ref_cache: dict, user_model: str | None = None, splitter: str = "pipesmith",
+             runtime_rules: bool = True) -> tuple[Plan, bool, float, float, float, list[str]]:
     plan = load_plan(plan_dir, runtime_rules=runtime_rules)
     if plan.devices != dist.get_world_size():
         raise PlanError(f"{plan.path}: the plan is for {plan.devices} ranks, the job has {dist.get_world_size()}")

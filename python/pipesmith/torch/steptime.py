@@ -32,6 +32,7 @@ import os
 import statistics
 import sys
 import time
+from typing import Any, Sequence
 
 import torch
 import torch.distributed as dist
@@ -76,7 +77,7 @@ class ActionClock:
 
     KINDS = {"forward_one_chunk": "F", "backward_one_chunk": "B", "backward_weight_one_chunk": "W"}
 
-    def __init__(self, stages):
+    def __init__(self, stages: Sequence[Any]) -> None:
         from torch.distributed.pipelining import schedules
         self.busy: dict[str, float] = {}
         self.count: dict[str, int] = {}
@@ -87,7 +88,7 @@ class ActionClock:
         self._schedules = schedules
         self._orig_wait = None
 
-    def start(self):
+    def start(self) -> None:
         """Counts waits from now (the runtime's wait function is shared: one clock at a time)."""
         self.busy, self.count, self.wait_ms = {}, {}, 0.0
         orig = self._orig_wait = self._schedules._wait_batch_p2p
@@ -100,7 +101,7 @@ class ActionClock:
                 self.wait_ms += (time.perf_counter() - t0) * 1e3
         self._schedules._wait_batch_p2p = wait
 
-    def stop(self):
+    def stop(self) -> None:
         if self._orig_wait is not None:
             self._schedules._wait_batch_p2p = self._orig_wait
             self._orig_wait = None

@@ -13,16 +13,16 @@ import torch
 from torch import nn
 
 from .model_yaml import ModelFileError, ModelSpec
-from .reference import MLP, Attention, Residual, RMSNorm, Scale, _dims
+from .reference import MLP, Attention, Dims, Residual, RMSNorm, Scale, _dims
 
 
 class DecoderLayer(nn.Module):
-    def __init__(self, d):
+    def __init__(self, d: Dims) -> None:
         super().__init__()
         self.attention = Residual(d.hidden, Attention(d))
         self.feed_forward = Residual(d.hidden, MLP(d.hidden, d.ffn, d.gated))
 
-    def forward(self, h):
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
         return self.feed_forward(self.attention(h))
 
 
@@ -57,7 +57,7 @@ class TitanLayoutLM(nn.Module):
         self.vocab, self.seq = d.vocab, d.seq
         self.to(dtype)
 
-    def forward(self, tokens):
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         h = self.tok_embeddings(tokens) if self.tok_embeddings is not None else tokens
         for layer in self.layers.values():
             h = layer(h)

@@ -19,7 +19,7 @@ import os
 import sys
 import threading
 import time
-from typing import Optional
+from typing import Any, Callable, Optional
 
 MAX_TIMEOUT_S = 1e6   # the command's bound on --timeout (docs/inputs.md, "Limits")
 DEFAULT_TIMEOUT_S = 60.0
@@ -55,7 +55,7 @@ class Watchdog:
     """One per rank: ``arm(label)`` starts a phase of at most ``timeout`` seconds (``seconds`` for a
     longer one), ``disarm()`` ends it. A phase past its deadline ends the process (module docstring)."""
 
-    def __init__(self, rank: int, timeout: float, *, exit=os._exit) -> None:
+    def __init__(self, rank: int, timeout: float, *, exit: Callable[[int], Any] = os._exit) -> None:
         self.rank, self.timeout = rank, timeout
         self._exit = exit
         self._deadline: Optional[float] = None
