@@ -157,6 +157,23 @@ def main(argv=None) -> int:
     ap.add_argument("--keep", help="keep every file under this folder (default: a temporary one)")
     ap.add_argument("--json", help="also write the rows as JSON here")
     args = ap.parse_args(argv)
+    # Every flag within what the commands it runs accept, and the outputs, before anything runs (exit 2).
+    bad = [f"--{k.replace('_', '-')} {v}" for k, v, lo, hi in (
+        ("hidden", args.hidden, 0, 65536), ("seq", args.seq, 1, 65536), ("vocab", args.vocab, 2, 1 << 20),
+        ("rows_per_microbatch", args.rows_per_microbatch, 1, 65536), ("devices", args.devices, 2, 100_000),
+        ("microbatches", args.microbatches, 1, 1_000_000), ("steps", args.steps, 1, 1000),
+        ("repeats", args.repeats, 1, 1000), ("concurrent", args.concurrent, 0, 64),
+        ("evaluations", args.evaluations, 1, 1_000_000_000)) if not lo <= v <= hi or (k == "hidden" and v == 1)]
+    unknown = [m for m in args.models.split(",") if not os.path.isfile(os.path.join(ROOT, "configs", "models", f"{m}.yaml"))]
+    if bad or unknown:
+        ap.error("; ".join(([f"out of range: {', '.join(bad)}"] if bad else [])
+                           + ([f"no such shipped model: {', '.join(unknown)}"] if unknown else [])))
+    from pipesmith.errors import BadInputError
+    from pipesmith.torch.output_file import check_output_paths
+    try:
+        check_output_paths([(args.json or "", "--json")])
+    except BadInputError as e:
+        ap.error(str(e))
     exe = os.environ.get("PIPESMITH") or os.path.join(os.environ.get("PIPESMITH_BUILD_DIR", os.path.join(ROOT, "build")),
                                                       "cli", "pipesmith")
     if not os.access(exe, os.X_OK):
