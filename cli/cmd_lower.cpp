@@ -13,7 +13,10 @@
 #include "cli/spec_flags.h"
 #include "ir/cost_model.h"
 #include "ir/graph.h"
+#include "ir/mesh.h"
 #include "ir/model.h"
+#include "ir/problem.h"
+#include "synth/plan/plan_spec.h"
 
 namespace ps::cli {
 
@@ -26,7 +29,12 @@ struct LowerArgs {
   std::optional<int> microbatches;
   std::optional<double> memory_gb;
   bool json = false;
+  MeshFlags mesh;
+  // The plan whose stages the mesh's memory is shown for (only with a mesh).
+  PlanSpec plan{"even", "sequential", 0};
 };
+
+
 
 // A text table: first row is the header; columns holding numbers are right-aligned.
 class Table {
@@ -150,6 +158,10 @@ std::string text_summary(const LowerArgs& a, const Spec& spec, const ModelSummar
     out += fmt::format("parameters  {:.1f} M in all; {:.1f} M without the MTP modules (layer types named mtp…)\n",
                        s.total_params_m, s.total_params_m - s.mtp_params_m);
 
+  if (spec.mesh) {  // params_m is one GPU's model state over bytes/param: the stages say it in MB
+    out += "(with a mesh, every number above is one GPU's; params M is the model state on one GPU / bytes/param)\n";
+    return out;
+  }
   out += fmt::format(
       "model-state memory  {:.1f} GB ({:.1f} M params x {:g} bytes/param); {:.1f} GB per device "
       "if split evenly over {} devices",
@@ -160,11 +172,85 @@ std::string text_summary(const LowerArgs& a, const Spec& spec, const ModelSummar
   return out;
 }
 
+// One stage's memory on one GPU under the mesh.
+struct StageMemory {
+  int stage = 0, device = 0, first = 0, last = 0;
+  double params_per_gpu_m = 0, weights_mb = 0, grads_mb = 0, optimizer_mb = 0, model_state_mb = 0,
+         activation_mb = 0;
+};
+
+Result<std::vector<StageMemory>> mesh_stages(const Spec& spec, const PlanSpec& plan_words) {
+  Result<NamedPlan> plan = resolve_plan(spec, plan_words);
+  if (!plan.ok()) return plan.status();
+  Result<Problem> problem = make_problem(spec, plan->partition, plan->placement);
+  if (!problem.ok()) return problem.status();
+  std::vector<StageMemory> out;
+  for (int s = 0; s < problem->num_stages(); ++s) {
+    const StageSpec& st = problem->stages[s];
+    StageMemory m{s, st.device, st.first_layer, st.last_layer};
+    for (int l = st.first_layer; l <= st.last_layer; ++l) {
+      const MeshLayerCosts& c = spec.mesh_types.at(spec.model.layers[l].type);
+      m.params_per_gpu_m += c.params_per_gpu_m;
+      m.weights_mb += c.weights_mb;
+      m.grads_mb += c.grads_mb;
+      m.optimizer_mb += c.optimizer_mb;
+    }
+    m.model_state_mb = problem->model_state_mb(s);
+    m.activation_mb = st.activation_mb;
+    out.push_back(m);
+  }
+  return out;
+}
+
+const char* group_link(const Mesh& m, MeshGroup g) {
+  const GroupPlacement p = group_placement(m, g);
+  return p.size <= 1 ? "-" : p.nodes > 1 ? "inter-node" : "NVLink";
+}
+
+std::string mesh_text(const Spec& spec, const std::vector<StageMemory>& stages, const std::string& plan_desc) {
+  const Mesh& m = *spec.mesh;
+  std::string out;
+  out += fmt::format("mesh      {} GPUs{}: pipeline {} x data {} x context {} x tensor {}{}; optimizer {}\n", m.gpus,
+                     m.gpus_per_node > 0 ? fmt::format(" ({} per node)", m.gpus_per_node) : " (one node)", m.pipeline,
+                     m.data, m.context, m.tensor, m.sequence_parallel ? " (sequence parallel)" : "",
+                     optimizer_name(m.optimizer));
+  out += fmt::format("          experts: expert {} x expert_tensor {} x expert_data {}\n", m.expert, m.expert_tensor,
+                     m.expert_data());
+  out += fmt::format("          links: tensor {}, context {}, expert {}, expert_tensor {}, data {}\n",
+                     group_link(m, MeshGroup::kTensor), group_link(m, MeshGroup::kContext),
+                     group_link(m, MeshGroup::kExpert), group_link(m, MeshGroup::kExpertTensor),
+                     group_link(m, MeshGroup::kData));
+  out += fmt::format("batch     {} sequences per microbatch, {} per iteration ({} microbatches per data-parallel rank)\n\n",
+                     m.micro_batch, m.global_batch, spec.pipeline.microbatches);
+  out += "Time split per layer type (one layer, one microbatch, one GPU; F+I+W ms):\n";
+  Table t({"sym", "name", "compute", "TP", "CP", "EP", "total", "params/GPU M", "state/GPU MB"},
+          {false, false, true, true, true, true, true, true, true});
+  for (const auto& [sym, c] : spec.mesh_types) {
+    const LayerType& lt = spec.model.types.at(sym);
+    const double total = lt.forward_ms + lt.backward_input_ms + lt.backward_weight_ms;
+    auto ms = [&](double v) { return c.derived ? f3(v) : std::string("-"); };
+    t.add({std::string(1, sym), lt.name, ms(c.compute_ms), ms(c.tp_ms), ms(c.cp_ms), ms(c.ep_ms), f3(total),
+           f1(c.params_per_gpu_m), f1(c.weights_mb + c.grads_mb + c.optimizer_mb)});
+  }
+  out += t.str();
+  out += fmt::format("\nMemory per GPU of each stage ({}; activation per microbatch):\n", plan_desc);
+  Table st({"stage", "device", "layers", "params/GPU M", "weights MB", "grads MB", "optimizer MB", "state MB",
+            "act MB"},
+           {true, true, false, true, true, true, true, true, true});
+  for (const StageMemory& s : stages)
+    st.add({std::to_string(s.stage), std::to_string(s.device), fmt::format("{}-{}", s.first, s.last),
+            f1(s.params_per_gpu_m), f1(s.weights_mb), f1(s.grads_mb), f1(s.optimizer_mb), f1(s.model_state_mb),
+            f1(s.activation_mb)});
+  out += st.str();
+  return out;
+}
+
 nlohmann::ordered_json link_json(const LinkModel& l) {
   return {{"bandwidth_gb_per_s", l.bandwidth_gb_per_s}, {"latency_us", l.latency_us}};
 }
 
-std::string json_summary(const LowerArgs& a, const Spec& spec, const ModelSummary& s) {
+std::string json_summary(const LowerArgs& a, const Spec& spec, const ModelSummary& s,
+                         const std::vector<StageMemory>& stages) {
   using J = nlohmann::ordered_json;
   const Model& m = spec.model;
   J j;
@@ -222,6 +308,56 @@ std::string json_summary(const LowerArgs& a, const Spec& spec, const ModelSummar
   j["cluster"] = cl;
   j["pipeline"] = J{{"microbatches", spec.pipeline.microbatches},
                     {"bytes_per_param", spec.pipeline.bytes_per_param}};
+  if (spec.mesh) {
+    const Mesh& m = *spec.mesh;
+    J groups = J::object();
+    for (MeshGroup g : {MeshGroup::kTensor, MeshGroup::kContext, MeshGroup::kExpert, MeshGroup::kExpertTensor,
+                        MeshGroup::kData, MeshGroup::kExpertData}) {
+      const GroupPlacement p = group_placement(m, g);
+      groups[mesh_group_name(g)] = J{{"size", p.size}, {"stride", p.stride}, {"nodes", p.nodes}};
+    }
+    j["mesh"] = J{{"gpus", m.gpus},
+                  {"gpus_per_node", m.gpus_per_node},
+                  {"pipeline", m.pipeline},
+                  {"data", m.data},
+                  {"context", m.context},
+                  {"tensor", m.tensor},
+                  {"expert", m.expert},
+                  {"expert_tensor", m.expert_tensor},
+                  {"expert_data", m.expert_data()},
+                  {"sequence_parallel", m.sequence_parallel},
+                  {"optimizer", optimizer_name(m.optimizer)},
+                  {"micro_batch", m.micro_batch},
+                  {"global_batch", m.global_batch},
+                  {"groups", groups}};
+    J split = J::array();
+    for (const auto& [sym, c] : spec.mesh_types)
+      split.push_back(J{{"symbol", std::string(1, sym)},
+                        {"derived", c.derived},
+                        {"compute_ms", c.compute_ms},
+                        {"tp_ms", c.tp_ms},
+                        {"cp_ms", c.cp_ms},
+                        {"ep_ms", c.ep_ms},
+                        {"params_per_gpu_m", c.params_per_gpu_m},
+                        {"weights_mb", c.weights_mb},
+                        {"grads_mb", c.grads_mb},
+                        {"optimizer_mb", c.optimizer_mb},
+                        {"model_flops", c.model_flops}});
+    j["mesh_layer_types"] = split;
+    J st = J::array();
+    for (const StageMemory& x : stages)
+      st.push_back(J{{"stage", x.stage},
+                     {"device", x.device},
+                     {"first_layer", x.first},
+                     {"last_layer", x.last},
+                     {"params_per_gpu_m", x.params_per_gpu_m},
+                     {"weights_mb", x.weights_mb},
+                     {"grads_mb", x.grads_mb},
+                     {"optimizer_mb", x.optimizer_mb},
+                     {"model_state_mb", x.model_state_mb},
+                     {"activation_mb", x.activation_mb}});
+    j["stages"] = st;
+  }
   return j.dump(2) + "\n";
 }
 
@@ -231,12 +367,26 @@ int run_lower(const LowerArgs& a) {
   o.devices = a.devices;
   o.microbatches = a.microbatches;
   o.memory_gb = a.memory_gb;
+  o.parallel = mesh_overrides(a.mesh);
   Result<Spec> spec = load_spec(a.model_path, a.cluster_path, o);
   if (!spec.ok()) return report_error(spec.status());
   Result<LoweredModel> lowered = lower(spec->model);
   if (!lowered.ok()) return report_error(lowered.status());
   ModelSummary s = summarize(*spec, *lowered);
-  std::string text = a.json ? json_summary(a, *spec, s) : text_summary(a, *spec, s);
+  std::vector<StageMemory> stages;
+  std::string plan_desc;
+  if (spec->mesh) {
+    if (Status st = check_stages_per_device(*spec, a.plan.stages_per_device, "--stages-per-device"); !st.is_ok())
+      return report_error(st);
+    if (Status st = check_placement_flags(a.plan.placement, a.plan.stages_per_device); !st.is_ok())
+      return report_error(st);
+    Result<std::vector<StageMemory>> sm = mesh_stages(*spec, a.plan);
+    if (!sm.ok()) return report_error(sm.status());
+    stages = std::move(*sm);
+    plan_desc = fmt::format("partition {}, placement {}, {} stages", a.plan.partition, a.plan.placement, stages.size());
+  }
+  std::string text = a.json ? json_summary(a, *spec, s, stages)
+                            : text_summary(a, *spec, s) + (spec->mesh ? "\n" + mesh_text(*spec, stages, plan_desc) : "");
   Status st = write_text_file("-", text);
   if (!st.is_ok()) return report_error(st);
   return 0;
@@ -265,10 +415,25 @@ Runner add_lower(CLI::App& app) {
                   "unlimited)")
       ->check(flags::memory_limit_gb());
   sub->add_flag("--json", args->json, "Print the summary as JSON instead of a text table");
+  add_mesh_flags(sub, &args->mesh);
+  sub->add_option("--partition", args->plan.partition,
+                  "With a mesh: the partition whose stages' memory per GPU is shown (as synth's; default even)");
+  sub->add_option("--placement", args->plan.placement,
+                  "With a mesh: the placement of those stages (as synth's; default sequential)");
+  sub->add_option("--stages-per-device", args->plan.stages_per_device,
+                  "With a mesh: stages per device V (as synth's)");
   sub->footer(
       fmt::format("Layer kinds for analytic costs: {}.\nExit codes: 0 ok, 1 bad input or usage.",
                   known_kinds()));
-  return [args] { return run_lower(*args); };
+  return [args, sub] {
+    // As synth reads them: --stages-per-device alone means an interleaved placement; below 1 is refused.
+    const bool spd_given = sub->get_option("--stages-per-device")->count() > 0;
+    if (spd_given && args->plan.stages_per_device < 1) args->plan.stages_per_device = -1;
+    if (spd_given && sub->get_option("--placement")->count() == 0 && args->plan.stages_per_device > 1 &&
+        !is_layout_partition(args->plan.partition))
+      args->plan.placement = "interleaved";
+    return run_lower(*args);
+  };
 }
 
 }  // namespace ps::cli

@@ -22,6 +22,45 @@ void add_spec_flags(CLI::App* sub, SpecFlags* flags) {
   sub->add_option("--memory-limit-gb", flags->memory_limit_gb,
                   "Memory per device in GB (overrides cluster.memory_gb; 0 = unlimited)")
       ->check(flags::memory_limit_gb());
+  add_mesh_flags(sub, &flags->mesh);
+}
+
+void add_mesh_flags(CLI::App* sub, MeshFlags* f) {
+  const CLI::Validator degree = flags::integer_in(1, kMaxGpus);
+  sub->add_option("--gpus", f->gpus, "GPUs of the mesh (overrides cluster.gpus; docs/mesh.md)")->check(degree);
+  sub->add_option("--tensor-parallel", f->tensor, "Tensor-parallel degree (parallel.tensor)")->check(degree);
+  sub->add_option("--context-parallel", f->context, "Context-parallel degree (parallel.context)")->check(degree);
+  sub->add_option("--expert-parallel", f->expert, "Expert-parallel degree (parallel.expert)")->check(degree);
+  sub->add_option("--expert-tensor-parallel", f->expert_tensor,
+                  "Tensor-parallel degree of the experts (parallel.expert_tensor)")
+      ->check(degree);
+  sub->add_option("--data-parallel", f->data,
+                  "Data-parallel degree (parallel.data; default: the GPUs over pipeline x tensor x context)")
+      ->check(degree);
+  sub->add_option("--optimizer", f->optimizer,
+                  "Optimizer-state sharding: replicated, distributed (ZeRO-1) or fsdp (ZeRO-3) (parallel.optimizer)")
+      ->check(CLI::IsMember({"replicated", "distributed", "fsdp"}));
+  sub->add_option("--micro-batch", f->micro_batch, "Sequences per microbatch (parallel.micro_batch)")->check(degree);
+  sub->add_option("--global-batch", f->global_batch,
+                  "Sequences per iteration (parallel.global_batch); M = global / (micro-batch x data)")
+      ->check(flags::integer_in(1, kMaxGpus * limits::kMaxMicrobatches));
+  sub->add_flag("--sequence-parallel", f->sequence_parallel, "Sequence parallelism with tensor parallelism "
+                                                             "(parallel.sequence_parallel)");
+}
+
+ParallelInput mesh_overrides(const MeshFlags& f) {
+  ParallelInput o;
+  o.gpus = f.gpus;
+  o.tensor = f.tensor;
+  o.context = f.context;
+  o.expert = f.expert;
+  o.expert_tensor = f.expert_tensor;
+  o.data = f.data;
+  o.micro_batch = f.micro_batch;
+  o.global_batch = f.global_batch;
+  o.optimizer = f.optimizer;
+  if (f.sequence_parallel) o.sequence_parallel = true;
+  return o;
 }
 
 Status check_count_flags(std::optional<int> devices, std::optional<int> microbatches) {
@@ -50,6 +89,7 @@ Result<Spec> load_spec_from_flags(const SpecFlags& flags) {
   o.devices = flags.devices;
   o.microbatches = flags.microbatches;
   o.memory_gb = flags.memory_limit_gb;
+  o.parallel = mesh_overrides(flags.mesh);
   return load_spec(flags.model_path, flags.cluster_path, o);
 }
 

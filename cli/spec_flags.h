@@ -14,12 +14,25 @@
 
 namespace ps::cli {
 
+// The mesh flags (ir/mesh.h): --gpus, --tensor-parallel, --context-parallel, --expert-parallel,
+// --expert-tensor-parallel, --data-parallel, --optimizer, --micro-batch, --global-batch,
+// --sequence-parallel. Each maps one field of the `parallel:` section (or cluster.gpus).
+struct MeshFlags {
+  std::optional<long long> gpus, tensor, context, expert, expert_tensor, data, micro_batch, global_batch;
+  std::optional<std::string> optimizer;
+  bool sequence_parallel = false;
+};
+void add_mesh_flags(CLI::App* sub, MeshFlags* flags);
+// The flags as the library's overrides (the library validates them).
+ParallelInput mesh_overrides(const MeshFlags& flags);
+
 struct SpecFlags {
   std::string model_path;
   std::string cluster_path;
   std::optional<int> devices;
   std::optional<int> microbatches;
   std::optional<double> memory_limit_gb;
+  MeshFlags mesh;
 };
 
 // Adds the positional MODEL and the four options to `sub`; values land in *flags (which must

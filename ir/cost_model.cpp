@@ -154,6 +154,8 @@ ComponentWork embedding_work(Dims& x) {
   w.wgrad_stash_bytes = 8 * T;
   w.output_bytes = p * T * h;
   w.input_bytes = 8 * T;  // the token ids
+  w.hidden_activation_bytes = dropout ? T * h : 0.0;
+  w.tp = ComponentWork::TpPattern::kEmbedding;
   return w;
 }
 
@@ -182,6 +184,9 @@ ComponentWork attention_work(Dims& x) {
   w.output_bytes = sh.p * sh.T * sh.h;
   w.core_fwd_flops = core;
   w.quadratic_activation_bytes = flash ? 0.0 : scores;
+  w.hidden_activation_bytes = 2 * sh.p * sh.T * sh.h + (dropout ? sh.T * sh.h : 0.0);
+  w.cp_kv_bytes = sh.p * sh.T * 2 * sh.kv * sh.d;
+  w.tp = ComponentWork::TpPattern::kBlock;
   return w;
 }
 
@@ -228,6 +233,10 @@ ComponentWork mla_work(Dims& x) {
                        + (dropout ? T * h : 0.0);
   w.wgrad_stash_bytes = p * T * h + p * T * qr + p * T * kr + p * T * a * dv;
   w.output_bytes = p * T * h;
+  w.core_fwd_flops = core;
+  w.hidden_activation_bytes = 2 * p * T * h + (dropout ? T * h : 0.0);
+  w.cp_kv_bytes = p * T * a * (dq + dv);
+  w.tp = ComponentWork::TpPattern::kBlock;
   return w;
 }
 
@@ -272,6 +281,9 @@ ComponentWork gated_deltanet_work(Dims& x) {
                        + p * T * nv * dv;  // out_proj input
   w.wgrad_stash_bytes = p * T * h + p * T * conv_ch + p * T * nv * dv;
   w.output_bytes = p * T * h;
+  w.hidden_activation_bytes = 2 * p * T * h;
+  w.cp_state_bytes = 4 * b * nv * dk * dv;  // fp32 state per value head
+  w.tp = ComponentWork::TpPattern::kBlock;
   return w;
 }
 
@@ -292,6 +304,9 @@ ComponentWork linear_attention_work(Dims& x) {
   w.activation_bytes = attention_proj_activation(sh, dropout);  // block states are recomputed
   w.wgrad_stash_bytes = sh.p * sh.T * sh.h + sh.p * sh.T * sh.a * sh.d;
   w.output_bytes = sh.p * sh.T * sh.h;
+  w.hidden_activation_bytes = 2 * sh.p * sh.T * sh.h + (dropout ? sh.T * sh.h : 0.0);
+  w.cp_state_bytes = 4 * sh.b * sh.a * sh.d * sh.d;  // fp32 K^T V state per head
+  w.tp = ComponentWork::TpPattern::kBlock;
   return w;
 }
 
@@ -313,6 +328,8 @@ ComponentWork mlp_work(Dims& x) {
   w.activation_bytes = 2 * p * T * h + (gated ? 3 : 2) * p * T * f + (dropout ? T * h : 0.0);
   w.wgrad_stash_bytes = p * T * h + p * T * f;  // fc1 and fc2 inputs
   w.output_bytes = p * T * h;
+  w.hidden_activation_bytes = 2 * p * T * h + (dropout ? T * h : 0.0);
+  w.tp = ComponentWork::TpPattern::kBlock;
   return w;
 }
 
@@ -350,6 +367,10 @@ ComponentWork moe_work(Dims& x) {
                        + k * g * p * T * fe + g * p * T * fs + (dropout ? T * h : 0.0);
   w.wgrad_stash_bytes = p * T * h + k * p * T * h + k * p * T * fe + p * T * fs;
   w.output_bytes = p * T * h;
+  w.hidden_activation_bytes = 2 * p * T * h + (dropout ? T * h : 0.0);
+  w.expert_params = E * expert_params;
+  w.routed_token_bytes = k * p * T * h;
+  w.tp = fs > 0 ? ComponentWork::TpPattern::kBlock : ComponentWork::TpPattern::kNone;
   return w;
 }
 
@@ -392,6 +413,9 @@ ComponentWork mamba_work(Dims& x) {
                        + p * T * di;      // out_proj input
   w.wgrad_stash_bytes = p * T * h + p * T * conv_ch + p * T * di;  // in_proj, conv, out_proj inputs
   w.output_bytes = p * T * h;
+  w.hidden_activation_bytes = 2 * p * T * h;
+  w.cp_state_bytes = 4 * b * di * N;  // fp32 SSM state: heads x head_dim x state size
+  w.tp = ComponentWork::TpPattern::kBlock;
   return w;
 }
 
@@ -419,6 +443,8 @@ ComponentWork head_work(Dims& x) {
   w.activation_bytes = p * T * h + p * T * h + 4 * T * V;  // norm input, head input, fp32 logits
   w.wgrad_stash_bytes = p * T * h;
   w.output_bytes = K > 1 ? p * T * h + 8 * T : 0;  // the loss alone when unsharded
+  w.hidden_activation_bytes = 2 * p * T * h;
+  w.tp = ComponentWork::TpPattern::kHead;
   return w;
 }
 
@@ -435,6 +461,8 @@ ComponentWork mtp_projection_work(Dims& x) {
   w.activation_bytes = 2 * p * T * h + 2 * p * T * h;  // two norm inputs, the concatenation
   w.wgrad_stash_bytes = 2 * p * T * h;
   w.output_bytes = p * T * h;
+  w.hidden_activation_bytes = 4 * p * T * h;
+  w.tp = ComponentWork::TpPattern::kBlock;
   return w;
 }
 

@@ -132,6 +132,19 @@ struct ComponentWork {
   double core_fwd_flops = 0;     // attention core (Q K^T, softmax, times V) of fwd_flops
   double quadratic_activation_bytes = 0;  // part of activation_bytes that grows with s^2 (scores,
                                           // dropout mask and output); 0 with flash attention
+  // What the mesh (ir/mesh.h) needs to spread the component over tensor, context and expert groups:
+  double hidden_activation_bytes = 0;  // part of activation_bytes that is hidden-sized (norm inputs,
+                                       // the inputs of column-parallel matmuls, dropout masks): kept
+                                       // whole on every tensor-parallel rank without sequence parallelism
+  double expert_params = 0;            // routed experts' part of params (spread over EP x ETP)
+  double routed_token_bytes = 0;       // 8.4e7: the k routed copies of the tokens (p*k*T*h) that the
+                                       // MoE dispatch and combine all-to-alls move
+  double cp_kv_bytes = 0;              // K and V of the whole microbatch (what a context-parallel
+                                       // ring passes around); 0 without an attention core
+  double cp_state_bytes = 0;           // 2.1e6: the recurrent state one sequence chunk hands the next
+                                       // (linear mixers under context parallelism)
+  enum class TpPattern { kNone, kBlock, kEmbedding, kHead };
+  TpPattern tp = TpPattern::kNone;     // its tensor-parallel collectives (docs/mesh.md)
 };
 // Errors name the missing/invalid architecture field, e.g. "architecture.vocab_size is needed by
 // the head component".

@@ -321,6 +321,8 @@ struct ClusterDraft {
   Cluster cluster;
   Hardware hw;
   bool devices_given = false;
+  bool inter_node_link_given = false;
+  ParallelInput parallel;  // the cluster file's `parallel:` section
 };
 
 struct Draft {
@@ -331,6 +333,7 @@ struct Draft {
   bool has_cluster = false;
   ClusterDraft cluster;
   bool microbatches_given = false;
+  ParallelInput parallel;  // the model file's `parallel:` section
 };
 
 std::string type_what(char sym) {
@@ -878,7 +881,8 @@ Result<LinkModel> parse_link(const Ctx& c, const Entry& e, const std::string& wh
 Result<ClusterDraft> parse_cluster(const Ctx& c, const Entry& e) {
   Result<MapView> m = read_map(
       c, e.value, e.value_loc, "cluster",
-      {"name", "devices", "memory_gb", "link", "devices_per_node", "inter_node_link", "hardware", "op_overhead_ms"});
+      {"name", "devices", "memory_gb", "link", "devices_per_node", "inter_node_link", "hardware", "op_overhead_ms",
+       "gpus", "gpus_per_node"});
   if (!m.ok()) return m.status();
   ClusterDraft d;
   Cluster& cl = d.cluster;
@@ -916,10 +920,22 @@ Result<ClusterDraft> parse_cluster(const Ctx& c, const Entry& e) {
       Result<LinkModel> l = parse_link(c, x, "cluster." + x.key);
       if (!l.ok()) return l.status();
       (x.key == "link" ? cl.link : cl.inter_node_link) = *l;
+      if (x.key == "inter_node_link") d.inter_node_link_given = true;
     } else if (x.key == "hardware") {
       Result<Hardware> h = parse_hardware(c, x, "cluster.hardware");
       if (!h.ok()) return h.status();
       d.hw = *h;
+    } else if (x.key == "gpus" || x.key == "gpus_per_node") {  // the mesh's GPUs (ir/mesh.h)
+      Result<long long> v = get_int_min(x, "cluster", 1);
+      if (!v.ok()) return v.status();
+      if (*v > kMaxGpus)
+        return Status::bad_input(fmt::format("cluster: {} must be <= {}, got {}", x.key, kMaxGpus, *v), x.value_loc);
+      if (x.key == "gpus") {
+        cl.gpus = *v;
+        cl.gpus_loc = x.value_loc;
+      } else {
+        cl.gpus_per_node = static_cast<int>(*v);
+      }
     }
   }
   if (cl.devices_per_node > 0 && !m->find("inter_node_link")) {
@@ -929,8 +945,8 @@ Result<ClusterDraft> parse_cluster(const Ctx& c, const Entry& e) {
         "latency_us} of the link between nodes)",
         m->find("devices_per_node")->key_loc);
   }
-  if (m->find("inter_node_link") && cl.devices_per_node == 0) {
-    return Status::bad_input("cluster: inter_node_link is given but devices_per_node is not",
+  if (m->find("inter_node_link") && cl.devices_per_node == 0 && cl.gpus_per_node == 0) {
+    return Status::bad_input("cluster: inter_node_link is given but devices_per_node (or gpus_per_node) is not",
                              m->find("inter_node_link")->key_loc);
   }
   return d;
@@ -975,8 +991,8 @@ Result<MapView> read_top(const Ctx& c, const YAML::Node& root, bool is_cluster_f
                              at);
   }
   std::vector<std::string> allowed =
-      is_cluster_file ? std::vector<std::string>{"schema", "cluster"}
-                      : std::vector<std::string>{"schema", "model", "cluster", "pipeline"};
+      is_cluster_file ? std::vector<std::string>{"schema", "cluster", "parallel"}
+                      : std::vector<std::string>{"schema", "model", "cluster", "pipeline", "parallel"};
   Result<MapView> m =
       read_map(c, root, at, is_cluster_file ? "cluster file" : "top level", allowed);
   if (!m.ok()) return m;
@@ -1021,7 +1037,14 @@ Result<ClusterDraft> parse_cluster_text(const std::string& text, const std::stri
   return read_document<ClusterDraft>(text, file, true, [&](const Ctx& c, const MapView& top) -> Result<ClusterDraft> {
     const Entry* ce = top.find("cluster");
     if (!ce) return Status::bad_input("cluster file: missing 'cluster:'", SourceLoc{file, 1, 1});
-    return parse_cluster(c, *ce);
+    Result<ClusterDraft> cl = parse_cluster(c, *ce);
+    if (!cl.ok()) return cl;
+    if (const Entry* pe = top.find("parallel")) {
+      Result<ParallelInput> pi = read_parallel(pe->value, c.file, pe->key_loc);
+      if (!pi.ok()) return pi.status();
+      cl->parallel = *pi;
+    }
+    return cl;
   });
 }
 
@@ -1043,6 +1066,11 @@ Result<Draft> parse_draft(const std::string& text, const std::string& file) {
       d.has_cluster = true;
     }
     if (const Entry* pe = top.find("pipeline")) PS_RETURN_IF_ERROR(parse_pipeline(*pe, c, d));
+    if (const Entry* pe = top.find("parallel")) {
+      Result<ParallelInput> pi = read_parallel(pe->value, c.file, pe->key_loc);
+      if (!pi.ok()) return pi.status();
+      d.parallel = *pi;
+    }
     return d;
   });
 }
@@ -1075,9 +1103,76 @@ Status fill_recompute(const TypeDraft& t, const std::optional<DerivedCosts>& dc,
   return Status::ok();
 }
 
+// Under a mesh: checks a type against the mesh and spreads the model states of one whose parameter
+// count is given (explicit types hold given numbers per GPU, so only data parallelism spreads them).
+Status spread_on_mesh(Draft& d, const TypeDraft& t, LayerType& lt) {
+  const Mesh& m = *d.spec.mesh;
+  const std::string what = type_what(lt.symbol);
+  if (!t.components.empty()) {
+    PS_RETURN_IF_ERROR(check_mesh_architecture(t.components, d.arch.merged_with(t.arch), m, what, t.kind_loc));
+  } else if (m.tensor * m.context * m.expert * m.expert_tensor > 1) {
+    return Status::bad_input(
+        fmt::format("{} has no kind: the mesh's tensor, context and expert parallelism need the layer's structure to "
+                    "spread it (give 'kind:' and an 'architecture:'), or use a mesh of data parallelism only",
+                    what),
+        lt.loc);
+  }
+  constexpr int kParamsField = 6;
+  if (t.given[kParamsField] || !d.spec.mesh_types.count(lt.symbol)) {
+    const MeshLayerCosts e = explicit_mesh_memory(lt.params_m, m, d.spec.pipeline.bytes_per_param);
+    MeshLayerCosts& entry = d.spec.mesh_types.try_emplace(lt.symbol, e).first->second;
+    entry.params_per_gpu_m = e.params_per_gpu_m;
+    entry.weights_mb = e.weights_mb, entry.grads_mb = e.grads_mb, entry.optimizer_mb = e.optimizer_mb;
+    lt.params_m = e.gpu.params_m;
+  }
+  return Status::ok();
+}
+
+// Resolves the mesh (ir/mesh.h) when the files or the overrides give one; M follows a global batch.
+Status resolve_draft_mesh(Draft& d, const SpecOverrides& o) {
+  const Cluster& cl = d.cluster.cluster;
+  const ParallelInput given = d.parallel.merged_with(d.cluster.parallel);
+  if (!given.any() && !o.parallel.any() && cl.gpus == 0) return Status::ok();
+  MeshContext ctx;
+  ctx.pipeline_devices = o.devices ? *o.devices : cl.devices;
+  if (ctx.pipeline_devices < 1) return Status::ok();  // finish reports the missing device count
+  ctx.cluster_gpus = cl.gpus;
+  ctx.cluster_gpus_loc = cl.gpus_loc;
+  ctx.gpus_per_node = cl.gpus_per_node > 0 ? cl.gpus_per_node : cl.devices_per_node;
+  ctx.architecture_micro_batch = static_cast<int>(d.arch.micro_batch_size.value_or(1));
+  ctx.microbatches = o.microbatches ? *o.microbatches : d.spec.pipeline.microbatches;
+  ctx.microbatches_overridden = o.microbatches.has_value();
+  ctx.inter_node_link = d.cluster.inter_node_link_given;
+  ctx.cluster_loc = d.has_cluster ? cl.loc : d.spec.model.loc;
+  Result<Mesh> m = resolve_mesh(given, o.parallel, ctx);
+  if (!m.ok()) return m.status();
+  const Hardware hw = d.model_hw.merged_with(d.cluster.hw);
+  m->peak_tflops = hw.peak_tflops.value_or(0);
+  m->seq_length = d.arch.seq_length.value_or(0);
+  if (given.global_batch || o.parallel.global_batch) {
+    d.spec.pipeline.microbatches = mesh_microbatches(*m);
+    d.microbatches_given = true;
+  }
+  d.spec.mesh = *m;
+  return Status::ok();
+}
+
 // Fills the numbers a layer type does not give from its kind, and checks stash <= activation.
 Status derive_types(Draft& d) {
   Hardware hw = d.model_hw.merged_with(d.cluster.hw);
+  const std::optional<Mesh>& mesh = d.spec.mesh;
+  const MeshLinks links{d.cluster.cluster.link.bandwidth_gb_per_s, d.cluster.cluster.link.latency_us,
+                        d.cluster.cluster.inter_node_link.bandwidth_gb_per_s,
+                        d.cluster.cluster.inter_node_link.latency_us};
+  // The costs of a kind: the whole layer on one GPU, or under a mesh one GPU's share (ir/mesh.h).
+  auto derive = [&](const TypeDraft& t) -> Result<DerivedCosts> {
+    const Architecture arch = d.arch.merged_with(t.arch);
+    if (!mesh) return derive_costs(t.components, arch, hw);
+    Result<MeshLayerCosts> mc = derive_mesh_costs(t.components, arch, hw, *mesh, links, d.spec.pipeline.bytes_per_param);
+    if (!mc.ok()) return mc.status();
+    d.spec.mesh_types[t.type.symbol] = *mc;
+    return mc->gpu;
+  };
   for (TypeDraft& t : d.types) {
     LayerType& lt = d.spec.model.types.at(t.type.symbol);
     std::vector<std::string> missing;
@@ -1096,7 +1191,7 @@ Status derive_types(Draft& d) {
                         missing.size() == 1 ? "it" : "them"),
             lt.loc);
       }
-      Result<DerivedCosts> dc = derive_costs(t.components, d.arch.merged_with(t.arch), hw);
+      Result<DerivedCosts> dc = derive(t);
       if (!dc.ok()) {
         std::string msg = dc.status().message();
         if (msg.rfind("hardware.", 0) == 0)
@@ -1109,9 +1204,10 @@ Status derive_types(Draft& d) {
       derived = *dc;
     } else if (!t.components.empty()) {
       // Every number is given; the kind still yields the recompute options when it can be derived.
-      Result<DerivedCosts> dc = derive_costs(t.components, d.arch.merged_with(t.arch), hw);
+      Result<DerivedCosts> dc = derive(t);
       if (dc.ok()) derived = *dc;
     }
+    if (mesh) PS_RETURN_IF_ERROR(spread_on_mesh(d, t, lt));
     if (lt.wgrad_stash_mb > lt.activation_mb) {
       auto origin = [&](int i) { return t.given[i] ? "" : ", derived"; };
       SourceLoc at = t.given[kStashField]        ? *t.given[kStashField]
@@ -1189,6 +1285,7 @@ Status check_overrides(const SpecOverrides& o) {
 // Derives, applies overrides, checks that devices and microbatches came from somewhere, validates.
 Result<Spec> finish(Draft d, const std::string& model_file, const SpecOverrides& o) {
   PS_RETURN_IF_ERROR(check_overrides(o));
+  PS_RETURN_IF_ERROR(resolve_draft_mesh(d, o));
   PS_RETURN_IF_ERROR(derive_types(d));
   PS_RETURN_IF_ERROR(check_vocab_shards(d));
   PS_RETURN_IF_ERROR(check_joins_next(d));
@@ -1203,6 +1300,16 @@ Result<Spec> finish(Draft d, const std::string& model_file, const SpecOverrides&
     d.microbatches_given = true;
   }
   if (o.memory_gb) d.spec.cluster.memory_gb = *o.memory_gb;
+  if (d.spec.mesh) {  // the pipeline's devices are blocks of the mesh's GPUs: which boundaries cross nodes
+    const Mesh& mesh = *d.spec.mesh;
+    Cluster& c = d.spec.cluster;
+    c.gpus = mesh.gpus;
+    c.gpus_per_node = mesh.gpus_per_node;
+    const long long block = mesh.gpus / mesh.pipeline;
+    c.devices_per_node = mesh.gpus_per_node == 0          ? 0
+                         : block >= mesh.gpus_per_node ? 1
+                                                       : static_cast<int>(mesh.gpus_per_node / block);
+  }
   if (!devices_given) {
     SourceLoc at = d.has_cluster ? d.cluster.cluster.loc : SourceLoc{model_file, 0, 0};
     return Status::bad_input(

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "ir/mesh.h"
 #include "ir/status.h"
 
 namespace ps {
@@ -111,6 +112,9 @@ struct Cluster {
   int devices_per_node = 0;    // 0 = all devices in one node
   LinkModel inter_node_link;   // between nodes (used when devices_per_node > 0)
   double op_overhead_ms = 0;   // 0.4: the runtime's own time per compute op, added to each one
+  long long gpus = 0;          // 2048: GPUs of the mesh (ir/mesh.h); 0 = not given
+  int gpus_per_node = 0;       // 8: GPUs per node under a mesh; 0 = not given
+  SourceLoc gpus_loc;          // where `gpus:` is
   SourceLoc loc;
 
   // Link between two devices.
@@ -131,6 +135,10 @@ struct Spec {
   Model model;
   Cluster cluster;
   PipelineConfig pipeline;
+  // The mesh the pipeline runs in (ir/mesh.h), when one is given: then every number of `model` is one
+  // GPU's, and mesh_types holds each layer type's per-GPU split (by symbol).
+  std::optional<Mesh> mesh;
+  std::map<char, MeshLayerCosts> mesh_types;
 };
 
 // Command-line overrides applied after reading the files (unset = keep the file's value).
@@ -138,6 +146,7 @@ struct SpecOverrides {
   std::optional<int> devices;
   std::optional<int> microbatches;
   std::optional<double> memory_gb;
+  ParallelInput parallel{};  // the mesh's fields (gpus included), over the files' `parallel:` sections
 };
 
 // Reads a model file (which may also hold `cluster:` and `pipeline:`) and an optional separate
