@@ -8,6 +8,7 @@
 // Usage: bench_baselines [SOURCE_DIR] [CLUSTER.yaml]   (defaults: .,
 // configs/clusters/8xh100-80gb.yaml) Partition: balanced (exact min-max F+I+W). Memory is reported,
 // not enforced, so every row has figures; rows over the limit are marked.
+#include "report/report.h"
 #include "synth/baselines/baselines.h"
 
 #include <fmt/format.h>

@@ -60,6 +60,7 @@
 #include "ir/output_file.h"
 #include "ir/partition.h"
 #include "ir/problem.h"
+#include "report/report.h"
 #include "synth/baselines/baselines.h"
 #include "synth/plan/partition.h"
 #include "synth/plan/placement.h"

@@ -11,6 +11,7 @@
 #include "cli/commands.h"
 #include "cli/number_flags.h"
 #include "ir/limits.h"
+#include "report/report.h"
 #include "verify/load.h"
 #include "verify/verify.h"
 

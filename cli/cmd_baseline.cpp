@@ -9,6 +9,7 @@
 
 #include "cli/commands.h"
 #include "cli/spec_flags.h"
+#include "report/report.h"
 #include "synth/plan/plan_spec.h"
 #include "ir/problem.h"
 #include "ir/schedule_io.h"

@@ -1,6 +1,6 @@
 // `pipesmith export SCHEDULE --to pytorch -o DIR [--fsdp] [--model MODEL.yaml [--cluster C.yaml]]`
 // — writes a checked schedule as the files PyTorch's torch.distributed.pipelining runs
-// (verify/pytorch_export.h; docs/pytorch.md): DIR/compute_only.csv, DIR/compute_comms.csv,
+// (export/pytorch_export.h; docs/pytorch.md): DIR/compute_only.csv, DIR/compute_comms.csv,
 // DIR/plan.json, as one set: all three or none (ir/output_file.h). Before any work, a file of the
 // set that names an input (--model, --cluster or SCHEDULE itself) is refused. Exit 3 with the
 // checker's report when the schedule is invalid (nothing written), 1 on bad input or a failed write.
@@ -17,7 +17,8 @@
 #include <vector>
 
 #include "cli/commands.h"
-#include "verify/pytorch_export.h"
+#include "export/pytorch_export.h"
+#include "report/report.h"
 
 namespace ps::cli {
 

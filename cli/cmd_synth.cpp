@@ -30,6 +30,7 @@
 #include "cli/commands.h"
 #include "cli/number_flags.h"
 #include "cli/spec_flags.h"
+#include "report/report.h"
 #include "synth/plan/plan_spec.h"
 #include "cli/synth_progress.h"
 #include "ir/problem.h"

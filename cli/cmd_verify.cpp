@@ -5,6 +5,7 @@
 
 #include "cli/check_options.h"
 #include "cli/commands.h"
+#include "report/report.h"
 
 namespace ps::cli {
 

@@ -1,15 +1,16 @@
 // pytorch_export.cpp — see pytorch_export.h. A straight script: check → compute-only view →
 // certified programs with REDUCE_GRAD → PyTorch's own lowering, checked and simulated → plan.
-#include "verify/pytorch_export.h"
+#include "export/pytorch_export.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <nlohmann/json.hpp>
 
-#include "ir/pytorch_lowering.h"
+#include "export/pytorch_lowering.h"
 #include "ir/recompute_ops.h"
 #include "ir/schedule_io.h"
 #include "verify/load.h"
@@ -193,6 +194,13 @@ std::string plan_json(const Schedule& s, const PytorchExport& ex, const PytorchE
   j["whole_modules"] = o.spec ? ordered_json(ex.stages_split_inside_joined == 0 && ex.stages_with_vocab_shards == 0 &&
                                              ex.stages_with_skip_inputs == 0)
                               : ordered_json(nullptr);
+  ordered_json ties = ordered_json::array();
+  for (const PytorchExport::Tie& t : ex.ties) {
+    ordered_json ranks = ordered_json::array();
+    for (int st : t.stages) ranks.push_back(pb.device_of(st));
+    ties.push_back({{"parameters", t.parameters}, {"stages", t.stages}, {"ranks", ranks}});
+  }
+  j["tied_parameters"] = std::move(ties);
   j["iteration_ms"] = {{"certified", ex.certified_ms},
                        {"pytorch_lowering", ex.pytorch_valid ? ordered_json(ex.pytorch_ms) : ordered_json(nullptr)}};
   if (ex.recomputes) j["iteration_ms"]["compute_comms"] = ex.comms_at_backward_ms;
@@ -215,6 +223,47 @@ std::string plan_json(const Schedule& s, const PytorchExport& ex, const PytorchE
   }
   j["stages"] = std::move(stages);
   return j.dump(2) + "\n";
+}
+
+// tied_embeddings: the embedding layer's module and the head's projection (the last module its layer
+// names, after the final norm) are one weight. Recorded with the stages holding each side, so that the
+// runtime sums their gradients over the ranks that hold them (pipesmith.torch.pipeline.build_schedule);
+// a tie the plan cannot name is said in a note instead.
+void record_ties(const Problem& pb, const Spec& spec, PytorchExport& ex) {
+  const Model& m = spec.model;
+  if (!m.tied_embeddings) return;
+  int embed = -1, head = -1;
+  for (const Layer& l : m.layers) {
+    const std::string& kind = m.type_of(l.id).kind;
+    if (kind == "embedding" && embed < 0) embed = l.id;
+    if (kind == "head") head = l.id;
+  }
+  auto stage_of = [&](int layer) {
+    for (int s = 0; s < pb.num_stages(); ++s)
+      if (pb.stages[s].first_layer <= layer && layer <= pb.stages[s].last_layer) return s;
+    return -1;
+  };
+  if (embed < 0 || head < 0 || m.layers[embed].modules.empty() || m.layers[head].modules.empty()) {
+    ex.notes.push_back("the model ties its embedding and head (tied_embeddings), but its YAML names no "
+                       "`module:` for them (or has no layer of kind embedding / head): plan.json records no tie, "
+                       "so a stage builder must sum the two sides' gradients itself");
+    return;
+  }
+  if (m.type_of(head).vocab_shards > 1) {
+    ex.notes.push_back("the model ties its embedding and head (tied_embeddings) and its head is vocabulary-sharded: "
+                       "the shards' slices of the tied weight are not recorded as ties; build those stages yourself");
+    return;
+  }
+  PytorchExport::Tie t;
+  t.parameters = {m.layers[embed].modules.front() + ".weight", m.layers[head].modules.back() + ".weight"};
+  t.stages = {stage_of(embed), stage_of(head)};
+  const int r0 = pb.device_of(t.stages[0]), r1 = pb.device_of(t.stages[1]);
+  ex.notes.push_back(fmt::format(
+      "tied weights: {} (stage {}, rank {}) and {} (stage {}, rank {}) are one tensor (plan.json "
+      "tied_parameters); pipesmith.torch's schedule sums their gradients {} after every step",
+      t.parameters[0], t.stages[0], r0, t.parameters[1], t.stages[1], r1,
+      r0 == r1 ? fmt::format("on rank {}", r0) : fmt::format("over ranks {} and {}", std::min(r0, r1), std::max(r0, r1))));
+  ex.ties.push_back(std::move(t));
 }
 
 // The schedule's certified order with the simulated times as predicted times (for idle cells).
@@ -405,6 +454,7 @@ Result<PytorchExport> export_pytorch(const Schedule& schedule, const PytorchExpo
       ex.notes.push_back(fmt::format("{} stage(s) receive or pass on a tensor from a layer other than the one before "
                                      "(a skip input): their modules must carry it along (docs/pytorch.md)",
                                      ex.stages_with_skip_inputs));
+    record_ties(pb, *o.spec, ex);
   } else {
     ex.notes.push_back("no model given: plan.json names no layer types or modules (a model file names them)");
   }

@@ -13,7 +13,7 @@
 //  * plan_json (schema pipesmith-plan/1) describes the ranks, stages, layers, module names and what
 //    a module splitter cannot realize; it agrees with both CSVs.
 //  * pytorch_* figures are those of the order PyTorch's own lowering gives compute_only_csv
-//    (ir/pytorch_lowering.h), run through the same checker and simulator.
+//    (export/pytorch_lowering.h), run through the same checker and simulator.
 //  * Recomputation: PyTorch's CSV has no R action, so neither CSV holds one; plan_json marks each
 //    recomputing stage ("recompute": "selective" | "full"; absent for the others, so the plan of a
 //    schedule without R is as without this rule) and the stage's module runs under
@@ -69,6 +69,13 @@ struct PytorchExport {
   // the microbatches so that it does (PyTorch pairs losses with backwards in that order), and
   // microbatch_renumbering[k] is the schedule's microbatch that the files call k.
   std::vector<int> microbatch_renumbering;
+  // The model's tied parameters (tied_embeddings): the embedding's and the head projection's weight,
+  // by module name + ".weight", with the stage holding each side (plan.json tied_parameters).
+  struct Tie {
+    std::vector<std::string> parameters;  // {"model.embed_tokens.weight", "lm_head.weight"}
+    std::vector<int> stages;              // {0, 7}
+  };
+  std::vector<Tie> ties;
   std::vector<std::string> notes;
 };
 

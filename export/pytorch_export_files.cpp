@@ -9,7 +9,7 @@
 #include <iterator>
 
 #include "ir/output_file.h"
-#include "verify/pytorch_export.h"
+#include "export/pytorch_export.h"
 
 namespace ps {
 

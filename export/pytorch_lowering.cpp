@@ -1,9 +1,9 @@
-// pytorch_lowering.cpp — the rules of ir/pytorch_lowering.h.
+// pytorch_lowering.cpp — the rules of export/pytorch_lowering.h.
 //
 // Costs: rule 1 keeps, per rank, a pointer into each local stage's list of cell positions, so the
 // window before cell i is the local stages ordered by their next position (O(cells · V log V) with
 // V local stages); rule 3 makes at least one rank move per sweep (O(P · cells)).
-#include "ir/pytorch_lowering.h"
+#include "export/pytorch_lowering.h"
 
 #include <fmt/format.h>
 

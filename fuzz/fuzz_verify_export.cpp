@@ -15,7 +15,8 @@
 #include <string>
 
 #include "ir/schedule_io.h"
-#include "verify/pytorch_export.h"
+#include "export/pytorch_export.h"
+#include "report/report.h"
 #include "verify/verify.h"
 #include "fuzz/require.h"
 

@@ -29,6 +29,7 @@
 
 #include "ir/status.h"
 #include "runtime/backend.h"
+#include "runtime/backend_provider.h"
 
 namespace ps::kern {
 
@@ -46,6 +47,10 @@ bool cuda_backend_built();
 Result<uint64_t> smallest_free_gpu_memory();
 
 Result<std::unique_ptr<rt::Backend>> make_cuda_backend(const CudaBackendOptions& options);
+
+// This backend as a run's provider (run/run_schedule.h): make_cuda_backend for the schedule's devices,
+// and the memory check against the smallest free GPU memory (skipped without a usable GPU).
+rt::BackendProvider cuda_provider(const std::string& nccl_id_file = "");
 
 // A fresh ncclUniqueId as hex (for PIPESMITH_NCCL_ID); error without CUDA/NCCL.
 Result<std::string> nccl_id_hex();

@@ -1,9 +1,9 @@
-// report_json.cpp — format_report_json: the machine-readable report (schema in
+// json.cpp — format_report_json: the machine-readable report (schema in
 // docs/verifier-rules.md, "JSON report"). Keys are written in a fixed order; numbers in shortest
 // round-trip form. Deterministic.
 #include <nlohmann/json.hpp>
 
-#include "verify/verify.h"
+#include "report/report.h"
 
 namespace ps {
 

@@ -13,7 +13,7 @@
 #include <cmath>
 #include <map>
 
-#include "verify/verify.h"
+#include "report/report.h"
 
 namespace ps {
 namespace {

@@ -1,4 +1,4 @@
-// report_text.cpp — format_report: the human-readable report.
+// text.cpp — format_report: the human-readable report.
 //
 // Guarantees: verdict on the first line (with the count of unchecked claims when there are any);
 // then every violation (grouped by rule in rule-table order, at most kShownPerRule per rule in the
@@ -10,8 +10,8 @@
 #include <algorithm>
 #include <map>
 
+#include "report/report.h"
 #include "verify/rules.h"
-#include "verify/verify.h"
 
 namespace ps {
 namespace {

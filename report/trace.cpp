@@ -1,7 +1,7 @@
 // trace.cpp — format_chrome_trace of a checker Report: its simulated timeline through the one trace
 // writer (ir/chrome_trace.h). Without a simulation, an empty trace with a note. Deterministic.
 #include "ir/chrome_trace.h"
-#include "verify/verify.h"
+#include "report/report.h"
 
 namespace ps {
 

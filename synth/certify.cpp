@@ -1,4 +1,6 @@
+#include "report/report.h"
 #include "synth/certify.h"
+#include "verify/digest.h"
 
 #include <fmt/format.h>
 

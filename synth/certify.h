@@ -11,6 +11,7 @@
 
 #include "ir/schedule.h"
 #include "ir/status.h"
+#include "verify/digest.h"
 #include "verify/verify.h"
 
 namespace ps {

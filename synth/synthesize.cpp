@@ -20,6 +20,7 @@
 #include "synth/bounds/smt_bound.h"
 #include "synth/dag/op_dag.h"
 #include "synth/time_budget.h"
+#include "verify/digest.h"
 
 namespace ps {
 

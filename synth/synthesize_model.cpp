@@ -18,6 +18,7 @@
 #include "synth/plan/partition.h"
 #include "synth/plan/placement.h"
 #include "synth/z3/solve.h"
+#include "verify/digest.h"
 
 namespace ps {
 

@@ -16,6 +16,7 @@
 #include "ir/schedule_io.h"
 #include "ir/yaml_util.h"
 #include "verify/diag.h"
+#include "verify/digest.h"
 #include "verify/rules.h"
 
 namespace ps {
@@ -179,12 +180,14 @@ class ClaimCheck {
     if (const auto b = value("bound_ms"); b && rc_.bounded && !at_most(rc_.lower_bound_ms, *b + slack("bound_ms")))
       fail("bound_ms", fmt::format("{} ms", *b), fmt::format("at least the checker's lower bound {} ms", rc_.lower_bound_ms));
     if (rc_.makespan_ms) {
-      // gap = (makespan − bound) / bound, printed with 6 decimals.
+      // gap = (makespan − bound) / bound, held at the precision both were written with: the gap's last
+      // decimal, and what the bound's rounding moves the quotient (makespan / bound² per ms).
       const double makespan = *rc_.makespan_ms;
       const auto gap = value("gap"), bound = value("bound_ms");
       if (gap && bound && *bound > 0) {
         const double want = std::max(0.0, (makespan - *bound) / *bound);
-        if (!(std::fabs(*gap - want) <= 1e-6 + verify_detail::kCertRelTol * want))
+        const double written = slack("gap") + makespan / (*bound * *bound) * slack("bound_ms");
+        if (!(std::fabs(*gap - want) <= std::max(1e-6, written) + verify_detail::kCertRelTol * want))
           fail("gap", fmt::format("{}", *gap), fmt::format("{:.6f} = (makespan - bound_ms) / bound_ms", want));
       }
       check_optimal(makespan);

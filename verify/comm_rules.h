@@ -14,7 +14,7 @@
 
 #include "ir/schedule.h"
 #include "verify/op_table.h"
-#include "verify/verify.h"
+#include "verify/report_types.h"
 
 namespace ps::verify_detail {
 

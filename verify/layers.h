@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "ir/schedule.h"
-#include "verify/verify.h"
+#include "verify/report_types.h"
 
 namespace ps::verify_detail {
 

@@ -25,6 +25,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <exception>
+#include <filesystem>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -38,13 +39,15 @@
 #include "ir/schedule.h"
 #include "ir/schedule_io.h"
 #include "ir/status.h"
+#include "report/report.h"
 #include "synth/baselines/baseline_plan.h"
 #include "synth/baselines/baselines.h"
 #include "synth/bounds/model_bound.h"
 #include "synth/plan/plan_spec.h"
 #include "synth/synthesize_model.h"
+#include "synth/z3/window.h"
 #include "verify/load.h"
-#include "verify/pytorch_export.h"
+#include "export/pytorch_export.h"
 #include "verify/verify.h"
 
 namespace nb = nanobind;
@@ -105,6 +108,27 @@ void check(const Status& st) {
   if (!st.is_ok()) raise_status(st);
 }
 
+// A path argument (str, bytes or os.PathLike) as the C library will see it; anything else, or a path
+// holding a NUL character (open() would cut it there and use another file), is a BadInputError.
+std::string path_arg(nb::handle obj, const char* what) {
+  PyObject* fs = PyOS_FSPath(obj.ptr());
+  if (!fs) {
+    PyErr_Clear();
+    raise_status(Status::bad_input(fmt::format("{} must be a path (str or os.PathLike), got {}", what,
+                                               nb::type_name(obj.type()).c_str())));
+  }
+  nb::object text = nb::steal(PyBytes_Check(fs) ? PyUnicode_DecodeFSDefaultAndSize(PyBytes_AS_STRING(fs),
+                                                                                     PyBytes_GET_SIZE(fs))
+                                                : fs);
+  if (PyBytes_Check(fs)) Py_DECREF(fs);
+  if (!text.is_valid()) throw nb::python_error();
+  std::string path = nb::cast<std::string>(text);
+  if (path.find('\0') != std::string::npos)
+    raise_status(Status::bad_input(fmt::format("{} '{}' holds a NUL character: no file has that name", what,
+                                               path.substr(0, path.find('\0')))));
+  return path;
+}
+
 Semantics semantics_from(const std::string& name) {
   auto s = parse_semantics(name);
   if (!s) raise_status(Status::bad_input("semantics must be rendezvous, grouped, buffered or posted, got '" + name + "'"));
@@ -134,6 +158,18 @@ std::map<std::string, std::string> certificate_fields(const Schedule& s) {
 // The checker's report, as one Python object.
 struct PyReport {
   Report report;
+};
+
+// The files a spec was read from (its model and cluster files; a spec parsed from text names none
+// that exist): what an output written from it must not replace.
+std::vector<std::string> spec_inputs(const Spec& spec) {
+  return {spec.model.loc.file, spec.cluster.loc.file};
+}
+
+// An export with the files it was made from, so that write() refuses an output that names one of
+// them (as `pipesmith export -o DIR` does).
+struct PyExport : PytorchExport {
+  std::vector<std::string> inputs;
 };
 
 // ---- synthesize ------------------------------------------------------------------------------------
@@ -213,6 +249,12 @@ SynthOutcome synthesize(const Spec& spec, std::optional<std::string> partition, 
   if (evaluations > 0 && partition && placement)
     raise_status(Status::bad_input("evaluations budgets the search of the partition and placement, but partition and "
                                    "placement fix both; the order's budget is rlimit"));
+  if (!dump_smt2.empty()) {  // as `synth --dump-smt2` checks it: PATH and its window files, against the inputs
+    std::vector<OutputPath> outs{{dump_smt2, "dump_smt2"}};
+    const std::vector<std::string> windows = window_dump_paths(dump_smt2);
+    for (size_t n = 0; n < windows.size(); ++n) outs.push_back({windows[n], fmt::format("dump_smt2, window {}", n + 1)});
+    check(check_output_paths(outs, spec_inputs(spec)));
+  }
   ModelSynthOptions o;
   o.recompute = *rc;
   if (partition) o.partition = take(parse_partition_choice(*partition));
@@ -244,7 +286,9 @@ SynthOutcome synthesize(const Spec& spec, std::optional<std::string> partition, 
       if (callback_error) return;
       try {
         nb::object stop = nb::borrow(cb)(progress_dict(p));
-        if (PyObject_IsTrue(stop.ptr()) == 1) interrupt.store(true);
+        const int truth = PyObject_IsTrue(stop.ptr());  // -1: its __bool__ raised
+        if (truth < 0) throw nb::python_error();
+        if (truth == 1) interrupt.store(true);
       } catch (nb::python_error& e) {
         callback_error = std::make_unique<nb::python_error>(std::move(e));
         interrupt.store(true);
@@ -331,7 +375,8 @@ NB_MODULE(_core, m) {
       }, "The programs as a PyTorch pipelining CSV (refused for a schedule with recomputation: the CSV has no R action).")
       .def("compute_only", &compute_only_view,
            "The schedule without its SEND/RECV ops (what `pipesmith baseline --csv` writes: compute_only().to_csv()).")
-      .def("write", [](const Schedule& s, const std::string& path) {
+      .def("write", [](const Schedule& s, nb::handle path_obj) {
+        const std::string path = path_arg(path_obj, "path");
         nb::gil_scoped_release release;
         Status st = write_schedule_yaml(s, path);
         nb::gil_scoped_acquire acquire;
@@ -409,7 +454,10 @@ NB_MODULE(_core, m) {
       raise_status(Status::bad_input(fmt::format("microbatches must be at least 1, got {}", *microbatches)));
     if (memory_limit_gb && !(*memory_limit_gb >= 0))
       raise_status(Status::bad_input(fmt::format("memory_limit_gb must be >= 0 (0 = unlimited), got {}", *memory_limit_gb)));
-    SpecOverrides o{devices, microbatches, memory_limit_gb};
+    SpecOverrides o;
+    o.devices = devices;
+    o.microbatches = microbatches;
+    o.memory_gb = memory_limit_gb;
     return take(load_spec(model, cluster.value_or(""), o));
   }, "model"_a, "cluster"_a = nb::none(), "devices"_a = nb::none(), "microbatches"_a = nb::none(),
         "memory_limit_gb"_a = nb::none());
@@ -538,9 +586,9 @@ NB_MODULE(_core, m) {
         "z3_threads"_a = 2, "search_threads"_a = 0, "dump_smt2"_a = "", "recompute"_a = "search",
         "progress"_a = nb::none());
 
-  nb::class_<PytorchExport>(m, "PytorchExport", "A checked schedule as the files torch.distributed.pipelining runs.")
+  nb::class_<PyExport>(m, "PytorchExport", "A checked schedule as the files torch.distributed.pipelining runs.")
       .def_ro("valid", &PytorchExport::valid, "Whether the checker accepted the schedule (nothing else is set otherwise).")
-      .def_prop_ro("report", [](const PytorchExport& e) { return PyReport{e.report}; }, "The checker's report.")
+      .def_prop_ro("report", [](const PyExport& e) { return PyReport{e.report}; }, "The checker's report.")
       .def_ro("compute_only_csv", &PytorchExport::compute_only_csv, "compute_only.csv: F/I/W/B cells per rank.")
       .def_ro("compute_comms_csv", &PytorchExport::compute_comms_csv, "compute_comms.csv: the certified order with SEND/RECV and REDUCE_GRAD.")
       .def_ro("plan_json", &PytorchExport::plan_json, "plan.json (pipesmith-plan/1).")
@@ -553,10 +601,17 @@ NB_MODULE(_core, m) {
       .def_ro("comms_at_backward_ms", &PytorchExport::comms_at_backward_ms, "With R ops: simulated iteration of the certified order as PyTorch runs compute_comms.csv (each R inside its backward); else certified_ms.")
       .def_ro("microbatch_renumbering", &PytorchExport::microbatch_renumbering, "Empty, or: file microbatch k is the schedule's microbatch_renumbering[k].")
       .def_ro("notes", &PytorchExport::notes)
-      .def("write", [](const PytorchExport& e, const std::string& dir) {
+      .def("write", [](const PyExport& e, nb::handle dir_obj) {
+        const std::string dir = path_arg(dir_obj, "out_dir");
+        // As `pipesmith export -o DIR`: none of the three files may name an input of the export.
+        std::vector<OutputPath> outs;
+        for (const char* name : {"compute_only.csv", "compute_comms.csv", "plan.json"})
+          outs.push_back({(std::filesystem::path(dir) / name).string(), "out_dir"});
+        check(check_output_paths(outs, e.inputs));
         Result<std::vector<std::string>> r = [&] { nb::gil_scoped_release release; return write_pytorch_export(e, OutputPath{dir, "out_dir"}); }();
         return take(std::move(r));
-      }, "out_dir"_a, "Writes compute_only.csv, compute_comms.csv and plan.json into `out_dir` as one set; returns their paths.");
+      }, "out_dir"_a, "Writes compute_only.csv, compute_comms.csv and plan.json into `out_dir` as one set (an output that "
+                      "names the schedule, model or cluster file it was made from is refused); returns their paths.");
 
   m.def("export_pytorch", [](const Schedule& s, std::optional<Spec> spec, bool fsdp, const std::string& model_file) {
     PytorchExportOptions o;
@@ -564,7 +619,10 @@ NB_MODULE(_core, m) {
     o.spec = spec ? &*spec : nullptr;
     o.model_file = model_file;
     Result<PytorchExport> r = [&] { nb::gil_scoped_release release; return export_pytorch(s, o); }();
-    return take(std::move(r));
+    PyExport out{take(std::move(r)), {s.source, model_file}};
+    if (spec)
+      for (std::string& in : spec_inputs(*spec)) out.inputs.push_back(std::move(in));
+    return out;
   }, "schedule"_a, "spec"_a = nb::none(), "fsdp"_a = false, "model_file"_a = "");
 
   m.def("load_export_input", [](const std::string& file, std::optional<std::string> model, std::optional<std::string> cluster) {

@@ -9,6 +9,7 @@
 
 #include "ir/schedule_io.h"
 #include "test_util.h"
+#include "report/report.h"
 #include "verify/verify.h"
 
 using pstest::contains;

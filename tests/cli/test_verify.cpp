@@ -14,6 +14,7 @@
 
 #include "ir/schedule_io.h"
 #include "test_util.h"
+#include "verify/digest.h"
 #include "verify/verify.h"
 
 namespace {

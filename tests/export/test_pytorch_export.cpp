@@ -1,16 +1,16 @@
-// PyTorch's lowering passes in pipesmith's terms (ir/pytorch_lowering.h) on hand-derived cases, and
-// export_pytorch (verify/pytorch_export.h) read back by the tests' own reading of PyTorch's rules.
+// PyTorch's lowering passes in pipesmith's terms (export/pytorch_lowering.h) on hand-derived cases, and
+// export_pytorch (export/pytorch_export.h) read back by the tests' own reading of PyTorch's rules.
 #include <doctest/doctest.h>
 
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "ir/model.h"
-#include "ir/pytorch_lowering.h"
+#include "export/pytorch_lowering.h"
 #include "ir/schedule_io.h"
 #include "pytorch_rules.h"
 #include "test_util.h"
-#include "verify/pytorch_export.h"
+#include "export/pytorch_export.h"
 
 namespace pt = pstest::pt;
 using namespace ps;

@@ -1,4 +1,4 @@
-// export_pytorch of a recomputing schedule (verify/pytorch_export.h): PyTorch's CSV grammar has no R,
+// export_pytorch of a recomputing schedule (export/pytorch_export.h): PyTorch's CSV grammar has no R,
 // so the files drop the R ops, plan.json marks each recomputing stage's mode, and the figures are the
 // checker's simulation of the orders as PyTorch runs them (each R inside its backward:
 // ir/recompute_ops.h, VerifyOptions::recompute_in_backward). Times are worked out by hand.
@@ -8,11 +8,12 @@
 #include <sstream>
 #include <string>
 
-#include "builders.h"
+#include "export/pytorch_export.h"
 #include "ir/recompute_ops.h"
 #include "ir/schedule_io.h"
+#include "report/report.h"
 #include "test_util.h"
-#include "verify/pytorch_export.h"
+#include "verify/builders.h"
 
 namespace test_recompute_export {
 

@@ -10,11 +10,13 @@
 #include <set>
 #include <tuple>
 
+#include "report/report.h"
 #include "synth/certify.h"
 #include "synth/baselines/baselines.h"
 #include "synth/bounds/global_bound.h"
 #include "synth/plan/partition.h"
 #include "synth/plan/placement.h"
+#include "verify/digest.h"
 #include "verify/verify.h"
 
 using namespace ps;

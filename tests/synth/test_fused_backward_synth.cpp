@@ -7,6 +7,7 @@
 
 #include "ir/model.h"
 #include "ir/schedule_io.h"
+#include "report/report.h"
 #include "synth/plan/plan_spec.h"
 #include "synth/synthesize.h"
 #include "synth/synthesize_model.h"

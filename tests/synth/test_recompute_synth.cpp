@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "ir/model.h"
+#include "report/report.h"
 #include "synth/dag/list_scheduler.h"
 #include "synth/dag/op_dag.h"
 #include "synth/synth_problems.h"

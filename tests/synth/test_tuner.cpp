@@ -13,6 +13,7 @@
 
 #include "ir/model.h"
 #include "ir/problem.h"
+#include "report/report.h"
 #include "synth/baselines/baselines.h"
 #include "synth/dag/schedule_order.h"
 #include "synth/dag/list_scheduler.h"

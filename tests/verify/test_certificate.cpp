@@ -9,6 +9,8 @@
 
 #include "builders.h"
 #include "ir/schedule_io.h"
+#include "report/report.h"
+#include "verify/digest.h"
 #include "test_util.h"
 
 using namespace vt;

@@ -12,6 +12,7 @@
 #include "builders.h"
 #include "ir/model.h"
 #include "ir/schedule_io.h"
+#include "report/report.h"
 #include "synth/bounds/global_bound.h"
 #include "test_util.h"
 

@@ -8,6 +8,7 @@
 #include "builders.h"
 #include "ir/schedule_io.h"
 #include "test_util.h"
+#include "report/report.h"
 #include "verify/load.h"
 
 using namespace vt;

@@ -7,6 +7,7 @@
 #include <random>
 
 #include "builders.h"
+#include "report/report.h"
 
 using namespace vt;
 

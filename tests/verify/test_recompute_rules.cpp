@@ -5,6 +5,7 @@
 
 #include "builders.h"
 #include "test_util.h"
+#include "report/report.h"
 #include "verify/rules.h"
 
 namespace recompute_rules_test {

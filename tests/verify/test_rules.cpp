@@ -4,6 +4,7 @@
 
 #include "builders.h"
 #include "test_util.h"
+#include "report/report.h"
 #include "verify/rules.h"
 
 using namespace vt;

@@ -7,6 +7,7 @@
 
 #include "builders.h"
 #include "ir/partition.h"
+#include "report/report.h"
 
 using namespace vt;
 

@@ -1,0 +1,24 @@
+// units.h — the units of pipesmith's quantities and the one check of a memory limit.
+//
+// Memory is in decimal units throughout (docs/inputs.md): 1 GB = 1000 MB = 10^9 bytes. Limits and
+// device sizes are given in GB (the inputs, --memory-limit-gb); model states and activations are
+// counted in MB. A memory limit of 0 means unlimited.
+#pragma once
+
+#include <string_view>
+
+#include "ir/status.h"
+
+namespace ps {
+
+inline constexpr double kMbPerGb = 1000.0;
+constexpr double gb_to_mb(double gb) { return gb * kMbPerGb; }
+constexpr double mb_to_gb(double mb) { return mb / kMbPerGb; }
+
+// A memory limit per device, in GB: finite and >= 0 (0 = unlimited). `what` names where it came from
+// ("--memory-limit-gb", "cluster: memory_gb", ...); kBadInput "<what> must be a finite number of GB
+// >= 0 (0 = unlimited), got <gb>" otherwise. The one validation of a memory limit: the readers, the
+// command's flags, the bindings and the library entry points that take one all call it.
+Status check_memory_limit_gb(double gb, std::string_view what);
+
+}  // namespace ps
