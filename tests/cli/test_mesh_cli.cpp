@@ -1,0 +1,177 @@
+// The mesh through the command line, as a user runs it: the flags, their located errors, the
+// per-GPU memory of `lower --json` against Megatron-LM's theoretical count, and DeepSeek-V3 at
+// 80 GB under its published mesh (PP 16 x EP 64, distributed optimizer), synthesized and verified.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "test_util.h"
+
+namespace {
+
+std::string write_temp(const std::string& name, const std::string& text) {
+  const std::string path = pstest::temp_path(name);
+  std::ofstream(path) << text;
+  return path;
+}
+
+// A Llama-3-8B-like dense model (32 layers, h 4096, 32 heads, 8 KV heads, SwiGLU 14336, vocabulary
+// 128256, untied head) on nodes of 8 GPUs.
+std::string llama3_8b(int pipeline) {
+  return "schema: 1\n"
+         "model:\n"
+         "  name: llama3-8b-like\n"
+         "  architecture:\n"
+         "    hidden_size: 4096\n"
+         "    ffn_hidden_size: 14336\n"
+         "    num_attention_heads: 32\n"
+         "    num_kv_heads: 8\n"
+         "    vocab_size: 128256\n"
+         "    seq_length: 8192\n"
+         "  hardware: {peak_tflops: 989, achievable_fraction: 0.5, hbm_gb_per_s: 3350}\n"
+         "  layer_types:\n"
+         "    E: {name: embedding, kind: embedding}\n"
+         "    T: {name: decoder, kind: dense_block}\n"
+         "    L: {name: head, kind: head}\n"
+         "  layers:\n"
+         "    - {type: E}\n"
+         "    - {type: T, repeat: 32}\n"
+         "    - {type: L}\n"
+         "cluster:\n"
+         "  devices: " +
+         std::to_string(pipeline) +
+         "\n"
+         "  memory_gb: 80\n"
+         "  gpus_per_node: 8\n"
+         "  link: {bandwidth_gb_per_s: 360, latency_us: 10}\n"
+         "  inter_node_link: {bandwidth_gb_per_s: 40, latency_us: 20}\n"
+         "pipeline: {microbatches: 8}\n";
+}
+
+// Megatron-LM's theoretical weight-and-optimizer memory of the most loaded model shard (the first
+// pipeline stage: its transformer layers and the embedding, over tensor parallelism), in bytes:
+// megatron/training/theoretical_memory_usage.py, written out for a GQA SwiGLU model with untied
+// embeddings.
+double megatron_weight_and_optimizer_bytes(double layers, double h, double heads, double groups, double ffn,
+                                           double vocab, int tp, int pp, int dp, bool distributed) {
+  const double kv_channels = h / heads;
+  const double q_ratio = kv_channels * heads / h;
+  const double transformer = 2 * layers * h * h *
+                             ((1 + groups / heads) * q_ratio  // attention
+                              + (ffn / h) * 1.5               // SwiGLU MLP (3/2 of two matrices)
+                              + 2 / h                         // two layer norms
+                              + 1 / (layers * h));            // the final layer norm
+  const double embedding = h * vocab;
+  const double most_loaded = (transformer / pp + embedding) / tp;
+  const double bytes_per_param = distributed ? 6 + 12.0 / dp : 18;
+  return most_loaded * bytes_per_param;
+}
+
+nlohmann::json lower_json(const std::string& args) {
+  pstest::CliResult r = pstest::run_cli("lower " + args + " --json");
+  REQUIRE_MESSAGE(r.exit_code == 0, r.output);
+  return nlohmann::json::parse(r.output);
+}
+
+}  // namespace
+
+TEST_CASE("cli mesh: model_state_mb of the most loaded stage equals Megatron's theoretical count within 2 %") {
+  struct Mesh {
+    int tp, pp, dp;
+    bool distributed;
+  };
+  for (const Mesh& m : {Mesh{4, 4, 8, true}, Mesh{8, 8, 16, true}, Mesh{2, 4, 4, false}, Mesh{1, 2, 64, true}}) {
+    CAPTURE(m.tp);
+    CAPTURE(m.pp);
+    CAPTURE(m.dp);
+    const std::string model = write_temp("llama3-8b.yaml", llama3_8b(m.pp));
+    const nlohmann::json j =
+        lower_json(model + " --partition even --tensor-parallel " + std::to_string(m.tp) + " --gpus " +
+                   std::to_string(m.tp * m.pp * m.dp) + " --optimizer " + (m.distributed ? "distributed" : "replicated"));
+    REQUIRE(j.contains("stages"));
+    REQUIRE(j["stages"].size() == static_cast<size_t>(m.pp));
+    CHECK(j["mesh"]["data"] == m.dp);
+    double most = 0;
+    for (const auto& s : j["stages"]) {
+      most = std::max(most, s["model_state_mb"].get<double>());
+      // weights + gradients + optimizer states
+      CHECK(s["model_state_mb"].get<double>() ==
+            doctest::Approx(s["weights_mb"].get<double>() + s["grads_mb"].get<double>() +
+                            s["optimizer_mb"].get<double>()));
+    }
+    const double megatron_mb =
+        megatron_weight_and_optimizer_bytes(32, 4096, 32, 8, 14336, 128256, m.tp, m.pp, m.dp, m.distributed) / 1e6;
+    CHECK(most == doctest::Approx(megatron_mb).epsilon(0.02));
+  }
+}
+
+TEST_CASE("cli mesh: the flags map the parallel: section; bad values are refused, located, exit 1") {
+  const std::string model = write_temp("llama3-8b.yaml", llama3_8b(4));
+  // The flags and the section say the same thing.
+  const std::string with_section =
+      write_temp("llama3-8b-parallel.yaml", llama3_8b(4) + "parallel: {tensor: 4, data: 2, sequence_parallel: true, "
+                                                           "optimizer: fsdp, micro_batch: 2, global_batch: 64}\n");
+  const nlohmann::json a = lower_json(with_section);
+  const nlohmann::json b = lower_json(model +
+                                      " --tensor-parallel 4 --data-parallel 2 --sequence-parallel --optimizer fsdp "
+                                      "--micro-batch 2 --global-batch 64");
+  CHECK(a["mesh"] == b["mesh"]);
+  CHECK(a["stages"] == b["stages"]);
+  CHECK(a["mesh"]["gpus"] == 32);
+  CHECK(a["pipeline"]["microbatches"] == 16);  // 64 / (2 x 2)
+  CHECK(a["mesh"]["groups"]["data"]["nodes"] == 1);  // a stage of 8 GPUs: one node
+  // A flag overrides the section.
+  const nlohmann::json c = lower_json(with_section + " --tensor-parallel 8");
+  CHECK(c["mesh"]["tensor"] == 8);
+  // Errors.
+  pstest::CliResult r = pstest::run_cli("lower " + model + " --tensor-parallel 16");
+  CHECK(r.exit_code == 1);
+  CHECK(pstest::contains(r.output, model + ":14:30: layer type 'T': architecture.num_kv_heads (8) must be "
+                                           "divisible by parallel.tensor (16)"));
+  r = pstest::run_cli("lower " + model + " --tensor-parallel 3");
+  CHECK(r.exit_code == 1);
+  CHECK(pstest::contains(r.output, model + ":20:1: a pipeline stage holds data x context x tensor = 3 GPUs, which "
+                                           "neither fills whole nodes of 8 GPUs nor divides one"));
+  r = pstest::run_cli("lower " + model + " --gpus 100 --tensor-parallel 8");
+  CHECK(r.exit_code == 1);
+  CHECK(pstest::contains(r.output, "the gpus override (100) is not a multiple of pipeline devices (4) x tensor (8)"));
+  r = pstest::run_cli("lower " + model + " --tensor-parallel 0");
+  CHECK(r.exit_code == 1);
+  CHECK(pstest::contains(r.output, "--tensor-parallel"));
+  r = pstest::run_cli("lower " + model + " --optimizer zero2");
+  CHECK(r.exit_code == 1);
+  CHECK(pstest::contains(r.output, "--optimizer"));
+  r = pstest::run_cli("lower " + with_section + " --global-batch 63");
+  CHECK(r.exit_code == 1);
+  CHECK(pstest::contains(r.output, "the global_batch override (63) must be a multiple of micro_batch (2) x data (2)"));
+  // Without a mesh, lower --json has no mesh and no stages.
+  const nlohmann::json plain = lower_json(model);
+  CHECK_FALSE(plain.contains("mesh"));
+  CHECK_FALSE(plain.contains("stages"));
+}
+
+TEST_CASE("cli mesh: DeepSeek-V3 under PP 16 x EP 64 with the distributed optimizer gets a certified schedule at 80 GB") {
+  const std::string dir = pstest::fresh_dir("mesh-dsv3");
+  pstest::CliResult r = pstest::run_cli("import hf " + pstest::data_path("hf_configs/deepseek-v3.json") + " -o " + dir +
+                                        "/dsv3.yaml");
+  REQUIRE_MESSAGE(r.exit_code == 0, r.output);
+  const std::string flags = dir + "/dsv3.yaml --cluster " + pstest::data_path("mesh/2048xh800.yaml") +
+                            " --expert-parallel 64 --optimizer distributed --global-batch 2048";
+  // Per GPU, one MoE layer's experts are 4 of 256: its model states fit; without expert parallelism
+  // the first MoE stage alone exceeds the 80 GB.
+  const nlohmann::json j = lower_json(flags);
+  CHECK(j["mesh"]["data"] == 128);
+  CHECK(j["mesh"]["expert_data"] == 2);
+  CHECK(j["mesh"]["groups"]["expert"]["nodes"] == 8);
+  for (const auto& s : j["stages"]) CHECK(s["model_state_mb"].get<double>() < 40e3);
+  r = pstest::run_cli("synth " + flags + " --evaluations 30 -o " + dir + "/dsv3.sched.yaml");
+  REQUIRE_MESSAGE(r.exit_code == 0, r.output);
+  CHECK(pstest::contains(r.output, "checker       valid"));
+  r = pstest::run_cli("verify " + dir + "/dsv3.sched.yaml");
+  CHECK(r.exit_code == 0);
+  CHECK(pstest::contains(r.output, "VALID"));
+  const std::string sched = pstest::read_file(dir + "/dsv3.sched.yaml");
+  CHECK(pstest::contains(sched, "memory_gb: 80"));
+}
