@@ -790,6 +790,7 @@ Status parse_model(const Ctx& c, const Entry& e, Draft& d) {
     Result<Architecture> a = parse_architecture(c, *x, "model.architecture");
     if (!a.ok()) return a.status();
     d.arch = *a;
+    model.tied_embeddings = a->tied_embeddings.value_or(false);
   }
   if (const Entry* x = m->find("hardware")) {
     Result<Hardware> h = parse_hardware(c, *x, "model.hardware");

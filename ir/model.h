@@ -76,6 +76,8 @@ struct Model {
   std::string name;                    // "nemotron-h-like"
   std::map<char, LayerType> types;     // by symbol (ordered: deterministic output)
   std::vector<Layer> layers;           // in topological order
+  bool tied_embeddings = false;        // architecture.tied_embeddings: the head's projection is the
+                                       // embedding's weight (one tensor held by two layers)
   SourceLoc loc;
 
   const LayerType& type_of(int layer) const { return types.at(layers.at(layer).type); }
