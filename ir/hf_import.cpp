@@ -53,8 +53,22 @@ class Fields {
     }
     return v->kind != JsonValue::Kind::kNull ? v : nullptr;
   }
+  // An absent field the config's other fields determine (`source` says from what), e.g. Nemotron-H's
+  // num_hidden_layers, which transformers 5 derives from layers_block_type and does not save.
+  void derive(const char* key, long long v, std::string from, const SourceLoc& loc) {
+    if (obj_.find(key)) return;
+    JsonValue d;
+    d.kind = JsonValue::Kind::kInt;
+    d.integer = v;
+    d.number = static_cast<double>(v);
+    d.loc = loc;
+    defaults_[key] = std::move(d);
+    derived_[key] = std::move(from);
+  }
   // The source comment of a field: its name, or that the config class's default stood in.
   std::string source(const char* key) const {
+    if (auto it = derived_.find(key); it != derived_.end() && !obj_.find(key))
+      return fmt::format("{} ({})", key, it->second);
     if (!obj_.find(key) && defaults_.count(key))
       return fmt::format("{} (absent: the {} default)", key, type_ == "gemma3" ? "gemma3_text" : type_);
     return key;
@@ -145,6 +159,7 @@ class Fields {
   const JsonValue& obj_;
   std::string type_;
   std::map<std::string, JsonValue> defaults_;
+  std::map<std::string, std::string> derived_;
 };
 
 void arch(ImportedModel& m, const char* key, long long v, std::string source) {
@@ -475,25 +490,57 @@ void read_minimax(Fields& f, ImportedModel& m) {
   m.names = hf_naming("model.");
 }
 
-// nemotron_h: one sublayer per character of hybrid_override_pattern.
+// nemotron_h: one sublayer per character of hybrid_override_pattern (configs saved by transformers 4 and
+// Megatron) or per entry of layers_block_type (transformers 5, which saves no num_hidden_layers).
+std::optional<std::string> nemotron_pattern(Fields& f) {
+  if (!f.has("hybrid_override_pattern") && f.has("layers_block_type")) {
+    const JsonValue* l = f.list("layers_block_type");
+    if (!l) return std::nullopt;
+    static const std::map<std::string, char> kBlock = {{"mamba", 'M'}, {"linear_attention", 'M'}, {"mlp", '-'},
+                                                       {"attention", '*'}, {"full_attention", '*'}, {"moe", 'E'}};
+    std::string p;
+    for (const JsonValue& v : l->items) {
+      auto it = v.kind == JsonValue::Kind::kString ? kBlock.find(v.string) : kBlock.end();
+      if (it == kBlock.end()) {
+        f.fail(fmt::format("'layers_block_type' entry {} is {} (expected mamba / linear_attention, mlp, attention / "
+                           "full_attention, moe)",
+                           p.size(), v.kind == JsonValue::Kind::kString ? "'" + v.string + "'" : v.kind_name()),
+               v.loc);
+        return std::nullopt;
+      }
+      p += it->second;
+      if (static_cast<long long>(p.size()) > limits::kMaxLayers) break;  // refused below, by length
+    }
+    f.derive("num_hidden_layers", static_cast<long long>(l->items.size()), "the length of layers_block_type", l->loc);
+    return p;
+  }
+  return f.text("hybrid_override_pattern");
+}
+
 void read_nemotron_h(Fields& f, ImportedModel& m) {
+  const std::optional<std::string> pattern = nemotron_pattern(f);
+  if (!f.status.is_ok()) return;
   Common c = read_common(f, m, false, "attention_head_dim");
-  const std::optional<std::string> pattern = f.text("hybrid_override_pattern");
   if (!pattern) {
     if (f.status.is_ok())
-      f.fail("model_type nemotron_h needs 'hybrid_override_pattern', which the config does not give", f.object().loc);
+      f.fail("model_type nemotron_h needs 'hybrid_override_pattern' or 'layers_block_type', which the config does "
+             "not give",
+             f.object().loc);
     return;
   }
-  const SourceLoc ploc = f.get("hybrid_override_pattern")->loc;
+  const bool listed = !f.has("hybrid_override_pattern");
+  const char* pkey = listed ? "layers_block_type" : "hybrid_override_pattern";
+  const SourceLoc ploc = f.get(pkey)->loc;
   if (static_cast<long long>(pattern->size()) > limits::kMaxLayers) {
-    f.fail(fmt::format("'hybrid_override_pattern' has {} characters; a model has at most {} layers (docs/inputs.md, "
-                       "\"Limits\")",
-                       pattern->size(), limits::with_commas(limits::kMaxLayers)),
+    f.fail(fmt::format("'{}' has {} {}; a model has at most {} layers (docs/inputs.md, \"Limits\")", pkey,
+                       listed ? f.get(pkey)->items.size() : pattern->size(), listed ? "entries" : "characters",
+                       limits::with_commas(limits::kMaxLayers)),
            ploc);
     return;
   }
   if (static_cast<long long>(pattern->size()) != c.layers) {
-    f.fail(fmt::format("'hybrid_override_pattern' has {} characters, num_hidden_layers is {}", pattern->size(), c.layers),
+    f.fail(fmt::format("'{}' has {} {}, num_hidden_layers is {}", pkey, pattern->size(),
+                       listed ? "entries" : "characters", c.layers),
            ploc);
   }
   bool mamba = false, mlp = false, moe = false;
@@ -543,9 +590,19 @@ void read_nemotron_h(Fields& f, ImportedModel& m) {
     if (std::optional<long long> k = f.opt({"conv_kernel"}, 1)) arch(m, "mamba_conv_kernel", *k, "conv_kernel");
     if (std::optional<long long> q = f.opt({"chunk_size"}, 1)) arch(m, "mamba_chunk_size", *q, "chunk_size");
   }
-  m.header.push_back("Layers: one per character of hybrid_override_pattern (M Mamba-2, - MLP, * attention, E MoE), "
-                     "as Megatron's hybrid models count them.");
-  m.names = {"backbone.embeddings", "backbone.layers.{i}", "backbone.norm_f", "lm_head", "backbone.layers.{i}"};
+  m.header.push_back(listed ? "Layers: one per entry of layers_block_type (mamba, mlp, attention, moe), as Megatron's "
+                              "hybrid models count them."
+                            : "Layers: one per character of hybrid_override_pattern (M Mamba-2, - MLP, * attention, E "
+                              "MoE), as Megatron's hybrid models count them.");
+  // transformers 5's NemotronHForCausalLM names its modules model.*; checkpoints store them as
+  // backbone.* and transformers renames them on load.
+  m.names = {"model.embeddings", "model.layers.{i}", "model.norm_f", "lm_head", "model.layers.{i}"};
+  m.header.push_back("Module names: transformers' NemotronHForCausalLM (model.embeddings, model.layers.N, "
+                     "model.norm_f, lm_head); its checkpoints store them as backbone.embeddings, backbone.layers.N, "
+                     "backbone.norm_f, which transformers renames on load.");
+  if (f.opt({"num_nextn_predict_layers"}).value_or(0) > 0)
+    m.header.push_back("MTP: num_nextn_predict_layers MTP layers are not imported: transformers' NemotronHForCausalLM "
+                       "does not build them.");
 }
 
 // Gemma 3's SigLIP vision tower (vision_config): num_hidden_layers non-causal pre-norm blocks of
