@@ -420,8 +420,8 @@ def model_from_config(path: str, layers: int | None = None, hidden: int | None =
 
     import transformers
     try:
-        with open(path, encoding="utf-8") as f:
-            raw = json.load(f)
+        # transformers' own reader: it decodes the {"__float__": "Infinity"} its writer saves.
+        raw = transformers.PretrainedConfig._dict_from_json_file(path)
     except OSError as e:
         raise PipelineBuildError(f"{path}: cannot read: {e.strerror}") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as e:

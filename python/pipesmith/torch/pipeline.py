@@ -140,9 +140,14 @@ def split_by_modules(model: nn.Module, plan: Plan, stage: int) -> nn.Module:
     return part
 
 
-def module_fqns_per_model_part(plan: Plan) -> list[list[str]]:
+def module_fqns_per_model_part(plan: Plan, model: nn.Module | None = None) -> list[list[str]]:
     """torchtitan's ``module_fqns_per_model_part``: one list of module names per stage, in stage order
-    (every stage must be buildable from whole modules)."""
+    (every stage must be buildable from whole modules). With ``model``, every name must be one of its
+    modules (:func:`pipesmith.torch.hf.check_names`: the missing names and the closest ones it has):
+    torchtitan's splitter would otherwise build a stage without them, silently."""
+    if model is not None:
+        from .hf import check_names
+        check_names(model, plan)
     out = []
     for st in plan.stages:
         problems = st.whole_module_problems()
@@ -153,8 +158,10 @@ def module_fqns_per_model_part(plan: Plan) -> list[list[str]]:
 
 
 def stage_ids_this_rank(plan: Plan, rank: int) -> tuple[int, ...]:
-    """The stage indices ``rank`` builds, for any placement (torchtitan's own helper knows only looped
-    and V placements with ``num_stages % pp == 0``)."""
+    """The stage indices ``rank`` builds, for any placement: the plan's ``rank_to_stages``. (torchtitan
+    0.3.0's own mapping, the private ``_get_pp_rank_to_stage_indices_mapping`` inside its module split,
+    knows only looped and V placements with ``num_stages % pp == 0``; :mod:`pipesmith.torch.titan`
+    builds its stages from this instead.)"""
     if not 0 <= rank < plan.devices:
         raise PlanError(f"rank {rank}: the plan has ranks 0..{plan.devices - 1}")
     return plan.rank_to_stages[rank]

@@ -1,0 +1,206 @@
+"""transformers models run pipesmith's plans: config.json -> `pipesmith import hf` -> a schedule ->
+`export --to pytorch` -> `python -m pipesmith.torch.run --hf` under torchrun (gloo, CPU), every stage
+built by pipesmith.torch.hf.stage_modules from the model's own modules, and the loss, every gradient
+and the parameters after an SGD step compared with transformers' own unpipelined
+`model(input_ids, labels=...)` step (float64, eager attention and experts; transformers computes the
+loss in float32 whatever the dtype, so the tolerance is 1e-6: measured 1e-8 .. 1e-7 on the loss,
+1e-16 .. 1e-15 on gradients and parameters).
+
+The configs are tiny (hidden 16, 4 decoder layers, 96 tokens) and written here by transformers'
+own `save_pretrained`, as a config of that version is saved; nothing is downloaded."""
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+import torch
+import transformers as T
+
+from conftest import PACKAGE_DIR, cli, export, run_plans, torchrun
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+_C = dict(vocab_size=96, hidden_size=16, intermediate_size=24, num_attention_heads=2, num_key_value_heads=1,
+          head_dim=8, max_position_embeddings=64)
+_MOE = dict(num_experts_per_tok=2, moe_intermediate_size=8)
+_MLA = dict(_C, num_key_value_heads=2, head_dim=4)  # DeepSeek's rotary head size is qk_rope_head_dim
+# Every family `pipesmith import hf` reads that transformers builds as a *ForCausalLM, in a tiny size.
+FAMILIES = {
+    "llama": (T.LlamaConfig, dict(_C, num_hidden_layers=4)),
+    "mistral": (T.MistralConfig, dict(_C, num_hidden_layers=4, sliding_window=3)),
+    "mixtral": (T.MixtralConfig, dict(_C, num_hidden_layers=4, num_local_experts=4, num_experts_per_tok=2)),
+    "qwen2": (T.Qwen2Config, dict(_C, num_hidden_layers=4)),
+    "qwen2_moe": (T.Qwen2MoeConfig, dict(_C, **_MOE, num_hidden_layers=4, num_experts=4,
+                                         shared_expert_intermediate_size=8)),
+    "qwen3": (T.Qwen3Config, dict(_C, num_hidden_layers=4)),
+    "qwen3_moe": (T.Qwen3MoeConfig, dict(_C, **_MOE, num_hidden_layers=4, num_experts=4, decoder_sparse_step=2)),
+    "qwen3_next": (T.Qwen3NextConfig, dict(_C, **_MOE, num_hidden_layers=4, num_experts=4,
+                                           shared_expert_intermediate_size=8, linear_num_key_heads=2,
+                                           linear_num_value_heads=2, linear_key_head_dim=4, linear_value_head_dim=4,
+                                           full_attention_interval=2)),
+    "gpt_oss": (T.GptOssConfig, dict(_C, intermediate_size=8, num_hidden_layers=4, num_local_experts=4,
+                                     num_experts_per_tok=2, sliding_window=3,
+                                     layer_types=["sliding_attention", "full_attention"] * 2)),
+    "minimax": (T.MiniMaxConfig, dict(_C, num_hidden_layers=4, num_local_experts=4, num_experts_per_tok=2,
+                                      layer_types=["linear_attention", "full_attention"] * 2)),
+    "minimax_m2": (T.MiniMaxM2Config, dict(_C, num_hidden_layers=4, num_local_experts=4, num_experts_per_tok=2)),
+    "gemma2": (T.Gemma2Config, dict(_C, num_hidden_layers=4, sliding_window=3)),
+    "gemma3_text": (T.Gemma3TextConfig, dict(_C, num_hidden_layers=4, sliding_window=3, final_logit_softcapping=3.0,
+                                             layer_types=["sliding_attention", "full_attention"] * 2)),
+    "deepseek_v2": (T.DeepseekV2Config, dict(_MLA, **_MOE, num_hidden_layers=4, n_routed_experts=4,
+                                             first_k_dense_replace=1, kv_lora_rank=8, q_lora_rank=None,
+                                             qk_nope_head_dim=4, qk_rope_head_dim=4, v_head_dim=4, n_group=1,
+                                             topk_group=1)),
+    "deepseek_v3": (T.DeepseekV3Config, dict(_MLA, **_MOE, num_hidden_layers=4, n_routed_experts=4,
+                                             first_k_dense_replace=1, kv_lora_rank=8, q_lora_rank=8,
+                                             qk_nope_head_dim=4, qk_rope_head_dim=4, v_head_dim=4, n_group=1,
+                                             topk_group=1, num_nextn_predict_layers=0)),
+    # transformers 5 saves Nemotron-H's layers as layers_block_type (no num_hidden_layers, no
+    # hybrid_override_pattern) and names its modules model.embeddings, model.layers.N, model.norm_f.
+    "nemotron_h": (T.NemotronHConfig, dict(_C, layers_block_type=["mamba", "moe", "attention", "mlp"],
+                                           mamba_num_heads=4, mamba_head_dim=4, ssm_state_size=4, n_groups=1,
+                                           n_routed_experts=4, num_experts_per_tok=2, moe_intermediate_size=8,
+                                           moe_shared_expert_intermediate_size=8, chunk_size=4)),
+    "llama-tied": (T.LlamaConfig, dict(_C, num_hidden_layers=4, tie_word_embeddings=True)),
+}
+
+
+@pytest.fixture(autouse=True)
+def _offline(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("USE_HUB_KERNELS", "0")
+    monkeypatch.setenv("TRANSFORMERS_VERBOSITY", "error")
+
+
+def save_config(tmp_path, name: str) -> str:
+    cls, kw = FAMILIES[name]
+    d = tmp_path / f"cfg-{name}"
+    cls(**kw).save_pretrained(str(d))
+    return str(d / "config.json")
+
+
+def plan_for(tmp_path, name: str, P: int, how: str, placement: str = "") -> tuple[str, str, str]:
+    """(plan directory, config.json, export's summary) for family `name`: a baseline schedule `how`, or
+    `how == "synth"` with `placement` (whole decoder layers: --cuts layers)."""
+    config = save_config(tmp_path, name)
+    yaml = str(tmp_path / f"{name}.yaml")
+    cli("import", "hf", config, "-o", yaml)
+    sched = str(tmp_path / f"{name}-{how}.yaml")
+    if how == "synth":
+        cli("synth", yaml, "--devices", str(P), "--microbatches", str(2 * P), "--cuts", "layers", "--placement",
+            placement, "--memory-limit-gb", "0", "--evaluations", "20", "--rlimit", "20000000", "--quiet", "-o",
+            sched)
+    else:
+        cli("baseline", yaml, "--schedule", how, "--devices", str(P), "--microbatches", str(2 * P),
+            "--memory-limit-gb", "0", "-o", sched)
+    out = str(tmp_path / f"pt-{name}-{how}")
+    summary = export(sched, out, yaml).stdout
+    return out, config, summary
+
+
+def test_every_family_p2(tmp_path):
+    """Every family, P = 2 (1F1B and ZB-H1, which splits B into I and W), both CSV formats: loss,
+    gradients and parameters equal transformers' own step."""
+    cases = []
+    for i, name in enumerate(sorted(FAMILIES)):
+        d, config, _ = plan_for(tmp_path, name, 2, "zb-h1" if i % 2 else "1f1b")
+        cases.append((d, config))
+    out = run_plans(2, cases)
+    assert out.count(" match the unpipelined run") == 2 * len(FAMILIES)
+
+
+def test_irregular_plans_p4(tmp_path):
+    """P = 4, one layer a stage, stages placed irregularly with uneven counts per rank (ranks 0 and 1
+    hold two stages, 2 and 3 one): sliding/full masks (gpt-oss), Mamba/MoE/attention (Nemotron-H),
+    soft-capped tied Gemma 3, linear attention (MiniMax)."""
+    cases = []
+    for name in ("gpt_oss", "nemotron_h", "gemma3_text", "minimax"):
+        d, config, _ = plan_for(tmp_path, name, 4, "synth", "0,1,2,3,1,0")
+        plan = json.load(open(os.path.join(d, "plan.json")))
+        assert plan["rank_to_stages"] == [[0, 5], [1, 4], [2], [3]]
+        cases.append((d, config))
+    run_plans(4, cases, extra=("--steps", "2"))
+
+
+def test_tied_embedding_and_head(tmp_path):
+    """tie_word_embeddings: the embedding and lm_head are one weight. plan.json records the tie with the
+    ranks holding each side and export says so; the schedule sums the two sides' gradients, over ranks
+    (1F1B: embedding on rank 0, head on rank 1) and on one rank (stages 0 and 2 on rank 0)."""
+    far, config, summary = plan_for(tmp_path, "llama-tied", 2, "1f1b")
+    assert ("tied weights: model.embed_tokens.weight (stage 0, rank 0) and lm_head.weight (stage 1, rank 1) are one "
+            "tensor") in summary
+    assert json.load(open(os.path.join(far, "plan.json")))["tied_parameters"] == [
+        {"parameters": ["model.embed_tokens.weight", "lm_head.weight"], "stages": [0, 1], "ranks": [0, 1]}]
+    near, _, summary = plan_for(tmp_path, "llama-tied", 2, "synth", "0,1,0")
+    assert "sums their gradients on rank 0" in summary
+    out = run_plans(2, [(far, config), (near, config)], extra=("--steps", "2"))
+    assert "after 2 step(s) match" in out
+
+
+def test_tie_the_plan_does_not_record_is_refused(tmp_path):
+    """A tied model and a plan without its tie (an untied model's YAML) would train each side on its
+    own part of the gradient: refused before anything runs, saying why."""
+    from pipesmith.torch import hf
+    from pipesmith.torch.plan import load_plan
+    d, config, _ = plan_for(tmp_path, "llama-tied", 2, "1f1b")
+    doc = json.load(open(os.path.join(d, "plan.json")))
+    doc["tied_parameters"] = []
+    with open(os.path.join(d, "plan.json"), "w") as f:
+        json.dump(doc, f)
+    model = hf.model_from_config(config)
+    with pytest.raises(hf.PipelineBuildError, match=r"the model ties \[\['lm_head.weight', "
+                                                    r"'model.embed_tokens.weight'\]\], the plan records no tie"):
+        hf.stage_modules(model, load_plan(d), 0)
+
+
+def test_unknown_module_names_are_refused(tmp_path):
+    """A plan whose module names the model lacks (Nemotron-H as checkpoints name it, backbone.*) is
+    refused naming each missing name and the closest the model has, by stage_modules and by
+    module_fqns_per_model_part (which torchtitan's splitter would otherwise turn into empty stages)."""
+    from pipesmith.torch import hf, pipeline
+    from pipesmith.torch.plan import load_plan
+    config = save_config(tmp_path, "nemotron_h")
+    yaml = tmp_path / "n.yaml"
+    cli("import", "hf", config, "-o", str(yaml))
+    text = yaml.read_text()
+    assert "module: model.embeddings" in text and "model.norm_f" in text
+    yaml.write_text(text.replace("model.", "backbone."))
+    sched = str(tmp_path / "s.yaml")
+    cli("baseline", str(yaml), "--schedule", "1f1b", "--devices", "2", "--microbatches", "2", "--memory-limit-gb",
+        "0", "-o", sched)
+    export(sched, str(tmp_path / "pt"), str(yaml))
+    plan = load_plan(str(tmp_path / "pt"))
+    model = hf.model_from_config(config)
+    for call in (lambda: hf.stage_modules(model, plan, 0), lambda: pipeline.module_fqns_per_model_part(plan, model)):
+        with pytest.raises(hf.PipelineBuildError) as e:
+            call()
+        msg = str(e.value)
+        assert "6 module name(s) of the plan are not in the model NemotronHForCausalLM" in msg
+        assert "stage 0: 'backbone.embeddings' (closest: model.embeddings" in msg
+        assert "'backbone.norm_f' (closest: model.norm_f" in msg
+
+
+def test_a_glue_bug_is_caught_against_the_model(tmp_path, monkeypatch):
+    """--user-model with --hf: the user's stage glue (tests/python/hf_glue.py) is run and compared with
+    the transformers model's own step. The right glue matches; the same glue giving gpt-oss's sliding
+    layers the full mask differs (exit 1) — checked against itself it could not."""
+    d, config, _ = plan_for(tmp_path, "gpt_oss", 2, "1f1b")
+    monkeypatch.setenv("PYTHONPATH", HERE)
+    run_plans(2, [(d, config)], extra=("--user-model", "hf_glue:stages", "--format", "compute_only"))
+    rc, out = torchrun(2, ["-m", "pipesmith.torch.run", d, "--hf", config, "--user-model", "hf_glue:stages_full_mask",
+                           "--format", "compute_only", "--timeout", "60"], timeout=300)
+    assert rc == 1 and "compute_only: P = 2, S = 2, M = 4: loss, gradients and parameters after 1 step(s) DIFFER" in out, out
+
+
+def test_torchtitan_pipelining_fn_irregular(tmp_path):
+    """torchtitan 0.3.0's pipeline path (ParallelDims' pp mesh, the trainer's pipelining_fn call,
+    _split_module, _build_pipeline_schedule with the plan's CSV) on an irregular plan (3 stages on 2
+    ranks: 0, 1, 0) through pipesmith.torch.titan.pipelining_fn: gradients equal the unpipelined model's."""
+    model = os.path.join(os.path.dirname(os.path.dirname(HERE)), "configs", "models", "llama2-7b.yaml")
+    sched = str(tmp_path / "s.yaml")
+    cli("synth", model, "--devices", "2", "--microbatches", "4", "--cuts", "layers", "--placement", "0,1,0",
+        "--memory-limit-gb", "0", "--evaluations", "20", "--quiet", "-o", sched)
+    export(sched, str(tmp_path / "pt"), model)
+    rc, out = torchrun(2, [os.path.join(HERE, "titan_worker.py"), str(tmp_path / "pt"), model], timeout=300)
+    assert rc == 0 and "titan: match: 3 stages on 2 ranks [[0, 2], [1]]" in out, out
