@@ -20,12 +20,14 @@ point at. :mod:`pipesmith.torch` runs exported plans in ``torch.distributed.pipe
 
 from __future__ import annotations
 
+import importlib
+import json
+import math
+import numbers
 import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Optional, Union
 
-import importlib
-import json
 from pipesmith.errors import (BadInputError, Error, InfeasibleError, InterruptedError, InvalidScheduleError,
                               RuntimeFailure)
 
@@ -64,8 +66,78 @@ def __getattr__(name: str) -> Any:  # Spec, Schedule, Report, Violation, Pytorch
     raise AttributeError(f"module 'pipesmith' has no attribute '{name}'")
 
 
-def _path(p: Optional[PathLike]) -> Optional[str]:
-    return None if p is None else os.fspath(p)
+# The command's bounds on its numbers (ir/limits.h, docs/inputs.md "Limits"; cli/cmd_synth.cpp).
+_MAX_DEVICES = 100_000
+_MAX_MICROBATCHES = 1_000_000
+_MAX_STAGES = 100_000
+_MAX_MEMORY_GB = 1e15
+_MAX_TIME_LIMIT_S = 1e6  # a longer time limit is no practical limit and is read as this, as `synth` does
+
+
+def _int(value: Any, name: str, lo: int, hi: int) -> int:
+    """``value`` as an integer in [lo, hi], else BadInputError naming ``name`` (a float, a bool, or a
+    number past the range never reaches the core, where it would be a TypeError or wrap around)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise BadInputError(f"{name} must be an integer in [{lo:,}, {hi:,}], got {value!r:.60}")
+    v = int(value)
+    if not lo <= v <= hi:
+        got = f"{v:,}" if abs(v) < 10**30 else f"an integer of {v.bit_length()} bits"
+        raise BadInputError(f"{name} must be an integer in [{lo:,}, {hi:,}], got {got}")
+    return v
+
+
+def _opt_int(value: Any, name: str, lo: int, hi: int) -> Optional[int]:
+    return None if value is None else _int(value, name, lo, hi)
+
+
+def _number(value: Any, name: str, lo: float, hi: float, *, open_low: bool = False) -> float:
+    """``value`` as a finite float in [lo, hi] (``(lo, hi]`` with ``open_low``), else BadInputError."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise BadInputError(f"{name} must be a number, got {value!r:.60}")
+    try:
+        v = float(value)
+    except OverflowError:
+        v = math.inf if value > 0 else -math.inf
+    low_ok = v > lo if open_low else v >= lo
+    if not (math.isfinite(v) and low_ok and v <= hi):
+        raise BadInputError(f"{name} must be a finite number in {'(' if open_low else '['}{lo:g}, {hi:g}], got {v!r}")
+    return v
+
+
+def _time_limit(value: Any) -> float:
+    """``synth --time-limit``: seconds > 0; beyond 1e6 (``inf`` too) no practical limit, read as 1e6."""
+    if isinstance(value, numbers.Real) and not isinstance(value, bool) and value > 0:  # NaN is not > 0
+        return float(min(value, _MAX_TIME_LIMIT_S))  # compared before converting: 10**400 is past a float
+    raise BadInputError(f"time_limit_s must be > 0 seconds, got {value!r:.60}")
+
+
+def _opt_memory(value: Any) -> Optional[float]:
+    return None if value is None else _number(value, "memory_limit_gb", 0, _MAX_MEMORY_GB)
+
+
+def _text(value: Any, name: str) -> str:
+    """A text argument (an option word, a partition string): a str without NUL characters."""
+    if not isinstance(value, str):
+        raise BadInputError(f"{name} must be a string, got {type(value).__name__}")
+    if "\0" in value:
+        raise BadInputError(f"{name} {value!r:.80} holds a NUL character")
+    return value
+
+
+def _path(p: Optional[PathLike], name: str = "path") -> Optional[str]:
+    """A path argument as the core takes it; one holding a NUL character is refused (the C library
+    would cut it there and open another file)."""
+    if p is None:
+        return None
+    try:
+        s = os.fspath(p)
+    except TypeError:
+        raise BadInputError(f"{name} must be a path (str or os.PathLike), got {type(p).__name__}") from None
+    if isinstance(s, bytes):
+        s = os.fsdecode(s)
+    if "\0" in s:
+        raise BadInputError(f"{name} {s!r:.120} holds a NUL character: no file has that name")
+    return s
 
 
 def load_spec(model: PathLike, cluster: Optional[PathLike] = None, *, devices: Optional[int] = None,
@@ -75,12 +147,14 @@ def load_spec(model: PathLike, cluster: Optional[PathLike] = None, *, devices: O
     --devices P --microbatches M --memory-limit-gb X``). ``memory_limit_gb=0`` means unlimited.
 
     Raises BadInputError with the file, line and column of the offending field."""
-    return _core.load_spec(os.fspath(model), _path(cluster), devices, microbatches, memory_limit_gb)
+    return _core.load_spec(_path(model, "model"), _path(cluster, "cluster"),
+                           _opt_int(devices, "devices", 1, _MAX_DEVICES),
+                           _opt_int(microbatches, "microbatches", 1, _MAX_MICROBATCHES), _opt_memory(memory_limit_gb))
 
 
 def parse_spec(text: str, name: str = "<string>") -> Spec:
     """Like :func:`load_spec`, from YAML text (``name`` is used in error locations)."""
-    return _core.parse_spec(text, name)
+    return _core.parse_spec(_text(text, "text"), _text(name, "name"))
 
 
 def read_schedule(path: PathLike, *, model: Optional[PathLike] = None, cluster: Optional[PathLike] = None,
@@ -88,13 +162,15 @@ def read_schedule(path: PathLike, *, model: Optional[PathLike] = None, cluster: 
     """Reads a pipesmith-schedule/1 YAML or a PyTorch pipelining CSV. A CSV's stages are costed with
     ``model`` (and ``cluster``) when given, else with unit costs; ``microbatches`` / ``stages``, when
     given, are checked against the file."""
-    schedule, _notes = _core.read_schedule(os.fspath(path), _path(model), _path(cluster), microbatches, stages)
+    schedule, _notes = _core.read_schedule(_path(path, "path"), _path(model, "model"), _path(cluster, "cluster"),
+                                           _opt_int(microbatches, "microbatches", 1, _MAX_MICROBATCHES),
+                                           _opt_int(stages, "stages", 1, _MAX_STAGES))
     return schedule
 
 
 def parse_schedule(text: str, name: str = "<string>") -> Schedule:
     """A pipesmith-schedule/1 YAML from text."""
-    return _core.parse_schedule(text, name)
+    return _core.parse_schedule(_text(text, "text"), _text(name, "name"))
 
 
 def verify(schedule: Union[Schedule, PathLike], *, semantics: str = "rendezvous",
@@ -105,10 +181,13 @@ def verify(schedule: Union[Schedule, PathLike], *, semantics: str = "rendezvous"
     certificate; then the timing simulation. Returns the :class:`Report` with every violation (an
     invalid schedule is no exception: ``report.valid`` is False). ``schedule`` may be a path, read
     as :func:`read_schedule` reads it (its reader notes lead the report's notes)."""
+    semantics = _text(semantics, "semantics")
+    memory = _opt_memory(memory_limit_gb)
     if isinstance(schedule, _core.Schedule):
-        return _core.verify(schedule, semantics, memory_limit_gb)
-    loaded, notes = _core.read_schedule(os.fspath(schedule), _path(model), _path(cluster), None, None)
-    return _core.verify(loaded, semantics, memory_limit_gb, notes)
+        return _core.verify(schedule, semantics, memory)
+    loaded, notes = _core.read_schedule(_path(schedule, "schedule"), _path(model, "model"), _path(cluster, "cluster"),
+                                        None, None)
+    return _core.verify(loaded, semantics, memory, notes)
 
 
 def simulate(schedule: Union[Schedule, PathLike], *, semantics: str = "rendezvous",
@@ -147,7 +226,9 @@ def baseline(spec: Spec, kind: str, *, stages_per_device: int = 0, partition: st
     placement, and certifies it. ``stages_per_device=0`` takes the schedule's default. ``recompute``
     (none, selective, full) recomputes every stage's activations, R just before each backward
     (``--recompute``)."""
-    schedule, report, info = _core.baseline(spec, kind, stages_per_device, partition, recompute)
+    schedule, report, info = _core.baseline(spec, _text(kind, "kind"),
+                                            _int(stages_per_device, "stages_per_device", 0, _MAX_STAGES),
+                                            _text(partition, "partition"), _text(recompute, "recompute"))
     return BaselineResult(schedule, report, **info)
 
 
@@ -157,7 +238,9 @@ def bound(spec: Spec, *, partition: Optional[str] = None, placement: Optional[st
     (``pipesmith bound --json``, the same keys), and under ``"plan"`` the checker's bound for one plan
     when ``partition``, ``placement`` or ``stages_per_device`` name it. A model whose states do not
     fit is no exception here: ``memory_feasible`` is False and ``memory_reason`` says why."""
-    return json.loads(_core.bound(spec, partition, placement, stages_per_device))
+    return json.loads(_core.bound(spec, None if partition is None else _text(partition, "partition"),
+                                  None if placement is None else _text(placement, "placement"),
+                                  _int(stages_per_device, "stages_per_device", 0, _MAX_STAGES)))
 
 
 @dataclass
@@ -215,9 +298,17 @@ def synthesize(spec: Spec, *, partition: Optional[str] = None, placement: Option
     each stage's (``split`` or ``fused``).
 
     Raises InfeasibleError when no plan fits the memory, BadInputError on bad options."""
-    schedule, report, info = _core.synthesize(spec, partition, placement, stages_per_device, cuts, time_limit_s,
-                                              evaluations, rlimit, seed, z3_threads, search_threads,
-                                              _path(dump_smt2) or "", recompute, progress)
+    if progress is not None and not callable(progress):
+        raise BadInputError(f"progress must be callable, got {type(progress).__name__}")
+    time_limit = _time_limit(time_limit_s)
+    schedule, report, info = _core.synthesize(
+        spec, None if partition is None else _text(partition, "partition"),
+        None if placement is None else _text(placement, "placement"),
+        _opt_int(stages_per_device, "stages_per_device", 1, _MAX_STAGES), _text(cuts, "cuts"), time_limit,
+        _int(evaluations, "evaluations", 0, 1_000_000_000), _int(rlimit, "rlimit", 0, 2**64 - 1),
+        _int(seed, "seed", 0, 2**32 - 1), _int(z3_threads, "z3_threads", 1, 64),
+        _int(search_threads, "search_threads", 0, 256), _path(dump_smt2, "dump_smt2") or "",
+        _text(recompute, "recompute"), progress)
     return SynthesisResult(schedule, report, **info)
 
 
@@ -229,10 +320,11 @@ def export_pytorch(schedule: Union[Schedule, PathLike], *, spec: Optional[Spec] 
     InvalidScheduleError (the report's text) for a schedule the checker rejects."""
     model_file = ""
     if not isinstance(schedule, _core.Schedule):
-        schedule, loaded_spec, _notes = _core.load_export_input(os.fspath(schedule), _path(model), _path(cluster))
+        schedule, loaded_spec, _notes = _core.load_export_input(_path(schedule, "schedule"), _path(model, "model"),
+                                                                _path(cluster, "cluster"))
         spec = spec if spec is not None else loaded_spec
-        model_file = _path(model) or ""
-    ex = _core.export_pytorch(schedule, spec, fsdp, model_file)
+        model_file = _path(model, "model") or ""
+    ex = _core.export_pytorch(schedule, spec, bool(fsdp), model_file)
     if not ex.valid:
         raise InvalidScheduleError(ex.report.text(), code="invalid_schedule", exit_code=3,
                                    message="the schedule is not valid: nothing exported")

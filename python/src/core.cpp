@@ -603,11 +603,15 @@ NB_MODULE(_core, m) {
       .def_ro("notes", &PytorchExport::notes)
       .def("write", [](const PyExport& e, nb::handle dir_obj) {
         const std::string dir = path_arg(dir_obj, "out_dir");
-        // As `pipesmith export -o DIR`: none of the three files may name an input of the export.
-        std::vector<OutputPath> outs;
-        for (const char* name : {"compute_only.csv", "compute_comms.csv", "plan.json"})
-          outs.push_back({(std::filesystem::path(dir) / name).string(), "out_dir"});
-        check(check_output_paths(outs, e.inputs));
+        // As `pipesmith export -o DIR`: none of the three files may name an input of the export (a
+        // directory the write will create holds none).
+        std::error_code ec;
+        if (std::filesystem::is_directory(dir, ec)) {
+          std::vector<OutputPath> outs;
+          for (const char* name : {"compute_only.csv", "compute_comms.csv", "plan.json"})
+            outs.push_back({(std::filesystem::path(dir) / name).string(), "out_dir"});
+          check(check_output_paths(outs, e.inputs));
+        }
         Result<std::vector<std::string>> r = [&] { nb::gil_scoped_release release; return write_pytorch_export(e, OutputPath{dir, "out_dir"}); }();
         return take(std::move(r));
       }, "out_dir"_a, "Writes compute_only.csv, compute_comms.csv and plan.json into `out_dir` as one set (an output that "

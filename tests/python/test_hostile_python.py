@@ -256,3 +256,178 @@ def test_gpu_layers_flags_are_refused_with_exit_2(tmp_path, flags):
                         str(tmp_path / "out"), "--device", "cpu", *flags], capture_output=True, text=True, timeout=60)
     assert p.returncode == 2 and "Traceback" not in p.stderr and flags[0] in p.stderr, p.stderr
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("flags,what", [(["--steps", "0"], "out of range: --steps 0"),
+                                        (["--devices", "99999999999999999999"], "out of range: --devices"),
+                                        (["--models", "nope"], "no such shipped model: nope"),
+                                        (["--json", "/"], "cannot write '/' (--json): it is a directory")])
+def test_bench_torch_flags_are_refused_with_exit_2(flags, what):
+    p = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "torch_bench.py"), *flags], capture_output=True,
+                       text=True, timeout=60, env=_env())
+    assert p.returncode == 2 and what in p.stderr and "Traceback" not in p.stderr, p.stderr
+
+
+# ---- the Python API --------------------------------------------------------------------------------
+
+CLUSTER = os.path.join(ROOT, "configs", "clusters", "8xh100-80gb.yaml")
+
+
+def test_synthesize_refuses_a_dump_smt2_that_is_the_model(tmp_path):
+    model = tmp_path / "model.yaml"
+    shutil.copyfile(LLAMA, model)
+    spec = pipesmith.load_spec(model, cluster=CLUSTER, devices=2, microbatches=4)
+    with pytest.raises(pipesmith.BadInputError, match=f"refusing to write '{model}' \\(dump_smt2\\): it is the input "
+                                                      f"file '{model}'"):
+        pipesmith.synthesize(spec, evaluations=2, rlimit=100_000, dump_smt2=model)
+    hard = tmp_path / "cluster-link.smt2"
+    os.link(CLUSTER, hard)
+    with pytest.raises(pipesmith.BadInputError, match="it is the input file"):
+        pipesmith.synthesize(spec, evaluations=2, rlimit=100_000, dump_smt2=hard)
+    assert model.read_bytes() == open(LLAMA, "rb").read()
+
+
+def test_export_write_refuses_a_directory_holding_its_model(tmp_path):
+    sched = tmp_path / "s.yaml"
+    pipesmith.baseline(_spec(), "1f1b").schedule.write(str(sched))
+    d = tmp_path / "out"
+    d.mkdir()
+    model = d / "plan.json"  # the model file, named as the export's plan.json
+    shutil.copyfile(LLAMA, model)
+    ex = pipesmith.export_pytorch(sched, model=model)
+    with pytest.raises(pipesmith.BadInputError, match=f"refusing to write '{model}' \\(out_dir\\): it is the input file"):
+        ex.write(d)
+    assert model.read_bytes() == open(LLAMA, "rb").read() and sorted(os.listdir(d)) == ["plan.json"]
+    os.link(sched, d / "compute_only.csv")  # a hard link of the schedule file
+    os.remove(model)
+    ex = pipesmith.export_pytorch(str(sched), model=LLAMA)
+    with pytest.raises(pipesmith.BadInputError, match="compute_only.csv' \\(out_dir\\): it is the input file"):
+        ex.write(str(d))
+    written = pipesmith.export_pytorch(str(sched), model=LLAMA).write(str(tmp_path / "fine"))
+    assert len(written) == 3
+
+
+@pytest.mark.parametrize("call,what", [
+    (lambda: pipesmith.load_spec(LLAMA, devices=2**40), "devices must be an integer in [1, 100,000]"),
+    (lambda: pipesmith.load_spec(LLAMA, devices=2.0), "devices must be an integer"),
+    (lambda: pipesmith.load_spec(LLAMA, microbatches=True), "microbatches must be an integer"),
+    (lambda: pipesmith.load_spec(LLAMA, memory_limit_gb=float("nan")), "memory_limit_gb must be a finite number"),
+    (lambda: pipesmith.load_spec(LLAMA, memory_limit_gb=10**400), "memory_limit_gb must be a finite number"),
+    (lambda: pipesmith.load_spec(LLAMA + "\0.yaml"), "holds a NUL character"),
+    (lambda: pipesmith.load_spec(LLAMA, cluster=CLUSTER + "\0"), "cluster .* holds a NUL character"),
+    (lambda: pipesmith.read_schedule(BAD_CSV, microbatches=-5), "microbatches must be an integer in [1, 1,000,000], got -5"),
+    (lambda: pipesmith.read_schedule(BAD_CSV, stages=2**63), "stages must be an integer in [1, 100,000]"),
+    (lambda: pipesmith.verify(BAD_CSV, memory_limit_gb=-1), "memory_limit_gb must be a finite number"),
+    (lambda: pipesmith.synthesize(_spec(), seed=2**32), "seed must be an integer in [0, 4,294,967,295]"),
+    (lambda: pipesmith.synthesize(_spec(), rlimit=-1), "rlimit must be an integer"),
+    (lambda: pipesmith.synthesize(_spec(), evaluations=2**31), "evaluations must be an integer in [0, 1,000,000,000]"),
+    (lambda: pipesmith.synthesize(_spec(), z3_threads=10**30), "z3_threads must be an integer in [1, 64]"),
+    (lambda: pipesmith.synthesize(_spec(), time_limit_s=float("nan")), "time_limit_s must be > 0 seconds, got nan"),
+    (lambda: pipesmith.synthesize(_spec(), stages_per_device=2**40), "stages_per_device must be an integer"),
+    (lambda: pipesmith.synthesize(_spec(), partition="bal\0anced"), "partition .* holds a NUL character"),
+    (lambda: pipesmith.baseline(_spec(), "1f1b", stages_per_device=-1), "stages_per_device must be an integer in [0,"),
+    (lambda: pipesmith.bound(_spec(), stages_per_device=2**33), "stages_per_device must be an integer in [0,"),
+])
+def test_api_numbers_and_paths_are_checked_as_the_command_checks_them(call, what):
+    with pytest.raises(pipesmith.BadInputError, match=what.replace("[", "\\[").replace("]", "\\]")) as e:
+        call()
+    assert e.value.exit_code == 1 and e.value.code == "bad_input"
+
+
+BAD_CSV = os.path.join(ROOT, "tests", "data", "pytorch", "ScheduleGPipe_p2_m4_v1.csv")
+
+
+def _spec():
+    return pipesmith.load_spec(LLAMA, cluster=CLUSTER, devices=2, microbatches=4)
+
+
+class _Boom(Exception):
+    pass
+
+
+class _BadBool:
+    def __bool__(self):
+        raise _Boom("__bool__ of the progress callback's return value")
+
+
+@pytest.mark.parametrize("progress", [lambda p: (_ for _ in ()).throw(_Boom("raised by the callback")),
+                                      lambda p: _BadBool()], ids=["raises", "return value's __bool__ raises"])
+def test_an_exception_from_the_progress_callback_propagates(progress):
+    with pytest.raises(_Boom):
+        pipesmith.synthesize(_spec(), evaluations=30, rlimit=200_000, progress=progress)
+
+
+# ---- memory before allocating, and models with a vision encoder ------------------------------------
+
+def test_profile_full_width_refuses_a_model_the_host_cannot_hold(tmp_path):
+    # llama2-7b at full width: 6.7 B parameters and their gradients in float32, 54 GB, refused before
+    # any of it is allocated. The address space is capped at 40 GB so the verdict is the same on any
+    # machine (the limit applies as `ulimit -v` would).
+    import resource
+
+    def cap():
+        resource.setrlimit(resource.RLIMIT_AS, (40 << 30, resource.RLIM_INFINITY))
+
+    out = tmp_path / "p.yaml"
+    p = subprocess.run([sys.executable, "-m", "pipesmith.torch.profile", LLAMA, "--full-width", "-o", str(out)],
+                       capture_output=True, text=True, env=_env(), cwd=ROOT, timeout=120, preexec_fn=cap)
+    assert p.returncode == 1 and "Traceback" not in p.stderr, p.stderr
+    assert "pipesmith profile: error: profiling 'llama2-7b' (full width, method chain, float32) needs at least " in p.stderr
+    assert "6.74 B parameters and their gradients 53.9 GB" in p.stderr and "ulimit -v leaves" in p.stderr, p.stderr
+    assert not out.exists()
+
+
+@pytest.fixture(scope="module")
+def gemma3() -> str:
+    """Gemma-3-4B as `pipesmith import hf` writes it (tests/data/hf_configs_written/gemma-3-4b.json):
+    27 vision-encoder layers before the embedding."""
+    return os.path.join(ROOT, "tests", "data", "pytorch", "gemma-3-4b-imported.yaml")
+
+
+def test_reference_builds_a_vision_encoder_before_the_embedding(gemma3):
+    import torch
+    from pipesmith.torch.model_yaml import load_model
+    from pipesmith.torch.reference import ReferenceTransformer, Scale, loss_fn
+    model = ReferenceTransformer(load_model(gemma3), Scale())
+    assert model.input_names == ("tokens", "h") and model.layout[26] == ("tokens", "h") and model.layout[27] == ("h",)
+    assert not model.chain[0].parts["attention"].f.core.causal and model.chain[30].parts["attention"].f.core.causal
+    tokens, labels = model.batch(2)
+    inputs = model.step_inputs(tokens, labels)
+    whole = loss_fn(model(*inputs), labels)
+    # Cut inside the encoder and again after the embedding: the tokens travel with the image features.
+    a, b, c = model.stage(0, 10), model.stage(11, 30), model.stage(31, len(model.chain) - 1)
+    assert a.out_names == ("tokens", "h") and b.in_names == ("tokens", "h") and b.out_names == ("h",)
+    staged = loss_fn(c(b(*a(*inputs))), labels)
+    assert torch.equal(whole, staged)
+    whole.backward()
+    assert all(p.grad is not None and p.grad.abs().sum() > 0 for p in model.chain[0].parameters())
+
+
+def test_torch_run_and_isolated_profile_of_gemma3(gemma3, tmp_path):
+    sched, d = tmp_path / "s.yaml", tmp_path / "pt"
+    cli("baseline", gemma3, "--devices", "2", "--microbatches", "2", "--schedule", "1f1b", "--memory-limit-gb", "0",
+        "-o", str(sched))
+    cli("export", str(sched), "--to", "pytorch", "-o", str(d), "--model", gemma3)
+    rc, out = torchrun(2, ["-m", "pipesmith.torch.run", str(d), "--model", gemma3, "--timeout", "120"], timeout=300)
+    assert rc == 0 and out.count("match the unpipelined run") == 2, out[-4000:]
+    prof = tmp_path / "prof.yaml"
+    p = _module("pipesmith.torch.profile", gemma3, "--method", "isolated", "--hidden", "16", "--seq", "8", "--vocab",
+                "64", "--repeats", "1", "--warmup", "0", "-o", str(prof))
+    assert p.returncode == 0, p.stderr
+    assert "vision-encoder" in p.stdout and prof.exists()
+    p = _module("pipesmith.torch.profile", gemma3, "--method", "single", "--full-width", "-o", str(tmp_path / "f.yaml"))
+    assert p.returncode == 1 and "layer 0 (type 'Y' vision-encoder) has hidden_size 1152, the model 2560" in p.stderr
+
+
+def test_write_methods_take_path_likes_and_refuse_nul(tmp_path):
+    schedule = pipesmith.baseline(_spec(), "1f1b").schedule
+    schedule.write(tmp_path / "s.yaml")  # an os.PathLike, as every path argument of the package
+    assert (tmp_path / "s.yaml").read_text() == schedule.to_yaml()
+    with pytest.raises(pipesmith.BadInputError, match="path '.*s2' holds a NUL character"):
+        schedule.write(str(tmp_path / "s2") + "\0.yaml")
+    with pytest.raises(pipesmith.BadInputError, match="path must be a path \\(str or os.PathLike\\), got int"):
+        schedule.write(3)
+    ex = pipesmith.export_pytorch(schedule, model=LLAMA)
+    with pytest.raises(pipesmith.BadInputError, match="out_dir '.*' holds a NUL character"):
+        ex.write(str(tmp_path) + "\0x")
+    assert sorted(os.listdir(tmp_path)) == ["s.yaml"]
