@@ -3,8 +3,8 @@
 built by pipesmith.torch.hf.stage_modules from the model's own modules, and the loss, every gradient
 and the parameters after an SGD step compared with transformers' own unpipelined
 `model(input_ids, labels=...)` step (float64, eager attention and experts; transformers computes the
-loss in float32 whatever the dtype, so the tolerance is 1e-6: measured 1e-8 .. 1e-7 on the loss,
-1e-16 .. 1e-15 on gradients and parameters).
+loss in float32 whatever the dtype, so the tolerance is 1e-6: measured up to 1.2e-7 on the loss,
+1e-16 .. 2e-15 on gradients and parameters, up to 2.3e-7 for families computing parts in float32).
 
 The configs are tiny (hidden 16, 4 decoder layers, 96 tokens) and written here by transformers'
 own `save_pretrained`, as a config of that version is saved; nothing is downloaded."""
@@ -204,3 +204,19 @@ def test_torchtitan_pipelining_fn_irregular(tmp_path):
     export(sched, str(tmp_path / "pt"), model)
     rc, out = torchrun(2, [os.path.join(HERE, "titan_worker.py"), str(tmp_path / "pt"), model], timeout=300)
     assert rc == 0 and "titan: match: 3 stages on 2 ranks [[0, 2], [1]]" in out, out
+
+
+def test_a_shipped_config_shrunk(tmp_path):
+    """A real config.json (Llama-2-7B, tests/data) imported as it is, its plan run on the transformers
+    model shrunk by --hidden and --vocab (32 decoder layers kept, so the plan's names hold), in float32:
+    within float32's tolerance of the model's own step."""
+    config = os.path.join(os.path.dirname(os.path.dirname(HERE)), "tests", "data", "hf_configs", "llama-2-7b-hf.json")
+    yaml = str(tmp_path / "llama.yaml")
+    cli("import", "hf", config, "-o", yaml)
+    sched = str(tmp_path / "s.yaml")
+    cli("baseline", yaml, "--schedule", "interleaved-1f1b", "--devices", "2", "--microbatches", "4",
+        "--memory-limit-gb", "0", "-o", sched)
+    export(sched, str(tmp_path / "pt"), yaml)
+    out = run_plans(2, [(str(tmp_path / "pt"), config)],
+                    extra=("--hidden", "16", "--vocab", "128", "--dtype", "float32", "--format", "compute_comms"))
+    assert "S = 4, M = 4" in out and "tolerance 1e-03" in out

@@ -91,8 +91,9 @@ def run_case(plan_dir: str, fmt: str, spec: ModelSpec, scale: Scale, rank: int, 
     make = lambda: _build(spec, scale, user_model)  # noqa: E731
     model = make()
     g = torch.Generator().manual_seed(99)
-    tokens = torch.randint(0, model.vocab, (M * rows_per_mb, scale.seq), generator=g)
-    labels = torch.randint(0, model.vocab, (M * rows_per_mb, scale.seq), generator=g)
+    vocab = getattr(model, "vocab", scale.vocab)  # a user's model may say its vocabulary; else the Scale's
+    tokens = torch.randint(0, vocab, (M * rows_per_mb, scale.seq), generator=g)
+    labels = torch.randint(0, vocab, (M * rows_per_mb, scale.seq), generator=g)
     if user_model is None:
         inputs = model.step_inputs(tokens, labels)
         modules = pipeline.reference_stage_modules(model, plan, rank)
