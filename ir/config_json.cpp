@@ -12,6 +12,8 @@
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <utility>
 
 #include "ir/input_file.h"
 #include "ir/limits.h"
@@ -38,8 +40,13 @@ class LineIndex {
   std::vector<size_t> starts_;
 };
 
-// The non-standard tokens outside strings, replaced by blanks; their values by offset.
-std::map<size_t, double> blank_non_finite(std::string& text) {
+bool json_blank(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+// The non-standard tokens outside strings, replaced by blanks; their values by offset. A token is one
+// of them only where a value starts (after ':', ',', '[' or at the start of the text); one after a
+// sign ("-NaN", "--Infinity", "+Infinity": no JSON and no Python writes them) sets `bad` to the
+// offsets of the first sign and of the token's end, and nothing after it is replaced.
+std::map<size_t, double> blank_non_finite(std::string& text, std::optional<std::pair<size_t, size_t>>& bad) {
   std::map<size_t, double> at;
   bool in_string = false;
   for (size_t i = 0; i < text.size(); ++i) {
@@ -65,6 +72,16 @@ std::map<size_t, double> blank_non_finite(std::string& text) {
       const size_t end = i + t.word.size();
       auto word_char = [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_'; };
       if ((i > 0 && word_char(text[i - 1])) || (end < text.size() && word_char(text[end]))) continue;
+      // Where it stands: the byte before it, blanks skipped.
+      size_t b = i;
+      while (b > 0 && json_blank(text[b - 1])) --b;
+      if (b > 0 && (text[b - 1] == '-' || text[b - 1] == '+')) {
+        while (b > 0 && (text[b - 1] == '-' || text[b - 1] == '+' || json_blank(text[b - 1]))) --b;
+        while (json_blank(text[b])) ++b;
+        bad = std::pair<size_t, size_t>{b, end};
+        return at;
+      }
+      if (b > 0 && text[b - 1] != ':' && text[b - 1] != ',' && text[b - 1] != '[') continue;  // the parser refuses it
       // "0" then blanks: a number the parser accepts, of the same length.
       text[i] = '0';
       for (size_t k = i + 1; k < end; ++k) text[k] = ' ';
@@ -287,8 +304,18 @@ const char* JsonValue::kind_name() const {
 
 Result<JsonValue> parse_config_json(std::string_view input, const std::string& file_name) {
   std::string text(input);
-  const std::map<size_t, double> special = blank_non_finite(text);
+  std::optional<std::pair<size_t, size_t>> signed_special;
+  const std::map<size_t, double> special = blank_non_finite(text, signed_special);
   const LineIndex lines(text);
+  if (signed_special) {
+    const auto [from, to] = *signed_special;
+    std::string token = text.substr(from, std::min<size_t>(to - from, 40));
+    std::replace_if(token.begin(), token.end(), json_blank, ' ');
+    return Status::bad_input(fmt::format("JSON: '{}' is not a number: the non-standard numbers read are the bare "
+                                         "Infinity, -Infinity and NaN that Python writes, with no other sign",
+                                         token),
+                             lines.at(from, file_name));
+  }
   const char* reached = text.data();
   TreeBuilder builder(text, &reached, special, lines, file_name);
   CountingIterator first{text.data(), &reached};

@@ -4,8 +4,9 @@
 //
 // Guarantees:
 //  * One parser (nlohmann::json's SAX parser) reads the text; the non-standard tokens are replaced
-//    outside strings by blanks of the same length before it runs, so every byte keeps its offset and
-//    every error keeps its line:col.
+//    outside strings, where a value starts, by blanks of the same length before it runs, so every byte
+//    keeps its offset and every error keeps its line:col. A sign before one of them (`-NaN`,
+//    `--Infinity`, `+Infinity`) is refused at the sign, not read as a number.
 //  * A syntax error is a Status located at the byte where the parser stopped (file:line:col).
 //  * Bounded like every input: the file is read with the kMaxInputBytes cap (ir/input_file.h), at
 //    most limits::kMaxJsonValues values and limits::kMaxJsonDepth levels of nesting are accepted,

@@ -139,7 +139,13 @@ class Fields {
                std::fabs(v.number) < 9e15) {
       x = static_cast<long long>(v.number);
     } else {
-      fail(fmt::format("'{}' must be an integer, got {}", what, v.kind_name()), v.loc);
+      const bool non_finite = v.kind == JsonValue::Kind::kFloat && !std::isfinite(v.number);
+      fail(fmt::format("'{}' must be an integer, got {}", what,
+                       !non_finite        ? v.kind_name()
+                       : std::isnan(v.number) ? "NaN"
+                       : v.number > 0     ? "Infinity"
+                                          : "-Infinity"),
+           v.loc);
       return std::max<long long>(min_value, 1);
     }
     if (x < min_value) {
@@ -391,6 +397,8 @@ void read_deepseek(Fields& f, ImportedModel& m) {
     m.layers.push_back({{Sublayer::kMla, moe ? Sublayer::kMoe : Sublayer::kMlp}});
   }
   m.mtp_modules = static_cast<int>(f.layers("num_nextn_predict_layers", false));
+  m.mtp_source = "num_nextn_predict_layers";
+  if (const JsonValue* v = f.get("num_nextn_predict_layers")) m.mtp_loc = v->loc;
   m.mtp_block = {{Sublayer::kMla, has_moe ? Sublayer::kMoe : Sublayer::kMlp}};
   if (m.mtp_modules > 0)
     m.header.push_back(fmt::format("MTP: {} module(s) (num_nextn_predict_layers), each a projection, one MLA + MoE "
@@ -638,6 +646,31 @@ Status read_vision(const JsonValue& vc, ImportedModel& m) {
   return Status::ok();
 }
 
+// Fields that change a model's parameters or FLOPs in a way the analytic model cannot express: present
+// with anything but null or 0, they are refused by name (importing without them would write a model
+// of another size without a word).
+struct Unmodelled {
+  const char* key;
+  const char* model_type;  // nullptr: every model type
+  const char* what;
+};
+constexpr Unmodelled kUnmodelled[] = {
+    {"moe_latent_size", nullptr, "LatentMoE: routed experts that compute in a smaller latent space"},
+};
+
+Status refuse_unmodelled(const JsonValue& obj, const std::string& type) {
+  for (const Unmodelled& u : kUnmodelled) {
+    if (u.model_type && type != u.model_type) continue;
+    const JsonValue* v = obj.find(u.key);
+    if (!v || v->kind == JsonValue::Kind::kNull || (v->is_number() && v->number == 0)) continue;
+    return Status::bad_input(fmt::format("'{}' changes the model's parameters and FLOPs ({}), which the analytic "
+                                         "model does not describe; write the model YAML by hand (docs/inputs.md)",
+                                         u.key, u.what),
+                             v->loc);
+  }
+  return Status::ok();
+}
+
 struct Family {
   std::vector<const char*> types;
   std::function<void(Fields&, ImportedModel&)> read;
@@ -683,6 +716,13 @@ Result<ImportedModel> hf_model(const JsonValue& config, const std::string& name)
   std::string type = mt->string;
   std::string prefix;
   if (type == "gemma3") {
+    // Objects, or null (transformers' Gemma3Config then takes the defaults); anything else is refused
+    // at the value rather than read as the defaults.
+    for (const char* key : {"text_config", "vision_config"}) {
+      const JsonValue* v = config.find(key);
+      if (v && v->kind != JsonValue::Kind::kObject && v->kind != JsonValue::Kind::kNull)
+        return Status::bad_input(fmt::format("'{}' must be an object, got {}", key, v->kind_name()), v->loc);
+    }
     if (const JsonValue* tc = config.find("text_config"); tc && tc->kind == JsonValue::Kind::kObject) {
       obj = tc;
       prefix = "model.language_model.";
@@ -717,6 +757,7 @@ Result<ImportedModel> hf_model(const JsonValue& config, const std::string& name)
   if (!prefix.empty()) m.names.layer = prefix;
   fam->read(f, m);
   if (!f.status.is_ok()) return f.status;
+  PS_RETURN_IF_ERROR(refuse_unmodelled(*obj, type));
   if (obj != &config) {
     if (const JsonValue* vc = config.find("vision_config"); vc && vc->kind == JsonValue::Kind::kObject) {
       Status st = read_vision(*vc, m);

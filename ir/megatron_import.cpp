@@ -251,6 +251,22 @@ Result<ImportedModel> megatron_model(const std::string& text, const std::string&
     arch(m, "v_head_dim", f.need("--v-head-dim"), "--v-head-dim");
   }
 
+  // Flags that change the parameters and FLOPs in ways the analytic model does not describe: refused
+  // by name rather than skipped (the model written would be of another size).
+  if (const Arg* lat = f.arg("--moe-latent-size"))
+    f.fail("--moe-latent-size changes the model's parameters and FLOPs (LatentMoE: routed experts that compute in a "
+           "smaller latent space), which the analytic model does not describe; write the model YAML by hand "
+           "(docs/inputs.md)",
+           lat->loc);
+  for (const char* ratio : {"--hybrid-attention-ratio", "--hybrid-mlp-ratio"}) {
+    const Arg* r = f.arg(ratio);
+    if (r && !f.has("--hybrid-override-pattern") && r->value.find_first_not_of("0.") != std::string::npos)
+      f.fail(fmt::format("{} makes Megatron place attention or MLP layers among Mamba layers by a ratio, which the "
+                         "import does not reproduce; give the layers as --hybrid-override-pattern",
+                         ratio),
+             r->loc);
+  }
+
   // The layers: a hybrid pattern, or --num-layers transformer layers (MoE by --moe-layer-freq).
   const std::optional<std::string> pattern = f.text("--hybrid-override-pattern");
   const long long experts = f.opt("--num-experts").value_or(0);
@@ -327,7 +343,17 @@ Result<ImportedModel> megatron_model(const std::string& text, const std::string&
     m.micro_batch_size = *b;
     m.micro_batch_size_source = "--micro-batch-size";
   }
-  m.mtp_modules = static_cast<int>(std::min<long long>(f.opt("--mtp-num-layers").value_or(0), limits::kMaxLayers));
+  if (std::optional<long long> n = f.opt("--mtp-num-layers")) {
+    const Arg* a = f.arg("--mtp-num-layers");
+    m.mtp_source = "--mtp-num-layers";
+    m.mtp_loc = a->has_value ? a->value_loc : a->loc;
+    if (*n > limits::kMaxLayers)
+      f.fail(fmt::format("--mtp-num-layers is {}; a model has at most {} layers (docs/inputs.md, \"Limits\")", *n,
+                         limits::with_commas(limits::kMaxLayers)),
+             m.mtp_loc);
+    else
+      m.mtp_modules = static_cast<int>(*n);
+  }
   m.mtp_block = {{mixer, any_moe ? Sublayer::kMoe : Sublayer::kMlp}};
   if (std::optional<std::string> layout = f.text("--pipeline-model-parallel-layout")) {
     m.header.push_back(fmt::format("Megatron layout (--pipeline-model-parallel-layout): compare the searched plan with "

@@ -8,6 +8,7 @@
 #include <set>
 #include <utility>
 
+#include "ir/limits.h"
 #include "ir/model.h"
 
 namespace ps {
@@ -66,6 +67,7 @@ class Writer {
   Result<std::string> run() {
     PS_RETURN_IF_ERROR(check());
     build_types();
+    if (!status_.is_ok()) return status_;
     build_layers();
     std::string body = yaml();
     // The written model must load; its parameter count goes into the header.
@@ -83,8 +85,35 @@ class Writer {
     if (o_.vocab_shards < 1) return Status::bad_input(fmt::format("vocab_shards must be >= 1, got {}", o_.vocab_shards));
     for (const DecoderLayer& l : m_.layers)
       if (l.parts.empty() || l.parts.size() > 2) return Status::bad_input("a decoder layer has 1 or 2 sublayers");
-    return Status::ok();
+    return check_layer_count();
   }
+
+  // The layers the YAML will list, counted before any is built (the MTP modules' heads and the shards
+  // multiply): within limits::kMaxLayers.
+  Status check_layer_count() const {
+    long long decoder = 0;
+    for (const DecoderLayer& l : m_.layers)
+      decoder += o_.sublayers ? static_cast<long long>(l.parts.size()) : 1;
+    const long long shards = o_.vocab_shards;
+    const long long per_mtp = 1 + (o_.sublayers ? static_cast<long long>(m_.mtp_block.parts.size()) : 0) + shards;
+    const long long base = m_.vision_layers + 1 + decoder + shards;
+    const long long mtp = static_cast<long long>(std::max(0, m_.mtp_modules)) * per_mtp;
+    if (base + mtp <= limits::kMaxLayers) return Status::ok();
+    if (base <= limits::kMaxLayers) {
+      return Status::bad_input(
+          fmt::format("{} is {}: {} MTP modules of {} layers each (projection{}, {} head layer{}) make the model {} "
+                      "layers; a model has at most {} (docs/inputs.md, \"Limits\")",
+                      mtp_what(), m_.mtp_modules, m_.mtp_modules, per_mtp, o_.sublayers ? ", block sublayers" : " and block",
+                      shards, shards > 1 ? "s (vocabulary shards)" : "", limits::with_commas(base + mtp),
+                      limits::with_commas(limits::kMaxLayers)),
+          m_.mtp_loc);
+    }
+    return Status::bad_input(fmt::format("the imported model would have {} layers; a model has at most {} "
+                                         "(docs/inputs.md, \"Limits\")",
+                                         limits::with_commas(base + mtp), limits::with_commas(limits::kMaxLayers)));
+  }
+
+  std::string mtp_what() const { return m_.mtp_source.empty() ? "the number of MTP modules" : m_.mtp_source; }
 
   std::vector<ArchEntry> overrides_of(const std::vector<Sublayer>& parts) const {
     std::vector<ArchEntry> out;
@@ -113,16 +142,27 @@ class Writer {
     return s;
   }
 
-  char free_symbol() {
-    for (char c : std::string("abcdefghijklnopqrstuvwxz0123456789"))
+  // A symbol no type has yet (0: none left).
+  char free_symbol() const {
+    for (char c : std::string(kFreeSymbols))
       if (!used_.count(c)) return c;
-    PS_ASSERT(false, "out of layer-type symbols");
+    return 0;
   }
+  // `preferred` when free, else any free symbol; when none is left, the first error is kept in
+  // status_ (a general one: the MTP heads, the only types whose number the input sets, say more).
   char claim(char preferred) {
-    char c = preferred && !used_.count(preferred) ? preferred : free_symbol();
+    const char c = preferred && !used_.count(preferred) ? preferred : free_symbol();
+    if (!c) {
+      if (status_.is_ok())
+        status_ = Status::bad_input(fmt::format("the model needs more than {} layer types, more than the one-character "
+                                                "symbols of a model YAML",
+                                                types_.size()));
+      return '?';
+    }
     used_.insert(c);
     return c;
   }
+  static constexpr const char* kFreeSymbols = "abcdefghijklnopqrstuvwxz0123456789";
 
   void add_type(TypeOut t) { types_.push_back(std::move(t)); }
 
@@ -221,7 +261,17 @@ class Writer {
     const int head_types = o_.vocab_shards > 1 ? m_.mtp_modules : 1;
     for (int j = 0; j < head_types; ++j) {
       TypeOut q;
-      q.symbol = claim(j == 0 ? 'Q' : j == 1 ? 'J' : j == 2 ? 'I' : 0);
+      const char preferred = j == 0 ? 'Q' : j == 1 ? 'J' : j == 2 ? 'I' : 0;
+      if ((!preferred || used_.count(preferred)) && !free_symbol()) {
+        status_ = Status::bad_input(
+            fmt::format("{} is {}: with the head in {} vocabulary shards each MTP module's head is a layer type of its "
+                        "own, and the one-character type symbols of a model YAML run out after {} modules; import at "
+                        "most {} MTP modules, or their heads unsharded (vocab_shards 1)",
+                        mtp_what(), m_.mtp_modules, o_.vocab_shards, j, j),
+            m_.mtp_loc);
+        return;
+      }
+      q.symbol = claim(preferred);
       q.name = o_.vocab_shards > 1 ? "mtp-head-shard" : "mtp-head";
       q.kind = "head";
       q.arch = head_arch();
@@ -397,6 +447,7 @@ class Writer {
 
   const ImportedModel& m_;
   const ImportOptions& o_;
+  Status status_;  // the first type that found no symbol
   std::set<char> used_;
   std::vector<TypeOut> types_;
   std::map<std::string, char> whole_, split_;

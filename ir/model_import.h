@@ -10,6 +10,9 @@
 //    through `inputs:`. Every layer names its module in the source framework's naming.
 //  * The output is a function of the description and the options alone (deterministic), and it loads:
 //    the writer parses what it wrote (ir/model.h) and returns that loader's error, if any, as its own.
+//  * What the YAML cannot hold is refused before it is built (kBadInput, at the MTP field's value when
+//    the MTP modules are the cause): more than limits::kMaxLayers layers in all, or more layer types
+//    than there are one-character symbols (each MTP module's sharded head is a type of its own).
 #pragma once
 
 #include <map>
@@ -63,6 +66,8 @@ struct ImportedModel {
   std::map<Sublayer, std::vector<ArchEntry>> overrides;  // per sublayer kind (a window, a gate)
   std::vector<DecoderLayer> layers;                      // the decoder layers, in order
   int mtp_modules = 0;      // multi-token-prediction modules after the head
+  std::string mtp_source;   // the field or flag that gave mtp_modules ("num_nextn_predict_layers")
+  SourceLoc mtp_loc;        // where its value is (messages about the MTP modules point there)
   DecoderLayer mtp_block;   // the transformer block of each MTP module
   bool moe = false;         // some layer is an MoE (the hardware block then sets the expert efficiency)
   // A vision encoder before the language model (a multimodal config): `vision_layers` non-causal

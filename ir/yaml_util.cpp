@@ -7,6 +7,7 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <map>
 #include <sstream>
 #include <optional>
 #include <vector>
@@ -33,7 +34,9 @@ struct Refused {
   Status status;
 };
 
-// Counts the events of one document (see load_document) and remembers where it starts.
+// Counts the events of one document (see load_document) and remembers where it starts. An alias
+// counts as the node it names, expanded where the alias stands (its events are replayed there, located
+// at the alias), so a file is held to the limits by what its reader will walk, not by its size.
 class CountingHandler : public YAML::EventHandler {
  public:
   CountingHandler(const std::string& file, const CountedList* counted) : file_(file), counted_(counted) {}
@@ -41,19 +44,27 @@ class CountingHandler : public YAML::EventHandler {
 
   void OnDocumentStart(const YAML::Mark& m) override { mark = m; }
   void OnDocumentEnd() override {}
-  void OnNull(const YAML::Mark& m, YAML::anchor_t) override { scalar(m, ""); }
-  void OnAlias(const YAML::Mark& m, YAML::anchor_t) override { scalar(m, ""); }
-  void OnScalar(const YAML::Mark& m, const std::string&, YAML::anchor_t, const std::string& value) override {
+  void OnNull(const YAML::Mark& m, YAML::anchor_t anchor) override {
+    define_scalar(anchor, record(Event::kNull, 0, "", anchor != 0));
+    scalar(m, "");
+  }
+  void OnAlias(const YAML::Mark& m, YAML::anchor_t anchor) override {
+    record(Event::kAlias, anchor, "");
+    expand(m, anchor);
+  }
+  void OnScalar(const YAML::Mark& m, const std::string&, YAML::anchor_t anchor, const std::string& value) override {
+    define_scalar(anchor, record(Event::kScalar, 0, value, anchor != 0));
     scalar(m, value);
   }
-  void OnSequenceStart(const YAML::Mark& m, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
-    open(m, false);
+  void OnSequenceStart(const YAML::Mark& m, const std::string&, YAML::anchor_t anchor,
+                       YAML::EmitterStyle::value) override {
+    start(m, false, anchor);
   }
-  void OnSequenceEnd() override { close(); }
-  void OnMapStart(const YAML::Mark& m, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
-    open(m, true);
+  void OnSequenceEnd() override { end(Event::kSeqEnd); }
+  void OnMapStart(const YAML::Mark& m, const std::string&, YAML::anchor_t anchor, YAML::EmitterStyle::value) override {
+    start(m, true, anchor);
   }
-  void OnMapEnd() override { close(); }
+  void OnMapEnd() override { end(Event::kMapEnd); }
 
  private:
   struct Frame {
@@ -61,7 +72,65 @@ class CountingHandler : public YAML::EventHandler {
     bool want_key = false;  // a map's next node is a key
     bool is_key = false;    // this collection is a (complex) key of the map around it
     std::string key;        // a map's current key
+    YAML::anchor_t anchor = 0;  // the anchor this collection defines (0: none)
+    size_t log_start = 0;       // its first event in log_
   };
+  // The events of anchored nodes, kept while one is open so that an alias can replay them.
+  struct Event {
+    enum Kind : uint8_t { kScalar, kNull, kAlias, kSeq, kSeqEnd, kMap, kMapEnd } kind;
+    YAML::anchor_t anchor;  // kAlias: the anchor it names
+    std::string value;      // kScalar
+  };
+
+  // Logs an event when it belongs to an anchored node (one is open, or this one defines it); returns
+  // its index in log_.
+  size_t record(Event::Kind kind, YAML::anchor_t anchor, const std::string& value, bool defines = false) {
+    if (open_anchored_ == 0 && !defines) return log_.size();
+    log_.push_back(Event{kind, anchor, value});
+    return log_.size() - 1;
+  }
+  void define_scalar(YAML::anchor_t anchor, size_t at) {
+    if (anchor) anchors_[anchor] = {at, at + 1};
+  }
+  void start(const YAML::Mark& m, bool map, YAML::anchor_t anchor) {
+    const size_t at = record(map ? Event::kMap : Event::kSeq, 0, "", anchor != 0);
+    open(m, map);
+    if (anchor) {
+      stack_.back().anchor = anchor;
+      stack_.back().log_start = at;
+      ++open_anchored_;
+    }
+  }
+  void end(Event::Kind kind) {
+    record(kind, 0, "");
+    if (!stack_.empty() && stack_.back().anchor) {
+      anchors_[stack_.back().anchor] = {stack_.back().log_start, log_.size()};
+      --open_anchored_;
+    }
+    close();
+  }
+  // The alias at `m`: the anchored node's events again, here. Each replayed node counts (node() stops
+  // the replay at the node limit, so nested aliases cannot multiply without bound).
+  void expand(const YAML::Mark& m, YAML::anchor_t anchor) {
+    auto it = anchors_.find(anchor);
+    if (it == anchors_.end()) {
+      throw Refused{Status::bad_input("an alias inside the node its anchor names (a node containing itself)",
+                                      loc_at(m, file_))};
+    }
+    const auto [from, to] = it->second;
+    for (size_t i = from; i < to; ++i) {
+      const Event& e = log_[i];
+      switch (e.kind) {
+        case Event::kScalar: scalar(m, e.value); break;
+        case Event::kNull: scalar(m, ""); break;
+        case Event::kAlias: expand(m, e.anchor); break;
+        case Event::kSeq: open(m, false); break;
+        case Event::kMap: open(m, true); break;
+        case Event::kSeqEnd:
+        case Event::kMapEnd: close(); break;
+      }
+    }
+  }
 
   void node(const YAML::Mark& m) {
     if (++nodes_ <= limits::kMaxYamlNodes) return;
@@ -116,6 +185,9 @@ class CountingHandler : public YAML::EventHandler {
   std::vector<Frame> stack_;
   int64_t nodes_ = 0;
   int64_t counted_total_ = 0;
+  std::vector<Event> log_;                                       // events of anchored nodes
+  std::map<YAML::anchor_t, std::pair<size_t, size_t>> anchors_;  // anchor -> its events [from, to) in log_
+  int open_anchored_ = 0;                                        // anchored collections open now
 };
 
 // Where the first NUL byte is (1-based line and column, UTF-8 continuation bytes not counted).

@@ -356,11 +356,11 @@ TEST_CASE("cli import hf: bad input is a located error, exit 1") {
                                                                     std::regex_constants::format_first_only)));
   CHECK(r.exit_code == 1);
   CHECK(contains(r.output, "short.json:15:18: 'layer_types' has 23 entries, num_hidden_layers is 24"));
-  // Infinity where a count is needed: a number, not an integer.
+  // Infinity where a count is needed: named, not an integer.
   r = run_cli("import hf " + write("inf.json", std::regex_replace(llama, std::regex("\"num_hidden_layers\": 32"),
                                                                   "\"num_hidden_layers\": Infinity")));
   CHECK(r.exit_code == 1);
-  CHECK(contains(r.output, "inf.json:15:24: 'num_hidden_layers' must be an integer, got a number"));
+  CHECK(contains(r.output, "inf.json:15:24: 'num_hidden_layers' must be an integer, got Infinity"));
   // More layers than a model may have: refused before anything is built.
   r = run_cli("import hf " + write("huge.json", std::regex_replace(llama, std::regex("\"num_hidden_layers\": 32"),
                                                                    "\"num_hidden_layers\": 1000000000")));
