@@ -26,7 +26,6 @@
 #include "runtime/backend_provider.h"
 #include "runtime/run_report.h"
 #include "verify/digest.h"
-#include "verify/load.h"
 
 namespace ps::cli {
 
@@ -53,10 +52,6 @@ struct RunFlags {
   std::string semantics = "rendezvous";
   bool quiet = false;
 };
-
-bool is_csv_file(const std::string& path) {
-  return path.size() >= 4 && path.compare(path.size() - 4, 4, ".csv") == 0;
-}
 
 std::string base_name(const std::string& path) {
   const size_t slash = path.find_last_of('/');
@@ -126,40 +121,6 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
-// The schedule (a CSV with --model gets the model's balanced partition and costs) and the model.
-struct Inputs {
-  Schedule schedule;
-  std::vector<std::string> notes;
-  std::unique_ptr<Spec> spec;  // with --model
-};
-
-Result<Inputs> load_inputs(const RunFlags& f) {
-  CheckInput in;
-  in.file = f.file;
-  in.microbatches = f.microbatches;
-  const bool csv = is_csv_file(f.file);
-  if (csv) {
-    in.model = f.model;
-    in.cluster = f.cluster;
-  } else if (!f.cluster.empty()) {
-    return Status::bad_input("--cluster applies only to a CSV schedule with --model");
-  }
-  auto loaded = load_schedule_for_check(in);
-  if (!loaded) return loaded.status();
-  Inputs inputs;
-  inputs.schedule = std::move(loaded->schedule);
-  inputs.notes = loaded->notes;
-  if (!f.model.empty()) {
-    SpecOverrides ov;
-    ov.devices = inputs.schedule.num_devices();
-    ov.microbatches = inputs.schedule.problem.microbatches;
-    auto sp = load_spec(f.model, csv ? f.cluster : "", ov);
-    if (!sp) return sp.status();
-    inputs.spec = std::make_unique<Spec>(std::move(*sp));
-  }
-  return inputs;
-}
-
 // The summary on stdout, the trace and JSON files, and exit 4 if the gradient check failed.
 int write_outputs(const RunFlags& f, const RunOutcome& out) {
   const rt::RunSummary sum = out.summary();
@@ -182,7 +143,7 @@ int run(const RunFlags& f) {
   if (!options) return report_error(options.status());
   if (Status st = check_outputs({{f.trace, "--trace"}, {f.json, "--json"}}, {f.file, f.model, f.cluster}); !st.is_ok())
     return report_error(st);
-  auto inputs = load_inputs(f);
+  auto inputs = load_run_inputs(f.file, f.model, f.cluster, f.microbatches);
   if (!inputs) return report_error(inputs.status());
   RunOptions& o = *options;
   o.notes = inputs->notes;

@@ -13,6 +13,7 @@
 #include "runtime/host_memory.h"
 #include "runtime/memory_rule.h"
 #include "runtime/sequential_reference.h"
+#include "verify/load.h"
 #include "verify/verify.h"
 
 namespace ps {
@@ -134,6 +135,7 @@ Status execute_schedule(RunState& s, RunOutcome& out) {
   out.result = rt::execute(out.ran, *out.model, *s.backend, eo);
   if (!out.result.status.is_ok()) return labelled(s, out.result.status);
   if (Status st = s.backend->gather_results(out.result); !st) return labelled(s, st);
+  out.replay_complete = true;
   return Status::ok();
 }
 
@@ -181,6 +183,35 @@ rt::RunSummary RunOutcome::summary() const {
   sum.gradients = gradients;
   sum.tolerance = tolerance;
   return sum;
+}
+
+Result<RunInputs> load_run_inputs(const std::string& schedule_file, const std::string& model_file,
+                                  const std::string& cluster_file, int microbatches) {
+  if (schedule_file.empty()) return Status::bad_input("a SCHEDULE file is required");
+  CheckInput in;
+  in.file = schedule_file;
+  in.microbatches = microbatches;
+  const bool csv = schedule_file.size() >= 4 && schedule_file.compare(schedule_file.size() - 4, 4, ".csv") == 0;
+  if (csv) {
+    in.model = model_file;
+    in.cluster = cluster_file;
+  } else if (!cluster_file.empty()) {
+    return Status::bad_input("--cluster applies only to a CSV schedule with --model");
+  }
+  auto loaded = load_schedule_for_check(in);
+  if (!loaded) return loaded.status();
+  RunInputs inputs;
+  inputs.schedule = std::move(loaded->schedule);
+  inputs.notes = loaded->notes;
+  if (!model_file.empty()) {
+    SpecOverrides ov;
+    ov.devices = inputs.schedule.num_devices();
+    ov.microbatches = inputs.schedule.problem.microbatches;
+    auto sp = load_spec(model_file, csv ? cluster_file : "", ov);
+    if (!sp) return sp.status();
+    inputs.spec = std::make_unique<Spec>(std::move(*sp));
+  }
+  return inputs;
 }
 
 RunOutcome run_schedule(const Schedule& schedule, const Model* model, const RunOptions& options) {

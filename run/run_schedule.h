@@ -51,7 +51,8 @@ struct RunOptions {
   // inputs, as "what" / "digest" pairs); unused by a one-process backend.
   std::vector<std::pair<std::string, std::string>> agree_on;
   std::vector<std::string> notes;         // the loader's notes, reported first
-  // Progress: the replay's ops done / total, and the reference's microbatches done / total.
+  // Progress: the replay's ops done / total (every 2 s of a replay, from its watchdog), and the
+  // reference's microbatches done / total (after each one).
   std::function<void(long done, long total)> replay_progress;
   std::function<void(int done, int total)> reference_progress;
 };
@@ -79,8 +80,21 @@ struct RunOutcome {
   // The summary of a run that replayed every op (status ok, or a failed gradient check), as
   // runtime/run_report.h formats it; valid while this outcome lives.
   rt::RunSummary summary() const;
-  bool replayed() const { return model.has_value() && result.status.is_ok(); }
+  // Every op of the schedule ran (this process's devices): the summary's figures are measured ones.
+  bool replayed() const { return replay_complete; }
+  bool replay_complete = false;
 };
+
+// What `pipesmith run FILE [--model M [--cluster C]]` reads: the schedule (a PyTorch CSV with a model
+// gets the model's balanced partition and costs; --cluster applies only then), the reader's notes,
+// and the model behind the stages when one is given (its devices and microbatches the schedule's).
+struct RunInputs {
+  Schedule schedule;
+  std::vector<std::string> notes;
+  std::unique_ptr<Spec> spec;  // with a model file
+};
+Result<RunInputs> load_run_inputs(const std::string& schedule_file, const std::string& model_file = "",
+                                  const std::string& cluster_file = "", int microbatches = -1);
 
 // Runs `schedule` (a compute-only schedule gets comms inserted). `model`, when given, supplies the
 // layer types behind the stages (block widths and parameter counts); without it the executable

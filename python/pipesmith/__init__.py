@@ -32,7 +32,7 @@ from pipesmith.errors import (BadInputError, Error, InfeasibleError, Interrupted
                               RuntimeFailure)
 
 if TYPE_CHECKING:
-    from pipesmith._core import PytorchExport, Report, Schedule, Spec, Violation
+    from pipesmith._core import PytorchExport, Report, RunResult, Schedule, Spec, Violation
 
 __version__ = "0.1.0"
 
@@ -60,8 +60,8 @@ class _Core:
 _core = _Core()
 
 
-def __getattr__(name: str) -> Any:  # Spec, Schedule, Report, Violation, PytorchExport, z3_version
-    if name in ("Spec", "Schedule", "Report", "Violation", "PytorchExport", "z3_version"):
+def __getattr__(name: str) -> Any:  # Spec, Schedule, Report, RunResult, Violation, PytorchExport, z3_version
+    if name in ("Spec", "Schedule", "Report", "RunResult", "Violation", "PytorchExport", "z3_version"):
         return getattr(_core, name)
     raise AttributeError(f"module 'pipesmith' has no attribute '{name}'")
 
@@ -331,9 +331,42 @@ def export_pytorch(schedule: Union[Schedule, PathLike], *, spec: Optional[Spec] 
     return ex
 
 
+def run(schedule: Union[Schedule, PathLike], *, model: Optional[Union[Spec, PathLike]] = None,
+        cluster: Optional[PathLike] = None, microbatches: Optional[int] = None, backend: str = "host",
+        check_gradients: bool = True, semantics: str = "rendezvous", verify: bool = True,
+        memory_limit_gb: Optional[float] = None, timeout_s: float = 30.0, scale: float = 1.0, tokens: int = 32,
+        seed: int = 1, widths: str = "cost",
+        progress: Optional[Callable[[int, int], None]] = None) -> "RunResult":
+    """Replays a schedule with real math, as ``pipesmith run`` does (the same library call): the
+    checker's verdict first (InvalidScheduleError with its report when it rejects the schedule, unless
+    ``verify=False``), comms inserted into a compute-only schedule, the executable model (widths from
+    the layer costs, ``scale``-d, ``tokens`` per microbatch), the replay on ``backend`` ("host": a CPU
+    thread per device; "mpi": one process per rank under mpirun) under a watchdog of ``timeout_s``
+    seconds without progress, and — with ``check_gradients`` (the default) — every gradient compared
+    with an unpipelined sequential run of the same model (RuntimeFailure, with the summary, when one
+    differs by more than 1e-5 relative). ``schedule`` is a path (a PyTorch CSV takes ``model`` and
+    ``cluster`` for its costs) or a :class:`Schedule`, with ``model`` then a :class:`Spec`.
+    ``progress(ops_done, ops_total)`` is called every 2 s of a long replay. Returns a :class:`RunResult`:
+    ``iteration_ms``, ``simulated_ms``, ``gradients_ok``, ``max_rel_diff``, ``loss``, ``notes``, and the
+    command's outputs as ``text()``, ``json()`` and ``chrome_trace()``."""
+    common = dict(backend=_text(backend, "backend"), semantics=_text(semantics, "semantics"), verify=bool(verify),
+                  memory_limit_gb=_opt_memory(memory_limit_gb), check_gradients=bool(check_gradients),
+                  timeout_s=_number(timeout_s, "timeout_s", 0, 1e6, open_low=True),
+                  scale=_number(scale, "scale", 0, 1e6, open_low=True), tokens=_int(tokens, "tokens", 1, 1 << 16),
+                  seed=_int(seed, "seed", 0, 2**64 - 1), widths=_text(widths, "widths"), progress=progress)
+    if isinstance(schedule, _core.Schedule):
+        if model is not None and not isinstance(model, _core.Spec):
+            model = load_spec(model, cluster, devices=schedule.num_devices, microbatches=schedule.microbatches)
+        return _core.run_schedule(schedule, model, **common)
+    if isinstance(model, _core.Spec):
+        raise BadInputError("with a schedule file, model is the model file's path (a Spec goes with a Schedule)")
+    return _core.run_file(_path(schedule, "schedule"), _path(model, "model"), _path(cluster, "cluster"),
+                          _opt_int(microbatches, "microbatches", 1, 2**31 - 1), **common)
+
+
 __all__ = [
     "BadInputError", "BaselineResult", "Error", "InfeasibleError", "InterruptedError", "InvalidScheduleError",
-    "PytorchExport", "Report", "RuntimeFailure", "Schedule", "Spec", "SynthesisResult", "Violation", "baseline",
+    "PytorchExport", "Report", "RunResult", "RuntimeFailure", "Schedule", "Spec", "SynthesisResult", "Violation", "baseline",
     "baseline_kinds", "bound", "export_pytorch", "load_spec", "parse_schedule", "parse_spec", "read_schedule",
-    "simulate", "synthesize", "verify", "z3_version",
+    "run", "simulate", "synthesize", "verify", "z3_version",
 ]
