@@ -201,7 +201,19 @@ def test_the_plan_reader_bounds_what_a_small_file_asks_for(plan_dir, tmp_path):
 
 # ---- the package's types ---------------------------------------------------------------------------
 
-def test_every_exception_of_the_package_is_a_pipesmith_error():
+def test_every_public_exception_class_of_the_package_is_a_pipesmith_error():
+    import importlib
+    import inspect
+    import pkgutil
+    import pipesmith.torch
+    found = []
+    for info in pkgutil.iter_modules(pipesmith.torch.__path__):
+        module = importlib.import_module(f"pipesmith.torch.{info.name}")
+        for name, cls in inspect.getmembers(module, inspect.isclass):
+            if issubclass(cls, BaseException) and cls.__module__ == module.__name__ and not name.startswith("_"):
+                found.append(cls)
+                assert issubclass(cls, pipesmith.Error), f"{module.__name__}.{name}"
+    assert len(found) >= 6, found
     from pipesmith.torch.link import LinkError
     from pipesmith.torch.model_yaml import ModelFileError
     from pipesmith.torch.output_file import OutputPathError
