@@ -443,3 +443,20 @@ def test_write_methods_take_path_likes_and_refuse_nul(tmp_path):
     with pytest.raises(pipesmith.BadInputError, match="out_dir '.*' holds a NUL character"):
         ex.write(str(tmp_path) + "\0x")
     assert sorted(os.listdir(tmp_path)) == ["s.yaml"]
+
+
+@pytest.mark.parametrize("text,where,what", [
+    (b"model:\n  name: x\n  layer_types: {L: {kind: head}}\n  layers: [{type: L, repeat: 1000000000}]\n",
+     ":4:12:", "'repeat' must be an integer in [1, 100,000], got 1000000000"),
+    (b"model:\n  name: x\n  layer_types: {L: {kind: head}}\n  layers: [{type: L, repeat: 60000}, {type: L, repeat: 60000}]\n",
+     ":4:38:", "more than 100,000 layers"),
+    (b"model: " + b"[" * 5000 + b"]" * 5000 + b"\n", ":", "nested more than 64 levels deep"),
+    (b"model:\n  name: \"\xc3\x28\"\n", ":2:10:", "not UTF-8 (byte 0xc3)"),
+    (b"model:\n  name: x\n  layer_types: {L: {kind: head, architecture: [1]}}\n  layers: L\n", ":3:", "'architecture' must be a mapping"),
+], ids=["repeat 1e9", "layers past the limit", "deep nesting", "not UTF-8", "architecture a list"])
+def test_runner_refuses_a_malformed_model_yaml_with_exit_2(plan_dir, tmp_path, capsys, text, where, what):
+    model = tmp_path / "m.yaml"
+    model.write_bytes(text)
+    assert run.main([plan_dir, "--model", str(model)]) == 2
+    err = capsys.readouterr().err
+    assert f"error: {model}{where}" in err and what in err and "Traceback" not in err, err
