@@ -414,7 +414,8 @@ def host_memory_estimate(spec: ModelSpec, o: ProfileOptions) -> tuple[int, str]:
     made of: the parameters and their gradients of what it builds (counted on PyTorch's meta device,
     so nothing is allocated: the whole model, or each type's first layer for ``single``), with
     ``chain`` every layer's output held for the backward sweep, and the largest single tensor a layer
-    makes (the attention scores, the logits). ``o`` has its width resolved (:func:`resolve_width`)."""
+    makes (the attention scores, the logits); on CUDA only the parameters, which the model holds on the
+    host before it is moved. ``o`` has its width resolved (:func:`resolve_width`)."""
     import torch
     from .reference import ReferenceLayers, ReferenceTransformer
     scale = _scale(spec, o)
@@ -437,6 +438,8 @@ def host_memory_estimate(spec: ModelSpec, o: ProfileOptions) -> tuple[int, str]:
         heads = getattr(m, "heads", None)
         if heads is not None and hasattr(m, "core"):
             biggest = max(biggest, o.rows * heads * o.seq * o.seq * elem)  # the scores of one attention
+    if o.device == "cuda":  # built on the host, then moved: the gradients and activations live on the GPU
+        return params * elem, f"{params / 1e9:.2f} B parameters {params * elem / 1e9:.1f} GB, built on the host"
     need = 2 * params * elem + held + biggest
     what = (f"{params / 1e9:.2f} B parameters and their gradients {2 * params * elem / 1e9:.1f} GB, "
             f"layer outputs {held / 1e9:.1f} GB, largest activation {biggest / 1e9:.1f} GB")
