@@ -460,3 +460,24 @@ def test_runner_refuses_a_malformed_model_yaml_with_exit_2(plan_dir, tmp_path, c
     assert run.main([plan_dir, "--model", str(model)]) == 2
     err = capsys.readouterr().err
     assert f"error: {model}{where}" in err and what in err and "Traceback" not in err, err
+
+
+def test_the_python_writer_follows_links_keeps_modes_and_refuses_what_the_command_refuses(tmp_path):
+    from pipesmith.torch.output_file import OutputPathError, check_output_paths, write_output_file
+    target = tmp_path / "real.yaml"
+    target.write_text("old")
+    os.chmod(target, 0o640)
+    link = tmp_path / "link.yaml"
+    os.symlink(target, link)
+    write_output_file(str(link), "new", "-o")  # the file the link points to is replaced, the link stays
+    assert os.path.islink(link) and target.read_text() == "new" and (os.stat(target).st_mode & 0o777) == 0o640
+    assert sorted(os.listdir(tmp_path)) == ["link.yaml", "real.yaml"]  # no temporary left
+    loop = tmp_path / "loop"
+    os.symlink(loop, loop)
+    with pytest.raises(OutputPathError, match="it is a symbolic link that loops"):
+        check_output_paths([(str(loop), "-o")])
+    with pytest.raises(OutputPathError, match="-o and --also-fused both name"):
+        check_output_paths([(str(target), "-o"), (str(link), "--also-fused")])
+    with pytest.raises(OutputPathError, match="directory '.*missing' does not exist"):
+        write_output_file(str(tmp_path / "missing" / "x.yaml"), "x", "-o")
+    check_output_paths([("-", "-o"), ("", "--json")], [str(target)])  # standard output, nothing named
