@@ -339,6 +339,13 @@ std::string format_summary(const SynthArgs& a, const ModelSynthesis& m) {
   if (res.optimal_up_to_ms > 0)
     proof = fmt::format("  (proven optimal up to {:.4f} ms of time-unit rounding)", res.optimal_up_to_ms);
   s += fmt::format("  iteration     {:.3f} ms{}\n", res.makespan_ms, proof);
+  if (problem.mesh.gpus > 0) {  // a pipeline inside a mesh (ir/mesh.h): its throughput at this iteration
+    const Throughput t = mesh_throughput(problem.mesh, res.makespan_ms);
+    s += fmt::format("  throughput    {:.0f} tokens/s on {} GPUs{}\n", t.tokens_per_s, problem.mesh.gpus,
+                     problem.mesh.model_flops_per_token > 0
+                         ? fmt::format(", {:.1f} TFLOP/s per GPU, MFU {:.1f}%", t.tflops_per_gpu, 100 * t.mfu)
+                         : "");
+  }
   s += fmt::format("  lower bound   {:.3f} ms  (gap {:.2f}%)\n", res.bound_ms, 100 * res.gap);
   if (m.tuned) s += search_line(*m.tuned, res.makespan_ms);
   s += recompute_line(problem);

@@ -39,6 +39,24 @@ int Mesh::expert_data() const {
   return static_cast<int>(dense / (static_cast<long long>(expert) * expert_tensor));
 }
 
+MeshThroughput mesh_throughput_inputs(const Mesh& m) {
+  MeshThroughput t;
+  t.gpus = m.gpus;
+  t.tokens_per_iteration = static_cast<double>(m.global_batch) * static_cast<double>(m.seq_length);
+  t.model_flops_per_token = m.model_flops_per_token;
+  t.peak_tflops = m.peak_tflops;
+  return t;
+}
+
+Throughput mesh_throughput(const MeshThroughput& t, double iteration_ms) {
+  Throughput r;
+  if (t.gpus <= 0 || !(iteration_ms > 0)) return r;
+  r.tokens_per_s = t.tokens_per_iteration / (iteration_ms / 1000.0);
+  r.tflops_per_gpu = t.model_flops_per_token * r.tokens_per_s / static_cast<double>(t.gpus) / 1e12;
+  r.mfu = t.peak_tflops > 0 ? r.tflops_per_gpu / t.peak_tflops : 0.0;
+  return r;
+}
+
 int mesh_microbatches(const Mesh& m) {
   return static_cast<int>(m.global_batch / (static_cast<long long>(m.micro_batch) * m.data));
 }
@@ -467,6 +485,10 @@ Result<MeshLayerCosts> derive_mesh_costs(const std::vector<Component>& kind, con
     expert_params += w.expert_params;
     dense_params += w.params - w.expert_params;
     out.model_flops += w.fwd_flops + w.bwd_input_flops + w.bwd_weight_flops;
+    // Model FLOPs count a causal core over all s^2 pairs, as Megatron-LM does (docs/mesh.md, "MFU").
+    const long long window = arch.attention_window.value_or(0);
+    const bool causal_full = arch.causal.value_or(true) && (window == 0 || window >= arch.seq_length.value_or(0));
+    if (causal_full) out.model_flops += 3 * w.core_fwd_flops;
   }
   d.recompute_full_ms = d.forward_ms;
   d.recompute_full_kept_mb = std::min(d.recompute_full_kept_mb, d.activation_mb);

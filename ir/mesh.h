@@ -65,10 +65,28 @@ struct Mesh {
   int gpus_per_node = 0;        // 8; 0: all GPUs in one node
   double peak_tflops = 0;       // 989: one GPU's dense peak (hardware.peak_tflops; 0 = not given), for MFU
   long long seq_length = 0;     // 4096: tokens per sequence (architecture.seq_length; 0 = not given)
+  double model_flops_per_token = 0;  // 2.3e12: F+I+W model FLOPs of one token (docs/mesh.md, "MFU");
+                                     // 0 when a layer type gives its numbers (no kind)
   SourceLoc loc;                // where the mesh was given (the `parallel:` section), if in a file
 
   int expert_data() const;  // D·C·T / (E·ET)
 };
+
+// What a schedule file keeps of the mesh (problem.mesh) to report throughput: gpus 0 = no mesh.
+struct MeshThroughput {
+  long long gpus = 0;                // 2048
+  double tokens_per_iteration = 0;   // 8388608: global batch x sequence length
+  double model_flops_per_token = 0;  // 2.3e12; 0 = unknown (no MFU)
+  double peak_tflops = 0;            // 989; 0 = unknown (no MFU)
+  bool operator==(const MeshThroughput&) const = default;
+};
+MeshThroughput mesh_throughput_inputs(const Mesh& m);
+// The figures at an iteration of `iteration_ms`: tokens/s over all GPUs, model TFLOP/s per GPU and
+// MFU (that over peak_tflops); each 0 where its inputs are unknown.
+struct Throughput {
+  double tokens_per_s = 0, tflops_per_gpu = 0, mfu = 0;
+};
+Throughput mesh_throughput(const MeshThroughput& t, double iteration_ms);
 
 // The groups a rank belongs to.
 enum class MeshGroup { kTensor, kContext, kExpert, kExpertTensor, kData, kExpertData };
@@ -105,7 +123,8 @@ struct MeshLayerCosts {
   double tp_ms = 0, cp_ms = 0, ep_ms = 0;  // F+I+W time of the tensor, context and expert collectives
   double params_per_gpu_m = 0;       // parameters held by one GPU, millions
   double weights_mb = 0, grads_mb = 0, optimizer_mb = 0;  // model state on one GPU
-  double model_flops = 0;            // F+I+W FLOPs of the whole layer for one microbatch (all GPUs)
+  double model_flops = 0;            // F+I+W model FLOPs of the whole layer for one microbatch (all GPUs;
+                                     // a causal attention core counted over all s^2 pairs, as Megatron-LM)
   bool derived = true;               // false: an explicit layer type (no kind); only memory is spread
 };
 

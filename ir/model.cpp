@@ -1288,6 +1288,17 @@ Result<Spec> finish(Draft d, const std::string& model_file, const SpecOverrides&
   PS_RETURN_IF_ERROR(check_overrides(o));
   PS_RETURN_IF_ERROR(resolve_draft_mesh(d, o));
   PS_RETURN_IF_ERROR(derive_types(d));
+  if (d.spec.mesh) {  // the model FLOPs of one token, for MFU: known when every layer type is derived
+    double flops = 0;
+    bool known = d.spec.mesh->seq_length > 0;
+    for (const Layer& l : d.spec.model.layers) {
+      const MeshLayerCosts& c = d.spec.mesh_types.at(l.type);
+      known = known && c.derived;
+      flops += c.model_flops;
+    }
+    const double tokens = static_cast<double>(d.spec.mesh->micro_batch) * static_cast<double>(d.spec.mesh->seq_length);
+    d.spec.mesh->model_flops_per_token = known ? flops / tokens : 0.0;
+  }
   PS_RETURN_IF_ERROR(check_vocab_shards(d));
   PS_RETURN_IF_ERROR(check_joins_next(d));
   d.spec.cluster = d.cluster.cluster;

@@ -194,6 +194,7 @@ Result<Problem> make_problem(const Spec& spec, const Partition& partition,
   p.devices_per_node = spec.cluster.devices_per_node;
   p.inter_node_link = spec.cluster.inter_node_link;
   p.op_overhead_ms = spec.cluster.op_overhead_ms;
+  if (spec.mesh) p.mesh = mesh_throughput_inputs(*spec.mesh);
   for (size_t s = 0; s < partition.size(); ++s) {
     const LayerRange& r = partition[s];
     StageSpec st;

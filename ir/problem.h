@@ -64,6 +64,7 @@ struct Problem {
   std::vector<StageSpec> stages;  // stage id = index
   bool unit_costs = false;        // true when costs are the F=I=W=1 defaults (CSV without model)
   double op_overhead_ms = 0;      // 0.4: added to every compute op's time (the runtime's own work per action)
+  MeshThroughput mesh;            // the mesh's throughput inputs (ir/mesh.h); gpus 0: no mesh
 
   int num_stages() const { return static_cast<int>(stages.size()); }
   int device_of(int stage) const { return stages.at(stage).device; }

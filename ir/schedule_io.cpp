@@ -131,6 +131,10 @@ std::string format_schedule_yaml(const Schedule& s) {
   out += fmt::format("  inter_node_link: {}\n", link_flow(p.inter_node_link));
   out += fmt::format("  unit_costs: {}\n", boolstr(p.unit_costs));
   if (p.op_overhead_ms != 0) out += fmt::format("  op_overhead_ms: {}\n", num(p.op_overhead_ms));
+  if (p.mesh.gpus > 0)
+    out += fmt::format("  mesh: {{gpus: {}, tokens_per_iteration: {}, model_flops_per_token: {}, peak_tflops: {}}}\n",
+                       p.mesh.gpus, num(p.mesh.tokens_per_iteration), num(p.mesh.model_flops_per_token),
+                       num(p.mesh.peak_tflops));
   out += "stages:\n";
   for (size_t i = 0; i < p.stages.size(); ++i) {
     const StageSpec& st = p.stages[i];
@@ -323,10 +327,25 @@ Status read_link(const std::string& file, const YAML::Node& n, const std::string
   return Status::ok();
 }
 
+// problem.mesh: the throughput inputs of a pipeline inside a mesh (ir/mesh.h MeshThroughput).
+Status read_mesh_throughput(const std::string& file, const YAML::Node& n, MeshThroughput& t) {
+  auto fields = yamlu::read_map(n, {"gpus", "tokens_per_iteration", "model_flops_per_token", "peak_tflops"}, file,
+                                "problem.mesh");
+  if (!fields) return fields.status();
+  FieldReader r(file, n, *fields, "problem.mesh");
+  int gpus = 0;
+  PS_RETURN_IF_ERROR(r.read_int("gpus", true, 1, static_cast<long long>(kMaxGpus), gpus));
+  t.gpus = gpus;
+  PS_RETURN_IF_ERROR(r.read_nonneg("tokens_per_iteration", true, t.tokens_per_iteration));
+  PS_RETURN_IF_ERROR(r.read_nonneg("model_flops_per_token", true, t.model_flops_per_token));
+  PS_RETURN_IF_ERROR(r.read_nonneg("peak_tflops", true, t.peak_tflops));
+  return Status::ok();
+}
+
 Status read_problem(const std::string& file, const YAML::Node& n, Problem& p) {
   auto fields = yamlu::read_map(n,
                                 {"name", "devices", "microbatches", "memory_gb", "bytes_per_param", "link",
-                                 "devices_per_node", "inter_node_link", "unit_costs", "op_overhead_ms"},
+                                 "devices_per_node", "inter_node_link", "unit_costs", "op_overhead_ms", "mesh"},
                                 file, "problem");
   if (!fields) return fields.status();
   FieldReader r(file, n, *fields, "problem");
@@ -342,6 +361,7 @@ Status read_problem(const std::string& file, const YAML::Node& n, Problem& p) {
   }
   PS_RETURN_IF_ERROR(r.read_bool("unit_costs", p.unit_costs));
   PS_RETURN_IF_ERROR(r.read_nonneg("op_overhead_ms", false, p.op_overhead_ms));
+  if (const Field* f = r.get("mesh")) PS_RETURN_IF_ERROR(read_mesh_throughput(file, f->value, p.mesh));
   return Status::ok();
 }
 
@@ -1209,6 +1229,10 @@ std::string canonical_text(const Schedule& s) {
       p.devices, p.microbatches, num(p.memory_gb), num(p.bytes_per_param), link(p.link), p.devices_per_node,
       link(p.inter_node_link), boolstr(p.unit_costs),
       p.op_overhead_ms != 0 ? fmt::format(" op_overhead_ms={}", num(p.op_overhead_ms)) : "");
+  if (p.mesh.gpus > 0)  // a schedule without a mesh digests exactly as without the field
+    out += fmt::format("problem.mesh gpus={} tokens_per_iteration={} model_flops_per_token={} peak_tflops={}\n",
+                       p.mesh.gpus, num(p.mesh.tokens_per_iteration), num(p.mesh.model_flops_per_token),
+                       num(p.mesh.peak_tflops));
   for (size_t i = 0; i < p.stages.size(); ++i) {
     const StageSpec& st = p.stages[i];
     out += fmt::format(

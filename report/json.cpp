@@ -49,6 +49,12 @@ std::string format_report_json(const Report& r) {
     const Simulation& s = *r.sim;
     j["makespan_ms"] = s.makespan_ms;
     j["bubble_ratio"] = s.bubble_ratio;
+    if (r.checked.problem.mesh.gpus > 0) {  // a pipeline inside a mesh (ir/mesh.h): throughput at the makespan
+      const Throughput t = mesh_throughput(r.checked.problem.mesh, s.makespan_ms);
+      j["tokens_per_s"] = t.tokens_per_s;
+      j["tflops_per_gpu"] = t.tflops_per_gpu;
+      j["mfu"] = t.mfu;
+    }
     ordered_json peaks = ordered_json::array();
     for (double mb : s.peak_memory_mb) peaks.push_back(mb / 1000.0);
     j["peak_memory_gb"] = std::move(peaks);

@@ -175,3 +175,37 @@ TEST_CASE("cli mesh: DeepSeek-V3 under PP 16 x EP 64 with the distributed optimi
   const std::string sched = pstest::read_file(dir + "/dsv3.sched.yaml");
   CHECK(pstest::contains(sched, "memory_gb: 80"));
 }
+
+TEST_CASE("cli mesh: synth's summary and verify --json report tokens/s, TFLOP/s per GPU and MFU of a mesh schedule") {
+  const std::string dir = pstest::fresh_dir("mesh-mfu");
+  const std::string model = write_temp("llama3-8b-mfu.yaml", llama3_8b(4));
+  pstest::CliResult r = pstest::run_cli("synth " + model +
+                                        " --tensor-parallel 8 --gpus 64 --sequence-parallel --optimizer distributed "
+                                        "--global-batch 32 --evaluations 10 -o " + dir + "/s.yaml");
+  REQUIRE_MESSAGE(r.exit_code == 0, r.output);
+  CHECK(pstest::contains(r.output, "  throughput    "));
+  CHECK(pstest::contains(r.output, "TFLOP/s per GPU, MFU "));
+  r = pstest::run_cli("verify --json " + dir + "/s.yaml");
+  REQUIRE_MESSAGE(r.exit_code == 0, r.output);
+  const nlohmann::json j = nlohmann::json::parse(r.output);
+  REQUIRE(j["valid"] == true);
+  // Model FLOPs of one token as Megatron-LM counts them: 6 x (the matmul parameters, the LM head
+  // included) + 12 x layers x heads x head_dim x sequence (scores and values over all s keys, forward
+  // and twice in the backward, though a causal token computes half of them).
+  const double L = 32, h = 4096, a = 32, kv = 8, d = 128, f = 14336, V = 128256, s = 8192;
+  const double matmul_params = L * (2 * h * a * d + 2 * h * kv * d + 3 * h * f) + h * V;
+  const double flops_per_token = 6 * matmul_params + 12 * L * a * d * s;
+  const double tokens = 32 * s;  // the global batch
+  const double tokens_per_s = tokens / (j["makespan_ms"].get<double>() / 1000);
+  CHECK(j["tokens_per_s"].get<double>() == doctest::Approx(tokens_per_s));
+  CHECK(j["tflops_per_gpu"].get<double>() == doctest::Approx(flops_per_token * tokens_per_s / 64 / 1e12));
+  CHECK(j["mfu"].get<double>() == doctest::Approx(j["tflops_per_gpu"].get<double>() / 989));
+  CHECK(j["mfu"].get<double>() > 0.05);
+  CHECK(j["mfu"].get<double>() < 0.5);  // achievable_fraction 0.5 bounds it, collectives and bubbles lower it
+  // A schedule without a mesh reports none of them.
+  r = pstest::run_cli("synth " + model + " --evaluations 5 -o " + dir + "/plain.yaml");
+  REQUIRE_MESSAGE(r.exit_code == 0, r.output);
+  CHECK_FALSE(pstest::contains(r.output, "throughput"));
+  r = pstest::run_cli("verify --json " + dir + "/plain.yaml");
+  CHECK_FALSE(pstest::contains(r.output, "\"mfu\""));
+}
