@@ -275,3 +275,25 @@ TEST_CASE("mesh: memory per GPU — weights and gradients over tensor, experts o
   CHECK(moe1.mesh_types.at('X').ep_ms == 0);
   CHECK(moe4.mesh_types.at('X').ep_ms > 0);
 }
+
+TEST_CASE("mesh: activation memory of a transformer layer equals Korthikanti et al. 2022, Table 2") {
+  // GPT-3 175B's layer as the paper models it: GeLU MLP of 4h, dropout, attention scores stored.
+  const std::string text =
+      "schema: 1\nmodel:\n  architecture: {hidden_size: 12288, ffn_hidden_size: 49152, num_attention_heads: 96, "
+      "vocab_size: 51200, seq_length: 2048, gated_mlp: false, dropout: true, flash_attention: false}\n"
+      "  hardware: {peak_tflops: 312, achievable_fraction: 0.5, hbm_gb_per_s: 2039}\n"
+      "  layer_types:\n    A: {kind: attention, joins_next: true}\n    M: {kind: mlp}\n  layers: AM\n"
+      "cluster: {devices: 1}\npipeline: {microbatches: 1}\n";
+  const double s = 2048, b = 1, h = 12288, a = 96, t = 8;
+  auto layer_mb = [](const Spec& sp) {
+    return sp.model.types.at('A').activation_mb + sp.model.types.at('M').activation_mb;
+  };
+  CHECK(layer_mb(loaded(text)) == doctest::Approx(s * b * h * (34 + 5 * a * s / h) / 1e6));
+  CHECK(layer_mb(loaded(text + "parallel: {tensor: 8}\n")) ==
+        doctest::Approx(s * b * h * (10 + 24 / t + 5 * a * s / (h * t)) / 1e6));
+  const Spec sp = loaded(text + "parallel: {tensor: 8, sequence_parallel: true}\n");
+  CHECK(layer_mb(sp) == doctest::Approx(s * b * h * (34 / t + 5 * a * s / (h * t)) / 1e6));
+  // Selective recomputation keeps everything but the attention core's s^2 tensors: 34 sbh / t.
+  CHECK(sp.model.types.at('A').recompute_selective.kept_mb + sp.model.types.at('M').recompute_selective.kept_mb ==
+        doctest::Approx(s * b * h * 34 / t / 1e6));
+}
