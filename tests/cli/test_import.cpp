@@ -376,4 +376,42 @@ TEST_CASE("cli import hf: bad input is a located error, exit 1") {
   CHECK(contains(r.output, "larger than"));
 }
 
+TEST_CASE("cli import hf: Nemotron-H as transformers 5 saves it (layers_block_type), with transformers' names") {
+  const std::string dir = pstest::fresh_dir("import-nemotron5");
+  // What NemotronHConfig(...).save_pretrained writes: layers_block_type, head_dim, no num_hidden_layers
+  // and no hybrid_override_pattern (the fields the import reads, and one it does not).
+  const std::string cfg = R"({
+  "model_type": "nemotron_h",
+  "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
+  "vocab_size": 256, "intermediate_size": 96, "mlp_hidden_act": "relu2",
+  "layers_block_type": ["mamba", "mlp", "attention", "moe"],
+  "mamba_num_heads": 4, "mamba_head_dim": 16, "ssm_state_size": 8, "n_groups": 1, "conv_kernel": 4,
+  "chunk_size": 64, "n_routed_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32,
+  "time_step_limit": [0.0, {"__float__": "Infinity"}],
+  "tie_word_embeddings": false
+}
+)";
+  std::ofstream(dir + "/config.json") << cfg;
+  auto r = run_cli(fmt::format("import hf {0}/config.json -o {0}/m.yaml", dir));
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  const std::string yaml = read_file(dir + "/m.yaml");
+  CHECK(contains(yaml, "module: model.embeddings}"));
+  CHECK(contains(yaml, "module: \"model.layers.{i}\""));
+  CHECK(contains(yaml, "module: [model.norm_f, lm_head]"));
+  CHECK_FALSE(contains(yaml, "backbone.embeddings}"));
+  CHECK(contains(yaml, "Layers: one per entry of layers_block_type"));
+  CHECK(contains(yaml, "its checkpoints store them as backbone.embeddings, backbone.layers.N, backbone.norm_f"));
+  // One layer per entry, in order: embedding, Mamba, MLP, attention, MoE, head.
+  auto low = run_cli(fmt::format("lower {}/m.yaml --json", dir));
+  REQUIRE(low.exit_code == 0);
+  CHECK(nlohmann::json::parse(low.output)["layer_string"] == "EMFAXL");
+  // An entry the import does not know is refused at the entry.
+  std::ofstream(dir + "/bad.json") << std::regex_replace(cfg, std::regex("\"moe\"\\]"), "\"retnet\"]");
+  auto bad = run_cli(fmt::format("import hf {}/bad.json", dir));
+  CHECK(bad.exit_code == 1);
+  CHECK(contains(bad.output, "bad.json:5:54: 'layers_block_type' entry 3 is 'retnet' (expected mamba / "
+                             "linear_attention, mlp, attention / full_attention, moe)"));
+}
+
 }  // namespace import_test
