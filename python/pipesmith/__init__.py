@@ -69,6 +69,7 @@ def __getattr__(name: str) -> Any:  # Spec, Schedule, Report, RunResult, Violati
 # The command's bounds on its numbers (ir/limits.h, docs/inputs.md "Limits"; cli/cmd_synth.cpp).
 _MAX_DEVICES = 100_000
 _MAX_MICROBATCHES = 1_000_000
+_MAX_GPUS = 1_048_576  # GPUs of a mesh and each of its degrees (ir/mesh.h kMaxGpus)
 _MAX_STAGES = 100_000
 _MAX_MEMORY_GB = 1e15
 _MAX_TIME_LIMIT_S = 1e6  # a longer time limit is no practical limit and is read as this, as `synth` does
@@ -141,15 +142,38 @@ def _path(p: Optional[PathLike], name: str = "path") -> Optional[str]:
 
 
 def load_spec(model: PathLike, cluster: Optional[PathLike] = None, *, devices: Optional[int] = None,
-              microbatches: Optional[int] = None, memory_limit_gb: Optional[float] = None) -> Spec:
-    """Reads a model YAML (which may hold ``cluster:`` and ``pipeline:`` blocks) and an optional cluster
-    YAML, applies the overrides and validates everything (``pipesmith synth MODEL --cluster C
-    --devices P --microbatches M --memory-limit-gb X``). ``memory_limit_gb=0`` means unlimited.
+              microbatches: Optional[int] = None, memory_limit_gb: Optional[float] = None,
+              gpus: Optional[int] = None, tensor_parallel: Optional[int] = None,
+              context_parallel: Optional[int] = None, expert_parallel: Optional[int] = None,
+              expert_tensor_parallel: Optional[int] = None, data_parallel: Optional[int] = None,
+              optimizer: Optional[str] = None, micro_batch: Optional[int] = None,
+              global_batch: Optional[int] = None, sequence_parallel: Optional[bool] = None) -> Spec:
+    """Reads a model YAML (which may hold ``cluster:``, ``pipeline:`` and ``parallel:`` blocks) and an
+    optional cluster YAML, applies the overrides and validates everything (``pipesmith synth MODEL
+    --cluster C --devices P --microbatches M --memory-limit-gb X``). ``memory_limit_gb=0`` means
+    unlimited. The mesh's keyword arguments override the ``parallel:`` fields and ``cluster.gpus`` as
+    the flags ``--gpus``, ``--tensor-parallel``, ... do (docs/mesh.md).
 
     Raises BadInputError with the file, line and column of the offending field."""
+    parallel = _core.ParallelInput()
+    parallel.gpus = _opt_int(gpus, "gpus", 1, _MAX_GPUS)
+    parallel.tensor = _opt_int(tensor_parallel, "tensor_parallel", 1, _MAX_GPUS)
+    parallel.context = _opt_int(context_parallel, "context_parallel", 1, _MAX_GPUS)
+    parallel.expert = _opt_int(expert_parallel, "expert_parallel", 1, _MAX_GPUS)
+    parallel.expert_tensor = _opt_int(expert_tensor_parallel, "expert_tensor_parallel", 1, _MAX_GPUS)
+    parallel.data = _opt_int(data_parallel, "data_parallel", 1, _MAX_GPUS)
+    parallel.micro_batch = _opt_int(micro_batch, "micro_batch", 1, _MAX_GPUS)
+    parallel.global_batch = _opt_int(global_batch, "global_batch", 1, _MAX_GPUS * _MAX_MICROBATCHES)
+    if optimizer is not None and not isinstance(optimizer, str):
+        raise BadInputError(f"optimizer must be 'replicated', 'distributed' or 'fsdp', got {optimizer!r:.60}")
+    parallel.optimizer = optimizer
+    if sequence_parallel is not None and not isinstance(sequence_parallel, bool):
+        raise BadInputError(f"sequence_parallel must be True or False, got {sequence_parallel!r:.60}")
+    parallel.sequence_parallel = sequence_parallel
     return _core.load_spec(_path(model, "model"), _path(cluster, "cluster"),
                            _opt_int(devices, "devices", 1, _MAX_DEVICES),
-                           _opt_int(microbatches, "microbatches", 1, _MAX_MICROBATCHES), _opt_memory(memory_limit_gb))
+                           _opt_int(microbatches, "microbatches", 1, _MAX_MICROBATCHES), _opt_memory(memory_limit_gb),
+                           parallel)
 
 
 def parse_spec(text: str, name: str = "<string>") -> Spec:

@@ -370,8 +370,21 @@ NB_MODULE(_core, m) {
                            r.report.valid ? "" : fmt::format(", {} violation(s)", r.report.violations.size()));
       });
 
+  // The mesh's overrides (ir/mesh.h ParallelInput), built by pipesmith.load_spec from its keyword arguments.
+  nb::class_<ParallelInput>(m, "ParallelInput")
+      .def(nb::init<>())
+      .def_rw("gpus", &ParallelInput::gpus)
+      .def_rw("tensor", &ParallelInput::tensor)
+      .def_rw("context", &ParallelInput::context)
+      .def_rw("expert", &ParallelInput::expert)
+      .def_rw("expert_tensor", &ParallelInput::expert_tensor)
+      .def_rw("data", &ParallelInput::data)
+      .def_rw("micro_batch", &ParallelInput::micro_batch)
+      .def_rw("global_batch", &ParallelInput::global_batch)
+      .def_rw("sequence_parallel", &ParallelInput::sequence_parallel)
+      .def_rw("optimizer", &ParallelInput::optimizer);
   m.def("load_spec", [](const std::string& model, std::optional<std::string> cluster, std::optional<int> devices,
-                        std::optional<int> microbatches, std::optional<double> memory_limit_gb) {
+                        std::optional<int> microbatches, std::optional<double> memory_limit_gb, ParallelInput parallel) {
     if (devices && *devices < 1) raise_status(Status::bad_input(fmt::format("devices must be at least 1, got {}", *devices)));
     if (microbatches && *microbatches < 1)
       raise_status(Status::bad_input(fmt::format("microbatches must be at least 1, got {}", *microbatches)));
@@ -381,9 +394,10 @@ NB_MODULE(_core, m) {
     o.devices = devices;
     o.microbatches = microbatches;
     o.memory_gb = memory_limit_gb;
+    o.parallel = std::move(parallel);
     return take(load_spec(model, cluster.value_or(""), o));
   }, "model"_a, "cluster"_a = nb::none(), "devices"_a = nb::none(), "microbatches"_a = nb::none(),
-        "memory_limit_gb"_a = nb::none());
+        "memory_limit_gb"_a = nb::none(), "parallel"_a = ParallelInput{});
 
   m.def("parse_spec", [](const std::string& text, const std::string& name) { return take(parse_spec(text, name)); },
         "text"_a, "name"_a = "<string>");

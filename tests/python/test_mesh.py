@@ -1,0 +1,65 @@
+"""The mesh through the Python API: pipesmith.load_spec's keyword arguments map the parallel: section
+(one reader in the library), their errors are BadInputErrors, and a schedule synthesized under a mesh
+reports its throughput and MFU in the report's JSON."""
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from conftest import model_path
+
+import pipesmith
+from pipesmith.errors import BadInputError
+
+
+def _with_section(tmp_path, section: str) -> str:
+    text = open(model_path("llama2-7b")).read() + section
+    path = os.path.join(tmp_path, "llama2-7b-mesh.yaml")
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+def test_keyword_arguments_are_the_parallel_section(tmp_path):
+    section = _with_section(tmp_path, "parallel: {tensor: 4, data: 2, micro_batch: 2, global_batch: 64, "
+                                      "sequence_parallel: true, optimizer: distributed}\n")
+    a = pipesmith.load_spec(section)
+    b = pipesmith.load_spec(model_path("llama2-7b"), tensor_parallel=4, data_parallel=2, micro_batch=2,
+                            global_batch=64, sequence_parallel=True, optimizer="distributed")
+    assert a.microbatches == b.microbatches == 16  # 64 / (2 x 2)
+    ra = pipesmith.synthesize(a, evaluations=5)
+    rb = pipesmith.synthesize(b, evaluations=5)
+    ja, jb = json.loads(ra.report.json()), json.loads(rb.report.json())
+    assert ja["valid"] and jb["valid"]
+    assert ja["makespan_ms"] == jb["makespan_ms"]
+    # 8 devices x 4 x 2 = 64 GPUs, 64 sequences of 4096 tokens an iteration
+    assert ja["tokens_per_s"] == pytest.approx(64 * 4096 / (ja["makespan_ms"] / 1000))
+    assert 0 < ja["mfu"] < 0.5
+    assert ja["tflops_per_gpu"] == pytest.approx(ja["mfu"] * 989)
+    # A keyword argument overrides the section.
+    c = pipesmith.load_spec(section, global_batch=128)
+    assert c.microbatches == 32
+
+
+def test_no_mesh_no_throughput():
+    spec = pipesmith.load_spec(model_path("llama2-7b"))
+    r = pipesmith.synthesize(spec, evaluations=5)
+    assert "mfu" not in json.loads(r.report.json())
+
+
+@pytest.mark.parametrize("kwargs, words", [
+    ({"tensor_parallel": 0}, "tensor_parallel must be an integer in [1, 1,048,576], got 0"),
+    ({"tensor_parallel": 2.0}, "tensor_parallel must be an integer"),
+    ({"optimizer": "zero3"}, "the optimizer override: unknown optimizer 'zero3'"),
+    ({"optimizer": 3}, "optimizer must be 'replicated', 'distributed' or 'fsdp'"),
+    ({"sequence_parallel": "yes"}, "sequence_parallel must be True or False"),
+    ({"tensor_parallel": 64}, "architecture.num_attention_heads (32) must be divisible by parallel.tensor (64)"),
+    ({"gpus": 100}, "the gpus override (100) is not a multiple of pipeline devices (8)"),
+    ({"data_parallel": 2, "global_batch": 3}, "the global_batch override (3) must be a multiple of micro_batch (1)"),
+])
+def test_refusals(kwargs, words):
+    with pytest.raises(BadInputError) as e:
+        pipesmith.load_spec(model_path("llama2-7b"), **kwargs)
+    assert words in str(e.value)
