@@ -127,6 +127,11 @@ class Layout:
                       if m is not layers and f"{self.prefix}.{n}" != self.embed
                       and any(True for _ in m.parameters())]
         self.parts = [self.embed, *self.layer_names, *self.norms, self.head]  # in forward order
+        # The base model's children without parameters that every stage's forward uses (the rotary
+        # embedding and its buffers): each stage registers them too, so that moving a stage to a
+        # device moves them.
+        self.shared = [f"{self.prefix}.{n}" for n, m in base.named_children()
+                       if m is not layers and not any(True for _ in m.parameters())]
 
     @staticmethod
     def _name(names, module, what):
@@ -241,7 +246,7 @@ class HFStage(nn.Module):
         object.__setattr__(self, "_layout", layout)
         self.stage_index = index
         self.plan_modules = tuple(names)
-        for n in names:
+        for n in [*names, *layout.shared]:
             node = self
             *path, leaf = n.split(".")
             for p in path:
