@@ -20,7 +20,7 @@ namespace ps::cli {
 struct CheckFlags {
   CheckInput input;
   std::string semantics = "rendezvous";
-  double memory_limit_gb = -1;  // < 0: the problem's own limit
+  std::optional<double> memory_limit_gb;  // empty: the problem's own limit
 
   void add_to(CLI::App* sub) {
     sub->add_option("file", input.file, "Schedule: pipesmith-schedule/1 YAML or PyTorch CSV")->required();
@@ -51,15 +51,13 @@ struct CheckFlags {
     if (!sem)
       return fail(Status::bad_input("--semantics must be rendezvous, grouped, buffered or posted, got '" + semantics +
                                     "'"));
-    if (!(memory_limit_gb < 0 || std::isfinite(memory_limit_gb)))
-      return fail(Status::bad_input("--memory-limit-gb must be a finite number (0 = unlimited)"));
     if (input.model.empty() && !input.cluster.empty())
       return fail(Status::bad_input("--cluster needs --model (the cluster only matters with a model's costs)"));
     auto loaded = load_schedule_for_check(input);
     if (!loaded) return fail(loaded.status());
     VerifyOptions opt;
     opt.semantics = *sem;
-    if (memory_limit_gb >= 0) opt.memory_limit_gb = memory_limit_gb;
+    opt.memory_limit_gb = memory_limit_gb;
     auto report = std::make_unique<Report>(verify(loaded->schedule, opt));
     report->notes.insert(report->notes.begin(), loaded->notes.begin(), loaded->notes.end());
     if (load_notes) *load_notes = loaded->notes;

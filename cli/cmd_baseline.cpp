@@ -9,6 +9,7 @@
 
 #include "cli/commands.h"
 #include "cli/spec_flags.h"
+#include "ir/units.h"
 #include "report/report.h"
 #include "synth/plan/plan_spec.h"
 #include "ir/problem.h"
@@ -97,10 +98,10 @@ int run_baseline_command(const BaselineArgs& a) {
   std::string peaks;
   for (size_t d = 0; d < sim.peak_memory_mb.size(); ++d) {
     peak = std::max(peak, sim.peak_memory_mb[d]);
-    peaks += fmt::format("{}{:.2f}", d ? " " : "", sim.peak_memory_mb[d] / 1000.0);
+    peaks += fmt::format("{}{:.2f}", d ? " " : "", mb_to_gb(sim.peak_memory_mb[d]));
   }
   double limit = spec->cluster.memory_gb;
-  s += fmt::format("  peak memory   {:.2f} GB max{} (per device: {})\n", peak / 1000.0,
+  s += fmt::format("  peak memory   {:.2f} GB max{} (per device: {})\n", mb_to_gb(peak),
                    limit > 0 ? fmt::format(" of {:g} GB", limit) : std::string(), peaks);
 
   if (!a.out_path.empty()) {

@@ -13,6 +13,7 @@
 #include "cli/spec_flags.h"
 #include "ir/cost_model.h"
 #include "ir/graph.h"
+#include "ir/json_write.h"
 #include "ir/mesh.h"
 #include "ir/model.h"
 #include "ir/problem.h"
@@ -358,7 +359,7 @@ std::string json_summary(const LowerArgs& a, const Spec& spec, const ModelSummar
                      {"activation_mb", x.activation_mb}});
     j["stages"] = st;
   }
-  return j.dump(2) + "\n";
+  return dump_json(j, 2) + "\n";
 }
 
 int run_lower(const LowerArgs& a) {

@@ -48,7 +48,7 @@ struct RunFlags {
   std::string nccl_id_file;
   bool print_nccl_id = false;
   std::string widths = "cost";
-  double memory_limit_gb = -1;  // < 0: the problem's own limit
+  std::optional<double> memory_limit_gb;  // empty: the problem's own limit
   std::string semantics = "rendezvous";
   bool quiet = false;
 };
@@ -91,7 +91,7 @@ Result<RunOptions> run_options(const RunFlags& f) {
     return Status::bad_input(fmt::format("--widths must be cost or params, got '{}'", f.widths));
   o.widths_from_params = f.widths == "params";
   o.verify = !f.no_verify;
-  if (f.memory_limit_gb >= 0) o.memory_limit_gb = f.memory_limit_gb;
+  o.memory_limit_gb = f.memory_limit_gb;
   o.check_gradients = f.check_gradients;
   o.timeout_s = f.timeout_s;
   o.scale = f.scale;

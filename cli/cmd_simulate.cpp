@@ -5,6 +5,7 @@
 
 #include "cli/check_options.h"
 #include "cli/commands.h"
+#include "ir/units.h"
 #include "report/report.h"
 
 namespace ps::cli {
@@ -36,7 +37,7 @@ Runner add_simulate(CLI::App& app) {
       int nc = 0, nm = 0;
       for (const Action& a : s.programs[d]) (is_comm(a.type) ? nm : nc)++;
       out += fmt::format("{:<7} {:<12.6g} {:<12.6g} {:<15.6g} {:<12} {}\n", d, sim.busy_ms[d], sim.idle_ms[d],
-                         sim.peak_memory_mb[d] / 1000.0, nc, nm);
+                         mb_to_gb(sim.peak_memory_mb[d]), nc, nm);
     }
     if (*ops) {
       out += "\ndevice  op  action        start_ms     end_ms\n";

@@ -8,6 +8,7 @@
 
 #include "ir/limits.h"
 #include "ir/status.h"
+#include "ir/units.h"
 
 namespace ps::cli::flags {
 
@@ -63,7 +64,15 @@ CLI::Validator time_limit_s() {
       "SECONDS > 0");
 }
 
-CLI::Validator memory_limit_gb() { return number_in(0, limits::kMaxIterationTotal, "GB"); }
+CLI::Validator memory_limit_gb() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        const std::optional<double> v = parse_double(text);
+        if (v && memory_limit_ok(*v)) return std::string();
+        return fmt::format("must be {}, got '{}'", memory_limit_rule(), excerpt(text, 40));
+      },
+      fmt::format("GB in [0, {:g}]", limits::kMaxIterationTotal));
+}
 CLI::Validator seed() { return integer_in(0, 4294967295LL); }
 CLI::Validator timeout_s() { return number_in(0, limits::kMaxTimeLimitS, "s", true); }
 CLI::Validator tokens() { return integer_in(1, 65536); }

@@ -1,7 +1,7 @@
 // number_flags.h — the one check of numeric flags that every command shares. A flag's text must be a
 // finite number (or an integer) within the flag's range; a refusal names the flag, the range with its
-// unit and the text given ("--memory-limit-gb: must be a finite number in [0, 1e+15] GB, got 'nan'").
-// CLI11 runs the check while parsing, so a bad value ends any command with exit 1 before any work, and
+// unit and the text given ("--timeout: must be a finite number in (0, 1e+06] s, got 'nan'"); a memory
+// limit is held to the library's own rule (ir/units.h), in its words. CLI11 runs the check while parsing, so a bad value ends any command with exit 1 before any work, and
 // the same flag is refused with the same words by every command that has it.
 #pragma once
 
@@ -20,7 +20,7 @@ CLI::Validator integer_in(long long lo, long long hi);
 CLI::Validator time_limit_s();
 
 // The ranges of the flags several commands share.
-CLI::Validator memory_limit_gb();  // --memory-limit-gb: [0, 1e15] GB (0 = unlimited)
+CLI::Validator memory_limit_gb();  // --memory-limit-gb: ir/units.h check_memory_limit_gb ([0, 1e15] GB, 0 = unlimited)
 CLI::Validator seed();             // --seed: [0, 4294967295]
 CLI::Validator timeout_s();        // --timeout (the watchdog): (0, 1e6] s
 CLI::Validator tokens();           // --tokens: [1, 65536]

@@ -81,9 +81,6 @@ Result<Spec> load_spec_from_flags(const SpecFlags& flags) {
   if (flags.microbatches && *flags.microbatches < 1)
     return Status::bad_input(
         fmt::format("--microbatches must be at least 1, got {}", *flags.microbatches));
-  if (flags.memory_limit_gb && !(*flags.memory_limit_gb >= 0))
-    return Status::bad_input(fmt::format("--memory-limit-gb must be >= 0 (0 = unlimited), got {}",
-                                         *flags.memory_limit_gb));
   PS_RETURN_IF_ERROR(check_count_flags(flags.devices, flags.microbatches));
   SpecOverrides o;
   o.devices = flags.devices;

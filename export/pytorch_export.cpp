@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "export/pytorch_lowering.h"
+#include "ir/json_write.h"
 #include "ir/recompute_ops.h"
 #include "ir/schedule_io.h"
 #include "verify/load.h"
@@ -222,7 +223,7 @@ std::string plan_json(const Schedule& s, const PytorchExport& ex, const PytorchE
     stages.push_back(std::move(e));
   }
   j["stages"] = std::move(stages);
-  return j.dump(2) + "\n";
+  return dump_json(j, 2) + "\n";
 }
 
 // tied_embeddings: the embedding layer's module and the head's projection (the last module its layer

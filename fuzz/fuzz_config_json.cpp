@@ -2,11 +2,14 @@
 // (ir/hf_import.h) on whatever it accepts. Properties checked on every input:
 //  * a rejected input gets a kBadInput message located in the file it was read from;
 //  * an accepted config either is refused by the import with a kBadInput message, or imports to a
-//    model YAML that the model reader accepts (the writer checks it loads; here it is read again).
+//    model YAML that the model reader accepts (the writer checks it loads; here it is read again),
+//    under each of the import's option sets below (vocabulary shards with MTP modules and sublayers
+//    multiply the layer types and layers: no combination may reach an assertion).
 #include <cstddef>
 #include <cstdint>
 #include <string>
 
+#include "fuzz/import_options.h"
 #include "fuzz/require.h"
 #include "ir/config_json.h"
 #include "ir/hf_import.h"
@@ -31,11 +34,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     require(m.status().code() == ps::ErrorCode::kBadInput);
     return 0;
   }
-  auto yaml = ps::write_imported_model(*m, ps::ImportOptions{});
-  if (!yaml.ok()) {
-    require(yaml.status().code() == ps::ErrorCode::kBadInput);
-    return 0;
+  for (const ps::ImportOptions& opt : psfuzz::import_option_sets()) {
+    auto yaml = ps::write_imported_model(*m, opt);
+    if (!yaml.ok()) {
+      require(yaml.status().code() == ps::ErrorCode::kBadInput);
+      continue;
+    }
+    require(ps::parse_spec(*yaml, "fuzz.yaml").ok());
   }
-  require(ps::parse_spec(*yaml, "fuzz.yaml").ok());
   return 0;
 }

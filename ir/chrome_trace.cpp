@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include "ir/json_write.h"
+
 namespace ps {
 
 std::string format_chrome_trace(const Schedule& schedule, const std::string& title, const std::vector<TraceTrack>& tracks,
@@ -54,7 +56,7 @@ std::string format_chrome_trace(const Schedule& schedule, const std::string& tit
   j["traceEvents"] = std::move(events);
   j["displayTimeUnit"] = "ms";
   j["otherData"] = std::move(other);
-  return j.dump() + "\n";
+  return dump_json(j) + "\n";
 }
 
 }  // namespace ps

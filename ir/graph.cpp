@@ -5,6 +5,7 @@
 // location (a cycle is reported with its layers in order). Output is independent of container
 // addresses: vertices are layer ids, edges are added in (consumer, producer) order.
 #include "ir/graph.h"
+#include "ir/units.h"
 
 #include <fmt/format.h>
 
@@ -161,7 +162,7 @@ ModelSummary summarize(const Spec& spec, const LoweredModel& lowered) {
     s.total_activation_mb += tt.activation_mb;
     if (tt.name.rfind("mtp", 0) == 0) s.mtp_params_m += tt.params_m;
   }
-  s.model_state_gb = s.total_params_m * spec.pipeline.bytes_per_param / 1000.0;
+  s.model_state_gb = mb_to_gb(s.total_params_m * spec.pipeline.bytes_per_param);
   return s;
 }
 

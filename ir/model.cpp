@@ -6,6 +6,7 @@
 // with a `kind:` gets the numbers it does not give explicitly from ir/cost_model.h. docs/inputs.md
 // is the user-facing description of everything accepted here.
 #include "ir/model.h"
+#include "ir/units.h"
 #include "ir/yaml_util.h"
 
 #include <fmt/format.h>
@@ -1277,8 +1278,8 @@ Status check_overrides(const SpecOverrides& o) {
     return Status::bad_input(
         fmt::format("the microbatches override must be <= {}, got {}", limits::kMaxMicrobatches, *o.microbatches));
   }
-  if (o.memory_gb && (!(*o.memory_gb >= 0) || !std::isfinite(*o.memory_gb))) {
-    return Status::bad_input(fmt::format("the memory_gb override must be a finite number >= 0, got {}", *o.memory_gb));
+  if (o.memory_gb) {
+    PS_RETURN_IF_ERROR(check_memory_limit_gb(*o.memory_gb, "the memory limit override"));
   }
   return Status::ok();
 }
@@ -1483,10 +1484,8 @@ Status validate(const Spec& spec) {
   if (c.devices < 1)
     return Status::bad_input(fmt::format("cluster: devices must be >= 1, got {}", c.devices),
                              c.loc);
-  if (!(c.memory_gb >= 0) || !std::isfinite(c.memory_gb)) {
-    return Status::bad_input(fmt::format("cluster: memory_gb must be >= 0, got {}", c.memory_gb),
-                             c.loc);
-  }
+  if (Status st = check_memory_limit_gb(c.memory_gb, "cluster: memory_gb"); !st)
+    return Status::bad_input(st.message(), c.loc);
   PS_RETURN_IF_ERROR(check_cost("cluster", "op_overhead_ms", c.op_overhead_ms, c.loc));
   if (c.devices_per_node < 0) {
     return Status::bad_input(

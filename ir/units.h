@@ -5,6 +5,7 @@
 // counted in MB. A memory limit of 0 means unlimited.
 #pragma once
 
+#include <string>
 #include <string_view>
 
 #include "ir/status.h"
@@ -15,10 +16,15 @@ inline constexpr double kMbPerGb = 1000.0;
 constexpr double gb_to_mb(double gb) { return gb * kMbPerGb; }
 constexpr double mb_to_gb(double mb) { return mb / kMbPerGb; }
 
-// A memory limit per device, in GB: finite and >= 0 (0 = unlimited). `what` names where it came from
-// ("--memory-limit-gb", "cluster: memory_gb", ...); kBadInput "<what> must be a finite number of GB
-// >= 0 (0 = unlimited), got <gb>" otherwise. The one validation of a memory limit: the readers, the
-// command's flags, the bindings and the library entry points that take one all call it.
+// A memory limit per device, in GB: a number in [0, limits::kMaxIterationTotal] (0 = unlimited; NaN and
+// infinities refused). `what` names where it came from ("--memory-limit-gb", "cluster: memory_gb", ...);
+// kBadInput "<what> must be a finite number of GB in [0, 1e+15] (0 = unlimited), got <gb>" otherwise.
+// The one validation of a memory limit: the readers, the command's flags, the bindings and the
+// library entry points that take one all call it.
 Status check_memory_limit_gb(double gb, std::string_view what);
+// Its condition and its words, for a caller that reports the value as it was written (the command's
+// flags quote the text given: "--memory-limit-gb: must be <memory_limit_rule()>, got '1e400'").
+bool memory_limit_ok(double gb);
+std::string memory_limit_rule();  // "a finite number of GB in [0, 1e+15] (0 = unlimited)"
 
 }  // namespace ps

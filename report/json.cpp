@@ -3,6 +3,8 @@
 // round-trip form. Deterministic.
 #include <nlohmann/json.hpp>
 
+#include "ir/json_write.h"
+#include "ir/units.h"
 #include "report/report.h"
 
 namespace ps {
@@ -56,7 +58,7 @@ std::string format_report_json(const Report& r) {
       j["mfu"] = t.mfu;
     }
     ordered_json peaks = ordered_json::array();
-    for (double mb : s.peak_memory_mb) peaks.push_back(mb / 1000.0);
+    for (double mb : s.peak_memory_mb) peaks.push_back(mb_to_gb(mb));
     j["peak_memory_gb"] = std::move(peaks);
     ordered_json devs = ordered_json::array();
     for (size_t d = 0; d < s.busy_ms.size(); ++d) {
@@ -64,7 +66,7 @@ std::string format_report_json(const Report& r) {
       o["device"] = d;
       o["busy_ms"] = s.busy_ms[d];
       o["idle_ms"] = s.idle_ms[d];
-      o["peak_memory_gb"] = s.peak_memory_mb[d] / 1000.0;
+      o["peak_memory_gb"] = mb_to_gb(s.peak_memory_mb[d]);
       o["peak_op_index"] = s.peak_op_index[d];
       devs.push_back(std::move(o));
     }
@@ -76,7 +78,7 @@ std::string format_report_json(const Report& r) {
     j["devices"] = ordered_json::array();
   }
   // Text from the input (file names, quoted cells) may hold invalid UTF-8: replaced, never thrown.
-  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  return dump_json(j, 2) + "\n";
 }
 
 std::string format_error_json(const Status& st, const std::string& schedule_file) {
@@ -91,7 +93,7 @@ std::string format_error_json(const Status& st, const std::string& schedule_file
   e["column"] = st.loc().col;
   e["message"] = st.message();
   j["error"] = std::move(e);
-  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  return dump_json(j, 2) + "\n";
 }
 
 }  // namespace ps

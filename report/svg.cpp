@@ -13,6 +13,7 @@
 #include <cmath>
 #include <map>
 
+#include "ir/units.h"
 #include "report/report.h"
 
 namespace ps {
@@ -151,7 +152,7 @@ struct MemoryScale {
   bool show_limit = false;
   bool in_gb = false;
   std::string str(double mb) const {
-    return in_gb ? fmt::format("{:.3g} GB", mb / 1000.0) : fmt::format("{:.3g} MB", mb);
+    return in_gb ? fmt::format("{:.3g} GB", mb_to_gb(mb)) : fmt::format("{:.3g} MB", mb);
   }
 };
 
@@ -162,7 +163,7 @@ MemoryScale memory_scale(const Report& r, const Simulation& sim, int D) {
     if (!sim.memory[d].empty()) min_base = std::min(min_base, sim.memory[d].front().mb);
   }
   MemoryScale m;
-  m.limit_mb = r.memory_limit_gb * 1000.0;
+  m.limit_mb = gb_to_mb(r.memory_limit_gb);
   m.show_limit = m.limit_mb > 0 && m.limit_mb <= 1.5 * std::max(max_mb, 1e-9);
   m.top_mb = std::max(max_mb, m.show_limit ? m.limit_mb : 0.0);
   if (m.top_mb <= 0) m.top_mb = 1;
@@ -170,7 +171,7 @@ MemoryScale memory_scale(const Report& r, const Simulation& sim, int D) {
     const double st = tick_step(m.top_mb - 0.8 * min_base, 4);
     m.bottom_mb = std::floor(0.9 * min_base / st) * st;
   }
-  m.in_gb = m.top_mb >= 1000.0;
+  m.in_gb = m.top_mb >= kMbPerGb;
   return m;
 }
 

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <map>
 
+#include "ir/units.h"
 #include "report/report.h"
 #include "verify/rules.h"
 
@@ -96,7 +97,7 @@ std::string format_report(const Report& r) {
     out += "\n  device     busy_ms     idle_ms   peak_mem_gb   peak_at_op\n";
     for (size_t d = 0; d < s.busy_ms.size(); ++d) {
       out += fmt::format("  {:>6} {:11.3f} {:11.3f} {:13.3f}   {:>10}\n", d, s.busy_ms[d], s.idle_ms[d],
-                         s.peak_memory_mb[d] / 1000.0,
+                         mb_to_gb(s.peak_memory_mb[d]),
                          s.peak_op_index[d] < 0 ? std::string("-") : fmt::format("{}", s.peak_op_index[d]));
     }
     if (r.comms_inserted) out += "  (peak_at_op indexes the program with comms inserted)\n";

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ir/chrome_trace.h"
+#include "ir/json_write.h"
 
 namespace ps::rt {
 
@@ -135,7 +136,7 @@ std::string format_run_json(const RunSummary& s) {
                       {"worst_param", s.gradients->worst_param},
                       {"tolerance", s.tolerance}};
   }
-  return j.dump(2) + "\n";
+  return dump_json(j, 2) + "\n";
 }
 
 std::string format_run_trace(const Schedule& schedule, const ExecResult& result, const std::string& title) {

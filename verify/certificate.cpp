@@ -1,4 +1,5 @@
 // certificate.cpp — see certificate.h.
+#include "ir/units.h"
 #include "verify/certificate.h"
 
 #include <fmt/format.h>
@@ -76,7 +77,7 @@ Certificate make_certificate(const Schedule& schedule, const Report& report) {
   if (report.sim) {
     c.makespan_ms = report.sim->makespan_ms;
     c.bubble_ratio = report.sim->bubble_ratio;
-    for (double mb : report.sim->peak_memory_mb) c.peak_memory_gb.push_back(mb / 1000.0);
+    for (double mb : report.sim->peak_memory_mb) c.peak_memory_gb.push_back(mb_to_gb(mb));
   }
   c.lower_bound_ms = report.lower_bound_ms;
   if (schedule.certificate) c.extra = schedule.certificate->extra;

@@ -6,6 +6,7 @@
 // chosen one) → timing simulation (only when nothing but memory.limit and problem.layers was
 // violated) → certificate (with the claims it cannot recheck listed as unchecked). Every analysis
 // whose precondition fails is skipped with a note saying why.
+#include "ir/units.h"
 #include "verify/verify.h"
 
 #include <fmt/format.h>
@@ -78,13 +79,13 @@ void check_memory(const Schedule& s, double limit_gb, std::vector<Violation>& ou
   const auto mem = memory_by_program(s);
   for (int d = 0; d < s.num_devices(); ++d) {
     const DeviceMemory& m = mem[d];
-    if (m.peak_mb <= limit_gb * 1000.0) continue;
+    if (m.peak_mb <= gb_to_mb(limit_gb)) continue;
     std::string msg = fmt::format("device {} peaks at {:.3f} GB, above the limit of {:.3f} GB", d,
-                                  m.peak_mb / 1000.0, limit_gb);
+                                  mb_to_gb(m.peak_mb), limit_gb);
     std::vector<std::string> notes;
     notes.push_back(fmt::format("model states of its stages: {:.3f} GB; live activations and stashes "
                                 "at the peak: {:.3f} GB",
-                                m.model_state_mb / 1000.0, (m.peak_mb - m.model_state_mb) / 1000.0));
+                                mb_to_gb(m.model_state_mb), mb_to_gb(m.peak_mb - m.model_state_mb)));
     if (m.peak_op_index < 0) {
       notes.push_back("the model states alone exceed the limit");
       out.push_back(general_violation(rules::kMemoryLimit, d, std::move(msg), std::move(notes)));

@@ -71,7 +71,6 @@ _MAX_DEVICES = 100_000
 _MAX_MICROBATCHES = 1_000_000
 _MAX_GPUS = 1_048_576  # GPUs of a mesh and each of its degrees (ir/mesh.h kMaxGpus)
 _MAX_STAGES = 100_000
-_MAX_MEMORY_GB = 1e15
 _MAX_TIME_LIMIT_S = 1e6  # a longer time limit is no practical limit and is read as this, as `synth` does
 
 
@@ -113,7 +112,16 @@ def _time_limit(value: Any) -> float:
 
 
 def _opt_memory(value: Any) -> Optional[float]:
-    return None if value is None else _number(value, "memory_limit_gb", 0, _MAX_MEMORY_GB)
+    """A memory limit as the core takes it (a float); its range is checked once, in the core
+    (ir/units.h, check_memory_limit_gb), with the command's words."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise BadInputError(f"memory_limit_gb must be a number of GB, got {value!r:.60}")
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf
 
 
 def _text(value: Any, name: str) -> str:

@@ -39,6 +39,7 @@
 #include "ir/schedule.h"
 #include "ir/schedule_io.h"
 #include "ir/status.h"
+#include "ir/units.h"
 #include "report/report.h"
 #include "synth/baselines/baseline_plan.h"
 #include "synth/baselines/baselines.h"
@@ -345,7 +346,7 @@ NB_MODULE(_core, m) {
       .def_prop_ro("bubble_ratio", [](const PyReport& r) { return sim_value(r.report, &Simulation::bubble_ratio); }, "Idle share of devices × iteration, or None.")
       .def_prop_ro("peak_memory_gb", [](const PyReport& r) {
         std::vector<double> out;
-        if (r.report.sim) for (double mb : r.report.sim->peak_memory_mb) out.push_back(mb / 1000.0);
+        if (r.report.sim) for (double mb : r.report.sim->peak_memory_mb) out.push_back(mb_to_gb(mb));
         return out;
       }, "Per device, the peak memory in GB (empty when not simulated).")
       .def_prop_ro("busy_ms", [](const PyReport& r) { return r.report.sim ? r.report.sim->busy_ms : std::vector<double>{}; }, "Per device, compute time.")
@@ -388,11 +389,10 @@ NB_MODULE(_core, m) {
     if (devices && *devices < 1) raise_status(Status::bad_input(fmt::format("devices must be at least 1, got {}", *devices)));
     if (microbatches && *microbatches < 1)
       raise_status(Status::bad_input(fmt::format("microbatches must be at least 1, got {}", *microbatches)));
-    if (memory_limit_gb && !(*memory_limit_gb >= 0))
-      raise_status(Status::bad_input(fmt::format("memory_limit_gb must be >= 0 (0 = unlimited), got {}", *memory_limit_gb)));
     SpecOverrides o;
     o.devices = devices;
     o.microbatches = microbatches;
+    if (memory_limit_gb) check(check_memory_limit_gb(*memory_limit_gb, "memory_limit_gb"));
     o.memory_gb = memory_limit_gb;
     o.parallel = std::move(parallel);
     return take(load_spec(model, cluster.value_or(""), o));
@@ -423,8 +423,7 @@ NB_MODULE(_core, m) {
     VerifyOptions o;
     o.semantics = semantics_from(semantics);
     if (memory_limit_gb) {
-      if (!(*memory_limit_gb >= 0) || !std::isfinite(*memory_limit_gb))
-        raise_status(Status::bad_input("memory_limit_gb must be a finite number >= 0 (0 = unlimited)"));
+      check(check_memory_limit_gb(*memory_limit_gb, "memory_limit_gb"));
       o.memory_limit_gb = *memory_limit_gb;
     }
     PyReport r;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common.h"
+#include "ir/units.h"
 #include "report/report.h"
 #include "run/run_schedule.h"
 #include "runtime/backend_provider.h"
@@ -64,6 +65,7 @@ RunOptions options_from(const RunArgs& a, const std::string& name, std::vector<s
     raise_status(Status::bad_input(fmt::format("widths must be cost or params, got '{}'", a.widths)));
   o.widths_from_params = a.widths == "params";
   o.verify = a.verify;
+  if (a.memory_limit_gb) check(check_memory_limit_gb(*a.memory_limit_gb, "memory_limit_gb"));
   o.memory_limit_gb = a.memory_limit_gb;
   o.check_gradients = a.check_gradients;
   o.timeout_s = a.timeout_s;

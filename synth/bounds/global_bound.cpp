@@ -1,3 +1,4 @@
+#include "ir/units.h"
 #include "synth/bounds/global_bound.h"
 
 #include <fmt/format.h>
@@ -29,8 +30,7 @@ Result<GlobalBound> global_lower_bound(const Spec& spec, int devices, int microb
   if (microbatches < 1)
     return Status::bad_input(fmt::format("bound needs microbatches >= 1, got {}", microbatches));
   if (L < 1) return Status::bad_input(fmt::format("model '{}' has no layers", model.name));
-  if (memory_limit_gb < 0)
-    return Status::bad_input(fmt::format("memory limit must be >= 0 GB, got {}", memory_limit_gb));
+  PS_RETURN_IF_ERROR(check_memory_limit_gb(memory_limit_gb, "bound: the memory limit"));
 
   GlobalBound g;
   g.devices = devices;
@@ -87,10 +87,10 @@ Result<GlobalBound> global_lower_bound(const Spec& spec, int devices, int microb
   double states_mb = 0;
   for (int l = 0; l < L; ++l)
     states_mb += model.type_of(l).params_m * spec.pipeline.bytes_per_param;
-  g.model_state_gb = states_mb / 1000.0;
+  g.model_state_gb = mb_to_gb(states_mb);
   g.memory_limit_gb = memory_limit_gb;
   if (memory_limit_gb > 0) {
-    double cap_mb = memory_limit_gb * 1000.0;
+    double cap_mb = gb_to_mb(memory_limit_gb);
     g.min_devices_for_memory = static_cast<int>(std::ceil(states_mb / cap_mb - 1e-12));
     if (g.min_devices_for_memory < 1) g.min_devices_for_memory = 1;
     for (int l = 0; l < L; ++l) {
@@ -101,7 +101,7 @@ Result<GlobalBound> global_lower_bound(const Spec& spec, int devices, int microb
         g.memory_reason = fmt::format(
             "layer {} ('{}', {}) alone needs {:.2f} GB (model states + one microbatch's "
             "activations), more than the {:.2f} GB per device",
-            l, model.layers[l].type, t.name, need_mb / 1000.0, memory_limit_gb);
+            l, model.layers[l].type, t.name, mb_to_gb(need_mb), memory_limit_gb);
         break;
       }
     }

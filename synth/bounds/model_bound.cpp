@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ir/json_write.h"
 #include "ir/problem.h"
 #include "synth/bounds/packing_bound.h"
 #include "synth/plan/plan_spec.h"
@@ -78,7 +79,7 @@ std::string format_model_bound_json(const Spec& spec, const ModelBound& b) {
     pj["bound_ms"] = b.plan->bound_ms;
     j["plan"] = pj;
   }
-  return j.dump(2);
+  return dump_json(j, 2);
 }
 
 }  // namespace ps

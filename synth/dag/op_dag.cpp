@@ -1,4 +1,5 @@
 // op_dag.cpp — building the op DAG: ids, edges, integer time/memory scales, longest paths.
+#include "ir/units.h"
 #include "synth/dag/op_dag.h"
 
 #include <fmt/format.h>
@@ -240,7 +241,7 @@ Scale memory_scale(const Problem& p, const std::vector<double>& state_mb) {
     }
   }
   if (p.memory_gb > 0) {
-    mems.push_back(p.memory_gb * 1000);
+    mems.push_back(gb_to_mb(p.memory_gb));
     for (double v : state_mb) mems.push_back(v);
   }
   return choose_scale(mems, 0, 3, 1e9);
@@ -386,10 +387,10 @@ void set_memory(const Problem& p, const std::vector<double>& state_mb, const Sca
     dag.state_mem[d] = relaxed ? floor_units(state_mb[d], mscale.unit, false) : ceil_units(state_mb[d], mscale.unit, mscale.exact);
     if (!limited) continue;
     if (relaxed) {
-      dag.cap_mem[d] = floor_units(p.memory_gb * 1000 - state_mb[d], mscale.unit, false);
+      dag.cap_mem[d] = floor_units(gb_to_mb(p.memory_gb) - state_mb[d], mscale.unit, false);
       continue;
     }
-    int64_t cap = floor_units(p.memory_gb * 1000, mscale.unit, mscale.exact);
+    int64_t cap = floor_units(gb_to_mb(p.memory_gb), mscale.unit, mscale.exact);
     if (!mscale.exact) cap -= static_cast<int64_t>(dag.device_ops[d].size()) + 1;
     dag.cap_mem[d] = cap - dag.state_mem[d];
   }

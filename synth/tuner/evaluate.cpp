@@ -1,4 +1,5 @@
 // evaluate.cpp — candidates, their keys and their evaluation (see evaluate.h).
+#include "ir/units.h"
 #include "synth/tuner/evaluate.h"
 
 #include <fmt/format.h>
@@ -284,7 +285,7 @@ Evaluation evaluate_candidate(const Spec& spec, const Candidate& c, const std::f
   for (int d = 0; d < P; ++d) e.min_footprint_mb[d] += r_peak[d];
   if (problem.memory_gb > 0) {
     e.excess_mb = -std::numeric_limits<double>::infinity();
-    for (int d = 0; d < P; ++d) e.excess_mb = std::max(e.excess_mb, e.min_footprint_mb[d] - problem.memory_gb * 1000);
+    for (int d = 0; d < P; ++d) e.excess_mb = std::max(e.excess_mb, e.min_footprint_mb[d] - gb_to_mb(problem.memory_gb));
   }
   Result<OpDag> dr = build_op_dag(problem, eval_dag_options(c, problem));
   if (!dr.ok()) {

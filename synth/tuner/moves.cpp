@@ -1,4 +1,5 @@
 // moves.cpp — seeds, the timeline diagnosis and the moves of the tuner (see moves.h).
+#include "ir/units.h"
 #include "synth/tuner/moves.h"
 
 #include <fmt/format.h>
@@ -685,7 +686,7 @@ std::vector<Candidate> recompute_moves(const SearchSpace& sp, const Candidate& c
     }
     if (changed && finish_candidate(sp, n) && n.key() != c.key()) out.push_back(std::move(n));
   };
-  const double cap_mb = sp.spec->cluster.memory_gb * 1000;
+  const double cap_mb = gb_to_mb(sp.spec->cluster.memory_gb);
   std::vector<char> over(P, 0), tight(P, 0), roomy(P, 0);
   int worst = -1;
   for (int d = 0; d < P && d < static_cast<int>(e.min_footprint_mb.size()); ++d) {

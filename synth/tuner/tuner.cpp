@@ -1,5 +1,6 @@
 // tuner.cpp — the co-optimization driver: seeds → bubble-aware beam search → (Z3) → verify.
 // See tuner.h for what it guarantees and docs/tuner.md for the design.
+#include "ir/units.h"
 #include "synth/tuner/tuner.h"
 
 #include "ir/limits.h"
@@ -177,7 +178,7 @@ Status Tuner::prepare() {
   spec_.cluster.devices = P_;
   spec_.pipeline.microbatches = M_;
   if (opt_.memory_gb) {
-    if (!(*opt_.memory_gb >= 0)) return Status::bad_input(fmt::format("tuner: memory limit must be >= 0 GB, got {}", *opt_.memory_gb));
+    PS_RETURN_IF_ERROR(check_memory_limit_gb(*opt_.memory_gb, "tuner: the memory limit"));
     spec_.cluster.memory_gb = *opt_.memory_gb;
   }
   PS_RETURN_IF_ERROR(validate(spec_));

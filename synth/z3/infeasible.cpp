@@ -1,4 +1,5 @@
 // infeasible.cpp — per-device minimum peak and the unsat-core explanation.
+#include "ir/units.h"
 #include "synth/z3/infeasible.h"
 
 #include <fmt/format.h>
@@ -107,7 +108,7 @@ std::set<std::string> core_of(const Problem& p, const DeviceNeed& n) {
       s.add(y >= c.int_val(kb(n.act_of[k])), fmt::format("act_s{}", st).c_str());
       total = total + x + y;
     }
-    s.add(total <= c.int_val(kb(p.memory_gb * 1000)), fmt::format("limit_d{}", n.device).c_str());
+    s.add(total <= c.int_val(kb(gb_to_mb(p.memory_gb))), fmt::format("limit_d{}", n.device).c_str());
     if (s.check() != z3::unsat) return names;
     z3::expr_vector core = s.unsat_core();
     for (unsigned k = 0; k < core.size(); ++k) names.insert(core[k].to_string());
@@ -121,7 +122,7 @@ std::set<std::string> core_of(const Problem& p, const DeviceNeed& n) {
 
 std::string explain_infeasibility(const Problem& p, const Spec* spec) {
   if (p.memory_gb <= 0) return "";
-  const double limit_mb = p.memory_gb * 1000;
+  const double limit_mb = gb_to_mb(p.memory_gb);
   std::string out;
   for (const DeviceNeed& n : device_memory_needs(p)) {
     if (n.need_mb <= limit_mb * (1 + 1e-12)) continue;
@@ -144,14 +145,14 @@ std::string explain_infeasibility(const Problem& p, const Spec* spec) {
       }
     }
     std::string why;
-    if (!st_states.empty()) why += fmt::format("model states of {} are {:.1f} GB", stage_list(st_states), states / 1000);
+    if (!st_states.empty()) why += fmt::format("model states of {} are {:.1f} GB", stage_list(st_states), mb_to_gb(states));
     if (!st_act.empty()) {
       if (!why.empty()) why += " and ";
-      why += fmt::format("one microbatch of activation of {} is {:.1f} GB", stage_list(st_act), act / 1000);
+      why += fmt::format("one microbatch of activation of {} is {:.1f} GB", stage_list(st_act), mb_to_gb(act));
     }
     if (!out.empty()) out += "\n";
     out += fmt::format("  device {} needs at least {:.1f} GB but the limit is {:.1f} GB: {}", n.device,
-                       (states + act) / 1000, p.memory_gb, why);
+                       mb_to_gb(states + act), p.memory_gb, why);
     if (st_act.size() > 1 && recomputes) {
       out += fmt::format(" (what F keeps of each of them is live when R of stage {} restores its whole activation: "
                          "the I of an earlier stage of the device comes after it)",

@@ -126,7 +126,7 @@ TEST_CASE("cli hostile: small flag gaps") {
       {fmt::format("verify {} --stages -5", csv), 1, "--stages"},
       {fmt::format("verify {} --microbatches -100", csv), 1, "--microbatches"},
       {fmt::format("verify {} --microbatches 0", csv), 1, "--microbatches"},
-      {fmt::format("verify {} --memory-limit-gb inf", csv), 1, "--memory-limit-gb: must be a finite number in [0, 1e+15] GB, got 'inf'"},
+      {fmt::format("verify {} --memory-limit-gb inf", csv), 1, "--memory-limit-gb: must be a finite number of GB in [0, 1e+15] (0 = unlimited), got 'inf'"},
       {fmt::format("run {} --timeout inf", sched), 1, "--timeout: must be a finite number in (0, 1e+06] s, got 'inf'"},
       {fmt::format("run {} --timeout 0", sched), 1, "--timeout: must be a finite number in (0, 1e+06] s"},
       {fmt::format("run {} --timeout -1", sched), 1, "--timeout: must be a finite number in (0, 1e+06] s"},
@@ -313,7 +313,7 @@ TEST_CASE("cli hostile: numeric flags get one check in every command") {
   const std::string sched = temp_path("hostile-numbers-s.yaml");
   const std::string out = temp_path("hostile-numbers-out.yaml");
   REQUIRE(run_cli(fmt::format("baseline {} --schedule 1f1b -o {}", m, sched)).exit_code == 0);
-  const std::string gb = "--memory-limit-gb: must be a finite number in [0, 1e+15] GB, got ";
+  const std::string gb = "--memory-limit-gb: must be a finite number of GB in [0, 1e+15] (0 = unlimited), got ";
   check_cases({
       {fmt::format("run {} --memory-limit-gb nan", sched), 1, gb + "'nan'"},
       {fmt::format("run {} --memory-limit-gb -1", sched), 1, gb + "'-1'"},
