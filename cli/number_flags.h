@@ -1,8 +1,9 @@
 // number_flags.h — the one check of numeric flags that every command shares. A flag's text must be a
 // finite number (or an integer) within the flag's range; a refusal names the flag, the range with its
 // unit and the text given ("--timeout: must be a finite number in (0, 1e+06] s, got 'nan'"); a memory
-// limit is held to the library's own rule (ir/units.h), in its words. CLI11 runs the check while parsing, so a bad value ends any command with exit 1 before any work, and
-// the same flag is refused with the same words by every command that has it.
+// limit is held to the library's own rule (ir/units.h), in its words. CLI11 runs the check while
+// parsing, so a bad value ends any command with exit 1 before any work, and the same flag is refused
+// with the same words by every command that has it.
 #pragma once
 
 #include <CLI/CLI.hpp>
