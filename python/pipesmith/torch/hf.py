@@ -423,7 +423,11 @@ def model_from_config(path: str, layers: int | None = None, hidden: int | None =
     :class:`PipelineBuildError` naming the file for a config transformers cannot build."""
     import json
 
-    import transformers
+    try:
+        import transformers
+    except ImportError as e:
+        raise PipelineBuildError(f"{path}: building a transformers model needs the transformers package "
+                                 f"(python/requirements.txt; scripts/install-deps installs it): {e}") from None
     try:
         # transformers' own reader: it decodes the {"__float__": "Infinity"} its writer saves.
         raw = transformers.PretrainedConfig._dict_from_json_file(path)
