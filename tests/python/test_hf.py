@@ -232,3 +232,43 @@ def test_train_hf_example_trains(tmp_path):
     losses = [float(l.split("loss ")[1]) for l in out.splitlines() if l.startswith("step ")]
     assert rc == 0 and len(losses) == 5 and all(b < a for a, b in zip(losses, losses[1:])), out
     assert losses[-1] < losses[0] - 0.2, out  # measured 4.56 -> 4.14
+
+
+@pytest.mark.parametrize("name", ["gemma3_text", "gpt_oss", "nemotron_h"])
+def test_stages_chained_are_the_model_forward(tmp_path, name):
+    """In one process, every stage shape a plan can give (the embedding alone, layers alone, the last
+    decoder layer alone, the final norm and head alone, everything in one stage), chained: logits and
+    every gradient bitwise equal to the model's own forward and loss; the stages hold the model's own
+    tensors (no copies)."""
+    from pipesmith.torch import hf
+    from pipesmith.torch.plan import Plan, Stage, Tie
+    model = hf.model_from_config(save_config(tmp_path, name))
+    parts = hf.Layout(model).parts  # embedding, 4 decoder layers, final norm, head
+    for cuts in ([(0, 0), (1, 3), (4, 4), (5, 6)], [(0, 2), (3, 6)], [(0, 6)]):
+        stages = tuple(Stage(index=i, rank=i, first_layer=a, last_layer=b, layer_types=("x",) * (b - a + 1),
+                             modules=tuple(parts[a:b + 1]), starts_inside_joined_layer=False,
+                             ends_inside_joined_layer=False, vocab_shards=False, skip_inputs_cross=False)
+                       for i, (a, b) in enumerate(cuts))
+        holder = {n: s.index for s in stages for n in s.modules}
+        ties = tuple(Tie(names=t, stages=tuple(holder[n.rsplit(".", 1)[0]] for n in t),
+                         ranks=tuple(holder[n.rsplit(".", 1)[0]] for n in t)) for t in hf.model_ties(model))
+        S = len(cuts)
+        plan = Plan(path="plan.json", directory=str(tmp_path), model=name, devices=S, num_stages=S, microbatches=1,
+                    stage_to_rank=tuple(range(S)), rank_to_stages=tuple((i,) for i in range(S)), files={},
+                    fsdp=False, whole_modules=True, stages=stages, raw={}, tied_parameters=ties)
+        modules = [hf.stage_modules(model, plan, r)[0] for r in range(S)]
+        own = {id(p) for p in model.parameters()}
+        assert all(id(p) in own for m in modules for p in m.parameters())
+        ids = torch.randint(0, 96, (3, 10), generator=torch.Generator().manual_seed(1))
+        x = ids
+        for m in modules:
+            x = m(x)
+        hf.causal_lm_loss(x, ids).backward()
+        mine = {n: p.grad.clone() for n, p in model.named_parameters()}
+        model.zero_grad()
+        ref = model(input_ids=ids, labels=ids)
+        ref.loss.backward()
+        assert torch.equal(x, ref.logits), cuts
+        for n, p in model.named_parameters():
+            assert torch.equal(mine[n], p.grad), (cuts, n)
+        model.zero_grad()

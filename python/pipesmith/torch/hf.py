@@ -241,7 +241,7 @@ class HFStage(nn.Module):
     """One stage of a transformers causal LM: the model's own modules named by the plan, registered
     under the model's names; ``forward`` runs the model's own forward through them (module docstring)."""
 
-    def __init__(self, layout: Layout, names: Sequence[str], index: int, num_stages: int):
+    def __init__(self, layout: Layout, names: Sequence[str], index: int):
         super().__init__()
         object.__setattr__(self, "_layout", layout)
         self.stage_index = index
@@ -265,33 +265,8 @@ class HFStage(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         lo = object.__getattribute__(self, "_layout")
-        n = len(lo.layers)
-        real = list(lo.layers)
-        stand_in: list[nn.Module] = [_PassThrough(m) for m in real]
-        a, b = self.first_layer, self.last_layer
-        swaps: list[tuple[nn.Module, str, nn.Module]] = []  # (parent, attribute, stand-in)
-        if a is not None:
-            for i in range(a, b + 1):
-                stand_in[i] = real[i]
-            if not self.has_embed:
-                stand_in[a] = _Inject(real[a], x)
-        if not self.has_head:
-            after = (b + 1) if b is not None else 0
-            if after < n:
-                stand_in[after] = _Stop(real[after])
-            else:
-                norm = lo.norms[0]
-                swaps.append((lo.model.get_submodule(norm.rsplit(".", 1)[0]), norm.rsplit(".", 1)[1],
-                              _Stop(lo.model.get_submodule(norm))))
-        elif a is None and not self.has_embed:  # the head alone: the final norm takes the received state
-            norm = lo.norms[0] if lo.norms else lo.head
-            parent, attr = (lo.model.get_submodule(norm.rsplit(".", 1)[0]) if "." in norm else lo.model), norm.rsplit(".", 1)[-1]
-            swaps.append((parent, attr, _Inject(lo.model.get_submodule(norm), x)))
-        swaps.append((lo.base, "layers", nn.ModuleList(stand_in)))
-        if self.has_embed:
-            kwargs = {"input_ids": x}
-        else:
-            kwargs = {"inputs_embeds": torch.zeros_like(x)}
+        swaps = self._stand_ins(lo, x)  # (parent, attribute, module in its place for this call)
+        kwargs = {"input_ids": x} if self.has_embed else {"inputs_embeds": torch.zeros_like(x)}
         saved = [(parent, attr, parent._modules[attr]) for parent, attr, _ in swaps]
         try:
             for parent, attr, m in swaps:
@@ -307,6 +282,37 @@ class HFStage(nn.Module):
             for parent, attr, m in reversed(saved):
                 parent._modules[attr] = m
 
+    def _stand_ins(self, lo: Layout, x: torch.Tensor) -> list[tuple[nn.Module, str, nn.Module]]:
+        """What the model's forward runs in place of its own modules for this stage: the decoder
+        layers list with the other stages' layers passed through, the stage's first module handed
+        ``x`` (unless the stage starts at the embedding), and the module after the stage's last one
+        ending the forward (unless the stage holds the head)."""
+        real = list(lo.layers)
+        layers: list[nn.Module] = [_PassThrough(m) for m in real]
+        swaps: list[tuple[nn.Module, str, nn.Module]] = []
+        a, b = self.first_layer, self.last_layer
+        if a is not None:
+            layers[a:b + 1] = real[a:b + 1]
+            if not self.has_embed:
+                layers[a] = _Inject(real[a], x)
+        after = 0 if b is None else b + 1  # the first decoder layer after the stage
+        if not self.has_head:
+            if after < len(real):
+                layers[after] = _Stop(real[after])
+            else:  # the stage ends with the last decoder layer: stop at the final norm
+                swaps.append((*_slot(lo.model, lo.norms[0]), _Stop(lo.model.get_submodule(lo.norms[0]))))
+        elif a is None and not self.has_embed:  # the head alone: the final norm takes the received state
+            first = (lo.norms or [lo.head])[0]
+            swaps.append((*_slot(lo.model, first), _Inject(lo.model.get_submodule(first), x)))
+        swaps.append((lo.base, "layers", nn.ModuleList(layers)))
+        return swaps
+
+
+def _slot(model: nn.Module, name: str) -> tuple[nn.Module, str]:
+    """(parent module, attribute) of ``model``'s submodule ``name``."""
+    parent, _, attr = name.rpartition(".")
+    return (model.get_submodule(parent) if parent else model), attr
+
 
 def stage_modules(model: nn.Module, plan: Plan, rank: int) -> list[nn.Module]:
     """The modules of ``rank``'s stages (ascending), built from a transformers ``*ForCausalLM`` by the
@@ -321,7 +327,7 @@ def stage_modules(model: nn.Module, plan: Plan, rank: int) -> list[nn.Module]:
     parts = _stage_parts(layout, plan)
     check_ties(model, plan)
     _check_config(model)
-    return [HFStage(layout, parts[s], s, plan.num_stages) for s in plan.rank_to_stages[rank]]
+    return [HFStage(layout, parts[s], s) for s in plan.rank_to_stages[rank]]
 
 
 def causal_lm_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
