@@ -343,6 +343,22 @@ Result<ImportedModel> megatron_model(const std::string& text, const std::string&
     m.micro_batch_size = *b;
     m.micro_batch_size_source = "--micro-batch-size";
   }
+  // The mesh (ir/mesh.h): the pipeline degree as the cluster's devices, the rest as `parallel:`.
+  m.pipeline_devices = f.opt("--pipeline-model-parallel-size");
+  const std::pair<const char*, const char*> degrees[] = {
+      {"--tensor-model-parallel-size", "tensor"},     {"--context-parallel-size", "context"},
+      {"--expert-model-parallel-size", "expert"},     {"--expert-tensor-parallel-size", "expert_tensor"},
+      {"--global-batch-size", "global_batch"}};
+  for (const auto& [flag, key] : degrees)
+    if (std::optional<long long> v = f.opt(flag)) m.parallel.push_back({key, std::to_string(*v), flag});
+  if (f.has("--sequence-parallel")) m.parallel.push_back({"sequence_parallel", "true", "--sequence-parallel"});
+  if (f.has("--use-distributed-optimizer"))
+    m.parallel.push_back({"optimizer", "distributed", "--use-distributed-optimizer"});
+  if (std::optional<long long> v = f.opt("--num-layers-per-virtual-pipeline-stage"))
+    m.header.push_back(fmt::format("Megatron's interleaved schedule (--num-layers-per-virtual-pipeline-stage {}): "
+                                   "compare with `pipesmith synth MODEL.yaml --partition even --stages-per-device V`, "
+                                   "V = the decoder layers / ({} x --pipeline-model-parallel-size).",
+                                   *v, *v));
   if (std::optional<long long> n = f.opt("--mtp-num-layers")) {
     const Arg* a = f.arg("--mtp-num-layers");
     m.mtp_source = "--mtp-num-layers";

@@ -390,8 +390,16 @@ class Writer {
     y += "  layers:\n";
     for (const std::string& e : entries_) y += "    - " + e + "\n";
     y += "# Defaults so that `pipesmith lower` works on this file alone; --cluster replaces the cluster.\n";
-    y += "cluster: {name: default-8-gpus, devices: 8, memory_gb: 80}\n";
+    if (m_.pipeline_devices)  // the source's pipeline degree (Megatron's --pipeline-model-parallel-size)
+      y += fmt::format("cluster: {{name: default-{}-gpus, devices: {}, memory_gb: 80}}  # --pipeline-model-parallel-size\n",
+                       *m_.pipeline_devices, *m_.pipeline_devices);
+    else
+      y += "cluster: {name: default-8-gpus, devices: 8, memory_gb: 80}\n";
     y += "pipeline:\n  microbatches: 16\n  bytes_per_param: 18\n";
+    if (!m_.parallel.empty()) {  // the mesh the source trains with (docs/mesh.md)
+      y += "parallel:\n";
+      for (const ArchEntry& a : m_.parallel) y += fmt::format("  {}: {}  # {}\n", a.key, a.value, a.source);
+    }
     return y;
   }
 

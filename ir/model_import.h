@@ -80,6 +80,10 @@ struct ImportedModel {
   std::optional<long long> micro_batch_size;  // likewise
   std::string seq_length_source;              // "--seq-length"
   std::string micro_batch_size_source;
+  // The mesh the source trains with (Megatron's --tensor-model-parallel-size, ...): the `parallel:`
+  // section (ir/mesh.h), in order; empty: none written.
+  std::vector<ArchEntry> parallel;
+  std::optional<long long> pipeline_devices;  // --pipeline-model-parallel-size: the cluster's devices
 };
 
 // What the import adds that a config does not say.

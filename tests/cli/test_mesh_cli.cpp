@@ -209,3 +209,38 @@ TEST_CASE("cli mesh: synth's summary and verify --json report tokens/s, TFLOP/s 
   r = pstest::run_cli("verify --json " + dir + "/plain.yaml");
   CHECK_FALSE(pstest::contains(r.output, "\"mfu\""));
 }
+
+TEST_CASE("cli mesh: import megatron writes the mesh arguments as the parallel: section") {
+  const std::string dir = pstest::fresh_dir("mesh-megatron");
+  const std::string args = write_temp(
+      "mesh.args",
+      "--num-layers 32 --hidden-size 4096 --ffn-hidden-size 14336 --num-attention-heads 32 --group-query-attention\n"
+      "--num-query-groups 8 --swiglu --untie-embeddings-and-output-weights --padded-vocab-size 128256\n"
+      "--seq-length 8192 --micro-batch-size 1 --tensor-model-parallel-size 8 --pipeline-model-parallel-size 4\n"
+      "--context-parallel-size 2 --sequence-parallel --use-distributed-optimizer --global-batch-size 512\n"
+      "--num-layers-per-virtual-pipeline-stage 4\n");
+  pstest::CliResult r = pstest::run_cli("import megatron " + args + " -o " + dir + "/m.yaml");
+  REQUIRE_MESSAGE(r.exit_code == 0, r.output);
+  const std::string yaml = pstest::read_file(dir + "/m.yaml");
+  CHECK(pstest::contains(yaml, "cluster: {name: default-4-gpus, devices: 4, memory_gb: 80}"));
+  CHECK(pstest::contains(yaml, "parallel:\n  tensor: 8  # --tensor-model-parallel-size\n"
+                               "  context: 2  # --context-parallel-size\n"
+                               "  global_batch: 512  # --global-batch-size\n"
+                               "  sequence_parallel: true  # --sequence-parallel\n"
+                               "  optimizer: distributed  # --use-distributed-optimizer\n"));
+  CHECK(pstest::contains(yaml, "--num-layers-per-virtual-pipeline-stage 4"));
+  const nlohmann::json j = lower_json(dir + "/m.yaml --gpus 256");
+  CHECK(j["mesh"]["pipeline"] == 4);
+  CHECK(j["mesh"]["tensor"] == 8);
+  CHECK(j["mesh"]["context"] == 2);
+  CHECK(j["mesh"]["data"] == 4);
+  CHECK(j["mesh"]["sequence_parallel"] == true);
+  CHECK(j["mesh"]["optimizer"] == "distributed");
+  CHECK(j["pipeline"]["microbatches"] == 128);  // 512 / (1 x 4)
+  // Without the mesh arguments the import writes no parallel: section (no mesh).
+  const std::string plain = write_temp("plain.args", "--num-layers 2 --hidden-size 256 --num-attention-heads 4 "
+                                                     "--padded-vocab-size 1000 --seq-length 128\n");
+  r = pstest::run_cli("import megatron " + plain + " -o " + dir + "/p.yaml");
+  REQUIRE_MESSAGE(r.exit_code == 0, r.output);
+  CHECK_FALSE(pstest::contains(pstest::read_file(dir + "/p.yaml"), "parallel:"));
+}
