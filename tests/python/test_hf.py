@@ -80,19 +80,20 @@ def save_config(tmp_path, name: str) -> str:
     return str(d / "config.json")
 
 
-def plan_for(tmp_path, name: str, P: int, how: str, placement: str = "") -> tuple[str, str, str]:
+def plan_for(tmp_path, name: str, P: int, how: str, placement: str = "", M: int = 0) -> tuple[str, str, str]:
     """(plan directory, config.json, export's summary) for family `name`: a baseline schedule `how`, or
-    `how == "synth"` with `placement` (whole decoder layers: --cuts layers)."""
+    `how == "synth"` with `placement` (whole decoder layers: --cuts layers); M microbatches (default 2P)."""
+    M = M or 2 * P
     config = save_config(tmp_path, name)
     yaml = str(tmp_path / f"{name}.yaml")
     cli("import", "hf", config, "-o", yaml)
     sched = str(tmp_path / f"{name}-{how}.yaml")
     if how == "synth":
-        cli("synth", yaml, "--devices", str(P), "--microbatches", str(2 * P), "--cuts", "layers", "--placement",
+        cli("synth", yaml, "--devices", str(P), "--microbatches", str(M), "--cuts", "layers", "--placement",
             placement, "--memory-limit-gb", "0", "--evaluations", "20", "--rlimit", "20000000", "--quiet", "-o",
             sched)
     else:
-        cli("baseline", yaml, "--schedule", how, "--devices", str(P), "--microbatches", str(2 * P),
+        cli("baseline", yaml, "--schedule", how, "--devices", str(P), "--microbatches", str(M),
             "--memory-limit-gb", "0", "-o", sched)
     out = str(tmp_path / f"pt-{name}-{how}")
     summary = export(sched, out, yaml).stdout
@@ -116,11 +117,11 @@ def test_every_family_p4_irregular(tmp_path):
     synthesized (--cuts layers), PyTorch's own lowering of the compute-only file."""
     cases = []
     for name in sorted(FAMILIES):
-        d, config, _ = plan_for(tmp_path, name, 4, "synth", "0,1,2,3,1,0")
+        d, config, _ = plan_for(tmp_path, name, 4, "synth", "0,1,2,3,1,0", M=4)
         plan = json.load(open(os.path.join(d, "plan.json")))
         assert plan["rank_to_stages"] == [[0, 5], [1, 4], [2], [3]]
         cases.append((d, config))
-    out = run_plans(4, cases, extra=("--format", "compute_only"))
+    out = run_plans(4, cases, extra=("--format", "compute_only", "--rows-per-microbatch", "1"))
     assert out.count("after 1 step(s) match the unpipelined run") == len(FAMILIES)
 
 
