@@ -9,6 +9,7 @@
 
 #include "cli/commands.h"
 #include "cli/spec_flags.h"
+#include "ir/recompute.h"
 #include "ir/units.h"
 #include "report/report.h"
 #include "synth/plan/plan_spec.h"
@@ -57,10 +58,8 @@ int run_baseline_command(const BaselineArgs& a) {
   if (Status st = check_stages_per_device(*spec, a.stages_per_device, "--stages-per-device"); !st.is_ok()) return report_error(st);
   auto partition = parse_partition_choice(a.partition);
   if (!partition.ok()) return report_error(partition.status());
-  const auto recompute = parse_recompute_mode(a.recompute);
-  if (!recompute)
-    return report_error(Status::bad_input(
-        fmt::format("--recompute: expected none, selective or full, got '{}'", a.recompute)));
+  const auto recompute = read_recompute_mode(a.recompute, "--recompute");
+  if (!recompute.ok()) return report_error(recompute.status());
   auto run = ps::run_baseline(*spec, BaselineRequest{*kind, a.stages_per_device, *partition, *recompute});
   if (!run.ok()) return report_error(run.status());
   const BaselineRun* plan = &*run;

@@ -36,10 +36,6 @@ int run_bound(const BoundArgs& a) {
   std::optional<PlanBoundRequest> request;
   if (!a.partition.empty() || !a.placement.empty() || a.stages_per_device != 0) {
     request = PlanBoundRequest{a.partition, a.placement, a.stages_per_device};
-    if (!is_layout_partition(a.partition.empty() ? "balanced" : a.partition)) {
-      const std::string placement = !a.placement.empty() ? a.placement : a.stages_per_device > 1 ? "interleaved" : "sequential";
-      if (Status st = check_placement_flags(placement, a.stages_per_device); !st.is_ok()) return report_error(st);
-    }
   }
   auto mb = model_bound(*spec, request);
   if (!mb.ok()) return report_error(mb.status());

@@ -379,8 +379,6 @@ int run_lower(const LowerArgs& a) {
   if (spec->mesh) {
     if (Status st = check_stages_per_device(*spec, a.plan.stages_per_device, "--stages-per-device"); !st.is_ok())
       return report_error(st);
-    if (Status st = check_placement_flags(a.plan.placement, a.plan.stages_per_device); !st.is_ok())
-      return report_error(st);
     Result<std::vector<StageMemory>> sm = mesh_stages(*spec, a.plan);
     if (!sm.ok()) return report_error(sm.status());
     stages = std::move(*sm);

@@ -30,6 +30,7 @@
 #include "cli/commands.h"
 #include "cli/number_flags.h"
 #include "cli/spec_flags.h"
+#include "ir/recompute.h"
 #include "report/report.h"
 #include "synth/plan/plan_spec.h"
 #include "cli/synth_progress.h"
@@ -69,8 +70,7 @@ struct SynthArgs {
   // Set from the parsed flags: what the flags fix; the rest is searched (co-optimization).
   // --placement or --stages-per-device fix the placement (--stages-per-device alone means
   // --placement interleaved); --partition fixes the partition.
-  bool fix_partition = false;
-  bool fix_placement = false;
+  PlanGiven plan;  // what --partition, --placement and --stages-per-device gave
 };
 
 // SIGINT and SIGTERM (Ctrl-C; a batch system's notice before it kills a job at its time limit):
@@ -194,34 +194,16 @@ class Backstop {
 
 // The library's options from the flags: the plan words read by plan_spec.h, the flags' own refusals
 // named by flag.
-Result<ModelSynthOptions> synth_options(const SynthArgs& a, std::chrono::steady_clock::time_point start) {
+Result<ModelSynthOptions> synth_options(const SynthArgs& a, const Spec& spec,
+                                        std::chrono::steady_clock::time_point start) {
   ModelSynthOptions o;
-  if (a.evaluations > 0 && a.fix_partition && a.fix_placement)
-    return Status::bad_input(
-        "--evaluations budgets the search of the partition and placement, but --partition and --placement fix "
-        "both; the order's budget is --rlimit");
-  if (a.fix_partition) {
-    Result<PartitionChoice> part = parse_partition_choice(a.partition);
-    if (!part.ok()) return part.status();
-    o.partition = std::move(*part);
-  }
-  if (a.fix_placement) {
-    // A fixed layout keeps its own stage count; every other placement word is held to V here.
-    if (!(a.fix_partition && is_layout_partition(a.partition)))
-      PS_RETURN_IF_ERROR(check_placement_flags(a.placement, a.stages_per_device));
-    Result<PlacementChoice> place = parse_placement_choice(a.placement);
-    if (!place.ok()) return place.status();
-    o.placement = std::move(*place);
-  }
-  o.whole_layers = a.cuts == "layers";
-  const std::optional<RecomputeChoice> rc = parse_recompute_choice(a.recompute);
-  if (!rc)
-    return Status::bad_input(
-        fmt::format("--recompute: expected search, none, selective or full, got '{}'", a.recompute));
-  o.recompute = *rc;
-  o.stages_per_device = a.stages_per_device;
-  o.time_limit_s = a.time_limit_s;
   o.evaluations = a.evaluations;
+  PS_RETURN_IF_ERROR(set_plan_words(o, spec, a.plan, "--stages-per-device"));
+  o.whole_layers = a.cuts == "layers";
+  const auto rc = read_recompute_choice(a.recompute, "--recompute");
+  if (!rc.ok()) return rc.status();
+  o.recompute = *rc;
+  o.time_limit_s = a.time_limit_s;
   o.rlimit = a.rlimit;
   o.seed = a.seed;
   o.z3_threads = a.threads;
@@ -415,8 +397,7 @@ int run_synth(const SynthArgs& a) {
                           a.time_limit_s);
   auto spec = load_spec_from_flags(a.spec);
   if (!spec.ok()) return report_error(spec.status());
-  if (Status st = check_stages_per_device(*spec, a.stages_per_device, "--stages-per-device"); !st.is_ok()) return report_error(st);
-  Result<ModelSynthOptions> options = synth_options(a, t_start);
+  Result<ModelSynthOptions> options = synth_options(a, *spec, t_start);
   if (!options.ok()) return report_error(options.status());
   g_phase = "synthesizing (search, order, checker)";
   Result<ModelSynthesis> m = synthesize_model(*spec, *options);
@@ -488,12 +469,10 @@ Runner add_synth(CLI::App& app) {
   sub->add_option("--svg", args->svg_path, "Also write an SVG Gantt chart of the simulated schedule");
   sub->add_option("--dump-smt2", args->smt2_path, "Write the Z3 problem as SMT-LIB2 (when Z3 runs): the whole plan's encoding to this path, or, where Z3 works on windows of the order, each window's (its target C <= V - 1 included) to PATH.w1.smt2, PATH.w2.smt2, ... (PATH less its .smt2; at most 200)");
   return [args, sub] {
-    if (sub->get_option("--stages-per-device")->count() > 0 && args->stages_per_device < 1) args->stages_per_device = -1;
-    args->fix_partition = sub->get_option("--partition")->count() > 0;
-    const bool placement_given = sub->get_option("--placement")->count() > 0;
-    args->fix_placement = placement_given || sub->get_option("--stages-per-device")->count() > 0;
-    if (!placement_given && args->stages_per_device > 1 && !is_layout_partition(args->partition))
-      args->placement = "interleaved";  // --stages-per-device V alone: V stages per device, looped
+    // The flags as given; the library reads them (synth/plan/plan_spec.h, read_plan_given).
+    if (sub->get_option("--partition")->count() > 0) args->plan.partition = args->partition;
+    if (sub->get_option("--placement")->count() > 0) args->plan.placement = args->placement;
+    if (sub->get_option("--stages-per-device")->count() > 0) args->plan.stages_per_device = args->stages_per_device;
     return run_synth(*args);
   };
 }

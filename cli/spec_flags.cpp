@@ -90,16 +90,4 @@ Result<Spec> load_spec_from_flags(const SpecFlags& flags) {
   return load_spec(flags.model_path, flags.cluster_path, o);
 }
 
-Status check_placement_flags(const std::string& placement, int stages_per_device) {
-  const std::string pl = canonical_placement_word(placement);
-  if (pl == "sequential" && stages_per_device > 1)
-    return Status::bad_input(fmt::format(
-        "--placement sequential puts one stage on each device; for {} stages per device use --placement "
-        "interleaved or v",
-        stages_per_device));
-  if (pl == "vshape" && stages_per_device != 0 && stages_per_device != 2)
-    return Status::bad_input("--placement v holds exactly 2 stages per device");
-  return Status::ok();
-}
-
 }  // namespace ps::cli

@@ -45,9 +45,4 @@ Status check_count_flags(std::optional<int> devices, std::optional<int> microbat
 // Checks the flag values and loads the spec with them as overrides.
 Result<Spec> load_spec_from_flags(const SpecFlags& flags);
 
-
-// --placement WORD with --stages-per-device V (0: not given): sequential holds one stage per device,
-// v exactly 2; refused naming the flags (plan_spec.h refuses the same in its own terms).
-Status check_placement_flags(const std::string& placement, int stages_per_device);
-
 }  // namespace ps::cli

@@ -59,22 +59,6 @@ Status check_limits(const Problem& p, const std::vector<SourceLoc>& stage_locs) 
   return Status::ok();
 }
 
-const char* recompute_mode_name(RecomputeMode m) {
-  switch (m) {
-    case RecomputeMode::kNone: return "none";
-    case RecomputeMode::kSelective: return "selective";
-    case RecomputeMode::kFull: return "full";
-  }
-  return "?";
-}
-
-std::optional<RecomputeMode> parse_recompute_mode(std::string_view text) {
-  if (text == "none") return RecomputeMode::kNone;
-  if (text == "selective") return RecomputeMode::kSelective;
-  if (text == "full") return RecomputeMode::kFull;
-  return std::nullopt;
-}
-
 Status set_recompute(const Spec& spec, Problem& problem, const std::vector<RecomputeMode>& modes) {
   if (static_cast<int>(modes.size()) != problem.num_stages())
     return Status::bad_input(fmt::format("recomputation: {} modes given for {} stages (need one per stage)",

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "ir/model.h"
+#include "ir/recompute.h"
 #include "ir/status.h"
 
 namespace ps {
@@ -20,9 +21,6 @@ namespace ps {
 //   none       F keeps its whole activation until the backward.
 //   selective  F drops the attention cores' quadratic activations; R recomputes those cores.
 //   full       F keeps only the layers' inputs; R recomputes the whole forward.
-enum class RecomputeMode : unsigned char { kNone, kSelective, kFull };
-const char* recompute_mode_name(RecomputeMode m);  // "none", "selective", "full"
-std::optional<RecomputeMode> parse_recompute_mode(std::string_view text);
 
 // A contiguous range of layers [first_layer, last_layer] with its aggregated costs.
 struct StageSpec {

@@ -169,6 +169,25 @@ int default_search_threads() {
   return std::clamp(hw, 1, kMaxSearchThreads);
 }
 
+Status set_plan_words(ModelSynthOptions& o, const Spec& spec, const PlanGiven& given, std::string_view stages_name) {
+  auto fixed = read_plan_given(spec, given, stages_name);
+  if (!fixed.ok()) return fixed.status();
+  o.partition.reset();
+  o.placement.reset();
+  if (fixed->partition) {
+    auto part = parse_partition_choice(*fixed->partition);
+    if (!part.ok()) return part.status();
+    o.partition = std::move(*part);
+  }
+  if (fixed->placement) {
+    auto place = parse_placement_choice(*fixed->placement);
+    if (!place.ok()) return place.status();
+    o.placement = std::move(*place);
+  }
+  o.stages_per_device = fixed->stages_per_device;
+  return Status::ok();
+}
+
 Result<ModelSynthesis> synthesize_model(const Spec& spec, const ModelSynthOptions& options) {
   ModelSynthOptions a = options;
   if (!a.start) a.start = std::chrono::steady_clock::now();

@@ -65,6 +65,11 @@ struct ModelSynthOptions {
   std::function<void(const SynthProgress&)> solver_progress;  // synthesize()'s reports
 };
 
+// Sets o.partition, o.placement and o.stages_per_device from the words a front end was given, by
+// read_plan_given's rules (synth/plan/plan_spec.h).
+Status set_plan_words(ModelSynthOptions& o, const Spec& spec, const PlanGiven& given,
+                      std::string_view stages_name = "stages_per_device");
+
 struct ModelSynthesis {
   Problem problem;                  // the chosen plan's problem
   std::vector<int> placement;       // stage → device of the chosen plan

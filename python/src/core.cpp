@@ -36,6 +36,7 @@
 #include "ir/model.h"
 #include "ir/output_file.h"
 #include "ir/problem.h"
+#include "ir/recompute.h"
 #include "ir/schedule.h"
 #include "ir/schedule_io.h"
 #include "ir/status.h"
@@ -160,19 +161,13 @@ SynthOutcome synthesize(const Spec& spec, std::optional<std::string> partition, 
                         int evaluations, uint64_t rlimit, unsigned seed, int z3_threads, int search_threads,
                         const std::string& dump_smt2, const std::string& recompute, nb::object progress) {
   const auto start = std::chrono::steady_clock::now();
-  const std::optional<RecomputeChoice> rc = parse_recompute_choice(recompute);
-  if (!rc) raise_status(Status::bad_input("recompute must be search, none, selective or full, got '" + recompute + "'"));
+  const RecomputeChoice rc = take(read_recompute_choice(recompute, "recompute"));
   if (!(time_limit_s > 0)) raise_status(Status::bad_input(fmt::format("time_limit_s must be > 0 seconds, got {}", time_limit_s)));
   if (evaluations < 0) raise_status(Status::bad_input(fmt::format("evaluations must be >= 0, got {}", evaluations)));
   if (z3_threads < 1) raise_status(Status::bad_input(fmt::format("z3_threads must be >= 1, got {}", z3_threads)));
   if (search_threads < 0) raise_status(Status::bad_input(fmt::format("search_threads must be >= 0, got {}", search_threads)));
   if (cuts != "layers" && cuts != "sublayers")
     raise_status(Status::bad_input("cuts must be 'layers' or 'sublayers', got '" + cuts + "'"));
-  if (stages_per_device && *stages_per_device < 1)
-    raise_status(Status::bad_input(fmt::format("stages_per_device must be >= 1, got {}", *stages_per_device)));
-  if (evaluations > 0 && partition && placement)
-    raise_status(Status::bad_input("evaluations budgets the search of the partition and placement, but partition and "
-                                   "placement fix both; the order's budget is rlimit"));
   if (!dump_smt2.empty()) {  // as `synth --dump-smt2` checks it: PATH and its window files, against the inputs
     std::vector<OutputPath> outs{{dump_smt2, "dump_smt2"}};
     const std::vector<std::string> windows = window_dump_paths(dump_smt2);
@@ -180,18 +175,11 @@ SynthOutcome synthesize(const Spec& spec, std::optional<std::string> partition, 
     check(check_output_paths(outs, spec_inputs(spec)));
   }
   ModelSynthOptions o;
-  o.recompute = *rc;
-  if (partition) o.partition = take(parse_partition_choice(*partition));
-  o.stages_per_device = stages_per_device.value_or(0);
-  check(check_stages_per_device(spec, o.stages_per_device));
-  // stages_per_device alone fixes the placement: interleaved (looped) with V stages per device, as
-  // `synth --stages-per-device V` reads it.
-  std::string placement_word = placement.value_or(
-      o.stages_per_device > 1 && !(partition && is_layout_partition(*partition)) ? "interleaved" : "sequential");
-  if (placement || stages_per_device) o.placement = take(parse_placement_choice(placement_word));
+  o.recompute = rc;
+  o.evaluations = evaluations;
+  check(set_plan_words(o, spec, PlanGiven{partition, placement, stages_per_device}));
   o.whole_layers = cuts == "layers";
   o.time_limit_s = time_limit_s;
-  o.evaluations = evaluations;
   o.rlimit = rlimit;
   o.seed = seed;
   o.z3_threads = z3_threads;
@@ -449,11 +437,10 @@ NB_MODULE(_core, m) {
       raise_status(Status::bad_input(fmt::format("unknown schedule '{}': expected one of {}", kind, baseline_names_joined(", "))));
     check(check_stages_per_device(spec, stages_per_device));
     const PartitionChoice choice = take(parse_partition_choice(partition));
-    const auto mode = parse_recompute_mode(recompute);
-    if (!mode) raise_status(Status::bad_input("recompute must be none, selective or full, got '" + recompute + "'"));
+    const RecomputeMode mode = take(read_recompute_mode(recompute, "recompute"));
     Result<BaselineRun> r = [&] {
       nb::gil_scoped_release release;
-      return run_baseline(spec, BaselineRequest{*k, stages_per_device, choice, *mode});
+      return run_baseline(spec, BaselineRequest{*k, stages_per_device, choice, mode});
     }();
     BaselineRun run = take(std::move(r));
     nb::dict d;

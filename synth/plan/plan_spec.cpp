@@ -25,6 +25,24 @@ bool is_layout_partition(const std::string& partition) {
   return !is_partition_method_name(partition) && looks_like_megatron_layout(partition);
 }
 
+Result<PlanFixed> read_plan_given(const Spec& spec, const PlanGiven& given, std::string_view stages_name) {
+  PlanFixed out;
+  if (given.stages_per_device) {
+    if (*given.stages_per_device < 1)  // given, so 0 is no "not given" here
+      return Status::bad_input(fmt::format("{} must be >= 1, got {}", stages_name, *given.stages_per_device));
+    PS_RETURN_IF_ERROR(check_stages_per_device(spec, *given.stages_per_device, stages_name));
+    out.stages_per_device = *given.stages_per_device;
+  }
+  out.partition = given.partition;
+  const bool layout = given.partition && is_layout_partition(*given.partition);
+  if (given.placement) {
+    out.placement = given.placement;
+  } else if (given.stages_per_device) {
+    out.placement = out.stages_per_device > 1 && !layout ? "interleaved" : "sequential";
+  }
+  return out;
+}
+
 Result<PartitionChoice> parse_partition_choice(const std::string& word) {
   if (word == "balanced") return PartitionChoice{PartitionMethod::kBalanced, ""};
   if (word == "balanced-memory") return PartitionChoice{PartitionMethod::kBalancedMemory, ""};

@@ -7,6 +7,7 @@
 // means the same everywhere and a library user gets the same reading as the command line.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -65,6 +66,27 @@ struct NamedPlan {
 // in 64 bits) must not exceed the model's layers (a stage holds at least one layer). Messages name V
 // by `name` (the caller's word for it: "--stages-per-device", "stages_per_device").
 Status check_stages_per_device(const Spec& spec, int stages_per_device, std::string_view name = "stages_per_device");
+
+// What a front end (the command's flags, the Python keywords) was given for the plan, in words;
+// unset: left to the search.
+struct PlanGiven {
+  std::optional<std::string> partition;
+  std::optional<std::string> placement;
+  std::optional<int> stages_per_device;
+};
+// The plan the words fix, by the rules every front end shares: a given stage count per device is
+// checked (check_stages_per_device, named by `stages_name`); a stage count per device alone fixes the
+// placement — interleaved (looped) with V stages per device, or sequential for V = 1 — unless the
+// partition is a Megatron layout, which brings its own. Unset fields stay open for the search; what
+// the words fix is checked where it is resolved (placement_stage_count: a placement that cannot hold
+// V; synthesize_model: an evaluations budget with nothing left to search).
+struct PlanFixed {
+  std::optional<std::string> partition;
+  std::optional<std::string> placement;
+  int stages_per_device = 0;
+};
+Result<PlanFixed> read_plan_given(const Spec& spec, const PlanGiven& given,
+                                  std::string_view stages_name = "stages_per_device");
 
 // Whether `partition` is read as a Megatron layout string rather than a method name.
 bool is_layout_partition(const std::string& partition);

@@ -868,23 +868,6 @@ Result<TuneResult> Tuner::run() {
 
 }  // namespace
 
-const char* recompute_choice_name(RecomputeChoice c) {
-  switch (c) {
-    case RecomputeChoice::kSearch: return "search";
-    case RecomputeChoice::kNone: return "none";
-    case RecomputeChoice::kSelective: return "selective";
-    case RecomputeChoice::kFull: return "full";
-  }
-  return "unknown";
-}
-
-std::optional<RecomputeChoice> parse_recompute_choice(std::string_view text) {
-  for (RecomputeChoice c : {RecomputeChoice::kSearch, RecomputeChoice::kNone, RecomputeChoice::kSelective,
-                            RecomputeChoice::kFull})
-    if (text == recompute_choice_name(c)) return c;
-  return std::nullopt;
-}
-
 const char* search_stop_name(SearchStop s) {
   switch (s) {
     case SearchStop::kConverged: return "converged";

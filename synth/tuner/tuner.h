@@ -43,23 +43,13 @@
 
 #include "ir/model.h"
 #include "ir/problem.h"
+#include "ir/recompute.h"
 #include "ir/schedule.h"
 #include "ir/status.h"
 #include "synth/dag/op_dag.h"
 
 namespace ps {
 
-// Activation recomputation in the search (docs/tuner.md, "Recomputation").
-enum class RecomputeChoice : unsigned char {
-  kSearch,     // per stage where memory binds: the search raises the modes of a device's stages
-               // (none → selective → full) when the plan does not fit or its peak leaves no room for
-               // another microbatch, and lowers them again; only a shorter plan keeps them
-  kNone,       // no stage recomputes
-  kSelective,  // every stage selective
-  kFull,       // every stage full
-};
-const char* recompute_choice_name(RecomputeChoice c);  // "search", "none", "selective", "full"
-std::optional<RecomputeChoice> parse_recompute_choice(std::string_view text);
 
 struct TuneProgress {
   int evaluated = 0;            // candidates evaluated so far

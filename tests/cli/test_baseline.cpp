@@ -251,10 +251,10 @@ TEST_CASE("cli bound: terms, JSON, a plan's bound, memory infeasibility") {
   auto bad_placement =
       run_cli(fmt::format("bound {} --devices 4 --placement vshape --stages-per-device 3", kLlama));
   CHECK(bad_placement.exit_code == 1);
-  CHECK(contains(bad_placement.output, "--placement v holds exactly 2 stages per device"));
+  CHECK(contains(bad_placement.output, "placement vshape holds exactly 2 stages per device, got stages_per_device 3"));
   // bound reads the plan words as synth does (synth/plan/plan_spec.h): the same refusal there.
   auto synth_placement = run_cli(
       fmt::format("synth {} --devices 4 --placement vshape --stages-per-device 3 --evaluations 1", kLlama));
   CHECK(synth_placement.exit_code == 1);
-  CHECK(contains(synth_placement.output, "--placement v holds exactly 2 stages per device"));
+  CHECK(contains(synth_placement.output, "placement vshape holds exactly 2 stages per device, got stages_per_device 3"));
 }

@@ -73,7 +73,7 @@ def test_synthesize_chooses_recomputation_where_nothing_fits_without_it(tmp_path
     cli("synth", model, "--evaluations", "30", "--rlimit", "2000000", "--time-limit", "120", "-o",
         str(tmp_path / "cli.yaml"))
     assert read(tmp_path / "py.yaml") == read(tmp_path / "cli.yaml")
-    with pytest.raises(pipesmith.BadInputError, match="recompute must be search, none, selective or full"):
+    with pytest.raises(pipesmith.BadInputError, match="recompute: expected search, none, selective or full"):
         pipesmith.synthesize(spec, evaluations=5, recompute="partial")
 
 
