@@ -656,6 +656,8 @@ struct Unmodelled {
 };
 constexpr Unmodelled kUnmodelled[] = {
     {"moe_latent_size", nullptr, "LatentMoE: routed experts that compute in a smaller latent space"},
+    {"num_nextn_predict_layers", "nemotron_h", "multi-token-prediction layers, which the import builds for "
+                                               "DeepSeek-style models only"},
 };
 
 Status refuse_unmodelled(const JsonValue& obj, const std::string& type) {

@@ -179,6 +179,12 @@ TEST_CASE("cli import hostile: a field that changes the model's size and is not 
   r = run_cli("import hf " + dir.write("nolatent.json", edit(moe, "\"moe_latent_size\": 1024", "\"moe_latent_size\": null")));
   INFO(r.output);
   CHECK(r.exit_code == 0);
+  // Nemotron-H's MTP layers are refused by name too (0 is none: imports).
+  r = run_cli("import hf " + dir.write("mtp.json", edit(nem, "\"n_groups\": 8,", "\"n_groups\": 8, \"num_nextn_predict_layers\": 1,")));
+  CHECK(r.exit_code == 1);
+  CHECK(contains(r.output, "'num_nextn_predict_layers' changes the model's parameters and FLOPs (multi-token-prediction"));
+  r = run_cli("import hf " + dir.write("mtp0.json", edit(nem, "\"n_groups\": 8,", "\"n_groups\": 8, \"num_nextn_predict_layers\": 0,")));
+  CHECK(r.exit_code == 0);
   // Megatron's flag likewise, and a hybrid layer ratio the import cannot reproduce.
   r = run_cli("import megatron " + dir.write("latent.args", "--num-layers 4 --hidden-size 256 --num-attention-heads 4 "
                                                             "--num-experts 8 --padded-vocab-size 32000\n"
