@@ -83,10 +83,10 @@ TEST_CASE("run_schedule: the options are checked once, before anything runs") {
       {"tokens", [](ps::RunOptions& o) { o.tokens = 0; }, "--tokens must be in 1..65536"},
       {"scale", [](ps::RunOptions& o) { o.scale = -1; }, "--scale must be a finite number > 0"},
       {"buffered", [](ps::RunOptions& o) { o.semantics = ps::Semantics::kBuffered; }, "--semantics must be rendezvous or grouped"},
-      {"memory", [](ps::RunOptions& o) { o.memory_limit_gb = -2; }, "--memory-limit-gb must be a finite number of GB >= 0"},
+      {"memory", [](ps::RunOptions& o) { o.memory_limit_gb = -2; }, "--memory-limit-gb must be a finite number of GB in [0, 1e+15]"},
   };
   for (const Case& c : cases) {
-    INFO(c.what);
+    INFO(std::string(c.what));
     ps::RunOptions o = host_options();
     c.set(o);
     const ps::RunOutcome out = ps::run_schedule(s, nullptr, o);
