@@ -1,7 +1,7 @@
 // Every file pipesmith writes verifies, whatever the scale of the costs: `synth`, `baseline` and
 // `export` on models whose layers take from microseconds to hours, and `verify` on what they wrote
-// (the certificate's claims are held at the precision they were written with). Through the command
-// line, as a user runs it.
+// (the schedules with their certificates, whose claims are held at the precision they were written
+// with, and the exported CSVs). Through the command line, as a user runs it.
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
@@ -68,6 +68,13 @@ void check_all_verify(const std::string& dir, const std::string& model, const st
   INFO(e.output);
   CHECK(e.exit_code == 0);
   CHECK(std::filesystem::exists(out + "/plan.json"));
+  // The exported CSVs verify too (costed by the model; PyTorch's order and the certified one).
+  for (const char* csv : {"compute_only.csv", "compute_comms.csv"}) {
+    auto vc = run_cli(fmt::format("verify {}/{} --model {} --microbatches 4", out, csv, model));
+    INFO(csv, "\n", vc.output);
+    CHECK(vc.exit_code == 0);
+    CHECK(contains(vc.output, "VALID"));
+  }
 }
 
 TEST_CASE("cli certificate: what synth, baseline and export write verifies, for layers from microseconds to hours") {
