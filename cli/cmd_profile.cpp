@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 
 #include "cli/commands.h"
@@ -66,13 +67,32 @@ std::string source_dir() {
 #endif
 }
 
-// The Python that runs the torch profiler: $PIPESMITH_PYTHON, else the repository's .venv, else
+// Where the torch profiler comes from: the Python that runs it, and the source tree's python/ to put
+// on PYTHONPATH (empty: the package is installed where that Python finds it).
+struct TorchPython {
+  std::string python;
+  std::string python_path;
+  std::string origin;  // for the progress line: "installed beside this command", ...
+};
+
+// $PIPESMITH_PYTHON (with the package as that Python finds it); else the Python beside this command
+// (`pip install .` puts the command and the package into one environment, so an installed command
+// needs no checkout); else, for a build tree's command, the repository's .venv and python/; else
 // python3 on the PATH.
-std::string find_python() {
-  if (const char* v = std::getenv("PIPESMITH_PYTHON"); v && *v) return v;
-  const std::string venv = source_dir() + "/.venv/bin/python";
-  if (access(venv.c_str(), X_OK) == 0) return venv;
-  return "python3";
+TorchPython find_python() {
+  if (const char* v = std::getenv("PIPESMITH_PYTHON"); v && *v) return {v, "", "$PIPESMITH_PYTHON"};
+  std::error_code ec;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const std::filesystem::path beside = self.parent_path() / "python";
+    if (access(beside.c_str(), X_OK) == 0) return {beside.string(), "", "installed beside this command"};
+  }
+  const std::string tree = source_dir();
+  if (access((tree + "/python/pipesmith/torch/profile.py").c_str(), R_OK) == 0) {
+    const std::string venv = tree + "/.venv/bin/python";
+    return {access(venv.c_str(), X_OK) == 0 ? venv : "python3", tree + "/python", "the source tree " + tree};
+  }
+  return {"python3", "", "python3 on the PATH"};
 }
 
 int run_torch_profile(const ProfileFlags& f) {
@@ -86,7 +106,10 @@ int run_torch_profile(const ProfileFlags& f) {
     return report_error(st);
   if (!f.also_fused.empty() && f.output == "-")
     return report_error(Status::bad_input("--also-fused needs -o (the profile written to a file)"));
-  const std::string python = find_python();
+  const TorchPython tp = find_python();
+  const std::string& python = tp.python;
+  std::fprintf(stderr, "profile: --backend torch: %s -m pipesmith.torch.profile (the package: %s)\n", python.c_str(),
+               tp.origin.c_str());
   std::vector<std::string> args = {python, "-m", "pipesmith.torch.profile", f.model, "-o", f.output,
                                    "--repeats", std::to_string(f.repeats), "--warmup", std::to_string(f.warmup)};
   if (!f.cluster.empty()) args.insert(args.end(), {"--cluster", f.cluster});
@@ -104,7 +127,7 @@ int run_torch_profile(const ProfileFlags& f) {
   if (!f.also_fused.empty()) args.insert(args.end(), {"--also-fused", f.also_fused});
   if (!f.dtype.empty()) args.insert(args.end(), {"--dtype", f.dtype});
   if (!f.device.empty()) args.insert(args.end(), {"--device", f.device});
-  const std::string python_path = source_dir() + "/python";
+  const std::string& python_path = tp.python_path;
   std::fflush(stdout);
   std::fflush(stderr);
   const pid_t pid = fork();
@@ -112,9 +135,11 @@ int run_torch_profile(const ProfileFlags& f) {
     return report_error(
         Status::error(ErrorCode::kRuntime, fmt::format("cannot fork: {}", std::strerror(errno))));
   if (pid == 0) {
-    const char* old = std::getenv("PYTHONPATH");
-    const std::string pp = old && *old ? python_path + ":" + old : python_path;
-    setenv("PYTHONPATH", pp.c_str(), 1);
+    if (!python_path.empty()) {
+      const char* old = std::getenv("PYTHONPATH");
+      const std::string pp = old && *old ? python_path + ":" + old : python_path;
+      setenv("PYTHONPATH", pp.c_str(), 1);
+    }
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -205,8 +230,8 @@ Runner add_profile(CLI::App& app) {
   sub->add_option("--cluster", f->cluster, "Cluster YAML (copied into the output)");
   sub->add_option("--backend", f->backend,
                   "host (default), cuda, or torch: the PyTorch reference transformer of the model, measured by "
-                  "python -m pipesmith.torch.profile (Python: $PIPESMITH_PYTHON, else the repository's .venv, else "
-                  "python3; docs/pytorch.md, 'Profiling')");
+                  "python -m pipesmith.torch.profile (Python: $PIPESMITH_PYTHON, else the one installed beside this command, "
+                  "else a build tree's .venv and python/, else python3; docs/pytorch.md, 'Profiling')");
   sub->add_option("-o,--output", f->output, "Model YAML to write (default - = stdout; otherwise a table is printed)");
   sub->add_option("--scale", f->scale, "Width multiplier of the executable model (as in `pipesmith run`)")
       ->check(flags::scale());

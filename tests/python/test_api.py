@@ -314,3 +314,13 @@ def test_the_installed_package_and_command(tmp_path):
     assert p.returncode == 0, p.stderr
     b = pipesmith.baseline(llama_spec(), "1f1b")
     assert read(out) == b.schedule.to_yaml().encode()
+    # profile --backend torch runs the package installed beside the command, not this checkout's python/:
+    # from another folder, without PYTHONPATH, the installed command profiles a model.
+    prof = tmp_path / "profiled.yaml"
+    p = subprocess.run([command, "profile", model_path("gemma-like"), "--backend", "torch", "--hidden", "16", "--seq", "8",
+                        "--vocab", "64", "--repeats", "1", "--warmup", "0", "-o", str(prof)],
+                       capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert "(the package: installed beside this command)" in p.stderr
+    assert os.path.dirname(command) in p.stderr.splitlines()[0]
+    assert "site-packages" not in (env.get("PYTHONPATH") or "") and prof.stat().st_size > 0
