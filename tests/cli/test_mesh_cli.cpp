@@ -244,3 +244,27 @@ TEST_CASE("cli mesh: import megatron writes the mesh arguments as the parallel: 
   REQUIRE_MESSAGE(r.exit_code == 0, r.output);
   CHECK_FALSE(pstest::contains(pstest::read_file(dir + "/p.yaml"), "parallel:"));
 }
+
+TEST_CASE("cli mesh: MiniMax-M1 on 1,024 GPUs (PP 16 x TP 4 with SP x EP 32, distributed optimizer) gets a certified schedule at 80 GB") {
+  // MiniMax-M1 publishes no mesh; this one keeps TP within a node and spreads its 32 experts one per
+  // GPU pair of the expert group.
+  const std::string dir = pstest::fresh_dir("mesh-minimax");
+  pstest::CliResult r = pstest::run_cli("import hf " + pstest::data_path("hf_configs/minimax-m1.json") + " -o " + dir +
+                                        "/m1.yaml");
+  REQUIRE_MESSAGE(r.exit_code == 0, r.output);
+  const std::string flags = dir + "/m1.yaml --cluster " + pstest::data_path("mesh/2048xh800.yaml") +
+                            " --gpus 1024 --tensor-parallel 4 --sequence-parallel --expert-parallel 32 "
+                            "--optimizer distributed --global-batch 1024";
+  const nlohmann::json j = lower_json(flags);
+  CHECK(j["mesh"]["data"] == 16);
+  CHECK(j["mesh"]["expert_data"] == 2);
+  CHECK(j["mesh"]["groups"]["tensor"]["nodes"] == 1);
+  r = pstest::run_cli("synth " + flags + " --evaluations 30 -o " + dir + "/m1.sched.yaml");
+  REQUIRE_MESSAGE(r.exit_code == 0, r.output);
+  r = pstest::run_cli("verify --json " + dir + "/m1.sched.yaml");
+  REQUIRE_MESSAGE(r.exit_code == 0, r.output);
+  const nlohmann::json v = nlohmann::json::parse(r.output);
+  CHECK(v["valid"] == true);
+  for (const auto& gb : v["peak_memory_gb"]) CHECK(gb.get<double>() <= 80);
+  CHECK(v["mfu"].get<double>() > 0);
+}
