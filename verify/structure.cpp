@@ -23,20 +23,17 @@ SourceLoc row_loc(const Schedule& s, int device) {
   return loc;
 }
 
-}  // namespace
-
-void check_structure(const Schedule& s, const OpTable& t, std::vector<Violation>& out) {
+// The problem itself: something to check against. False: nothing else can be checked.
+bool check_problem(const Schedule& s, std::vector<Violation>& out) {
   const Problem& pb = s.problem;
   const int S = pb.num_stages();
   const int M = pb.microbatches;
   const int D = s.num_devices();
-
-  // The problem itself: something to check against.
   if (S <= 0 || M <= 0) {
     out.push_back(general_violation(
         rules::kIndex, -1,
         fmt::format("the problem has {} stages and {} microbatches; both must be at least 1", S, M)));
-    return;
+    return false;
   }
   if (static_cast<long long>(S) * M > kMaxStageMicrobatchPairs) {
     out.push_back(general_violation(
@@ -44,7 +41,7 @@ void check_structure(const Schedule& s, const OpTable& t, std::vector<Violation>
         fmt::format("the problem has {} stages x {} microbatches = {} pairs; the checker handles at "
                     "most {}",
                     S, M, static_cast<long long>(S) * M, kMaxStageMicrobatchPairs)));
-    return;
+    return false;
   }
   for (int st = 0; st < S; ++st) {
     const int dev = pb.stages[st].device;
@@ -56,8 +53,15 @@ void check_structure(const Schedule& s, const OpTable& t, std::vector<Violation>
                       st, dev, D, D - 1)));
     }
   }
+  return true;
+}
 
-  // Per op: index range, placement, duplicates.
+// Per op: index range, placement, duplicates.
+void check_ops(const Schedule& s, const OpTable& t, std::vector<Violation>& out) {
+  const Problem& pb = s.problem;
+  const int S = pb.num_stages();
+  const int M = pb.microbatches;
+  const int D = s.num_devices();
   std::set<std::pair<int, int>> misplaced;  // (stage, device) already reported
   for (int d = 0; d < D; ++d) {
     for (int i = 0; i < static_cast<int>(s.programs[d].size()); ++i) {
@@ -105,8 +109,13 @@ void check_structure(const Schedule& s, const OpTable& t, std::vector<Violation>
       }
     }
   }
+}
 
-  // Completeness and backward shape, per (stage, microbatch).
+// Completeness and backward shape, per (stage, microbatch).
+void check_complete(const Schedule& s, const OpTable& t, std::vector<Violation>& out) {
+  const Problem& pb = s.problem;
+  const int S = pb.num_stages();
+  const int M = pb.microbatches;
   for (int st = 0; st < S; ++st) {
     const StageSpec& spec = pb.stages[st];
     const int home = spec.device;
@@ -178,6 +187,14 @@ void check_structure(const Schedule& s, const OpTable& t, std::vector<Violation>
       }
     }
   }
+}
+
+}  // namespace
+
+void check_structure(const Schedule& s, const OpTable& t, std::vector<Violation>& out) {
+  if (!check_problem(s, out)) return;
+  check_ops(s, t, out);
+  check_complete(s, t, out);
 }
 
 }  // namespace ps::verify_detail
