@@ -25,6 +25,7 @@ Runner add_render(CLI::App& app);
 Runner add_baseline(CLI::App& app);
 Runner add_bound(CLI::App& app);
 Runner add_synth(CLI::App& app);
+Runner add_plan(CLI::App& app);
 Runner add_run(CLI::App& app);
 Runner add_profile(CLI::App& app);
 Runner add_export(CLI::App& app);

@@ -57,6 +57,7 @@ int main(int argc, char** argv) {
   add(ps::cli::add_baseline);
   add(ps::cli::add_bound);
   add(ps::cli::add_synth);
+  add(ps::cli::add_plan);
   add(ps::cli::add_run);
   add(ps::cli::add_profile);
   add(ps::cli::add_export);

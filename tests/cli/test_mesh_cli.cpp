@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "test_util.h"
@@ -267,4 +268,57 @@ TEST_CASE("cli mesh: MiniMax-M1 on 1,024 GPUs (PP 16 x TP 4 with SP x EP 32, dis
   CHECK(v["valid"] == true);
   for (const auto& gb : v["peak_memory_gb"]) CHECK(gb.get<double>() <= 80);
   CHECK(v["mfu"].get<double>() > 0);
+}
+
+TEST_CASE("cli plan: the meshes of 64 GPUs ranked, deterministic, the best written as a certified schedule") {
+  const std::string dir = pstest::fresh_dir("mesh-plan");
+  const std::string model = write_temp("llama3-8b-plan.yaml", llama3_8b(4));
+  const std::string args = "plan " + model + " --gpus 64 --global-batch 64 --top 3 --evaluations 5";
+  pstest::CliResult r = pstest::run_cli(args + " --json -o " + dir + "/best.yaml");
+  REQUIRE_MESSAGE(r.exit_code == 0, r.output);
+  const nlohmann::json j = nlohmann::json::parse(r.output);
+  CHECK(j["enumerated"].get<int>() > 10);
+  int synthesized = 0;
+  double last_ms = 0;
+  std::set<std::string> meshes;
+  for (const auto& row : j["rows"]) {
+    const int product = row["pipeline"].get<int>() * row["data"].get<int>() * row["context"].get<int>() *
+                        row["tensor"].get<int>();
+    CHECK(product == 64);
+    CHECK(row["microbatches"].get<int>() * row["data"].get<int>() == 64);  // global batch / (micro batch x data)
+    meshes.insert(row.dump());
+    if (!row["synthesized"].get<bool>()) continue;
+    ++synthesized;
+    CHECK(row["iteration_ms"].get<double>() >= last_ms);  // ranked by iteration
+    last_ms = row["iteration_ms"].get<double>();
+    CHECK(row["peak_memory_gb"].get<double>() <= 80);
+  }
+  CHECK(synthesized == 3);
+  CHECK(meshes.size() == j["rows"].size());
+  // The best, written, is a schedule verify accepts, at rank 1's iteration.
+  r = pstest::run_cli("verify --json " + dir + "/best.yaml");
+  REQUIRE_MESSAGE(r.exit_code == 0, r.output);
+  const nlohmann::json v = nlohmann::json::parse(r.output);
+  CHECK(v["valid"] == true);
+  CHECK(v["makespan_ms"].get<double>() == doctest::Approx(j["rows"][0]["iteration_ms"].get<double>()));
+  // Deterministic: the same rows again.
+  pstest::CliResult again = pstest::run_cli(args + " --json");
+  REQUIRE(again.exit_code == 0);
+  CHECK(nlohmann::json::parse(again.output) == j);
+  // Pinned dimensions, refusals and infeasibility.
+  r = pstest::run_cli(args + " --json --fix tensor=8 --fix optimizer=fsdp");
+  REQUIRE_MESSAGE(r.exit_code == 0, r.output);
+  for (const auto& row : nlohmann::json::parse(r.output)["rows"]) {
+    CHECK(row["tensor"] == 8);
+    CHECK(row["optimizer"] == "fsdp");
+  }
+  r = pstest::run_cli(args + " --fix width=2");
+  CHECK(r.exit_code == 1);
+  CHECK(pstest::contains(r.output, "--fix 'width=2': unknown dimension 'width'"));
+  r = pstest::run_cli("plan " + model + " --global-batch 64");
+  CHECK(r.exit_code == 1);
+  CHECK(pstest::contains(r.output, "--gpus"));
+  r = pstest::run_cli(args + " --memory-limit-gb 1");
+  CHECK(r.exit_code == 2);
+  CHECK(pstest::contains(r.output, "got a schedule"));
 }

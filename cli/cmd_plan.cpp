@@ -1,0 +1,172 @@
+// `pipesmith plan MODEL.yaml --gpus N --global-batch B` — the meshes the model can run on N GPUs,
+// the most promising synthesized, ranked (synth/mesh_plan.h); -o writes the best as a certified
+// schedule.
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "cli/number_flags.h"
+#include "ir/schedule_io.h"
+#include "synth/mesh_plan.h"
+
+namespace ps::cli {
+
+namespace {
+
+struct PlanArgs {
+  std::string model_path, cluster_path, out_path;
+  long long gpus = 0, global_batch = 0;
+  std::optional<int> devices;
+  std::optional<double> memory_gb;
+  std::vector<std::string> fix;  // "tensor=8"
+  int top = 4, evaluations = 20;
+  bool json = false;
+};
+
+// --fix KEY=VALUE pins one dimension.
+Status read_fix(const std::string& text, MeshPlanOptions& o) {
+  const size_t eq = text.find('=');
+  const std::string key = text.substr(0, eq == std::string::npos ? 0 : eq);
+  const std::string value = eq == std::string::npos ? "" : text.substr(eq + 1);
+  const std::string keys = "pipeline, tensor, context, expert, expert_tensor, data, micro_batch, optimizer, sequence_parallel";
+  if (eq == std::string::npos || value.empty())
+    return Status::bad_input(fmt::format("--fix '{}': expected KEY=VALUE with KEY one of {}", excerpt(text), keys));
+  if (key == "optimizer") {
+    if (!parse_optimizer(value))
+      return Status::bad_input(fmt::format("--fix optimizer={}: expected replicated, distributed or fsdp", excerpt(value)));
+    o.pinned.optimizer = value;
+    return Status::ok();
+  }
+  if (key == "sequence_parallel") {
+    if (value != "true" && value != "false")
+      return Status::bad_input(fmt::format("--fix sequence_parallel={}: expected true or false", excerpt(value)));
+    o.pinned.sequence_parallel = value == "true";
+    return Status::ok();
+  }
+  const bool digits = value.size() < 8 && std::all_of(value.begin(), value.end(), [](char c) { return c >= '0' && c <= '9'; });
+  const long long v = digits ? std::stoll(value) : 0;
+  if (v < 1 || v > kMaxGpus)
+    return Status::bad_input(fmt::format("--fix {}: the value must be an integer in [1, {}], got '{}'", key, kMaxGpus, excerpt(value)));
+  if (key == "pipeline") o.pipeline = static_cast<int>(v);
+  else if (key == "tensor") o.pinned.tensor = v;
+  else if (key == "context") o.pinned.context = v;
+  else if (key == "expert") o.pinned.expert = v;
+  else if (key == "expert_tensor") o.pinned.expert_tensor = v;
+  else if (key == "data") o.pinned.data = v;
+  else if (key == "micro_batch") o.pinned.micro_batch = v;
+  else return Status::bad_input(fmt::format("--fix '{}': unknown dimension '{}' (expected one of {})", excerpt(text), excerpt(key), keys));
+  return Status::ok();
+}
+
+std::string mesh_words(const MeshPlanRow& r) {
+  return fmt::format("PP {} x DP {} x CP {} x TP {}{}{}", r.pipeline, r.data, r.context, r.tensor, r.sequence_parallel ? " SP" : "",
+                     r.expert > 1 ? fmt::format(", EP {}", r.expert) : "");
+}
+
+std::string text_table(const PlanArgs& a, const MeshPlan& plan) {
+  std::string out = fmt::format("pipesmith plan: {} GPUs, global batch {} sequences; {} meshes, {} refused by the model, "
+                                "{} pruned by memory\n",
+                                a.gpus, a.global_batch, plan.enumerated, plan.refused, plan.pruned);
+  out += fmt::format("{:>4}  {:<40} {:>6} {:>6} {:>12} {:>12} {:>9} {:>6} {:>8} {:>7}  {}\n", "rank", "mesh", "M", "stages",
+                     "iteration ms", "tokens/s", "TFLOP/s", "MFU", "peak GB", "bubble", "note");
+  int rank = 0;
+  for (const MeshPlanRow& r : plan.rows) {
+    const std::string mesh = fmt::format("{}, {}", mesh_words(r), optimizer_name(r.optimizer));
+    if (r.synthesized)
+      out += fmt::format("{:>4}  {:<40} {:>6} {:>6} {:>12.3f} {:>12.0f} {:>9.1f} {:>5.1f}% {:>8.1f} {:>6.1f}%\n", ++rank, mesh,
+                         r.microbatches, r.stages, r.iteration_ms, r.tokens_per_s, r.tflops_per_gpu, 100 * r.mfu,
+                         r.peak_memory_gb, 100 * r.bubble);
+    else
+      out += fmt::format("{:>4}  {:<40} {:>6} {:>6} {:>12} {:>12} {:>9} {:>6} {:>8} {:>7}  {}\n", "-", mesh, r.microbatches, "-",
+                         fmt::format("~{:.0f}", r.estimate_ms), "-", "-", "-", "-", "-", r.note);
+  }
+  return out;
+}
+
+std::string json_table(const PlanArgs& a, const MeshPlan& plan) {
+  using J = nlohmann::ordered_json;
+  J rows = J::array();
+  for (const MeshPlanRow& r : plan.rows)
+    rows.push_back(J{{"pipeline", r.pipeline},
+                     {"data", r.data},
+                     {"context", r.context},
+                     {"tensor", r.tensor},
+                     {"expert", r.expert},
+                     {"sequence_parallel", r.sequence_parallel},
+                     {"optimizer", optimizer_name(r.optimizer)},
+                     {"microbatches", r.microbatches},
+                     {"estimate_ms", r.estimate_ms},
+                     {"synthesized", r.synthesized},
+                     {"stages", r.stages},
+                     {"iteration_ms", r.iteration_ms},
+                     {"tokens_per_s", r.tokens_per_s},
+                     {"tflops_per_gpu", r.tflops_per_gpu},
+                     {"mfu", r.mfu},
+                     {"peak_memory_gb", r.peak_memory_gb},
+                     {"bubble_ratio", r.bubble},
+                     {"note", r.note}});
+  J j{{"gpus", a.gpus},       {"global_batch", a.global_batch}, {"enumerated", plan.enumerated},
+      {"refused", plan.refused}, {"pruned", plan.pruned},         {"rows", rows}};
+  return j.dump(2) + "\n";
+}
+
+int run_plan(const PlanArgs& a) {
+  if (Status st = check_writable(a.out_path, "-o"); !st.is_ok()) return report_error(st);
+  MeshPlanOptions o;
+  o.pinned.gpus = a.gpus;
+  o.pinned.global_batch = a.global_batch;
+  o.pipeline = a.devices;
+  o.memory_gb = a.memory_gb;
+  o.top = a.top;
+  o.evaluations = a.evaluations;
+  for (const std::string& f : a.fix)
+    if (Status st = read_fix(f, o); !st.is_ok()) return report_error(st);
+  Result<MeshPlan> plan = plan_meshes(a.model_path, a.cluster_path, o);
+  if (!plan.ok()) return report_error(plan.status());
+  std::string text = a.json ? json_table(a, *plan) : text_table(a, *plan);
+  if (!a.out_path.empty()) {
+    if (Status st = write_schedule_yaml(plan->best->result.schedule, a.out_path); !st.is_ok()) return report_error(st);
+    if (!a.json && a.out_path != "-") text += fmt::format("wrote {} (rank 1)\n", a.out_path);
+  }
+  if (Status st = write_text_file("-", text); !st.is_ok()) return report_error(st);
+  return 0;
+}
+
+}  // namespace
+
+Runner add_plan(CLI::App& app) {
+  auto args = std::make_shared<PlanArgs>();
+  CLI::App* sub = app.add_subcommand(
+      "plan",
+      "Choose the mesh with the schedule: enumerate the meshes (pipeline, data, tensor, expert; docs/mesh.md) the "
+      "model can run on --gpus GPUs, refuse those the model cannot split, prune those whose model states do not fit, "
+      "synthesize the --top best by a work estimate (each with --evaluations candidates: deterministic) and rank "
+      "them by iteration time.");
+  sub->add_option("model", args->model_path, "Model YAML")->required();
+  sub->add_option("--cluster", args->cluster_path, "Cluster YAML (its gpus_per_node and links place the groups)");
+  sub->add_option("--gpus", args->gpus, "GPUs of the mesh")->required()->check(flags::integer_in(1, kMaxGpus));
+  sub->add_option("--global-batch", args->global_batch, "Sequences per iteration")
+      ->required()
+      ->check(flags::integer_in(1, kMaxGpus * 1'000'000LL));
+  sub->add_option("--devices", args->devices, "Pin the pipeline's devices P (same as --fix pipeline=P)")
+      ->check(flags::integer_in(1, 100'000));
+  sub->add_option("--memory-limit-gb", args->memory_gb, "Memory per GPU in GB (overrides cluster.memory_gb; 0 = unlimited)")
+      ->check(flags::memory_limit_gb());
+  sub->add_option("--fix", args->fix,
+                  "Pin a dimension: pipeline=P, tensor=T, context=C, expert=E, expert_tensor=ET, data=D, micro_batch=B, "
+                  "optimizer=WORD, sequence_parallel=true|false (repeatable)");
+  sub->add_option("--top", args->top, "Meshes synthesized, the best by the estimate (default 4)")->check(flags::integer_in(1, 1000));
+  sub->add_option("--evaluations", args->evaluations, "Search budget of each synthesis in candidates (default 20)")
+      ->check(flags::integer_in(1, 1'000'000));
+  sub->add_flag("--json", args->json, "Print the rows as JSON");
+  sub->add_option("-o,--output", args->out_path, "Write the best mesh's certified schedule (pipesmith-schedule/1 YAML)");
+  sub->footer("Exit codes: 0 ok, 1 bad input or usage, 2 no mesh gets a schedule.");
+  return [args] { return run_plan(*args); };
+}
+
+}  // namespace ps::cli
