@@ -235,16 +235,9 @@ std::optional<double> sim_value(const Report& r, double Simulation::*field) {
   return (*r.sim).*field;
 }
 
-}  // namespace
 
-}  // namespace ps::py
-
-NB_MODULE(_core, m) {
-  using namespace ps;
-  using namespace ps::py;
-  m.doc() = "pipesmith's C++ core (the library behind the pipesmith command); use it through `import pipesmith`.";
-  m.attr("z3_version") = z3_version();
-
+// Spec: a model, its cluster and pipeline settings (load_spec, parse_spec, the mesh keywords).
+void bind_specs(nb::module_& m) {
   nb::class_<Spec>(m, "Spec", "A model, its cluster and its pipeline settings, validated (load_spec).")
       .def_prop_ro("name", [](const Spec& s) { return s.model.name; }, "The model's name.")
       .def_prop_ro("devices", [](const Spec& s) { return s.cluster.devices; }, "Pipeline devices P.")
@@ -257,6 +250,40 @@ NB_MODULE(_core, m) {
                            s.cluster.devices, s.pipeline.microbatches, s.cluster.memory_gb);
       });
 
+  nb::class_<ParallelInput>(m, "ParallelInput")
+      .def(nb::init<>())
+      .def_rw("gpus", &ParallelInput::gpus)
+      .def_rw("tensor", &ParallelInput::tensor)
+      .def_rw("context", &ParallelInput::context)
+      .def_rw("expert", &ParallelInput::expert)
+      .def_rw("expert_tensor", &ParallelInput::expert_tensor)
+      .def_rw("data", &ParallelInput::data)
+      .def_rw("micro_batch", &ParallelInput::micro_batch)
+      .def_rw("global_batch", &ParallelInput::global_batch)
+      .def_rw("sequence_parallel", &ParallelInput::sequence_parallel)
+      .def_rw("optimizer", &ParallelInput::optimizer);
+  m.def("load_spec", [](const std::string& model, std::optional<std::string> cluster, std::optional<int> devices,
+                        std::optional<int> microbatches, std::optional<double> memory_limit_gb, ParallelInput parallel) {
+    if (devices && *devices < 1) raise_status(Status::bad_input(fmt::format("devices must be at least 1, got {}", *devices)));
+    if (microbatches && *microbatches < 1)
+      raise_status(Status::bad_input(fmt::format("microbatches must be at least 1, got {}", *microbatches)));
+    SpecOverrides o;
+    o.devices = devices;
+    o.microbatches = microbatches;
+    if (memory_limit_gb) check(check_memory_limit_gb(*memory_limit_gb, "memory_limit_gb"));
+    o.memory_gb = memory_limit_gb;
+    o.parallel = std::move(parallel);
+    return take(load_spec(model, cluster.value_or(""), o));
+  }, "model"_a, "cluster"_a = nb::none(), "devices"_a = nb::none(), "microbatches"_a = nb::none(),
+        "memory_limit_gb"_a = nb::none(), "parallel"_a = ParallelInput{});
+
+  m.def("parse_spec", [](const std::string& text, const std::string& name) { return take(parse_spec(text, name)); },
+        "text"_a, "name"_a = "<string>");
+
+}
+
+// Schedule: reading, parsing and writing schedule files.
+void bind_schedules(nb::module_& m) {
   nb::class_<Schedule>(m, "Schedule", "A schedule: its problem (stages, placement, costs) and one program per device.")
       .def_prop_ro("name", [](const Schedule& s) { return s.problem.name; }, "The model's name.")
       .def_prop_ro("num_devices", &Schedule::num_devices, "Devices P.")
@@ -300,6 +327,26 @@ NB_MODULE(_core, m) {
                            s.certificate ? ", certified" : "");
       });
 
+  m.def("read_schedule", [](const std::string& path, std::optional<std::string> model, std::optional<std::string> cluster,
+                            std::optional<int> microbatches, std::optional<int> stages) {
+    CheckInput in;
+    in.file = path;
+    in.model = model.value_or("");
+    in.cluster = cluster.value_or("");
+    in.microbatches = microbatches.value_or(-1);
+    in.stages = stages.value_or(-1);
+    Result<LoadedSchedule> r = [&] { nb::gil_scoped_release release; return load_schedule_for_check(in); }();
+    LoadedSchedule loaded = take(std::move(r));
+    return std::make_pair(std::move(loaded.schedule), std::move(loaded.notes));
+  }, "path"_a, "model"_a = nb::none(), "cluster"_a = nb::none(), "microbatches"_a = nb::none(), "stages"_a = nb::none());
+
+  m.def("parse_schedule", [](const std::string& text, const std::string& name) { return take(parse_schedule_yaml(text, name)); },
+        "text"_a, "name"_a = "<string>");
+
+}
+
+// The checker: verify and its Report with every Violation.
+void bind_reports(nb::module_& m) {
   nb::class_<Violation>(m, "Violation", "One rule the checker found broken, where, and the other party's notes.")
       .def_ro("rule", &Violation::rule, "Rule id ('deadlock', 'structure.missing', ...; docs/verifier-rules.md).")
       .def_prop_ro("device", [](const Violation& v) -> std::optional<int> { if (v.device < 0) return std::nullopt; return v.device; }, "The device, or None.")
@@ -360,52 +407,6 @@ NB_MODULE(_core, m) {
       });
 
   // The mesh's overrides (ir/mesh.h ParallelInput), built by pipesmith.load_spec from its keyword arguments.
-  nb::class_<ParallelInput>(m, "ParallelInput")
-      .def(nb::init<>())
-      .def_rw("gpus", &ParallelInput::gpus)
-      .def_rw("tensor", &ParallelInput::tensor)
-      .def_rw("context", &ParallelInput::context)
-      .def_rw("expert", &ParallelInput::expert)
-      .def_rw("expert_tensor", &ParallelInput::expert_tensor)
-      .def_rw("data", &ParallelInput::data)
-      .def_rw("micro_batch", &ParallelInput::micro_batch)
-      .def_rw("global_batch", &ParallelInput::global_batch)
-      .def_rw("sequence_parallel", &ParallelInput::sequence_parallel)
-      .def_rw("optimizer", &ParallelInput::optimizer);
-  m.def("load_spec", [](const std::string& model, std::optional<std::string> cluster, std::optional<int> devices,
-                        std::optional<int> microbatches, std::optional<double> memory_limit_gb, ParallelInput parallel) {
-    if (devices && *devices < 1) raise_status(Status::bad_input(fmt::format("devices must be at least 1, got {}", *devices)));
-    if (microbatches && *microbatches < 1)
-      raise_status(Status::bad_input(fmt::format("microbatches must be at least 1, got {}", *microbatches)));
-    SpecOverrides o;
-    o.devices = devices;
-    o.microbatches = microbatches;
-    if (memory_limit_gb) check(check_memory_limit_gb(*memory_limit_gb, "memory_limit_gb"));
-    o.memory_gb = memory_limit_gb;
-    o.parallel = std::move(parallel);
-    return take(load_spec(model, cluster.value_or(""), o));
-  }, "model"_a, "cluster"_a = nb::none(), "devices"_a = nb::none(), "microbatches"_a = nb::none(),
-        "memory_limit_gb"_a = nb::none(), "parallel"_a = ParallelInput{});
-
-  m.def("parse_spec", [](const std::string& text, const std::string& name) { return take(parse_spec(text, name)); },
-        "text"_a, "name"_a = "<string>");
-
-  m.def("read_schedule", [](const std::string& path, std::optional<std::string> model, std::optional<std::string> cluster,
-                            std::optional<int> microbatches, std::optional<int> stages) {
-    CheckInput in;
-    in.file = path;
-    in.model = model.value_or("");
-    in.cluster = cluster.value_or("");
-    in.microbatches = microbatches.value_or(-1);
-    in.stages = stages.value_or(-1);
-    Result<LoadedSchedule> r = [&] { nb::gil_scoped_release release; return load_schedule_for_check(in); }();
-    LoadedSchedule loaded = take(std::move(r));
-    return std::make_pair(std::move(loaded.schedule), std::move(loaded.notes));
-  }, "path"_a, "model"_a = nb::none(), "cluster"_a = nb::none(), "microbatches"_a = nb::none(), "stages"_a = nb::none());
-
-  m.def("parse_schedule", [](const std::string& text, const std::string& name) { return take(parse_schedule_yaml(text, name)); },
-        "text"_a, "name"_a = "<string>");
-
   m.def("verify", [](const Schedule& s, const std::string& semantics, std::optional<double> memory_limit_gb,
                      const std::vector<std::string>& notes) {
     VerifyOptions o;
@@ -424,6 +425,10 @@ NB_MODULE(_core, m) {
   }, "schedule"_a, "semantics"_a = "rendezvous", "memory_limit_gb"_a = nb::none(),
         "notes"_a = std::vector<std::string>{});
 
+}
+
+// The generators: baselines, bounds and the synthesizer.
+void bind_synthesis(nb::module_& m) {
   m.def("baseline_kinds", [] {
     std::vector<std::string> out;
     for (BaselineKind k : all_baseline_kinds()) out.emplace_back(baseline_name(k));
@@ -509,6 +514,10 @@ NB_MODULE(_core, m) {
         "z3_threads"_a = 2, "search_threads"_a = 0, "dump_smt2"_a = "", "recompute"_a = "search",
         "progress"_a = nb::none());
 
+}
+
+// The PyTorch export.
+void bind_exports(nb::module_& m) {
   nb::class_<PyExport>(m, "PytorchExport", "A checked schedule as the files torch.distributed.pipelining runs.")
       .def_ro("valid", &PytorchExport::valid, "Whether the checker accepted the schedule (nothing else is set otherwise).")
       .def_prop_ro("report", [](const PyExport& e) { return PyReport{e.report}; }, "The checker's report.")
@@ -556,5 +565,21 @@ NB_MODULE(_core, m) {
     ExportInput in = take(load_export_input(file, model.value_or(""), cluster.value_or("")));
     return nb::make_tuple(std::move(in.schedule), in.spec ? nb::cast(std::move(*in.spec)) : nb::none(), in.notes);
   }, "file"_a, "model"_a = nb::none(), "cluster"_a = nb::none());
+}
+
+}  // namespace
+
+}  // namespace ps::py
+
+NB_MODULE(_core, m) {
+  using namespace ps;
+  using namespace ps::py;
+  m.doc() = "pipesmith's C++ core (the library behind the pipesmith command); use it through `import pipesmith`.";
+  m.attr("z3_version") = z3_version();
+  bind_specs(m);
+  bind_schedules(m);
+  bind_reports(m);
+  bind_synthesis(m);
+  bind_exports(m);
   bind_run(m);
 }
