@@ -297,3 +297,18 @@ TEST_CASE("mesh: activation memory of a transformer layer equals Korthikanti et 
   CHECK(sp.model.types.at('A').recompute_selective.kept_mb + sp.model.types.at('M').recompute_selective.kept_mb ==
         doctest::Approx(s * b * h * 34 / t / 1e6));
 }
+
+TEST_CASE("mesh: layer types given by their numbers under data parallelism alone: times as given, states sharded") {
+  const std::string text =
+      "schema: 1\nmodel:\n  layer_types:\n    A: {forward_ms: 1, backward_input_ms: 2, backward_weight_ms: 1, "
+      "activation_mb: 100, wgrad_stash_mb: 10, output_mb: 8, params_m: 1000}\n  layers: AAAA\n"
+      "cluster: {devices: 2}\npipeline: {microbatches: 4}\n";
+  const Spec rep = loaded(text + "parallel: {data: 4}\n");
+  const Spec dist = loaded(text + "parallel: {data: 4, optimizer: distributed}\n");
+  CHECK(dist.model.types.at('A').forward_ms == 1);  // a given number is one GPU's
+  CHECK(dist.model.types.at('A').activation_mb == 100);
+  CHECK(rep.model.types.at('A').params_m == doctest::Approx(1000));  // replicated: 18 bytes a parameter
+  CHECK(dist.model.types.at('A').params_m * 18 == doctest::Approx(1000 * (6 + 12.0 / 4)));
+  CHECK_FALSE(dist.mesh_types.at('A').derived);
+  CHECK(dist.mesh->model_flops_per_token == 0);  // no kind: no FLOPs, no MFU
+}
