@@ -184,6 +184,43 @@ def load_spec(model: PathLike, cluster: Optional[PathLike] = None, *, devices: O
                            parallel)
 
 
+def plan(model: PathLike, cluster: Optional[PathLike] = None, *, gpus: int, global_batch: int,
+         fix: Optional[dict] = None, memory_limit_gb: Optional[float] = None, top: int = 4,
+         evaluations: int = 20) -> tuple:
+    """Chooses the mesh with the schedule (``pipesmith plan``, docs/mesh.md): the meshes of ``gpus``
+    GPUs the model can run on, the ``top`` most promising synthesized with ``evaluations`` candidates
+    each (deterministic). ``fix`` pins dimensions as ``--fix`` does: ``{"tensor": 8, "optimizer":
+    "fsdp", "pipeline": 16}``. Returns ``(rows, best)``: the ranked rows as dicts (the keys of
+    ``plan --json``) and the fastest mesh's certified Schedule.
+
+    Raises BadInputError on bad arguments, InfeasibleError when no mesh gets a schedule."""
+    pinned = _core.ParallelInput()
+    pipeline = None
+    ints = {"tensor": "tensor", "context": "context", "expert": "expert", "expert_tensor": "expert_tensor",
+            "data": "data", "micro_batch": "micro_batch"}
+    for key, value in (fix or {}).items():
+        if key == "pipeline":
+            pipeline = _int(value, "fix['pipeline']", 1, _MAX_DEVICES)
+        elif key in ints:
+            setattr(pinned, ints[key], _int(value, f"fix[{key!r}]", 1, _MAX_GPUS))
+        elif key == "optimizer":
+            if not isinstance(value, str):
+                raise BadInputError(f"fix['optimizer'] must be 'replicated', 'distributed' or 'fsdp', got {value!r:.60}")
+            pinned.optimizer = value
+        elif key == "sequence_parallel":
+            if not isinstance(value, bool):
+                raise BadInputError(f"fix['sequence_parallel'] must be True or False, got {value!r:.60}")
+            pinned.sequence_parallel = value
+        else:
+            raise BadInputError(f"fix: unknown dimension {key!r:.60} (expected pipeline, tensor, context, expert, "
+                                "expert_tensor, data, micro_batch, optimizer, sequence_parallel)")
+    rows, best = _core.plan(_path(model, "model"), _path(cluster, "cluster"), _int(gpus, "gpus", 1, _MAX_GPUS),
+                            _int(global_batch, "global_batch", 1, _MAX_GPUS * _MAX_MICROBATCHES), pinned, pipeline,
+                            _opt_memory(memory_limit_gb), _int(top, "top", 1, 1000),
+                            _int(evaluations, "evaluations", 1, 1_000_000))
+    return list(rows), best
+
+
 def parse_spec(text: str, name: str = "<string>") -> Spec:
     """Like :func:`load_spec`, from YAML text (``name`` is used in error locations)."""
     return _core.parse_spec(_text(text, "text"), _text(name, "name"))
@@ -399,6 +436,6 @@ def run(schedule: Union[Schedule, PathLike], *, model: Optional[Union[Spec, Path
 __all__ = [
     "BadInputError", "BaselineResult", "Error", "InfeasibleError", "InterruptedError", "InvalidScheduleError",
     "PytorchExport", "Report", "RunResult", "RuntimeFailure", "Schedule", "Spec", "SynthesisResult", "Violation", "baseline",
-    "baseline_kinds", "bound", "export_pytorch", "load_spec", "parse_schedule", "parse_spec", "read_schedule",
+    "baseline_kinds", "bound", "plan", "export_pytorch", "load_spec", "parse_schedule", "parse_spec", "read_schedule",
     "run", "simulate", "synthesize", "verify", "z3_version",
 ]

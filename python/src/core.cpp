@@ -46,6 +46,7 @@
 #include "synth/baselines/baselines.h"
 #include "synth/bounds/model_bound.h"
 #include "synth/plan/plan_spec.h"
+#include "synth/mesh_plan.h"
 #include "synth/synthesize_model.h"
 #include "synth/z3/window.h"
 #include "verify/load.h"
@@ -262,6 +263,37 @@ void bind_specs(nb::module_& m) {
       .def_rw("global_batch", &ParallelInput::global_batch)
       .def_rw("sequence_parallel", &ParallelInput::sequence_parallel)
       .def_rw("optimizer", &ParallelInput::optimizer);
+  // pipesmith plan (synth/mesh_plan.h): the rows as dicts, and the best mesh's certified schedule.
+  m.def("plan", [](const std::string& model, std::optional<std::string> cluster, long long gpus, long long global_batch,
+                   ParallelInput pinned, std::optional<int> pipeline, std::optional<double> memory_limit_gb, int top,
+                   int evaluations) {
+    MeshPlanOptions o;
+    o.pinned = std::move(pinned);
+    o.pinned.gpus = gpus;
+    o.pinned.global_batch = global_batch;
+    o.pipeline = pipeline;
+    o.memory_gb = memory_limit_gb;
+    o.top = top;
+    o.evaluations = evaluations;
+    Result<MeshPlan> r = [&] {
+      nb::gil_scoped_release release;
+      return plan_meshes(model, cluster.value_or(""), o);
+    }();
+    MeshPlan plan = take(std::move(r));
+    nb::list rows;
+    for (const MeshPlanRow& x : plan.rows) {
+      nb::dict d;
+      d["pipeline"] = x.pipeline, d["data"] = x.data, d["context"] = x.context, d["tensor"] = x.tensor;
+      d["expert"] = x.expert, d["sequence_parallel"] = x.sequence_parallel;
+      d["optimizer"] = std::string(optimizer_name(x.optimizer)), d["microbatches"] = x.microbatches;
+      d["estimate_ms"] = x.estimate_ms, d["synthesized"] = x.synthesized, d["stages"] = x.stages;
+      d["iteration_ms"] = x.iteration_ms, d["tokens_per_s"] = x.tokens_per_s, d["tflops_per_gpu"] = x.tflops_per_gpu;
+      d["mfu"] = x.mfu, d["peak_memory_gb"] = x.peak_memory_gb, d["bubble_ratio"] = x.bubble, d["note"] = x.note;
+      rows.append(d);
+    }
+    return std::make_pair(rows, plan.best->result.schedule);
+  }, "model"_a, "cluster"_a = nb::none(), "gpus"_a, "global_batch"_a, "pinned"_a, "pipeline"_a = nb::none(),
+        "memory_limit_gb"_a = nb::none(), "top"_a = 4, "evaluations"_a = 20);
   m.def("load_spec", [](const std::string& model, std::optional<std::string> cluster, std::optional<int> devices,
                         std::optional<int> microbatches, std::optional<double> memory_limit_gb, ParallelInput parallel) {
     if (devices && *devices < 1) raise_status(Status::bad_input(fmt::format("devices must be at least 1, got {}", *devices)));

@@ -63,3 +63,37 @@ def test_refusals(kwargs, words):
     with pytest.raises(BadInputError) as e:
         pipesmith.load_spec(model_path("llama2-7b"), **kwargs)
     assert words in str(e.value)
+
+
+def test_plan_ranks_meshes_and_returns_the_best_schedule():
+    rows, best = pipesmith.plan(model_path("llama2-7b"), gpus=32, global_batch=32, top=2, evaluations=5,
+                                fix={"tensor": 2})
+    synthesized = [r for r in rows if r["synthesized"]]
+    assert len(synthesized) == 2
+    assert synthesized[0]["iteration_ms"] <= synthesized[1]["iteration_ms"]
+    for r in rows:
+        assert r["tensor"] == 2
+        assert r["pipeline"] * r["data"] * r["context"] * r["tensor"] == 32
+    report = pipesmith.verify(best)
+    assert report.valid
+    assert json.loads(report.json())["makespan_ms"] == pytest.approx(synthesized[0]["iteration_ms"])
+    again, _ = pipesmith.plan(model_path("llama2-7b"), gpus=32, global_batch=32, top=2, evaluations=5,
+                              fix={"tensor": 2})
+    assert again == rows
+
+
+@pytest.mark.parametrize("kwargs, words", [
+    ({"fix": {"width": 2}}, "fix: unknown dimension 'width'"),
+    ({"fix": {"tensor": 0}}, "fix['tensor'] must be an integer"),
+    ({"gpus": 0}, "gpus must be an integer"),
+])
+def test_plan_refusals(kwargs, words):
+    args = {"gpus": 32, "global_batch": 32, **kwargs}
+    with pytest.raises(BadInputError) as e:
+        pipesmith.plan(model_path("llama2-7b"), **args)
+    assert words in str(e.value)
+
+
+def test_plan_infeasible():
+    with pytest.raises(pipesmith.errors.InfeasibleError):
+        pipesmith.plan(model_path("llama2-7b"), gpus=8, global_batch=8, memory_limit_gb=1, top=1, evaluations=2)
