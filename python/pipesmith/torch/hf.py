@@ -46,7 +46,6 @@ are refused: they are not separable over stages.
 from __future__ import annotations
 
 import difflib
-import inspect
 from typing import Callable, Sequence
 
 import torch

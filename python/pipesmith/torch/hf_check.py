@@ -28,6 +28,7 @@ import torch.distributed as dist
 
 from . import hf, pipeline
 from .plan import PlanError, load_plan
+from .stepcheck import train_and_compare
 
 RTOL = {torch.float64: 1e-6, torch.float32: 1e-3, torch.bfloat16: 5e-2}
 
@@ -65,10 +66,6 @@ def _reference(make, tokens, labels, steps, lr):
     return loss, grads, {n: p.detach().clone() for n, p in model.named_parameters()}
 
 
-def _rel(a: torch.Tensor, b: torch.Tensor) -> float:
-    return (a.double() - b.double()).abs().max().item() / (b.double().abs().max().item() + 1e-30)
-
-
 def run_case(plan_dir: str, fmt: str, config: str, rank: int, steps: int, lr: float, rows_per_mb: int, seq: int,
              ref_cache: dict, shrink: dict, dtype: torch.dtype, user_model: str | None = None,
              runtime_rules: bool = True):
@@ -101,31 +98,5 @@ def run_case(plan_dir: str, fmt: str, config: str, rank: int, steps: int, lr: fl
                                           "named as the model's parameters: they cannot be compared with it")
     stages = pipeline.make_stages(modules, plan, rank, torch.device("cpu"))
     schedule = pipeline.build_schedule(stages, plan, fmt, hf.batch_loss(labels, M))
-    mine = [p for _, p in named]
-    opt = torch.optim.SGD(mine, lr=lr) if mine else None
-    holds_first = 0 in plan.rank_to_stages[rank]
-    holds_last = plan.num_stages - 1 in plan.rank_to_stages[rank]
-    worst_grad, loss, missing = 0.0, None, []
-    for step in range(steps):
-        for p in mine:
-            p.grad = None
-        losses: list = []
-        kwargs = {"target": labels, "losses": losses} if holds_last else {}
-        schedule.step(*((tokens,) if holds_first else ()), **kwargs)
-        if holds_last and step == 0:
-            loss = torch.stack(losses).double().mean().item()
-        if step == 0:
-            for n, p in named:
-                r = ref_grads[n]
-                if p.grad is None or r is None:
-                    if (p.grad is None) != (r is None):
-                        missing.append(n)
-                    continue
-                worst_grad = max(worst_grad, _rel(p.grad, r))
-        if opt is not None:
-            opt.step()
-    worst_param = max((_rel(p.detach(), ref_params[n]) for n, p in named), default=0.0)
-    loss_err = abs(loss - ref_loss) / abs(ref_loss) if loss is not None else 0.0
-    tol = RTOL[dtype]
-    ok = worst_grad <= tol and worst_param <= tol and loss_err <= tol and not missing
-    return plan, ok, worst_grad, worst_param, loss_err, missing
+    c = train_and_compare(schedule, named, plan, rank, (tokens,), labels, steps, lr, ref_cache[key], RTOL[dtype])
+    return plan, c.ok, c.worst_grad, c.worst_param, c.loss_err, c.missing

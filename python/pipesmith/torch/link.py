@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import math
-import os
 import socket
 import statistics
 import sys

@@ -30,6 +30,7 @@ from . import hf, hf_check, pipeline
 from .model_yaml import ModelSpec, load_model
 from .plan import Plan, PlanError, load_plan
 from .reference import ReferenceTransformer, Scale, loss_fn
+from .stepcheck import train_and_compare
 from .watchdog import DEFAULT_TIMEOUT_S, Watchdog, timeout_s
 
 RTOL = 1e-9  # float64: pipelined and unpipelined sums differ only in summation order
@@ -65,10 +66,6 @@ def _reference(make, inputs, labels, M, steps, lr):
         opt.step()
     params = {n: p.detach().clone() for n, p in model.named_parameters()}
     return loss, grads, params
-
-
-def _rel(a: torch.Tensor, b: torch.Tensor) -> float:
-    return (a - b).abs().max().item() / (b.abs().max().item() + 1e-30)
 
 
 def _torchtitan_split(model, plan, stage):
@@ -107,36 +104,10 @@ def run_case(plan_dir: str, fmt: str, spec: ModelSpec, scale: Scale, rank: int, 
     key = (M, steps)
     if key not in ref_cache:
         ref_cache[key] = _reference(make, inputs, labels, M, steps, lr)
-    ref_loss, ref_grads, ref_params = ref_cache[key]
     stages = pipeline.make_stages(modules, plan, rank, torch.device("cpu"))
     schedule = pipeline.build_schedule(stages, plan, fmt, loss_fn)
-    mine = [p for _, p in named]
-    opt = torch.optim.SGD(mine, lr=lr) if mine else None
-    holds_first = 0 in plan.rank_to_stages[rank]
-    holds_last = plan.num_stages - 1 in plan.rank_to_stages[rank]
-    worst_grad, loss, missing = 0.0, None, []
-    for step in range(steps):
-        for p in mine:
-            p.grad = None
-        losses = []
-        kwargs = {"target": labels, "losses": losses} if holds_last else {}
-        schedule.step(*(inputs if holds_first else ()), **kwargs)
-        if holds_last and step == 0:
-            loss = torch.stack(losses).mean().item()
-        if step == 0:
-            for n, p in named:
-                r = ref_grads[n]
-                if p.grad is None or r is None:
-                    if (p.grad is None) != (r is None):
-                        missing.append(n)
-                    continue
-                worst_grad = max(worst_grad, _rel(p.grad, r))
-        if opt is not None:
-            opt.step()
-    worst_param = max((_rel(p.detach(), ref_params[n]) for n, p in named), default=0.0)
-    loss_err = abs(loss - ref_loss) / abs(ref_loss) if loss is not None else 0.0
-    ok = worst_grad <= RTOL and worst_param <= RTOL and loss_err <= RTOL and not missing
-    return plan, ok, worst_grad, worst_param, loss_err, missing
+    c = train_and_compare(schedule, named, plan, rank, inputs, labels, steps, lr, ref_cache[key], RTOL)
+    return plan, c.ok, c.worst_grad, c.worst_param, c.loss_err, c.missing
 
 
 def _is_hf(model_path: str) -> bool:
