@@ -35,15 +35,18 @@ run: deps
 
 # Whole test suite: release build (-Werror, `pip install .` on the ci preset), the Python suite
 # (pytest, .venv) on that build, then an ASan/UBSan build of the tests.
+# Each stage prints its time (scripts/stage), so a CI log shows where the suite's time goes.
+STAGE = bash scripts/stage
 test: deps
-	$(PIP_INSTALL) -C build-dir=build-ci -C cmake.args=--preset=ci \
+	$(STAGE) build env $(PIP_INSTALL) -C build-dir=build-ci -C cmake.args=--preset=ci \
 	  -C cmake.define.PIPESMITH_TESTS=ON -C cmake.define.PIPESMITH_BENCH=ON
-	ctest --test-dir build-ci --output-on-failure -LE gpu -j $(JOBS)
-	PIPESMITH=build-ci/cli/pipesmith PIPESMITH_PYTHONPATH=build-ci/python PIPESMITH_CHECK_INSTALLED=1 .venv/bin/python -m pytest tests/python -q --durations=10
+	$(STAGE) ctest ctest --test-dir build-ci --output-on-failure -LE gpu -j $(JOBS)
+	PIPESMITH=build-ci/cli/pipesmith PIPESMITH_PYTHONPATH=build-ci/python PIPESMITH_CHECK_INSTALLED=1 \
+	  $(STAGE) pytest .venv/bin/python -m pytest tests/python -q --durations=10
 	cmake --preset asan >/dev/null
-	cmake --build --preset asan -j $(JOBS)
-	ctest --test-dir build-asan --output-on-failure -LE 'gpu|slow' -j $(JOBS)
-	FUZZ_SECONDS=10 bash scripts/fuzz-smoke
+	$(STAGE) build-asan cmake --build --preset asan -j $(JOBS)
+	$(STAGE) ctest-asan ctest --test-dir build-asan --output-on-failure -LE 'gpu|slow' -j $(JOBS)
+	FUZZ_SECONDS=10 $(STAGE) fuzz bash scripts/fuzz-smoke
 
 # Quick local loop: default build, tests without sanitizers.
 test-fast: build
