@@ -116,7 +116,13 @@ std::string json_table(const PlanArgs& a, const MeshPlan& plan) {
 }
 
 int run_plan(const PlanArgs& a) {
-  if (Status st = check_writable(a.out_path, "-o"); !st.is_ok()) return report_error(st);
+  const std::string megatron_path = a.out_path.empty() || a.out_path == "-" ? "" : a.out_path + ".megatron.args";
+  const std::string titan_path = a.out_path.empty() || a.out_path == "-" ? "" : a.out_path + ".torchtitan.toml";
+  if (Status st = check_outputs({{a.out_path, "-o"}, {megatron_path, "-o"}, {titan_path, "-o"}},
+                                a.cluster_path.empty() ? std::vector<std::string>{a.model_path}
+                                                       : std::vector<std::string>{a.model_path, a.cluster_path});
+      !st.is_ok())
+    return report_error(st);
   MeshPlanOptions o;
   o.pinned.gpus = a.gpus;
   o.pinned.global_batch = a.global_batch;
@@ -132,6 +138,15 @@ int run_plan(const PlanArgs& a) {
   if (!a.out_path.empty()) {
     if (Status st = write_schedule_yaml(plan->best->result.schedule, a.out_path); !st.is_ok()) return report_error(st);
     if (!a.json && a.out_path != "-") text += fmt::format("wrote {} (rank 1)\n", a.out_path);
+    if (!megatron_path.empty()) {  // the framework settings beside it
+      std::string why;
+      std::string args = megatron_arguments(plan->rows.front(), *plan->best_spec, plan->best->problem, why);
+      if (args.empty()) args = "# Megatron-LM cannot run this plan: " + why + "\n";
+      if (Status st = write_text_file(megatron_path, args); !st.is_ok()) return report_error(st);
+      if (Status st = write_text_file(titan_path, torchtitan_fragment(plan->rows.front(), *plan->best_spec)); !st.is_ok())
+        return report_error(st);
+      if (!a.json) text += fmt::format("wrote {}\nwrote {}\n", megatron_path, titan_path);
+    }
   }
   if (Status st = write_text_file("-", text); !st.is_ok()) return report_error(st);
   return 0;

@@ -6,6 +6,9 @@
 
 #include <algorithm>
 
+#include "synth/plan/megatron_layout.h"
+#include "synth/plan/placement.h"
+
 namespace ps {
 
 namespace {
@@ -43,6 +46,62 @@ void estimate(const Spec& spec, MeshPlanRow& row) {
 }
 
 }  // namespace
+
+std::string megatron_arguments(const MeshPlanRow& row, const Spec& spec, const Problem& problem, std::string& why) {
+  const PlacementKind kind = classify_placement([&] {
+    std::vector<int> p;
+    for (const StageSpec& st : problem.stages) p.push_back(st.device);
+    return p;
+  }(), problem.devices);
+  if (spec.mesh->optimizer == OptimizerSharding::kFsdp) {
+    why = "the plan shards with FSDP (ZeRO-3), which Megatron-LM runs only through its own FSDP options";
+    return "";
+  }
+  if (kind != PlacementKind::kSequential && kind != PlacementKind::kLooped) {
+    why = fmt::format("the plan places its {} stages {} on {} devices; Megatron-LM runs a stage per device or "
+                      "looped virtual stages only",
+                      problem.num_stages(), placement_kind_name(kind), problem.devices);
+    return "";
+  }
+  std::string layout;
+  for (int s = 0; s < problem.num_stages(); ++s) {
+    if (s > 0) layout += '|';
+    for (int l = problem.stages[s].first_layer; l <= problem.stages[s].last_layer; ++l)
+      layout += megatron_kind(spec.model, l);
+  }
+  const Mesh& m = *spec.mesh;
+  std::string a = fmt::format(
+      "--tensor-model-parallel-size {} --pipeline-model-parallel-size {} --context-parallel-size {} "
+      "--expert-model-parallel-size {} --expert-tensor-parallel-size {} --micro-batch-size {} --global-batch-size {}",
+      row.tensor, row.pipeline, row.context, row.expert, m.expert_tensor, m.micro_batch, m.global_batch);
+  if (m.sequence_parallel) a += " --sequence-parallel";
+  if (m.optimizer == OptimizerSharding::kDistributed) a += " --use-distributed-optimizer";
+  a += fmt::format(" --pipeline-model-parallel-layout \"{}\"", layout);
+  return a + "\n";
+}
+
+std::string torchtitan_fragment(const MeshPlanRow& row, const Spec& spec) {
+  const Mesh& m = *spec.mesh;
+  const bool shard = m.optimizer != OptimizerSharding::kReplicated;  // torchtitan shards with FSDP (ZeRO-3)
+  std::string t = "[parallelism]\n";
+  t += fmt::format("pipeline_parallel_degree = {}\n", row.pipeline);
+  t += fmt::format("tensor_parallel_degree = {}\n", row.tensor);
+  t += fmt::format("context_parallel_degree = {}\n", row.context);
+  t += fmt::format("expert_parallel_degree = {}\n", row.expert);
+  t += fmt::format("expert_tensor_parallel_degree = {}\n", m.expert_tensor);
+  t += fmt::format("data_parallel_shard_degree = {}\n", shard ? row.data : 1);
+  t += fmt::format("data_parallel_replicate_degree = {}\n", shard ? 1 : row.data);
+  t += fmt::format("pipeline_parallel_microbatch_size = {}\n", m.micro_batch);
+  t += "# pipeline_parallel_schedule_csv and module_fqns_per_model_part: `pipesmith export SCHEDULE --to pytorch "
+       "--model MODEL -o DIR`, then pipesmith.torch.titan.pipelining_fn(DIR)\n";
+  if (m.optimizer == OptimizerSharding::kDistributed)
+    t += "# the plan's distributed optimizer (ZeRO-1) has no torchtitan equivalent: FSDP (ZeRO-3) shards more\n";
+  t += "[training]\n";
+  t += fmt::format("local_batch_size = {}\n", m.global_batch / row.data);
+  t += fmt::format("global_batch_size = {}\n", m.global_batch);
+  t += fmt::format("seq_len = {}\n", m.seq_length);
+  return t;
+}
 
 Result<MeshPlan> plan_meshes(const std::string& model_path, const std::string& cluster_path,
                              const MeshPlanOptions& opt) {

@@ -55,6 +55,15 @@ struct MeshPlan {
   std::optional<Spec> best_spec;
 };
 
+// The framework settings of a planned mesh (`plan -o` writes them beside the schedule).
+// Megatron-LM: the mesh's arguments and a --pipeline-model-parallel-layout of the plan's partition, when
+// Megatron can run its placement (sequential, or looped: interleaved); otherwise "" and `why` says why.
+// Megatron runs its own 1F1B order on it, not the certified one.
+std::string megatron_arguments(const MeshPlanRow& row, const Spec& spec, const Problem& problem, std::string& why);
+// torchtitan: a TOML fragment with the parallelism degrees and the batch; the schedule CSV and the
+// module names per stage come from `pipesmith export` of the schedule (pipesmith.torch.titan).
+std::string torchtitan_fragment(const MeshPlanRow& row, const Spec& spec);
+
 // Plans the meshes of `model_path` (with `cluster_path`, which may be empty) on options.pinned.gpus
 // GPUs. Errors: gpus or global_batch missing, or no mesh fits (infeasible).
 Result<MeshPlan> plan_meshes(const std::string& model_path, const std::string& cluster_path,

@@ -301,6 +301,12 @@ TEST_CASE("cli plan: the meshes of 64 GPUs ranked, deterministic, the best writt
   const nlohmann::json v = nlohmann::json::parse(r.output);
   CHECK(v["valid"] == true);
   CHECK(v["makespan_ms"].get<double>() == doctest::Approx(j["rows"][0]["iteration_ms"].get<double>()));
+  // Beside it, the framework settings: Megatron's arguments (or why Megatron cannot run it) and torchtitan's.
+  const std::string megatron = pstest::read_file(dir + "/best.yaml.megatron.args");
+  CHECK((pstest::contains(megatron, "--pipeline-model-parallel-layout") ||
+         pstest::contains(megatron, "# Megatron-LM cannot run this plan: ")));
+  CHECK(pstest::contains(pstest::read_file(dir + "/best.yaml.torchtitan.toml"),
+                         "pipeline_parallel_degree = " + std::to_string(j["rows"][0]["pipeline"].get<int>()) + "\n"));
   // Deterministic: the same rows again.
   pstest::CliResult again = pstest::run_cli(args + " --json");
   REQUIRE(again.exit_code == 0);
