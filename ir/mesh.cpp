@@ -484,11 +484,7 @@ Result<MeshLayerCosts> derive_mesh_costs(const std::vector<Component>& kind, con
     }
     expert_params += w.expert_params;
     dense_params += w.params - w.expert_params;
-    out.model_flops += w.fwd_flops + w.bwd_input_flops + w.bwd_weight_flops;
-    // Model FLOPs count a causal core over all s^2 pairs, as Megatron-LM does (docs/mesh.md, "MFU").
-    const long long window = arch.attention_window.value_or(0);
-    const bool causal_full = arch.causal.value_or(true) && (window == 0 || window >= arch.seq_length.value_or(0));
-    if (causal_full) out.model_flops += 3 * w.core_fwd_flops;
+    out.model_flops += w.fwd_flops + w.bwd_input_flops + w.bwd_weight_flops;  // a causal core: the s^2/2 pairs
   }
   d.recompute_full_ms = d.forward_ms;
   d.recompute_full_kept_mb = std::min(d.recompute_full_kept_mb, d.activation_mb);

@@ -124,7 +124,7 @@ struct MeshLayerCosts {
   double params_per_gpu_m = 0;       // parameters held by one GPU, millions
   double weights_mb = 0, grads_mb = 0, optimizer_mb = 0;  // model state on one GPU
   double model_flops = 0;            // F+I+W model FLOPs of the whole layer for one microbatch (all GPUs;
-                                     // a causal attention core counted over all s^2 pairs, as Megatron-LM)
+                                     // a causal attention core over the s^2/2 pairs it computes)
   bool derived = true;               // false: an explicit layer type (no kind); only memory is spread
 };
 

@@ -190,12 +190,12 @@ TEST_CASE("cli mesh: synth's summary and verify --json report tokens/s, TFLOP/s 
   REQUIRE_MESSAGE(r.exit_code == 0, r.output);
   const nlohmann::json j = nlohmann::json::parse(r.output);
   REQUIRE(j["valid"] == true);
-  // Model FLOPs of one token as Megatron-LM counts them: 6 x (the matmul parameters, the LM head
-  // included) + 12 x layers x heads x head_dim x sequence (scores and values over all s keys, forward
-  // and twice in the backward, though a causal token computes half of them).
+  // Model FLOPs of one token, the causal count: 6 x (the matmul parameters, the LM head included) +
+  // 6 x layers x heads x head_dim x sequence (scores and values over the s/2 keys a causal token sees
+  // on average, forward and twice in the backward).
   const double L = 32, h = 4096, a = 32, kv = 8, d = 128, f = 14336, V = 128256, s = 8192;
   const double matmul_params = L * (2 * h * a * d + 2 * h * kv * d + 3 * h * f) + h * V;
-  const double flops_per_token = 6 * matmul_params + 12 * L * a * d * s;
+  const double flops_per_token = 6 * matmul_params + 6 * L * a * d * s;
   const double tokens = 32 * s;  // the global batch
   const double tokens_per_s = tokens / (j["makespan_ms"].get<double>() / 1000);
   CHECK(j["tokens_per_s"].get<double>() == doctest::Approx(tokens_per_s));
