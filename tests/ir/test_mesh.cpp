@@ -2,6 +2,7 @@
 // inconsistency a located error, the node layout of the groups, and the per-GPU costs and memory.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <fstream>
 
 #include "ir/mesh.h"
@@ -311,4 +312,25 @@ TEST_CASE("mesh: layer types given by their numbers under data parallelism alone
   CHECK(dist.model.types.at('A').params_m * 18 == doctest::Approx(1000 * (6 + 12.0 / 4)));
   CHECK_FALSE(dist.mesh_types.at('A').derived);
   CHECK(dist.mesh->model_flops_per_token == 0);  // no kind: no FLOPs, no MFU
+}
+
+TEST_CASE("mesh: the K/V ring's exposed time and the MoE all-to-alls, priced on their links") {
+  // Context 2 on one node: each of the 1 ring steps sends the GPU's K and V chunk (2 x 4 KV heads x 64 x
+  // 2048/2 tokens x 2 bytes) while computing one step of the attention core; what the transfer takes
+  // beyond that step is exposed, in F, and twice (K, V and their gradients against twice the compute) in I.
+  const Spec cp = loaded(dense_model("", "parallel: {context: 2}\n"));
+  const double step_ms = 0.010 + (2.0 * 2 * 4 * 64 * 2048 / 2) / 360e6;
+  const double core_flops = 4.0 * 16 * 64 * (2048.0 * 2048 / 2);
+  const double core_step_ms = core_flops / (989e12 * 0.5 / 1e3) / 2 / 2;
+  CHECK(cp.mesh_types.at('T').cp_ms == doctest::Approx(3 * std::max(0.0, step_ms - core_step_ms)));
+  // Expert 4 within a node: dispatch and combine of the 2 routed copies of 2048 tokens x 1024 x 2 bytes,
+  // 3/4 of them to the other members, in F and in I.
+  const double routed = 2.0 * 2 * 2048 * 1024;
+  const Spec ep = loaded(moe_model("parallel: {data: 4, expert: 4}\n"));
+  CHECK(ep.mesh_types.at('X').ep_ms == doctest::Approx(4 * (0.010 + routed * 3 / 4 / 360e6)));
+  // Over two nodes of 2 GPUs: one member shares the node, two are across; the slower part bounds it.
+  std::string two = moe_model("parallel: {data: 4, expert: 4}\n");
+  two.replace(two.find("gpus_per_node: 8"), 16, "gpus_per_node: 2");
+  const Spec ep2 = loaded(two);
+  CHECK(ep2.mesh_types.at('X').ep_ms == doctest::Approx(4 * (0.020 + std::max(routed / 4 / 360e6, routed * 2 / 4 / 40e6))));
 }
