@@ -11,6 +11,7 @@
 
 #include "cli/commands.h"
 #include "cli/number_flags.h"
+#include "ir/json_write.h"
 #include "ir/schedule_io.h"
 #include "synth/mesh_plan.h"
 
@@ -112,7 +113,7 @@ std::string json_table(const PlanArgs& a, const MeshPlan& plan) {
                      {"note", r.note}});
   J j{{"gpus", a.gpus},       {"global_batch", a.global_batch}, {"enumerated", plan.enumerated},
       {"refused", plan.refused}, {"pruned", plan.pruned},         {"rows", rows}};
-  return j.dump(2) + "\n";
+  return dump_json(j, 2) + "\n";
 }
 
 int run_plan(const PlanArgs& a) {
