@@ -203,6 +203,15 @@ TEST_CASE("cli mesh: synth's summary and verify --json report tokens/s, TFLOP/s 
   CHECK(j["mfu"].get<double>() == doctest::Approx(j["tflops_per_gpu"].get<double>() / 989));
   CHECK(j["mfu"].get<double>() > 0.05);
   CHECK(j["mfu"].get<double>() < 0.5);  // achievable_fraction 0.5 bounds it, collectives and bubbles lower it
+  // problem.mesh is in the certificate's digest: an edited figure is a certificate.mismatch (exit 3).
+  std::string text = pstest::read_file(dir + "/s.yaml");
+  const size_t at = text.find("peak_tflops: 989}");
+  REQUIRE(at != std::string::npos);
+  text.replace(at, 17, "peak_tflops: 500}");
+  std::ofstream(dir + "/edited.yaml") << text;
+  r = pstest::run_cli("verify " + dir + "/edited.yaml");
+  CHECK(r.exit_code == 3);
+  CHECK(pstest::contains(r.output, "certificate.mismatch"));
   // A schedule without a mesh reports none of them.
   r = pstest::run_cli("synth " + model + " --evaluations 5 -o " + dir + "/plain.yaml");
   REQUIRE_MESSAGE(r.exit_code == 0, r.output);
