@@ -213,6 +213,45 @@ std::vector<bool> moe_pattern(Flags& f, long long layers) {
 
 }  // namespace
 
+namespace {
+
+// The mesh (ir/mesh.h) the arguments train with: the pipeline degree as the cluster's devices, the
+// rest as `parallel:`; the interleaved schedule's stage size as a note to compare with.
+void read_mesh_args(Flags& f, ImportedModel& m) {
+  m.pipeline_devices = f.opt("--pipeline-model-parallel-size");
+  const std::pair<const char*, const char*> degrees[] = {
+      {"--tensor-model-parallel-size", "tensor"},     {"--context-parallel-size", "context"},
+      {"--expert-model-parallel-size", "expert"},     {"--expert-tensor-parallel-size", "expert_tensor"},
+      {"--global-batch-size", "global_batch"}};
+  for (const auto& [flag, key] : degrees)
+    if (std::optional<long long> v = f.opt(flag)) m.parallel.push_back({key, std::to_string(*v), flag});
+  if (f.has("--sequence-parallel")) m.parallel.push_back({"sequence_parallel", "true", "--sequence-parallel"});
+  if (f.has("--use-distributed-optimizer"))
+    m.parallel.push_back({"optimizer", "distributed", "--use-distributed-optimizer"});
+  if (std::optional<long long> v = f.opt("--num-layers-per-virtual-pipeline-stage"))
+    m.header.push_back(fmt::format("Megatron's interleaved schedule (--num-layers-per-virtual-pipeline-stage {}): "
+                                   "compare with `pipesmith synth MODEL.yaml --partition even --stages-per-device V`, "
+                                   "V = the decoder layers / ({} x --pipeline-model-parallel-size).",
+                                   *v, *v));
+}
+
+// The MTP modules (--mtp-num-layers), located at the value, within the layers limit.
+void read_mtp_args(Flags& f, ImportedModel& m) {
+  if (std::optional<long long> n = f.opt("--mtp-num-layers")) {
+    const Arg* a = f.arg("--mtp-num-layers");
+    m.mtp_source = "--mtp-num-layers";
+    m.mtp_loc = a->has_value ? a->value_loc : a->loc;
+    if (*n > limits::kMaxLayers)
+      f.fail(fmt::format("--mtp-num-layers is {}; a model has at most {} layers (docs/inputs.md, \"Limits\")", *n,
+                         limits::with_commas(limits::kMaxLayers)),
+             m.mtp_loc);
+    else
+      m.mtp_modules = static_cast<int>(*n);
+  }
+}
+
+}  // namespace
+
 Result<ImportedModel> megatron_model(const std::string& text, const std::string& file_name, const std::string& name) {
   Flags f(read_flags(tokenize(text, file_name)), file_name);
   ImportedModel m;
@@ -343,33 +382,8 @@ Result<ImportedModel> megatron_model(const std::string& text, const std::string&
     m.micro_batch_size = *b;
     m.micro_batch_size_source = "--micro-batch-size";
   }
-  // The mesh (ir/mesh.h): the pipeline degree as the cluster's devices, the rest as `parallel:`.
-  m.pipeline_devices = f.opt("--pipeline-model-parallel-size");
-  const std::pair<const char*, const char*> degrees[] = {
-      {"--tensor-model-parallel-size", "tensor"},     {"--context-parallel-size", "context"},
-      {"--expert-model-parallel-size", "expert"},     {"--expert-tensor-parallel-size", "expert_tensor"},
-      {"--global-batch-size", "global_batch"}};
-  for (const auto& [flag, key] : degrees)
-    if (std::optional<long long> v = f.opt(flag)) m.parallel.push_back({key, std::to_string(*v), flag});
-  if (f.has("--sequence-parallel")) m.parallel.push_back({"sequence_parallel", "true", "--sequence-parallel"});
-  if (f.has("--use-distributed-optimizer"))
-    m.parallel.push_back({"optimizer", "distributed", "--use-distributed-optimizer"});
-  if (std::optional<long long> v = f.opt("--num-layers-per-virtual-pipeline-stage"))
-    m.header.push_back(fmt::format("Megatron's interleaved schedule (--num-layers-per-virtual-pipeline-stage {}): "
-                                   "compare with `pipesmith synth MODEL.yaml --partition even --stages-per-device V`, "
-                                   "V = the decoder layers / ({} x --pipeline-model-parallel-size).",
-                                   *v, *v));
-  if (std::optional<long long> n = f.opt("--mtp-num-layers")) {
-    const Arg* a = f.arg("--mtp-num-layers");
-    m.mtp_source = "--mtp-num-layers";
-    m.mtp_loc = a->has_value ? a->value_loc : a->loc;
-    if (*n > limits::kMaxLayers)
-      f.fail(fmt::format("--mtp-num-layers is {}; a model has at most {} layers (docs/inputs.md, \"Limits\")", *n,
-                         limits::with_commas(limits::kMaxLayers)),
-             m.mtp_loc);
-    else
-      m.mtp_modules = static_cast<int>(*n);
-  }
+  read_mesh_args(f, m);
+  read_mtp_args(f, m);
   m.mtp_block = {{mixer, any_moe ? Sublayer::kMoe : Sublayer::kMlp}};
   if (std::optional<std::string> layout = f.text("--pipeline-model-parallel-layout")) {
     m.header.push_back(fmt::format("Megatron layout (--pipeline-model-parallel-layout): compare the searched plan with "
