@@ -76,8 +76,8 @@ struct PlanGiven {
 };
 // The plan the words fix, by the rules every front end shares: a given stage count per device is
 // checked (check_stages_per_device, named by `stages_name`); a stage count per device alone fixes the
-// placement — interleaved (looped) with V stages per device, or sequential for V = 1 — unless the
-// partition is a Megatron layout, which brings its own. Unset fields stay open for the search; what
+// placement — interleaved (looped) with V stages per device, or sequential for V = 1 and for a
+// Megatron layout partition, which places its stages itself. Unset fields stay open for the search; what
 // the words fix is checked where it is resolved (placement_stage_count: a placement that cannot hold
 // V; synthesize_model: an evaluations budget with nothing left to search).
 struct PlanFixed {

@@ -197,3 +197,41 @@ TEST_CASE("baseline_plan: a baseline's plan from a typed partition") {
 }
 
 }  // namespace plan_spec_test
+
+TEST_CASE("plan words as a front end gives them: read_plan_given and set_plan_words hold the shared rules") {
+  using namespace plan_spec_test;
+  const Spec spec = llama_on(4);
+  // A stage count per device alone fixes the placement: interleaved for V > 1, sequential for 1.
+  auto v2 = read_plan_given(spec, PlanGiven{std::nullopt, std::nullopt, 2});
+  REQUIRE(v2.ok());
+  CHECK(v2->placement == std::optional<std::string>("interleaved"));
+  CHECK_FALSE(v2->partition.has_value());
+  CHECK(v2->stages_per_device == 2);
+  auto v1 = read_plan_given(spec, PlanGiven{std::nullopt, std::nullopt, 1});
+  REQUIRE(v1.ok());
+  CHECK(v1->placement == std::optional<std::string>("sequential"));
+  // A Megatron layout places its stages itself: V with it fixes the word "sequential", never interleaved.
+  auto layout = read_plan_given(spec, PlanGiven{std::string("Et*8|t*8|t*8|t*8L"), std::nullopt, 2});
+  REQUIRE(layout.ok());
+  CHECK(layout->placement == std::optional<std::string>("sequential"));
+  // Nothing given: everything open; a given 0 or a count the model cannot hold is refused by name.
+  auto open = read_plan_given(spec, PlanGiven{});
+  REQUIRE(open.ok());
+  CHECK_FALSE(open->partition.has_value());
+  CHECK_FALSE(open->placement.has_value());
+  auto zero = read_plan_given(spec, PlanGiven{std::nullopt, std::nullopt, 0}, "--stages-per-device");
+  REQUIRE_FALSE(zero.ok());
+  CHECK(zero.status().message() == "--stages-per-device must be >= 1, got 0");
+  CHECK_FALSE(read_plan_given(spec, PlanGiven{std::nullopt, std::nullopt, 1000}).ok());
+
+  // set_plan_words: the typed options synthesize_model takes, the same for every front end.
+  ModelSynthOptions o;
+  REQUIRE(set_plan_words(o, spec, PlanGiven{std::string("even"), std::nullopt, 2}).is_ok());
+  REQUIRE(o.partition.has_value());
+  CHECK(o.partition->method == PartitionMethod::kEven);
+  REQUIRE(o.placement.has_value());
+  CHECK(o.placement->kind == PlacementKind::kLooped);
+  CHECK(o.stages_per_device == 2);
+  CHECK(set_plan_words(o, spec, PlanGiven{std::nullopt, std::string("zigzag?"), std::nullopt}).code() ==
+        ErrorCode::kBadInput);
+}
