@@ -24,7 +24,7 @@ from __future__ import annotations
 import copy
 import os
 import sys
-from typing import Callable, NoReturn, Sequence
+from typing import TYPE_CHECKING, Any, Callable, NoReturn, Optional, Sequence
 
 import torch
 import torch.distributed as dist
@@ -33,6 +33,10 @@ from torch import nn
 from ..errors import BadInputError
 from .plan import Plan, PlanError, Stage
 from .reference import AttentionCore, StageModule
+
+if TYPE_CHECKING:  # PyTorch's pipelining types, for the hints only (imported where used)
+    from torch.distributed.pipelining import PipelineStage
+    from torch.distributed.pipelining.schedules import _PipelineScheduleRuntime
 
 
 TOP_LEVEL = ("tok_embeddings", "norm", "lm_head", "output")  # torchtitan's non-layer modules
@@ -90,7 +94,7 @@ def finish(status: int = 0) -> NoReturn:
     os._exit(status)
 
 
-def reference_stage_modules(model, plan: Plan, rank: int) -> list[nn.Module]:
+def reference_stage_modules(model: nn.Module, plan: Plan, rank: int) -> list[nn.Module]:
     """The modules of ``rank``'s stages (ascending), cut from the reference model by layer range."""
     if plan.num_layers != len(model.chain):
         raise PipelineBuildError(f"{plan.path}: the plan covers {plan.num_layers} layers, the model "
@@ -171,11 +175,11 @@ class Checkpointed(nn.Module):
     """``inner``'s forward under ``torch.utils.checkpoint`` (non-reentrant): its activations are
     dropped after the forward and recomputed when the backward first needs them."""
 
-    def __init__(self, inner: nn.Module):
+    def __init__(self, inner: nn.Module) -> None:
         super().__init__()
         self.inner = inner
 
-    def forward(self, *args):
+    def forward(self, *args: Any) -> Any:
         from torch.utils.checkpoint import checkpoint
         return checkpoint(self.inner, *args, use_reentrant=False)
 
@@ -217,7 +221,7 @@ def with_recompute(module: nn.Module, stage: Stage) -> nn.Module:
 
 
 def make_stages(modules: Sequence[nn.Module], plan: Plan, rank: int, device: torch.device,
-                group=None) -> list:
+                group: Optional["dist.ProcessGroup"] = None) -> list["PipelineStage"]:
     """One ``PipelineStage`` per stage of ``rank``, each module set up for its stage's recomputation
     mode (:func:`with_recompute`)."""
     from torch.distributed.pipelining import PipelineStage
@@ -228,7 +232,7 @@ def make_stages(modules: Sequence[nn.Module], plan: Plan, rank: int, device: tor
             for m, s in zip(modules, ids)]
 
 
-def _find_parameter(module: nn.Module, name: str):
+def _find_parameter(module: nn.Module, name: str) -> Optional[nn.Parameter]:
     """``module``'s parameter ``name`` (a model-relative name), looking through a :class:`Checkpointed`
     wrapper; None when it has none."""
     while True:
@@ -258,7 +262,7 @@ class TiedGradients:
     parameter, and a sharded (DTensor, FSDP) tied parameter. Stages of the reference transformer are
     left alone: it does not tie weights, nor does its unpipelined run."""
 
-    def __init__(self, stages: Sequence, plan: Plan, scale: int):
+    def __init__(self, stages: Sequence["PipelineStage"], plan: Plan, scale: int) -> None:
         self.groups: list[tuple[list[nn.Parameter], object]] = []  # (this rank's sides, process group or None)
         self.scales = False
         self.scale = scale
@@ -332,7 +336,7 @@ def _unwrap(module: nn.Module) -> nn.Module:
 _RUNTIME = None
 
 
-def _runtime_class():
+def _runtime_class() -> type:
     """``_PipelineScheduleRuntime`` whose ``step`` ends with the plan's tied-gradient sums
     (:class:`TiedGradients`)."""
     global _RUNTIME
@@ -351,7 +355,8 @@ def _runtime_class():
     return _RUNTIME
 
 
-def build_schedule(stages: list, plan: Plan, fmt: str, loss_fn: Callable, scale_grads: bool = True):
+def build_schedule(stages: list["PipelineStage"], plan: Plan, fmt: str, loss_fn: Callable,
+                   scale_grads: bool = True) -> "_PipelineScheduleRuntime":
     """``_PipelineScheduleRuntime`` over ``stages`` with the plan's CSV of format ``fmt`` loaded; its
     ``step`` also sums the gradients of the plan's tied parameters over their holders
     (:class:`TiedGradients`), so that after ``step`` every parameter holds its unpipelined gradient."""
