@@ -105,9 +105,19 @@ def test_verdicts_from_numbers():
     plan = {"attempted": 3, "enumerated": 101, "pruned": 40, "refused": 0, "no_schedule": 2,
             "own_mesh": "not synthesized (below the top by the estimate)", "own_rank_by_estimate": 20}
     slow = mb.verdict(row, [_res("(a)", 300), _res("(b)", 200), _res("(c)", 400, "TP2 PP32 DP1 SP", plan=plan)])
-    assert "100.0 % slower than the published mesh" in slow and "ranked 20 by the estimate" in slow
+    assert "100.00 % slower than the published mesh" in slow and "ranked 20 by the estimate" in slow
     assert "2 of them got no schedule" in slow
     behind = mb.verdict(row, [_res("(a)", 190), _res("(b)", 200), _res("(c)", 200)])
     assert "(b) is slower than (a) by 5.3 %" in behind
+    same = mb.verdict(row, [_res("(a)", 300), _res("(b)", 200), _res("(c)", 200.04)])
+    assert "0.02 % slower" in same and "the same mesh, synthesized inside plan" in same
+
+    llama = next(r for r in mb.ROWS if r.key == "llama3-405b-8k-8192")
+    a = mb.Result("(a)", "TP8 PP16 DP64 SP", True, iteration_ms=19000, tflops_per_gpu=272, note="V=2, recompute full")
+    b = mb.Result("(b)", "TP8 PP16 DP64 SP", True, iteration_ms=13000, tflops_per_gpu=387)
+    c = mb.Result("(c)", "TP8 PP16 DP64 SP", True, iteration_ms=13000)
+    lv = mb.verdict(llama, [a, b, c])
+    assert "(a) fits the GPU's memory only with full recomputation" in lv
+    assert "387 against the 430 measured (-10.0 %), Megatron's interleaved 1F1B 272" in lv
     refused = mb.verdict(row, [_res("(a)", 0, ok=False), _res("(b)", 200), _res("(c)", 200)])
-    assert refused.startswith("incomplete: (a) got no schedule")
+    assert refused == "(a) got no schedule (the row says why); (c) <= (b) holds: 200 <= 200 ms"
