@@ -46,6 +46,20 @@ inline CliResult run_cli(const std::string& args, const std::string& env = "") {
   return r;
 }
 
+// `pipesmith ARGS` with at most 2 GB of address space (ulimit -v): a reader that held everything a
+// big file lists would die of std::bad_alloc (exit 4) or be killed instead of refusing the file
+// (exit 1). AddressSanitizer reserves terabytes of address space for its shadow memory and cannot
+// start under ulimit -v: a sanitized build runs these commands unlimited (the release build's run
+// asserts the bound).
+#if defined(__SANITIZE_ADDRESS__)
+inline constexpr bool kAddressSanitizer = true;
+#else
+inline constexpr bool kAddressSanitizer = false;
+#endif
+inline CliResult run_cli_2gb(const std::string& args) {
+  return run_cli(args, kAddressSanitizer ? "" : "ulimit -v 2000000;");
+}
+
 inline std::string temp_path(const std::string& name) {
   return std::string("/tmp/pipesmith-test-") + std::to_string(getpid()) + "-" + name;
 }

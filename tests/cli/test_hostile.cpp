@@ -215,18 +215,7 @@ TEST_CASE("[slow] cli hostile: --time-limit holds on a 100,000-layer model") {
 
 namespace {
 
-// `pipesmith ARGS` with at most 2 GB of address space: a reader that held everything a big file lists
-// would die of std::bad_alloc (exit 4) or be killed instead of refusing the file (exit 1).
-// AddressSanitizer reserves terabytes of address space for its shadow memory and cannot start under
-// ulimit -v: a sanitized build runs these commands unlimited (the release build's run asserts the bound).
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kAddressSanitizer = true;
-#else
-constexpr bool kAddressSanitizer = false;
-#endif
-pstest::CliResult run_cli_2gb(const std::string& args) {
-  return run_cli(args, kAddressSanitizer ? "" : "ulimit -v 2000000;");
-}
+using pstest::run_cli_2gb;
 
 // A pipesmith schedule YAML with `problem_link` as problem.link and `ops` as device 0's program (device 1's
 // is empty): the header of a real schedule, so that only what a test changes is wrong.
@@ -359,7 +348,7 @@ TEST_CASE("cli hostile: run and profile refuse what would not fit in the machine
   REQUIRE(run_cli(fmt::format("baseline {} --schedule 1f1b -o {}", m, sched)).exit_code == 0);
   // Under ulimit -v 2000000 the address space left is the smaller figure, whatever the machine has.
   // (Without it, under AddressSanitizer, the verdict would depend on this machine's memory.)
-  if (kAddressSanitizer) return;
+  if (pstest::kAddressSanitizer) return;
   const std::vector<std::string> cases = {
       fmt::format("run {} --scale 64 --tokens 65536", sched),
       fmt::format("run {} --model {} --widths params --tokens 65536", sched, m),
