@@ -323,7 +323,8 @@ TEST_CASE("cli plan: the meshes of 64 GPUs ranked, deterministic, the best writt
   // Pinned dimensions, refusals and infeasibility.
   r = pstest::run_cli(args + " --json --fix tensor=8 --fix optimizer=fsdp");
   REQUIRE_MESSAGE(r.exit_code == 0, r.output);
-  for (const auto& row : nlohmann::json::parse(r.output)["rows"]) {
+  const nlohmann::json pinned = nlohmann::json::parse(r.output);  // named: a range-for keeps no temporary alive
+  for (const auto& row : pinned["rows"]) {
     CHECK(row["tensor"] == 8);
     CHECK(row["optimizer"] == "fsdp");
   }
