@@ -35,8 +35,7 @@ The rows and where their meshes come from:
   CP 2, EP 8, ETP 1, sequence parallel, distributed optimizer, global batch 32, micro-batch 1, 4k.
 - gpt-oss-120b: Megatron-Bridge's default (recipes/gpt_oss/gpt_oss.py, gpt_oss_120b_pretrain_config):
   TP 1, PP 4, EP 8, distributed optimizer, global batch 512, micro-batch 1, 4k sequences. The recipe
-  names no GPU count: the bench takes 64 H100s (DP 16), the smallest power-of-two node count with room
-  for DP >= EP.
+  names no GPU count: the bench takes 64 H100s (8 nodes, DP 16; EP 8 needs DP >= 8 at TP 1).
 - Nemotron-H-56B: Megatron-Bridge's default (recipes/nemotronh, nemotronh_56b_pretrain_config) is TP 8,
   PP 1 on one node: no pipeline. The bench keeps TP 8 with sequence parallelism and the distributed
   optimizer and adds PP 4 on 512 H100s (DP 16), 8k sequences, global batch 768 — its own choice, so
