@@ -195,8 +195,6 @@ def bench_row(exe: str, row: Mesh, work: str, evaluations: int, top: int) -> lis
         refusals.append(f"recompute {rec}: {refusal(out)}")
         if rc != 2:  # a refused mesh: recomputation will not change it
             break
-    else:
-        pass
     if not results:
         results.append(Result("(a) interleaved 1F1B", row.describe(), False, note="; ".join(refusals)))
 
