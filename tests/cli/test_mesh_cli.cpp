@@ -153,7 +153,7 @@ TEST_CASE("cli mesh: the flags map the parallel: section; bad values are refused
   CHECK_FALSE(plain.contains("stages"));
 }
 
-TEST_CASE("cli mesh: DeepSeek-V3 under PP 16 x EP 64 with the distributed optimizer gets a certified schedule at 80 GB") {
+TEST_CASE("[slow] cli mesh: DeepSeek-V3 under PP 16 x EP 64 with the distributed optimizer gets a certified schedule at 80 GB") {
   const std::string dir = pstest::fresh_dir("mesh-dsv3");
   pstest::CliResult r = pstest::run_cli("import hf " + pstest::data_path("hf_configs/deepseek-v3.json") + " -o " + dir +
                                         "/dsv3.yaml");
@@ -255,7 +255,7 @@ TEST_CASE("cli mesh: import megatron writes the mesh arguments as the parallel: 
   CHECK_FALSE(pstest::contains(pstest::read_file(dir + "/p.yaml"), "parallel:"));
 }
 
-TEST_CASE("cli mesh: MiniMax-M1 on 1,024 GPUs (PP 16 x TP 4 with SP x EP 32, distributed optimizer) gets a certified schedule at 80 GB") {
+TEST_CASE("[slow] cli mesh: MiniMax-M1 on 1,024 GPUs (PP 16 x TP 4 with SP x EP 32, distributed optimizer) gets a certified schedule at 80 GB") {
   // MiniMax-M1 publishes no mesh; this one keeps TP within a node and spreads its 32 experts one per
   // GPU pair of the expert group.
   const std::string dir = pstest::fresh_dir("mesh-minimax");
