@@ -53,11 +53,13 @@ import argparse
 import dataclasses
 import json
 import os
-import signal
 import subprocess
 import sys
 import tempfile
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # bench/: its shared helpers
+from bench_proc import run_group  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(ROOT, "bench", "data")
@@ -127,15 +129,7 @@ def log(msg: str) -> None:
 
 
 def run(cmd: list[str], timeout: float = 900) -> tuple[int, str]:
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT,
-                         start_new_session=True)
-    try:
-        out, _ = p.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(p.pid, signal.SIGKILL)
-        out, _ = p.communicate()
-        return 124, f"timed out after {timeout:.0f} s\n{out}"
-    return p.returncode, out
+    return run_group(cmd, ROOT, timeout)
 
 
 def refusal(out: str) -> str:

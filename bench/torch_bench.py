@@ -17,12 +17,13 @@ import dataclasses
 import json
 import os
 import re
-import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # bench/: its shared helpers
+from bench_proc import run_group  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "python"))
@@ -44,16 +45,11 @@ def log(msg: str) -> None:
 
 
 def sh(cmd: list[str], timeout: float = 900, env: dict | None = None, ok=(0,)) -> str:
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT, env=env,
-                         start_new_session=True)
-    try:
-        out, _ = p.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(p.pid, signal.SIGKILL)
-        out, _ = p.communicate()
+    rc, out = run_group(cmd, ROOT, timeout, env)
+    if rc == 124 and out.startswith("timed out after"):
         raise SystemExit(f"bench/torch: timed out after {timeout:.0f} s: {' '.join(cmd)}\n{out[-4000:]}")
-    if p.returncode not in ok:
-        raise SystemExit(f"bench/torch: exit {p.returncode}: {' '.join(cmd)}\n{out[-4000:]}")
+    if rc not in ok:
+        raise SystemExit(f"bench/torch: exit {rc}: {' '.join(cmd)}\n{out[-4000:]}")
     return out
 
 
