@@ -16,7 +16,7 @@ in bench/data/clusters:
 Each schedule file is then read back by `pipesmith verify --json`, whose simulated iteration, tokens/s,
 TFLOP/s per GPU, MFU and peak memory the table prints, so every figure comes from a certified schedule.
 The iteration is the pipeline's makespan: the data-parallel gradient reduction and the optimizer step
-are not ops of the schedule yet (issue 48, part 3), so every row leaves them out; the output says so.
+are not ops of the schedule, so every row leaves them out; the output says so.
 
 The rows and where their meshes come from:
 
@@ -120,8 +120,8 @@ ROWS = [
     Mesh("mixtral-8x22b", "Mixtral-8x22B", "mixtral-8x22b-v0.1.json", "h100", 128, 4, tp=2, cp=2, ep=8, etp=2,
          sp=True, global_batch=512, seq=4096, vpp=14, source="NeMo 2.0 mixtral_8x22b recipe"),
 ]
-NOTE_DP = ("iterations leave out the data-parallel gradient reduction and the optimizer step (not yet ops of "
-           "the schedule, issue 48 part 3): meshes with more data parallelism look better than they run")
+NOTE_DP = ("iterations leave out the data-parallel gradient reduction and the optimizer step (they are not ops "
+           "of the schedule): meshes with more data parallelism look better than they run")
 
 
 def log(msg: str) -> None:

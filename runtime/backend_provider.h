@@ -27,9 +27,9 @@ struct BackendProvider {
   std::function<Status(const MemoryEstimate& need, int devices, const std::string& what)> check_fits;
 };
 
-// One process, a host thread per device; the whole run in this machine's memory.
+// One process, a host thread per device: the whole run is held in this process's host memory.
 BackendProvider host_provider();
-// One process per rank under an MPI launcher; this machine holds its ranks' share.
+// One process per rank under an MPI launcher: each host holds the share of the ranks it runs.
 BackendProvider mpi_provider();
 
 }  // namespace ps::rt
