@@ -102,19 +102,11 @@ Result<RunOptions> run_options(const RunFlags& f) {
   return o;
 }
 
-// The exit code of a step that ends the run; empty: the run goes on.
-using Stop = std::optional<int>;
-
 int print_nccl_id() {
   auto id = kern::nccl_id_hex();
   if (!id) return report_error(id.status());
   std::printf("%s\n", id->c_str());
   return 0;
-}
-
-Stop check_flags(const RunFlags& f) {
-  if (f.file.empty()) return report_error(Status::bad_input("a SCHEDULE file is required"));
-  return {};
 }
 
 double seconds_since(std::chrono::steady_clock::time_point t) {
@@ -138,7 +130,6 @@ int write_outputs(const RunFlags& f, const RunOutcome& out) {
 
 int run(const RunFlags& f) {
   if (f.print_nccl_id) return print_nccl_id();
-  if (Stop rc = check_flags(f)) return *rc;
   auto options = run_options(f);
   if (!options) return report_error(options.status());
   if (Status st = check_outputs({{f.trace, "--trace"}, {f.json, "--json"}}, {f.file, f.model, f.cluster}); !st.is_ok())
@@ -175,9 +166,9 @@ int run(const RunFlags& f) {
     return exit_code(ErrorCode::kInvalidSchedule);
   }
   // A replay that stopped leaves its trace.
-  if (!out.replayed() && !out.result.devices.empty() && out.root && !f.trace.empty())
+  if (!out.replayed && !out.result.devices.empty() && out.root && !f.trace.empty())
     (void)write_text_file(f.trace, rt::format_run_trace(out.ran, out.result, out.name));
-  if (!out.replayed()) return report_error(out.status);
+  if (!out.replayed) return report_error(out.status);
   if (!out.root) return 0;
   return write_outputs(f, out);
 }

@@ -1,6 +1,5 @@
 // run_schedule.cpp — run_schedule: verify, prepare, build the model, make the backend, replay, check
 // the gradients; each step a function that returns the Status that ends the run (ok: go on).
-#include "ir/units.h"
 #include "run/run_schedule.h"
 
 #include <fmt/format.h>
@@ -10,6 +9,7 @@
 #include <utility>
 
 #include "ir/comm_insert.h"
+#include "ir/units.h"
 #include "runtime/host_memory.h"
 #include "runtime/memory_rule.h"
 #include "runtime/sequential_reference.h"
@@ -135,7 +135,7 @@ Status execute_schedule(RunState& s, RunOutcome& out) {
   out.result = rt::execute(out.ran, *out.model, *s.backend, eo);
   if (!out.result.status.is_ok()) return labelled(s, out.result.status);
   if (Status st = s.backend->gather_results(out.result); !st) return labelled(s, st);
-  out.replay_complete = true;
+  out.replayed = true;
   return Status::ok();
 }
 

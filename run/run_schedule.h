@@ -81,8 +81,7 @@ struct RunOutcome {
   // runtime/run_report.h formats it; valid while this outcome lives.
   rt::RunSummary summary() const;
   // Every op of the schedule ran (this process's devices): the summary's figures are measured ones.
-  bool replayed() const { return replay_complete; }
-  bool replay_complete = false;
+  bool replayed = false;
 };
 
 // What `pipesmith run FILE [--model M [--cluster C]]` reads: the schedule (a PyTorch CSV with a model

@@ -7,6 +7,8 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -52,7 +54,13 @@ struct RunArgs {
   std::optional<std::function<void(long, long)>> progress;
 };
 
-RunOptions options_from(const RunArgs& a, const std::string& name, std::vector<std::string> notes) {
+// A Python exception raised by the progress callback (on the runtime's watchdog thread): kept, with
+// the GIL held, and raised once the run returns.
+struct CallbackError {
+  std::optional<nb::python_error> error;
+};
+
+RunOptions options_from(const RunArgs& a, const std::string& name, const std::shared_ptr<CallbackError>& failed) {
   RunOptions o;
   if (a.backend == "host") o.backend = rt::host_provider();
   else if (a.backend == "mpi") o.backend = rt::mpi_provider();
@@ -73,32 +81,36 @@ RunOptions options_from(const RunArgs& a, const std::string& name, std::vector<s
   o.tokens = a.tokens;
   o.seed = a.seed;
   o.name = name;
-  o.notes = std::move(notes);
   check(check_run_options(o));
+  if (a.progress) {
+    auto cb = *a.progress;
+    o.replay_progress = [cb, failed](long done, long total) {
+      nb::gil_scoped_acquire gil;
+      if (failed->error) return;
+      try {
+        cb(done, total);
+      } catch (nb::python_error& e) {
+        failed->error.emplace(std::move(e));
+      }
+    };
+  }
   return o;
 }
 
-PyRun run(const Schedule& schedule, const Model* model, const RunArgs& a, const std::string& name,
-          std::vector<std::string> notes) {
-  RunOptions o = options_from(a, name, std::move(notes));
-  if (a.progress) {
-    auto cb = *a.progress;
-    o.replay_progress = [cb](long done, long total) {
-      nb::gil_scoped_acquire gil;
-      cb(done, total);
-    };
-  }
+PyRun run(const Schedule& schedule, const Model* model, const RunOptions& o,
+          const std::shared_ptr<CallbackError>& failed) {
   RunOutcome out;
   {
     nb::gil_scoped_release release;
     out = run_schedule(schedule, model, o);
   }
-  if (PyErr_Occurred()) throw nb::python_error();
+  if (failed->error) throw std::move(*failed->error);
   if (out.rejected)
     raise_status(Status::error(ErrorCode::kInvalidSchedule,
                                fmt::format("the checker rejected '{}' under {} semantics; not running it (verify=False "
-                                           "runs it anyway)\n{}", name, a.semantics, format_report(*out.rejected))));
-  if (!out.replayed()) raise_status(out.status);
+                                           "runs it anyway)\n{}", o.name, semantics_name(o.semantics),
+                                           format_report(*out.rejected))));
+  if (!out.replayed) raise_status(out.status);
   const rt::RunSummary sum = out.summary();
   if (!out.status.is_ok()) raise_status(Status::error(out.status.code(), out.status.message() + "\n" + rt::format_run_summary(sum)));
   PyRun r;
@@ -156,9 +168,11 @@ void bind_run(nb::module_& m) {
     if (microbatches && *microbatches < 1)
       raise_status(Status::bad_input(fmt::format("microbatches must be at least 1, got {}", *microbatches)));
     RunArgs a{backend, semantics, verify, memory_limit_gb, check_gradients, timeout_s, scale, tokens, seed, widths, progress};
-    (void)options_from(a, base_name(path), {});  // the options are refused before any file is read
+    auto failed = std::make_shared<CallbackError>();
+    RunOptions o = options_from(a, base_name(path), failed);  // the options are refused before any file is read
     RunInputs in = take(load_run_inputs(path, model.value_or(""), cluster.value_or(""), microbatches.value_or(-1)));
-    return run(in.schedule, in.spec ? &in.spec->model : nullptr, a, base_name(path), in.notes);
+    o.notes = std::move(in.notes);
+    return run(in.schedule, in.spec ? &in.spec->model : nullptr, o, failed);
   }, "schedule"_a, "model"_a = nb::none(), "cluster"_a = nb::none(), "microbatches"_a = nb::none(),
      "backend"_a = "host", "semantics"_a = "rendezvous", "verify"_a = true, "memory_limit_gb"_a = nb::none(),
      "check_gradients"_a = true, "timeout_s"_a = 30.0, "scale"_a = 1.0, "tokens"_a = 32, "seed"_a = 1,
@@ -170,8 +184,9 @@ void bind_run(nb::module_& m) {
                            bool check_gradients, double timeout_s, double scale, int tokens, uint64_t seed,
                            const std::string& widths, std::optional<std::function<void(long, long)>> progress) {
     RunArgs a{backend, semantics, verify, memory_limit_gb, check_gradients, timeout_s, scale, tokens, seed, widths, progress};
+    auto failed = std::make_shared<CallbackError>();
     const std::string name = schedule.source.empty() ? "schedule" : base_name(schedule.source);
-    return run(schedule, spec ? &spec->model : nullptr, a, name, {});
+    return run(schedule, spec ? &spec->model : nullptr, options_from(a, name, failed), failed);
   }, "schedule"_a, "spec"_a = nb::none(), "backend"_a = "host", "semantics"_a = "rendezvous", "verify"_a = true,
      "memory_limit_gb"_a = nb::none(), "check_gradients"_a = true, "timeout_s"_a = 30.0, "scale"_a = 1.0,
      "tokens"_a = 32, "seed"_a = 1, "widths"_a = "cost", "progress"_a = nb::none(),

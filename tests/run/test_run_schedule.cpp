@@ -35,7 +35,7 @@ TEST_CASE("run_schedule: a compute-only 1F1B is verified, replayed and its gradi
   };
   const ps::RunOutcome out = ps::run_schedule(s, nullptr, o);
   REQUIRE_MESSAGE(out.status.is_ok(), out.status.str());
-  CHECK(out.replayed());
+  CHECK(out.replayed);
   CHECK(out.root);
   CHECK(out.ran.has_comms());  // the checker's rule inserted them
   CHECK(out.prediction.present);
@@ -60,7 +60,7 @@ TEST_CASE("run_schedule: a schedule the checker rejects is not run; verify=false
   CHECK(out.status.code() == ps::ErrorCode::kInvalidSchedule);
   REQUIRE(out.rejected.has_value());
   CHECK_FALSE(out.rejected->valid);
-  CHECK_FALSE(out.replayed());
+  CHECK_FALSE(out.replayed);
   CHECK(pstest::contains(out.status.message(), "rejected 'toy' under rendezvous semantics"));
 
   // Grouped semantics makes the same programs safe: verified and run.
@@ -116,7 +116,7 @@ TEST_CASE("run_schedule: a backend whose memory check refuses the run stops it b
   CHECK(pstest::contains(out.status.message(), "running 'toy' (--scale 1, --tokens 4, --widths cost) needs more"));
   CHECK(checked_devices == 2);
   CHECK_FALSE(made);
-  CHECK_FALSE(out.replayed());
+  CHECK_FALSE(out.replayed);
 }
 
 TEST_CASE("load_run_inputs: a CSV takes the model's costs; a YAML schedule refuses a cluster") {
