@@ -5,6 +5,8 @@
 
 #include <vector>
 
+#include "fuzz/require.h"
+#include "ir/model.h"
 #include "ir/model_import.h"
 
 namespace psfuzz {
@@ -20,6 +22,19 @@ inline const std::vector<ps::ImportOptions>& import_option_sets() {
     return v;
   }();
   return k;
+}
+
+// Writes an imported model under every option set: the writer refuses (bad input) or writes a model
+// YAML that the model reader accepts.
+inline void write_with_every_option_set(const ps::ImportedModel& m) {
+  for (const ps::ImportOptions& opt : import_option_sets()) {
+    auto yaml = ps::write_imported_model(m, opt);
+    if (!yaml.ok()) {
+      require(yaml.status().code() == ps::ErrorCode::kBadInput);
+      continue;
+    }
+    require(ps::parse_spec(*yaml, "fuzz.yaml").ok());
+  }
 }
 
 }  // namespace psfuzz
