@@ -119,7 +119,6 @@ Status make_backend(RunState& s, RunOutcome& out) {
   if (!b) return b.status();
   s.backend = std::move(*b);
   s.multi = s.backend->processes() > 1;
-  if (s.multi) out.process_label = s.backend->process_label();
   if (Status st = s.backend->agree_on_inputs(s.options.agree_on); !st) return labelled(s, st);
   out.root = s.backend->rank() == 0;
   return Status::ok();

@@ -65,7 +65,6 @@ struct RunOutcome {
   Status status;                   // ok, or why the run stopped (see the guarantees above)
   std::optional<Report> rejected;  // the checker's report of a schedule it rejected (status kInvalidSchedule)
   bool root = true;                // this process reports (the only process, or rank 0)
-  std::string process_label;       // "rank 1 of 4" with one process per rank, else empty
   Schedule ran;                    // the programs replayed (comms included)
   std::optional<rt::ExecModel> model;
   rt::ExecResult result;
