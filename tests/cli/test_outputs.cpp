@@ -70,11 +70,15 @@ TEST_CASE("cli outputs: an injected write failure keeps the old file and leaves 
 
 TEST_CASE("cli outputs: SIGKILL in the middle of a write leaves the old file whole and no other file") {
   const std::string dir = fresh_dir("out-kill");
-  const std::string out = dir + "/s.yaml", log = dir + "/../out-kill.log";
+  const std::string out = dir + "/s.yaml";
   REQUIRE(run_cli(fmt::format("baseline {} --schedule 1f1b -o {}", kLlamaModel, out)).exit_code == 0);
   const std::string valid = read_file(out);
-  for (const char* fault : {"stall:2000", "named,stall:2000"}) {
+  for (const std::string fault : {"stall:2000", "named,stall:2000"}) {
     CAPTURE(fault);
+    // Each run has a log of its own, outside `dir`, that does not exist before it starts: the waiting
+    // loop must never see an earlier run's "stalled after" and kill this one before it has written.
+    const std::string log = temp_path("out-kill-" + std::to_string(fault.size()) + ".log");
+    fs::remove(log);
     // The writer stalls after 2000 bytes of the new file and says so; the kill lands there.
     const std::string said = sh(temp_path("out-kill.sh"),
                                 fmt::format("PIPESMITH_WRITE_FAULT={} '{}' baseline '{}' --schedule gpipe -o '{}' > '{}' 2>&1 &\n"
@@ -86,7 +90,7 @@ TEST_CASE("cli outputs: SIGKILL in the middle of a write leaves the old file who
     CHECK(contains(said, "status=137"));  // killed by SIGKILL
     CHECK(contains(read_file(log), "stalled after 2000 bytes"));
     CHECK(read_file(out) == valid);
-    if (std::string(fault) == "stall:2000") {
+    if (fault == "stall:2000") {
       CHECK(dir_entries(dir) == std::set<std::string>{"s.yaml"});  // the anonymous temporary died with the process
     } else {
       // A named temporary cannot be removed by a killed process; it never carries the target's name.
