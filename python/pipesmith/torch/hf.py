@@ -445,6 +445,12 @@ def model_from_config(path: str, layers: int | None = None, hidden: int | None =
     if isinstance(raw.get("text_config"), dict):
         raise PipelineBuildError(f"{path}: a multimodal config (text_config): --hf builds causal LMs; give the "
                                  "text model's own config")
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+    if raw["model_type"] not in CONFIG_MAPPING:
+        near = difflib.get_close_matches(raw["model_type"], list(CONFIG_MAPPING.keys()), n=3, cutoff=0.6)
+        raise PipelineBuildError(f"{path}: transformers {transformers.__version__} has no model_type "
+                                 f"'{raw['model_type']}'" + (f" (closest: {', '.join(near)})" if near else "")
+                                 + ": it builds no model of that family")
     cfg = _shrink(raw, layers, hidden, vocab)
     cfg.pop("architectures", None)
     cfg.pop("torch_dtype", None)

@@ -57,8 +57,8 @@ _ALIASES = {
     "moe_block": ("attention", "moe"),
     "mtp": ("mtp_projection", "attention", "moe", "head"),
 }
-_COMPONENTS = {"embedding", "attention", "linear_attention", "mlp", "moe", "mamba", "head",
-               "mtp_projection"}
+_COMPONENTS = {"embedding", "attention", "mla", "gated_deltanet", "linear_attention", "mlp", "moe", "mamba", "head",
+               "mtp_projection"}  # ir/cost_model.cpp's kind table
 _MODULE_NAME = re.compile(r"^[A-Za-z0-9_.]*(\{i\}[A-Za-z0-9_.]*)*$")
 
 

@@ -1,12 +1,16 @@
 """Profile a model's layer types with PyTorch and write a model YAML with the measured numbers.
 
-    python -m pipesmith.torch.profile MODEL.yaml [-o OUT.yaml] [--cluster CLUSTER.yaml]
+    python -m pipesmith.torch.profile MODEL.yaml | --hf CONFIG.json [--layers N]
+        [-o OUT.yaml] [--cluster CLUSTER.yaml]
         [--hidden H] [--seq T] [--vocab V] [--rows-per-microbatch B] [--dtype float32|float64|bfloat16]
         [--threads N] [--device cpu|cuda] [--warmup K] [--repeats R] [--method chain|isolated|single]
         [--full-width]
         [--concurrent N] [--backward split|fused] [--also-fused PATH] [--user-model MODULE:FUNCTION]
 
-(``pipesmith profile --backend torch MODEL.yaml ...`` runs this module.)
+(``pipesmith profile --backend torch MODEL.yaml ...`` runs this module.) With ``--hf CONFIG.json``
+the model measured is the transformers model of that config, on its own layers
+(:mod:`pipesmith.torch.hf_profile`), and the YAML written is the one ``pipesmith import hf`` writes
+for it, with the measured numbers.
 
 The measurement is :mod:`pipesmith.torch.profiler`'s (its docstring gives the method), the file
 :mod:`pipesmith.torch.profile_yaml`'s. This module is the command: its flags, the checks of its
@@ -70,7 +74,12 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m pipesmith.torch.profile",
                                  description="Measure each layer type's F, I, W time and memory with PyTorch; "
                                              "write a model YAML with the numbers")
-    ap.add_argument("model", help="model YAML (docs/inputs.md)")
+    ap.add_argument("model", nargs="?", help="model YAML (docs/inputs.md); not with --hf")
+    ap.add_argument("--hf", metavar="CONFIG.json",
+                    help="profile the Hugging Face transformers model of this config.json on its own layers "
+                         "(shrunk by --layers, --hidden, --vocab unless --full-width) instead of a model YAML's "
+                         "reference transformer")
+    ap.add_argument("--layers", type=int, help="--hf: decoder layers kept (default: the config's)")
     ap.add_argument("-o", "--output", default="-", help="model YAML to write (- = stdout, the default; "
                                                         "otherwise a table is printed)")
     ap.add_argument("--cluster", help="cluster YAML to put into the output (replaces the model's cluster:)")
@@ -81,27 +90,36 @@ def main(argv: list[str] | None = None) -> int:
                     help="also write the --backward fused YAML of the same measurement here")
     options_parser(ap)
     args = ap.parse_args(argv)
+    if (args.model is None) == (args.hf is None):
+        ap.error("give a model YAML or --hf CONFIG.json (one of them)")
+    if args.layers is not None and args.hf is None:
+        ap.error("--layers applies to --hf only")
+    source = args.model or args.hf
     try:
         opts = options_from(args)
         _check_options(opts)
-        spec = load_model(args.model)
+        spec = load_model(args.model) if args.model else None
         check_output_paths([(args.output, "-o"), (args.also_fused or "", "--also-fused")],
-                           (args.model, args.cluster or ""))
+                           (source, args.cluster or ""))
         try:
             import torch  # noqa: F401
         except ImportError as e:
             raise ProfileError(f"PyTorch does not import ({e}): install it (python/requirements.txt)") from None
-        result = profile_model(spec, opts, progress=None)
+        if spec is None:
+            from .hf_profile import profile_hf
+            result = profile_hf(args.hf, opts, args.layers)
+        else:
+            result = profile_model(spec, opts, progress=None)
         text = profiled_yaml(args.model, result, args.cluster, args.backward)
         if args.output == "-":
             sys.stdout.write(text)
             return 0
         sys.stdout.write(format_table(result))
-        write_atomic(args.output, text, (args.model, args.cluster or ""), "-o")
+        write_atomic(args.output, text, (source, args.cluster or ""), "-o")
         print(f"wrote {args.output}")
         if args.also_fused:
             write_atomic(args.also_fused, profiled_yaml(args.model, result, args.cluster, "fused"),
-                         (args.model, args.cluster or "", args.output), "--also-fused")
+                         (source, args.cluster or "", args.output), "--also-fused")
             print(f"wrote {args.also_fused}")
         return 0
     except (ProfileError, ModelFileError, OutputPathError) as e:

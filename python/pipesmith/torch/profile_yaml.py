@@ -23,11 +23,14 @@ def _num(v: float) -> float:
 def profiled_yaml(source_path: str, result: ProfileResult, cluster_path: str | None = None,
                   backward: str = "split") -> str:
     """The text of the profiled model YAML (see the module docstring)."""
-    try:
-        with open(source_path, encoding="utf-8") as f:
-            doc = yaml.safe_load(f)
-    except (OSError, yaml.YAMLError) as e:
-        raise ProfileError(f"{source_path}: cannot read: {e}") from None
+    if result.source_yaml:  # a transformers model's profile: the YAML its import wrote
+        doc = yaml.safe_load(result.source_yaml)
+    else:
+        try:
+            with open(source_path, encoding="utf-8") as f:
+                doc = yaml.safe_load(f)
+        except (OSError, yaml.YAMLError) as e:
+            raise ProfileError(f"{source_path}: cannot read: {e}") from None
     model = doc["model"]
     model["name"] = f"{model.get('name', result.model)}-profiled"
     for t in result.types:
@@ -44,11 +47,17 @@ def profiled_yaml(source_path: str, result: ProfileResult, cluster_path: str | N
             raise ProfileError(f"{cluster_path}: no 'cluster:' mapping (docs/inputs.md)")
         doc["cluster"] = cdoc["cluster"]
     o = result.options
-    head = [f"# Profiled by `python -m pipesmith.torch.profile {os.path.basename(source_path)}` "
-            f"(pipesmith profile --backend torch)",
-            f"# on {result.where}: the reference transformer at hidden {o.hidden}"
-            f"{' (the architecture' + chr(39) + 's full width)' if o.full_width else ''}, {o.seq} tokens x "
-            f"{o.rows} rows per microbatch, vocabulary {o.vocab}, {o.dtype};",
+    if result.built:
+        head = [f"# Profiled by `python -m pipesmith.torch.profile --hf` (pipesmith profile --backend torch --hf), "
+                f"layers as `pipesmith import hf` writes them",
+                f"# on {result.where}: {result.built}, {o.seq} tokens x {o.rows} rows per microbatch, {o.dtype};"]
+    else:
+        head = [f"# Profiled by `python -m pipesmith.torch.profile {os.path.basename(source_path)}` "
+                f"(pipesmith profile --backend torch)",
+                f"# on {result.where}: the reference transformer at hidden {o.hidden}"
+                f"{' (the architecture' + chr(39) + 's full width)' if o.full_width else ''}, {o.seq} tokens x "
+                f"{o.rows} rows per microbatch, vocabulary {o.vocab}, {o.dtype};"]
+    head += [
             f"# F, I (stage_backward_input), W (stage_backward_weight): medians over {o.repeats} repeats after "
             f"{o.warmup} warm-up, method '{o.method}', {o.concurrent} process(es) at once; memory from autograd's saved tensors (docs/pytorch.md, 'Profiling').",
             f"# weight_walk_ms: split W's extra per layer before it in a stage, from the W of the stage of up to "

@@ -118,6 +118,8 @@ class ProfileResult:
     types: tuple[TypeProfile, ...]   # by first use in the layer list
     unprofiled: tuple[str, ...]      # types no layer uses (their numbers are left as they were)
     sweep_ms: float = 0.0            # chain: median over repeats of a whole sweep's F + I + W (the load probe)
+    built: str = ""                  # the model measured, when not the reference transformer
+    source_yaml: str = ""            # the model YAML the profile fills in, when not read from a file
 
 
 def _check_options(o: ProfileOptions) -> None:
@@ -364,22 +366,35 @@ def sweep_ms(model: Any, rows: int, repeats: int = 2, warmup: int = 1, seed: int
     return _sweep_total(_chain_samples(model, model.step_inputs(tokens, labels), labels, _Clock("cpu"), o, loss_fn))
 
 
-def _load_worker(spec_path: str, options: ProfileOptions, ready, stop) -> None:
-    """A background process of ``concurrent``: the same sweeps, untimed, until ``stop`` is set."""
+class _Reference:
+    """Builds the reference model (or the user's) of the model YAML at ``path`` with its loss: what
+    :func:`profile_model` measures, and what each background process of ``concurrent`` sweeps
+    (picklable, so a spawned process builds its own)."""
+
+    def __init__(self, path: str):
+        self.path = path
+
+    def __call__(self, options: ProfileOptions):
+        from .reference import loss_fn
+        model, _ = _build_model(load_model(self.path), options)
+        return model, loss_fn
+
+
+def _load_worker(make: Callable, options: ProfileOptions, ready, stop) -> None:
+    """A background process of ``concurrent``: the same sweeps of the model ``make(options)`` builds
+    (with its loss), untimed, until ``stop`` is set."""
     import torch
-    from .reference import loss_fn
     torch.set_num_threads(options.threads)
-    spec = load_model(spec_path)
-    model, _ = _build_model(spec, options)
+    model, loss = make(options)
     g = torch.Generator().manual_seed(options.seed + 1)
     tokens = torch.randint(0, model.vocab, (options.rows, options.seq), generator=g).to(options.device)
     labels = torch.randint(0, model.vocab, (options.rows, options.seq), generator=g).to(options.device)
     once = dataclasses.replace(options, warmup=0, repeats=1)
     clock = _Clock(options.device)
-    _chain_samples(model, model.step_inputs(tokens, labels), labels, clock, once, loss_fn)
+    _chain_samples(model, model.step_inputs(tokens, labels), labels, clock, once, loss)
     ready.release()
     while not stop.is_set():
-        _chain_samples(model, model.step_inputs(tokens, labels), labels, clock, once, loss_fn)
+        _chain_samples(model, model.step_inputs(tokens, labels), labels, clock, once, loss)
 
 
 def host_memory_available() -> tuple[int, str]:
@@ -467,12 +482,22 @@ def profile_model(spec: ModelSpec, options: ProfileOptions = ProfileOptions(),
     _check_options(options)
     options = resolve_width(spec, options)
     check_host_memory(spec, options)
+    return profile_built(spec, options, _Reference(spec.path), progress)
+
+
+def profile_built(spec: ModelSpec, options: ProfileOptions, make: Callable,
+                  progress: Callable[[str], None] | None = None) -> ProfileResult:
+    """Measures every layer type of ``spec`` on the model ``make(options)`` builds, with its loss
+    (``(model, loss_fn)``: the reference protocol, ``chain`` of layers speaking the carry layout;
+    :mod:`pipesmith.torch.hf_profile` builds a transformers model's); ``make`` must be picklable
+    when ``concurrent`` > 1, as each background process builds its own. ``options`` are checked and
+    resolved by the caller."""
     if options.concurrent == 1:
-        return _profile(spec, options, progress)
+        return _profile(spec, options, progress, make)
     import multiprocessing
     ctx = multiprocessing.get_context("spawn")
     ready, stop = ctx.Semaphore(0), ctx.Event()
-    procs = [ctx.Process(target=_load_worker, args=(spec.path, options, ready, stop), daemon=True)
+    procs = [ctx.Process(target=_load_worker, args=(make, options, ready, stop), daemon=True)
              for _ in range(options.concurrent - 1)]
     for p in procs:
         p.start()
@@ -480,7 +505,7 @@ def profile_model(spec: ModelSpec, options: ProfileOptions = ProfileOptions(),
         for _ in procs:
             if not ready.acquire(timeout=600):
                 raise ProfileError(f"the {options.concurrent - 1} background process(es) of concurrent did not start")
-        return _profile(spec, options, progress)
+        return _profile(spec, options, progress, make)
     finally:
         stop.set()
         for p in procs:
@@ -489,7 +514,7 @@ def profile_model(spec: ModelSpec, options: ProfileOptions = ProfileOptions(),
                 p.terminate()
 
 
-def _profile(spec: ModelSpec, options: ProfileOptions, progress) -> ProfileResult:
+def _profile(spec: ModelSpec, options: ProfileOptions, progress, make: Callable) -> ProfileResult:
     import torch
     from torch.distributed.pipelining._backward import (stage_backward, stage_backward_input,
                                                         stage_backward_weight)
@@ -504,7 +529,10 @@ def _profile(spec: ModelSpec, options: ProfileOptions, progress) -> ProfileResul
     for i, layer in enumerate(spec.layers):
         first_of.setdefault(layer.symbol, i)
     single = o.method == "single"
-    model, _ = _build_model(spec, o, only=first_of.values() if single else None)
+    if single:
+        model, _ = _build_model(spec, o, only=first_of.values())
+    else:
+        model, loss_fn = make(o)
     dev = torch.device(o.device)
     n = len(spec.layers)
     g = torch.Generator().manual_seed(o.seed + 1)
@@ -513,6 +541,9 @@ def _profile(spec: ModelSpec, options: ProfileOptions, progress) -> ProfileResul
     clock = _Clock(o.device)
     layer_at = model.layer if hasattr(model, "layer") else model.chain.__getitem__  # a user's model: its chain
     param_ptrs = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    # Tensors every layer of a stage shares (a transformers model's masks and rotary embeddings):
+    # held once per stage, not per layer, so not a layer's activation memory.
+    param_ptrs |= set(getattr(model, "shared_storages", lambda: ())())
     # The carry before every profiled layer: computed once without gradients through the model, or
     # (single) random tensors of the carry's shapes.
     carries: dict[int, dict] = {}
