@@ -2,7 +2,9 @@
 // and write a model YAML with the profiled numbers (same schema as configs/models): the loop
 // profile → baseline/synth → run. `--backend torch` measures the PyTorch reference transformer
 // instead: it runs `python -m pipesmith.torch.profile` (python/pipesmith/torch/profile.py) with
-// the flags translated, and returns its exit code.
+// the flags translated, and returns its exit code; with `--hf CONFIG.json` that module measures the
+// transformers model of the config on its own layers (python/pipesmith/torch/hf_profile.py), and
+// imports the config by running this command (`import hf`, named in $PIPESMITH_COMMAND).
 #include <fmt/format.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -50,6 +52,8 @@ struct ProfileFlags {
   std::string also_fused;
   std::string dtype;
   std::string device;
+  std::string hf;  // a transformers config.json instead of the model YAML
+  int layers = 0;
   // Which flags were given (some belong to one kind of backend only).
   std::vector<std::string> given;
 };
@@ -102,7 +106,8 @@ int run_torch_profile(const ProfileFlags& f) {
           "{} applies to --backend host and cuda; --backend torch takes --hidden, --seq, --vocab, --rows, "
           "--full-width, --dtype, --threads, --device",
           host_only)));
-  if (Status st = check_outputs({{f.output, "-o"}, {f.also_fused, "--also-fused"}}, {f.model, f.cluster}); !st.is_ok())
+  if (Status st = check_outputs({{f.output, "-o"}, {f.also_fused, "--also-fused"}}, {f.model, f.hf, f.cluster});
+      !st.is_ok())
     return report_error(st);
   if (!f.also_fused.empty() && f.output == "-")
     return report_error(Status::bad_input("--also-fused needs -o (the profile written to a file)"));
@@ -110,8 +115,13 @@ int run_torch_profile(const ProfileFlags& f) {
   const std::string& python = tp.python;
   std::fprintf(stderr, "profile: --backend torch: %s -m pipesmith.torch.profile (the package: %s)\n", python.c_str(),
                tp.origin.c_str());
-  std::vector<std::string> args = {python, "-m", "pipesmith.torch.profile", f.model, "-o", f.output,
+  std::vector<std::string> args = {python, "-m", "pipesmith.torch.profile", "-o", f.output,
                                    "--repeats", std::to_string(f.repeats), "--warmup", std::to_string(f.warmup)};
+  if (f.hf.empty()) {
+    args.insert(args.begin() + 3, f.model);
+  } else {
+    args.insert(args.end(), {"--hf", f.hf});
+  }
   if (!f.cluster.empty()) args.insert(args.end(), {"--cluster", f.cluster});
   auto add_int = [&](const char* flag, int v) {
     if (v > 0) args.insert(args.end(), {flag, std::to_string(v)});
@@ -122,12 +132,15 @@ int run_torch_profile(const ProfileFlags& f) {
   add_int("--rows-per-microbatch", f.rows);
   add_int("--threads", f.threads);
   add_int("--concurrent", f.concurrent);
+  add_int("--layers", f.layers);
   if (!f.method.empty()) args.insert(args.end(), {"--method", f.method});
   if (f.full_width) args.emplace_back("--full-width");
   if (!f.also_fused.empty()) args.insert(args.end(), {"--also-fused", f.also_fused});
   if (!f.dtype.empty()) args.insert(args.end(), {"--dtype", f.dtype});
   if (!f.device.empty()) args.insert(args.end(), {"--device", f.device});
   const std::string& python_path = tp.python_path;
+  std::error_code self_ec;
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe", self_ec).string();  // for `import hf`
   std::fflush(stdout);
   std::fflush(stderr);
   const pid_t pid = fork();
@@ -140,6 +153,7 @@ int run_torch_profile(const ProfileFlags& f) {
       const std::string pp = old && *old ? python_path + ":" + old : python_path;
       setenv("PYTHONPATH", pp.c_str(), 1);
     }
+    if (!self_ec) setenv("PIPESMITH_COMMAND", self.c_str(), 1);
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -161,6 +175,12 @@ int run_torch_profile(const ProfileFlags& f) {
 }
 
 int run_profile(const ProfileFlags& f) {
+  if (f.model.empty() == f.hf.empty())
+    return report_error(Status::bad_input(f.hf.empty() ? "give the model YAML, or --hf CONFIG.json with --backend torch"
+                                                       : "--hf names the model: give it or a model YAML, not both"));
+  if (!f.hf.empty() && f.backend != "torch")
+    return report_error(Status::bad_input("--hf applies to --backend torch (the transformers model measured with PyTorch)"));
+  if (given(f, "--layers") && f.hf.empty()) return report_error(Status::bad_input("--layers applies to --hf only"));
   if (f.backend == "torch") return run_torch_profile(f);
   if (f.backend != "host" && f.backend != "cuda")
     return report_error(Status::bad_input(fmt::format("--backend must be host, cuda or torch, got '{}'", f.backend)));
@@ -226,7 +246,13 @@ Runner add_profile(CLI::App& app) {
   auto* sub = app.add_subcommand("profile", "Measure each layer type's F/I/W time and memory on a backend; write a "
                                             "model YAML with the profiled numbers");
   auto f = std::make_shared<ProfileFlags>();
-  sub->add_option("model", f->model, "Model YAML (may also hold cluster: and pipeline:)")->required();
+  sub->add_option("model", f->model, "Model YAML (may also hold cluster: and pipeline:); or --hf");
+  sub->add_option("--hf", f->hf,
+                  "--backend torch: profile the Hugging Face transformers model of this config.json on its own "
+                  "layers instead (at the config's sizes, or shrunk by --layers, --hidden, --vocab); the YAML written "
+                  "is `pipesmith import hf`'s for it with the measured numbers (docs/pytorch.md, 'Profiling')");
+  sub->add_option("--layers", f->layers, "--hf: decoder layers of the config kept (default: all)")
+      ->check(flags::integer_in(1, 100000));
   sub->add_option("--cluster", f->cluster, "Cluster YAML (copied into the output)");
   sub->add_option("--backend", f->backend,
                   "host (default), cuda, or torch: the PyTorch reference transformer of the model, measured by "
@@ -243,11 +269,13 @@ Runner add_profile(CLI::App& app) {
       ->check(flags::integer_in(0, rt::kMaxProfileRepeats));
   sub->add_option("--timeout", f->timeout_s, "Watchdog seconds (default 60)")->check(flags::timeout_s());
   const char* torch_only = "--backend torch: ";
-  sub->add_option("--hidden", f->hidden, std::string(torch_only) + "hidden size of the reference model (default 256)")
+  sub->add_option("--hidden", f->hidden, std::string(torch_only) + "hidden size of the reference model (default 256); with --hf "
+                                                  "of the transformers model (default: the config's)")
       ->check(flags::integer_in(2, 1 << 16));
   sub->add_option("--seq", f->seq, std::string(torch_only) + "tokens per sequence (default 64)")
       ->check(flags::integer_in(1, 1 << 16));
-  sub->add_option("--vocab", f->vocab, std::string(torch_only) + "vocabulary of the reference model (default 512)")
+  sub->add_option("--vocab", f->vocab, std::string(torch_only) + "vocabulary of the reference model (default 512); with --hf of "
+                                                 "the transformers model (default: the config's)")
       ->check(flags::integer_in(2, 1 << 20));
   sub->add_option("--rows", f->rows, std::string(torch_only) + "sequences per microbatch (default 2)")
       ->check(flags::integer_in(1, 1 << 16));
@@ -274,7 +302,8 @@ Runner add_profile(CLI::App& app) {
       ->check(CLI::IsMember({"cpu", "cuda"}));
   return [f, sub] {
     for (const char* name : {"--scale", "--tokens", "--widths", "--timeout", "--hidden", "--seq", "--vocab", "--rows",
-                             "--full-width", "--dtype", "--threads", "--device", "--method", "--concurrent", "--also-fused"})
+                             "--full-width", "--dtype", "--threads", "--device", "--method", "--concurrent", "--also-fused",
+                             "--layers"})
       if (sub->count(name) > 0) f->given.push_back(name);
     return run_profile(*f);
   };

@@ -2,15 +2,16 @@
 reads, with each layer kind's F, I, W, fused B, memory and weight walk measured on the model
 transformers builds from a ``config.json``.
 
-    result = profile_hf("config.json", ProfileOptions(hidden=64, seq=32, vocab=128), layers=4)
+    result = profile_hf("config.json", ProfileOptions(seq=32, rows=1), layers=4, hidden=64, vocab=128)
     write_atomic("model.yaml", profiled_yaml(None, result))     # pipesmith.torch.profile's writer
 
 (``pipesmith profile --backend torch --hf config.json`` and ``python -m pipesmith.torch.profile --hf
 config.json`` run it.)
 
 What is measured. The model is :func:`pipesmith.torch.hf.model_from_config`'s: random weights,
-transformers' eager attention and experts, shrunk as the options say (``layers`` decoder layers,
-``hidden`` and ``vocab`` unless ``full_width``; :func:`pipesmith.torch.hf._shrink`). Its layer list
+transformers' eager attention and experts, at the config's own sizes or shrunk by ``layers``,
+``hidden`` and ``vocab`` as ``python -m pipesmith.torch.run --hf`` shrinks it
+(:func:`pipesmith.torch.hf._shrink`). Its layer list
 and layer kinds are those ``pipesmith import hf`` writes for the same (shrunk) config, with the
 options' sequence length and rows as ``seq_length`` and ``micro_batch_size``, so the YAML describes
 the model measured: the same model ``python -m pipesmith.torch.run --hf config.json`` builds with
@@ -82,14 +83,9 @@ def _read_config(path: str) -> dict:
     return raw
 
 
-def _shrink_args(o: ProfileOptions, layers: int | None) -> dict:
-    return {"layers": layers, "hidden": None if o.full_width else o.hidden, "vocab": None if o.full_width else o.vocab}
-
-
-def import_config(config: str, options: ProfileOptions, layers: int | None = None,
-                  command: str | None = None) -> str:
+def import_config(config: str, options: ProfileOptions, shrink: dict, command: str | None = None) -> str:
     """The model YAML text ``pipesmith import hf`` writes for ``config`` as the profile builds it
-    (shrunk by ``layers`` and, unless ``full_width``, ``hidden`` and ``vocab``), with the options'
+    (shrunk by ``shrink``'s ``layers``, ``hidden``, ``vocab`` where not None), with the options'
     ``seq`` and ``rows`` as its sequence length and micro-batch size. The config itself is imported
     first, so that its errors name the user's file."""
     from .hf import _shrink
@@ -110,7 +106,6 @@ def import_config(config: str, options: ProfileOptions, layers: int | None = Non
                 raise ProfileError(f"--hf: {msg}" if msg else f"--hf: `{exe} import hf {path}` exited {p.returncode}")
 
         run(config)
-        shrink = _shrink_args(options, layers)
         if any(v is not None for v in shrink.values()):
             small = os.path.join(tmp, os.path.basename(config))
             with open(small, "w", encoding="utf-8") as f:
@@ -271,14 +266,14 @@ class HFMaker:
     of ``concurrent`` builds its own)."""
     config: str
     spec_yaml: str
-    layers: int | None
+    shrink: dict  # model_from_config's layers, hidden, vocab
 
     def model(self, o: ProfileOptions):
         import torch
         from .hf import model_from_config
         from .pipeline import PipelineBuildError
         try:
-            return model_from_config(self.config, dtype=getattr(torch, o.dtype), seed=o.seed, **_shrink_args(o, self.layers))
+            return model_from_config(self.config, dtype=getattr(torch, o.dtype), seed=o.seed, **self.shrink)
         except PipelineBuildError as e:
             raise ProfileError(str(e)) from None
 
@@ -312,21 +307,28 @@ def _check_memory(maker: HFMaker, o: ProfileOptions, layers: int) -> str:
 
 
 def profile_hf(config: str, options: ProfileOptions = ProfileOptions(), layers: int | None = None,
-               command: str | None = None, progress: Callable[[str], None] | None = None) -> ProfileResult:
-    """Profiles the transformers model of ``config`` (module docstring). ``layers``: decoder layers
-    kept (default all); ``options.hidden`` and ``options.vocab`` shrink it unless ``full_width``;
-    ``options.method`` must be chain or isolated. ``command``: the ``pipesmith`` command the import
-    runs (:func:`find_command`). The result's ``source_yaml`` is the imported model YAML, which
-    :func:`pipesmith.torch.profile_yaml.profiled_yaml` fills in."""
+               hidden: int | None = None, vocab: int | None = None, command: str | None = None,
+               progress: Callable[[str], None] | None = None) -> ProfileResult:
+    """Profiles the transformers model of ``config`` (module docstring): at the config's own sizes,
+    or with ``layers`` decoder layers, ``hidden`` units and a vocabulary of ``vocab``. Of
+    ``options``, ``hidden``, ``vocab`` and ``full_width`` (the reference model's) do not apply; the
+    result states the sizes built. ``options.method`` must be chain or isolated. ``command``: the
+    ``pipesmith`` command the import runs (:func:`find_command`). The result's ``source_yaml`` is the
+    imported model YAML, which :func:`pipesmith.torch.profile_yaml.profiled_yaml` fills in."""
     _check_options(options)
     if options.method == "single":
         raise ProfileError("--hf: method 'single' builds the reference model's layers one by one; profile a "
                            "transformers model with chain or isolated (shrink it with --layers, --hidden, --vocab)")
     if options.user_model:
         raise ProfileError("--hf and --user-model both name the model: give one")
-    if layers is not None and not 1 <= layers <= 100_000:
-        raise ProfileError(f"--layers must be in 1..100000, got {layers}")
-    text = import_config(config, options, layers, command)
+    if options.full_width:
+        raise ProfileError("--hf builds the config's own sizes unless --layers, --hidden or --vocab shrink it: "
+                           "--full-width does not apply")
+    for name, v, lo, hi in (("layers", layers, 1, 100_000), ("hidden", hidden, 2, 1 << 16), ("vocab", vocab, 2, 1 << 24)):
+        if v is not None and not lo <= v <= hi:
+            raise ProfileError(f"--{name} must be in {lo}..{hi}, got {v}")
+    shrink = {"layers": layers, "hidden": hidden, "vocab": vocab}
+    text = import_config(config, options, shrink, command)
     with tempfile.TemporaryDirectory(prefix="pipesmith-hf-profile-") as tmp:
         spec_path = os.path.join(tmp, os.path.basename(config).removesuffix(".json") + ".yaml")
         with open(spec_path, "w", encoding="utf-8") as f:
@@ -335,11 +337,10 @@ def profile_hf(config: str, options: ProfileOptions = ProfileOptions(), layers: 
             spec = load_model(spec_path)
         except ModelFileError as e:
             raise ProfileError(f"--hf: the imported model YAML: {e}") from None
-        maker = HFMaker(config, spec_path, layers)
+        maker = HFMaker(config, spec_path, shrink)
         built = _check_memory(maker, options, len(spec.layers))
-        if options.full_width:  # the header states the sizes measured
-            arch = spec.architecture
-            options = dataclasses.replace(options, hidden=int(arch.get("hidden_size", options.hidden)),
-                                          vocab=int(arch.get("vocab_size", options.vocab)))
+        arch = spec.architecture  # the sizes built, for the header and the table
+        options = dataclasses.replace(options, hidden=int(arch.get("hidden_size", 0)),
+                                      vocab=int(arch.get("vocab_size", 0)))
         result = profile_built(spec, options, maker, progress)
     return dataclasses.replace(result, built=built, source_yaml=text)

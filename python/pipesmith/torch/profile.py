@@ -39,9 +39,11 @@ def write_atomic(path: str, text: str, inputs: tuple[str, ...] = (), what: str =
 def options_parser(ap: argparse.ArgumentParser) -> None:
     """The profiling flags (shared with bench/torch)."""
     d = ProfileOptions()
-    ap.add_argument("--hidden", type=int, default=d.hidden, help=f"hidden size of the reference model ({d.hidden})")
+    ap.add_argument("--hidden", type=int, help=f"hidden size of the reference model ({d.hidden}); with --hf: "
+                                                "of the transformers model (default: the config's)")
     ap.add_argument("--seq", type=int, default=d.seq, help=f"tokens per sequence ({d.seq})")
-    ap.add_argument("--vocab", type=int, default=d.vocab, help=f"vocabulary of the reference model ({d.vocab})")
+    ap.add_argument("--vocab", type=int, help=f"vocabulary of the reference model ({d.vocab}); with --hf: of the "
+                                               "transformers model (default: the config's)")
     ap.add_argument("--rows-per-microbatch", type=int, default=d.rows, help=f"sequences per microbatch ({d.rows})")
     ap.add_argument("--dtype", default=d.dtype, choices=DTYPES)
     ap.add_argument("--threads", type=int, default=d.threads, help="torch.set_num_threads on the CPU (1)")
@@ -64,7 +66,9 @@ def options_parser(ap: argparse.ArgumentParser) -> None:
 
 
 def options_from(args: argparse.Namespace) -> ProfileOptions:
-    return ProfileOptions(hidden=args.hidden, seq=args.seq, vocab=args.vocab, rows=args.rows_per_microbatch,
+    d = ProfileOptions()
+    return ProfileOptions(hidden=d.hidden if args.hidden is None else args.hidden, seq=args.seq,
+                          vocab=d.vocab if args.vocab is None else args.vocab, rows=args.rows_per_microbatch,
                           dtype=args.dtype, threads=args.threads, device=args.device, warmup=args.warmup,
                           repeats=args.repeats, method=args.method, concurrent=args.concurrent, user_model=args.user_model,
                           full_width=args.full_width)
@@ -77,8 +81,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("model", nargs="?", help="model YAML (docs/inputs.md); not with --hf")
     ap.add_argument("--hf", metavar="CONFIG.json",
                     help="profile the Hugging Face transformers model of this config.json on its own layers "
-                         "(shrunk by --layers, --hidden, --vocab unless --full-width) instead of a model YAML's "
-                         "reference transformer")
+                         "(at the config's sizes, or shrunk by --layers, --hidden, --vocab) instead of a model "
+                         "YAML's reference transformer")
     ap.add_argument("--layers", type=int, help="--hf: decoder layers kept (default: the config's)")
     ap.add_argument("-o", "--output", default="-", help="model YAML to write (- = stdout, the default; "
                                                         "otherwise a table is printed)")
@@ -107,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
             raise ProfileError(f"PyTorch does not import ({e}): install it (python/requirements.txt)") from None
         if spec is None:
             from .hf_profile import profile_hf
-            result = profile_hf(args.hf, opts, args.layers)
+            result = profile_hf(args.hf, opts, args.layers, args.hidden, args.vocab)
         else:
             result = profile_model(spec, opts, progress=None)
         text = profiled_yaml(args.model, result, args.cluster, args.backward)
