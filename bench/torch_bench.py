@@ -9,6 +9,12 @@ interleaved 1F1B, ZB-H1 and ZB-V), export it (`pipesmith export --to pytorch`), 
 (`torchrun -m pipesmith.torch.steptime`: P ranks, one thread each, 1 + N steps, median of the N);
 and the unpipelined step (one process, every microbatch's F and backward in turn). Prints one
 Markdown table per model with its verdict (see verdict) and a summary; progress goes to stderr.
+
+With ``--hf CONFIG.json [--layers N]`` the model is the transformers model of that config instead of
+the shipped ones: profiled on its own layers (`pipesmith profile --backend torch --hf`), the plans
+made with whole decoder layers (`synth --cuts layers`), run with its stages
+(:func:`pipesmith.torch.hf.stage_modules`, `steptime --hf`), the unpipelined step its own
+``model(input_ids, labels=...)``.
 """
 from __future__ import annotations
 
@@ -104,7 +110,7 @@ def ranks(values: list[float]) -> list[int]:
 
 
 def measure_overhead(exe: str, profiled: str, cluster: str, odir: str, P: int, M: int, shape: list[str], args,
-                     env: dict) -> float:
+                     env: dict, model_flags: list[str]) -> float:
     """The runtime's own time per compute action, ms, for the cluster's op_overhead_ms: interleaved 1F1B
     on the profiled costs, run through PyTorch's runtime (`pipesmith.torch.steptime`, 3 timed steps);
     per rank, its median step's rest (the step less its timed compute actions and its waits for
@@ -119,7 +125,7 @@ def measure_overhead(exe: str, profiled: str, cluster: str, odir: str, P: int, M
     sh([exe, "export", sched, "--to", "pytorch", "-o", pt, "--model", profiled, "--cluster", cluster])
     res = os.path.join(odir, "steptime.json")
     sh([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(P),
-        "-m", "pipesmith.torch.steptime", "--case", pt, profiled, "--steps", "3", *shape,
+        "-m", "pipesmith.torch.steptime", "--case", pt, profiled, "--steps", "3", *shape, *model_flags,
         "--rows-per-microbatch", str(args.rows_per_microbatch), "--json", res], env=env)
     per_action = []
     for x in json.load(open(res))[0]["median_step_ranks"]:
@@ -150,6 +156,10 @@ def main(argv=None) -> int:
     ap.add_argument("--concurrent", type=int, default=0,
                     help="profile with this many processes sweeping at once (default: P, as the ranks run)")
     ap.add_argument("--evaluations", type=int, default=30, help="pipesmith synth --evaluations (default 30)")
+    ap.add_argument("--hf", metavar="CONFIG.json",
+                    help="bench the transformers model of this config.json instead of --models (profiled on its own "
+                         "layers, run with its own stages; --hidden default 256)")
+    ap.add_argument("--layers", type=int, help="--hf: decoder layers kept (default: the config's)")
     ap.add_argument("--keep", help="keep every file under this folder (default: a temporary one)")
     ap.add_argument("--json", help="also write the rows as JSON here")
     args = ap.parse_args(argv)
@@ -160,10 +170,20 @@ def main(argv=None) -> int:
         ("microbatches", args.microbatches, 1, 1_000_000), ("steps", args.steps, 1, 1000),
         ("repeats", args.repeats, 1, 1000), ("concurrent", args.concurrent, 0, 64),
         ("evaluations", args.evaluations, 1, 1_000_000_000)) if not lo <= v <= hi or (k == "hidden" and v == 1)]
-    unknown = [m for m in args.models.split(",") if not os.path.isfile(os.path.join(ROOT, "configs", "models", f"{m}.yaml"))]
+    if args.hf:  # the commands run in the repository root
+        args.hf = os.path.abspath(args.hf)
+    if args.layers is not None and not (args.hf and 1 <= args.layers <= 100_000):
+        bad.append(f"--layers {args.layers} (1..100000, with --hf only)")
+    if args.hf:
+        names = [os.path.basename(args.hf).removesuffix(".json")]
+        unknown = [] if os.path.isfile(args.hf) else [f"no such config {args.hf}"]
+    else:
+        names = args.models.split(",")
+        unknown = [f"no such shipped model: {m}" for m in names
+                   if not os.path.isfile(os.path.join(ROOT, "configs", "models", f"{m}.yaml"))]
     if bad or unknown:
         ap.error("; ".join(([f"out of range: {', '.join(bad)}"] if bad else [])
-                           + ([f"no such shipped model: {', '.join(unknown)}"] if unknown else [])))
+                           + unknown))
     from pipesmith.errors import BadInputError
     from pipesmith.torch.output_file import check_output_paths
     try:
@@ -183,7 +203,7 @@ def main(argv=None) -> int:
     import torch
     from pipesmith.torch.reference import Scale
     from pipesmith.torch.profile import write_atomic
-    from pipesmith.torch.steptime import unpipelined_step_ms
+    from pipesmith.torch.steptime import hf_unpipelined_step_ms, unpipelined_step_ms
     P, M = args.devices, args.microbatches
     t_start = time.monotonic()
 
@@ -197,24 +217,29 @@ def main(argv=None) -> int:
     all_rows = {}
     sim_cluster = ""  # the link plus the measured op_overhead_ms: what schedules are made and simulated on
     overhead_ms = 0.0
-    for name in args.models.split(","):
+    for name in names:
         hidden = args.hidden or MODELS.get(name, d.hidden)
         model = os.path.join(ROOT, "configs", "models", f"{name}.yaml")
+        # The model measured and run: a shipped model's reference transformer, or the transformers model.
+        model_flags = ["--hf", args.hf] + (["--layers", str(args.layers)] if args.layers else []) if args.hf else []
         mdir = os.path.join(work, name)
         os.makedirs(mdir, exist_ok=True)
         profiled = os.path.join(mdir, "profiled.yaml")
         fused = os.path.join(mdir, "profiled-fused.yaml")
         shape = ["--hidden", str(hidden), "--seq", str(args.seq), "--vocab", str(args.vocab)]
         log(f"{name}: profiling (hidden {hidden})")
-        table = sh([exe, "profile", "--backend", "torch", model, "--cluster", cluster, "-o", profiled, *shape,
+        table = sh([exe, "profile", "--backend", "torch", *(model_flags or [model]), "--cluster", cluster, "-o", profiled, *shape,
                     "--rows", str(args.rows_per_microbatch), "--threads", "1", "--repeats", str(args.repeats),
                     "--warmup", "2", "--concurrent", str(args.concurrent or P), "--also-fused", fused], env=env)
-        f_ms = [float(line.split()[3]) for line in table.splitlines()[2:] if len(line.split()) >= 11
+        lines = table.splitlines()  # the command's progress line, the title, the header, a row per type
+        header = next(k for k, line in enumerate(lines) if line.startswith("type "))
+        f_ms = [float(line.split()[3]) for line in lines[header + 1:] if len(line.split()) >= 11
                 and not line.startswith("sweep")]
         probe_profile = float(re.search(r"^sweep of the model .*: ([0-9.]+) ms", table, re.M).group(1))
         if not sim_cluster:
             log(f"{name}: measuring the per-action overhead (interleaved 1F1B in PyTorch)")
-            overhead_ms = measure_overhead(exe, profiled, cluster, os.path.join(mdir, "overhead"), P, M, shape, args, env)
+            overhead_ms = measure_overhead(exe, profiled, cluster, os.path.join(mdir, "overhead"), P, M, shape, args, env,
+                                           model_flags)
             sim_cluster = os.path.join(work, "gloo-link-overhead.yaml")
             write_atomic(sim_cluster, link_text + f"  op_overhead_ms: {overhead_ms:.4g}\n")
             print(f"Per-action overhead (PyTorch's runtime, measured on {name}): {overhead_ms:.3f} ms "
@@ -227,6 +252,8 @@ def main(argv=None) -> int:
             sched = os.path.join(sdir, "schedule.yaml")
             log(f"{name}: {label}: pipesmith {cmd}")
             extra = ["--evaluations", str(args.evaluations), "--quiet", "--seed", "0"] if cmd == "synth" else []
+            if cmd == "synth" and args.hf:  # transformers stages hold whole modules
+                extra += ["--cuts", "layers"]
             sh([exe, cmd, profiled, "--cluster", sim_cluster, "--devices", str(P), "--microbatches", str(M), *flags,
                 *extra, "-o", sched])
             out = sh([exe, "export", sched, "--to", "pytorch", "-o", os.path.join(sdir, "pt"), "--model", profiled,
@@ -252,7 +279,7 @@ def main(argv=None) -> int:
         log(f"{name}: timing {len(rows)} schedules in PyTorch (P = {P}, {args.steps} steps each)")
         res_json = os.path.join(mdir, "steptime.json")
         sh([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(P),
-            "-m", "pipesmith.torch.steptime", *cases, "--steps", str(args.steps), *shape,
+            "-m", "pipesmith.torch.steptime", *cases, "--steps", str(args.steps), *shape, *model_flags,
             "--rows-per-microbatch", str(args.rows_per_microbatch), "--json", res_json], env=env)
         for row, r in zip(rows, json.load(open(res_json))):
             row.measured_ms = r["median_ms"]
@@ -262,7 +289,11 @@ def main(argv=None) -> int:
             row.load = r["probe_ms"] / probe_profile
         log(f"{name}: timing the unpipelined step")
         scale = Scale(hidden=hidden, seq=args.seq, vocab=args.vocab)
-        unpiped, _ = unpipelined_step_ms(profiled, scale, torch.float32, M, args.rows_per_microbatch, args.steps)
+        if args.hf:
+            unpiped, _ = hf_unpipelined_step_ms(args.hf, {"layers": args.layers, "hidden": hidden, "vocab": args.vocab},
+                                                torch.float32, M, args.rows_per_microbatch, args.seq, args.steps)
+        else:
+            unpiped, _ = unpipelined_step_ms(profiled, scale, torch.float32, M, args.rows_per_microbatch, args.steps)
         all_rows[name] = (hidden, max(f_ms) if f_ms else 0.0, unpiped, rows)
         print_table(name, hidden, max(f_ms) if f_ms else 0.0, unpiped, rows, P, M, args, overhead_ms)
     print("### Summary\n")

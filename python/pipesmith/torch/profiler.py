@@ -351,15 +351,18 @@ def _sweep_total(samples) -> float:
     return statistics.median(sum(s[0][r] + s[1][r] + s[2][r] for s in samples) for r in range(repeats))
 
 
-def sweep_ms(model: Any, rows: int, repeats: int = 2, warmup: int = 1, seed: int = 1234) -> float:
+def sweep_ms(model: Any, rows: int, repeats: int = 2, warmup: int = 1, seed: int = 1234, seq: int | None = None,
+             loss: Callable | None = None) -> float:
     """The load probe: the median ms of a sweep of ``model``'s layers (F, then I, then W of every
-    layer, as method chain times them) on one microbatch of ``rows`` rows. The same number as
-    :attr:`ProfileResult.sweep_ms` when the machine is as loaded as during the profile; their ratio
-    says how much slower compute runs now."""
+    layer, as method chain times them) on one microbatch of ``rows`` rows (of ``seq`` tokens, by
+    default the reference model's), the last one's output scored by ``loss`` (by default the
+    reference's). The same number as :attr:`ProfileResult.sweep_ms` when the machine is as loaded
+    as during the profile; their ratio says how much slower compute runs now."""
     from .reference import loss_fn
     import torch
+    loss_fn = loss or loss_fn
     g = torch.Generator().manual_seed(seed + 1)
-    seq = model.scale.seq
+    seq = seq or model.scale.seq
     tokens = torch.randint(0, model.vocab, (rows, seq), generator=g)
     labels = torch.randint(0, model.vocab, (rows, seq), generator=g)
     o = ProfileOptions(warmup=warmup, repeats=repeats)

@@ -3,9 +3,13 @@
     torchrun --nproc-per-node P -m pipesmith.torch.steptime --case DIR MODEL.yaml [--case ...]
         [--format compute_comms|compute_only] [--steps N] [--hidden H] [--seq T] [--vocab V]
         [--rows-per-microbatch B] [--dtype float32|float64] [--threads 1] [--json OUT.json] [--timeout S]
+        [--hf CONFIG.json [--layers N]]
 
 Every rank builds the reference transformer of MODEL.yaml at the given width (the one
-``pipesmith.torch.profile`` measured with the same flags), takes its stages from the plan and loads
+``pipesmith.torch.profile`` measured with the same flags), or with ``--hf`` the transformers model
+of CONFIG.json shrunk by ``--layers``, ``--hidden``, ``--vocab`` where given (the one ``profile --hf``
+measured with the same flags; its stages from :func:`pipesmith.torch.hf.stage_modules`, its loss
+:func:`pipesmith.torch.hf.causal_lm_loss`), takes its stages from the plan and loads
 the CSV into ``_PipelineScheduleRuntime``, as :mod:`pipesmith.torch.run` does (same package
 functions). It runs 1 + N steps on one batch of M microbatches, the cases' steps in turn (step k of
 every case, then step k + 1: a drift in the machine's speed falls on all of them alike; with several
@@ -68,6 +72,33 @@ def unpipelined_step_ms(model_path: str, scale: Scale, dtype: torch.dtype, M: in
     return statistics.median(times[1:]), times[0]
 
 
+def hf_unpipelined_step_ms(config: str, shrink: dict, dtype: torch.dtype, M: int, rows: int, seq: int, steps: int,
+                           threads: int = 1) -> tuple[float, float]:
+    """:func:`unpipelined_step_ms` of the transformers model of ``config`` (shrunk by ``shrink``'s
+    ``layers``, ``hidden``, ``vocab``): its own ``model(input_ids, labels=...)`` step per microbatch."""
+    from . import hf
+    torch.set_num_threads(threads)
+    model = hf.model_from_config(config, dtype=dtype, **shrink)
+    tokens, _ = _hf_batch(model, M * rows, seq)
+    chunks = torch.tensor_split(tokens, M)
+    times = []
+    for _ in range(1 + steps):
+        for p in model.parameters():
+            p.grad = None
+        t0 = time.perf_counter()
+        for m in range(M):
+            (model(input_ids=chunks[m], labels=chunks[m], use_cache=False).loss / M).backward()
+        times.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(times[1:]), times[0]
+
+
+def _hf_batch(model, rows: int, seq: int, seed: int = 99) -> tuple[torch.Tensor, torch.Tensor]:
+    """Random token ids [rows, seq] of the model's vocabulary, and the labels the loss shifts: the ids."""
+    g = torch.Generator().manual_seed(seed)
+    tokens = torch.randint(0, model.config.vocab_size, (rows, seq), generator=g)
+    return tokens, tokens
+
+
 class ActionClock:
     """Times every compute action a rank's stages run, and every wait for a receive, by wrapping the
     stages' ``forward_one_chunk`` / ``backward_one_chunk`` / ``backward_weight_one_chunk`` and, between
@@ -126,18 +157,32 @@ class Case:
     rank together), ``result()`` the summary. Several cases live at once so that their steps can be
     taken in turn (:func:`time_cases`)."""
 
-    def __init__(self, plan_dir: str, model_path: str, fmt: str, scale: Scale, dtype: torch.dtype, rows: int):
+    def __init__(self, plan_dir: str, model_path: str, fmt: str, scale: Scale, dtype: torch.dtype, rows: int,
+                 hf_model: tuple[str, dict] | None = None):
         rank = dist.get_rank()
         plan = load_plan(plan_dir)
         if plan.devices != dist.get_world_size():
             raise PlanError(f"{plan.path}: the plan is for {plan.devices} ranks, the job has {dist.get_world_size()}")
         self.plan_dir, self.model_path, self.fmt, self.plan, self.rows = plan_dir, model_path, fmt, plan, rows
-        self.model = ReferenceTransformer(load_model(model_path), scale, dtype=dtype)
-        tokens, self.labels = self.model.batch(plan.microbatches * rows)
-        self.inputs = self.model.step_inputs(tokens, self.labels)
-        modules = pipeline.reference_stage_modules(self.model, plan, rank)
+        self.seq = scale.seq
+        if hf_model is None:
+            self.model = ReferenceTransformer(load_model(model_path), scale, dtype=dtype)
+            tokens, self.labels = self.model.batch(plan.microbatches * rows)
+            self.inputs = self.model.step_inputs(tokens, self.labels)
+            modules = pipeline.reference_stage_modules(self.model, plan, rank)
+            self.loss, self.probe_model = loss_fn, self.model
+        else:  # the transformers model, the probe on its layers as profile --hf sweeps them
+            from . import hf
+            from .hf_profile import HFChain
+            config, shrink = hf_model
+            self.model = hf.model_from_config(config, dtype=dtype, **shrink)
+            tokens, self.labels = _hf_batch(self.model, plan.microbatches * rows, scale.seq)
+            self.inputs = (tokens,)
+            modules = hf.stage_modules(self.model, plan, rank)
+            self.loss = hf.causal_lm_loss
+            self.probe_model = HFChain(self.model, load_model(model_path), rows, scale.seq, config)
         stages = pipeline.make_stages(modules, plan, rank, torch.device("cpu"))
-        self.schedule = pipeline.build_schedule(stages, plan, fmt, loss_fn)
+        self.schedule = pipeline.build_schedule(stages, plan, fmt, self.loss)
         self.clock = ActionClock(stages)
         self.mine = [p for m in modules for p in m.parameters()]
         self.holds_first = 0 in plan.rank_to_stages[rank]
@@ -152,7 +197,8 @@ class Case:
         for p in self.model.parameters():
             p.grad = None
         dist.barrier()
-        self.probe.append(sweep_ms(self.model, self.rows, repeats=3))  # medians: one sweep alone can spike by half
+        # medians: one sweep alone can spike by half
+        self.probe.append(sweep_ms(self.probe_model, self.rows, repeats=3, seq=self.seq, loss=self.loss))
 
     def step(self, record: bool = True) -> float:
         """One step on every rank; ``record``: keep its time (else a warm-up step)."""
@@ -236,9 +282,9 @@ def time_case(plan_dir: str, model_path: str, fmt: str, scale: Scale, dtype: tor
 def scale_parser(ap: argparse.ArgumentParser) -> None:
     from .profile import ProfileOptions
     d = ProfileOptions()
-    ap.add_argument("--hidden", type=int, default=d.hidden)
+    ap.add_argument("--hidden", type=int, help=f"reference model: default {d.hidden}; --hf: default the config's")
     ap.add_argument("--seq", type=int, default=d.seq)
-    ap.add_argument("--vocab", type=int, default=d.vocab)
+    ap.add_argument("--vocab", type=int, help=f"reference model: default {d.vocab}; --hf: default the config's")
     ap.add_argument("--rows-per-microbatch", type=int, default=d.rows)
     ap.add_argument("--dtype", default=d.dtype, choices=["float32", "float64"])
     ap.add_argument("--threads", type=int, default=1)
@@ -246,8 +292,8 @@ def scale_parser(ap: argparse.ArgumentParser) -> None:
 
 def check_scale(ap: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     """The width flags of :func:`scale_parser` within what a reference model can be built at."""
-    bad = [f"--{k.replace('_', '-')} {v}" for k, v, lo in (("hidden", args.hidden, 2), ("seq", args.seq, 1),
-                                                            ("vocab", args.vocab, 2),
+    bad = [f"--{k.replace('_', '-')} {v}" for k, v, lo in (("hidden", args.hidden or 2, 2), ("seq", args.seq, 1),
+                                                            ("vocab", args.vocab or 2, 2),
                                                             ("rows_per_microbatch", args.rows_per_microbatch, 1),
                                                             ("threads", args.threads, 1))
            if not lo <= v <= 1 << 20]
@@ -272,6 +318,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--format", default="compute_comms", choices=["compute_only", "compute_comms"])
     ap.add_argument("--steps", type=int, default=5, help="timed steps after the first (default 5)")
     ap.add_argument("--json", help="rank 0 writes the results here")
+    ap.add_argument("--hf", metavar="CONFIG.json",
+                    help="run the transformers model of this config (the MODEL of each case is its profiled YAML, "
+                         "`profile --hf`'s) instead of the reference transformer")
+    ap.add_argument("--layers", type=int, help="--hf: decoder layers kept (default: the config's)")
     ap.add_argument("--timeout", type=timeout_s, default=DEFAULT_TIMEOUT_S,
                     help="seconds a rank may take for a case's setup, a load probe or one step before the job "
                          f"ends with exit 124 (default {DEFAULT_TIMEOUT_S:g}; a finite number in (0, 1e6])")
@@ -279,6 +329,10 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if not 1 <= args.steps <= 1000:
         ap.error(f"--steps must be in 1..1000, got {args.steps}")
+    if args.layers is not None and not args.hf:
+        ap.error("--layers applies to --hf only")
+    if args.layers is not None and not 1 <= args.layers <= 100_000:
+        ap.error(f"--layers must be in 1..100000, got {args.layers}")
     check_scale(ap, args)
     try:
         check_output_paths([(args.json or "", "--json")], json_inputs(args.case))
@@ -295,13 +349,16 @@ def main(argv: list[str] | None = None) -> int:
     dist.init_process_group("gloo")
     rank = dist.get_rank()
     dog = Watchdog(rank, args.timeout)
-    scale = Scale(hidden=args.hidden, seq=args.seq, vocab=args.vocab)
+    from .profile import ProfileOptions
+    d = ProfileOptions()  # the reference model's widths (the profile's defaults)
+    scale = Scale(hidden=args.hidden or d.hidden, seq=args.seq, vocab=args.vocab or d.vocab)
+    hf_model = (args.hf, {"layers": args.layers, "hidden": args.hidden, "vocab": args.vocab}) if args.hf else None
     dtype = getattr(torch, args.dtype)
     try:
         cases = []
         for d, m in args.case:
             dog.arm(f"{d}: setting up")
-            cases.append(Case(d, m, args.format, scale, dtype, args.rows_per_microbatch))
+            cases.append(Case(d, m, args.format, scale, dtype, args.rows_per_microbatch, hf_model))
         results = time_cases(cases, args.steps, dog)
         if rank == 0:
             for r in results:
