@@ -9,6 +9,7 @@
 
 #include "cli/commands.h"
 #include "cli/spec_flags.h"
+#include "ir/dp_ops.h"
 #include "ir/recompute.h"
 #include "ir/units.h"
 #include "report/report.h"
@@ -93,6 +94,8 @@ int run_baseline_command(const BaselineArgs& a) {
     s += fmt::format("                {:.3f} ms over all partitions and placements ({})\n",
                      gb->bound_ms, gb->binding);
   s += fmt::format("  bubble ratio  {:.4f}\n", sim.bubble_ratio);
+  if (needs_data_parallel_ops(rep.checked.problem))
+    s += fmt::format("  data-parallel {:.3f} ms exposed after the pipeline's last op\n", sim.exposed_data_parallel_ms);
   double peak = 0;
   std::string peaks;
   for (size_t d = 0; d < sim.peak_memory_mb.size(); ++d) {

@@ -32,10 +32,10 @@ Runner add_simulate(CLI::App& app) {
     for (const std::string& n : report->notes) out += fmt::format("  note: {}\n", n);
     out += fmt::format("makespan_ms     {:.6g}\nlower_bound_ms  {:.6g}\nbubble_ratio    {:.6g}\n", sim.makespan_ms,
                        report->lower_bound_ms, sim.bubble_ratio);
-    out += "device  busy_ms      idle_ms      peak_memory_gb  compute_ops  comm_ops\n";
+    out += "device  busy_ms      idle_ms      peak_memory_gb  compute_ops  comm_ops\n";  // comm: SEND/RECV, REDUCE_GRAD
     for (int d = 0; d < s.num_devices(); ++d) {
       int nc = 0, nm = 0;
-      for (const Action& a : s.programs[d]) (is_comm(a.type) ? nm : nc)++;
+      for (const Action& a : s.programs[d]) (is_compute(a.type) ? nc : nm)++;
       out += fmt::format("{:<7} {:<12.6g} {:<12.6g} {:<15.6g} {:<12} {}\n", d, sim.busy_ms[d], sim.idle_ms[d],
                          mb_to_gb(sim.peak_memory_mb[d]), nc, nm);
     }

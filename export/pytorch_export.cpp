@@ -161,7 +161,8 @@ Schedule renumbered(const Schedule& s, const std::vector<int>& original_of) {
   for (size_t k = 0; k < original_of.size(); ++k) new_of[original_of[k]] = static_cast<int>(k);
   Schedule r = s;
   for (auto& prog : r.programs)
-    for (Action& a : prog) a.mb = new_of[a.mb];
+    for (Action& a : prog)
+      if (!is_data_parallel(a.type)) a.mb = new_of[a.mb];  // REDUCE_GRAD has no microbatch
   return r;
 }
 

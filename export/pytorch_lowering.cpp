@@ -269,6 +269,10 @@ std::vector<PtProgram> certified_pytorch_programs(const Schedule& with_comms, bo
     FsdpPlan fsdp_plan;
     if (fsdp) fsdp_plan = plan_unshard_reshard(compute, 3);
     std::vector<std::vector<int>> reduce = plan_reduce_grad(compute, with_comms.problem.microbatches);
+    // A stage whose data-parallel step the certified order places keeps it there (its REDUCE_GRAD cell).
+    for (const Action& a : prog)
+      if (a.type == OpType::REDUCE_GRAD)
+        for (auto& after : reduce) after.erase(std::remove(after.begin(), after.end(), a.stage), after.end());
     PtProgram p;
     std::vector<int> pending;  // REDUCE_GRADs due once the comms after the last compute are written
     auto flush = [&] {

@@ -17,11 +17,13 @@ const char* op_type_name(OpType t) {
     case OpType::SEND_B: return "SEND_B";
     case OpType::RECV_B: return "RECV_B";
     case OpType::R: return "R";
+    case OpType::REDUCE_GRAD: return "REDUCE_GRAD";
   }
   return "?";
 }
 
 std::string to_string(const Action& a) {
+  if (is_data_parallel(a.type)) return fmt::format("{}{}", a.stage, op_type_name(a.type));
   return fmt::format("{}{}{}", a.stage, op_type_name(a.type), a.mb);
 }
 
@@ -45,7 +47,7 @@ Result<Action> parse_action(std::string_view text, const SourceLoc& loc) {
   auto fail = [&](const std::string& why) -> Result<Action> {
     return Status::bad_input(
         fmt::format("bad action '{}': {} (expected STAGE TYPE MICROBATCH, e.g. '3F1' or "
-                    "'0SEND_B2'; TYPE one of F I W B R SEND_F RECV_F SEND_B RECV_B)",
+                    "'0SEND_B2'; TYPE one of F I W B R SEND_F RECV_F SEND_B RECV_B; or STAGE REDUCE_GRAD)",
                     excerpt(text), why),
         loc);
   };
@@ -53,10 +55,17 @@ Result<Action> parse_action(std::string_view text, const SourceLoc& loc) {
   Action a;
   a.loc = loc;
   if (!read_int(text, pos, a.stage)) return fail("missing or too large stage number");
+  // FSDP's gathers are PyTorch actions pipesmith does not schedule: say so rather than "unknown".
+  for (std::string_view fsdp : {"UNSHARD", "RESHARD"})
+    if (text.substr(pos, fsdp.size()) == fsdp)
+      return fail(fmt::format("{} (FSDP's parameter gather) is not an action pipesmith schedules or checks; "
+                              "pipesmith counts FSDP's unsharded weights for the whole iteration: remove it",
+                              fsdp));
   static constexpr std::pair<std::string_view, OpType> kTypes[] = {
-      {"SEND_F", OpType::SEND_F}, {"RECV_F", OpType::RECV_F}, {"SEND_B", OpType::SEND_B},
-      {"RECV_B", OpType::RECV_B}, {"F", OpType::F},           {"I", OpType::I},
-      {"W", OpType::W},           {"B", OpType::B},           {"R", OpType::R}};
+      {"REDUCE_GRAD", OpType::REDUCE_GRAD}, {"SEND_F", OpType::SEND_F}, {"RECV_F", OpType::RECV_F},
+      {"SEND_B", OpType::SEND_B},           {"RECV_B", OpType::RECV_B}, {"F", OpType::F},
+      {"I", OpType::I},                     {"W", OpType::W},           {"B", OpType::B},
+      {"R", OpType::R}};
   bool found = false;
   for (const auto& [name, type] : kTypes) {
     if (text.substr(pos, name.size()) == name) {
@@ -67,6 +76,12 @@ Result<Action> parse_action(std::string_view text, const SourceLoc& loc) {
     }
   }
   if (!found) return fail("unknown op type");
+  if (is_data_parallel(a.type)) {  // one per stage: no microbatch
+    if (pos != text.size())
+      return fail(fmt::format("{} takes no microbatch (it reduces all of them), but '{}' follows it", op_type_name(a.type),
+                              excerpt(text.substr(pos), 40)));
+    return a;
+  }
   if (!read_int(text, pos, a.mb)) return fail("missing or too large microbatch number");
   if (pos != text.size()) return fail(fmt::format("unexpected text '{}' after the microbatch", excerpt(text.substr(pos), 40)));
   return a;

@@ -33,10 +33,11 @@ std::string format_chrome_trace(const Schedule& schedule, const std::string& tit
       const Action& a = prog[i];
       ordered_json e;
       e["name"] = to_string(a);
+      const bool lane2 = is_comm(a.type) || is_data_parallel(a.type);  // the comm track holds both
       e["cat"] = is_comm(a.type) ? "comm" : op_type_name(a.type);
       e["ph"] = "X";
       e["pid"] = 0;
-      e["tid"] = is_comm(a.type) ? 2 * t.device + 1 : 2 * t.device;
+      e["tid"] = lane2 ? 2 * t.device + 1 : 2 * t.device;
       e["ts"] = t.op_ms[i].first * 1000.0;
       e["dur"] = (t.op_ms[i].second - t.op_ms[i].first) * 1000.0;
       e["args"] = {{"stage", a.stage}, {"microbatch", a.mb}, {"op_index", i}};

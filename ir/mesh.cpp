@@ -79,6 +79,26 @@ const char* mesh_group_name(MeshGroup g) {
   return "?";
 }
 
+namespace {
+// The nodes a group of `p.size` members `p.stride` ranks apart, holding rank 0, spans.
+GroupPlacement place_group(const Mesh& m, GroupPlacement p) {
+  if (m.gpus_per_node <= 0) {
+    p.members_in_first_node = p.size;
+    return p;
+  }
+  std::set<long long> nodes;
+  int first = 0;
+  for (int i = 0; i < p.size; ++i) {
+    const long long node = static_cast<long long>(i) * p.stride / m.gpus_per_node;
+    nodes.insert(node);
+    if (node == 0) ++first;
+  }
+  p.nodes = static_cast<int>(nodes.size());
+  p.members_in_first_node = first;
+  return p;
+}
+}  // namespace
+
 GroupPlacement group_placement(const Mesh& m, MeshGroup g) {
   GroupPlacement p;
   switch (g) {
@@ -101,20 +121,7 @@ GroupPlacement group_placement(const Mesh& m, MeshGroup g) {
       p.size = m.expert_data(), p.stride = static_cast<long long>(m.expert) * m.expert_tensor;
       break;
   }
-  if (m.gpus_per_node <= 0) {
-    p.members_in_first_node = p.size;
-    return p;
-  }
-  std::set<long long> nodes;
-  int first = 0;
-  for (int i = 0; i < p.size; ++i) {
-    const long long node = static_cast<long long>(i) * p.stride / m.gpus_per_node;
-    nodes.insert(node);
-    if (node == 0) ++first;
-  }
-  p.nodes = static_cast<int>(nodes.size());
-  p.members_in_first_node = first;
-  return p;
+  return place_group(m, p);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -381,6 +388,17 @@ struct Collectives {
   }
 };
 
+// A ring reduce-scatter (or all-reduce: `twice`) of `bytes` over a group placed as `p`, ms.
+double ring_reduce_ms(const MeshLinks& l, const GroupPlacement& p, double bytes, bool twice) {
+  if (p.size <= 1 || bytes <= 0) return 0;
+  const bool inter = p.nodes > 1;
+  const double n = p.size;
+  const double bw = inter ? l.inter_gb_per_s : l.intra_gb_per_s;
+  const double lat_ms = (inter ? l.inter_latency_us : l.intra_latency_us) / 1000.0;
+  const double one = (n - 1) * lat_ms + (bw > 0 ? (n - 1) / n * bytes / (bw * 1e6) : 0.0);
+  return twice ? 2 * one : one;
+}
+
 // One pass's share of a component (F, I or W).
 struct PassTimes {
   double compute = 0, tp = 0, cp = 0, ep = 0;
@@ -499,6 +517,7 @@ Result<MeshLayerCosts> derive_mesh_costs(const std::vector<Component>& kind, con
   const double wb = std::min(2.0, bytes_per_param), gb = std::min(4.0, bytes_per_param - wb);
   const double ob = bytes_per_param - wb - gb;
   out.params_per_gpu_m = params_gpu / 1e6;
+  out.dense_grad_mb = gb * dense_gpu / 1e6, out.expert_grad_mb = gb * expert_gpu / 1e6;
   switch (mesh.optimizer) {
     case OptimizerSharding::kReplicated:
       out.weights_mb = wb * params_gpu / 1e6, out.grads_mb = gb * params_gpu / 1e6, out.optimizer_mb = ob * params_gpu / 1e6;
@@ -515,6 +534,19 @@ Result<MeshLayerCosts> derive_mesh_costs(const std::vector<Component>& kind, con
   return out;
 }
 
+bool has_data_parallel_step(const Mesh& m) {
+  return static_cast<long long>(m.data) * m.context > 1 || m.expert_data() > 1;
+}
+
+double reduce_grad_ms(const Mesh& m, const MeshLinks& links, double dense_grad_mb, double expert_grad_mb) {
+  const bool all_reduce = m.optimizer == OptimizerSharding::kReplicated;
+  GroupPlacement dc;  // data x context: tensor innermost, then context, then data
+  dc.size = m.data * m.context;
+  dc.stride = m.tensor;
+  return ring_reduce_ms(links, place_group(m, dc), dense_grad_mb * 1e6, all_reduce) +
+         ring_reduce_ms(links, group_placement(m, MeshGroup::kExpertData), expert_grad_mb * 1e6, all_reduce);
+}
+
 MeshLayerCosts explicit_mesh_memory(double params_m, const Mesh& mesh, double bytes_per_param) {
   MeshLayerCosts out;
   out.derived = false;
@@ -523,6 +555,7 @@ MeshLayerCosts explicit_mesh_memory(double params_m, const Mesh& mesh, double by
   const double wb = std::min(2.0, bytes_per_param), gb = std::min(4.0, bytes_per_param - wb);
   const double ob = bytes_per_param - wb - gb;
   out.params_per_gpu_m = params_m;
+  out.dense_grad_mb = gb * params_m;
   switch (mesh.optimizer) {
     case OptimizerSharding::kReplicated:
       out.weights_mb = wb * params_m, out.grads_mb = gb * params_m, out.optimizer_mb = ob * params_m;

@@ -126,6 +126,8 @@ struct MeshLayerCosts {
   double model_flops = 0;            // F+I+W model FLOPs of the whole layer for one microbatch (all GPUs;
                                      // a causal attention core over the s^2/2 pairs it computes)
   bool derived = true;               // false: an explicit layer type (no kind); only memory is spread
+  double dense_grad_mb = 0;          // one GPU's gradients of dense parameters (reduced over data x context)
+  double expert_grad_mb = 0;         // one GPU's gradients of expert parameters (reduced over expert-data)
 };
 
 // The links a mesh prices collectives on.
@@ -140,6 +142,14 @@ struct MeshLinks {
 Result<MeshLayerCosts> derive_mesh_costs(const std::vector<Component>& kind, const Architecture& arch,
                                          const Hardware& hw, const Mesh& mesh, const MeshLinks& links,
                                          double bytes_per_param);
+// Whether the mesh has a data-parallel step: a gradient reduction over data x context or expert-data.
+bool has_data_parallel_step(const Mesh& m);
+// The data-parallel step of a stage whose layers hold these gradients on one GPU, ms: the dense ones
+// reduced over data x context, the experts' over expert-data, one after the other, each as a ring
+// reduce-scatter (distributed optimizer, FSDP) or all-reduce (replicated) of the whole buffer
+// (docs/mesh.md, "The data-parallel step").
+double reduce_grad_ms(const Mesh& m, const MeshLinks& links, double dense_grad_mb, double expert_grad_mb);
+
 // Model-state memory of `params_m` million parameters on one GPU, all dense (an explicit layer type:
 // only data parallelism spreads it).
 MeshLayerCosts explicit_mesh_memory(double params_m, const Mesh& mesh, double bytes_per_param);

@@ -1125,6 +1125,7 @@ Status spread_on_mesh(Draft& d, const TypeDraft& t, LayerType& lt) {
     MeshLayerCosts& entry = d.spec.mesh_types.try_emplace(lt.symbol, e).first->second;
     entry.params_per_gpu_m = e.params_per_gpu_m;
     entry.weights_mb = e.weights_mb, entry.grads_mb = e.grads_mb, entry.optimizer_mb = e.optimizer_mb;
+    entry.dense_grad_mb = e.dense_grad_mb, entry.expert_grad_mb = e.expert_grad_mb;
     lt.params_m = e.gpu.params_m;
   }
   return Status::ok();

@@ -40,6 +40,8 @@ struct StageSpec {
   RecomputeMode recompute = RecomputeMode::kNone;  // kNone: no R ops; the two fields below unused
   double recompute_ms = 0;       // R time (recomputing: its share of the forward again)
   double recompute_kept_mb = 0;  // kept by F when recomputing (<= activation_mb); R allocates the rest
+  bool reduces_grad = false;     // true: the stage has a data-parallel step (one REDUCE_GRAD op)
+  double reduce_grad_ms = 0;     // its time on the device's data-parallel stream (0 when !reduces_grad)
 
   double split_bwd_ms() const { return bwd_input_ms + bwd_weight_ms; }       // I + W
   double bwd_ms() const { return fused_bwd_ms ? *fused_bwd_ms : split_bwd_ms(); }  // B

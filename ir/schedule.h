@@ -17,11 +17,17 @@
 //                                           I/B(s,m), on the stage's device.
 // A (stage, microbatch) uses either B, or both I and W — never a mix. A recomputing stage has
 // exactly one R per microbatch; any other stage has none.
+//   REDUCE_GRAD(s)  the data-parallel step of stage s: its gradients, summed over its microbatches,
+//                   reduced over the stage's data-parallel group (reduce-scatter with a distributed
+//                   optimizer, all-reduce when replicated; ir/mesh.h prices it). Only on a stage with a
+//                   data-parallel step (StageSpec::reduces_grad), exactly once, after every backward (B or
+//                   W) of s in its device's program. It has no microbatch: written "2REDUCE_GRAD".
+//                   The optimizer step follows it.
 // Communication, when stage s and s+1 sit on different devices:
 //   SEND_F(s,m) on device(s) sends F(s,m)'s output;   RECV_F(s+1,m) on device(s+1) receives it.
 //   SEND_B(s,m) on device(s) sends I/B(s,m)'s input-gradient; RECV_B(s-1,m) on device(s-1) receives it.
 // Text form is PyTorch's action syntax: STAGE TYPE MICROBATCH, e.g. "3F1", "0SEND_B2", "2RECV_F0",
-// "3R1" (R is pipesmith's; PyTorch's CSV has no such action).
+// "3R1" (R is pipesmith's; PyTorch's CSV has no such action), and STAGE TYPE for "2REDUCE_GRAD".
 //
 // Time. Each device has one compute stream and one comm stream. Compute ops (F, R, I, W, B; R takes
 // the stage's recompute_ms; every compute op also takes the problem's op_overhead_ms) run one at a
@@ -37,6 +43,13 @@
 // the data has arrived. *posted* (PyTorch's pipelining runtime): SEND and RECV are posted without
 // holding the comm stream; a RECV completes when its data has arrived, and the compute op consuming it
 // waits for that.
+//
+// Data-parallel ops (REDUCE_GRAD) run in program order on the device's data-parallel stream (the
+// data-parallel group's communicator, apart from the pipeline's point-to-point stream): one starts when
+// the previous one on that stream has ended and the last backward of its stage has ended, and takes
+// the stage's reduce_grad_ms. They delay no compute and no SEND/RECV; the iteration ends when the
+// last op of any stream ends, so a reduction that starts late is exposed at the end. A schedule without
+// REDUCE_GRAD ops gets them by one rule (ir/dp_ops.h): right after the stage's last backward.
 //
 // Memory. Each device holds the model states of its stages (params_m * bytes_per_param MB) for the
 // whole iteration. F(s,m) allocates activation_mb(s); I(s,m) frees all but wgrad_stash_mb(s); W(s,m)
@@ -62,17 +75,20 @@
 
 namespace ps {
 
-enum class OpType : unsigned char { F, I, W, B, SEND_F, RECV_F, SEND_B, RECV_B, R };
+enum class OpType : unsigned char { F, I, W, B, SEND_F, RECV_F, SEND_B, RECV_B, R, REDUCE_GRAD };
 // Number of op types (dense tables over type × stage × microbatch use it).
-inline constexpr int kNumOpTypes = 9;
+inline constexpr int kNumOpTypes = 10;
 
 inline bool is_compute(OpType t) {
   return t == OpType::F || t == OpType::I || t == OpType::W || t == OpType::B || t == OpType::R;
 }
-inline bool is_comm(OpType t) { return !is_compute(t); }
 inline bool is_send(OpType t) { return t == OpType::SEND_F || t == OpType::SEND_B; }
 inline bool is_recv(OpType t) { return t == OpType::RECV_F || t == OpType::RECV_B; }
-const char* op_type_name(OpType t);  // "F", "SEND_B", "R", ...
+// A point-to-point op of the pipeline (SEND/RECV).
+inline bool is_comm(OpType t) { return is_send(t) || is_recv(t); }
+// An op of the data-parallel stream (REDUCE_GRAD): one per stage, no microbatch (Action::mb is 0).
+inline bool is_data_parallel(OpType t) { return t == OpType::REDUCE_GRAD; }
+const char* op_type_name(OpType t);  // "F", "SEND_B", "R", "REDUCE_GRAD", ...
 
 // The one op-duration rule: how long compute op `t` of stage `stage` takes, ms: the stage's F, I, W
 // or R time, B's fused_bwd_ms when the stage has one (else I + W), each plus the problem's
@@ -88,6 +104,10 @@ inline double compute_ms(const Problem& p, int stage, OpType t) {
     default: return 0.0;
   }
 }
+// How long data-parallel op `t` of stage `stage` takes on its stream, ms (0 for any other op).
+inline double data_parallel_ms(const Problem& p, int stage, OpType t) {
+  return t == OpType::REDUCE_GRAD ? p.stages[stage].reduce_grad_ms : 0.0;
+}
 
 struct Action {
   OpType type = OpType::F;
@@ -100,7 +120,7 @@ struct Action {
   bool operator==(const Action& o) const { return type == o.type && stage == o.stage && mb == o.mb; }
 };
 
-// "3F1", "0SEND_B2".
+// "3F1", "0SEND_B2", "2REDUCE_GRAD".
 std::string to_string(const Action& a);
 // The action a comm op's partner would be ("1RECV_F3" for "0SEND_F3"), even if it cannot exist;
 // a compute op itself.

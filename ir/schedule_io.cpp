@@ -79,6 +79,11 @@ std::string fused_field(const StageSpec& st, std::string_view sep, std::string_v
   return fmt::format("{}bwd_ms{}{}", sep, eq, num(*st.fused_bwd_ms));
 }
 
+std::string reduce_grad_field(const StageSpec& st, std::string_view sep, std::string_view eq) {
+  if (!st.reduces_grad) return "";
+  return fmt::format("{}reduce_grad_ms{}{}", sep, eq, num(st.reduce_grad_ms));
+}
+
 }  // namespace schedule_io_detail
 
 using namespace schedule_io_detail;
@@ -170,7 +175,7 @@ std::string canonical_text(const Schedule& s) {
         "wgrad_stash_mb={} output_mb={} params_m={} split_backward={}{}\n",
         i, st.device, st.first_layer, st.last_layer, num(st.fwd_ms), num(st.bwd_input_ms), num(st.bwd_weight_ms),
         fused_field(st, " ", "="), num(st.activation_mb), num(st.wgrad_stash_mb), num(st.output_mb), num(st.params_m),
-        boolstr(st.split_backward), recompute_fields(st, " ", "="));
+        boolstr(st.split_backward), recompute_fields(st, " ", "=") + reduce_grad_field(st, " ", "="));
   }
   for (size_t d = 0; d < s.programs.size(); ++d) {
     out += fmt::format("program {}", d);

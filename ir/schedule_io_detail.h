@@ -39,5 +39,7 @@ std::string recompute_fields(const StageSpec& st, std::string_view sep, std::str
 // A stage's fused-B time, `sep`bwd_ms`eq`value, when it differs from I + W; "" otherwise (so stages
 // without one read and digest exactly as without the field).
 std::string fused_field(const StageSpec& st, std::string_view sep, std::string_view eq);
+// A stage's data-parallel step, `sep`reduce_grad_ms`eq`value, when it has one; "" otherwise.
+std::string reduce_grad_field(const StageSpec& st, std::string_view sep, std::string_view eq);
 
 }  // namespace ps::schedule_io_detail

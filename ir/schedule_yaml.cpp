@@ -78,7 +78,7 @@ std::string format_schedule_yaml(const Schedule& s) {
         i, st.device, st.first_layer, st.last_layer, num(st.fwd_ms), num(st.bwd_input_ms),
         num(st.bwd_weight_ms), fused_field(st, ", ", ": "), num(st.activation_mb), num(st.wgrad_stash_mb),
         num(st.output_mb),
-        num(st.params_m), boolstr(st.split_backward), recompute_fields(st, ", ", ": "));
+        num(st.params_m), boolstr(st.split_backward), recompute_fields(st, ", ", ": ") + reduce_grad_field(st, ", ", ": "));
   }
   out += "programs:\n";
   for (size_t d = 0; d < s.programs.size(); ++d) {
@@ -132,7 +132,7 @@ Status check_finite_numbers(const Schedule& s, const std::string& path) {
   for (int i = 0; i < p.num_stages(); ++i) {
     const StageSpec& st = p.stages[i];
     for (double v : {st.fwd_ms, st.bwd_input_ms, st.bwd_weight_ms, st.bwd_ms(), st.activation_mb, st.wgrad_stash_mb,
-                     st.output_mb, st.params_m, st.recompute_ms, st.recompute_kept_mb})
+                     st.output_mb, st.params_m, st.recompute_ms, st.recompute_kept_mb, st.reduce_grad_ms})
       if (!std::isfinite(v)) return bad(fmt::format("a cost of stage {}", i), v);
   }
   if (!std::isfinite(p.op_overhead_ms)) return bad("problem.op_overhead_ms", p.op_overhead_ms);
@@ -334,7 +334,7 @@ Status read_stage(const std::string& file, const YAML::Node& n, int index, int d
   auto fields = yamlu::read_map(n,
                                 {"id", "device", "layers", "fwd_ms", "bwd_input_ms", "bwd_weight_ms", "bwd_ms",
                                  "activation_mb", "wgrad_stash_mb", "output_mb", "params_m", "split_backward",
-                                 "recompute", "recompute_ms", "recompute_kept_mb"},
+                                 "recompute", "recompute_ms", "recompute_kept_mb", "reduce_grad_ms"},
                                 file, what);
   if (!fields) return fields.status();
   FieldReader r(file, n, *fields, what);
@@ -386,6 +386,8 @@ Status read_stage(const std::string& file, const YAML::Node& n, int index, int d
   PS_RETURN_IF_ERROR(r.read_nonneg("output_mb", false, st.output_mb));
   PS_RETURN_IF_ERROR(r.read_nonneg("params_m", false, st.params_m));
   PS_RETURN_IF_ERROR(r.read_bool("split_backward", st.split_backward));
+  st.reduces_grad = r.get("reduce_grad_ms") != nullptr;  // the stage has a data-parallel step
+  PS_RETURN_IF_ERROR(r.read_nonneg("reduce_grad_ms", false, st.reduce_grad_ms));
   if (st.wgrad_stash_mb > st.activation_mb) {
     const Field* f = r.get("wgrad_stash_mb");
     return Status::bad_input(fmt::format("{}: wgrad_stash_mb ({}) must be <= activation_mb ({})", what,

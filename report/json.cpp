@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ir/json_write.h"
+#include "ir/dp_ops.h"
 #include "ir/units.h"
 #include "report/report.h"
 
@@ -51,6 +52,7 @@ std::string format_report_json(const Report& r) {
     const Simulation& s = *r.sim;
     j["makespan_ms"] = s.makespan_ms;
     j["bubble_ratio"] = s.bubble_ratio;
+    if (needs_data_parallel_ops(r.checked.problem)) j["exposed_data_parallel_ms"] = s.exposed_data_parallel_ms;
     if (r.checked.problem.mesh.gpus > 0) {  // a pipeline inside a mesh (ir/mesh.h): throughput at the makespan
       const Throughput t = mesh_throughput(r.checked.problem.mesh, s.makespan_ms);
       j["tokens_per_s"] = t.tokens_per_s;

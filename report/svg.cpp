@@ -105,7 +105,7 @@ double chart_width(const Schedule& s, const Simulation& sim, double T) {
   std::vector<double> dur;
   for (int d = 0; d < s.num_devices(); ++d)
     for (size_t i = 0; i < s.programs[d].size(); ++i)
-      if (!is_comm(s.programs[d][i].type) && sim.times[d][i].end_ms > sim.times[d][i].start_ms)
+      if (is_compute(s.programs[d][i].type) && sim.times[d][i].end_ms > sim.times[d][i].start_ms)
         dur.push_back(sim.times[d][i].end_ms - sim.times[d][i].start_ms);
   if (dur.empty()) return kMinChartW;
   std::sort(dur.begin(), dur.end());
@@ -252,7 +252,7 @@ class Chart {
   void legend() {
     double lx = kLeft;
     const double ly = 66;
-    bool has[5] = {false, false, false, false, false};
+    bool has[6] = {false, false, false, false, false, false};
     for (const auto& p : s_.programs)
       for (const Action& a : p) {
         if (a.type == OpType::F) has[0] = true;
@@ -260,6 +260,7 @@ class Chart {
         if (a.type == OpType::W) has[2] = true;
         if (a.type == OpType::B) has[3] = true;
         if (a.type == OpType::R) has[4] = true;
+        if (is_data_parallel(a.type)) has[5] = true;
       }
     if (has[0]) legend_item(lx, ly, base_colour(OpType::F, 0), "F forward");
     if (has[1]) legend_item(lx, ly, base_colour(OpType::I, 0), "I backward (input)");
@@ -268,6 +269,7 @@ class Chart {
     if (has[4]) legend_item(lx, ly, base_colour(OpType::R, 0), "R recomputation");
     legend_item(lx, ly, "url(#idle)", "idle");
     legend_item(lx, ly, "#8a8a8a", "SEND/RECV transfer", true);
+    if (has[5]) legend_item(lx, ly, "#76b7b2", "REDUCE_GRAD (data-parallel)", true);
     bool multi_stage = false;
     for (const auto& m : shade_) multi_stage |= m.size() > 1;
     if (multi_stage) {
@@ -318,7 +320,7 @@ class Chart {
       for (size_t i = 0; i < s_.programs[d].size(); ++i) {
         const Action& a = s_.programs[d][i];
         const double w = (sim_.times[d][i].end_ms - sim_.times[d][i].start_ms) * L_.xs;
-        if (!is_comm(a.type) && w > 0) fits.push_back(fit_px(w, fmt::format("{}", a.mb)));
+        if (is_compute(a.type) && w > 0) fits.push_back(fit_px(w, fmt::format("{}", a.mb)));
       }
     if (fits.empty()) return 12;
     std::sort(fits.begin(), fits.end());
@@ -348,6 +350,12 @@ class Chart {
         if (!is_send(a.type)) continue;  // one bar per transfer on the sender's lane and ...
         const double w = std::max(1.0, (iv.end_ms - iv.start_ms) * L_.xs);
         out_ += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"#8a8a8a\"><title>{}</title></rect>\n",
+                            num(L_.X(iv.start_ms)), num(y + row_h + 1), num(w), num(comm_h), esc(tip));
+        continue;
+      }
+      if (is_data_parallel(a.type)) {  // the data-parallel stream shares the comm lane, in teal
+        const double w = std::max(1.0, (iv.end_ms - iv.start_ms) * L_.xs);
+        out_ += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"#76b7b2\"><title>{}</title></rect>\n",
                             num(L_.X(iv.start_ms)), num(y + row_h + 1), num(w), num(comm_h), esc(tip));
         continue;
       }

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <map>
 
+#include "ir/dp_ops.h"
 #include "ir/units.h"
 #include "report/report.h"
 #include "verify/rules.h"
@@ -94,6 +95,8 @@ std::string format_report(const Report& r) {
                          std::max(0.0, 100.0 * (s.makespan_ms - r.lower_bound_ms) / r.lower_bound_ms));
     out += "\n";
     out += fmt::format("  bubble ratio    {:12.4f}\n", s.bubble_ratio);
+    if (needs_data_parallel_ops(r.checked.problem))
+      out += fmt::format("  data-parallel   {:12.3f} ms exposed after the pipeline's last op\n", s.exposed_data_parallel_ms);
     out += "\n  device     busy_ms     idle_ms   peak_mem_gb   peak_at_op\n";
     for (size_t d = 0; d < s.busy_ms.size(); ++d) {
       out += fmt::format("  {:>6} {:11.3f} {:11.3f} {:13.3f}   {:>10}\n", d, s.busy_ms[d], s.idle_ms[d],

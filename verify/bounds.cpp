@@ -35,8 +35,14 @@ BoundParts lower_bound_parts(const Problem& pb) {
     return std::min(split_rest, compute_ms(pb, s, OpType::B) - bw(s));
   };
 
+  // red(s): the stage's data-parallel step, which runs after its last backward.
+  auto red = [&](int s) { return pb.stages[s].reduces_grad ? pb.stages[s].reduce_grad_ms : 0.0; };
+
   int max_dev = 0;
   for (int s = 0; s < S; ++s) max_dev = std::max(max_dev, dev(s));
+  // dp_tail[d]: after a device's last compute op — the last backward of one of its stages — at least
+  // the least data-parallel step among its stages still runs.
+  std::vector<double> dp_tail(max_dev + 1, -1.0);
   std::vector<double> work(max_dev + 1, 0.0);
   std::vector<int> lowest(max_dev + 1, -1);
   std::vector<char> any_split(max_dev + 1, 0);
@@ -47,8 +53,10 @@ BoundParts lower_bound_parts(const Problem& pb) {
                             (st.recomputes() ? compute_ms(pb, s, OpType::R) : 0.0));
     if (lowest[st.device] < 0) lowest[st.device] = s;
     if (st.split_backward) any_split[st.device] = 1;
+    dp_tail[st.device] = dp_tail[st.device] < 0 ? red(s) : std::min(dp_tail[st.device], red(s));
   }
-  for (double wd : work) out.device_work_ms = std::max(out.device_work_ms, wd);
+  for (double& t : dp_tail) t = std::max(t, 0.0);
+  for (int d = 0; d <= max_dev; ++d) out.device_work_ms = std::max(out.device_work_ms, work[d] + dp_tail[d]);
 
   // Prefix sums: fwd[s] = sum_{t<s} F_t + x_t; bwd_pre[s] = sum_{t<s} bw_t + x_t (t<s boundaries).
   std::vector<double> fwd(S + 1, 0.0), bwd_pre(S + 1, 0.0);
@@ -64,7 +72,7 @@ BoundParts lower_bound_parts(const Problem& pb) {
   const double r_last = last.recomputes() ? compute_ms(pb, S - 1, OpType::R) : 0.0;
   for (int s = 0; s < S; ++s) {
     const double back = (bwd_pre[S] - bwd_pre[s]);  // bw_t for t >= s plus x_b for b >= s
-    out.critical_path_ms = std::max(out.critical_path_ms, fwd[S] + r_last + back + w(s));
+    out.critical_path_ms = std::max(out.critical_path_ms, fwd[S] + r_last + back + w(s) + red(s));
   }
 
   for (int d = 0; d <= max_dev; ++d) {
@@ -72,7 +80,8 @@ BoundParts lower_bound_parts(const Problem& pb) {
     if (s0 < 0) continue;
     const double head = fwd[s0];  // F_t + x_t for t < s0
     const double tail = any_split[d] || s0 == 0 ? 0.0 : bwd_pre[s0] + w(0);
-    const double v = head + work[d] + tail;
+    // The backward chain after d's last op and d's own data-parallel step both start when that op ends.
+    const double v = head + work[d] + std::max(tail, dp_tail[d]);
     if (v > out.head_work_tail_ms) {
       out.head_work_tail_ms = v;
       out.bottleneck_device = d;

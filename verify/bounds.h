@@ -22,6 +22,10 @@
 //     tail_d = sum_{t<s0} bw_t + w_0 + sum_{b<s0} x_b; if some stage on d splits, a W can be last
 //     and tail_d = 0. So makespan >= head_d + work_d + tail_d. For uniform GPipe/1F1B this is
 //     (M+P-1)(F+B), the published makespan: the bound is tight there.
+// With a data-parallel step (StageSpec::reduces_grad, red_s = reduce_grad_ms), REDUCE_GRAD(s) runs
+// after the last backward of s: bound 2 adds red_s to the chain ending at stage s's backward; bounds 1
+// and 3 add, after the device's last compute op (the last backward of one of its stages), the least
+// red_s among its stages (in 3, the larger of that and tail_d: both start when that op ends).
 #pragma once
 
 #include <vector>

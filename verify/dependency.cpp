@@ -52,6 +52,18 @@ void check_dependencies(const Schedule& s, const OpTable& t, std::vector<Violati
         case OpType::SEND_B:
           require_before(t.bwd(st, m), "the backward that produces what it sends");
           break;
+        case OpType::REDUCE_GRAD: {
+          // The stage's gradients are complete only after its last backward (B or W) has run.
+          int last = kNoOp;
+          for (int mb = 0; mb < pb.microbatches; ++mb) {
+            int w = t.find(OpType::W, st, mb);
+            if (w == kNoOp) w = t.find(OpType::B, st, mb);
+            if (w != kNoOp && t.device(w) == d && (last == kNoOp || t.index(w) > t.index(last))) last = w;
+          }
+          require_before(last, "the last backward of its stage (the stage's gradients are complete only after "
+                               "every B or W of it)");
+          break;
+        }
         default:
           break;
       }

@@ -17,7 +17,7 @@ std::vector<DeviceMemory> memory_by_program(const Schedule& s) {
     const auto& prog = s.programs[d];
     for (int i = 0; i < static_cast<int>(prog.size()); ++i) {
       const Action& a = prog[i];
-      if (is_comm(a.type) || a.stage < 0 || a.stage >= pb.num_stages()) continue;
+      if (!is_compute(a.type) || a.stage < 0 || a.stage >= pb.num_stages()) continue;
       const StageSpec& st = pb.stages[a.stage];
       double delta = 0;
       switch (a.type) {

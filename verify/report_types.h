@@ -52,6 +52,8 @@ struct Simulation {
   std::vector<double> busy_ms;                   // compute time per device
   std::vector<double> idle_ms;                   // makespan - busy
   double bubble_ratio = 0;                       // sum idle / (devices * makespan)
+  double exposed_data_parallel_ms = 0;           // how long the data-parallel step outlasts the pipeline's
+                                                 // last compute or transfer (0: wholly hidden)
   std::vector<double> peak_memory_mb;            // per device
   std::vector<int> peak_op_index;                // op index where the peak is reached
   std::vector<std::vector<MemoryPoint>> memory;  // per device, step curve over time

@@ -22,6 +22,7 @@ inline constexpr std::string_view kDuplicate = "structure.duplicate";
 inline constexpr std::string_view kMissing = "structure.missing";
 inline constexpr std::string_view kBackwardMix = "structure.backward-mix";
 inline constexpr std::string_view kRecompute = "structure.recompute";
+inline constexpr std::string_view kDataParallel = "structure.data-parallel";
 inline constexpr std::string_view kDependency = "dependency";
 inline constexpr std::string_view kCommSameDevice = "comm.same-device";
 inline constexpr std::string_view kUnmatchedSend = "comm.unmatched-send";
@@ -33,7 +34,7 @@ inline constexpr std::string_view kMemoryLimit = "memory.limit";
 inline constexpr std::string_view kCertificateMismatch = "certificate.mismatch";
 inline constexpr std::string_view kCertificateClaim = "certificate.claim";
 
-inline constexpr std::array<Rule, 17> kAll = {{
+inline constexpr std::array<Rule, 18> kAll = {{
     {kLayers, "the stages' layer ranges do not follow each other from layer 0 in order, without overlap "
               "or gap (or only some stages record theirs)"},
     {kIndex, "an op's stage or microbatch is out of range for the problem"},
@@ -44,9 +45,11 @@ inline constexpr std::array<Rule, 17> kAll = {{
     {kBackwardMix, "a (stage, microbatch) mixes B with I/W, has only one of I and W, or splits a "
                    "stage that cannot split"},
     {kRecompute, "an R (recomputation) op on a stage whose recompute mode is none"},
+    {kDataParallel, "a REDUCE_GRAD on a stage without a data-parallel step, or a schedule that places "
+                    "REDUCE_GRAD ops without one for every stage that has the step"},
     {kDependency, "program order on one device contradicts data flow (B/I before F, W before I, "
                   "R before F or after B/I, compute before its RECV, SEND before its producer, "
-                  "adjacent local stages)"},
+                  "adjacent local stages, REDUCE_GRAD before its stage's last backward)"},
     {kCommSameDevice, "a SEND/RECV between two stages that sit on the same device"},
     {kUnmatchedSend, "a SEND that no RECV in the schedule can receive"},
     {kUnmatchedRecv, "a RECV that no SEND in the schedule can match (the device would wait forever)"},

@@ -28,10 +28,20 @@ class TimingRun {
     cptr_.assign(D, 0);
     mptr_.assign(D, 0);
     prev_compute_.assign(N, kNoOp);
+    dps_.resize(D);
+    dptr_.assign(D, 0);
     for (int d = 0; d < D; ++d) {
       int last_compute = kNoOp;
+      std::vector<int> last_backward(s.problem.num_stages(), kNoOp);  // per stage, so far in the program
       for (int id = t.begin(d); id < t.end(d); ++id) {
         const Action& a = t.op(id);
+        if (is_data_parallel(a.type)) {
+          dps_[d].push_back(id);
+          aux_[id] = last_backward[a.stage];  // the dependency rule put every backward of its stage before it
+          continue;
+        }
+        if ((a.type == OpType::B || a.type == OpType::W) && a.stage >= 0 && a.stage < s.problem.num_stages())
+          last_backward[a.stage] = id;
         if (is_comm(a.type)) {
           prev_compute_[id] = last_compute;
           comms_[d].push_back(id);
@@ -78,6 +88,16 @@ class TimingRun {
         while (step_comm(d)) progress = true;
       }
     }
+    // The data-parallel streams: nothing waits for them, so they run once everything else is timed.
+    for (int d = 0; d < D; ++d)
+      for (size_t k = 0; k < dps_[d].size(); ++k) {
+        const int id = dps_[d][k];
+        const int after = aux_[id];
+        start_[id] = std::max(k > 0 ? end_[dps_[d][k - 1]] : 0.0, after != kNoOp ? end_[after] : 0.0);
+        end_[id] = start_[id] + data_parallel_ms(s_.problem, t_.op(id).stage, t_.op(id).type);
+        done_[id] = 1;
+        ++dptr_[d];
+      }
     for (int d = 0; d < D; ++d)
       PS_ASSERT(cptr_[d] == static_cast<int>(computes_[d].size()) &&
                     mptr_[d] == static_cast<int>(comms_[d].size()),
@@ -273,15 +293,18 @@ class TimingRun {
   Simulation finish() const {
     const int D = t_.devices();
     Simulation sim;
+    double pipeline_end = 0;  // the last end of a compute or SEND/RECV
     sim.times.resize(D);
     sim.busy_ms.assign(D, 0);
     for (int d = 0; d < D; ++d) {
       for (int id = t_.begin(d); id < t_.end(d); ++id) {
         sim.times[d].push_back({start_[id], end_[id]});
         sim.makespan_ms = std::max(sim.makespan_ms, end_[id]);
-        if (!is_comm(t_.op(id).type)) sim.busy_ms[d] += end_[id] - start_[id];
+        if (is_compute(t_.op(id).type)) sim.busy_ms[d] += end_[id] - start_[id];
+        if (!is_data_parallel(t_.op(id).type)) pipeline_end = std::max(pipeline_end, end_[id]);
       }
     }
+    sim.exposed_data_parallel_ms = sim.makespan_ms - pipeline_end;
     double idle = 0;
     for (int d = 0; d < D; ++d) {
       sim.idle_ms.push_back(sim.makespan_ms - sim.busy_ms[d]);
@@ -310,8 +333,8 @@ class TimingRun {
   std::vector<char> done_, posted_;
   std::vector<int> partner_, aux_;  // aux: compute → its RECV; comm → its compute
   std::vector<int> prev_compute_;   // comm → the compute op before it in its program (kNoOp: none)
-  std::vector<std::vector<int>> computes_, comms_;
-  std::vector<int> cptr_, mptr_;
+  std::vector<std::vector<int>> computes_, comms_, dps_;  // dps_: data-parallel ops (aux_: the last backward)
+  std::vector<int> cptr_, mptr_, dptr_;
   std::vector<std::vector<int>> group_last_;
   std::vector<int> group_left_;
   std::vector<char> group_issued_;

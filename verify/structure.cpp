@@ -189,12 +189,42 @@ void check_complete(const Schedule& s, const OpTable& t, std::vector<Violation>&
   }
 }
 
+// The data-parallel step: REDUCE_GRAD only on stages that have one; a schedule that places any
+// places one for every such stage (one that places none gets them by the rule of ir/dp_ops.h).
+void check_data_parallel(const Schedule& s, const OpTable& t, std::vector<Violation>& out) {
+  const Problem& pb = s.problem;
+  bool any = false;
+  for (int d = 0; d < s.num_devices(); ++d)
+    for (int i = 0; i < static_cast<int>(s.programs[d].size()); ++i) {
+      const Action& a = s.programs[d][i];
+      if (!is_data_parallel(a.type)) continue;
+      any = true;
+      if (t.in_range(a) && !pb.stages[a.stage].reduces_grad)
+        out.push_back(op_violation(rules::kDataParallel, d, i, a,
+                                   fmt::format("'{}': stage {} has no data-parallel step (its entry has no "
+                                               "reduce_grad_ms): remove the op, or give the stage its step",
+                                               to_string(a), a.stage)));
+    }
+  if (!any) return;
+  for (int st = 0; st < pb.num_stages(); ++st) {
+    if (!pb.stages[st].reduces_grad || t.find(OpType::REDUCE_GRAD, st, 0) != kNoOp) continue;
+    const int home = pb.stages[st].device;
+    out.push_back(general_violation(
+        rules::kDataParallel, home,
+        fmt::format("'{}REDUCE_GRAD' is missing: stage {} has a data-parallel step and the schedule places the "
+                    "others (a schedule places all of them or none; with none, pipesmith places them)",
+                    st, st),
+        {fmt::format("stage {} is placed on device {}", st, home)}, row_loc(s, home)));
+  }
+}
+
 }  // namespace
 
 void check_structure(const Schedule& s, const OpTable& t, std::vector<Violation>& out) {
   if (!check_problem(s, out)) return;
   check_ops(s, t, out);
   check_complete(s, t, out);
+  check_data_parallel(s, t, out);
 }
 
 }  // namespace ps::verify_detail

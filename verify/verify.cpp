@@ -14,6 +14,7 @@
 #include <algorithm>
 
 #include "ir/comm_insert.h"
+#include "ir/dp_ops.h"
 #include "verify/bounds.h"
 #include "verify/certificate.h"
 #include "verify/comm_rules.h"
@@ -187,6 +188,12 @@ Report verify(const Schedule& schedule, const VerifyOptions& options) {
       }
     } else {
       r.checked = schedule;
+    }
+    if (analysable && needs_data_parallel_ops(pb) && !has_data_parallel_ops(schedule)) {
+      r.checked = with_data_parallel_ops(r.checked);
+      r.notes.push_back(
+          "no REDUCE_GRAD ops: each stage's data-parallel step placed right after its last backward by the rule "
+          "of ir/dp_ops.h (docs/verifier-rules.md, 'Data-parallel ops'); timing refers to that program");
     }
 
     if (analysable) {

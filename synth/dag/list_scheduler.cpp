@@ -408,6 +408,7 @@ Result<TimedOrder> list_schedule(const OpDag& dag, const ListPolicy& policy, int
   s.abandon_at = abandon_at;
   Result<TimedOrder> r = s.run();
   if (abandoned) *abandoned = s.abandoned;
+  if (r.ok()) r->makespan = std::max(r->makespan, data_parallel_end(dag, r->start));
   return r;
 }
 

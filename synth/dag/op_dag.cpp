@@ -418,6 +418,9 @@ Result<OpDag> build_op_dag(const Problem& p, const DagOptions& options) {
   index_ops(p.devices, dag);
   add_precedence_edges(p, ts, options.symmetry, dag);
   set_memory(p, state_mb, mscale, options.memory_rounding, dag);
+  dag.reduce_dur.assign(p.num_stages(), 0);
+  for (int s = 0; s < p.num_stages(); ++s)
+    if (p.stages[s].reduces_grad) dag.reduce_dur[s] = time_units(p.stages[s].reduce_grad_ms, ts);
   PS_RETURN_IF_ERROR(dag.recompute_paths());
   if (options.symmetry && options.memory_edges && dag.mem_limited) PS_RETURN_IF_ERROR(add_memory_edges(dag));
   return dag;
@@ -666,7 +669,33 @@ Result<TimedOrder> evaluate_order(const OpDag& dag, std::vector<std::vector<int>
   }
   PS_RETURN_IF_ERROR(set_peak_memory(dag, order, check_memory, t));
   t.order = std::move(order);
+  t.makespan = std::max(t.makespan, data_parallel_end(dag, t.start));
   return t;
+}
+
+int64_t data_parallel_end(const OpDag& dag, const std::vector<int64_t>& start) {
+  if (std::none_of(dag.reduce_dur.begin(), dag.reduce_dur.end(), [](int64_t d) { return d > 0; })) return 0;
+  // (end of the stage's last backward, stage) per device.
+  std::vector<std::vector<std::pair<int64_t, int>>> last(dag.devices);
+  std::vector<int64_t> stage_end(dag.stages, -1);
+  std::vector<int> stage_dev(dag.stages, -1);
+  for (int id = 0; id < static_cast<int>(dag.ops.size()); ++id) {
+    const DagOp& o = dag.ops[id];
+    if (o.is_transfer() || (o.type != OpType::B && o.type != OpType::W && o.type != OpType::I)) continue;
+    if (id >= static_cast<int>(start.size()) || start[id] < 0) continue;
+    stage_end[o.stage] = std::max(stage_end[o.stage], start[id] + o.dur);
+    stage_dev[o.stage] = o.device;
+  }
+  for (int s = 0; s < dag.stages; ++s)
+    if (stage_dev[s] >= 0 && dag.reduce_dur[s] > 0) last[stage_dev[s]].push_back({stage_end[s], s});
+  int64_t end = 0;
+  for (auto& l : last) {
+    std::sort(l.begin(), l.end());
+    int64_t free = 0;
+    for (const auto& [ready, s] : l) free = std::max(free, ready) + dag.reduce_dur[s];
+    end = std::max(end, free);
+  }
+  return end;
 }
 
 }  // namespace ps

@@ -90,6 +90,8 @@ struct OpDag {
   MemoryRounding memory_rounding = MemoryRounding::kSafe;  // how inexact memory was rounded
 
   bool comm_streams = true;
+  // Per stage: its data-parallel step (REDUCE_GRAD, ir/dp_ops.h) in units; 0 when it has none.
+  std::vector<int64_t> reduce_dur;
 
   std::vector<DagOp> ops;
   std::vector<std::vector<DagEdge>> succ, pred;
@@ -178,6 +180,12 @@ struct TimedOrder {
 // (kInvalidSchedule) if an op is missing, duplicated, on the wrong resource, or the order
 // contradicts the edges (a wait cycle); fails (kInfeasible) if check_memory and a device's peak
 // exceeds its cap.
+// When the data-parallel streams end for ops started at `start` (units; 0 without data-parallel
+// steps): per device, its stages' REDUCE_GRADs in the order their last backwards end (the rule of
+// ir/dp_ops.h), each after that backward and the previous reduction. evaluate_order and the list
+// scheduler fold it into the makespan, so the search weighs an exposed reduction as the checker does.
+int64_t data_parallel_end(const OpDag& dag, const std::vector<int64_t>& start);
+
 enum class EdgeSet : unsigned char { kAll, kDataOnly };
 Result<TimedOrder> evaluate_order(const OpDag& dag, std::vector<std::vector<int>> order,
                                   EdgeSet edges = EdgeSet::kAll, bool check_memory = true);

@@ -59,7 +59,7 @@ Result<std::vector<std::vector<int>>> schedule_to_dag_order(const OpDag& dag, co
   };
   for (int d = 0; d < dag.devices; ++d) {
     for (const Action& a : schedule.programs[d]) {
-      if (is_comm(a.type)) continue;
+      if (!is_compute(a.type)) continue;  // SEND/RECV and the data-parallel step are placed by rule
       if (a.stage < 0 || a.stage >= dag.stages || a.mb < 0 || a.mb >= dag.microbatches) {
         return fail(d, a, "is out of range");
       }

@@ -34,6 +34,7 @@ const FileCase kInvalid[] = {
     {"structure-missing.csv", "structure.missing", 1, -1, "", 2, 0},
     {"structure-backward-mix.csv", "structure.backward-mix", 0, 1, "0I0", 1, 5},
     {"structure-recompute.yaml", "structure.recompute", 0, 1, "0R0", 20, 16},
+    {"structure-data-parallel.yaml", "structure.data-parallel", 0, 4, "0REDUCE_GRAD", 21, 31},
     {"dependency.csv", "dependency", 0, 1, "0W0", 1, 5},
     {"comm-same-device.csv", "comm.same-device", 0, 1, "0SEND_F0", 1, 5},
     {"comm-unmatched-send.csv", "comm.unmatched-send", 0, 1, "0SEND_F0", 1, 5},
