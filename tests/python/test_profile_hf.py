@@ -161,3 +161,32 @@ def test_cli_refuses_bad_hf_input(tmp_path):
     copy.write_text(open(LLAMA).read())
     refused("--backend", "torch", "--hf", str(copy), "-o", str(copy), says="llama.json")
     assert copy.read_text() == open(LLAMA).read()
+
+
+def test_steptime_runs_the_profiled_transformers_model(tmp_path):
+    """bench/torch's measuring half on a transformers model: the profiled YAML's 1F1B exported and
+    timed by `steptime --hf` with the model's own stages (every rank's F and B counted, the load
+    probe swept on its layers), and the model's own unpipelined step."""
+    import torch
+    from conftest import export, torchrun
+    from pipesmith.torch.hf_profile import profile_hf
+    from pipesmith.torch.profile import ProfileOptions, profiled_yaml, write_atomic
+    from pipesmith.torch.steptime import hf_unpipelined_step_ms
+    shrink = {"layers": 2, "hidden": 32, "vocab": 64}
+    result = profile_hf(LLAMA, ProfileOptions(seq=8, rows=1, warmup=0, repeats=1), **shrink, command=pipesmith_binary())
+    profiled = tmp_path / "m.yaml"
+    write_atomic(str(profiled), profiled_yaml(None, result))
+    cli("baseline", str(profiled), "--devices", "2", "--microbatches", "4", "--schedule", "1f1b",
+        "-o", str(tmp_path / "s.yaml"))
+    export(str(tmp_path / "s.yaml"), str(tmp_path / "pt"), str(profiled))
+    out = tmp_path / "t.json"
+    rc, log = torchrun(2, ["-m", "pipesmith.torch.steptime", "--case", str(tmp_path / "pt"), str(profiled),
+                           "--hf", LLAMA, "--layers", "2", "--hidden", "32", "--vocab", "64", "--seq", "8",
+                           "--rows-per-microbatch", "1", "--steps", "2", "--json", str(out)], timeout=180)
+    assert rc == 0, log[-4000:]
+    (res,) = json.loads(out.read_text())
+    assert res["P"] == 2 and res["M"] == 4 and len(res["steps_ms"]) == 2 and res["probe_ms"] > 0
+    for rank in res["median_step_ranks"]:
+        assert rank["actions"] == 8 and rank["F_ms"] > 0 and rank["B_ms"] > 0
+    median, first = hf_unpipelined_step_ms(LLAMA, shrink, torch.float32, 4, 1, 8, 1)
+    assert median > 0 and first > 0
