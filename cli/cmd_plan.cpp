@@ -24,66 +24,80 @@ struct PlanArgs {
   long long gpus = 0, global_batch = 0;
   std::optional<int> devices;
   std::optional<double> memory_gb;
-  std::vector<std::string> fix;  // "tensor=8"
+  std::vector<std::string> fix;    // "tensor=8"
+  std::vector<std::string> candidates;  // "pipeline=4,expert=8"
   int top = 4, evaluations = 20;
-  bool json = false;
+  bool json = false, quiet = false;
 };
 
-// --fix KEY=VALUE pins one dimension.
-Status read_fix(const std::string& text, MeshPlanOptions& o) {
+// One KEY=VALUE of --fix or --candidate (`flag`, for messages) into a mesh and its pipeline.
+Status read_dimension(const std::string& flag, const std::string& text, ParallelInput& mesh, std::optional<int>& pipeline) {
   const size_t eq = text.find('=');
   const std::string key = text.substr(0, eq == std::string::npos ? 0 : eq);
   const std::string value = eq == std::string::npos ? "" : text.substr(eq + 1);
   const std::string keys = "pipeline, tensor, context, expert, expert_tensor, data, micro_batch, optimizer, sequence_parallel";
   if (eq == std::string::npos || value.empty())
-    return Status::bad_input(fmt::format("--fix '{}': expected KEY=VALUE with KEY one of {}", excerpt(text), keys));
+    return Status::bad_input(fmt::format("{} '{}': expected KEY=VALUE with KEY one of {}", flag, excerpt(text), keys));
   if (key == "optimizer") {
     if (!parse_optimizer(value))
-      return Status::bad_input(fmt::format("--fix optimizer={}: expected replicated, distributed or fsdp", excerpt(value)));
-    o.pinned.optimizer = value;
+      return Status::bad_input(fmt::format("{} optimizer={}: expected replicated, distributed or fsdp", flag, excerpt(value)));
+    mesh.optimizer = value;
     return Status::ok();
   }
   if (key == "sequence_parallel") {
     if (value != "true" && value != "false")
-      return Status::bad_input(fmt::format("--fix sequence_parallel={}: expected true or false", excerpt(value)));
-    o.pinned.sequence_parallel = value == "true";
+      return Status::bad_input(fmt::format("{} sequence_parallel={}: expected true or false", flag, excerpt(value)));
+    mesh.sequence_parallel = value == "true";
     return Status::ok();
   }
   const bool digits = value.size() < 8 && std::all_of(value.begin(), value.end(), [](char c) { return c >= '0' && c <= '9'; });
   const long long v = digits ? std::stoll(value) : 0;
   if (v < 1 || v > kMaxGpus)
-    return Status::bad_input(fmt::format("--fix {}: the value must be an integer in [1, {}], got '{}'", key, kMaxGpus, excerpt(value)));
-  if (key == "pipeline") o.pipeline = static_cast<int>(v);
-  else if (key == "tensor") o.pinned.tensor = v;
-  else if (key == "context") o.pinned.context = v;
-  else if (key == "expert") o.pinned.expert = v;
-  else if (key == "expert_tensor") o.pinned.expert_tensor = v;
-  else if (key == "data") o.pinned.data = v;
-  else if (key == "micro_batch") o.pinned.micro_batch = v;
-  else return Status::bad_input(fmt::format("--fix '{}': unknown dimension '{}' (expected one of {})", excerpt(text), excerpt(key), keys));
+    return Status::bad_input(
+        fmt::format("{} {}: the value must be an integer in [1, {}], got '{}'", flag, excerpt(key), kMaxGpus, excerpt(value)));
+  if (key == "pipeline") pipeline = static_cast<int>(v);
+  else if (key == "tensor") mesh.tensor = v;
+  else if (key == "context") mesh.context = v;
+  else if (key == "expert") mesh.expert = v;
+  else if (key == "expert_tensor") mesh.expert_tensor = v;
+  else if (key == "data") mesh.data = v;
+  else if (key == "micro_batch") mesh.micro_batch = v;
+  else return Status::bad_input(fmt::format("{} '{}': unknown dimension '{}' (expected one of {})", flag, excerpt(text), excerpt(key), keys));
   return Status::ok();
 }
 
-std::string mesh_words(const MeshPlanRow& r) {
-  return fmt::format("PP {} x DP {} x CP {} x TP {}{}{}", r.pipeline, r.data, r.context, r.tensor, r.sequence_parallel ? " SP" : "",
-                     r.expert > 1 ? fmt::format(", EP {}", r.expert) : "");
+// --candidate pipeline=P,KEY=VALUE,...: a mesh always synthesized.
+Result<MeshCandidate> read_candidate(const std::string& text) {
+  MeshCandidate c;
+  std::optional<int> pipeline;
+  size_t from = 0;
+  while (from <= text.size()) {
+    const size_t comma = std::min(text.find(',', from), text.size());
+    if (Status st = read_dimension("--candidate", text.substr(from, comma - from), c.mesh, pipeline); !st.is_ok()) return st;
+    from = comma + 1;
+  }
+  if (!pipeline)
+    return Status::bad_input(fmt::format("--candidate '{}': the pipeline's devices are not given (pipeline=P)", excerpt(text)));
+  c.pipeline = *pipeline;
+  return c;
 }
 
 std::string text_table(const PlanArgs& a, const MeshPlan& plan) {
   std::string out = fmt::format("pipesmith plan: {} GPUs, global batch {} sequences; {} meshes, {} refused by the model, "
-                                "{} pruned by memory\n",
-                                a.gpus, a.global_batch, plan.enumerated, plan.refused, plan.pruned);
-  out += fmt::format("{:>4}  {:<40} {:>6} {:>6} {:>12} {:>12} {:>9} {:>6} {:>8} {:>7}  {}\n", "rank", "mesh", "M", "stages",
+                                "{} pruned by memory, {} pruned by their lower bound; {} synthesized, {} got a schedule\n",
+                                a.gpus, a.global_batch, plan.enumerated, plan.refused, plan.pruned, plan.pruned_by_bound,
+                                plan.attempted, plan.synthesized);
+  out += fmt::format("{:>4}  {:<48} {:>6} {:>6} {:>12} {:>12} {:>9} {:>6} {:>8} {:>7}  {}\n", "rank", "mesh", "M", "stages",
                      "iteration ms", "tokens/s", "TFLOP/s", "MFU", "peak GB", "bubble", "note");
   int rank = 0;
   for (const MeshPlanRow& r : plan.rows) {
-    const std::string mesh = fmt::format("{}, {}", mesh_words(r), optimizer_name(r.optimizer));
+    const std::string mesh = fmt::format("{}, {}{}", mesh_description(r), optimizer_name(r.optimizer), r.candidate ? " (candidate)" : "");
     if (r.synthesized)
-      out += fmt::format("{:>4}  {:<40} {:>6} {:>6} {:>12.3f} {:>12.0f} {:>9.1f} {:>5.1f}% {:>8.1f} {:>6.1f}%\n", ++rank, mesh,
+      out += fmt::format("{:>4}  {:<48} {:>6} {:>6} {:>12.3f} {:>12.0f} {:>9.1f} {:>5.1f}% {:>8.1f} {:>6.1f}%\n", ++rank, mesh,
                          r.microbatches, r.stages, r.iteration_ms, r.tokens_per_s, r.tflops_per_gpu, 100 * r.mfu,
                          r.peak_memory_gb, 100 * r.bubble);
     else
-      out += fmt::format("{:>4}  {:<40} {:>6} {:>6} {:>12} {:>12} {:>9} {:>6} {:>8} {:>7}  {}\n", "-", mesh, r.microbatches, "-",
+      out += fmt::format("{:>4}  {:<48} {:>6} {:>6} {:>12} {:>12} {:>9} {:>6} {:>8} {:>7}  {}\n", "-", mesh, r.microbatches, "-",
                          fmt::format("~{:.0f}", r.estimate_ms), "-", "-", "-", "-", "-", r.note);
   }
   return out;
@@ -98,10 +112,14 @@ std::string json_table(const PlanArgs& a, const MeshPlan& plan) {
                      {"context", r.context},
                      {"tensor", r.tensor},
                      {"expert", r.expert},
+                     {"expert_tensor", r.expert_tensor},
+                     {"micro_batch", r.micro_batch},
                      {"sequence_parallel", r.sequence_parallel},
                      {"optimizer", optimizer_name(r.optimizer)},
+                     {"candidate", r.candidate},
                      {"microbatches", r.microbatches},
                      {"estimate_ms", r.estimate_ms},
+                     {"bound_ms", r.bound_ms},
                      {"synthesized", r.synthesized},
                      {"stages", r.stages},
                      {"iteration_ms", r.iteration_ms},
@@ -112,7 +130,8 @@ std::string json_table(const PlanArgs& a, const MeshPlan& plan) {
                      {"bubble_ratio", r.bubble},
                      {"note", r.note}});
   J j{{"gpus", a.gpus},       {"global_batch", a.global_batch}, {"enumerated", plan.enumerated},
-      {"refused", plan.refused}, {"pruned", plan.pruned},         {"rows", rows}};
+      {"refused", plan.refused}, {"pruned", plan.pruned},         {"pruned_by_bound", plan.pruned_by_bound},
+      {"attempted", plan.attempted}, {"synthesized", plan.synthesized}, {"rows", rows}};
   return dump_json(j, 2) + "\n";
 }
 
@@ -132,7 +151,25 @@ int run_plan(const PlanArgs& a) {
   o.top = a.top;
   o.evaluations = a.evaluations;
   for (const std::string& f : a.fix)
-    if (Status st = read_fix(f, o); !st.is_ok()) return report_error(st);
+    if (Status st = read_dimension("--fix", f, o.pinned, o.pipeline); !st.is_ok()) return report_error(st);
+  for (const std::string& g : a.candidates) {
+    Result<MeshCandidate> c = read_candidate(g);
+    if (!c.ok()) return report_error(c.status());
+    o.candidates.push_back(std::move(*c));
+  }
+  if (!a.quiet)
+    o.progress = [](const MeshPlanProgress& p) {
+      const std::string best =
+          p.best_ms > 0 ? fmt::format("best {:.3f} ms ({})", p.best_ms, p.best_mesh) : std::string("no schedule yet");
+      if (!p.done)
+        std::fprintf(stderr, "plan: [%d/%d] synthesizing %s, %s ...; %s\n", p.index, p.planned,
+                     mesh_description(*p.row).c_str(), optimizer_name(p.row->optimizer), best.c_str());
+      else {
+        const std::string got = p.row->synthesized ? fmt::format("{:.3f} ms", p.row->iteration_ms) : "no schedule";
+        std::fprintf(stderr, "plan: [%d/%d] %s: %s; %s, %d pruned by their bound\n", p.index, p.planned,
+                     mesh_description(*p.row).c_str(), got.c_str(), best.c_str(), p.pruned_by_bound);
+      }
+    };
   Result<MeshPlan> plan = plan_meshes(a.model_path, a.cluster_path, o);
   if (!plan.ok()) return report_error(plan.status());
   std::string text = a.json ? json_table(a, *plan) : text_table(a, *plan);
@@ -176,10 +213,15 @@ Runner add_plan(CLI::App& app) {
   sub->add_option("--fix", args->fix,
                   "Pin a dimension: pipeline=P, tensor=T, context=C, expert=E, expert_tensor=ET, data=D, micro_batch=B, "
                   "optimizer=WORD, sequence_parallel=true|false (repeatable)");
+  sub->add_option("--candidate", args->candidates,
+                  "A mesh always synthesized and ranked with the rest: pipeline=P[,tensor=T,context=C,expert=E,"
+                  "expert_tensor=ET,data=D,micro_batch=B,optimizer=WORD,sequence_parallel=true|false] (repeatable; "
+                  "unset dimensions 1, the optimizer distributed)");
   sub->add_option("--top", args->top, "Meshes synthesized, the best by the estimate (default 4)")->check(flags::integer_in(1, 1000));
   sub->add_option("--evaluations", args->evaluations, "Search budget of each synthesis in candidates (default 20)")
       ->check(flags::integer_in(1, 1'000'000));
   sub->add_flag("--json", args->json, "Print the rows as JSON");
+  sub->add_flag("--quiet", args->quiet, "No progress lines on stderr");
   sub->add_option("-o,--output", args->out_path, "Write the best mesh's certified schedule (pipesmith-schedule/1 YAML)");
   sub->footer("Exit codes: 0 ok, 1 bad input or usage, 2 no mesh gets a schedule.");
   return [args] { return run_plan(*args); };

@@ -5,7 +5,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <tuple>
 
+#include "synth/bounds/model_bound.h"
 #include "synth/plan/megatron_layout.h"
 #include "synth/plan/placement.h"
 
@@ -27,22 +29,115 @@ std::vector<int> powers_of_two(long long at_most) {
 }
 
 // Fills a row's figures from a resolved spec: the ranking estimate, or why the mesh cannot fit.
+// The estimate charges the recomputation the memory forces: a 1F1B order holds min(M, P)
+// microbatches of a device's activations; where they exceed what its share of the model states
+// leaves, the fraction r of the layers' droppable activation (activation - what full recomputation
+// keeps) that must go is recomputed, r x the layers' full-recomputation time added to the work.
 void estimate(const Spec& spec, MeshPlanRow& row) {
   const int P = spec.cluster.devices, M = spec.pipeline.microbatches;
-  double work_ms = 0, state_mb = 0, worst_layer_mb = 0;
+  double work_ms = 0, recompute_ms = 0, state_mb = 0, act_mb = 0, droppable_mb = 0, worst_layer_mb = 0;
   for (const Layer& l : spec.model.layers) {
     const LayerType& t = spec.model.type_of(l.id);
     work_ms += t.forward_ms + t.backward_input_ms + t.backward_weight_ms;
+    recompute_ms += t.recompute_full.ms;
     const double mb = t.params_m * spec.pipeline.bytes_per_param;
     state_mb += mb;
+    act_mb += t.activation_mb;
+    droppable_mb += std::max(0.0, t.activation_mb - t.recompute_full.kept_mb);
     worst_layer_mb = std::max(worst_layer_mb, mb + t.activation_mb);
   }
-  row.estimate_ms = (M + P - 1) * work_ms / P;
   const double limit_mb = spec.cluster.memory_gb * 1000;
+  const double in_flight = std::min(M, P);
+  double extra_ms = 0;
+  if (limit_mb > 0 && droppable_mb > 0) {
+    const double over_mb = state_mb / P + in_flight * act_mb / P - limit_mb;
+    const double r = std::clamp(over_mb / (in_flight * droppable_mb / P), 0.0, 1.0);
+    extra_ms = r * recompute_ms;
+  }
+  row.estimate_ms = (M + P - 1) * (work_ms + extra_ms) / P;
   if (limit_mb > 0 && state_mb / P > limit_mb)
     row.note = fmt::format("pruned: model states {:.1f} GB per GPU even split evenly over {} devices", state_mb / P / 1000, P);
   else if (limit_mb > 0 && worst_layer_mb > limit_mb)
     row.note = fmt::format("pruned: one layer's model states and activation take {:.1f} GB", worst_layer_mb / 1000);
+}
+
+// Model-state memory of one GPU over the whole model (MB): what tells optimizers apart on one mesh.
+double state_mb(const Spec& spec) {
+  double mb = 0;
+  for (const Layer& l : spec.model.layers) mb += spec.model.type_of(l.id).params_m * spec.pipeline.bytes_per_param;
+  return mb;
+}
+
+// Whether two specs of one mesh give every layer the same per-GPU times.
+bool same_times(const Spec& a, const Spec& b) {
+  if (a.model.layers.size() != b.model.layers.size()) return false;
+  for (size_t i = 0; i < a.model.layers.size(); ++i) {
+    const LayerType& x = a.model.type_of(static_cast<int>(i));
+    const LayerType& y = b.model.type_of(static_cast<int>(i));
+    if (x.forward_ms != y.forward_ms || x.backward_input_ms != y.backward_input_ms ||
+        x.backward_weight_ms != y.backward_weight_ms || x.fused_backward_ms() != y.fused_backward_ms() ||
+        x.recompute_full.ms != y.recompute_full.ms || x.recompute_selective.ms != y.recompute_selective.ms ||
+        x.output_mb != y.output_mb)
+      return false;
+  }
+  return a.pipeline.microbatches == b.pipeline.microbatches;
+}
+
+// The mesh dimensions of a row: equal keys are the same mesh.
+std::tuple<int, int, int, int, int, int, int, bool, int> mesh_key(const MeshPlanRow& r) {
+  return {r.pipeline, r.tensor, r.context, r.expert, r.expert_tensor, r.data, r.micro_batch, r.sequence_parallel,
+          static_cast<int>(r.optimizer)};
+}
+
+struct Resolved {
+  MeshPlanRow row;
+  Spec spec;
+};
+
+// Reads one mesh through load_spec; the row holds its dimensions as resolved.
+Result<Resolved> resolve(const std::string& model_path, const std::string& cluster_path, const MeshPlanOptions& opt,
+                         int pipeline, const ParallelInput& mesh) {
+  SpecOverrides o;
+  o.devices = pipeline;
+  o.memory_gb = opt.memory_gb;
+  o.parallel = mesh;
+  o.parallel.gpus = opt.pinned.gpus;
+  o.parallel.global_batch = opt.pinned.global_batch;
+  if (!o.parallel.optimizer) o.parallel.optimizer = "distributed";
+  if (!o.parallel.sequence_parallel) o.parallel.sequence_parallel = o.parallel.tensor.value_or(1) > 1;
+  Result<Spec> spec = load_spec(model_path, cluster_path, o);
+  if (!spec.ok()) return spec.status();
+  const Mesh& m = *spec->mesh;
+  MeshPlanRow row;
+  row.pipeline = pipeline, row.tensor = m.tensor, row.context = m.context, row.expert = m.expert;
+  row.expert_tensor = m.expert_tensor, row.data = m.data, row.micro_batch = m.micro_batch;
+  row.microbatches = spec->pipeline.microbatches;
+  row.sequence_parallel = m.sequence_parallel;
+  row.optimizer = m.optimizer;
+  return Resolved{row, std::move(*spec)};
+}
+
+// The mesh's lower bound (model_bound: no partition, placement or order is shorter); the estimate
+// never ranks a mesh below it (a layer that cannot split, the head at many microbatches, binds
+// where the even spread of the work does not).
+void bound(Resolved& r) {
+  Result<ModelBound> b = model_bound(r.spec);
+  if (!b.ok()) return;
+  r.row.bound_ms = b->bound_ms;
+  r.row.estimate_ms = std::max(r.row.estimate_ms, b->bound_ms);
+}
+
+std::string candidate_words(const MeshCandidate& c) {
+  const ParallelInput& m = c.mesh;
+  std::string s = fmt::format("pipeline={}", c.pipeline);
+  const auto add = [&](const char* key, const std::optional<long long>& v) {
+    if (v) s += fmt::format(",{}={}", key, *v);
+  };
+  add("tensor", m.tensor), add("context", m.context), add("expert", m.expert), add("expert_tensor", m.expert_tensor);
+  add("data", m.data), add("micro_batch", m.micro_batch);
+  if (m.optimizer) s += ",optimizer=" + *m.optimizer;
+  if (m.sequence_parallel) s += fmt::format(",sequence_parallel={}", *m.sequence_parallel);
+  return s;
 }
 
 }  // namespace
@@ -103,111 +198,212 @@ std::string torchtitan_fragment(const MeshPlanRow& row, const Spec& spec) {
   return t;
 }
 
+std::string mesh_description(const MeshPlanRow& r) {
+  std::string s = fmt::format("PP {} x DP {} x CP {} x TP {}{}", r.pipeline, r.data, r.context, r.tensor,
+                              r.sequence_parallel ? " SP" : "");
+  if (r.expert > 1) s += fmt::format(", EP {}", r.expert);
+  if (r.expert_tensor > 1) s += fmt::format(", ETP {}", r.expert_tensor);
+  if (r.micro_batch > 1) s += fmt::format(", b {}", r.micro_batch);
+  return s;
+}
+
+namespace {
+
+// Every mesh of the space (mesh_plan.h) read through load_spec: the fit ones (by estimate), the
+// pruned ones as rows; counts in `plan`.
+void enumerate(const std::string& model_path, const std::string& cluster_path, const MeshPlanOptions& opt,
+               const Spec& base, long long seq_length, MeshPlan& plan, std::vector<Resolved>& fit) {
+  const ParallelInput& pin = opt.pinned;
+  const long long G = *pin.gpus;
+  const int layers = static_cast<int>(base.model.layers.size());
+  const int node = base.cluster.gpus_per_node > 0 ? base.cluster.gpus_per_node
+                   : base.cluster.devices_per_node > 0 ? base.cluster.devices_per_node
+                                                        : 8;
+  bool moe = false;  // expert parallelism is enumerated for a model with MoE layers
+  for (const auto& [sym, t] : base.model.types) moe = moe || t.kind.find("moe") != std::string::npos || t.kind == "mtp";
+  const auto pinned_or = [](const std::optional<long long>& v, std::vector<int> all) {
+    return v ? std::vector<int>{static_cast<int>(*v)} : all;
+  };
+  const std::vector<int> pipelines = opt.pipeline ? std::vector<int>{*opt.pipeline} : divisors(G, std::min(layers, 64));
+  const std::vector<int> tensors = pinned_or(pin.tensor, powers_of_two(node));
+  const std::vector<int> contexts =
+      pinned_or(pin.context, powers_of_two(std::max<long long>(1, seq_length / kMinContextChunk)));
+  const std::vector<int> expert_degrees = pinned_or(pin.expert, moe ? powers_of_two(G) : std::vector<int>{1});
+  const std::vector<int> micro_batches = pinned_or(pin.micro_batch, {1, 2, 4});
+  const std::vector<std::string> optimizers =
+      pin.optimizer ? std::vector<std::string>{*pin.optimizer} : std::vector<std::string>{"distributed", "replicated", "fsdp"};
+
+  for (int P : pipelines)
+    for (int T : tensors)
+      for (int C : contexts) {
+        const long long PTC = static_cast<long long>(P) * T * C;
+        if (G % PTC != 0) continue;
+        const long long D = G / PTC;
+        if (pin.data && *pin.data != D) continue;
+        for (int E : expert_degrees) {
+          std::vector<int> ets = pinned_or(pin.expert_tensor, E > 1 && T > 1 ? std::vector<int>{1, T} : std::vector<int>{1});
+          for (int ET : ets) {
+            if ((D * C * T) % (static_cast<long long>(E) * ET) != 0) continue;
+            for (int b : micro_batches) {
+              if (*pin.global_batch % (static_cast<long long>(b) * D) != 0) continue;
+              std::vector<Resolved> same_mesh;  // one per optimizer
+              for (const std::string& optimizer : optimizers) {
+                ++plan.enumerated;
+                ParallelInput m = pin;
+                m.tensor = T, m.context = C, m.expert = E, m.expert_tensor = ET, m.micro_batch = b, m.optimizer = optimizer;
+                Result<Resolved> r = resolve(model_path, cluster_path, opt, P, m);
+                if (!r.ok()) {  // heads, experts, batch or nodes do not divide: not a mesh of this model
+                  ++plan.refused;
+                  continue;
+                }
+                estimate(r->spec, r->row);
+                if (!r->row.note.empty()) {
+                  ++plan.pruned;
+                  plan.rows.push_back(r->row);
+                  continue;
+                }
+                bound(*r);
+                same_mesh.push_back(std::move(*r));
+              }
+              // The distributed optimizer wins on this mesh over another with the same per-GPU layer
+              // times and no less memory: its data-parallel step, a reduce-scatter, is never longer
+              // than replicated's all-reduce or FSDP's reduce-scatter and gathers.
+              for (size_t i = 0; i < same_mesh.size(); ++i) {
+                const Resolved* better = nullptr;
+                for (size_t j = 0; j < same_mesh.size() && !better; ++j) {
+                  const double mine = state_mb(same_mesh[i].spec), theirs = state_mb(same_mesh[j].spec);
+                  if (j != i && same_mesh[j].row.optimizer == OptimizerSharding::kDistributed &&
+                      same_times(same_mesh[i].spec, same_mesh[j].spec) && theirs <= mine)
+                    better = &same_mesh[j];
+                }
+                if (!better) {
+                  fit.push_back(same_mesh[i]);
+                  continue;
+                }
+                MeshPlanRow row = same_mesh[i].row;
+                row.note = fmt::format("pruned: the {} optimizer on this mesh has the same layer times, no more memory and a data-parallel step no longer",
+                                       optimizer_name(better->row.optimizer));
+                ++plan.pruned;
+                plan.rows.push_back(row);
+              }
+            }
+          }
+        }
+      }
+  std::stable_sort(fit.begin(), fit.end(), [](const Resolved& a, const Resolved& b) { return a.row.estimate_ms < b.row.estimate_ms; });
+}
+
+}  // namespace
+
 Result<MeshPlan> plan_meshes(const std::string& model_path, const std::string& cluster_path,
                              const MeshPlanOptions& opt) {
   const ParallelInput& pin = opt.pinned;
   if (!pin.gpus) return Status::bad_input("plan: the number of GPUs is not given (gpus)");
   if (!pin.global_batch) return Status::bad_input("plan: the global batch is not given (global_batch, in sequences)");
-  // The model alone: its layers, node size and routed experts bound the space.
+  // The model alone: its layers, node size and routed experts bound the space; one GPU's mesh gives
+  // the sequence length that context parallelism splits.
   SpecOverrides plain;
   plain.devices = 1;
   plain.microbatches = 1;
   Result<Spec> base = load_spec(model_path, cluster_path, plain);
   if (!base.ok()) return base.status();
-  const long long G = *pin.gpus;
-  const int layers = static_cast<int>(base->model.layers.size());
-  const int node = base->cluster.gpus_per_node > 0 ? base->cluster.gpus_per_node
-                   : base->cluster.devices_per_node > 0 ? base->cluster.devices_per_node
-                                                         : 8;
-  bool moe = false;  // expert parallelism is enumerated for a model with MoE layers
-  for (const auto& [sym, t] : base->model.types) moe = moe || t.kind.find("moe") != std::string::npos || t.kind == "mtp";
+  plain.parallel.gpus = 1;
+  Result<Spec> one_gpu = load_spec(model_path, cluster_path, plain);
+  const long long seq_length = one_gpu.ok() && one_gpu->mesh ? one_gpu->mesh->seq_length : 0;
 
-  std::vector<int> pipelines = opt.pipeline ? std::vector<int>{*opt.pipeline} : divisors(G, std::min(layers, 64));
-  std::vector<int> tensors = pin.tensor ? std::vector<int>{static_cast<int>(*pin.tensor)} : powers_of_two(node);
-  std::vector<int> expert_degrees =
-      pin.expert ? std::vector<int>{static_cast<int>(*pin.expert)} : moe ? powers_of_two(G) : std::vector<int>{1};
-  const int context = static_cast<int>(pin.context.value_or(1));
-
+  // The candidates first: one the model cannot run is the caller's error.
   MeshPlan plan;
-  std::vector<std::pair<MeshPlanRow, Spec>> fit;
-  for (int P : pipelines) {
-    for (int T : tensors) {
-      if (G % (static_cast<long long>(P) * T * context) != 0) continue;
-      const long long D = G / (static_cast<long long>(P) * T * context);
-      if (pin.data && *pin.data != D) continue;
-      for (int E : expert_degrees) {
-        if ((D * context * T) % (static_cast<long long>(E) * pin.expert_tensor.value_or(1)) != 0) continue;
-        ++plan.enumerated;
-        SpecOverrides o;
-        o.devices = P;
-        o.memory_gb = opt.memory_gb;
-        o.parallel = pin;
-        o.parallel.tensor = T;
-        o.parallel.context = context;
-        o.parallel.expert = E;
-        if (!pin.optimizer) o.parallel.optimizer = "distributed";
-        if (!pin.sequence_parallel) o.parallel.sequence_parallel = T > 1;
-        MeshPlanRow row;
-        row.pipeline = P, row.tensor = T, row.context = context, row.expert = E, row.data = static_cast<int>(D);
-        Result<Spec> spec = load_spec(model_path, cluster_path, o);
-        if (!spec.ok()) {  // heads, experts, batch or nodes do not divide: not a mesh of this model
-          ++plan.refused;
-          continue;
-        }
-        row.microbatches = spec->pipeline.microbatches;
-        row.sequence_parallel = spec->mesh->sequence_parallel;
-        row.optimizer = spec->mesh->optimizer;
-        estimate(*spec, row);
-        if (!row.note.empty()) {
-          ++plan.pruned;
-          plan.rows.push_back(row);
-          continue;
-        }
-        fit.emplace_back(row, std::move(*spec));
-      }
-    }
+  std::vector<Resolved> given;
+  for (size_t i = 0; i < opt.candidates.size(); ++i) {
+    const MeshCandidate& c = opt.candidates[i];
+    Result<Resolved> r = c.pipeline >= 1 ? resolve(model_path, cluster_path, opt, c.pipeline, c.mesh)
+                                         : Result<Resolved>(Status::bad_input("the pipeline's devices are not given"));
+    if (!r.ok())
+      return Status::error(r.status().code(),
+                           fmt::format("plan: candidate mesh {} ({}): {}", i + 1, candidate_words(c), r.status().message()),
+                           r.status().loc());
+    r->row.candidate = true;
+    estimate(r->spec, r->row);
+    bound(*r);
+    given.push_back(std::move(*r));
   }
-  std::stable_sort(fit.begin(), fit.end(), [](const auto& a, const auto& b) { return a.first.estimate_ms < b.first.estimate_ms; });
+  std::vector<Resolved> fit;
+  enumerate(model_path, cluster_path, opt, *base, seq_length, plan, fit);
+  // A candidate the enumeration also holds is synthesized once, as the candidate.
+  for (Resolved& g : given) {
+    const auto same = [&](const MeshPlanRow& r) { return mesh_key(r) == mesh_key(g.row); };
+    fit.erase(std::remove_if(fit.begin(), fit.end(), [&](const Resolved& f) { return same(f.row); }), fit.end());
+    plan.rows.erase(std::remove_if(plan.rows.begin(), plan.rows.end(), same), plan.rows.end());
+  }
+
+
+  // Synthesize: the candidates, then by estimate until `top` meshes got a schedule (at most 2 x top
+  // tries once one has), skipping a mesh whose bound is no better than the best so far.
+  std::vector<Resolved*> order;
+  for (Resolved& r : given) order.push_back(&r);
+  for (Resolved& r : fit) order.push_back(&r);
+  const int planned = static_cast<int>(given.size()) + std::min<int>(static_cast<int>(fit.size()), opt.top);
   std::vector<MeshPlanRow> done;
   double best_ms = 0;
-  for (size_t i = 0; i < fit.size(); ++i) {
-    MeshPlanRow& row = fit[i].first;
-    if (static_cast<int>(i) >= opt.top) {
+  std::string best_mesh;
+  int enumerated_ok = 0, enumerated_tries = 0;
+  for (Resolved* r : order) {
+    MeshPlanRow& row = r->row;
+    const bool budget_left = enumerated_ok < opt.top && (enumerated_tries < 2 * opt.top || !plan.best);
+    if (!row.candidate && plan.best && row.bound_ms >= best_ms) {
+      row.note = fmt::format("pruned: lower bound {:.3f} ms >= the best iteration {:.3f} ms", row.bound_ms, best_ms);
+      ++plan.pruned_by_bound;
+      done.push_back(row);
+      continue;
+    }
+    if (!row.candidate && !budget_left) {
       row.note = "not synthesized (below the top by the estimate)";
       done.push_back(row);
       continue;
     }
+    if (!row.candidate) ++enumerated_tries;
+    ++plan.attempted;
+    MeshPlanProgress progress{plan.attempted, std::max(planned, plan.attempted), &row, false, best_ms, best_mesh,
+                              plan.pruned_by_bound};
+    if (opt.progress) opt.progress(progress);
     ModelSynthOptions so;
     so.evaluations = opt.evaluations;
     so.time_limit_s = opt.time_limit_s;
     so.seed = opt.seed;
-    Result<ModelSynthesis> m = synthesize_model(fit[i].second, so);
+    Result<ModelSynthesis> m = synthesize_model(r->spec, so);
     if (!m.ok()) {
       row.note = fmt::format("no schedule: {}", m.status().message());
-      done.push_back(row);
-      continue;
-    }
-    row.synthesized = true;
-    row.stages = m->problem.num_stages();
-    row.iteration_ms = m->result.makespan_ms;
-    const Throughput t = mesh_throughput(m->problem.mesh, row.iteration_ms);
-    row.tokens_per_s = t.tokens_per_s, row.tflops_per_gpu = t.tflops_per_gpu, row.mfu = t.mfu;
-    if (m->result.report.sim) {
-      for (double mb : m->result.report.sim->peak_memory_mb) row.peak_memory_gb = std::max(row.peak_memory_gb, mb / 1000);
-      row.bubble = m->result.report.sim->bubble_ratio;
-    }
-    if (!plan.best || row.iteration_ms < best_ms) {
-      best_ms = row.iteration_ms;
-      plan.best = std::move(*m);
-      plan.best_spec = fit[i].second;
+    } else {
+      if (!row.candidate) ++enumerated_ok;
+      ++plan.synthesized;
+      row.synthesized = true;
+      row.stages = m->problem.num_stages();
+      row.iteration_ms = m->result.makespan_ms;
+      const Throughput t = mesh_throughput(m->problem.mesh, row.iteration_ms);
+      row.tokens_per_s = t.tokens_per_s, row.tflops_per_gpu = t.tflops_per_gpu, row.mfu = t.mfu;
+      if (m->result.report.sim) {
+        for (double mb : m->result.report.sim->peak_memory_mb) row.peak_memory_gb = std::max(row.peak_memory_gb, mb / 1000);
+        row.bubble = m->result.report.sim->bubble_ratio;
+      }
+      if (!plan.best || row.iteration_ms < best_ms) {
+        best_ms = row.iteration_ms;
+        best_mesh = mesh_description(row);
+        plan.best = std::move(*m);
+        plan.best_spec = r->spec;
+      }
     }
     done.push_back(row);
+    progress.done = true, progress.best_ms = best_ms, progress.best_mesh = best_mesh;
+    progress.pruned_by_bound = plan.pruned_by_bound;
+    if (opt.progress) opt.progress(progress);
   }
   if (!plan.best)
     return Status::error(ErrorCode::kInfeasible,
                          fmt::format("plan: none of the {} meshes of {} GPUs got a schedule ({} refused by the model, "
-                                     "{} pruned by memory)",
-                                     plan.enumerated, G, plan.refused, plan.pruned));
+                                     "{} pruned by memory{})",
+                                     plan.enumerated + static_cast<int>(given.size()), *opt.pinned.gpus, plan.refused,
+                                     plan.pruned,
+                                     given.empty() ? "" : fmt::format(", {} candidates", given.size())));
   // Synthesized rows by iteration, then the rest by estimate; the pruned last.
   std::stable_sort(done.begin(), done.end(), [](const MeshPlanRow& a, const MeshPlanRow& b) {
     if (a.synthesized != b.synthesized) return a.synthesized;

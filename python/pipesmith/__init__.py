@@ -184,40 +184,58 @@ def load_spec(model: PathLike, cluster: Optional[PathLike] = None, *, devices: O
                            parallel)
 
 
+def _mesh_dims(dims: dict, what: str) -> tuple:
+    """A dict of mesh dimensions (the keys of ``plan --fix``) as the core's ParallelInput and pipeline."""
+    if not isinstance(dims, dict):
+        raise BadInputError(f"{what} must be a dict of mesh dimensions, got {dims!r:.60}")
+    mesh = _core.ParallelInput()
+    pipeline = None
+    ints = ("tensor", "context", "expert", "expert_tensor", "data", "micro_batch")
+    for key, value in dims.items():
+        if key == "pipeline":
+            pipeline = _int(value, f"{what}['pipeline']", 1, _MAX_DEVICES)
+        elif key in ints:
+            setattr(mesh, key, _int(value, f"{what}[{key!r}]", 1, _MAX_GPUS))
+        elif key == "optimizer":
+            if not isinstance(value, str):
+                raise BadInputError(f"{what}['optimizer'] must be 'replicated', 'distributed' or 'fsdp', got {value!r:.60}")
+            mesh.optimizer = value
+        elif key == "sequence_parallel":
+            if not isinstance(value, bool):
+                raise BadInputError(f"{what}['sequence_parallel'] must be True or False, got {value!r:.60}")
+            mesh.sequence_parallel = value
+        else:
+            raise BadInputError(f"{what}: unknown dimension {key!r:.60} (expected pipeline, tensor, context, expert, "
+                                "expert_tensor, data, micro_batch, optimizer, sequence_parallel)")
+    return mesh, pipeline
+
+
 def plan(model: PathLike, cluster: Optional[PathLike] = None, *, gpus: int, global_batch: int,
-         fix: Optional[dict] = None, memory_limit_gb: Optional[float] = None, top: int = 4,
-         evaluations: int = 20) -> tuple:
+         fix: Optional[dict] = None, candidates: Optional[list] = None, memory_limit_gb: Optional[float] = None,
+         top: int = 4, evaluations: int = 20) -> tuple:
     """Chooses the mesh with the schedule (``pipesmith plan``, docs/mesh.md): the meshes of ``gpus``
     GPUs the model can run on, the ``top`` most promising synthesized with ``evaluations`` candidates
     each (deterministic). ``fix`` pins dimensions as ``--fix`` does: ``{"tensor": 8, "optimizer":
-    "fsdp", "pipeline": 16}``. Returns ``(rows, best)``: the ranked rows as dicts (the keys of
-    ``plan --json``) and the fastest mesh's certified Schedule.
+    "fsdp", "pipeline": 16}``. ``candidates`` are meshes always synthesized and ranked with the rest,
+    as ``--candidate`` gives them: ``[{"pipeline": 4, "expert": 8}]`` (``pipeline`` required; unset
+    dimensions 1, the optimizer distributed). Returns ``(rows, best)``: the ranked rows as dicts (the
+    keys of ``plan --json``) and the fastest mesh's certified Schedule.
 
-    Raises BadInputError on bad arguments, InfeasibleError when no mesh gets a schedule."""
-    pinned = _core.ParallelInput()
-    pipeline = None
-    ints = {"tensor": "tensor", "context": "context", "expert": "expert", "expert_tensor": "expert_tensor",
-            "data": "data", "micro_batch": "micro_batch"}
-    for key, value in (fix or {}).items():
-        if key == "pipeline":
-            pipeline = _int(value, "fix['pipeline']", 1, _MAX_DEVICES)
-        elif key in ints:
-            setattr(pinned, ints[key], _int(value, f"fix[{key!r}]", 1, _MAX_GPUS))
-        elif key == "optimizer":
-            if not isinstance(value, str):
-                raise BadInputError(f"fix['optimizer'] must be 'replicated', 'distributed' or 'fsdp', got {value!r:.60}")
-            pinned.optimizer = value
-        elif key == "sequence_parallel":
-            if not isinstance(value, bool):
-                raise BadInputError(f"fix['sequence_parallel'] must be True or False, got {value!r:.60}")
-            pinned.sequence_parallel = value
-        else:
-            raise BadInputError(f"fix: unknown dimension {key!r:.60} (expected pipeline, tensor, context, expert, "
-                                "expert_tensor, data, micro_batch, optimizer, sequence_parallel)")
+    Raises BadInputError on bad arguments (a candidate the model cannot run included),
+    InfeasibleError when no mesh gets a schedule."""
+    pinned, pipeline = _mesh_dims(fix or {}, "fix")
+    given = []
+    if candidates is not None and not isinstance(candidates, (list, tuple)):
+        raise BadInputError(f"candidates must be a list of dicts, got {candidates!r:.60}")
+    for i, c in enumerate(candidates or []):
+        mesh, p = _mesh_dims(c, f"candidates[{i}]")
+        if p is None:
+            raise BadInputError(f"candidates[{i}]: the pipeline's devices are not given ('pipeline')")
+        given.append((p, mesh))
     rows, best = _core.plan(_path(model, "model"), _path(cluster, "cluster"), _int(gpus, "gpus", 1, _MAX_GPUS),
                             _int(global_batch, "global_batch", 1, _MAX_GPUS * _MAX_MICROBATCHES), pinned, pipeline,
                             _opt_memory(memory_limit_gb), _int(top, "top", 1, 1000),
-                            _int(evaluations, "evaluations", 1, 1_000_000))
+                            _int(evaluations, "evaluations", 1, 1_000_000), given)
     return list(rows), best
 
 

@@ -266,9 +266,10 @@ void bind_specs(nb::module_& m) {
   // pipesmith plan (synth/mesh_plan.h): the rows as dicts, and the best mesh's certified schedule.
   m.def("plan", [](const std::string& model, std::optional<std::string> cluster, long long gpus, long long global_batch,
                    ParallelInput pinned, std::optional<int> pipeline, std::optional<double> memory_limit_gb, int top,
-                   int evaluations) {
+                   int evaluations, std::vector<std::pair<int, ParallelInput>> candidates) {
     MeshPlanOptions o;
     o.pinned = std::move(pinned);
+    for (auto& [p, mesh] : candidates) o.candidates.push_back(MeshCandidate{p, std::move(mesh)});
     o.pinned.gpus = gpus;
     o.pinned.global_batch = global_batch;
     o.pipeline = pipeline;
@@ -284,16 +285,19 @@ void bind_specs(nb::module_& m) {
     for (const MeshPlanRow& x : plan.rows) {
       nb::dict d;
       d["pipeline"] = x.pipeline, d["data"] = x.data, d["context"] = x.context, d["tensor"] = x.tensor;
-      d["expert"] = x.expert, d["sequence_parallel"] = x.sequence_parallel;
-      d["optimizer"] = std::string(optimizer_name(x.optimizer)), d["microbatches"] = x.microbatches;
-      d["estimate_ms"] = x.estimate_ms, d["synthesized"] = x.synthesized, d["stages"] = x.stages;
+      d["expert"] = x.expert, d["expert_tensor"] = x.expert_tensor, d["micro_batch"] = x.micro_batch;
+      d["sequence_parallel"] = x.sequence_parallel;
+      d["optimizer"] = std::string(optimizer_name(x.optimizer)), d["candidate"] = x.candidate;
+      d["microbatches"] = x.microbatches;
+      d["estimate_ms"] = x.estimate_ms, d["bound_ms"] = x.bound_ms, d["synthesized"] = x.synthesized, d["stages"] = x.stages;
       d["iteration_ms"] = x.iteration_ms, d["tokens_per_s"] = x.tokens_per_s, d["tflops_per_gpu"] = x.tflops_per_gpu;
       d["mfu"] = x.mfu, d["peak_memory_gb"] = x.peak_memory_gb, d["bubble_ratio"] = x.bubble, d["note"] = x.note;
       rows.append(d);
     }
     return std::make_pair(rows, plan.best->result.schedule);
   }, "model"_a, "cluster"_a = nb::none(), "gpus"_a, "global_batch"_a, "pinned"_a, "pipeline"_a = nb::none(),
-        "memory_limit_gb"_a = nb::none(), "top"_a = 4, "evaluations"_a = 20);
+        "memory_limit_gb"_a = nb::none(), "top"_a = 4, "evaluations"_a = 20,
+        "candidates"_a = std::vector<std::pair<int, ParallelInput>>{});
   m.def("load_spec", [](const std::string& model, std::optional<std::string> cluster, std::optional<int> devices,
                         std::optional<int> microbatches, std::optional<double> memory_limit_gb, ParallelInput parallel) {
     if (devices && *devices < 1) raise_status(Status::bad_input(fmt::format("devices must be at least 1, got {}", *devices)));

@@ -282,7 +282,7 @@ TEST_CASE("[slow] cli mesh: MiniMax-M1 on 1,024 GPUs (PP 16 x TP 4 with SP x EP 
 TEST_CASE("cli plan: the meshes of 64 GPUs ranked, deterministic, the best written as a certified schedule") {
   const std::string dir = pstest::fresh_dir("mesh-plan");
   const std::string model = write_temp("llama3-8b-plan.yaml", llama3_8b(4));
-  const std::string args = "plan " + model + " --gpus 64 --global-batch 64 --top 3 --evaluations 5";
+  const std::string args = "plan " + model + " --gpus 64 --global-batch 64 --top 3 --evaluations 5 --quiet";
   pstest::CliResult r = pstest::run_cli(args + " --json -o " + dir + "/best.yaml");
   REQUIRE_MESSAGE(r.exit_code == 0, r.output);
   const nlohmann::json j = nlohmann::json::parse(r.output);
@@ -294,15 +294,22 @@ TEST_CASE("cli plan: the meshes of 64 GPUs ranked, deterministic, the best writt
     const int product = row["pipeline"].get<int>() * row["data"].get<int>() * row["context"].get<int>() *
                         row["tensor"].get<int>();
     CHECK(product == 64);
-    CHECK(row["microbatches"].get<int>() * row["data"].get<int>() == 64);  // global batch / (micro batch x data)
+    // global batch / (micro batch x data)
+    CHECK(row["microbatches"].get<int>() * row["micro_batch"].get<int>() * row["data"].get<int>() == 64);
     meshes.insert(row.dump());
+    if (row["note"].get<std::string>().starts_with("pruned: lower bound"))  // pruned by the best iteration
+      CHECK(row["bound_ms"].get<double>() >= j["rows"][0]["iteration_ms"].get<double>());
     if (!row["synthesized"].get<bool>()) continue;
+    CHECK(row["iteration_ms"].get<double>() >= row["bound_ms"].get<double>() * (1 - 1e-9));
     ++synthesized;
     CHECK(row["iteration_ms"].get<double>() >= last_ms);  // ranked by iteration
     last_ms = row["iteration_ms"].get<double>();
     CHECK(row["peak_memory_gb"].get<double>() <= 80);
   }
-  CHECK(synthesized == 3);
+  CHECK(synthesized == j["synthesized"].get<int>());
+  CHECK(synthesized >= 1);
+  CHECK(j["attempted"].get<int>() <= 2 * 3);  // --top 3 meshes with a schedule, at most twice as many tries
+  CHECK(j["pruned_by_bound"].get<int>() > 0);
   CHECK(meshes.size() == j["rows"].size());
   // The best, written, is a schedule verify accepts, at rank 1's iteration.
   r = pstest::run_cli("verify --json " + dir + "/best.yaml");
@@ -337,4 +344,107 @@ TEST_CASE("cli plan: the meshes of 64 GPUs ranked, deterministic, the best writt
   r = pstest::run_cli(args + " --memory-limit-gb 1");
   CHECK(r.exit_code == 2);
   CHECK(pstest::contains(r.output, "got a schedule"));
+}
+
+// The first JSON object in a CLI's output (progress lines on stderr come before it).
+nlohmann::json json_after_progress(const std::string& output) {
+  const size_t brace = output.find('{');
+  REQUIRE_MESSAGE(brace != std::string::npos, output);
+  return nlohmann::json::parse(output.substr(brace));
+}
+
+TEST_CASE("cli plan: a --candidate mesh is synthesized as synth would and ranked with the rest; progress on stderr") {
+  const std::string dir = pstest::fresh_dir("mesh-plan-candidate");
+  const std::string model = write_temp("llama3-8b-plan-candidate.yaml", llama3_8b(4));
+  // --top 1: the enumeration synthesizes one mesh; the candidate (PP 2 x DP 4 x TP 8, far down by the
+  // estimate) is synthesized anyway.
+  const std::string args = "plan " + model + " --gpus 64 --global-batch 64 --top 1 --evaluations 5 --json";
+  const std::string candidate = " --candidate pipeline=2,tensor=8,data=4,optimizer=distributed";
+  pstest::CliResult r = pstest::run_cli(args + candidate);
+  REQUIRE_MESSAGE(r.exit_code == 0, r.output);
+  // Progress: one line before and one after each synthesis, with k of n and the best so far.
+  CHECK(pstest::contains(r.output, "plan: [1/2] synthesizing PP 2 x DP 4 x CP 1 x TP 8 SP, distributed ...; no schedule yet\n"));
+  CHECK(pstest::contains(r.output, "plan: [2/2] synthesizing "));
+  CHECK(pstest::contains(r.output, "; best "));
+  const nlohmann::json j = json_after_progress(r.output);
+  int matches = 0;
+  double candidate_ms = 0;
+  for (const auto& row : j["rows"]) {
+    const bool same = row["pipeline"] == 2 && row["tensor"] == 8 && row["data"] == 4 && row["context"] == 1 &&
+                      row["micro_batch"] == 1 && row["optimizer"] == "distributed";
+    if (!same) {
+      CHECK(row["candidate"] == false);
+      continue;
+    }
+    ++matches;  // the enumeration holds this mesh too: it is synthesized once, as the candidate
+    CHECK(row["candidate"] == true);
+    REQUIRE(row["synthesized"] == true);
+    candidate_ms = row["iteration_ms"].get<double>();
+  }
+  CHECK(matches == 1);
+  CHECK(j["synthesized"] == 2);
+  CHECK(j["rows"][0]["iteration_ms"].get<double>() <= candidate_ms);  // the pick is never slower than a candidate
+  // The same synthesizer: synth on that mesh with the same budget writes the same iteration.
+  r = pstest::run_cli("synth " + model + " --gpus 64 --devices 2 --tensor-parallel 8 --sequence-parallel --optimizer "
+                      "distributed --global-batch 64 --evaluations 5 --quiet -o " + dir + "/synth.yaml");
+  REQUIRE_MESSAGE(r.exit_code == 0, r.output);
+  r = pstest::run_cli("verify --json " + dir + "/synth.yaml");
+  REQUIRE_MESSAGE(r.exit_code == 0, r.output);
+  CHECK(nlohmann::json::parse(r.output)["makespan_ms"].get<double>() == doctest::Approx(candidate_ms));
+  // --quiet: no progress.
+  r = pstest::run_cli(args + candidate + " --quiet");
+  REQUIRE(r.exit_code == 0);
+  CHECK(!pstest::contains(r.output, "plan: ["));
+  CHECK(nlohmann::json::parse(r.output) == j);
+  // Bad candidates: exit 1, the candidate named.
+  r = pstest::run_cli(args + " --candidate tensor=8");
+  CHECK(r.exit_code == 1);
+  CHECK(pstest::contains(r.output, "--candidate 'tensor=8': the pipeline's devices are not given (pipeline=P)"));
+  r = pstest::run_cli(args + " --candidate pipeline=4,width=2");
+  CHECK(r.exit_code == 1);
+  CHECK(pstest::contains(r.output, "--candidate 'width=2': unknown dimension 'width'"));
+  r = pstest::run_cli(args + " --candidate pipeline=4,tensor=0");
+  CHECK(r.exit_code == 1);
+  CHECK(pstest::contains(r.output, "--candidate tensor: the value must be an integer in [1, 1048576], got '0'"));
+  r = pstest::run_cli(args + " --candidate pipeline=4,tensor=3");  // 32 heads do not divide over 3
+  CHECK(r.exit_code == 1);
+  CHECK(pstest::contains(r.output, "plan: candidate mesh 1 (pipeline=4,tensor=3): "));
+}
+
+TEST_CASE("cli plan: the space holds context, micro-batch and the optimizers; --fix pins each") {
+  const std::string model = write_temp("llama3-8b-plan-space.yaml", llama3_8b(4));
+  const std::string args = "plan " + model + " --gpus 16 --global-batch 32 --top 1 --evaluations 3 --json --quiet";
+  pstest::CliResult r = pstest::run_cli(args);
+  REQUIRE_MESSAGE(r.exit_code == 0, r.output);
+  nlohmann::json j = nlohmann::json::parse(r.output);
+  std::set<int> contexts, micro_batches;
+  std::set<std::string> optimizers;
+  int dominated = 0;
+  for (const auto& row : j["rows"]) {
+    contexts.insert(row["context"].get<int>());
+    micro_batches.insert(row["micro_batch"].get<int>());
+    optimizers.insert(row["optimizer"].get<std::string>());
+    // 8k sequences: context 2 leaves chunks of 4,096 tokens, 4 would not.
+    CHECK(row["context"].get<int>() <= 2);
+    CHECK(row["pipeline"].get<int>() * row["data"].get<int>() * row["context"].get<int>() * row["tensor"].get<int>() == 16);
+    CHECK(row["microbatches"].get<int>() * row["micro_batch"].get<int>() * row["data"].get<int>() == 32);
+    if (pstest::contains(row["note"].get<std::string>(), "pruned: the distributed optimizer on this mesh")) {
+      ++dominated;
+      CHECK(row["optimizer"] != "distributed");
+    }
+  }
+  CHECK(contexts == std::set<int>{1, 2});
+  CHECK(micro_batches == std::set<int>{1, 2, 4});
+  CHECK(optimizers == std::set<std::string>{"distributed", "fsdp", "replicated"});
+  CHECK(dominated > 0);
+  // Pinned: every row holds the pinned values.
+  r = pstest::run_cli(args + " --fix context=2 --fix micro_batch=2 --fix optimizer=replicated");
+  REQUIRE_MESSAGE(r.exit_code == 0, r.output);
+  j = nlohmann::json::parse(r.output);
+  REQUIRE(!j["rows"].empty());
+  for (const auto& row : j["rows"]) {
+    CHECK(row["context"] == 2);
+    CHECK(row["micro_batch"] == 2);
+    CHECK(row["optimizer"] == "replicated");
+  }
 }

@@ -69,11 +69,13 @@ def test_plan_ranks_meshes_and_returns_the_best_schedule():
     rows, best = pipesmith.plan(model_path("llama2-7b"), gpus=32, global_batch=32, top=2, evaluations=5,
                                 fix={"tensor": 2})
     synthesized = [r for r in rows if r["synthesized"]]
-    assert len(synthesized) == 2
-    assert synthesized[0]["iteration_ms"] <= synthesized[1]["iteration_ms"]
+    assert 1 <= len(synthesized) <= 2  # --top 2; a mesh whose bound is no better than the best is pruned
+    assert [r["iteration_ms"] for r in synthesized] == sorted(r["iteration_ms"] for r in synthesized)
     for r in rows:
         assert r["tensor"] == 2
         assert r["pipeline"] * r["data"] * r["context"] * r["tensor"] == 32
+        if r["note"].startswith("pruned: lower bound"):
+            assert r["bound_ms"] >= synthesized[0]["iteration_ms"]
     report = pipesmith.verify(best)
     assert report.valid
     assert json.loads(report.json())["makespan_ms"] == pytest.approx(synthesized[0]["iteration_ms"])
@@ -82,8 +84,29 @@ def test_plan_ranks_meshes_and_returns_the_best_schedule():
     assert again == rows
 
 
+def test_plan_candidates_are_synthesized_and_ranked():
+    # --top 1 synthesizes the estimate's first mesh; the candidate, pipeline 8 x tensor 4, is synthesized too.
+    candidate = {"pipeline": 8, "tensor": 4, "optimizer": "distributed"}
+    rows, best = pipesmith.plan(model_path("llama2-7b"), gpus=32, global_batch=32, top=1, evaluations=5,
+                                fix={"tensor": 4}, candidates=[candidate])
+    given = [r for r in rows if r["candidate"]]
+    assert len(given) == 1
+    g = given[0]
+    assert (g["pipeline"], g["tensor"], g["data"], g["optimizer"]) == (8, 4, 1, "distributed")
+    assert g["synthesized"]
+    same = [r for r in rows if (r["pipeline"], r["tensor"], r["context"], r["micro_batch"], r["optimizer"])
+            == (8, 4, 1, 1, "distributed")]
+    assert same == [g]  # synthesized once, as the candidate
+    assert rows[0]["synthesized"] and rows[0]["iteration_ms"] <= g["iteration_ms"]
+    assert json.loads(pipesmith.verify(best).json())["makespan_ms"] == pytest.approx(rows[0]["iteration_ms"])
+
+
 @pytest.mark.parametrize("kwargs, words", [
     ({"fix": {"width": 2}}, "fix: unknown dimension 'width'"),
+    ({"candidates": [{"tensor": 2}]}, "candidates[0]: the pipeline's devices are not given"),
+    ({"candidates": [{"pipeline": 4, "tensor": 3}]}, "plan: candidate mesh 1 (pipeline=4,tensor=3): "),
+    ({"candidates": {"pipeline": 4}}, "candidates must be a list of dicts"),
+    ({"candidates": [{"pipeline": 4, "expert": "8"}]}, "candidates[0]['expert'] must be an integer"),
     ({"fix": {"tensor": 0}}, "fix['tensor'] must be an integer"),
     ({"gpus": 0}, "gpus must be an integer"),
 ])
