@@ -228,8 +228,8 @@ def main(argv=None) -> int:
         fused = os.path.join(mdir, "profiled-fused.yaml")
         shape = ["--hidden", str(hidden), "--seq", str(args.seq), "--vocab", str(args.vocab)]
         log(f"{name}: profiling (hidden {hidden})")
-        table = sh([exe, "profile", "--backend", "torch", *(model_flags or [model]), "--cluster", cluster, "-o", profiled, *shape,
-                    "--rows", str(args.rows_per_microbatch), "--threads", "1", "--repeats", str(args.repeats),
+        table = sh([exe, "profile", "--backend", "torch", *(model_flags or [model]), "--cluster", cluster,
+                    "-o", profiled, *shape, "--rows", str(args.rows_per_microbatch), "--threads", "1", "--repeats", str(args.repeats),
                     "--warmup", "2", "--concurrent", str(args.concurrent or P), "--also-fused", fused], env=env)
         lines = table.splitlines()  # the command's progress line, the title, the header, a row per type
         header = next(k for k, line in enumerate(lines) if line.startswith("type "))

@@ -134,15 +134,7 @@ class HFChain:
         self.vocab = model.config.vocab_size
         pieces = [list(layer.modules) for layer in spec.layers]
         if [n for p in pieces for n in p] != layout.parts:
-            have = set(layout.parts)
-            lacking = [f"layer {i} ({spec.types[layer.symbol].name}: {', '.join(n for n in layer.modules if n not in have)})"
-                       for i, layer in enumerate(spec.layers) if any(n not in have for n in layer.modules)]
-            raise ProfileError(f"--hf {config_name}: the layers `pipesmith import hf` writes for it are not "
-                               f"{type(model).__name__}'s parts in forward order ({', '.join(layout.parts[:2])}, ..., "
-                               f"{layout.parts[-1]})" + (f": {'; '.join(lacking[:4])} not in the model transformers "
-                                                         "builds" if lacking else "")
-                               + ("; transformers builds no multi-token-prediction (MTP) module: profile a copy of "
-                                  "the config with num_nextn_predict_layers 0" if any("mtp" in x for x in lacking) else ""))
+            raise ProfileError(_parts_mismatch(spec, layout, type(model).__name__, config_name))
         kwargs = self._layer_arguments(torch.zeros(rows, seq, dtype=torch.long, device=model.device))
         self.shared = [t for k in kwargs.values() for t in _tensors(k)]
         chain = []
@@ -197,6 +189,21 @@ class HFChain:
 
     def stage(self, first: int, last: int):
         return _Span([self.chain[i] for i in range(first, last + 1)])
+
+
+def _parts_mismatch(spec: ModelSpec, layout, model_class: str, config_name: str) -> str:
+    """Why the imported layers' modules are not the model's parts, naming the layers it lacks."""
+    have = set(layout.parts)
+    lacking = [f"layer {i} ({spec.types[layer.symbol].name}: {', '.join(n for n in layer.modules if n not in have)})"
+               for i, layer in enumerate(spec.layers) if any(n not in have for n in layer.modules)]
+    msg = (f"--hf {config_name}: the layers `pipesmith import hf` writes for it are not {model_class}'s parts in "
+           f"forward order ({', '.join(layout.parts[:2])}, ..., {layout.parts[-1]})")
+    if lacking:
+        msg += f": {'; '.join(lacking[:4])} not in the model transformers builds"
+    if any("mtp" in x for x in lacking):
+        msg += ("; transformers builds no multi-token-prediction (MTP) module: profile a copy of the config with "
+                "num_nextn_predict_layers 0")
+    return msg
 
 
 def _tensors(x) -> list:
@@ -324,7 +331,8 @@ def profile_hf(config: str, options: ProfileOptions = ProfileOptions(), layers: 
     if options.full_width:
         raise ProfileError("--hf builds the config's own sizes unless --layers, --hidden or --vocab shrink it: "
                            "--full-width does not apply")
-    for name, v, lo, hi in (("layers", layers, 1, 100_000), ("hidden", hidden, 2, 1 << 16), ("vocab", vocab, 2, 1 << 24)):
+    limits = (("layers", layers, 1, 100_000), ("hidden", hidden, 2, 1 << 16), ("vocab", vocab, 2, 1 << 24))
+    for name, v, lo, hi in limits:
         if v is not None and not lo <= v <= hi:
             raise ProfileError(f"--{name} must be in {lo}..{hi}, got {v}")
     shrink = {"layers": layers, "hidden": hidden, "vocab": vocab}

@@ -48,8 +48,8 @@ def profiled_yaml(source_path: str, result: ProfileResult, cluster_path: str | N
         doc["cluster"] = cdoc["cluster"]
     o = result.options
     if result.built:
-        head = [f"# Profiled by `python -m pipesmith.torch.profile --hf` (pipesmith profile --backend torch --hf), "
-                f"layers as `pipesmith import hf` writes them",
+        head = ["# Profiled by `python -m pipesmith.torch.profile --hf` (pipesmith profile --backend torch --hf), "
+                "layers as `pipesmith import hf` writes them",
                 f"# on {result.where}: {result.built}, {o.seq} tokens x {o.rows} rows per microbatch, {o.dtype};"]
     else:
         head = [f"# Profiled by `python -m pipesmith.torch.profile {os.path.basename(source_path)}` "
@@ -58,11 +58,11 @@ def profiled_yaml(source_path: str, result: ProfileResult, cluster_path: str | N
                 f"{' (the architecture' + chr(39) + 's full width)' if o.full_width else ''}, {o.seq} tokens x "
                 f"{o.rows} rows per microbatch, vocabulary {o.vocab}, {o.dtype};"]
     head += [
-            f"# F, I (stage_backward_input), W (stage_backward_weight): medians over {o.repeats} repeats after "
-            f"{o.warmup} warm-up, method '{o.method}', {o.concurrent} process(es) at once; memory from autograd's saved tensors (docs/pytorch.md, 'Profiling').",
-            f"# weight_walk_ms: split W's extra per layer before it in a stage, from the W of the stage of up to "
-            f"{WALK_LAYERS} layers from the type's first (method 'chain' only; docs/inputs.md).",
-            "# type  layer  F ms  I ms  W ms  fused B ms = backward_ms (I + W for comparison)  weight_walk_ms"]
+        f"# F, I (stage_backward_input), W (stage_backward_weight): medians over {o.repeats} repeats after "
+        f"{o.warmup} warm-up, method '{o.method}', {o.concurrent} process(es) at once; memory from autograd's saved tensors (docs/pytorch.md, 'Profiling').",
+        f"# weight_walk_ms: split W's extra per layer before it in a stage, from the W of the stage of up to "
+        f"{WALK_LAYERS} layers from the type's first (method 'chain' only; docs/inputs.md).",
+        "# type  layer  F ms  I ms  W ms  fused B ms = backward_ms (I + W for comparison)  weight_walk_ms"]
     for t in result.types:
         head.append(f"#   {t.symbol}  {t.layer}  {t.forward_ms:.4g}  {t.backward_input_ms:.4g}  "
                     f"{t.backward_weight_ms:.4g}  {t.backward_ms:.4g} ({t.backward_input_ms + t.backward_weight_ms:.4g})"

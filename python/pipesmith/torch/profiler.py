@@ -521,7 +521,7 @@ def _profile(spec: ModelSpec, options: ProfileOptions, progress, make: Callable)
     import torch
     from torch.distributed.pipelining._backward import (stage_backward, stage_backward_input,
                                                         stage_backward_weight)
-    from .reference import loss_fn
+    from .reference import loss_fn as reference_loss
     o = options
     if o.device == "cuda" and not torch.cuda.is_available():
         raise ProfileError("--device cuda: this PyTorch sees no CUDA device "
@@ -534,6 +534,7 @@ def _profile(spec: ModelSpec, options: ProfileOptions, progress, make: Callable)
     single = o.method == "single"
     if single:
         model, _ = _build_model(spec, o, only=first_of.values())
+        loss_fn = reference_loss
     else:
         model, loss_fn = make(o)
     dev = torch.device(o.device)
