@@ -1,0 +1,96 @@
+// The data-parallel step through the command line, as a user runs it: a mesh with data parallelism
+// writes one REDUCE_GRAD per stage into every schedule; ZB-H1, which defers weight gradients, leaves
+// the last reduction exposed while the search hides most of it; the checker refuses a reduction moved
+// before its stage's last backward (exit 3, located); export keeps the certified place.
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+
+#include <fstream>
+#include <regex>
+#include <nlohmann/json.hpp>
+
+#include "test_util.h"
+
+namespace data_parallel_cli_test {
+
+using pstest::contains;
+using pstest::read_file;
+using pstest::run_cli;
+
+const std::string kModel = pstest::source_path("tests/data/llama3-8b-dp8.yaml");
+
+int count(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+nlohmann::json verify_json(const std::string& file) {
+  const pstest::CliResult r = run_cli("verify " + file + " --json");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  return nlohmann::json::parse(r.output);
+}
+
+TEST_CASE("cli data-parallel: ZB-H1 exposes the last reduction; the search hides it and is faster") {
+  const std::string dir = pstest::fresh_dir("dp-cli");
+  const std::string zb = dir + "/zb.yaml", onef = dir + "/1f1b.yaml", syn = dir + "/synth.yaml";
+  for (const auto& [sched, out] : {std::pair{"zb-h1", zb}, std::pair{"1f1b", onef}}) {
+    const pstest::CliResult r = run_cli(fmt::format("baseline {} --schedule {} -o {}", kModel, sched, out));
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    CHECK(contains(r.output, "data-parallel"));
+    // One REDUCE_GRAD per stage (4 stages), and each stage's entry carries its step's time.
+    const std::string text = read_file(out);
+    CHECK(count(text, "REDUCE_GRAD") == 4);
+    CHECK(count(text, "reduce_grad_ms: ") == 4);
+  }
+  const pstest::CliResult s = run_cli(fmt::format("synth {} --evaluations 300 --time-limit 5 --quiet -o {}", kModel, syn));
+  INFO(s.output);
+  REQUIRE(s.exit_code == 0);
+  const nlohmann::json jz = verify_json(zb), j1 = verify_json(onef), js = verify_json(syn);
+  const double zb_exposed = jz["exposed_data_parallel_ms"], syn_exposed = js["exposed_data_parallel_ms"];
+  // ZB-H1 and 1F1B end with stage 0's last backward on device 0, so its whole reduction is exposed.
+  CHECK(zb_exposed > 0);
+  CHECK(zb_exposed == doctest::Approx(j1["exposed_data_parallel_ms"].get<double>()));
+  // The search ends the pipeline on a stage whose reduction is small, and is faster overall.
+  CHECK(syn_exposed < 0.5 * zb_exposed);
+  CHECK(js["makespan_ms"].get<double>() < jz["makespan_ms"].get<double>());
+  // Every makespan is at least the bound, which counts the reductions.
+  for (const nlohmann::json* j : {&jz, &j1, &js})
+    CHECK((*j)["makespan_ms"].get<double>() >= (*j)["lower_bound_ms"].get<double>() - 1e-6);
+}
+
+TEST_CASE("cli data-parallel: a REDUCE_GRAD before its stage's last backward is refused, located (exit 3)") {
+  const std::string dir = pstest::fresh_dir("dp-cli-moved");
+  const std::string good = dir + "/good.yaml", bad = dir + "/bad.yaml";
+  REQUIRE(run_cli(fmt::format("baseline {} --schedule 1f1b -o {}", kModel, good)).exit_code == 0);
+  // Move device 0's reduction to just after its first op.
+  const std::string written = read_file(good);
+  std::string text = std::regex_replace(written, std::regex(",\\s*0REDUCE_GRAD"), "");
+  REQUIRE(text != written);
+  const size_t first = text.find("ops: [0F0");
+  REQUIRE(first != std::string::npos);
+  text.insert(first + std::string("ops: [0F0").size(), ", 0REDUCE_GRAD");
+  std::ofstream(bad) << text;
+  const pstest::CliResult r = run_cli("verify " + bad);
+  INFO(r.output);
+  CHECK(r.exit_code == 3);
+  CHECK(contains(r.output, "dependency: [device 0, op 1 '0REDUCE_GRAD']"));
+  CHECK(std::regex_search(r.output, std::regex(bad + ":[0-9]+:[0-9]+: dependency")));
+}
+
+TEST_CASE("cli data-parallel: export keeps one REDUCE_GRAD per stage, where the checker certified it") {
+  const std::string dir = pstest::fresh_dir("dp-cli-export");
+  const std::string sched = dir + "/s.yaml", out = dir + "/pt";
+  REQUIRE(run_cli(fmt::format("baseline {} --schedule zb-h1 -o {}", kModel, sched)).exit_code == 0);
+  const pstest::CliResult r = run_cli(fmt::format("export --to pytorch {} -o {}", sched, out));
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  const std::string csv = read_file(out + "/compute_comms.csv");
+  CHECK(count(csv, "REDUCE_GRAD") == 4);
+  for (int s = 0; s < 4; ++s) CHECK(count(csv, fmt::format("{}REDUCE_GRAD", s)) == 1);
+  CHECK_FALSE(contains(read_file(out + "/compute_only.csv"), "REDUCE_GRAD"));
+}
+
+}  // namespace data_parallel_cli_test
