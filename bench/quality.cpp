@@ -20,7 +20,8 @@
 // checker's peak memory (max over devices), synthesize()'s best order before Z3, the search's own
 // order, the gap of the shorter of the two to the bound before Z3, the certified gap after, Z3's
 // checks, how much Z3 shortened the order and raised the bound, and the methods and solver status
-// as written. A summary of both follows.
+// as written. The third, per shape class (P, M/P), the geometric mean and max of pipesmith's
+// iteration over the global bound and over its plan's bound (where the gap sits). A summary follows.
 //
 //   bench/quality [--quick] [--solver-grid] [--models a,b] [--devices 4,8] [--m-factors 1,2,4,8]
 //                 [--p16] [--time-limit S] [--threads N] [--seed N] [--memory-variants]
@@ -312,6 +313,7 @@ struct Row {
   double min_bubble = 0;       // the bubble the lower bound forces: 1 − (work / P) / bound
   double best_baseline_ms = 0;
   double gap = 0;              // to the global lower bound
+  double global_bound_ms = 0;  // the global lower bound (0: no search ran)
   double time_s = 0;           // the synthesize_model() call
   std::string optimal = "-";
   std::string plan;
@@ -375,6 +377,7 @@ void run_pipesmith(const Spec& spec, const Args& a, bool want_svg, Row& row) {
   const TuneResult& t = *m->tuned;
   row.evaluated = t.stats.evaluated;
   row.ms_per_eval = t.stats.ms_per_eval;
+  row.global_bound_ms = t.lower_bound_ms;
   if (row.ours.ok) row.gap = row.ours.ms / t.lower_bound_ms - 1;
   double work_ms = 0;
   for (int l = 0; l < static_cast<int>(spec.model.layers.size()); ++l) work_ms += layer_time_ms(spec.model, l);
@@ -546,6 +549,31 @@ void print_summary(const Args& a, const std::vector<const Row*>& rows) {
   std::printf("- mean time per candidate evaluation: %.1f ms\n", ne ? eval_ms / ne : 0.0);
 }
 
+// Per shape class (P, M/P), over every case with a schedule (memory-bound variants included): ours
+// over the global bound (any partition, placement and order) and over the plan's own bound (the
+// certificate's bound_ms), geometric mean and max. Where the first is high and the second low, the
+// plan or the global bound is what is loose; where both are high, the order (or the plan's bound).
+void print_shape_table(const std::vector<Row>& rows) {
+  std::vector<ps::bench::ShapeCase> cases;
+  for (const Row& r : rows) {
+    if (!r.ours.ok) continue;
+    ps::bench::ShapeCase c;
+    c.P = r.P;
+    c.M = r.M;
+    c.makespan_ms = r.ours.ms;
+    c.global_bound_ms = r.global_bound_ms > 0 ? r.global_bound_ms : ps::bench::kNoValue;
+    c.plan_bound_ms = r.solver ? r.solver->bound_ms : ps::bench::kNoValue;
+    cases.push_back(c);
+  }
+  std::printf("| P | M/P | cases | ours / global bound (geo. mean) | max | ours / plan bound (geo. mean) | max |\n");
+  std::printf("|---:|---:|---:|---:|---:|---:|---:|\n");
+  for (const ps::bench::ShapeClass& k : ps::bench::shape_classes(cases)) {
+    std::printf("| %d | %g | %d | %s | %s | %s | %s |\n", k.P, k.m_per_p, k.cases, num_cell(k.geo_global, "{:.3f}").c_str(),
+                num_cell(k.max_global, "{:.3f}").c_str(), num_cell(k.geo_plan, "{:.3f}").c_str(),
+                num_cell(k.max_plan, "{:.3f}").c_str());
+  }
+}
+
 // The memory-bound variants in one line.
 void print_variant_summary(const Args& a, const std::vector<const Row*>& rows) {
   int fits = 0, infeasible = 0, slower = 0, with_baseline = 0;
@@ -599,6 +627,7 @@ int main(int argc, char** argv) {
     fs::create_directories(a.svg_dir, ec);
     if (ec) return usage(fmt::format("cannot create '{}': {}", a.svg_dir, ec.message()));
   }
+  std::printf("Z3 %s\n\n", z3_version().c_str());  // bench/z3-both labels each run's rows with it
   std::vector<Row> rows;
   const int svg_p = *std::max_element(a.devices.begin(), a.devices.end());
   for (const std::string& path : paths) {
@@ -638,6 +667,9 @@ int main(int argc, char** argv) {
               "best order before Z3 (DAG timing); search order: the search's own order (the checker's; written when "
               "faster); gap before Z3: the shorter of the two against the bound before Z3; certified gap: to the bound "
               "after Z3. bound raise: bound_proven_ms - bound_before_z3_ms.\n\n");
+  print_shape_table(rows);
+  std::printf("\nPer shape class (P, M/P), every case with a schedule: pipesmith's iteration over the global lower "
+              "bound (any partition, placement and order) and over its plan's certified bound (bound_ms).\n\n");
   print_summary(a, base_rows);
   if (!variant_rows.empty()) print_variant_summary(a, variant_rows);
   std::printf("\nZ3:\n");

@@ -1,6 +1,7 @@
 // bench/quality_solver.h — what Z3 did in one bench/quality case, read from the solver block of the
 // certificate synthesize_model() seals (docs/synth.md, "certificate extras"), and the summary over
-// the cases. Header-only: bench/quality.cpp and tests/bench include it.
+// the cases; and each case's iteration over its global and plan bounds, per shape class (P, M/P).
+// Header-only: bench/quality.cpp and tests/bench include it.
 //
 // Each figure is read by its key, as written; a key the certificate lacks reads as NaN (a label as
 // ""), prints as "-" and is counted in no summary figure.
@@ -20,6 +21,7 @@
 #include <cstdlib>
 #include <limits>
 #include <map>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -126,6 +128,61 @@ inline SolverSummary summarize(const std::vector<SolverCase>& cases) {
   s.median_before = median(before);
   s.median_after = median(after);
   return s;
+}
+
+// One case's iteration against its two bounds, for the table per shape class: `global_bound_ms`
+// the bound over every partition, placement and order (synth/bounds/global_bound.h; NaN when no
+// search ran), `plan_bound_ms` the certificate's bound_ms (the chosen plan's best bound).
+struct ShapeCase {
+  int P = 0, M = 0;
+  double makespan_ms = kNoValue;
+  double global_bound_ms = kNoValue;
+  double plan_bound_ms = kNoValue;
+};
+
+// One shape class (P, M/P): over its cases, ours / global bound and ours / plan bound, geometric
+// mean and max (cases whose ratio is missing count in no figure of that ratio; NaN when none has it).
+struct ShapeClass {
+  int P = 0;
+  double m_per_p = 0;         // M / P (M is a multiple of P in bench/quality's cases)
+  int cases = 0;
+  double geo_global = kNoValue, max_global = kNoValue;
+  double geo_plan = kNoValue, max_plan = kNoValue;
+};
+
+// A ratio makespan / bound when both are positive numbers; NaN otherwise.
+inline double bound_ratio(double makespan_ms, double bound_ms) {
+  return makespan_ms > 0 && bound_ms > 0 ? makespan_ms / bound_ms : kNoValue;
+}
+
+// The classes, sorted by P then M/P.
+inline std::vector<ShapeClass> shape_classes(const std::vector<ShapeCase>& cases) {
+  std::map<std::pair<int, double>, std::vector<const ShapeCase*>> by_class;
+  for (const ShapeCase& c : cases)
+    if (c.P > 0) by_class[{c.P, static_cast<double>(c.M) / c.P}].push_back(&c);
+  std::vector<ShapeClass> out;
+  for (const auto& [key, members] : by_class) {
+    ShapeClass k;
+    k.P = key.first;
+    k.m_per_p = key.second;
+    k.cases = static_cast<int>(members.size());
+    auto fold = [&](auto ratio_of, double& geo, double& max) {
+      double log_sum = 0;
+      int n = 0;
+      for (const ShapeCase* c : members) {
+        const double r = ratio_of(*c);
+        if (std::isnan(r)) continue;
+        log_sum += std::log(r);
+        max = n == 0 ? r : std::max(max, r);
+        ++n;
+      }
+      if (n > 0) geo = std::exp(log_sum / n);
+    };
+    fold([](const ShapeCase& c) { return bound_ratio(c.makespan_ms, c.global_bound_ms); }, k.geo_global, k.max_global);
+    fold([](const ShapeCase& c) { return bound_ratio(c.makespan_ms, c.plan_bound_ms); }, k.geo_plan, k.max_plan);
+    out.push_back(k);
+  }
+  return out;
 }
 
 }  // namespace ps::bench

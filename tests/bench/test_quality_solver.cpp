@@ -5,6 +5,7 @@
 #include <cmath>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "bench/quality_solver.h"
 
@@ -112,4 +113,35 @@ TEST_CASE("bench quality: the best order before Z3 is the shorter of synthesize(
   CHECK(solver_case(block("104", "100", "100", "0", "0.03", "0"), 103, 10, 101).slower_than_before());
   // No search: synthesize()'s order alone.
   CHECK(solver_case(block("104", "100", "100", "0", "0.04", "0"), 104, 10).gap_before() == doctest::Approx(0.04));
+}
+
+TEST_CASE("bench quality: ours over the global and plan bounds per shape class (P, M/P)") {
+  using ps::bench::ShapeCase;
+  using ps::bench::shape_classes;
+  const double nan = ps::bench::kNoValue;
+  // P = 8, M = 8 twice, P = 8, M = 16 once, P = 4, M = 8 (M/P 2) once with no search (no global bound).
+  const std::vector<ShapeCase> cases = {
+      {8, 8, 110, 100, 105}, {8, 8, 121, 100, 110}, {8, 16, 100, 100, 100}, {4, 8, 103, nan, 101}};
+  const auto k = shape_classes(cases);
+  REQUIRE(k.size() == 3);
+  // Sorted by P, then M/P: (4, 2), (8, 1), (8, 2).
+  CHECK(k[0].P == 4);
+  CHECK(k[0].m_per_p == 2);
+  CHECK(k[0].cases == 1);
+  CHECK(std::isnan(k[0].geo_global));
+  CHECK(std::isnan(k[0].max_global));
+  CHECK(k[0].geo_plan == doctest::Approx(103.0 / 101));
+  CHECK(k[1].P == 8);
+  CHECK(k[1].m_per_p == 1);
+  CHECK(k[1].cases == 2);
+  CHECK(k[1].geo_global == doctest::Approx(std::sqrt(1.10 * 1.21)));  // 1.1537
+  CHECK(k[1].max_global == doctest::Approx(1.21));
+  CHECK(k[1].geo_plan == doctest::Approx(std::sqrt(110.0 / 105 * 1.10)));
+  CHECK(k[1].max_plan == doctest::Approx(1.10));
+  CHECK(k[2].m_per_p == 2);
+  CHECK(k[2].geo_global == doctest::Approx(1.0));
+  CHECK(k[2].max_plan == doctest::Approx(1.0));
+  CHECK(shape_classes({}).empty());
+  // A bound of 0 is no bound (not an infinite ratio).
+  CHECK(std::isnan(ps::bench::bound_ratio(100, 0)));
 }
