@@ -27,6 +27,7 @@ struct PlanArgs {
   std::vector<std::string> fix;    // "tensor=8"
   std::vector<std::string> candidates;  // "pipeline=4,expert=8"
   int top = 4, evaluations = 20;
+  double time_limit_s = 5;
   bool json = false, quiet = false;
 };
 
@@ -150,6 +151,7 @@ int run_plan(const PlanArgs& a) {
   o.memory_gb = a.memory_gb;
   o.top = a.top;
   o.evaluations = a.evaluations;
+  o.time_limit_s = a.time_limit_s;
   for (const std::string& f : a.fix)
     if (Status st = read_dimension("--fix", f, o.pinned, o.pipeline); !st.is_ok()) return report_error(st);
   for (const std::string& g : a.candidates) {
@@ -220,6 +222,10 @@ Runner add_plan(CLI::App& app) {
   sub->add_option("--top", args->top, "Meshes synthesized, the best by the estimate (default 4)")->check(flags::integer_in(1, 1000));
   sub->add_option("--evaluations", args->evaluations, "Search budget of each synthesis in candidates (default 20)")
       ->check(flags::integer_in(1, 1'000'000));
+  sub->add_option("--time-limit", args->time_limit_s,
+                  "Time limit of each synthesis in seconds, as synth's --time-limit with --evaluations: it sizes Z3's "
+                  "resource limit only (default 5)")
+      ->transform(flags::time_limit_s());
   sub->add_flag("--json", args->json, "Print the rows as JSON");
   sub->add_flag("--quiet", args->quiet, "No progress lines on stderr");
   sub->add_option("-o,--output", args->out_path, "Write the best mesh's certified schedule (pipesmith-schedule/1 YAML)");

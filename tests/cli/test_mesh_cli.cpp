@@ -177,6 +177,38 @@ TEST_CASE("[slow] cli mesh: DeepSeek-V3 under PP 16 x EP 64 with the distributed
   CHECK(pstest::contains(sched, "memory_gb: 80"));
 }
 
+TEST_CASE("[slow] cli mesh: Kimi-K2 plans and certifies at 80 GB under PP 16 x EP 16 with the distributed optimizer") {
+  const std::string dir = pstest::fresh_dir("mesh-kimi");
+  pstest::CliResult r = pstest::run_cli("import hf " + pstest::data_path("hf_configs_written/kimi-k2.json") + " -o " +
+                                        dir + "/kimi.yaml");
+  REQUIRE_MESSAGE(r.exit_code == 0, r.output);
+  CHECK(pstest::contains(pstest::read_file(dir + "/kimi.yaml"), "# Parameters (analytic): 1026408.2 M."));
+  const std::string model = dir + "/kimi.yaml --cluster " + pstest::data_path("mesh/2048xh800.yaml");
+  // Its published mesh (Kimi K2 report: PP 16, EP 16, ZeRO-1) on 2,048 H800s: synth and verify.
+  r = pstest::run_cli("synth " + model + " --expert-parallel 16 --optimizer distributed --global-batch 2048 "
+                      "--evaluations 5 --quiet -o " + dir + "/kimi.sched.yaml");
+  REQUIRE_MESSAGE(r.exit_code == 0, r.output);
+  r = pstest::run_cli("verify --json " + dir + "/kimi.sched.yaml");
+  REQUIRE_MESSAGE(r.exit_code == 0, r.output);
+  const nlohmann::json v = nlohmann::json::parse(r.output);
+  CHECK(v["valid"] == true);
+  CHECK(v["memory_limit_gb"] == 80.0);
+  for (const auto& gb : v["peak_memory_gb"]) CHECK(gb.get<double>() <= 80);
+  // plan on the same GPUs and batch, the pipeline and expert degrees pinned, the published mesh a
+  // candidate: its pick is certified at 80 GB and no slower than the published mesh.
+  r = pstest::run_cli("plan " + model + " --gpus 2048 --global-batch 2048 --fix pipeline=16 --fix expert=16 --top 1 "
+                      "--evaluations 5 --quiet --json --candidate pipeline=16,expert=16 -o " + dir + "/kimi.plan.yaml");
+  REQUIRE_MESSAGE(r.exit_code == 0, r.output);
+  const nlohmann::json p = nlohmann::json::parse(r.output);
+  double candidate_ms = 0;
+  for (const auto& row : p["rows"])
+    if (row["candidate"] == true) candidate_ms = row["iteration_ms"].get<double>();
+  CHECK(candidate_ms == doctest::Approx(v["makespan_ms"].get<double>()));
+  CHECK(p["rows"][0]["iteration_ms"].get<double>() <= candidate_ms);
+  r = pstest::run_cli("verify " + dir + "/kimi.plan.yaml");
+  CHECK(r.exit_code == 0);
+}
+
 TEST_CASE("cli mesh: synth's summary and verify --json report tokens/s, TFLOP/s per GPU and MFU of a mesh schedule") {
   const std::string dir = pstest::fresh_dir("mesh-mfu");
   const std::string model = write_temp("llama3-8b-mfu.yaml", llama3_8b(4));
@@ -356,21 +388,21 @@ nlohmann::json json_after_progress(const std::string& output) {
 TEST_CASE("cli plan: a --candidate mesh is synthesized as synth would and ranked with the rest; progress on stderr") {
   const std::string dir = pstest::fresh_dir("mesh-plan-candidate");
   const std::string model = write_temp("llama3-8b-plan-candidate.yaml", llama3_8b(4));
-  // --top 1: the enumeration synthesizes one mesh; the candidate (PP 2 x DP 4 x TP 8, far down by the
+  // --top 1: the enumeration synthesizes one mesh; the candidate (PP 4 x DP 2 x TP 8, below it by the
   // estimate) is synthesized anyway.
   const std::string args = "plan " + model + " --gpus 64 --global-batch 64 --top 1 --evaluations 5 --json";
-  const std::string candidate = " --candidate pipeline=2,tensor=8,data=4,optimizer=distributed";
+  const std::string candidate = " --candidate pipeline=4,tensor=8,data=2,optimizer=distributed";
   pstest::CliResult r = pstest::run_cli(args + candidate);
   REQUIRE_MESSAGE(r.exit_code == 0, r.output);
   // Progress: one line before and one after each synthesis, with k of n and the best so far.
-  CHECK(pstest::contains(r.output, "plan: [1/2] synthesizing PP 2 x DP 4 x CP 1 x TP 8 SP, distributed ...; no schedule yet\n"));
+  CHECK(pstest::contains(r.output, "plan: [1/2] synthesizing PP 4 x DP 2 x CP 1 x TP 8 SP, distributed ...; no schedule yet\n"));
   CHECK(pstest::contains(r.output, "plan: [2/2] synthesizing "));
   CHECK(pstest::contains(r.output, "; best "));
   const nlohmann::json j = json_after_progress(r.output);
   int matches = 0;
   double candidate_ms = 0;
   for (const auto& row : j["rows"]) {
-    const bool same = row["pipeline"] == 2 && row["tensor"] == 8 && row["data"] == 4 && row["context"] == 1 &&
+    const bool same = row["pipeline"] == 4 && row["tensor"] == 8 && row["data"] == 2 && row["context"] == 1 &&
                       row["micro_batch"] == 1 && row["optimizer"] == "distributed";
     if (!same) {
       CHECK(row["candidate"] == false);
@@ -385,7 +417,7 @@ TEST_CASE("cli plan: a --candidate mesh is synthesized as synth would and ranked
   CHECK(j["synthesized"] == 2);
   CHECK(j["rows"][0]["iteration_ms"].get<double>() <= candidate_ms);  // the pick is never slower than a candidate
   // The same synthesizer: synth on that mesh with the same budget writes the same iteration.
-  r = pstest::run_cli("synth " + model + " --gpus 64 --devices 2 --tensor-parallel 8 --sequence-parallel --optimizer "
+  r = pstest::run_cli("synth " + model + " --gpus 64 --devices 4 --tensor-parallel 8 --sequence-parallel --optimizer "
                       "distributed --global-batch 64 --evaluations 5 --quiet -o " + dir + "/synth.yaml");
   REQUIRE_MESSAGE(r.exit_code == 0, r.output);
   r = pstest::run_cli("verify --json " + dir + "/synth.yaml");
@@ -406,6 +438,9 @@ TEST_CASE("cli plan: a --candidate mesh is synthesized as synth would and ranked
   r = pstest::run_cli(args + " --candidate pipeline=4,tensor=0");
   CHECK(r.exit_code == 1);
   CHECK(pstest::contains(r.output, "--candidate tensor: the value must be an integer in [1, 1048576], got '0'"));
+  r = pstest::run_cli(args + " --time-limit 0");
+  CHECK(r.exit_code == 1);
+  CHECK(pstest::contains(r.output, "--time-limit"));
   r = pstest::run_cli(args + " --candidate pipeline=4,tensor=3");  // 32 heads do not divide over 3
   CHECK(r.exit_code == 1);
   CHECK(pstest::contains(r.output, "plan: candidate mesh 1 (pipeline=4,tensor=3): "));
