@@ -15,10 +15,13 @@
 // overrides that figure).
 //
 // Usage: bench_synth [--quick] [--case P,M,uniform|hetero,cap|nocap] [--time-limit S] [--seed N]
-//                    [--progress] [--rlimit N]
+//                    [--progress] [--rlimit N] [--warm-start on|off]
 //   --quick: P ∈ {4, 8}, M ∈ {8, 16} plus P=16, M=64 without cap (a few minutes).
 //   --case: only that case (repeatable); --progress: the solver's progress lines and rlimit use on
-//   stderr; --rlimit: Z3's total budget (machine-independent; the time limit still caps it).
+//   stderr; --rlimit: Z3's total budget (machine-independent; the time limit still caps it);
+//   --warm-start: Z3's initial values from the incumbent (SynthOptions::z3_warm_start; default off).
+// The first line names the Z3 the binary runs (bench/synth --z3-both prints a build on the system's
+// Z3 beside it: bench/z3-both).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -33,6 +36,7 @@
 #include "cli/synth_progress.h"
 #include "ir/problem.h"
 #include "synth/synthesize.h"
+#include "synth/z3/solve.h"
 
 using namespace ps;
 
@@ -78,6 +82,7 @@ int main(int argc, char** argv) {
   unsigned seed = 0;
   bool progress = false;
   uint64_t rlimit = 0;  // > 0: Z3's budget (deterministic; the time limit still applies)
+  bool warm_start = false;
   std::vector<std::string> only;  // "P,M,costs,cap"
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--quick")) {
@@ -88,6 +93,9 @@ int main(int argc, char** argv) {
       seed = static_cast<unsigned>(std::atoi(argv[++i]));
     } else if (!std::strcmp(argv[i], "--case") && i + 1 < argc) {
       only.emplace_back(argv[++i]);
+    } else if (!std::strcmp(argv[i], "--warm-start") && i + 1 < argc &&
+               (!std::strcmp(argv[i + 1], "on") || !std::strcmp(argv[i + 1], "off"))) {
+      warm_start = !std::strcmp(argv[++i], "on");
     } else if (!std::strcmp(argv[i], "--progress")) {
       progress = true;
     } else if (!std::strcmp(argv[i], "--rlimit") && i + 1 < argc) {
@@ -101,7 +109,7 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: bench_synth [--quick] [--case P,M,uniform|hetero,cap|nocap] [--time-limit S] [--seed N] "
-                   "[--progress] [--rlimit N]\n");
+                   "[--progress] [--rlimit N] [--warm-start on|off]\n");
       return 1;
     }
   }
@@ -125,9 +133,11 @@ int main(int argc, char** argv) {
     return 1;
   }
 
+  // "warm starts": --warm-start on, with a Z3 that has initial values.
+  std::printf("Z3 %s%s\n\n", z3_version().c_str(), warm_start_available() && warm_start ? " warm starts" : "");
   std::printf("| P | M | costs | cap | GPipe | 1F1B | ZB-H1 | ZB-H2 | heuristic | synth | bound | gap | time s | "
-              "optimal | target |\n");
-  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+              "Z3 checks | optimal | target |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   int met = 0, total = 0, proven_small = 0, small = 0;
   double worst_gap_free = 0;
   for (const Case& c : cases) {
@@ -137,6 +147,7 @@ int main(int argc, char** argv) {
     o.time_limit_s = time_override > 0 ? time_override : 0.9 * (small_case ? 10 : 60);
     o.seed = seed;
     o.rlimit = rlimit;
+    o.z3_warm_start = warm_start;
     if (progress)
       o.progress = [](const SynthProgress& p) { std::fprintf(stderr, "%s\n", cli::synth_progress_line(p).c_str()); };
     const auto t0 = std::chrono::steady_clock::now();
@@ -166,10 +177,10 @@ int main(int argc, char** argv) {
     }
     met += ok ? 1 : 0;
     ++total;
-    std::printf("| %d | %d | %s | %s | %s | %s | %s | %s | %.1f | %.1f | %.1f | %.2f%% | %.1f | %s | %s |\n", c.P,
+    std::printf("| %d | %d | %s | %s | %s | %s | %s | %s | %.1f | %.1f | %.1f | %.2f%% | %.1f | %d | %s | %s |\n", c.P,
                 c.M, c.hetero ? "hetero" : "uniform", c.capped ? "yes" : "no", ms(b["gpipe"]).c_str(),
                 ms(b["1f1b"]).c_str(), ms(b["zb-h1"]).c_str(), ms(b["zb-h2"]).c_str(), r->heuristic_ms, r->makespan_ms,
-                r->bound_ms, 100 * r->gap, secs, r->optimal ? "yes" : "no", ok ? "met" : "MISSED");
+                r->bound_ms, 100 * r->gap, secs, r->solve.checks, r->optimal ? "yes" : "no", ok ? "met" : "MISSED");
     if (progress) std::fprintf(stderr, "Z3 rlimit used: %llu\n", static_cast<unsigned long long>(r->solve.rlimit_used));
     std::fflush(stdout);
   }

@@ -372,6 +372,7 @@ class TwoPhaseSolve {
     SolveOptions so;
     so.seed = opt_.seed;
     so.contexts = opt_.contexts;
+    so.warm_start = opt_.z3_warm_start;
     so.interrupt = opt_.interrupt;
     if (opt_.progress) {
       // The incumbent printed is the comm-stream timing of the best order (fin_.best).
@@ -423,6 +424,7 @@ class TwoPhaseSolve {
     w.rlimit = total_rlimit;
     w.seed = opt_.seed;
     w.contexts = opt_.contexts;
+    w.warm_start = opt_.z3_warm_start;
     w.interrupt = opt_.interrupt;
     w.dump_smt2 = opt_.dump_smt2;
     // The windows time their orders on dag_ itself: their incumbent is the one to print.
@@ -520,6 +522,7 @@ Status prove_on_proof_dag(const OpDag& bdag, const OpDag& dag, const SynthOption
   SolveOptions so;
   so.seed = opt.seed;
   so.contexts = opt.contexts;
+  so.warm_start = opt.z3_warm_start;
   so.interrupt = opt.interrupt;
   so.lns_window = 0;
   so.time_limit_s = std::min(left_s, time_budget::kDestructiveBound * opt.time_limit_s);

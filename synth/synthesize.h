@@ -89,6 +89,7 @@ struct SynthOptions {
   uint64_t rlimit = 0;       // Z3 budget; 0 = time_limit_s × rlimit_per_second() × contexts
   unsigned seed = 0;
   int contexts = 2;          // Z3 portfolio size (threads)
+  bool z3_warm_start = false; // Z3 starts from the incumbent (initial values; Z3 >= 4.13.1; z3/encode.h)
   bool use_baselines = true; // seed with the best fitting baseline when it beats the heuristic
   std::string dump_smt2;     // write the encoding here (with windows: <dump_smt2>.w<N>.smt2 per window)
   // Optional: an order of this problem found elsewhere (the plan search's), compute ops only. It

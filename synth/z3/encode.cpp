@@ -175,6 +175,40 @@ z3::expr_vector Encoding::orientation(const TimedOrder& t, const std::function<b
   return out;
 }
 
+Status Encoding::warm_start([[maybe_unused]] const TimedOrder& t) {
+#ifdef PIPESMITH_Z3_INITIAL_VALUES
+  try {
+    z3::solver& s = *solver_;
+    // Z3's difference-logic solver (arith.solver=1) answers "unknown (incomplete (theory
+    // difference-logic))" once initial values are set: a warm start takes the general arithmetic
+    // solver (arith.solver=6).
+    z3::params p(*ctx_);
+    p.set("arith.solver", 6u);
+    s.set(p);
+    const int n = dag_.num_ops();
+    if (static_cast<int>(t.start.size()) == n) {
+      for (int i = 0; i < n; ++i) s.set_initial_value(starts_[i], ctx_->int_val(t.start[i]));
+      s.set_initial_value(*c_, ctx_->int_val(t.makespan));
+    }
+    std::vector<std::vector<int>> pos(t.order.size());
+    for (size_t r = 0; r < t.order.size(); ++r) {
+      pos[r].assign(n, -1);
+      for (size_t k = 0; k < t.order[r].size(); ++k) pos[r][t.order[r][k]] = static_cast<int>(k);
+    }
+    for (size_t k = 0; k < pair_a_.size(); ++k) {
+      const int a = pair_a_[k], b = pair_b_[k], r = pair_r_[k];
+      if (r >= static_cast<int>(pos.size()) || pos[r][a] < 0 || pos[r][b] < 0) continue;
+      const bool ab = pos[r][a] < pos[r][b];
+      s.set_initial_value((*atoms_)[2 * k], ab);
+      s.set_initial_value((*atoms_)[2 * k + 1], !ab);
+    }
+  } catch (const z3::exception& e) {
+    return z3_error(e, "setting initial values");
+  }
+#endif
+  return Status::ok();
+}
+
 Status Encoding::set_limits(unsigned timeout_ms, uint64_t rlimit) {
   try {
     z3::params p(*ctx_);

@@ -61,6 +61,15 @@ class Encoding {
   // keep(a, b) is true.
   z3::expr_vector orientation(const TimedOrder& t, const std::function<bool(int, int)>& keep);
 
+  // Warm start: Z3's initial values (Z3_solver_set_initial_value, Z3 4.13.1 and newer) set to `t` —
+  // every start (where t has starts for this DAG's ops), C at t's makespan, and every open pair's
+  // order literals as t orders the pair. Z3's search begins there instead of at its default phases;
+  // it constrains nothing. It also moves the solver from difference logic to Z3's general arithmetic
+  // solver (the difference-logic one answers "incomplete" under initial values), which costs more
+  // than the warm start gains on the windows measured (docs/synth.md, "Which Z3"): off by default.
+  // A no-op where Z3 lacks the call (solve.h's warm_start_available()).
+  Status warm_start(const TimedOrder& t);
+
   // Per-check limits (0 = none).
   Status set_limits(unsigned timeout_ms, uint64_t rlimit);
 

@@ -27,6 +27,14 @@ namespace ps {
 
 uint64_t rlimit_per_second() { return 2'000'000; }
 
+bool warm_start_available() {
+#ifdef PIPESMITH_Z3_INITIAL_VALUES
+  return true;
+#else
+  return false;
+#endif
+}
+
 uint64_t rlimit_budget(uint64_t rlimit, double seconds, int contexts) {
   if (rlimit) return rlimit;
   return static_cast<uint64_t>(std::max(0.0, seconds) * static_cast<double>(rlimit_per_second()) * std::max(1, contexts));
@@ -296,6 +304,8 @@ struct Driver {
       encs.push_back(std::move(er).value());
       live.push_back(true);
     }
+    if (opt.warm_start)
+      for (auto& e : encs) PS_RETURN_IF_ERROR(e->warm_start(res.best));
     res.free_pairs = encs[0]->num_free_pairs();
     res.memory_constraints = encs[0]->num_memory_constraints();
     try {

@@ -49,6 +49,7 @@ struct SolveOptions {
   int lns_window = 8;        // microbatches per LNS window; 0 disables LNS
   bool memory = true;        // encode the caps
   bool proofs = true;        // false: UNSATs raise no bound and prove no optimality (see above)
+  bool warm_start = false;   // seed every context with the incumbent as Z3's initial values (encode.h)
   std::string dump_smt2;     // write the encoding (before solving) to this path, if not empty
   std::function<void(const SolveProgress&)> progress;  // called on each new incumbent/bound
   std::function<void(const TimedOrder&)> on_incumbent;  // called with each better order Z3 finds
@@ -61,6 +62,10 @@ struct SolveOptions {
   // incumbent stands (status "stopped: interrupted"). Null: never.
   const std::atomic<bool>* interrupt = nullptr;
 };
+
+// Whether the Z3 built against has initial values, so that SolveOptions::warm_start (and
+// WindowOptions::warm_start) does something (Z3 4.13.1 and newer).
+bool warm_start_available();
 
 // rlimit units that loading one unit of encoding size (an open pair, or a quarter of an op's
 // constraints) costs, measured on Z3 4.8.12.

@@ -324,7 +324,17 @@ TimedOrder incumbent_in(const Incumbent& inc, const Window& w) {
   return t;
 }
 
-WindowRun run_window(const Incumbent& inc, const Window& w, unsigned seed, bool memory, uint64_t share,
+// The incumbent restricted to W in the window's own op ids, with its starts (absolute, as the
+// window's heads are) and the window's value as its makespan: what Encoding::warm_start reads.
+TimedOrder incumbent_timed_in(const Incumbent& inc, const Window& w) {
+  TimedOrder t = incumbent_in(inc, w);
+  t.start.resize(w.ops.size());
+  for (size_t i = 0; i < w.ops.size(); ++i) t.start[i] = inc.t.start[w.ops[i]];
+  t.makespan = w.value;
+  return t;
+}
+
+WindowRun run_window(const Incumbent& inc, const Window& w, unsigned seed, bool memory, bool warm_start, uint64_t share,
                      Clock::time_point deadline, const std::string& dump_path, const std::atomic<bool>* interrupt) {
   WindowRun out;
   EncodeOptions eo;
@@ -338,6 +348,12 @@ WindowRun run_window(const Incumbent& inc, const Window& w, unsigned seed, bool 
     return out;
   }
   Encoding& enc = **er;
+  if (warm_start) {
+    if (Status st = enc.warm_start(incumbent_timed_in(inc, w)); !st.is_ok()) {
+      out.error = st.message();
+      return out;
+    }
+  }
   int64_t target = w.value - 1;
   try {
     // Solution-guided start: C <= V under the incumbent's orientations is satisfiable by
@@ -538,7 +554,7 @@ class Search {
     }
     auto one = [&](int k) {
       runs[k] = run_window(inc, ws[k], opt_.seed + static_cast<unsigned>(res_.windows + k), opt_.memory,
-                           shares[k], deadline, dumps[k], opt_.interrupt);
+                           opt_.warm_start, shares[k], deadline, dumps[k], opt_.interrupt);
     };
     if (k_count == 1) {
       one(0);

@@ -54,6 +54,7 @@ struct WindowOptions {
   int contexts = 1;           // windows solved side by side (one thread and one Z3 context each)
   double max_load_s = 0.25;   // the largest window: its encoding loads in this many seconds (solve.h's rate)
   bool memory = true;         // encode the caps
+  bool warm_start = false;    // seed every window with the incumbent as Z3's initial values (encode.h)
   // Write each window's encoding (with its target C <= V - 1) to window_dump_path(dump_smt2, N),
   // N = 1, 2, ... in the order the windows are checked, at most max_dumps files.
   std::string dump_smt2;
