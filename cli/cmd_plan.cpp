@@ -85,7 +85,7 @@ Result<MeshCandidate> read_candidate(const std::string& text) {
 
 std::string text_table(const PlanArgs& a, const MeshPlan& plan) {
   std::string out = fmt::format("pipesmith plan: {} GPUs, global batch {} sequences; {} meshes, {} refused by the model, "
-                                "{} pruned by memory, {} pruned by their lower bound; {} synthesized, {} got a schedule\n",
+                                "{} pruned by memory or dominance, {} pruned by their lower bound; {} synthesized, {} got a schedule\n",
                                 a.gpus, a.global_batch, plan.enumerated, plan.refused, plan.pruned, plan.pruned_by_bound,
                                 plan.attempted, plan.synthesized);
   out += fmt::format("{:>4}  {:<48} {:>6} {:>6} {:>12} {:>12} {:>9} {:>6} {:>8} {:>7}  {}\n", "rank", "mesh", "M", "stages",

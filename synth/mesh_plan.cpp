@@ -400,7 +400,7 @@ Result<MeshPlan> plan_meshes(const std::string& model_path, const std::string& c
   if (!plan.best)
     return Status::error(ErrorCode::kInfeasible,
                          fmt::format("plan: none of the {} meshes of {} GPUs got a schedule ({} refused by the model, "
-                                     "{} pruned by memory{})",
+                                     "{} pruned by memory or dominance{})",
                                      plan.enumerated + static_cast<int>(given.size()), *opt.pinned.gpus, plan.refused,
                                      plan.pruned,
                                      given.empty() ? "" : fmt::format(", {} candidates", given.size())));

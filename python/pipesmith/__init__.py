@@ -212,17 +212,23 @@ def _mesh_dims(dims: dict, what: str) -> tuple:
 
 def plan(model: PathLike, cluster: Optional[PathLike] = None, *, gpus: int, global_batch: int,
          fix: Optional[dict] = None, candidates: Optional[list] = None, memory_limit_gb: Optional[float] = None,
-         top: int = 4, evaluations: int = 20) -> tuple:
+         top: int = 4, evaluations: int = 20, progress: Optional[Callable[[dict], None]] = None) -> tuple:
     """Chooses the mesh with the schedule (``pipesmith plan``, docs/mesh.md): the meshes of ``gpus``
     GPUs the model can run on, the ``top`` most promising synthesized with ``evaluations`` candidates
     each (deterministic). ``fix`` pins dimensions as ``--fix`` does: ``{"tensor": 8, "optimizer":
     "fsdp", "pipeline": 16}``. ``candidates`` are meshes always synthesized and ranked with the rest,
     as ``--candidate`` gives them: ``[{"pipeline": 4, "expert": 8}]`` (``pipeline`` required; unset
-    dimensions 1, the optimizer distributed). Returns ``(rows, best)``: the ranked rows as dicts (the
-    keys of ``plan --json``) and the fastest mesh's certified Schedule.
+    dimensions 1, the optimizer distributed). ``progress``, when given, is called before and after
+    each synthesis with a dict (``index``, ``planned``, ``done``, ``mesh``, ``optimizer``,
+    ``candidate``, ``synthesized``, ``iteration_ms``, ``best_ms``, ``best_mesh``,
+    ``pruned_by_bound``), as ``plan`` prints its progress lines; an exception it raises ends no
+    synthesis but is raised when the plan returns. Returns ``(rows, best)``: the ranked rows as dicts
+    (the keys of ``plan --json``) and the fastest mesh's certified Schedule.
 
     Raises BadInputError on bad arguments (a candidate the model cannot run included),
     InfeasibleError when no mesh gets a schedule."""
+    if progress is not None and not callable(progress):
+        raise BadInputError(f"progress must be callable, got {type(progress).__name__}")
     pinned, pipeline = _mesh_dims(fix or {}, "fix")
     given = []
     if candidates is not None and not isinstance(candidates, (list, tuple)):
@@ -235,7 +241,7 @@ def plan(model: PathLike, cluster: Optional[PathLike] = None, *, gpus: int, glob
     rows, best = _core.plan(_path(model, "model"), _path(cluster, "cluster"), _int(gpus, "gpus", 1, _MAX_GPUS),
                             _int(global_batch, "global_batch", 1, _MAX_GPUS * _MAX_MICROBATCHES), pinned, pipeline,
                             _opt_memory(memory_limit_gb), _int(top, "top", 1, 1000),
-                            _int(evaluations, "evaluations", 1, 1_000_000), given)
+                            _int(evaluations, "evaluations", 1, 1_000_000), given, progress)
     return list(rows), best
 
 

@@ -266,8 +266,28 @@ void bind_specs(nb::module_& m) {
   // pipesmith plan (synth/mesh_plan.h): the rows as dicts, and the best mesh's certified schedule.
   m.def("plan", [](const std::string& model, std::optional<std::string> cluster, long long gpus, long long global_batch,
                    ParallelInput pinned, std::optional<int> pipeline, std::optional<double> memory_limit_gb, int top,
-                   int evaluations, std::vector<std::pair<int, ParallelInput>> candidates) {
+                   int evaluations, std::vector<std::pair<int, ParallelInput>> candidates,
+                   std::optional<std::function<void(nb::dict)>> progress) {
     MeshPlanOptions o;
+    // The callback runs on this thread with the GIL released around the plan: it takes the GIL, and an
+    // exception it raises is kept and raised once the plan returns (no further reports are made).
+    std::optional<nb::python_error> failed;
+    if (progress)
+      o.progress = [&progress, &failed](const MeshPlanProgress& p) {
+        nb::gil_scoped_acquire gil;
+        if (failed) return;
+        nb::dict d;
+        d["index"] = p.index, d["planned"] = p.planned, d["done"] = p.done;
+        d["mesh"] = mesh_description(*p.row), d["optimizer"] = std::string(optimizer_name(p.row->optimizer));
+        d["candidate"] = p.row->candidate, d["synthesized"] = p.row->synthesized;
+        d["iteration_ms"] = p.row->iteration_ms, d["best_ms"] = p.best_ms, d["best_mesh"] = p.best_mesh;
+        d["pruned_by_bound"] = p.pruned_by_bound;
+        try {
+          (*progress)(d);
+        } catch (nb::python_error& e) {
+          failed.emplace(std::move(e));
+        }
+      };
     o.pinned = std::move(pinned);
     for (auto& [p, mesh] : candidates) o.candidates.push_back(MeshCandidate{p, std::move(mesh)});
     o.pinned.gpus = gpus;
@@ -280,6 +300,7 @@ void bind_specs(nb::module_& m) {
       nb::gil_scoped_release release;
       return plan_meshes(model, cluster.value_or(""), o);
     }();
+    if (failed) throw std::move(*failed);
     MeshPlan plan = take(std::move(r));
     nb::list rows;
     for (const MeshPlanRow& x : plan.rows) {
@@ -297,7 +318,7 @@ void bind_specs(nb::module_& m) {
     return std::make_pair(rows, plan.best->result.schedule);
   }, "model"_a, "cluster"_a = nb::none(), "gpus"_a, "global_batch"_a, "pinned"_a, "pipeline"_a = nb::none(),
         "memory_limit_gb"_a = nb::none(), "top"_a = 4, "evaluations"_a = 20,
-        "candidates"_a = std::vector<std::pair<int, ParallelInput>>{});
+        "candidates"_a = std::vector<std::pair<int, ParallelInput>>{}, "progress"_a = nb::none());
   m.def("load_spec", [](const std::string& model, std::optional<std::string> cluster, std::optional<int> devices,
                         std::optional<int> microbatches, std::optional<double> memory_limit_gb, ParallelInput parallel) {
     if (devices && *devices < 1) raise_status(Status::bad_input(fmt::format("devices must be at least 1, got {}", *devices)));

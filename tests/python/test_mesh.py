@@ -101,6 +101,28 @@ def test_plan_candidates_are_synthesized_and_ranked():
     assert json.loads(pipesmith.verify(best).json())["makespan_ms"] == pytest.approx(rows[0]["iteration_ms"])
 
 
+def test_plan_progress_reports_each_synthesis_and_raises_what_the_callback_raised():
+    reports = []
+    rows, _ = pipesmith.plan(model_path("llama2-7b"), gpus=32, global_batch=32, top=1, evaluations=3,
+                             fix={"tensor": 4}, candidates=[{"pipeline": 8, "tensor": 4}], progress=reports.append)
+    attempted = [r for r in rows if r["synthesized"] or r["note"].startswith("no schedule")]
+    assert len(reports) == 2 * len(attempted)
+    assert [r["done"] for r in reports] == [False, True] * len(attempted)
+    first_start, first_end = reports[0], reports[1]
+    assert first_start["index"] == 1 and first_start["candidate"] and first_start["best_ms"] == 0
+    assert first_start["mesh"] == "PP 8 x DP 1 x CP 1 x TP 4 SP"
+    assert first_end["synthesized"] and first_end["best_ms"] == first_end["iteration_ms"] > 0
+    assert reports[-1]["best_ms"] == pytest.approx(rows[0]["iteration_ms"])
+
+    def stop(report):
+        raise KeyError("from the callback")
+    with pytest.raises(KeyError, match="from the callback"):
+        pipesmith.plan(model_path("llama2-7b"), gpus=32, global_batch=32, top=1, evaluations=3, fix={"tensor": 4},
+                       progress=stop)
+    with pytest.raises(BadInputError, match="progress must be callable"):
+        pipesmith.plan(model_path("llama2-7b"), gpus=32, global_batch=32, progress=3)
+
+
 @pytest.mark.parametrize("kwargs, words", [
     ({"fix": {"width": 2}}, "fix: unknown dimension 'width'"),
     ({"candidates": [{"tensor": 2}]}, "candidates[0]: the pipeline's devices are not given"),
