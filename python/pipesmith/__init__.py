@@ -221,9 +221,9 @@ def plan(model: PathLike, cluster: Optional[PathLike] = None, *, gpus: int, glob
     dimensions 1, the optimizer distributed). ``progress``, when given, is called before and after
     each synthesis with a dict (``index``, ``planned``, ``done``, ``mesh``, ``optimizer``,
     ``candidate``, ``synthesized``, ``iteration_ms``, ``best_ms``, ``best_mesh``,
-    ``pruned_by_bound``), as ``plan`` prints its progress lines; an exception it raises ends no
-    synthesis but is raised when the plan returns. Returns ``(rows, best)``: the ranked rows as dicts
-    (the keys of ``plan --json``) and the fastest mesh's certified Schedule.
+    ``pruned_by_bound``), as ``plan`` prints its progress lines; an exception it raises stops no
+    synthesis (the plan goes on) and is raised when the plan returns. Returns ``(rows, best)``: the
+    ranked rows as dicts (the keys of ``plan --json``) and the fastest mesh's certified Schedule.
 
     Raises BadInputError on bad arguments (a candidate the model cannot run included),
     InfeasibleError when no mesh gets a schedule."""
