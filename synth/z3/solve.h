@@ -68,7 +68,8 @@ struct SolveOptions {
 bool warm_start_available();
 
 // rlimit units that loading one unit of encoding size (an open pair, or a quarter of an op's
-// constraints) costs, measured on Z3 4.8.12.
+// constraints) costs, measured on Z3 4.8.12; Z3 5.4 spends a budget in about the same time
+// (docs/synth.md, "Which Z3").
 inline constexpr uint64_t kLoadRlimitPerUnit = 150;
 
 struct SolveResult {
