@@ -324,6 +324,7 @@ Result<MeshPlan> plan_meshes(const std::string& model_path, const std::string& c
                            r.status().loc());
     r->row.candidate = true;
     estimate(r->spec, r->row);
+    r->row.note.clear();  // a candidate is synthesized whatever its memory estimate says
     bound(*r);
     given.push_back(std::move(*r));
   }
