@@ -136,7 +136,7 @@ inline double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
-// Z3's version string ("4.8.12.0").
+// The version of the Z3 library loaded at run time ("5.4.0.0").
 std::string z3_version();
 
 // `spec` is optional: it only adds layer names and file locations to infeasibility messages.
