@@ -198,10 +198,11 @@ Runner add_plan(CLI::App& app) {
   auto args = std::make_shared<PlanArgs>();
   CLI::App* sub = app.add_subcommand(
       "plan",
-      "Choose the mesh with the schedule: enumerate the meshes (pipeline, data, tensor, expert; docs/mesh.md) the "
-      "model can run on --gpus GPUs, refuse those the model cannot split, prune those whose model states do not fit, "
-      "synthesize the --top best by a work estimate (each with --evaluations candidates: deterministic) and rank "
-      "them by iteration time.");
+      "Choose the mesh with the schedule: enumerate the meshes (pipeline, tensor, context, expert, expert-tensor, "
+      "data, micro-batch, optimizer; docs/mesh.md) the model can run on --gpus GPUs, refuse those the model cannot "
+      "split, prune those whose model states do not fit, synthesize the --candidate meshes and the --top best by an "
+      "estimate (each with --evaluations candidates: deterministic), skipping those whose lower bound is no better "
+      "than the best so far, and rank them by iteration time.");
   sub->add_option("model", args->model_path, "Model YAML")->required();
   sub->add_option("--cluster", args->cluster_path, "Cluster YAML (its gpus_per_node and links place the groups)");
   sub->add_option("--gpus", args->gpus, "GPUs of the mesh")->required()->check(flags::integer_in(1, kMaxGpus));
@@ -219,7 +220,10 @@ Runner add_plan(CLI::App& app) {
                   "A mesh always synthesized and ranked with the rest: pipeline=P[,tensor=T,context=C,expert=E,"
                   "expert_tensor=ET,data=D,micro_batch=B,optimizer=WORD,sequence_parallel=true|false] (repeatable; "
                   "unset dimensions 1, the optimizer distributed)");
-  sub->add_option("--top", args->top, "Meshes synthesized, the best by the estimate (default 4)")->check(flags::integer_in(1, 1000));
+  sub->add_option("--top", args->top,
+                  "Enumerated meshes to get a schedule, tried in the estimate's order (at most 2 x N tries once one has "
+                  "one; default 4)")
+      ->check(flags::integer_in(1, 1000));
   sub->add_option("--evaluations", args->evaluations, "Search budget of each synthesis in candidates (default 20)")
       ->check(flags::integer_in(1, 1'000'000));
   sub->add_option("--time-limit", args->time_limit_s,

@@ -339,7 +339,8 @@ Result<MeshPlan> plan_meshes(const std::string& model_path, const std::string& c
 
 
   // Synthesize: the candidates, then by estimate until `top` meshes got a schedule (at most 2 x top
-  // tries once one has), skipping a mesh whose bound is no better than the best so far.
+  // tries once one has; every mesh in turn while none has), skipping a mesh whose bound is no better
+  // than the best so far.
   std::vector<Resolved*> order;
   for (Resolved& r : given) order.push_back(&r);
   for (Resolved& r : fit) order.push_back(&r);
@@ -350,7 +351,7 @@ Result<MeshPlan> plan_meshes(const std::string& model_path, const std::string& c
   int enumerated_ok = 0, enumerated_tries = 0;
   for (Resolved* r : order) {
     MeshPlanRow& row = r->row;
-    const bool budget_left = enumerated_ok < opt.top && (enumerated_tries < 2 * opt.top || !plan.best);
+    const bool budget_left = enumerated_ok < opt.top && (!plan.best || enumerated_tries < 2 * opt.top);
     if (!row.candidate && plan.best && row.bound_ms >= best_ms) {
       row.note = fmt::format("pruned: lower bound {:.3f} ms >= the best iteration {:.3f} ms", row.bound_ms, best_ms);
       ++plan.pruned_by_bound;

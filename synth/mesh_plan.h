@@ -66,7 +66,7 @@ struct MeshPlanOptions {
   std::optional<int> pipeline;   // pins the pipeline's devices P
   std::vector<MeshCandidate> candidates;  // meshes always synthesized (the published mesh, say)
   std::optional<double> memory_gb;  // overrides the cluster's memory per GPU
-  int top = 4;                   // meshes synthesized: the best by the estimate
+  int top = 4;                   // enumerated meshes to get a schedule, by the estimate (2 x top tries once one has)
   int evaluations = 20;          // the search budget of each synthesis (candidates)
   double time_limit_s = 5;       // each synthesis' Z3 share (its rlimit derives from it: deterministic)
   unsigned seed = 0;
