@@ -2,14 +2,14 @@
 // a number of GPUs, refused or pruned by memory, the most promising synthesized and ranked.
 //
 // Guarantees:
-//  * Every candidate goes through the one reader of the mesh (ir/mesh.h, via load_spec), so a mesh
-//    the command line would refuse is never planned.
-//  * Candidates are enumerated in a fixed order and synthesized with an evaluation budget: the same
+//  * Every mesh goes through the one reader of the mesh (ir/mesh.h, via load_spec), so a mesh the
+//    command line would refuse is never planned.
+//  * Meshes are enumerated in a fixed order and synthesized with an evaluation budget: the same
 //    inputs give the same rows on any machine (bound pruning included: it compares figures, never
 //    the clock).
-//  * A mesh the caller gives (MeshPlanOptions::candidates) is always synthesized with the same options as
-//    the enumerated ones and ranked with them, so the pick is never slower than a given mesh that got
-//    a schedule.
+//  * A candidate mesh the caller gives (MeshPlanOptions::candidates) is always synthesized with the
+//    same options as the enumerated ones and ranked with them, so the pick is never slower than a
+//    candidate that got a schedule.
 //  * A mesh is pruned (and says why) when its model states cannot fit even split evenly over the
 //    pipeline's devices, or one layer's model states and activation exceed a GPU; when the
 //    distributed optimizer on the same mesh has the same per-GPU layer times and no more memory
