@@ -281,8 +281,10 @@ void enumerate(const std::string& model_path, const std::string& cluster_path, c
                   continue;
                 }
                 MeshPlanRow row = same_mesh[i].row;
-                row.note = fmt::format("pruned: the {} optimizer on this mesh has the same layer times, no more memory and a data-parallel step no longer",
-                                       optimizer_name(better->row.optimizer));
+                row.note = fmt::format(
+                    "pruned: the {} optimizer on this mesh has the same layer times, no more memory and a "
+                    "data-parallel step no longer",
+                    optimizer_name(better->row.optimizer));
                 ++plan.pruned;
                 plan.rows.push_back(row);
               }
@@ -290,7 +292,8 @@ void enumerate(const std::string& model_path, const std::string& cluster_path, c
           }
         }
       }
-  std::stable_sort(fit.begin(), fit.end(), [](const Resolved& a, const Resolved& b) { return a.row.estimate_ms < b.row.estimate_ms; });
+  std::stable_sort(fit.begin(), fit.end(),
+                   [](const Resolved& a, const Resolved& b) { return a.row.estimate_ms < b.row.estimate_ms; });
 }
 
 }  // namespace
