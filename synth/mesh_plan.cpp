@@ -296,6 +296,31 @@ void enumerate(const std::string& model_path, const std::string& cluster_path, c
                    [](const Resolved& a, const Resolved& b) { return a.row.estimate_ms < b.row.estimate_ms; });
 }
 
+// Synthesizes one mesh with the plan's budget and fills its row's figures; the row's note says why
+// when it gets no schedule.
+std::optional<ModelSynthesis> synthesize_mesh(Resolved& r, const MeshPlanOptions& opt) {
+  ModelSynthOptions so;
+  so.evaluations = opt.evaluations;
+  so.time_limit_s = opt.time_limit_s;
+  so.seed = opt.seed;
+  Result<ModelSynthesis> m = synthesize_model(r.spec, so);
+  MeshPlanRow& row = r.row;
+  if (!m.ok()) {
+    row.note = fmt::format("no schedule: {}", m.status().message());
+    return std::nullopt;
+  }
+  row.synthesized = true;
+  row.stages = m->problem.num_stages();
+  row.iteration_ms = m->result.makespan_ms;
+  const Throughput t = mesh_throughput(m->problem.mesh, row.iteration_ms);
+  row.tokens_per_s = t.tokens_per_s, row.tflops_per_gpu = t.tflops_per_gpu, row.mfu = t.mfu;
+  if (m->result.report.sim) {
+    for (double mb : m->result.report.sim->peak_memory_mb) row.peak_memory_gb = std::max(row.peak_memory_gb, mb / 1000);
+    row.bubble = m->result.report.sim->bubble_ratio;
+  }
+  return std::move(*m);
+}
+
 }  // namespace
 
 Result<MeshPlan> plan_meshes(const std::string& model_path, const std::string& cluster_path,
@@ -340,7 +365,6 @@ Result<MeshPlan> plan_meshes(const std::string& model_path, const std::string& c
     plan.rows.erase(std::remove_if(plan.rows.begin(), plan.rows.end(), same), plan.rows.end());
   }
 
-
   // Synthesize: the candidates, then by estimate until `top` meshes got a schedule (at most 2 x top
   // tries once one has; every mesh in turn while none has), skipping a mesh whose bound is no better
   // than the best so far.
@@ -371,25 +395,10 @@ Result<MeshPlan> plan_meshes(const std::string& model_path, const std::string& c
     MeshPlanProgress progress{plan.attempted, std::max(planned, plan.attempted), &row, false, best_ms, best_mesh,
                               plan.pruned_by_bound};
     if (opt.progress) opt.progress(progress);
-    ModelSynthOptions so;
-    so.evaluations = opt.evaluations;
-    so.time_limit_s = opt.time_limit_s;
-    so.seed = opt.seed;
-    Result<ModelSynthesis> m = synthesize_model(r->spec, so);
-    if (!m.ok()) {
-      row.note = fmt::format("no schedule: {}", m.status().message());
-    } else {
+    std::optional<ModelSynthesis> m = synthesize_mesh(*r, opt);
+    if (m) {
       if (!row.candidate) ++enumerated_ok;
       ++plan.synthesized;
-      row.synthesized = true;
-      row.stages = m->problem.num_stages();
-      row.iteration_ms = m->result.makespan_ms;
-      const Throughput t = mesh_throughput(m->problem.mesh, row.iteration_ms);
-      row.tokens_per_s = t.tokens_per_s, row.tflops_per_gpu = t.tflops_per_gpu, row.mfu = t.mfu;
-      if (m->result.report.sim) {
-        for (double mb : m->result.report.sim->peak_memory_mb) row.peak_memory_gb = std::max(row.peak_memory_gb, mb / 1000);
-        row.bubble = m->result.report.sim->bubble_ratio;
-      }
       if (!plan.best || row.iteration_ms < best_ms) {
         best_ms = row.iteration_ms;
         best_mesh = mesh_description(row);
@@ -405,10 +414,9 @@ Result<MeshPlan> plan_meshes(const std::string& model_path, const std::string& c
   if (!plan.best)
     return Status::error(ErrorCode::kInfeasible,
                          fmt::format("plan: none of the {} meshes of {} GPUs got a schedule ({} refused by the model, "
-                                     "{} pruned by memory or dominance{})",
-                                     plan.enumerated + static_cast<int>(given.size()), *opt.pinned.gpus, plan.refused,
-                                     plan.pruned,
-                                     given.empty() ? "" : fmt::format(", {} candidates", given.size())));
+                                     "{} pruned by memory or dominance, {} synthesized{})",
+                                     plan.enumerated, *opt.pinned.gpus, plan.refused, plan.pruned, plan.attempted,
+                                     given.empty() ? "" : fmt::format(", {} candidates given", given.size())));
   // Synthesized rows by iteration, then the rest by estimate; the pruned last.
   std::stable_sort(done.begin(), done.end(), [](const MeshPlanRow& a, const MeshPlanRow& b) {
     if (a.synthesized != b.synthesized) return a.synthesized;
