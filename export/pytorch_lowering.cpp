@@ -269,10 +269,22 @@ std::vector<PtProgram> certified_pytorch_programs(const Schedule& with_comms, bo
     FsdpPlan fsdp_plan;
     if (fsdp) fsdp_plan = plan_unshard_reshard(compute, 3);
     std::vector<std::vector<int>> reduce = plan_reduce_grad(compute, with_comms.problem.microbatches);
-    // A stage whose data-parallel step the certified order places keeps it there (its REDUCE_GRAD cell).
-    for (const Action& a : prog)
+    // A stage whose data-parallel ops the certified order places keeps them there (their cells); PyTorch's
+    // placement then adds none of the same kind for it.
+    for (const Action& a : prog) {
       if (a.type == OpType::REDUCE_GRAD)
         for (auto& after : reduce) after.erase(std::remove(after.begin(), after.end(), a.stage), after.end());
+      if (a.type == OpType::UNSHARD || a.type == OpType::RESHARD) {
+        const MarkerKind k = a.type == OpType::UNSHARD ? MarkerKind::kUnshard : MarkerKind::kReshard;
+        auto drop = [&](std::vector<PtCell>& cells) {
+          cells.erase(std::remove_if(cells.begin(), cells.end(),
+                                     [&](const PtCell& c) { return c.marker == k && c.marker_stage == a.stage; }),
+                      cells.end());
+        };
+        for (auto& before : fsdp_plan.before) drop(before);
+        drop(fsdp_plan.trailing);
+      }
+    }
     PtProgram p;
     std::vector<int> pending;  // REDUCE_GRADs due once the comms after the last compute are written
     auto flush = [&] {

@@ -18,6 +18,8 @@ const char* op_type_name(OpType t) {
     case OpType::RECV_B: return "RECV_B";
     case OpType::R: return "R";
     case OpType::REDUCE_GRAD: return "REDUCE_GRAD";
+    case OpType::UNSHARD: return "UNSHARD";
+    case OpType::RESHARD: return "RESHARD";
   }
   return "?";
 }
@@ -47,7 +49,7 @@ Result<Action> parse_action(std::string_view text, const SourceLoc& loc) {
   auto fail = [&](const std::string& why) -> Result<Action> {
     return Status::bad_input(
         fmt::format("bad action '{}': {} (expected STAGE TYPE MICROBATCH, e.g. '3F1' or "
-                    "'0SEND_B2'; TYPE one of F I W B R SEND_F RECV_F SEND_B RECV_B; or STAGE REDUCE_GRAD)",
+                    "'0SEND_B2'; TYPE one of F I W B R SEND_F RECV_F SEND_B RECV_B; or STAGE REDUCE_GRAD|UNSHARD|RESHARD)",
                     excerpt(text), why),
         loc);
   };
@@ -55,14 +57,9 @@ Result<Action> parse_action(std::string_view text, const SourceLoc& loc) {
   Action a;
   a.loc = loc;
   if (!read_int(text, pos, a.stage)) return fail("missing or too large stage number");
-  // FSDP's gathers are PyTorch actions pipesmith does not schedule: say so rather than "unknown".
-  for (std::string_view fsdp : {"UNSHARD", "RESHARD"})
-    if (text.substr(pos, fsdp.size()) == fsdp)
-      return fail(fmt::format("{} (FSDP's parameter gather) is not an action pipesmith schedules or checks; "
-                              "pipesmith counts FSDP's unsharded weights for the whole iteration: remove it",
-                              fsdp));
   static constexpr std::pair<std::string_view, OpType> kTypes[] = {
-      {"REDUCE_GRAD", OpType::REDUCE_GRAD}, {"SEND_F", OpType::SEND_F}, {"RECV_F", OpType::RECV_F},
+      {"REDUCE_GRAD", OpType::REDUCE_GRAD}, {"UNSHARD", OpType::UNSHARD}, {"RESHARD", OpType::RESHARD},
+      {"SEND_F", OpType::SEND_F}, {"RECV_F", OpType::RECV_F},
       {"SEND_B", OpType::SEND_B},           {"RECV_B", OpType::RECV_B}, {"F", OpType::F},
       {"I", OpType::I},                     {"W", OpType::W},           {"B", OpType::B},
       {"R", OpType::R}};

@@ -6,7 +6,7 @@
 namespace ps {
 
 bool needs_data_parallel_ops(const Problem& p) {
-  return std::any_of(p.stages.begin(), p.stages.end(), [](const StageSpec& st) { return st.reduces_grad; });
+  return std::any_of(p.stages.begin(), p.stages.end(), [](const StageSpec& st) { return st.reduces_grad || st.fsdp; });
 }
 
 bool has_data_parallel_ops(const Schedule& s) {
@@ -20,32 +20,57 @@ Schedule with_data_parallel_ops(const Schedule& s) {
   Schedule out = s;
   out.predicted.clear();  // the programs change shape
   const int S = s.problem.num_stages();
+  auto op = [](OpType t, int stage) {
+    Action a;
+    a.type = t;
+    a.stage = stage;
+    return a;
+  };
   for (int d = 0; d < s.num_devices(); ++d) {
     const std::vector<Action>& prog = s.programs[d];
     const int n = static_cast<int>(prog.size());
-    std::vector<int> last_of_stage(S, -1);  // program index of each stage's last B or W
-    for (int i = 0; i < n; ++i) {
-      const Action& a = prog[i];
-      if ((a.type == OpType::B || a.type == OpType::W) && a.stage >= 0 && a.stage < S) last_of_stage[a.stage] = i;
-    }
-    std::vector<Action> next;
-    next.reserve(prog.size() + S);
+    // Cells: an op, or a whole OVERLAP_F_B group (data-parallel ops never split one).
+    std::vector<std::pair<int, int>> cells;
     for (int i = 0; i < n;) {
-      // One cell: an op, or a whole OVERLAP_F_B group (the reduction never splits it).
       int j = i;
       while (j + 1 < n && prog[j].overlap_next) ++j;
-      for (int k = i; k <= j; ++k) next.push_back(prog[k]);
-      for (int k = i; k <= j; ++k) {
-        const Action& a = prog[k];
-        if (a.stage < 0 || a.stage >= S || last_of_stage[a.stage] != k) continue;
-        const StageSpec& st = s.problem.stages[a.stage];
-        if (!st.reduces_grad || st.device != d) continue;
-        Action r;
-        r.type = OpType::REDUCE_GRAD;
-        r.stage = a.stage;
-        next.push_back(r);
-      }
+      cells.push_back({i, j});
       i = j + 1;
+    }
+    const int C = static_cast<int>(cells.size());
+    std::vector<int> first_cell(S, -1), last_cell(S, -1);  // per stage: its first compute cell, last backward's cell
+    for (int k = 0; k < C; ++k)
+      for (int i = cells[k].first; i <= cells[k].second; ++i) {
+        const Action& a = prog[i];
+        if (a.stage < 0 || a.stage >= S || !is_compute(a.type)) continue;
+        if (first_cell[a.stage] < 0) first_cell[a.stage] = k;
+        if (a.type == OpType::B || a.type == OpType::W) last_cell[a.stage] = k;
+      }
+    std::vector<std::vector<int>> unshard_before(C), after(C);
+    for (int k = 0; k < C; ++k)  // stages in the order their first cells run
+      for (int i = cells[k].first; i <= cells[k].second; ++i) {
+        const int st = prog[i].stage;
+        if (st < 0 || st >= S || first_cell[st] != k || s.problem.stages[st].device != d) continue;
+        if (!s.problem.stages[st].fsdp) continue;
+        std::vector<int>& at = unshard_before[std::max(0, k - 1)];  // gathered one cell ahead
+        if (std::find(at.begin(), at.end(), st) == at.end()) at.push_back(st);
+      }
+    for (int k = 0; k < C; ++k)
+      for (int i = cells[k].first; i <= cells[k].second; ++i) {
+        const Action& a = prog[i];
+        if (a.stage < 0 || a.stage >= S || last_cell[a.stage] != k || (a.type != OpType::B && a.type != OpType::W))
+          continue;
+        if (s.problem.stages[a.stage].device == d) after[k].push_back(a.stage);
+      }
+    std::vector<Action> next;
+    next.reserve(prog.size() + 3 * S);
+    for (int k = 0; k < C; ++k) {
+      for (int st : unshard_before[k]) next.push_back(op(OpType::UNSHARD, st));
+      for (int i = cells[k].first; i <= cells[k].second; ++i) next.push_back(prog[i]);
+      for (int st : after[k]) {
+        if (s.problem.stages[st].reduces_grad) next.push_back(op(OpType::REDUCE_GRAD, st));
+        if (s.problem.stages[st].fsdp) next.push_back(op(OpType::RESHARD, st));
+      }
     }
     out.programs[d] = std::move(next);
   }

@@ -518,6 +518,7 @@ Result<MeshLayerCosts> derive_mesh_costs(const std::vector<Component>& kind, con
   const double ob = bytes_per_param - wb - gb;
   out.params_per_gpu_m = params_gpu / 1e6;
   out.dense_grad_mb = gb * dense_gpu / 1e6, out.expert_grad_mb = gb * expert_gpu / 1e6;
+  out.dense_weight_mb = wb * dense_gpu / 1e6, out.expert_weight_mb = wb * expert_gpu / 1e6;
   switch (mesh.optimizer) {
     case OptimizerSharding::kReplicated:
       out.weights_mb = wb * params_gpu / 1e6, out.grads_mb = gb * params_gpu / 1e6, out.optimizer_mb = ob * params_gpu / 1e6;
@@ -528,9 +529,10 @@ Result<MeshLayerCosts> derive_mesh_costs(const std::vector<Component>& kind, con
     case OptimizerSharding::kFsdp:  // the shard, and the stage's weights and gradients gathered while it runs
       out.weights_mb = wb * (shard + params_gpu) / 1e6, out.grads_mb = gb * (shard + params_gpu) / 1e6;
       out.optimizer_mb = ob * shard / 1e6;
+      out.unsharded_mb = (wb + gb) * params_gpu / 1e6;
       break;
   }
-  d.params_m = (out.weights_mb + out.grads_mb + out.optimizer_mb) / bytes_per_param;
+  d.params_m = (out.weights_mb + out.grads_mb + out.optimizer_mb - out.unsharded_mb) / bytes_per_param;
   return out;
 }
 
@@ -547,6 +549,14 @@ double reduce_grad_ms(const Mesh& m, const MeshLinks& links, double dense_grad_m
          ring_reduce_ms(links, group_placement(m, MeshGroup::kExpertData), expert_grad_mb * 1e6, all_reduce);
 }
 
+double unshard_ms(const Mesh& m, const MeshLinks& links, double dense_weight_mb, double expert_weight_mb) {
+  GroupPlacement dc;
+  dc.size = m.data * m.context;
+  dc.stride = m.tensor;
+  return ring_reduce_ms(links, place_group(m, dc), dense_weight_mb * 1e6, false) +
+         ring_reduce_ms(links, group_placement(m, MeshGroup::kExpertData), expert_weight_mb * 1e6, false);
+}
+
 MeshLayerCosts explicit_mesh_memory(double params_m, const Mesh& mesh, double bytes_per_param) {
   MeshLayerCosts out;
   out.derived = false;
@@ -556,6 +566,7 @@ MeshLayerCosts explicit_mesh_memory(double params_m, const Mesh& mesh, double by
   const double ob = bytes_per_param - wb - gb;
   out.params_per_gpu_m = params_m;
   out.dense_grad_mb = gb * params_m;
+  out.dense_weight_mb = wb * params_m;
   switch (mesh.optimizer) {
     case OptimizerSharding::kReplicated:
       out.weights_mb = wb * params_m, out.grads_mb = gb * params_m, out.optimizer_mb = ob * params_m;
@@ -566,9 +577,10 @@ MeshLayerCosts explicit_mesh_memory(double params_m, const Mesh& mesh, double by
     case OptimizerSharding::kFsdp:
       out.weights_mb = wb * (shard / 1e6 + params_m), out.grads_mb = gb * (shard / 1e6 + params_m);
       out.optimizer_mb = ob * shard / 1e6;
+      out.unsharded_mb = (wb + gb) * params_m;
       break;
   }
-  out.gpu.params_m = (out.weights_mb + out.grads_mb + out.optimizer_mb) / bytes_per_param;
+  out.gpu.params_m = (out.weights_mb + out.grads_mb + out.optimizer_mb - out.unsharded_mb) / bytes_per_param;
   return out;
 }
 

@@ -128,6 +128,10 @@ struct MeshLayerCosts {
   bool derived = true;               // false: an explicit layer type (no kind); only memory is spread
   double dense_grad_mb = 0;          // one GPU's gradients of dense parameters (reduced over data x context)
   double expert_grad_mb = 0;         // one GPU's gradients of expert parameters (reduced over expert-data)
+  double dense_weight_mb = 0;        // one GPU's weights of dense parameters (gathered over data x context)
+  double expert_weight_mb = 0;       // one GPU's weights of expert parameters (gathered over expert-data)
+  double unsharded_mb = 0;           // FSDP: the gathered weights and gradients (part of weights_mb and
+                                     // grads_mb, held from the stage's UNSHARD to its RESHARD; not in gpu.params_m)
 };
 
 // The links a mesh prices collectives on.
@@ -149,6 +153,9 @@ bool has_data_parallel_step(const Mesh& m);
 // reduce-scatter (distributed optimizer, FSDP) or all-reduce (replicated) of the whole buffer
 // (docs/mesh.md, "The data-parallel step").
 double reduce_grad_ms(const Mesh& m, const MeshLinks& links, double dense_grad_mb, double expert_grad_mb);
+// FSDP's gather (UNSHARD) of a stage whose layers hold these weights on one GPU when gathered, ms: ring
+// all-gathers over the same groups.
+double unshard_ms(const Mesh& m, const MeshLinks& links, double dense_weight_mb, double expert_weight_mb);
 
 // Model-state memory of `params_m` million parameters on one GPU, all dense (an explicit layer type:
 // only data parallelism spreads it).

@@ -1126,6 +1126,8 @@ Status spread_on_mesh(Draft& d, const TypeDraft& t, LayerType& lt) {
     entry.params_per_gpu_m = e.params_per_gpu_m;
     entry.weights_mb = e.weights_mb, entry.grads_mb = e.grads_mb, entry.optimizer_mb = e.optimizer_mb;
     entry.dense_grad_mb = e.dense_grad_mb, entry.expert_grad_mb = e.expert_grad_mb;
+    entry.dense_weight_mb = e.dense_weight_mb, entry.expert_weight_mb = e.expert_weight_mb;
+    entry.unsharded_mb = e.unsharded_mb;
     lt.params_m = e.gpu.params_m;
   }
   return Status::ok();

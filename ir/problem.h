@@ -42,6 +42,9 @@ struct StageSpec {
   double recompute_kept_mb = 0;  // kept by F when recomputing (<= activation_mb); R allocates the rest
   bool reduces_grad = false;     // true: the stage has a data-parallel step (one REDUCE_GRAD op)
   double reduce_grad_ms = 0;     // its time on the device's data-parallel stream (0 when !reduces_grad)
+  bool fsdp = false;             // true: FSDP shards the stage (one UNSHARD and one RESHARD op)
+  double unshard_ms = 0;         // UNSHARD's time on the data-parallel stream (the gather)
+  double unsharded_mb = 0;       // held from UNSHARD to RESHARD: gathered weights and full gradients
 
   double split_bwd_ms() const { return bwd_input_ms + bwd_weight_ms; }       // I + W
   double bwd_ms() const { return fused_bwd_ms ? *fused_bwd_ms : split_bwd_ms(); }  // B
@@ -70,6 +73,12 @@ struct Problem {
   int device_of(int stage) const { return stages.at(stage).device; }
   // Model-state memory of one stage, MB.
   double model_state_mb(int stage) const { return stages.at(stage).params_m * bytes_per_param; }
+  // The most model-state memory a stage holds at once, MB: its model states, plus on a stage FSDP
+  // shards its gathered weights and gradients (held from UNSHARD to RESHARD). The search plans with it.
+  double held_state_mb(int stage) const {
+    const StageSpec& st = stages.at(stage);
+    return model_state_mb(stage) + (st.fsdp ? st.unsharded_mb : 0.0);
+  }
   // Transfer time between stage s and s+1 (either direction), ms. Zero on the same device.
   double boundary_transfer_ms(int stage) const;
   // The least time one microbatch's backward of stage s takes, overheads included: its B, or its I

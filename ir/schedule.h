@@ -23,6 +23,11 @@
 //                   data-parallel step (StageSpec::reduces_grad), exactly once, after every backward (B or
 //                   W) of s in its device's program. It has no microbatch: written "2REDUCE_GRAD".
 //                   The optimizer step follows it.
+//   UNSHARD(s)      FSDP's parameter gather of stage s (its stage has StageSpec::fsdp): exactly once,
+//                   before every compute op of s in its device's program. Allocates unsharded_mb(s)
+//                   (the gathered weights and full gradients) and takes unshard_ms(s).
+//   RESHARD(s)      frees them: exactly once, after every backward of s and after REDUCE_GRAD(s).
+//                   Written "2UNSHARD", "2RESHARD".
 // Communication, when stage s and s+1 sit on different devices:
 //   SEND_F(s,m) on device(s) sends F(s,m)'s output;   RECV_F(s+1,m) on device(s+1) receives it.
 //   SEND_B(s,m) on device(s) sends I/B(s,m)'s input-gradient; RECV_B(s-1,m) on device(s-1) receives it.
@@ -44,15 +49,18 @@
 // holding the comm stream; a RECV completes when its data has arrived, and the compute op consuming it
 // waits for that.
 //
-// Data-parallel ops (REDUCE_GRAD) run in program order on the device's data-parallel stream (the
-// data-parallel group's communicator, apart from the pipeline's point-to-point stream): one starts when
-// the previous one on that stream has ended and the last backward of its stage has ended, and takes
-// the stage's reduce_grad_ms. They delay no compute and no SEND/RECV; the iteration ends when the
-// last op of any stream ends, so a reduction that starts late is exposed at the end. A schedule without
-// REDUCE_GRAD ops gets them by one rule (ir/dp_ops.h): right after the stage's last backward.
+// Data-parallel ops (REDUCE_GRAD, UNSHARD, RESHARD) run in program order on the device's
+// data-parallel stream (the data-parallel group's communicator, apart from the pipeline's
+// point-to-point stream): one starts when the previous one on that stream has ended and, for
+// REDUCE_GRAD and RESHARD, the last backward of its stage has ended, for UNSHARD the compute op
+// before it in the program (it is issued there); it takes the stage's reduce_grad_ms, unshard_ms or
+// nothing. A compute op of an FSDP stage waits for its UNSHARD; nothing else waits for the stream.
+// The iteration ends when the last op of any stream ends, so a reduction that starts late is exposed
+// at the end. A schedule without data-parallel ops gets them by one rule (ir/dp_ops.h).
 //
 // Memory. Each device holds the model states of its stages (params_m * bytes_per_param MB) for the
-// whole iteration. F(s,m) allocates activation_mb(s); I(s,m) frees all but wgrad_stash_mb(s); W(s,m)
+// whole iteration (an FSDP stage's sharded part; its UNSHARD adds unsharded_mb until its RESHARD).
+// F(s,m) allocates activation_mb(s); I(s,m) frees all but wgrad_stash_mb(s); W(s,m)
 // frees the stash; B(s,m) frees all. On a recomputing stage F(s,m) allocates only
 // recompute_kept_mb(s) (the rest is dropped when F ends) and R(s,m) allocates activation_mb(s) −
 // recompute_kept_mb(s), so from R to I/B the whole activation is live and I, W, B free as above.
@@ -75,9 +83,9 @@
 
 namespace ps {
 
-enum class OpType : unsigned char { F, I, W, B, SEND_F, RECV_F, SEND_B, RECV_B, R, REDUCE_GRAD };
+enum class OpType : unsigned char { F, I, W, B, SEND_F, RECV_F, SEND_B, RECV_B, R, REDUCE_GRAD, UNSHARD, RESHARD };
 // Number of op types (dense tables over type × stage × microbatch use it).
-inline constexpr int kNumOpTypes = 10;
+inline constexpr int kNumOpTypes = 12;
 
 inline bool is_compute(OpType t) {
   return t == OpType::F || t == OpType::I || t == OpType::W || t == OpType::B || t == OpType::R;
@@ -86,8 +94,11 @@ inline bool is_send(OpType t) { return t == OpType::SEND_F || t == OpType::SEND_
 inline bool is_recv(OpType t) { return t == OpType::RECV_F || t == OpType::RECV_B; }
 // A point-to-point op of the pipeline (SEND/RECV).
 inline bool is_comm(OpType t) { return is_send(t) || is_recv(t); }
-// An op of the data-parallel stream (REDUCE_GRAD): one per stage, no microbatch (Action::mb is 0).
-inline bool is_data_parallel(OpType t) { return t == OpType::REDUCE_GRAD; }
+// An op of the data-parallel stream (REDUCE_GRAD, UNSHARD, RESHARD): one per stage, no microbatch
+// (Action::mb is 0).
+inline bool is_data_parallel(OpType t) {
+  return t == OpType::REDUCE_GRAD || t == OpType::UNSHARD || t == OpType::RESHARD;
+}
 const char* op_type_name(OpType t);  // "F", "SEND_B", "R", "REDUCE_GRAD", ...
 
 // The one op-duration rule: how long compute op `t` of stage `stage` takes, ms: the stage's F, I, W
@@ -106,7 +117,8 @@ inline double compute_ms(const Problem& p, int stage, OpType t) {
 }
 // How long data-parallel op `t` of stage `stage` takes on its stream, ms (0 for any other op).
 inline double data_parallel_ms(const Problem& p, int stage, OpType t) {
-  return t == OpType::REDUCE_GRAD ? p.stages[stage].reduce_grad_ms : 0.0;
+  if (t == OpType::REDUCE_GRAD) return p.stages[stage].reduce_grad_ms;
+  return t == OpType::UNSHARD ? p.stages[stage].unshard_ms : 0.0;
 }
 
 struct Action {
@@ -120,7 +132,7 @@ struct Action {
   bool operator==(const Action& o) const { return type == o.type && stage == o.stage && mb == o.mb; }
 };
 
-// "3F1", "0SEND_B2", "2REDUCE_GRAD".
+// "3F1", "0SEND_B2", "2REDUCE_GRAD", "2UNSHARD".
 std::string to_string(const Action& a);
 // The action a comm op's partner would be ("1RECV_F3" for "0SEND_F3"), even if it cannot exist;
 // a compute op itself.

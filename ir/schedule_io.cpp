@@ -80,8 +80,11 @@ std::string fused_field(const StageSpec& st, std::string_view sep, std::string_v
 }
 
 std::string reduce_grad_field(const StageSpec& st, std::string_view sep, std::string_view eq) {
-  if (!st.reduces_grad) return "";
-  return fmt::format("{}reduce_grad_ms{}{}", sep, eq, num(st.reduce_grad_ms));
+  std::string out;
+  if (st.reduces_grad) out += fmt::format("{}reduce_grad_ms{}{}", sep, eq, num(st.reduce_grad_ms));
+  if (st.fsdp)
+    out += fmt::format("{}unshard_ms{}{}{}unsharded_mb{}{}", sep, eq, num(st.unshard_ms), sep, eq, num(st.unsharded_mb));
+  return out;
 }
 
 }  // namespace schedule_io_detail

@@ -39,7 +39,8 @@ std::string recompute_fields(const StageSpec& st, std::string_view sep, std::str
 // A stage's fused-B time, `sep`bwd_ms`eq`value, when it differs from I + W; "" otherwise (so stages
 // without one read and digest exactly as without the field).
 std::string fused_field(const StageSpec& st, std::string_view sep, std::string_view eq);
-// A stage's data-parallel step, `sep`reduce_grad_ms`eq`value, when it has one; "" otherwise.
+// A stage's data-parallel fields, each preceded by `sep` (reduce_grad_ms when it has the step,
+// unshard_ms and unsharded_mb when FSDP shards it); "" for a stage with neither.
 std::string reduce_grad_field(const StageSpec& st, std::string_view sep, std::string_view eq);
 
 }  // namespace ps::schedule_io_detail

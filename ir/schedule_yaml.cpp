@@ -132,7 +132,8 @@ Status check_finite_numbers(const Schedule& s, const std::string& path) {
   for (int i = 0; i < p.num_stages(); ++i) {
     const StageSpec& st = p.stages[i];
     for (double v : {st.fwd_ms, st.bwd_input_ms, st.bwd_weight_ms, st.bwd_ms(), st.activation_mb, st.wgrad_stash_mb,
-                     st.output_mb, st.params_m, st.recompute_ms, st.recompute_kept_mb, st.reduce_grad_ms})
+                     st.output_mb, st.params_m, st.recompute_ms, st.recompute_kept_mb, st.reduce_grad_ms,
+                     st.unshard_ms, st.unsharded_mb})
       if (!std::isfinite(v)) return bad(fmt::format("a cost of stage {}", i), v);
   }
   if (!std::isfinite(p.op_overhead_ms)) return bad("problem.op_overhead_ms", p.op_overhead_ms);
@@ -334,7 +335,8 @@ Status read_stage(const std::string& file, const YAML::Node& n, int index, int d
   auto fields = yamlu::read_map(n,
                                 {"id", "device", "layers", "fwd_ms", "bwd_input_ms", "bwd_weight_ms", "bwd_ms",
                                  "activation_mb", "wgrad_stash_mb", "output_mb", "params_m", "split_backward",
-                                 "recompute", "recompute_ms", "recompute_kept_mb", "reduce_grad_ms"},
+                                 "recompute", "recompute_ms", "recompute_kept_mb", "reduce_grad_ms", "unshard_ms",
+                                 "unsharded_mb"},
                                 file, what);
   if (!fields) return fields.status();
   FieldReader r(file, n, *fields, what);
@@ -388,6 +390,9 @@ Status read_stage(const std::string& file, const YAML::Node& n, int index, int d
   PS_RETURN_IF_ERROR(r.read_bool("split_backward", st.split_backward));
   st.reduces_grad = r.get("reduce_grad_ms") != nullptr;  // the stage has a data-parallel step
   PS_RETURN_IF_ERROR(r.read_nonneg("reduce_grad_ms", false, st.reduce_grad_ms));
+  st.fsdp = r.get("unshard_ms") != nullptr || r.get("unsharded_mb") != nullptr;  // FSDP shards the stage
+  PS_RETURN_IF_ERROR(r.read_nonneg("unshard_ms", st.fsdp, st.unshard_ms));
+  PS_RETURN_IF_ERROR(r.read_nonneg("unsharded_mb", st.fsdp, st.unsharded_mb));
   if (st.wgrad_stash_mb > st.activation_mb) {
     const Field* f = r.get("wgrad_stash_mb");
     return Status::bad_input(fmt::format("{}: wgrad_stash_mb ({}) must be <= activation_mb ({})", what,

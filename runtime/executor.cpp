@@ -181,8 +181,10 @@ Status run_op(Worker& w, const Problem& p, const ExecModel& model, int index, co
       return st.is_ok() ? st : err(st.message());
     }
     case OpType::REDUCE_GRAD:
-      // The runtime replays one pipeline replica: its data-parallel group has no other member, and the
-      // stage's gradients are final once its last backward has run (the dependency rule puts it before).
+    case OpType::UNSHARD:
+    case OpType::RESHARD:
+      // The runtime replays one pipeline replica: its data-parallel group has no other member (nothing
+      // to reduce, gather or free), and the stage's gradients are final once its last backward has run.
       return Status::ok();
     case OpType::SEND_F:
     case OpType::SEND_B:
@@ -569,7 +571,9 @@ BlockedOp waits_for(const Schedule& schedule, int device, int index) {
       break;
     case OpType::W: set(OpType::I, s, device); break;
     case OpType::R: set(OpType::F, s, device); break;
-    case OpType::REDUCE_GRAD: break;  // waits for nothing on another device
+    case OpType::REDUCE_GRAD:
+    case OpType::UNSHARD:
+    case OpType::RESHARD: break;  // waits for nothing on another device
   }
   return b;
 }

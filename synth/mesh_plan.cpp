@@ -40,7 +40,8 @@ void estimate(const Spec& spec, MeshPlanRow& row) {
     const LayerType& t = spec.model.type_of(l.id);
     work_ms += t.forward_ms + t.backward_input_ms + t.backward_weight_ms;
     recompute_ms += t.recompute_full.ms;
-    const double mb = t.params_m * spec.pipeline.bytes_per_param;
+    auto mt = spec.mesh_types.find(t.symbol);  // FSDP's gathered part counts while the stage runs
+    const double mb = t.params_m * spec.pipeline.bytes_per_param + (mt != spec.mesh_types.end() ? mt->second.unsharded_mb : 0.0);
     state_mb += mb;
     act_mb += t.activation_mb;
     droppable_mb += std::max(0.0, t.activation_mb - t.recompute_full.kept_mb);

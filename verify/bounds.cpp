@@ -43,6 +43,8 @@ BoundParts lower_bound_parts(const Problem& pb) {
   // dp_tail[d]: after a device's last compute op — the last backward of one of its stages — at least
   // the least data-parallel step among its stages still runs.
   std::vector<double> dp_tail(max_dev + 1, -1.0);
+  // dp_head[d]: the least UNSHARD among its stages (0 when one is not FSDP-sharded).
+  std::vector<double> dp_head(max_dev + 1, -1.0);
   std::vector<double> work(max_dev + 1, 0.0);
   std::vector<int> lowest(max_dev + 1, -1);
   std::vector<char> any_split(max_dev + 1, 0);
@@ -54,9 +56,15 @@ BoundParts lower_bound_parts(const Problem& pb) {
     if (lowest[st.device] < 0) lowest[st.device] = s;
     if (st.split_backward) any_split[st.device] = 1;
     dp_tail[st.device] = dp_tail[st.device] < 0 ? red(s) : std::min(dp_tail[st.device], red(s));
+    // A device's first compute op belongs to one of its stages; on an FSDP stage it waits for the
+    // stage's UNSHARD, which starts at 0 at the earliest.
+    const double gather = st.fsdp ? pb.stages[s].unshard_ms : 0.0;
+    dp_head[st.device] = dp_head[st.device] < 0 ? gather : std::min(dp_head[st.device], gather);
   }
   for (double& t : dp_tail) t = std::max(t, 0.0);
-  for (int d = 0; d <= max_dev; ++d) out.device_work_ms = std::max(out.device_work_ms, work[d] + dp_tail[d]);
+  for (double& t : dp_head) t = std::max(t, 0.0);
+  for (int d = 0; d <= max_dev; ++d)
+    out.device_work_ms = std::max(out.device_work_ms, dp_head[d] + work[d] + dp_tail[d]);
 
   // Prefix sums: fwd[s] = sum_{t<s} F_t + x_t; bwd_pre[s] = sum_{t<s} bw_t + x_t (t<s boundaries).
   std::vector<double> fwd(S + 1, 0.0), bwd_pre(S + 1, 0.0);

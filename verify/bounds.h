@@ -25,7 +25,9 @@
 // With a data-parallel step (StageSpec::reduces_grad, red_s = reduce_grad_ms), REDUCE_GRAD(s) runs
 // after the last backward of s: bound 2 adds red_s to the chain ending at stage s's backward; bounds 1
 // and 3 add, after the device's last compute op (the last backward of one of its stages), the least
-// red_s among its stages (in 3, the larger of that and tail_d: both start when that op ends).
+// red_s among its stages (in 3, the larger of that and tail_d: both start when that op ends). With
+// FSDP, bound 1 also adds before the device's first compute op the least unshard_ms among its stages
+// (0 when one of them is not sharded): that op waits for its stage's UNSHARD.
 #pragma once
 
 #include <vector>

@@ -26,6 +26,8 @@ void check_dependencies(const Schedule& s, const OpTable& t, std::vector<Violati
       };
       const int st = a.stage;
       const int m = a.mb;
+      if (is_compute(a.type) && st >= 0 && st < S && pb.stages[st].fsdp)
+        require_before(t.find(OpType::UNSHARD, st, 0), "which gathers the weights it computes with (FSDP)");
       switch (a.type) {
         case OpType::F:
           if (st > 0 && pb.device_of(st - 1) == d)
@@ -52,7 +54,8 @@ void check_dependencies(const Schedule& s, const OpTable& t, std::vector<Violati
         case OpType::SEND_B:
           require_before(t.bwd(st, m), "the backward that produces what it sends");
           break;
-        case OpType::REDUCE_GRAD: {
+        case OpType::REDUCE_GRAD:
+        case OpType::RESHARD: {
           // The stage's gradients are complete only after its last backward (B or W) has run.
           int last = kNoOp;
           for (int mb = 0; mb < pb.microbatches; ++mb) {
@@ -62,6 +65,8 @@ void check_dependencies(const Schedule& s, const OpTable& t, std::vector<Violati
           }
           require_before(last, "the last backward of its stage (the stage's gradients are complete only after "
                                "every B or W of it)");
+          if (a.type == OpType::RESHARD)
+            require_before(t.find(OpType::REDUCE_GRAD, st, 0), "which reduces the gradients RESHARD frees");
           break;
         }
         default:

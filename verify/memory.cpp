@@ -17,10 +17,13 @@ std::vector<DeviceMemory> memory_by_program(const Schedule& s) {
     const auto& prog = s.programs[d];
     for (int i = 0; i < static_cast<int>(prog.size()); ++i) {
       const Action& a = prog[i];
-      if (!is_compute(a.type) || a.stage < 0 || a.stage >= pb.num_stages()) continue;
+      if (a.stage < 0 || a.stage >= pb.num_stages()) continue;
+      if (!is_compute(a.type) && a.type != OpType::UNSHARD && a.type != OpType::RESHARD) continue;
       const StageSpec& st = pb.stages[a.stage];
       double delta = 0;
       switch (a.type) {
+        case OpType::UNSHARD: delta = st.fsdp ? st.unsharded_mb : 0.0; break;
+        case OpType::RESHARD: delta = st.fsdp ? -st.unsharded_mb : 0.0; break;
         case OpType::F: delta = st.fwd_alloc_mb(); break;
         case OpType::R: delta = st.recompute_alloc_mb(); break;
         case OpType::I: delta = -(st.activation_mb - st.wgrad_stash_mb); break;
@@ -29,7 +32,7 @@ std::vector<DeviceMemory> memory_by_program(const Schedule& s) {
         default: break;
       }
       cur += delta;
-      dm.steps.push_back({i, cur, a.type == OpType::F || a.type == OpType::R});
+      dm.steps.push_back({i, cur, a.type == OpType::F || a.type == OpType::R || a.type == OpType::UNSHARD});
       if (cur > dm.peak_mb) {
         dm.peak_mb = cur;
         dm.peak_op_index = i;

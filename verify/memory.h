@@ -3,8 +3,9 @@
 // Guarantees: a device holds the model states of its stages all the time; F(s,m) allocates
 // activation_mb(s) (recompute_kept_mb(s) on a recomputing stage, whose R(s,m) allocates the rest);
 // I(s,m) frees all but wgrad_stash_mb(s); W(s,m) frees the stash; B(s,m) frees
-// all. Because memory changes in program order, the peak (and the op where it is first reached) is a
-// property of the program, not of timing. Comm ops do not change memory.
+// all; on a stage FSDP shards, UNSHARD(s) allocates unsharded_mb(s) and RESHARD(s) frees it. Because
+// memory changes in program order, the peak (and the op where it is first reached) is a property of
+// the program, not of timing. SEND/RECV and REDUCE_GRAD do not change memory.
 #pragma once
 
 #include <vector>

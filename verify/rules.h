@@ -45,11 +45,13 @@ inline constexpr std::array<Rule, 18> kAll = {{
     {kBackwardMix, "a (stage, microbatch) mixes B with I/W, has only one of I and W, or splits a "
                    "stage that cannot split"},
     {kRecompute, "an R (recomputation) op on a stage whose recompute mode is none"},
-    {kDataParallel, "a REDUCE_GRAD on a stage without a data-parallel step, or a schedule that places "
-                    "REDUCE_GRAD ops without one for every stage that has the step"},
+    {kDataParallel, "a REDUCE_GRAD on a stage without a data-parallel step or an UNSHARD/RESHARD on a stage "
+                    "FSDP does not shard, or a schedule that places data-parallel ops without each one its "
+                    "stages need"},
     {kDependency, "program order on one device contradicts data flow (B/I before F, W before I, "
                   "R before F or after B/I, compute before its RECV, SEND before its producer, "
-                  "adjacent local stages, REDUCE_GRAD before its stage's last backward)"},
+                  "adjacent local stages, REDUCE_GRAD or RESHARD before its stage's last backward, an FSDP stage's "
+                  "compute before its UNSHARD, RESHARD before REDUCE_GRAD)"},
     {kCommSameDevice, "a SEND/RECV between two stages that sit on the same device"},
     {kUnmatchedSend, "a SEND that no RECV in the schedule can receive"},
     {kUnmatchedRecv, "a RECV that no SEND in the schedule can match (the device would wait forever)"},

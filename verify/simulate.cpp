@@ -30,6 +30,7 @@ class TimingRun {
     prev_compute_.assign(N, kNoOp);
     dps_.resize(D);
     dptr_.assign(D, 0);
+    unshard_of_.assign(N, kNoOp);
     for (int d = 0; d < D; ++d) {
       int last_compute = kNoOp;
       std::vector<int> last_backward(s.problem.num_stages(), kNoOp);  // per stage, so far in the program
@@ -37,7 +38,9 @@ class TimingRun {
         const Action& a = t.op(id);
         if (is_data_parallel(a.type)) {
           dps_[d].push_back(id);
-          aux_[id] = last_backward[a.stage];  // the dependency rule put every backward of its stage before it
+          // REDUCE_GRAD and RESHARD wait for the stage's last backward (the dependency rule put every
+          // backward of its stage before them); UNSHARD is issued after the compute op before it.
+          aux_[id] = a.type == OpType::UNSHARD ? last_compute : last_backward[a.stage];
           continue;
         }
         if ((a.type == OpType::B || a.type == OpType::W) && a.stage >= 0 && a.stage < s.problem.num_stages())
@@ -53,6 +56,8 @@ class TimingRun {
           last_compute = id;
           computes_[d].push_back(id);
           aux_[id] = t.recv_for(id);
+          if (a.stage >= 0 && a.stage < s.problem.num_stages() && s.problem.stages[a.stage].fsdp)
+            unshard_of_[id] = t.find(OpType::UNSHARD, a.stage, 0);
         }
       }
     }
@@ -86,21 +91,13 @@ class TimingRun {
         progress = false;
         while (step_compute(d)) progress = true;
         while (step_comm(d)) progress = true;
+        while (step_data_parallel(d)) progress = true;
       }
     }
-    // The data-parallel streams: nothing waits for them, so they run once everything else is timed.
-    for (int d = 0; d < D; ++d)
-      for (size_t k = 0; k < dps_[d].size(); ++k) {
-        const int id = dps_[d][k];
-        const int after = aux_[id];
-        start_[id] = std::max(k > 0 ? end_[dps_[d][k - 1]] : 0.0, after != kNoOp ? end_[after] : 0.0);
-        end_[id] = start_[id] + data_parallel_ms(s_.problem, t_.op(id).stage, t_.op(id).type);
-        done_[id] = 1;
-        ++dptr_[d];
-      }
     for (int d = 0; d < D; ++d)
       PS_ASSERT(cptr_[d] == static_cast<int>(computes_[d].size()) &&
-                    mptr_[d] == static_cast<int>(comms_[d].size()),
+                    mptr_[d] == static_cast<int>(comms_[d].size()) &&
+                    dptr_[d] == static_cast<int>(dps_[d].size()),
                 "timing simulation stuck on a schedule the deadlock analysis found safe");
     return finish();
   }
@@ -128,13 +125,31 @@ class TimingRun {
   // Time the comm stream of d is free for its comm op at position k.
   double comm_free(int d, int k) const { return k > 0 ? release_[comms_[d][k - 1]] : 0.0; }
 
+  // The data-parallel stream of d: its next op once the previous one and what it waits for ended.
+  bool step_data_parallel(int d) {
+    if (dptr_[d] >= static_cast<int>(dps_[d].size())) return false;
+    const int id = dps_[d][dptr_[d]];
+    const int after = aux_[id];
+    if (after != kNoOp && !done_[after]) return false;
+    double t = dptr_[d] > 0 ? end_[dps_[d][dptr_[d] - 1]] : 0.0;
+    if (after != kNoOp) t = std::max(t, end_[after]);
+    start_[id] = t;
+    end_[id] = t + data_parallel_ms(s_.problem, t_.op(id).stage, t_.op(id).type);
+    done_[id] = 1;
+    ++dptr_[d];
+    return true;
+  }
+
   bool step_compute(int d) {
     if (cptr_[d] >= static_cast<int>(computes_[d].size())) return false;
     const int id = computes_[d][cptr_[d]];
     const int r = aux_[id];
     if (r != kNoOp && !done_[r]) return false;
+    const int u = unshard_of_[id];  // an FSDP stage's compute waits for its gathered weights
+    if (u != kNoOp && !done_[u]) return false;
     double t = cptr_[d] > 0 ? end_[computes_[d][cptr_[d] - 1]] : 0.0;
     if (r != kNoOp) t = std::max(t, end_[r]);
+    if (u != kNoOp) t = std::max(t, end_[u]);
     start_[id] = t;
     end_[id] = t + duration_ms(t_.op(id));
     done_[id] = 1;
@@ -335,6 +350,7 @@ class TimingRun {
   std::vector<int> prev_compute_;   // comm → the compute op before it in its program (kNoOp: none)
   std::vector<std::vector<int>> computes_, comms_, dps_;  // dps_: data-parallel ops (aux_: the last backward)
   std::vector<int> cptr_, mptr_, dptr_;
+  std::vector<int> unshard_of_;     // compute of an FSDP stage → its UNSHARD (kNoOp: none)
   std::vector<std::vector<int>> group_last_;
   std::vector<int> group_left_;
   std::vector<char> group_issued_;

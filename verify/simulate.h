@@ -10,9 +10,10 @@
 //               issued; the next group waits for the whole group.
 //   buffered:   a SEND completes when issued (the comm stream moves on) and its data arrives one
 //               transfer later; a RECV completes at the later of its issue and that arrival.
-// Each device also has a data-parallel stream (its REDUCE_GRAD ops in program order; one starts when
-// the previous one ended and its stage's last backward ended, and takes the stage's reduce_grad_ms).
-// Nothing waits for it, so it is timed after the rest.
+// Each device also has a data-parallel stream (its REDUCE_GRAD, UNSHARD and RESHARD ops in program
+// order; one starts when the previous one ended and its stage's last backward — for UNSHARD the
+// compute op before it in the program — ended, and takes reduce_grad_ms, unshard_ms or nothing). A
+// compute op of an FSDP stage also waits for its UNSHARD.
 // Recorded op intervals: compute [start, end]; comm ops the interval the data moves (for a
 // rendezvous/grouped pair both sides get the same interval; a buffered RECV [max(issue, send),
 // completion]). Makespan = the last end (first op at 0). Longest-path evaluation with a worklist of

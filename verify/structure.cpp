@@ -189,8 +189,9 @@ void check_complete(const Schedule& s, const OpTable& t, std::vector<Violation>&
   }
 }
 
-// The data-parallel step: REDUCE_GRAD only on stages that have one; a schedule that places any
-// places one for every such stage (one that places none gets them by the rule of ir/dp_ops.h).
+// The data-parallel ops: REDUCE_GRAD only on stages with a data-parallel step, UNSHARD/RESHARD only on
+// stages FSDP shards; a schedule that places any places every one the stages need (one that places
+// none gets them by the rule of ir/dp_ops.h).
 void check_data_parallel(const Schedule& s, const OpTable& t, std::vector<Violation>& out) {
   const Problem& pb = s.problem;
   bool any = false;
@@ -199,22 +200,34 @@ void check_data_parallel(const Schedule& s, const OpTable& t, std::vector<Violat
       const Action& a = s.programs[d][i];
       if (!is_data_parallel(a.type)) continue;
       any = true;
-      if (t.in_range(a) && !pb.stages[a.stage].reduces_grad)
+      if (!t.in_range(a)) continue;
+      const StageSpec& sp = pb.stages[a.stage];
+      if (a.type == OpType::REDUCE_GRAD && !sp.reduces_grad)
         out.push_back(op_violation(rules::kDataParallel, d, i, a,
                                    fmt::format("'{}': stage {} has no data-parallel step (its entry has no "
                                                "reduce_grad_ms): remove the op, or give the stage its step",
                                                to_string(a), a.stage)));
+      if (a.type != OpType::REDUCE_GRAD && !sp.fsdp)
+        out.push_back(op_violation(rules::kDataParallel, d, i, a,
+                                   fmt::format("'{}': FSDP does not shard stage {} (its entry has no unshard_ms "
+                                               "and unsharded_mb): remove the op, or give the stage both",
+                                               to_string(a), a.stage)));
     }
   if (!any) return;
   for (int st = 0; st < pb.num_stages(); ++st) {
-    if (!pb.stages[st].reduces_grad || t.find(OpType::REDUCE_GRAD, st, 0) != kNoOp) continue;
-    const int home = pb.stages[st].device;
-    out.push_back(general_violation(
-        rules::kDataParallel, home,
-        fmt::format("'{}REDUCE_GRAD' is missing: stage {} has a data-parallel step and the schedule places the "
-                    "others (a schedule places all of them or none; with none, pipesmith places them)",
-                    st, st),
-        {fmt::format("stage {} is placed on device {}", st, home)}, row_loc(s, home)));
+    const StageSpec& sp = pb.stages[st];
+    for (OpType ty : {OpType::UNSHARD, OpType::REDUCE_GRAD, OpType::RESHARD}) {
+      const bool needed = ty == OpType::REDUCE_GRAD ? sp.reduces_grad : sp.fsdp;
+      if (!needed || t.find(ty, st, 0) != kNoOp) continue;
+      const int home = sp.device;
+      out.push_back(general_violation(
+          rules::kDataParallel, home,
+          fmt::format("'{}{}' is missing: stage {} {} and the schedule places data-parallel ops (a schedule places "
+                      "all of them or none; with none, pipesmith places them)",
+                      st, op_type_name(ty), st,
+                      ty == OpType::REDUCE_GRAD ? "has a data-parallel step" : "is sharded by FSDP"),
+          {fmt::format("stage {} is placed on device {}", st, home)}, row_loc(s, home)));
+    }
   }
 }
 

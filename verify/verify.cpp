@@ -75,9 +75,21 @@ std::string deadlock_summary(const std::vector<std::string>& safe) {
   return fmt::format("deadlocks under {}; safe under {}", join(unsafe), join(safe));
 }
 
+// `s` as written; without data-parallel ops on a problem that needs them, its memory is that of the
+// programs with them placed by the rule (an UNSHARD allocates), reported at the ops of `s`.
 void check_memory(const Schedule& s, double limit_gb, std::vector<Violation>& out) {
   if (limit_gb <= 0) return;
-  const auto mem = memory_by_program(s);
+  const bool placed = needs_data_parallel_ops(s.problem) && !has_data_parallel_ops(s);
+  const Schedule with_dp = placed ? with_data_parallel_ops(s) : Schedule{};
+  auto mem = memory_by_program(placed ? with_dp : s);
+  if (placed)  // program indexes of `with_dp` → those of `s` (an inserted op → the op of `s` after it)
+    for (int d = 0; d < s.num_devices(); ++d) {
+      DeviceMemory& m = mem[d];
+      if (m.peak_op_index < 0) continue;
+      int original = 0;
+      for (int i = 0; i < m.peak_op_index; ++i) original += is_data_parallel(with_dp.programs[d][i].type) ? 0 : 1;
+      m.peak_op_index = std::min(original, static_cast<int>(s.programs[d].size()) - 1);
+    }
   for (int d = 0; d < s.num_devices(); ++d) {
     const DeviceMemory& m = mem[d];
     if (m.peak_mb <= gb_to_mb(limit_gb)) continue;

@@ -190,10 +190,10 @@ Status check_problem(const Problem& p) {
   return Status::ok();
 }
 
-// The model states each device holds, MB.
+// The model states each device holds, MB (with FSDP, as if every stage were gathered at once).
 std::vector<double> state_mb_per_device(const Problem& p) {
   std::vector<double> state_mb(p.devices, 0);
-  for (int s = 0; s < p.num_stages(); ++s) state_mb[p.stages[s].device] += p.model_state_mb(s);
+  for (int s = 0; s < p.num_stages(); ++s) state_mb[p.stages[s].device] += p.held_state_mb(s);
   return state_mb;
 }
 

@@ -278,8 +278,8 @@ Evaluation evaluate_candidate(const Spec& spec, const Candidate& c, const std::f
   for (int s = 0; s < problem.num_stages(); ++s) {
     const StageSpec& st = problem.stages[s];
     e.load_ms[st.device] += st.fwd_ms + st.bwd_ms() + (st.recomputes() ? st.recompute_ms : 0.0);
-    e.state_mb[st.device] += problem.model_state_mb(s);
-    e.min_footprint_mb[st.device] += problem.model_state_mb(s) + st.fwd_alloc_mb();
+    e.state_mb[st.device] += problem.held_state_mb(s);
+    e.min_footprint_mb[st.device] += problem.held_state_mb(s) + st.fwd_alloc_mb();
     r_peak[st.device] = std::max(r_peak[st.device], st.recompute_alloc_mb());
   }
   for (int d = 0; d < P; ++d) e.min_footprint_mb[d] += r_peak[d];

@@ -414,6 +414,13 @@ struct Driver {
         continue;
       }
       if (sat) {
+        // The encoding times the pipeline without its data-parallel stream (REDUCE_GRAD, UNSHARD): an
+        // order it finds shorter can end no sooner once that stream is counted. Its UNSAT answers still
+        // bound the iteration from below (the stream only adds), so the descent stops here.
+        if (data_parallel_end(dag, res.best.start) > 0) {
+          res.status = "stopped: the orders the encoding finds shorter end no sooner with the data-parallel step";
+          break;
+        }
         return Status::error(ErrorCode::kRuntime, "Z3 returned a model that is not better than C <= best - 1");
       }
       if (share * live_count() >= budget || budget == 0) break;  // the last probe had everything left

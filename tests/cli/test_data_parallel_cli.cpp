@@ -93,4 +93,30 @@ TEST_CASE("cli data-parallel: export keeps one REDUCE_GRAD per stage, where the 
   CHECK_FALSE(contains(read_file(out + "/compute_only.csv"), "REDUCE_GRAD"));
 }
 
+TEST_CASE("cli data-parallel: FSDP gathers each stage before its first op and frees it after its reduction") {
+  const std::string dir = pstest::fresh_dir("dp-cli-fsdp");
+  const std::string dist = dir + "/dist.yaml", fsdp = dir + "/fsdp.yaml", out = dir + "/pt";
+  REQUIRE(run_cli(fmt::format("baseline {} --schedule 1f1b -o {}", kModel, dist)).exit_code == 0);
+  const pstest::CliResult r = run_cli(fmt::format("baseline {} --optimizer fsdp --schedule 1f1b -o {}", kModel, fsdp));
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  const std::string text = read_file(fsdp);
+  for (const char* op : {"UNSHARD", "RESHARD", "REDUCE_GRAD"}) CHECK(count(text, op) == 4);
+  CHECK(count(text, "unsharded_mb: ") == 4);
+  CHECK(contains(text, "ops: [0UNSHARD, 0F0"));
+  CHECK(std::regex_search(text, std::regex("0B7,\\s*0REDUCE_GRAD,\\s*0RESHARD")));
+  // The first forward waits for its gather: FSDP's 1F1B is slower than the distributed optimizer's, and
+  // holds less between iterations (the shard), more while a stage runs.
+  const nlohmann::json jf = verify_json(fsdp), jd = verify_json(dist);
+  CHECK(jf["makespan_ms"].get<double>() > jd["makespan_ms"].get<double>());
+  CHECK(jf["valid"] == true);
+  // Export with --fsdp keeps the certified gathers: one UNSHARD and one RESHARD per stage.
+  const pstest::CliResult e = run_cli(fmt::format("export --to pytorch {} -o {} --fsdp", fsdp, out));
+  INFO(e.output);
+  REQUIRE(e.exit_code == 0);
+  const std::string csv = read_file(out + "/compute_comms.csv");
+  for (int s = 0; s < 4; ++s)
+    for (const char* op : {"UNSHARD", "RESHARD", "REDUCE_GRAD"}) CHECK(count(csv, fmt::format("{}{}", s, op)) == 1);
+}
+
 }  // namespace data_parallel_cli_test

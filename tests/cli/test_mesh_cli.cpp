@@ -203,7 +203,8 @@ TEST_CASE("[slow] cli mesh: Kimi-K2 plans and certifies at 80 GB under PP 16 x E
   double candidate_ms = 0;
   for (const auto& row : p["rows"])
     if (row["candidate"] == true) candidate_ms = row["iteration_ms"].get<double>();
-  CHECK(candidate_ms == doctest::Approx(v["makespan_ms"].get<double>()));
+  // Z3's share of each synthesis runs on the clock, so the two runs may refine differently: within 1 %.
+  CHECK(candidate_ms == doctest::Approx(v["makespan_ms"].get<double>()).epsilon(0.01));
   CHECK(p["rows"][0]["iteration_ms"].get<double>() <= candidate_ms);
   r = pstest::run_cli("verify " + dir + "/kimi.plan.yaml");
   CHECK(r.exit_code == 0);

@@ -241,7 +241,7 @@ TEST_CASE("csv: OVERLAP_F_B is read as its sub-actions, in order, kept as a pair
   expect_csv_error("(0F1;)OVERLAP_F_B\n", 1, 6, "empty sub-action");
   expect_csv_error("0F1;1B0)OVERLAP_F_B\n", 1, 1, "'(A;B)OVERLAP_F_B'");
   expect_csv_error("(0F1;1B0)OVERLAP_F\n", 1, 1, "'(A;B)OVERLAP_F_B'");
-  expect_csv_error("(0F1;0UNSHARD)OVERLAP_F_B\n", 1, 6, "bad action '0UNSHARD'");
+  expect_csv_error("(0F1;0UNSHARD)OVERLAP_F_B\n", 1, 6, "sub-action '0UNSHARD' is a UNSHARD");
   expect_csv_error("(0F1;0SEND_F1)OVERLAP_F_B\n", 1, 6, "OVERLAP_F_B overlaps compute actions");
 }
 

@@ -38,7 +38,7 @@ std::vector<std::string> program_texts(const Schedule& s) {
   return out;
 }
 
-TEST_CASE("REDUCE_GRAD: its text has no microbatch; UNSHARD/RESHARD are refused by name") {
+TEST_CASE("REDUCE_GRAD, UNSHARD, RESHARD: their text has no microbatch") {
   auto a = parse_action("2REDUCE_GRAD");
   REQUIRE(a.ok());
   CHECK(a->type == OpType::REDUCE_GRAD);
@@ -48,11 +48,10 @@ TEST_CASE("REDUCE_GRAD: its text has no microbatch; UNSHARD/RESHARD are refused 
   auto with_mb = parse_action("2REDUCE_GRAD1");
   REQUIRE_FALSE(with_mb.ok());
   CHECK(pstest::contains(with_mb.status().message(), "takes no microbatch"));
-  for (const char* fsdp : {"0UNSHARD", "0RESHARD"}) {
-    auto r = parse_action(fsdp);
-    REQUIRE_FALSE(r.ok());
-    CHECK(pstest::contains(r.status().message(), "FSDP"));
-  }
+  CHECK(parse_action("0UNSHARD")->type == OpType::UNSHARD);
+  CHECK(parse_action("0RESHARD")->type == OpType::RESHARD);
+  CHECK(to_string(*parse_action("3RESHARD")) == "3RESHARD");
+  CHECK_FALSE(parse_action("0UNSHARD0").ok());
   // R and RECV still parse: REDUCE_GRAD is matched before its prefix R.
   CHECK(parse_action("1R0")->type == OpType::R);
   CHECK(parse_action("1RECV_F0")->type == OpType::RECV_F);
@@ -185,14 +184,66 @@ TEST_CASE("data-parallel: the file keeps reduce_grad_ms and the ops, and reads b
   Report again = verify(*back);
   REQUIRE(again.valid);
   CHECK(again.sim->makespan_ms == doctest::Approx(r.sim->makespan_ms));
-  // UNSHARD in a pipesmith-schedule/1 file: refused with its location.
-  std::string fsdp = text;
-  const size_t at = fsdp.find("0REDUCE_GRAD");
-  fsdp.replace(at, std::string("0REDUCE_GRAD").size(), "0UNSHARD");
-  auto refused = parse_schedule_yaml(fsdp, "fsdp.yaml");
+  // An FSDP stage's fields come together: one without the other is refused with its location.
+  std::string half = text;
+  const size_t at = half.find("reduce_grad_ms: 3");
+  half.replace(at, std::string("reduce_grad_ms: 3").size(), "reduce_grad_ms: 3, unshard_ms: 2");
+  auto refused = parse_schedule_yaml(half, "fsdp.yaml");
   REQUIRE_FALSE(refused.ok());
   CHECK(pstest::contains(refused.status().str(), "fsdp.yaml:"));
-  CHECK(pstest::contains(refused.status().message(), "FSDP"));
+  CHECK(pstest::contains(refused.status().message(), "unsharded_mb"));
+}
+
+// dp_problem with every stage sharded by FSDP: a 2 ms gather of 50 MB (weights and gradients).
+Problem fsdp_problem(int mbs, std::vector<double> reduce_ms) {
+  Problem p = dp_problem(mbs, std::move(reduce_ms));
+  for (StageSpec& st : p.stages) {
+    st.fsdp = true;
+    st.unshard_ms = 2;
+    st.unsharded_mb = 50;
+  }
+  return p;
+}
+
+TEST_CASE("FSDP: UNSHARD before the stage's first op, RESHARD after its REDUCE_GRAD; gather time and memory") {
+  // Device 0: 0UNSHARD [0,2] 0F0 [2,3] 0F1 [3,4]; device 1: 1UNSHARD [0,2] 1F0 [3,4] 1B0 [4,6] 1F1 [6,7]
+  // 1B1 [7,9]; device 0: 0B0 [6,8] 0B1 [9,11]. Stream 1: 1REDUCE_GRAD [9,12] 1RESHARD 12; stream 0:
+  // 0REDUCE_GRAD [11,14] 0RESHARD 14. Memory of device 0: 2 (states) + 50 (gathered) + 2 x 100.
+  Report r = verify(from_strings(fsdp_problem(2, {3, 3}), {"0F0 0F1 0B0 0B1", "1F0 1B0 1F1 1B1"}));
+  REQUIRE_MESSAGE(r.valid, format_report(r));
+  const auto texts = program_texts(r.checked);
+  CHECK(texts[0].rfind("0UNSHARD 0F0", 0) == 0);
+  CHECK(pstest::contains(texts[0], "0B1 0REDUCE_GRAD 0RESHARD"));
+  CHECK(pstest::contains(texts[1], "1B1 1REDUCE_GRAD 1RESHARD"));
+  CHECK(r.sim->makespan_ms == doctest::Approx(14));
+  CHECK(r.sim->exposed_data_parallel_ms == doctest::Approx(3));
+  CHECK(r.sim->peak_memory_mb[0] == doctest::Approx(252));
+  // Bound 1 on device 0: the least gather 2 + work 6 + the least reduction 3.
+  CHECK(lower_bound_ms(fsdp_problem(2, {3, 3})) == doctest::Approx(11));
+  // The gathered memory counts against the limit: 252 MB > 220 MB.
+  Problem tight = fsdp_problem(2, {3, 3});
+  tight.memory_gb = 0.22;
+  Report over = verify(from_strings(tight, {"0F0 0F1 0B0 0B1", "1F0 1B0 1F1 1B1"}));
+  REQUIRE(find_rule(over, std::string(rules::kMemoryLimit)) != nullptr);
+  // A later gather (one op ahead of the stage's second forward) delays its compute: 0F1 waits for it.
+  Problem late = fsdp_problem(1, {-1, -1});
+  Report shifted = verify(from_strings(late, {"0UNSHARD 0F0 0B0 0RESHARD", "1F0 1UNSHARD 1B0 1RESHARD"}));
+  INFO(format_report(shifted));
+  const Violation* v = find_rule(shifted, std::string(rules::kDependency));
+  REQUIRE(v != nullptr);
+  CHECK(v->device == 1);
+  CHECK(v->op_index == 0);
+  CHECK(pstest::contains(v->message, "gathers the weights"));
+}
+
+TEST_CASE("dependency: RESHARD before the stage's REDUCE_GRAD") {
+  Report r = verify(from_strings(fsdp_problem(1, {3, 3}), {"0UNSHARD 0F0 0B0 0RESHARD 0REDUCE_GRAD",
+                                                          "1UNSHARD 1F0 1B0 1REDUCE_GRAD 1RESHARD"}));
+  INFO(format_report(r));
+  const Violation* v = find_rule(r, std::string(rules::kDependency));
+  REQUIRE(v != nullptr);
+  CHECK(v->action == "0RESHARD");
+  CHECK(pstest::contains(v->message, "reduces the gradients RESHARD frees"));
 }
 
 }  // namespace data_parallel_test
