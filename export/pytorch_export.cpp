@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "export/pytorch_lowering.h"
+#include "ir/dp_ops.h"
 #include "ir/json_write.h"
 #include "ir/recompute_ops.h"
 #include "ir/schedule_io.h"
@@ -434,6 +435,16 @@ Result<PytorchExport> export_pytorch(const Schedule& schedule, const PytorchExpo
   pytorch_order(compute_only, ex);
   PS_RETURN_IF_ERROR(comms_at_backward(renamed, vo, ex));
   recompute_notes(checked, ex);
+  if (needs_data_parallel_ops(pb)) {
+    const bool fsdp = std::any_of(pb.stages.begin(), pb.stages.end(), [](const StageSpec& st) { return st.fsdp; });
+    ex.notes.push_back(fmt::format(
+        "data-parallel ops: compute_comms.csv keeps REDUCE_GRAD{} where the checker certified them; the pytorch "
+        "order's figure places them by pipesmith's rule: REDUCE_GRAD where PyTorch's _add_reduce_grad puts it{}",
+        fsdp ? ", UNSHARD and RESHARD" : "",
+        fsdp ? ", UNSHARD one op ahead of each stage's first (PyTorch's own FSDP lowering prefetches a window of "
+               "three stages and may gather a stage more than once, which pipesmith does not certify)"
+             : ""));
+  }
 
   std::vector<StageInfo> infos(pb.num_stages());
   if (o.spec) {

@@ -114,6 +114,7 @@ TEST_CASE("cli data-parallel: FSDP gathers each stage before its first op and fr
   const pstest::CliResult e = run_cli(fmt::format("export --to pytorch {} -o {} --fsdp", fsdp, out));
   INFO(e.output);
   REQUIRE(e.exit_code == 0);
+  CHECK(contains(e.output, "compute_comms.csv keeps REDUCE_GRAD, UNSHARD and RESHARD where the checker certified"));
   const std::string csv = read_file(out + "/compute_comms.csv");
   for (int s = 0; s < 4; ++s)
     for (const char* op : {"UNSHARD", "RESHARD", "REDUCE_GRAD"}) CHECK(count(csv, fmt::format("{}{}", s, op)) == 1);
