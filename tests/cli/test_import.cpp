@@ -29,6 +29,7 @@ struct Case {
   std::string file;         // in tests/data/hf_configs
   double published_b;       // the model card's total, billions (without MTP modules)
   bool fits_2x8_h100;       // model states at 18 B/param fit 16 x 80 GB with pipeline parallelism alone
+                            // (the others run in a mesh with expert parallelism and the distributed optimizer)
 };
 const std::vector<Case> kCases = {
     {"llama-2-7b-hf", 6.74, true},       {"mixtral-8x7b-v0.1", 46.7, true},
@@ -140,6 +141,7 @@ TEST_CASE("cli import hf: the model types the real files do not show (configs wr
     std::string file, layers;
     double published_b;
     std::string skip;  // symbols left out of the count compared with the published total
+    std::string mesh = "";  // what it needs beyond a pipeline of 8 devices to fit 80 GB
   };
   auto rep = [](const std::string& unit, int n) {
     std::string s;
@@ -155,7 +157,7 @@ TEST_CASE("cli import hf: the model types the real files do not show (configs wr
       {"deepseek-v2-lite", "ED" + rep("K", 26) + "L", 15.7, ""},
       // Qwen3-Next: gated DeltaNet (H) with full attention every 4th layer (U), all MoE (its checkpoint's
       // MTP module, which transformers does not build, is not imported).
-      {"qwen3-next-80b-a3b", "E" + rep("HHHU", 12) + "L", 80, ""},
+      {"qwen3-next-80b-a3b", "E" + rep("HHHU", 12) + "L", 80, "", "--data-parallel 8 --expert-parallel 8 --optimizer distributed"},
   };
   for (const Written& w : cases) {
     CAPTURE(w.file);
@@ -168,9 +170,9 @@ TEST_CASE("cli import hf: the model types the real files do not show (configs wr
     const double b = params_m(low, w.skip) / 1e3;
     INFO("parameters ", b, " B, published ", w.published_b, " B");
     CHECK(std::fabs(b - w.published_b) / w.published_b < 0.01);
-    auto s = run_cli(fmt::format("synth {} --devices 8 --memory-limit-gb 0 --microbatches 8 --partition balanced "
+    auto s = run_cli(fmt::format("synth {} --devices 8 {} --microbatches 8 --partition balanced "
                                  "--placement sequential --time-limit 2 --quiet -o {}.sched.yaml",
-                                 out, out));
+                                 out, w.mesh, out));
     INFO(s.output);
     CHECK(s.exit_code == 0);
     CHECK(contains(s.output, "valid under rendezvous semantics"));
@@ -188,13 +190,14 @@ TEST_CASE("cli import hf: pipesmith synth certifies a schedule for every importe
     CAPTURE(c.file);
     const std::string yaml = import(c.file);
     const std::string out = temp_path("import-synth-" + c.file + ".yaml");
-    // DeepSeek-V3 and MiniMax-M1 need expert parallelism or sharded optimizer states to fit 80 GB devices
-    // (one MoE layer's model states alone are 11.3 B x 18 bytes): their schedule is sought without a
-    // memory cap.
+    // DeepSeek-V3 and MiniMax-M1 need expert parallelism and sharded optimizer states to fit 80 GB devices
+    // (one MoE layer's model states alone are 11.3 B x 18 bytes): their pipeline runs in a mesh of data 16 x
+    // expert 16 with the distributed optimizer.
     auto r = run_cli(fmt::format("synth {} --cluster {} {} --partition balanced-memory --placement sequential "
                                  "--microbatches 8 --time-limit 2 --quiet -o {}",
                                  yaml, pstest::source_path("configs/clusters/2x8-h100.yaml"),
-                                 c.fits_2x8_h100 ? "" : "--memory-limit-gb 0", out));
+                                 c.fits_2x8_h100 ? "" : "--data-parallel 16 --expert-parallel 16 --optimizer distributed",
+                                 out));
     INFO(r.output);
     REQUIRE(r.exit_code == 0);
     CHECK(contains(r.output, "valid under rendezvous semantics"));
