@@ -748,7 +748,7 @@ Result<ImportedModel> hf_model(const JsonValue& config, const std::string& name)
     for (const JsonValue& v : a->items)
       if (v.kind == JsonValue::Kind::kString) arch_names += (arch_names.empty() ? "" : ", ") + v.string;
   m.header.push_back(fmt::format("{}: imported by `pipesmith import hf` from {} (model_type {}{}).", name,
-                                 std::filesystem::path(mt->loc.file).filename().string(), type,
+                                 std::filesystem::path(mt->loc.file.str()).filename().string(), type,
                                  arch_names.empty() ? "" : ", " + arch_names));
   if (obj != &config) m.header.push_back("The language model of a multimodal config is its text_config.");
   m.header.push_back("Each architecture number names the config field it came from; seq_length and micro_batch_size "

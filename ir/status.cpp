@@ -4,6 +4,19 @@
 
 namespace ps {
 
+SharedPath::SharedPath(const std::string& text) {
+  if (text.empty()) return;
+  // The last name built on this thread: a reader builds the same one for every location of a file.
+  thread_local std::shared_ptr<const std::string> last;
+  if (!last || *last != text) last = std::make_shared<const std::string>(text);
+  text_ = last;
+}
+
+const std::string& SharedPath::str() const {
+  static const std::string kEmpty;
+  return text_ ? *text_ : kEmpty;
+}
+
 std::string SourceLoc::str() const {
   std::string s = file;
   if (line > 0) {

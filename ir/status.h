@@ -8,6 +8,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -17,9 +18,36 @@
 
 namespace ps {
 
+// A file name held once however many locations point into the file: copies share one string, and
+// a name built from the same text as the last one built on this thread shares it too (a reader
+// attaches one location to every action of a file, so a long path is not copied per action).
+// Reads as a const std::string&.
+class SharedPath {
+ public:
+  SharedPath() = default;
+  SharedPath(const std::string& text);  // NOLINT(google-explicit-constructor): a path is a string
+  SharedPath(const char* text) : SharedPath(std::string(text)) {}  // NOLINT(google-explicit-constructor)
+  SharedPath(std::string_view text) : SharedPath(std::string(text)) {}  // NOLINT(google-explicit-constructor)
+
+  const std::string& str() const;
+  operator const std::string&() const { return str(); }  // NOLINT(google-explicit-constructor)
+  bool empty() const { return str().empty(); }
+  size_t size() const { return str().size(); }
+  const char* c_str() const { return str().c_str(); }
+  friend bool operator==(const SharedPath& a, const SharedPath& b) { return a.text_ == b.text_ || a.str() == b.str(); }
+  friend bool operator==(const SharedPath& a, const std::string& b) { return a.str() == b; }
+  friend bool operator==(const SharedPath& a, const char* b) { return a.str() == b; }
+  friend std::string operator+(const SharedPath& a, const std::string& b) { return a.str() + b; }
+  friend std::string operator+(const std::string& a, const SharedPath& b) { return a + b.str(); }
+  friend std::string operator+(const char* a, const SharedPath& b) { return a + b.str(); }
+
+ private:
+  std::shared_ptr<const std::string> text_;  // null: empty
+};
+
 // Position in an input file. line/col are 1-based; 0 means "unknown".
 struct SourceLoc {
-  std::string file;  // "configs/models/llama2-7b.yaml"; empty if not from a file
+  SharedPath file;   // "configs/models/llama2-7b.yaml"; empty if not from a file
   int line = 0;      // 14
   int col = 0;       // 7
 
