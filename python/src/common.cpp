@@ -46,7 +46,7 @@ int command_exit_code(ErrorCode code) {
   nb::object cls = errors.attr(error_class_name(st.code()));
   const SourceLoc& loc = st.loc();
   nb::object exc = cls(st.str(), "code"_a = error_code_name(st.code()), "exit_code"_a = command_exit_code(st.code()),
-                       "message"_a = st.message(), "file"_a = loc.file.empty() ? nb::none() : nb::cast(loc.file),
+                       "message"_a = st.message(), "file"_a = loc.file.empty() ? nb::none() : nb::cast(loc.file.str()),
                        "line"_a = loc.line, "col"_a = loc.col);
   PyErr_SetObject(cls.ptr(), exc.ptr());
   throw nb::python_error();
