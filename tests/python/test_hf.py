@@ -183,6 +183,29 @@ def test_unknown_module_names_are_refused(tmp_path):
         assert "'backbone.norm_f' (closest: model.norm_f" in msg
 
 
+def test_a_plan_with_mtp_layers_is_refused_with_the_reason(tmp_path):
+    """DeepSeek-V3's MTP module is imported as the checkpoint names it (model.layers.<num_hidden_layers>);
+    transformers builds no such module, so a plan holding it is refused, saying why and what to do."""
+    from pipesmith.torch import hf
+    from pipesmith.torch.plan import load_plan
+    cls, kw = FAMILIES["deepseek_v3"]
+    d = tmp_path / "cfg-mtp"
+    cls(**dict(kw, num_nextn_predict_layers=1)).save_pretrained(str(d))
+    config = str(d / "config.json")
+    yaml = tmp_path / "m.yaml"
+    cli("import", "hf", config, "-o", str(yaml))
+    assert "module: model.layers.4" in yaml.read_text()
+    sched = str(tmp_path / "s.yaml")
+    cli("baseline", str(yaml), "--schedule", "1f1b", "--devices", "2", "--microbatches", "2", "-o", sched)
+    export(sched, str(tmp_path / "pt"), str(yaml))
+    plan = load_plan(str(tmp_path / "pt"))
+    with pytest.raises(hf.PipelineBuildError) as e:
+        hf.stage_modules(hf.model_from_config(config), plan, 1)
+    msg = str(e.value)
+    assert "model.layers.4: the config's 1 multi-token-prediction (MTP) module(s)" in msg
+    assert "num_nextn_predict_layers: 0" in msg
+
+
 def test_a_glue_bug_is_caught_against_the_model(tmp_path, monkeypatch):
     """--user-model with --hf: the user's stage glue (tests/python/hf_glue.py) is run and compared with
     the transformers model's own step. The right glue matches; the same glue giving gpt-oss's sliding

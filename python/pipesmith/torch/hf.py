@@ -169,7 +169,25 @@ def check_names(model: nn.Module, plan: Plan) -> None:
             lines.append(f"stage {s}: '{n}'" + (f" (closest: {', '.join(near)})" if near else ""))
         more = f"; and {len(missing) - 8} more" if len(missing) > 8 else ""
         raise PipelineBuildError(f"{plan.path}: {len(missing)} module name(s) of the plan are not in the model "
-                                 f"{type(model).__name__}: {'; '.join(lines)}{more}")
+                                 f"{type(model).__name__}: {'; '.join(lines)}{more}{_mtp_hint(model, missing)}")
+
+
+def _mtp_hint(model: nn.Module, missing: list[tuple[int, str]]) -> str:
+    """Why a plan of a config with multi-token-prediction modules names layers past the model's last:
+    the checkpoint holds them as ``model.layers.N`` (N >= num_hidden_layers), transformers builds none."""
+    config = getattr(model, "config", None)
+    n = getattr(config, "num_hidden_layers", None)
+    mtp = getattr(config, "num_nextn_predict_layers", 0) or getattr(config, "mtp_num_hidden_layers", 0) or 0
+    if not n or not mtp:
+        return ""
+    past = [name for _, name in missing
+            if name.startswith("model.layers.") and name[len("model.layers."):].isdigit()
+            and int(name[len("model.layers."):]) >= n]
+    if not past:
+        return ""
+    return (f". {', '.join(sorted(set(past)))}: the config's {mtp} multi-token-prediction (MTP) module(s), which "
+            "the checkpoint holds as layers past the last decoder layer and transformers does not build; "
+            "import a copy of the config with num_nextn_predict_layers: 0 (the MTP layers then leave the plan)")
 
 
 def model_ties(model: nn.Module) -> list[tuple[str, ...]]:
