@@ -436,6 +436,7 @@ void bind_reports(nb::module_& m) {
       .def_prop_ro("simulated", [](const PyReport& r) { return r.report.sim.has_value(); }, "Whether the timing could be simulated.")
       .def_prop_ro("makespan_ms", [](const PyReport& r) { return sim_value(r.report, &Simulation::makespan_ms); }, "Simulated iteration time, or None.")
       .def_prop_ro("bubble_ratio", [](const PyReport& r) { return sim_value(r.report, &Simulation::bubble_ratio); }, "Idle share of devices × iteration, or None.")
+      .def_prop_ro("exposed_data_parallel_ms", [](const PyReport& r) { return sim_value(r.report, &Simulation::exposed_data_parallel_ms); }, "How long the data-parallel step (REDUCE_GRAD, FSDP's gathers) outlasts the pipeline's last compute or transfer, or None.")
       .def_prop_ro("peak_memory_gb", [](const PyReport& r) {
         std::vector<double> out;
         if (r.report.sim) for (double mb : r.report.sim->peak_memory_mb) out.push_back(mb_to_gb(mb));

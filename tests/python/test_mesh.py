@@ -43,6 +43,21 @@ def test_keyword_arguments_are_the_parallel_section(tmp_path):
     assert c.microbatches == 32
 
 
+def test_the_data_parallel_step_is_in_the_schedule_and_the_report(tmp_path):
+    """With data parallelism every stage gets a REDUCE_GRAD (and with FSDP an UNSHARD and a RESHARD) in
+    the synthesized schedule; the report says how much of the step the pipeline does not hide."""
+    for optimizer, ops in (("distributed", ("REDUCE_GRAD",)), ("fsdp", ("UNSHARD", "REDUCE_GRAD", "RESHARD"))):
+        spec = pipesmith.load_spec(model_path("llama2-7b"), tensor_parallel=2, data_parallel=4, optimizer=optimizer)
+        r = pipesmith.synthesize(spec, evaluations=5)
+        assert r.report.valid
+        actions = [a for prog in r.schedule.programs for a in prog]
+        for op in ops:  # one per stage
+            assert sorted(a for a in actions if a.endswith(op)) == sorted(f"{s}{op}" for s in range(r.schedule.num_stages))
+        j = json.loads(r.report.json())
+        assert r.report.exposed_data_parallel_ms == pytest.approx(j["exposed_data_parallel_ms"])
+        assert 0 <= r.report.exposed_data_parallel_ms < r.report.makespan_ms
+
+
 def test_no_mesh_no_throughput():
     spec = pipesmith.load_spec(model_path("llama2-7b"))
     r = pipesmith.synthesize(spec, evaluations=5)
