@@ -111,6 +111,14 @@ def test_every_family_p2(tmp_path):
     assert out.count(" match the unpipelined run") == 2 * len(FAMILIES)
 
 
+def test_bfloat16(tmp_path):
+    """--dtype bfloat16: a dense and an MoE family at P = 2 train as transformers' own bfloat16 step does,
+    within bfloat16's rounding (hf_check.RTOL)."""
+    cases = [plan_for(tmp_path, name, 2, "1f1b")[:2] for name in ("llama", "mixtral")]
+    out = run_plans(2, cases, extra=("--dtype", "bfloat16"))
+    assert out.count(" match the unpipelined run") == 2 * len(cases)
+
+
 def test_every_family_p4_irregular(tmp_path):
     """Every family at P = 4, one layer a stage, stages placed irregularly with uneven counts per rank
     (ranks 0 and 1 hold two stages, 2 and 3 one; the tied models' embedding and head both on rank 0),
