@@ -438,28 +438,40 @@ def _shrink(cfg: dict, layers: int | None, hidden: int | None, vocab: int | None
     return c
 
 
+def read_config(path: str, error: type[Exception] = PipelineBuildError) -> dict:
+    """The ``config.json`` at ``path`` as a dict, read as transformers reads it (it decodes the
+    ``{"__float__": "Infinity"}`` its writer saves). Raises ``error`` naming the file for one that
+    cannot be read, is not JSON, or is not an object with a ``model_type``."""
+    import json
+
+    try:
+        import transformers
+    except ImportError as e:
+        raise error(f"{path}: reading a transformers config needs the transformers package "
+                    f"(python/requirements.txt; scripts/install-deps installs it): {e}") from None
+    try:
+        raw = transformers.PretrainedConfig._dict_from_json_file(path)
+    except OSError as e:
+        raise error(f"{path}: cannot read: {e.strerror}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise error(f"{path}: not a JSON config: {e}") from None
+    if not isinstance(raw, dict) or not isinstance(raw.get("model_type"), str):
+        raise error(f"{path}: a config.json is an object with a 'model_type'")
+    return raw
+
+
 def model_from_config(path: str, layers: int | None = None, hidden: int | None = None, vocab: int | None = None,
                       dtype: torch.dtype = torch.float64, seed: int = 1234) -> nn.Module:
     """The ``*ForCausalLM`` transformers builds for the ``config.json`` at ``path``, with random weights
     (``seed``), optionally shrunk (:func:`_shrink`), in ``dtype``, with transformers' eager attention and
     experts (no fused or hub kernels: nothing is downloaded) and no KV cache. Raises
     :class:`PipelineBuildError` naming the file for a config transformers cannot build."""
-    import json
-
     try:
         import transformers
     except ImportError as e:
         raise PipelineBuildError(f"{path}: building a transformers model needs the transformers package "
                                  f"(python/requirements.txt; scripts/install-deps installs it): {e}") from None
-    try:
-        # transformers' own reader: it decodes the {"__float__": "Infinity"} its writer saves.
-        raw = transformers.PretrainedConfig._dict_from_json_file(path)
-    except OSError as e:
-        raise PipelineBuildError(f"{path}: cannot read: {e.strerror}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise PipelineBuildError(f"{path}: not a JSON config: {e}") from None
-    if not isinstance(raw, dict) or not isinstance(raw.get("model_type"), str):
-        raise PipelineBuildError(f"{path}: a config.json is an object with a 'model_type'")
+    raw = read_config(path)
     if isinstance(raw.get("text_config"), dict):
         raise PipelineBuildError(f"{path}: a multimodal config (text_config): --hf builds causal LMs; give the "
                                  "text model's own config")

@@ -70,27 +70,14 @@ def find_command() -> str:
                        "PIPESMITH_COMMAND")
 
 
-def _read_config(path: str) -> dict:
-    try:
-        with open(path, encoding="utf-8") as f:
-            raw = json.load(f)
-    except OSError as e:
-        raise ProfileError(f"{path}: cannot read: {e.strerror}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise ProfileError(f"{path}: not a JSON config: {e}") from None
-    if not isinstance(raw, dict) or not isinstance(raw.get("model_type"), str):
-        raise ProfileError(f"{path}: a config.json is an object with a 'model_type'")
-    return raw
-
-
 def import_config(config: str, options: ProfileOptions, shrink: dict, command: str | None = None) -> str:
     """The model YAML text ``pipesmith import hf`` writes for ``config`` as the profile builds it
     (shrunk by ``shrink``'s ``layers``, ``hidden``, ``vocab`` where not None), with the options'
     ``seq`` and ``rows`` as its sequence length and micro-batch size. The config itself is imported
     first, so that its errors name the user's file."""
-    from .hf import _shrink
+    from .hf import _shrink, read_config
     exe = command or find_command()
-    raw = _read_config(config)
+    raw = read_config(config, ProfileError)
     with tempfile.TemporaryDirectory(prefix="pipesmith-hf-profile-") as tmp:
         out = os.path.join(tmp, "model.yaml")
         shape = ["--seq-length", str(options.seq), "--micro-batch-size", str(options.rows)]

@@ -36,7 +36,7 @@ import os
 import statistics
 import sys
 import time
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import torch
 import torch.distributed as dist
@@ -60,16 +60,11 @@ def unpipelined_step_ms(model_path: str, scale: Scale, dtype: torch.dtype, M: in
     inputs = model.step_inputs(tokens, labels)
     chunks = [torch.tensor_split(x, M) for x in inputs]
     label_chunks = torch.tensor_split(labels, M)
-    times = []
-    for _ in range(1 + steps):
-        for p in model.parameters():
-            p.grad = None
-        t0 = time.perf_counter()
+
+    def step() -> None:
         for m in range(M):
-            loss = loss_fn(model(*(c[m] for c in chunks)), label_chunks[m]) / M
-            loss.backward()
-        times.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(times[1:]), times[0]
+            (loss_fn(model(*(c[m] for c in chunks)), label_chunks[m]) / M).backward()
+    return _timed_steps(model, step, steps)
 
 
 def hf_unpipelined_step_ms(config: str, shrink: dict, dtype: torch.dtype, M: int, rows: int, seq: int, steps: int,
@@ -81,13 +76,22 @@ def hf_unpipelined_step_ms(config: str, shrink: dict, dtype: torch.dtype, M: int
     model = hf.model_from_config(config, dtype=dtype, **shrink)
     tokens, _ = _hf_batch(model, M * rows, seq)
     chunks = torch.tensor_split(tokens, M)
+
+    def step() -> None:
+        for m in range(M):
+            (model(input_ids=chunks[m], labels=chunks[m], use_cache=False).loss / M).backward()
+    return _timed_steps(model, step, steps)
+
+
+def _timed_steps(model: torch.nn.Module, step: Callable[[], None], steps: int) -> tuple[float, float]:
+    """(median ms of ``steps`` runs of ``step()`` after one warm-up run, the warm-up's ms), the
+    model's gradients cleared before each."""
     times = []
     for _ in range(1 + steps):
         for p in model.parameters():
             p.grad = None
         t0 = time.perf_counter()
-        for m in range(M):
-            (model(input_ids=chunks[m], labels=chunks[m], use_cache=False).loss / M).backward()
+        step()
         times.append((time.perf_counter() - t0) * 1e3)
     return statistics.median(times[1:]), times[0]
 
