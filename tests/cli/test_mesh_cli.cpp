@@ -432,21 +432,19 @@ TEST_CASE("cli plan: a --candidate mesh is synthesized as synth would and ranked
   CHECK(!pstest::contains(r.output, "plan: ["));
   CHECK(nlohmann::json::parse(r.output) == j);
   // Bad candidates: exit 1, the candidate named.
-  r = pstest::run_cli(args + " --candidate tensor=8");
-  CHECK(r.exit_code == 1);
-  CHECK(pstest::contains(r.output, "--candidate 'tensor=8': the pipeline's devices are not given (pipeline=P)"));
-  r = pstest::run_cli(args + " --candidate pipeline=4,width=2");
-  CHECK(r.exit_code == 1);
-  CHECK(pstest::contains(r.output, "--candidate 'width=2': unknown dimension 'width'"));
-  r = pstest::run_cli(args + " --candidate pipeline=4,tensor=0");
-  CHECK(r.exit_code == 1);
-  CHECK(pstest::contains(r.output, "--candidate tensor: the value must be an integer in [1, 1048576], got '0'"));
-  r = pstest::run_cli(args + " --time-limit 0");
-  CHECK(r.exit_code == 1);
-  CHECK(pstest::contains(r.output, "--time-limit"));
-  r = pstest::run_cli(args + " --candidate pipeline=4,tensor=3");  // 32 heads do not divide over 3
-  CHECK(r.exit_code == 1);
-  CHECK(pstest::contains(r.output, "plan: candidate mesh 1 (pipeline=4,tensor=3): "));
+  const std::pair<const char*, const char*> refused[] = {
+      {" --candidate tensor=8", "--candidate 'tensor=8': the pipeline's devices are not given (pipeline=P)"},
+      {" --candidate pipeline=4,width=2", "--candidate 'width=2': unknown dimension 'width'"},
+      {" --candidate pipeline=4,tensor=0", "--candidate tensor: the value must be an integer in [1, 1048576], got '0'"},
+      {" --time-limit 0", "--time-limit"},
+      {" --candidate pipeline=4,tensor=3", "plan: candidate mesh 1 (pipeline=4,tensor=3): "},  // 32 heads over 3
+  };
+  for (const auto& [flags, said] : refused) {
+    CAPTURE(flags);
+    r = pstest::run_cli(args + flags);
+    CHECK(r.exit_code == 1);
+    CHECK(pstest::contains(r.output, said));
+  }
 }
 
 TEST_CASE("cli plan: the space holds context, micro-batch and the optimizers; --fix pins each") {
