@@ -352,6 +352,18 @@ Result<Mesh> resolve_mesh(const ParallelInput& given, const ParallelInput& overr
 
 namespace {
 
+// A ring all-gather or reduce-scatter (an all-reduce: `twice`) of a tensor of `bytes` (gathered size)
+// over a group placed as `p`, ms.
+double ring_ms(const MeshLinks& l, const GroupPlacement& p, double bytes, bool twice = false) {
+  if (p.size <= 1) return 0;
+  const bool inter = p.nodes > 1;
+  const double n = p.size;
+  const double bw = inter ? l.inter_gb_per_s : l.intra_gb_per_s;
+  const double lat_ms = (inter ? l.inter_latency_us : l.intra_latency_us) / 1000.0;
+  const double one = (n - 1) * lat_ms + (bw > 0 ? (n - 1) / n * bytes / (bw * 1e6) : 0.0);
+  return twice ? 2 * one : one;
+}
+
 struct Collectives {
   const Mesh& m;
   const MeshLinks& l;
@@ -362,13 +374,7 @@ struct Collectives {
     return bw > 0 ? bytes / (bw * 1e6) : 0.0;
   }
   // Ring all-gather or reduce-scatter of a tensor of `bytes` (gathered size) over group g.
-  double gather(double bytes, MeshGroup g) const {
-    const GroupPlacement p = group_placement(m, g);
-    if (p.size <= 1) return 0;
-    const bool inter = p.nodes > 1;
-    const double n = p.size;
-    return (n - 1) * lat_ms(inter) + ms((n - 1) / n * bytes, inter);
-  }
+  double gather(double bytes, MeshGroup g) const { return ring_ms(l, group_placement(m, g), bytes); }
   double all_reduce(double bytes, MeshGroup g) const { return 2 * gather(bytes, g); }
   // All-to-all in which each GPU holds `bytes` spread evenly over the group's members (itself included):
   // the part for members on its node goes over the intra-node link, the rest over the inter-node link,
@@ -387,17 +393,6 @@ struct Collectives {
     return lat_ms(inter) + ms(bytes, inter);
   }
 };
-
-// A ring reduce-scatter (or all-reduce: `twice`) of `bytes` over a group placed as `p`, ms.
-double ring_reduce_ms(const MeshLinks& l, const GroupPlacement& p, double bytes, bool twice) {
-  if (p.size <= 1 || bytes <= 0) return 0;
-  const bool inter = p.nodes > 1;
-  const double n = p.size;
-  const double bw = inter ? l.inter_gb_per_s : l.intra_gb_per_s;
-  const double lat_ms = (inter ? l.inter_latency_us : l.intra_latency_us) / 1000.0;
-  const double one = (n - 1) * lat_ms + (bw > 0 ? (n - 1) / n * bytes / (bw * 1e6) : 0.0);
-  return twice ? 2 * one : one;
-}
 
 // One pass's share of a component (F, I or W).
 struct PassTimes {
@@ -545,16 +540,17 @@ double reduce_grad_ms(const Mesh& m, const MeshLinks& links, double dense_grad_m
   GroupPlacement dc;  // data x context: tensor innermost, then context, then data
   dc.size = m.data * m.context;
   dc.stride = m.tensor;
-  return ring_reduce_ms(links, place_group(m, dc), dense_grad_mb * 1e6, all_reduce) +
-         ring_reduce_ms(links, group_placement(m, MeshGroup::kExpertData), expert_grad_mb * 1e6, all_reduce);
+  // A buffer with nothing in it (a dense model's expert gradients) is not reduced.
+  auto ring = [&](const GroupPlacement& p, double mb) { return mb > 0 ? ring_ms(links, p, mb * 1e6, all_reduce) : 0.0; };
+  return ring(place_group(m, dc), dense_grad_mb) + ring(group_placement(m, MeshGroup::kExpertData), expert_grad_mb);
 }
 
 double unshard_ms(const Mesh& m, const MeshLinks& links, double dense_weight_mb, double expert_weight_mb) {
   GroupPlacement dc;
   dc.size = m.data * m.context;
   dc.stride = m.tensor;
-  return ring_reduce_ms(links, place_group(m, dc), dense_weight_mb * 1e6, false) +
-         ring_reduce_ms(links, group_placement(m, MeshGroup::kExpertData), expert_weight_mb * 1e6, false);
+  auto ring = [&](const GroupPlacement& p, double mb) { return mb > 0 ? ring_ms(links, p, mb * 1e6) : 0.0; };
+  return ring(place_group(m, dc), dense_weight_mb) + ring(group_placement(m, MeshGroup::kExpertData), expert_weight_mb);
 }
 
 MeshLayerCosts explicit_mesh_memory(double params_m, const Mesh& mesh, double bytes_per_param) {
