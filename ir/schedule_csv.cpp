@@ -1,5 +1,5 @@
 // schedule_csv.cpp — PyTorch torch.distributed.pipelining's CSV schedules: the reader (compute-only
-// and with comms, FSDP and overlapped cells, every cell located) and the writer. docs/schedule-format.md.
+// and with comms, data-parallel and overlapped cells, every cell located) and the writer. docs/schedule-format.md.
 #include "ir/schedule_io.h"
 
 #include <fmt/format.h>
@@ -55,15 +55,6 @@ Status refuse_csv_recompute(const Action& a) {
                            a.loc);
 }
 
-// `2UNSHARD`, `0RESHARD`, `1REDUCE_GRAD`: true if `cell` is exactly one of those.
-bool is_fsdp_action(std::string_view cell) {
-  size_t i = 0;
-  while (i < cell.size() && std::isdigit(static_cast<unsigned char>(cell[i]))) ++i;
-  if (i == 0 || i > 9) return false;
-  std::string_view rest = cell.substr(i);
-  return rest == "UNSHARD" || rest == "RESHARD" || rest == "REDUCE_GRAD";
-}
-
 // The idle (empty) cells of one row: how many, and the first few for notes (a row may hold millions).
 struct IdleCells {
   static constexpr size_t kShown = 12;
@@ -114,7 +105,7 @@ struct CsvTally {
   SourceLoc first_idle;         // where the first idle cell is
   int64_t idle_count = 0;
   int64_t actions = 0;  // actions read so far (an OVERLAP_F_B cell counts its sub-actions)
-  int fsdp_count = 0;
+  int64_t data_parallel_count = 0;  // UNSHARD, RESHARD and REDUCE_GRAD cells
   int overlap_count = 0;
 };
 
@@ -151,10 +142,6 @@ Status read_csv_row(std::string_view line, size_t r, const std::string& file, st
       ++row_idle.count;
       continue;
     }
-    if (is_fsdp_action(t)) {
-      ++tally.fsdp_count;
-      continue;
-    }
     if (looks_like_overlap(t)) {
       auto subs = parse_overlap(t, [&](size_t k) { return SourceLoc{file, line_no, column.at(offset + k)}; });
       if (!subs) return subs.status();
@@ -168,6 +155,7 @@ Status read_csv_row(std::string_view line, size_t r, const std::string& file, st
     if (!act) return act.status();
     PS_RETURN_IF_ERROR(refuse_csv_recompute(*act));
     PS_RETURN_IF_ERROR(count_action(tally, 1, loc));
+    if (is_data_parallel(act->type)) ++tally.data_parallel_count;
     prog.push_back(std::move(*act));
   }
   if (row_idle.count > 0) tally.idle.push_back(std::move(row_idle));
@@ -192,8 +180,9 @@ Result<CsvExtent> csv_extent(const Schedule& s, const CsvTally& tally, const Csv
   size_t total = 0;
   for (const auto& prog : s.programs) {
     for (const Action& a : prog) {
-      ++total;
       if (a.stage > max_stage) max_stage = a.stage, max_stage_at = &a;
+      if (is_data_parallel(a.type)) continue;  // not a pipeline action, and it has no microbatch
+      ++total;
       if (a.mb > max_mb) max_mb = a.mb, max_mb_at = &a;
       if (is_comm(a.type) && !first_comm.valid()) first_comm = a.loc;
     }
@@ -293,7 +282,26 @@ std::vector<int> csv_placement(const Schedule& s, int stages, CsvReadResult& res
   return placement;
 }
 
-// Notes on what the schedule does not keep: empty ranks, idle cells, FSDP actions, overlaps.
+// A CSV has no costs: a stage whose REDUCE_GRAD the file places gets a data-parallel step, one whose
+// UNSHARD or RESHARD it places is sharded by FSDP, each taking 0 ms and 0 MB (the unit problem's costs
+// are the pipeline's). The checker then certifies where the file puts them (ir/schedule.h).
+void mark_data_parallel_stages(Schedule& s) {
+  const int stages = s.problem.num_stages();
+  for (const auto& prog : s.programs)
+    for (const Action& a : prog) {
+      if (!is_data_parallel(a.type) || a.stage >= stages) continue;  // out of range: structure.index
+      StageSpec& st = s.problem.stages[a.stage];
+      if (a.type == OpType::REDUCE_GRAD) {
+        st.reduces_grad = true;
+        st.reduce_grad_ms = 0;
+      } else {
+        st.fsdp = true;
+        st.unshard_ms = st.unsharded_mb = 0;
+      }
+    }
+}
+
+// Notes on what the schedule does not keep (empty ranks, idle cells), and on data-parallel actions and overlaps.
 void add_csv_notes(const Schedule& s, const CsvTally& tally, CsvReadResult& res) {
   for (size_t d = 0; d < s.programs.size(); ++d) {
     if (s.programs[d].empty()) res.notes.push_back(fmt::format("rank {} (line {}) has no actions", d, d + 1));
@@ -307,9 +315,10 @@ void add_csv_notes(const Schedule& s, const CsvTally& tally, CsvReadResult& res)
                                     "idle slots are not stored",
                                     tally.idle_count, detail));
   }
-  if (tally.fsdp_count > 0) {
-    res.notes.push_back(
-        fmt::format("ignored {} UNSHARD/RESHARD/REDUCE_GRAD action(s) (not pipeline ops)", tally.fsdp_count));
+  if (tally.data_parallel_count > 0) {
+    res.notes.push_back(fmt::format("{} UNSHARD/RESHARD/REDUCE_GRAD action(s): kept where the file places them; "
+                                    "a CSV has no costs, so each takes 0 ms and 0 MB (unless a model's mesh costs the stage's)",
+                                    tally.data_parallel_count));
   }
   if (tally.overlap_count > 0) {
     res.notes.push_back(fmt::format("{} OVERLAP_F_B action(s): kept as pairs, run as their sub-actions in order",
@@ -342,6 +351,7 @@ Result<CsvReadResult> parse_pytorch_csv(const std::string& text_in, const std::s
   const std::vector<int> placement = csv_placement(s, extent->stages, res);
   s.problem = unit_problem(static_cast<int>(s.programs.size()), extent->microbatches, placement);
   s.problem.name = std::filesystem::path(file).stem().string();
+  mark_data_parallel_stages(s);
   add_csv_notes(s, tally, res);
   return res;
 }

@@ -22,7 +22,7 @@ Status write_schedule_yaml(const Schedule& s, const std::string& path);
 // ---- PyTorch torch.distributed.pipelining CSV (docs/schedule-format.md; examples in tests/data/pytorch) ----
 struct CsvReadResult {
   Schedule schedule;            // problem filled with unit costs; placement inferred from rows
-  std::vector<std::string> notes;  // e.g. "ignored 4 UNSHARD/RESHARD/REDUCE_GRAD actions"
+  std::vector<std::string> notes;  // e.g. "4 idle cell(s) (rank 0: cells 2, 5; ...)"
 };
 struct CsvReadOptions {
   int microbatches = -1;  // -1: infer (max mb + 1); else checked against the file

@@ -4,7 +4,9 @@
 // without a model keeps the reader's unit costs (the report says so). With a model (and optional
 // cluster file), a CSV's stages get the model's balanced partition (verify/balanced_partition.h) on
 // the CSV's own placement, and costs, memory and links from the model and cluster; the notes say
-// which layers each stage got. A YAML schedule embeds its problem, so a model is refused for it.
+// which layers each stage got; a REDUCE_GRAD, UNSHARD or RESHARD the CSV places on a stage the model
+// gives no data-parallel step or FSDP sharding stays there at 0 ms and 0 MB (noted). A YAML schedule
+// embeds its problem, so a model is refused for it.
 // Errors are bad-input Statuses with file:line:col.
 #pragma once
 

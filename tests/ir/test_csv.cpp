@@ -19,6 +19,9 @@ const char* kExamples[] = {
     "ScheduleInterleaved1F1B_p2_m4_v2_comms.csv",
     "ScheduleZBVZeroBubble_p2_m4_v2_I_before_F.csv",
     "ScheduleZBVZeroBubble_p2_m4_v2_comms.csv",
+    "ScheduleInterleaved1F1B_p2_m4_v2_dp.csv",
+    "ScheduleInterleaved1F1B_p2_m4_v2_dp_early_reduce.csv",
+    "ScheduleZBVZeroBubble_p2_m4_v2_dp.csv",
 };
 
 std::string example(const std::string& name) { return pstest::data_path("pytorch/" + name); }
@@ -97,6 +100,9 @@ TEST_CASE("csv: every example in tests/data/pytorch reads with the right shape a
       {"ScheduleInterleaved1F1B_p2_m4_v2_comms.csv", 4, {0, 1, 0, 1}, true},
       {"ScheduleZBVZeroBubble_p2_m4_v2_I_before_F.csv", 4, {0, 1, 1, 0}, true},
       {"ScheduleZBVZeroBubble_p2_m4_v2_comms.csv", 4, {0, 1, 1, 0}, true},
+      {"ScheduleInterleaved1F1B_p2_m4_v2_dp.csv", 4, {0, 1, 0, 1}, true},
+      {"ScheduleInterleaved1F1B_p2_m4_v2_dp_early_reduce.csv", 4, {0, 1, 0, 1}, true},
+      {"ScheduleZBVZeroBubble_p2_m4_v2_dp.csv", 4, {0, 1, 1, 0}, true},
   };
   for (const auto& e : expects) {
     CAPTURE(e.file);
@@ -137,7 +143,8 @@ TEST_CASE("csv: round trips on every example in tests/data/pytorch (CSV -> YAML 
 }
 
 TEST_CASE("csv: files with comms are written back cell for cell") {
-  for (const char* name : {"ScheduleInterleaved1F1B_p2_m4_v2_comms.csv", "ScheduleZBVZeroBubble_p2_m4_v2_comms.csv"}) {
+  for (const char* name : {"ScheduleInterleaved1F1B_p2_m4_v2_comms.csv", "ScheduleZBVZeroBubble_p2_m4_v2_comms.csv",
+                           "ScheduleInterleaved1F1B_p2_m4_v2_dp.csv", "ScheduleZBVZeroBubble_p2_m4_v2_dp.csv"}) {
     CAPTURE(name);
     std::string text = pstest::read_file(example(name));
     auto r = ps::parse_pytorch_csv(text, name);
@@ -194,7 +201,7 @@ TEST_CASE("csv: full-match parsing rejects malformed cells at their line:col") {
 }
 
 TEST_CASE("csv: columns stay right on a row of 40,000 cells (a rank's program at M in the thousands)") {
-  // A padded first cell and an ignored UNSHARD, then 39,998 actions: each cell's column is counted
+  // A padded first cell and an UNSHARD, then 39,998 actions: each cell's column is counted
   // on from the one before it (counting from the row's start made such files quadratic to read).
   std::string row = " 0F0 ,0UNSHARD";
   for (int m = 1; m < 20000; ++m) row += fmt::format(",0F{},0B{}", m, m - 1);
@@ -202,7 +209,7 @@ TEST_CASE("csv: columns stay right on a row of 40,000 cells (a rank's program at
   expect_csv_error(row + ",0X1\n", 1, col_before, "bad action '0X1'");
   expect_csv_error(row + ",(0F1; 1BW0)OVERLAP_F_B\n", 1, col_before + 6, "bad action '1BW0'");
   auto r = parse_ok(row + ",0B19999\n");
-  REQUIRE(r.schedule.programs[0].size() == 40000u);
+  REQUIRE(r.schedule.programs[0].size() == 40001u);
   CHECK(r.schedule.programs[0][0].loc.col == 2);
   CHECK(r.schedule.programs[0].back().loc.col == col_before);
 }
@@ -218,11 +225,76 @@ TEST_CASE("csv: whitespace, CRLF, trailing commas and a byte-order mark are tole
   CHECK(parse_ok("0F0,0B0").schedule.programs.size() == 1);
 }
 
-TEST_CASE("csv: UNSHARD/RESHARD/REDUCE_GRAD are read and ignored with one note") {
-  auto r = parse_ok("0UNSHARD,0F0,1UNSHARD,1F0,1B0,1REDUCE_GRAD,0B0,0RESHARD,0REDUCE_GRAD\n");
-  CHECK(strings_of(r.schedule) == std::vector<std::vector<std::string>>{{"0F0", "1F0", "1B0", "0B0"}});
-  CHECK(r.notes == std::vector<std::string>{"ignored 5 UNSHARD/RESHARD/REDUCE_GRAD action(s) (not pipeline ops)"});
-  CHECK(r.schedule.programs[0][1].loc.col == 23);
+TEST_CASE("csv: UNSHARD/RESHARD/REDUCE_GRAD are read as the stages' data-parallel ops, where the file puts them") {
+  auto r = parse_ok("0UNSHARD,0F0,1F0,1B0,1REDUCE_GRAD,0B0,0REDUCE_GRAD,0RESHARD\n");
+  CHECK(strings_of(r.schedule) == std::vector<std::vector<std::string>>{
+                                      {"0UNSHARD", "0F0", "1F0", "1B0", "1REDUCE_GRAD", "0B0", "0REDUCE_GRAD", "0RESHARD"}});
+  CHECK(r.notes == std::vector<std::string>{"4 UNSHARD/RESHARD/REDUCE_GRAD action(s): kept where the file places them; a "
+                                            "CSV has no costs, so each takes 0 ms and 0 MB (unless a model's mesh "
+                                            "costs the stage's)"});
+  const ps::Action& reduce = r.schedule.programs[0][4];
+  CHECK(reduce.type == ps::OpType::REDUCE_GRAD);
+  CHECK(reduce.stage == 1);
+  CHECK(reduce.loc.col == 22);
+  // The unit problem gives each stage what its ops say, at 0 ms and 0 MB: stage 0 is sharded by FSDP and
+  // reduces, stage 1 only reduces.
+  const ps::StageSpec& s0 = r.schedule.problem.stages[0];
+  const ps::StageSpec& s1 = r.schedule.problem.stages[1];
+  CHECK(s0.reduces_grad);
+  CHECK(s0.fsdp);
+  CHECK(s1.reduces_grad);
+  CHECK_FALSE(s1.fsdp);
+  CHECK(s0.reduce_grad_ms == 0);
+  CHECK(s0.unshard_ms == 0);
+  CHECK(s0.unsharded_mb == 0);
+  // No microbatch on them; they alone are no pipeline; their stage counts, their microbatch does not.
+  expect_csv_error("0F0,0B0,0REDUCE_GRAD1\n", 1, 9, "REDUCE_GRAD takes no microbatch");
+  expect_csv_error("0UNSHARD,0REDUCE_GRAD\n", 0, 0, "no pipeline actions in the file");
+  auto extra = parse_ok("0F0,0B0\n1REDUCE_GRAD\n");
+  CHECK(extra.schedule.problem.num_stages() == 2);
+  CHECK(extra.schedule.problem.microbatches == 1);
+  // Written back cell for cell, and read back to the same program and problem.
+  const std::string csv = ps::format_pytorch_csv(r.schedule);
+  CHECK(csv == "0UNSHARD,0F0,1F0,1B0,1REDUCE_GRAD,0B0,0REDUCE_GRAD,0RESHARD\n");
+  auto back = parse_ok(csv);
+  CHECK(back.schedule.programs == r.schedule.programs);
+  CHECK(ps::canonical_text(back.schedule) == ps::canonical_text(r.schedule));
+}
+
+TEST_CASE("csv: a schedule with data-parallel ops (a mesh's, costed) reads back from its CSV to the same programs") {
+  // YAML with reduce_grad_ms and unshard_ms/unsharded_mb (the problem a mesh gives) -> CSV -> the same
+  // programs; the CSV's unit problem marks the same stages.
+  auto y = ps::parse_schedule_yaml(
+      "format: pipesmith-schedule/1\n"
+      "problem:\n"
+      "  name: dp\n"
+      "  devices: 2\n"
+      "  microbatches: 2\n"
+      "  memory_gb: 80\n"
+      "  bytes_per_param: 18\n"
+      "  link: {bandwidth_gb_per_s: 100, latency_us: 0}\n"
+      "stages:\n"
+      "  - {id: 0, device: 0, fwd_ms: 1, bwd_input_ms: 1, bwd_weight_ms: 1, activation_mb: 10, wgrad_stash_mb: 0, "
+      "output_mb: 1, params_m: 1, reduce_grad_ms: 5, unshard_ms: 2, unsharded_mb: 30}\n"
+      "  - {id: 1, device: 1, fwd_ms: 1, bwd_input_ms: 1, bwd_weight_ms: 1, activation_mb: 10, wgrad_stash_mb: 0, "
+      "output_mb: 1, params_m: 1, reduce_grad_ms: 5}\n"
+      "programs:\n"
+      "  - device: 0\n"
+      "    ops: [0UNSHARD, 0F0, 0SEND_F0, 0F1, 0SEND_F1, 0RECV_B0, 0B0, 0RECV_B1, 0B1, 0REDUCE_GRAD, 0RESHARD]\n"
+      "  - device: 1\n"
+      "    ops: [1RECV_F0, 1F0, 1B0, 1SEND_B0, 1RECV_F1, 1F1, 1B1, 1SEND_B1, 1REDUCE_GRAD]\n",
+      "dp.yaml");
+  REQUIRE_MESSAGE(y.ok(), y.status().str());
+  const std::string csv = ps::format_pytorch_csv(*y);
+  CHECK(csv ==
+        "0UNSHARD,0F0,0SEND_F0,0F1,0SEND_F1,0RECV_B0,0B0,0RECV_B1,0B1,0REDUCE_GRAD,0RESHARD\n"
+        "1RECV_F0,1F0,1B0,1SEND_B0,1RECV_F1,1F1,1B1,1SEND_B1,1REDUCE_GRAD\n");
+  auto back = parse_ok(csv);
+  CHECK(back.schedule.programs == y->programs);
+  for (int st = 0; st < 2; ++st) {
+    CHECK(back.schedule.problem.stages[st].reduces_grad == y->problem.stages[st].reduces_grad);
+    CHECK(back.schedule.problem.stages[st].fsdp == y->problem.stages[st].fsdp);
+  }
 }
 
 TEST_CASE("csv: OVERLAP_F_B is read as its sub-actions, in order, kept as a pair") {
@@ -362,7 +434,7 @@ TEST_CASE("csv: read_schedule_any picks the format by extension, else by content
   }
   std::vector<std::string> n2;
   REQUIRE(ps::read_schedule_any(notepath, {}, &n2).ok());
-  CHECK(has_note(n2, "ignored 1 UNSHARD"));
+  CHECK(has_note(n2, "1 UNSHARD/RESHARD/REDUCE_GRAD action(s): kept"));
   std::remove(noext.c_str());
   std::remove(csvpath.c_str());
   std::remove(notepath.c_str());

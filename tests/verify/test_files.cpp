@@ -122,6 +122,33 @@ TEST_CASE("the PyTorch examples get their expected verdicts") {
     CHECK(v.notes.at(0).find("device 0's op 13 '3F1' (" + path + ":1:83)") != std::string::npos);
   }
   {
+    // PyTorch's own data-parallel actions, where its lowering puts them: certified as placed (each 0 ms
+    // without costs, so the time is the file's without them); REDUCE_GRAD moved before its stage's last
+    // backward: refused at its cell.
+    for (const char* name : {"ScheduleInterleaved1F1B_p2_m4_v2_dp.csv", "ScheduleZBVZeroBubble_p2_m4_v2_dp.csv"}) {
+      Report r = check_file(ex(name));
+      INFO(name, "\n", format_report(r));
+      CHECK(r.valid);
+      CHECK_FALSE(r.comms_inserted);
+      REQUIRE(r.sim.has_value());
+      CHECK(r.safe_under.size() == 4);
+    }
+    CHECK(check_file(ex("ScheduleInterleaved1F1B_p2_m4_v2_dp.csv")).sim->makespan_ms ==
+          check_file(ex("ScheduleInterleaved1F1B_p2_m4_v2_comms.csv")).sim->makespan_ms);
+    const std::string path = ex("ScheduleInterleaved1F1B_p2_m4_v2_dp_early_reduce.csv");
+    Report r = check_file(path);
+    INFO(format_report(r));
+    CHECK_FALSE(r.valid);
+    REQUIRE(r.violations.size() == 1);
+    const Violation& v = r.violations[0];
+    CHECK(v.rule == "dependency");
+    CHECK(v.device == 0);
+    CHECK(v.op_index == 42);
+    CHECK(v.action == "0REDUCE_GRAD");
+    CHECK(v.loc.str() == path + ":1:308");
+    CHECK(v.notes.at(0).find("device 0's op 44 '0B3' (" + path + ":1:330)") != std::string::npos);
+  }
+  {
     const std::string path = ex("ScheduleGPipe_p2_m4_v1_spurious_recv.csv");
     Report r = check_file(path);
     INFO(format_report(r));
