@@ -15,8 +15,11 @@
 // overrides that figure).
 //
 // Usage: bench_synth [--quick] [--case P,M,uniform|hetero,cap|nocap] [--time-limit S] [--seed N]
-//                    [--progress] [--rlimit N] [--warm-start on|off]
+//                    [--progress] [--rlimit N] [--warm-start on|off] [--zbv]
 //   --quick: P ∈ {4, 8}, M ∈ {8, 16} plus P=16, M=64 without cap (a few minutes).
+//   --zbv: ZB-V's shape instead (2P stages placed as a V, five F/I/W/transfer cost sets, ZB-V's
+//   memory limit; P ∈ {4, 8}, M ∈ {P, 2P, 4P}, 10 s per case unless --time-limit): ZB-V's published
+//   order, the synthesized schedule and the bound on the same plan.
 //   --case: only that case (repeatable); --progress: the solver's progress lines and rlimit use on
 //   stderr; --rlimit: Z3's total budget (machine-independent; the time limit still caps it);
 //   --warm-start: Z3's initial values from the incumbent (SynthOptions::z3_warm_start; default off).
@@ -74,6 +77,83 @@ Problem bench_problem(int P, int M, bool hetero, bool capped) {
 
 std::string ms(double v) { return v > 0 ? fmt::format("{:.1f}", v) : "oom"; }
 
+// ZB-V's shape (docs/baselines.md, "zbv"): P devices, 2P stages placed as a V (device d holds stages d
+// and 2P-1-d), every stage the same chunk costs F/I/W (ms) and a transfer of c ms, one chunk's
+// activation 1000 MB of which `stash` stays from I to W, and ZB-V's memory limit: 2P chunk
+// activations (P microbatches of both chunks, what 1F1B keeps on its first device).
+struct ZbvCosts {
+  const char* name;
+  double f, i, w, c, stash;
+};
+Problem zbv_problem(int P, int M, const ZbvCosts& k) {
+  Problem p;
+  p.name = fmt::format("zbv-{}-P{}-M{}", k.name, P, M);
+  p.devices = P;
+  p.microbatches = M;
+  p.bytes_per_param = 1;
+  p.link.latency_us = 1000 * k.c;
+  p.link.bandwidth_gb_per_s = 100;  // output_mb = 0: transfer_ms = latency only
+  for (int s = 0; s < 2 * P; ++s) {
+    StageSpec st;
+    st.device = s < P ? s : 2 * P - 1 - s;
+    st.first_layer = st.last_layer = s;
+    st.fwd_ms = k.f;
+    st.bwd_input_ms = k.i;
+    st.bwd_weight_ms = k.w;
+    st.activation_mb = 1000;
+    st.wgrad_stash_mb = 1000 * k.stash;
+    st.output_mb = 0;
+    p.stages.push_back(st);
+  }
+  p.memory_gb = 2.0 * P;
+  return p;
+}
+
+// --zbv: the ZB-V grid. Per case the checker's makespan of ZB-V's published order (docs/baselines.md)
+// and of the synthesized schedule on the same plan, the bound, the gap and the solve.
+int run_zbv(double time_limit_s, unsigned seed, uint64_t rlimit, bool progress) {
+  static const ZbvCosts kCosts[] = {{"uniform", 4, 4, 4, 1, 0.5},   {"I-heavy", 4, 5, 3, 1, 0.5},
+                                    {"W-heavy", 4, 4, 6, 1, 0.5},   {"slow-link", 4, 4, 4, 2, 0.5},
+                                    {"F-light", 3, 5, 4, 1, 0.3}};
+  std::printf("Z3 %s\n\n", z3_version().c_str());
+  std::printf("| P | M | costs F/I/W/c ms | ZB-V | heuristic | synth | bound | gap | time s | Z3 checks | optimal | "
+              "seeded by |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+  int slower = 0, total = 0, optimal = 0;
+  for (int P : {4, 8})
+    for (int M : {P, 2 * P, 4 * P})
+      for (const ZbvCosts& k : kCosts) {
+        const Problem p = zbv_problem(P, M, k);
+        SynthOptions o;
+        o.time_limit_s = time_limit_s;
+        o.seed = seed;
+        o.rlimit = rlimit;
+        if (progress)
+          o.progress = [](const SynthProgress& pr) {
+            std::fprintf(stderr, "%s\n", cli::synth_progress_line(pr).c_str());
+          };
+        const auto t0 = std::chrono::steady_clock::now();
+        Result<SynthResult> r = synthesize(p, o);
+        const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        ++total;
+        if (!r.ok()) {
+          std::printf("| %d | %d | %s | error: %s |\n", P, M, k.name, r.status().str().c_str());
+          continue;
+        }
+        double zbv = 0;
+        for (const auto& bt : r->baselines)
+          if (bt.name == "zbv") zbv = bt.makespan_ms;
+        slower += zbv > 0 && r->makespan_ms > zbv + 1e-9 ? 1 : 0;
+        optimal += r->optimal ? 1 : 0;
+        std::printf("| %d | %d | %s %g/%g/%g/%g | %s | %.1f | %.1f | %.1f | %.2f%% | %.1f | %d | %s | %s |\n", P, M,
+                    k.name, k.f, k.i, k.w, k.c, ms(zbv).c_str(), r->heuristic_ms, r->makespan_ms, r->bound_ms,
+                    100 * r->gap, secs, r->solve.checks, r->optimal ? "yes" : "no", r->seed_source.c_str());
+        std::fflush(stdout);
+      }
+  std::printf("\n%d cases; slower than ZB-V: %d; proven optimal: %d\n", total, slower, optimal);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -83,10 +163,13 @@ int main(int argc, char** argv) {
   bool progress = false;
   uint64_t rlimit = 0;  // > 0: Z3's budget (deterministic; the time limit still applies)
   bool warm_start = false;
+  bool zbv = false;
   std::vector<std::string> only;  // "P,M,costs,cap"
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--quick")) {
       quick = true;
+    } else if (!std::strcmp(argv[i], "--zbv")) {
+      zbv = true;
     } else if (!std::strcmp(argv[i], "--time-limit") && i + 1 < argc) {
       time_override = std::atof(argv[++i]);
     } else if (!std::strcmp(argv[i], "--seed") && i + 1 < argc) {
@@ -109,10 +192,11 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: bench_synth [--quick] [--case P,M,uniform|hetero,cap|nocap] [--time-limit S] [--seed N] "
-                   "[--progress] [--rlimit N] [--warm-start on|off]\n");
+                   "[--progress] [--rlimit N] [--warm-start on|off] [--zbv]\n");
       return 1;
     }
   }
+  if (zbv) return run_zbv(time_override > 0 ? time_override : 10, seed, rlimit, progress);
   struct Case {
     int P, M;
     bool hetero, capped;
