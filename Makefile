@@ -33,20 +33,15 @@ run: deps
 	./build/cli/pipesmith verify out/schedule.yaml --svg out/schedule-verified.svg --trace out/schedule-trace.json
 	@echo "open out/schedule.svg (Gantt chart) or load out/schedule-trace.json in https://ui.perfetto.dev"
 
-# Whole test suite: release build (-Werror, `pip install .` on the ci preset), the Python suite
-# (pytest, .venv) on that build, then an ASan/UBSan build of the tests.
+# Whole test suite: release build (-Werror, `pip install .` on the ci preset), then scripts/test-suite:
+# the Python suite (pytest, .venv, on that build) beside the C++ chain (release ctest of the `slow` and
+# `unsanitized` entries, an ASan/UBSan build and its ctest of every other entry, the fuzz smoke).
 # Each stage prints its time (scripts/stage), so a CI log shows where the suite's time goes.
 STAGE = bash scripts/stage
 test: deps
 	$(STAGE) build env $(PIP_INSTALL) -C build-dir=build-ci -C cmake.args=--preset=ci \
 	  -C cmake.define.PIPESMITH_TESTS=ON -C cmake.define.PIPESMITH_BENCH=ON
-	$(STAGE) ctest ctest --test-dir build-ci --output-on-failure -LE gpu -j $(JOBS)
-	PIPESMITH=build-ci/cli/pipesmith PIPESMITH_PYTHONPATH=build-ci/python PIPESMITH_CHECK_INSTALLED=1 \
-	  $(STAGE) pytest .venv/bin/python -m pytest tests/python -q --durations=10
-	cmake --preset asan >/dev/null
-	$(STAGE) build-asan cmake --build --preset asan -j $(JOBS)
-	$(STAGE) ctest-asan ctest --test-dir build-asan --output-on-failure -LE 'gpu|slow' -j $(JOBS)
-	FUZZ_SECONDS=10 $(STAGE) fuzz bash scripts/fuzz-smoke
+	JOBS=$(JOBS) bash scripts/test-suite
 
 # Quick local loop: default build, tests without sanitizers.
 test-fast: build
