@@ -35,12 +35,6 @@ struct Budget {
   double z3_share_s = 0;  // Z3's planned share of the time limit: its rlimit budget
 };
 
-// The words of what `a` fixes (the defaults where it leaves a side open), as plan_spec.h resolves them.
-PlanSpec fixed_words(const ModelSynthOptions& a) {
-  return plan_words(a.partition.value_or(PartitionChoice{}), a.placement.value_or(PlacementChoice{}),
-                    a.stages_per_device);
-}
-
 // The tuner's options for what `a` leaves open; `desc` gets the fixed part's description.
 Result<TuneOptions> tune_options(const Spec& spec, const ModelSynthOptions& a, std::string& desc) {
   TuneOptions to;
@@ -49,18 +43,17 @@ Result<TuneOptions> tune_options(const Spec& spec, const ModelSynthOptions& a, s
   to.interrupt = a.interrupt;
   to.progress = a.search_progress;
   to.recompute = a.recompute;
-  const PlanSpec words = fixed_words(a);
   if (a.partition) {
-    auto part = resolve_partition(spec, words);
+    auto part = resolve_partition(spec, *a.partition, a.stages_per_device);
     if (!part.ok()) return part.status();
     to.partition = *part;
-    desc = fmt::format("{} (given; placement searched: ", words.partition);
+    desc = fmt::format("{} (given; placement searched: ", partition_choice_word(*a.partition));
   }
   if (a.placement) {
-    auto place = resolve_placement(words, spec.cluster.devices);
+    auto place = resolve_placement(*a.placement, a.stages_per_device, spec.cluster.devices);
     if (!place.ok()) return place.status();
     to.placement = *place;
-    desc = fmt::format("searched for the given placement {} (", words.placement);
+    desc = fmt::format("searched for the given placement {} (", placement_choice_word(*a.placement));
   }
   return to;
 }
@@ -238,7 +231,7 @@ Result<ModelSynthesis> synthesize_model(const Spec& spec, const ModelSynthOption
     plan.desc = fixed_desc.empty() ? fmt::format("searched ({})", out.tuned->description)
                                    : fmt::format("{}{})", fixed_desc, out.tuned->description);
   } else {
-    Result<NamedPlan> p = resolve_plan(plan_spec, fixed_words(a));
+    Result<NamedPlan> p = resolve_plan(plan_spec, *a.partition, *a.placement, a.stages_per_device);
     if (!p.ok()) return p.status();
     plan = std::move(*p);
     if (whole) plan.partition = refine_partition(plan.partition, *whole);

@@ -122,32 +122,41 @@ std::string canonical_placement_word(const std::string& word) {
   return word;
 }
 
+Result<std::vector<int>> make_placement(PlacementKind kind, const std::vector<int>& list, int stages, int devices) {
+  if (devices <= 0)
+    return Status::bad_input(fmt::format("placement needs devices > 0, got {}", devices));
+  switch (kind) {
+    case PlacementKind::kSequential:
+      if (stages != devices)
+        return Status::bad_input(fmt::format(
+            "sequential placement needs as many stages as devices (P = {}), got {} stages", devices,
+            stages));
+      return placement_sequential(stages);
+    case PlacementKind::kLooped:
+      if (stages % devices != 0)
+        return Status::bad_input(fmt::format(
+            "looped placement needs a multiple of P = {} stages, got {}", devices, stages));
+      return placement_looped(stages, devices);
+    case PlacementKind::kVShape:
+      if (stages != 2 * devices)
+        return Status::bad_input(
+            fmt::format("vshape placement needs 2·P = {} stages, got {}", 2 * devices, stages));
+      return placement_vshape(devices);
+    case PlacementKind::kExplicit: break;
+  }
+  return placement_explicit(list, stages, devices);
+}
+
 Result<std::vector<int>> parse_placement(const std::string& word, int stages, int devices) {
   const std::string text = canonical_placement_word(word);
   if (devices <= 0)
     return Status::bad_input(fmt::format("placement needs devices > 0, got {}", devices));
-  if (text == "sequential") {
-    if (stages != devices)
-      return Status::bad_input(fmt::format(
-          "sequential placement needs as many stages as devices (P = {}), got {} stages", devices,
-          stages));
-    return placement_sequential(stages);
-  }
-  if (text == "looped") {
-    if (stages % devices != 0)
-      return Status::bad_input(fmt::format(
-          "looped placement needs a multiple of P = {} stages, got {}", devices, stages));
-    return placement_looped(stages, devices);
-  }
-  if (text == "vshape") {
-    if (stages != 2 * devices)
-      return Status::bad_input(
-          fmt::format("vshape placement needs 2·P = {} stages, got {}", 2 * devices, stages));
-    return placement_vshape(devices);
-  }
+  if (text == "sequential") return make_placement(PlacementKind::kSequential, {}, stages, devices);
+  if (text == "looped") return make_placement(PlacementKind::kLooped, {}, stages, devices);
+  if (text == "vshape") return make_placement(PlacementKind::kVShape, {}, stages, devices);
   auto list = parse_device_list(text);
   if (!list.ok()) return list.status();
-  return placement_explicit(*list, stages, devices);
+  return make_placement(PlacementKind::kExplicit, *list, stages, devices);
 }
 
 PlacementKind classify_placement(const std::vector<int>& placement, int devices) {

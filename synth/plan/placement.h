@@ -48,8 +48,13 @@ Result<std::vector<int>> parse_device_list(const std::string& text);
 // v-shape); anything else (a list) unchanged.
 std::string canonical_placement_word(const std::string& word);
 
-// Reads a placement word (any alias above) or a list "0,1,2,3" for `stages` stages on `devices` devices.
-// Errors name the expected shape, e.g. "vshape needs 2·P = 8 stages, got 6".
+// The placement of a kind for `stages` stages on `devices` devices (`list`: kExplicit's stage → device
+// list, checked by placement_explicit; ignored otherwise). Errors name the expected shape, e.g.
+// "vshape placement needs 2·P = 8 stages, got 6".
+Result<std::vector<int>> make_placement(PlacementKind kind, const std::vector<int>& list, int stages, int devices);
+
+// Reads a placement word (any alias above) or a list "0,1,2,3" for `stages` stages on `devices` devices:
+// make_placement of what the word names.
 Result<std::vector<int>> parse_placement(const std::string& text, int stages, int devices);
 
 // Which named placement a vector is (kExplicit if none matches).

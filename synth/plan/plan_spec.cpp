@@ -99,79 +99,119 @@ Result<LayoutPlan> layout_plan(const Spec& spec, const std::string& text) {
   return apply_megatron_layout(*layout, spec.model, spec.cluster.devices);
 }
 
-Result<int> placement_stage_count(const PlanSpec& plan, int P) {
-  const std::string pl = canonical_placement_word(plan.placement);
-  if (pl == "sequential") {
-    if (plan.stages_per_device > 1) {
-      return Status::bad_input(fmt::format(
-          "placement sequential puts one stage on each device; for stages_per_device {} use placement "
-          "interleaved or vshape",
-          plan.stages_per_device));
-    }
-    return P;
+namespace {
+
+// The partition a method cuts into `stages` stages.
+Result<Partition> method_partition(const Spec& spec, int stages, PartitionMethod method) {
+  switch (method) {
+    case PartitionMethod::kBalanced: return balanced_partition(spec, stages, PartitionCost::kTime);
+    case PartitionMethod::kBalancedMemory: return balanced_partition(spec, stages, PartitionCost::kTimeThenMemory);
+    case PartitionMethod::kEven: return even_partition(spec, stages);
+    case PartitionMethod::kMegatronLayout: break;
   }
-  if (pl == "looped") return (plan.stages_per_device ? plan.stages_per_device : 2) * P;
-  if (pl == "vshape") {
-    if (plan.stages_per_device != 0 && plan.stages_per_device != 2)
-      return Status::bad_input(
-          fmt::format("placement vshape holds exactly 2 stages per device, got stages_per_device {}",
-                      plan.stages_per_device));
-    return 2 * P;
-  }
-  int S = 1;  // an explicit list: its length is the stage count
-  for (char ch : pl) S += ch == ',';
-  return S;
+  PS_ASSERT(false, "method_partition: a Megatron layout is cut by layout_plan");
+  return Status::bad_input("no partition method");
 }
 
-Result<std::vector<int>> resolve_placement(const PlanSpec& plan, int P) {
-  Result<int> S = placement_stage_count(plan, P);
+}  // namespace
+
+Result<int> placement_stage_count(const PlacementChoice& placement, int stages_per_device, int P) {
+  switch (placement.kind) {
+    case PlacementKind::kSequential:
+      if (stages_per_device > 1) {
+        return Status::bad_input(fmt::format(
+            "placement sequential puts one stage on each device; for stages_per_device {} use placement "
+            "interleaved or vshape",
+            stages_per_device));
+      }
+      return P;
+    case PlacementKind::kLooped: return (stages_per_device ? stages_per_device : 2) * P;
+    case PlacementKind::kVShape:
+      if (stages_per_device != 0 && stages_per_device != 2)
+        return Status::bad_input(fmt::format(
+            "placement vshape holds exactly 2 stages per device, got stages_per_device {}", stages_per_device));
+      return 2 * P;
+    case PlacementKind::kExplicit: break;
+  }
+  return static_cast<int>(placement.devices.size());  // an explicit list: its length is the stage count
+}
+
+Result<std::vector<int>> resolve_placement(const PlacementChoice& placement, int stages_per_device, int P) {
+  Result<int> S = placement_stage_count(placement, stages_per_device, P);
   if (!S.ok()) return S.status();
-  return parse_placement(canonical_placement_word(plan.placement), *S, P);
+  return make_placement(placement.kind, placement.devices, *S, P);
 }
 
-Result<Partition> resolve_partition(const Spec& spec, const PlanSpec& plan) {
-  if (is_layout_partition(plan.partition)) {
-    auto lp = layout_plan(spec, plan.partition);
+Result<Partition> resolve_partition(const Spec& spec, const PartitionChoice& partition, int stages_per_device) {
+  if (partition.method == PartitionMethod::kMegatronLayout) {
+    auto lp = layout_plan(spec, partition.layout);
     if (!lp.ok()) return lp.status();
     return lp->partition;
   }
-  return partition_by_name(spec, (plan.stages_per_device ? plan.stages_per_device : 1) * spec.cluster.devices,
-                           plan.partition);
+  return method_partition(spec, (stages_per_device ? stages_per_device : 1) * spec.cluster.devices,
+                          partition.method);
 }
 
-Result<NamedPlan> resolve_plan(const Spec& spec, const PlanSpec& a) {
+Result<NamedPlan> resolve_plan(const Spec& spec, const PartitionChoice& partition, const PlacementChoice& placement,
+                               int stages_per_device) {
   const int P = spec.cluster.devices;
-  const std::string pl = canonical_placement_word(a.placement);
   NamedPlan plan;
-  if (is_layout_partition(a.partition)) {
-    auto lp = layout_plan(spec, a.partition);
+  if (partition.method == PartitionMethod::kMegatronLayout) {
+    auto lp = layout_plan(spec, partition.layout);
     if (!lp.ok()) return lp.status();
     plan.partition = lp->partition;
     const int S = static_cast<int>(plan.partition.size());
-    if (a.stages_per_device != 0 && a.stages_per_device * P != S) {
-      return Status::bad_input(fmt::format("layout \"{}\" has {} stages, but stages_per_device {} on {} devices needs {}",
-                                           a.partition, S, a.stages_per_device, P, a.stages_per_device * P));
+    if (stages_per_device != 0 && stages_per_device * P != S) {
+      return Status::bad_input(
+          fmt::format("layout \"{}\" has {} stages, but stages_per_device {} on {} devices needs {}",
+                      partition.layout, S, stages_per_device, P, stages_per_device * P));
     }
-    if (pl == "sequential" && S != P) {
+    if (placement.kind == PlacementKind::kSequential && S != P) {
       plan.placement = lp->placement;  // the layout's own (looped) placement
     } else {
-      auto place = parse_placement(pl, S, P);
+      auto place = make_placement(placement.kind, placement.devices, S, P);
       if (!place.ok()) return place.status();
       plan.placement = *place;
     }
-    plan.desc = fmt::format("Megatron layout \"{}\"", a.partition);
+    plan.desc = fmt::format("Megatron layout \"{}\"", partition.layout);
     return plan;
   }
-  Result<int> S = placement_stage_count(a, P);
+  Result<int> S = placement_stage_count(placement, stages_per_device, P);
   if (!S.ok()) return S.status();
-  auto part = partition_by_name(spec, *S, a.partition);
+  auto part = method_partition(spec, *S, partition.method);
   if (!part.ok()) return part.status();
   plan.partition = *part;
-  auto place = parse_placement(pl, *S, P);
+  auto place = make_placement(placement.kind, placement.devices, *S, P);
   if (!place.ok()) return place.status();
   plan.placement = *place;
-  plan.desc = a.partition;
+  plan.desc = partition_choice_word(partition);
   return plan;
+}
+
+Result<int> placement_stage_count(const PlanSpec& plan, int P) {
+  auto placement = parse_placement_choice(plan.placement);
+  if (!placement.ok()) return placement.status();
+  return placement_stage_count(*placement, plan.stages_per_device, P);
+}
+
+Result<std::vector<int>> resolve_placement(const PlanSpec& plan, int P) {
+  auto placement = parse_placement_choice(plan.placement);
+  if (!placement.ok()) return placement.status();
+  return resolve_placement(*placement, plan.stages_per_device, P);
+}
+
+Result<Partition> resolve_partition(const Spec& spec, const PlanSpec& plan) {
+  auto partition = parse_partition_choice(plan.partition);
+  if (!partition.ok()) return partition.status();
+  return resolve_partition(spec, *partition, plan.stages_per_device);
+}
+
+Result<NamedPlan> resolve_plan(const Spec& spec, const PlanSpec& a) {
+  auto partition = parse_partition_choice(a.partition);
+  if (!partition.ok()) return partition.status();
+  auto placement = parse_placement_choice(a.placement);
+  if (!placement.ok()) return placement.status();
+  return resolve_plan(spec, *partition, *placement, a.stages_per_device);
 }
 
 Result<NamedPlan> baseline_plan(const Spec& spec, BaselineKind kind, const PartitionChoice& partition,
@@ -211,7 +251,7 @@ Result<NamedPlan> baseline_plan(const Spec& spec, BaselineKind kind, const Parti
   auto shape = baseline_shape(kind, stages_per_device);
   if (!shape.ok()) return shape.status();
   int S = shape->stages_per_device * P;
-  auto part = partition_by_name(spec, S, word);
+  auto part = method_partition(spec, S, partition.method);
   if (!part.ok()) return part.status();
   plan.partition = *part;
   plan.placement = baseline_placement(*shape, P);

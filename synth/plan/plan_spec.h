@@ -51,7 +51,7 @@ Result<PlacementChoice> parse_placement_choice(const std::string& word);
 // sequential, interleaved, vshape or the list "0,1,1,0". It reads back to the same choice.
 std::string partition_choice_word(const PartitionChoice& c);
 std::string placement_choice_word(const PlacementChoice& c);
-// The words of typed choices (what resolve_* below read).
+// The words of typed choices (the word forms of resolve_* below read them back to the same plan).
 PlanSpec plan_words(const PartitionChoice& partition, const PlacementChoice& placement, int stages_per_device);
 
 // A plan the words fix, with words for summaries: the method name, or `Megatron layout "…"`.
@@ -97,17 +97,25 @@ Result<LayoutPlan> layout_plan(const Spec& spec, const std::string& layout);
 
 // The stage count the placement names on `devices` devices: sequential P, looped V·P (V default 2),
 // vshape 2P, a list its length. Refuses a stage count per device the placement cannot hold.
-Result<int> placement_stage_count(const PlanSpec& plan, int devices);
+Result<int> placement_stage_count(const PlacementChoice& placement, int stages_per_device, int devices);
 
-// The placement the words fix, over placement_stage_count stages.
-Result<std::vector<int>> resolve_placement(const PlanSpec& plan, int devices);
+// The placement fixed, over placement_stage_count stages.
+Result<std::vector<int>> resolve_placement(const PlacementChoice& placement, int stages_per_device, int devices);
 
-// The partition the words fix when the placement is left open: a layout's own stages, or the method
-// over stages_per_device × P stages (P when stages_per_device is 0).
-Result<Partition> resolve_partition(const Spec& spec, const PlanSpec& plan);
+// The partition fixed when the placement is left open: a layout's own stages, or the method over
+// stages_per_device × P stages (P when stages_per_device is 0).
+Result<Partition> resolve_partition(const Spec& spec, const PartitionChoice& partition, int stages_per_device);
 
 // Partition and placement both fixed. A layout keeps its own placement unless another one than
 // sequential is named (a layout of P stages is sequential anyway).
+Result<NamedPlan> resolve_plan(const Spec& spec, const PartitionChoice& partition, const PlacementChoice& placement,
+                               int stages_per_device);
+
+// The same four on words (PlanSpec): each word read by parse_partition_choice / parse_placement_choice
+// (a word that names nothing is refused there), then the typed function.
+Result<int> placement_stage_count(const PlanSpec& plan, int devices);
+Result<std::vector<int>> resolve_placement(const PlanSpec& plan, int devices);
+Result<Partition> resolve_partition(const Spec& spec, const PlanSpec& plan);
 Result<NamedPlan> resolve_plan(const Spec& spec, const PlanSpec& plan);
 
 // The plan a published baseline runs (synth/baselines/baselines.h) with `partition` cut over its
