@@ -69,51 +69,9 @@ std::string join(const std::vector<std::string>& v, const char* sep = ", ") {
   return s;
 }
 
-struct Entry {
-  std::string key;
-  YAML::Node value;
-  SourceLoc key_loc;
-  SourceLoc value_loc;  // falls back to key_loc when the value has no mark (e.g. empty)
-};
-
-class MapView {
- public:
-  const Entry* find(std::string_view key) const {
-    for (const Entry& e : entries) {
-      if (e.key == key) return &e;
-    }
-    return nullptr;
-  }
-  std::vector<Entry> entries;  // in file order
-  SourceLoc loc;               // of the map itself
-};
-
-// Reads a map whose keys must all be in `allowed` and appear once. `what` prefixes messages.
-Result<MapView> read_map(const Ctx& c, const YAML::Node& node, const SourceLoc& node_loc,
-                         const std::string& what, const std::vector<std::string>& allowed) {
-  if (!node.IsMap()) {
-    return Status::bad_input(fmt::format("{}: expected a map, got {}", what, yamlu::kind_name(node)),
-                             loc_of(c, node, node_loc));
-  }
-  MapView mv;
-  mv.loc = loc_of(c, node, node_loc);
-  for (auto it = node.begin(); it != node.end(); ++it) {
-    // Copies: the iterator's operator-> yields a temporary pair.
-    const YAML::Node k = it->first;
-    const YAML::Node v = it->second;
-    SourceLoc kloc = loc_of(c, k, mv.loc);
-    if (!k.IsScalar()) {
-      return Status::bad_input(
-          fmt::format("{}: keys must be plain names, got {}", what, yamlu::kind_name(k)), kloc);
-    }
-    std::string key = k.Scalar();
-    if (std::find(allowed.begin(), allowed.end(), key) == allowed.end())
-      return yamlu::unknown_key(k, std::vector<std::string_view>(allowed.begin(), allowed.end()), c.file, what, kloc);
-    if (const Entry* prev = mv.find(key)) return yamlu::duplicate_key(k, prev->key_loc.line, c.file, what, kloc);
-    mv.entries.push_back(Entry{key, v, kloc, loc_of(c, v, kloc)});
-  }
-  return mv;
-}
+// Maps are read by the shared reader (ir/yaml_util.h): one wording for unknown and duplicate keys.
+using yamlu::Entries;
+using yamlu::Entry;
 
 // Scalar fields, read by ir/yaml_util.h's conversions (the one strictness and wording of every YAML
 // reader); messages name the field as `what.key` and point at the value.
@@ -224,11 +182,11 @@ const std::vector<ArchBool>& arch_bools() {
 }
 
 Result<Architecture> parse_architecture(const Ctx& c, const Entry& e, const std::string& what) {
-  std::vector<std::string> allowed;
+  std::vector<std::string_view> allowed;
   for (const ArchInt& f : arch_ints()) allowed.push_back(f.key);
   for (const ArchBool& f : arch_bools()) allowed.push_back(f.key);
   allowed.push_back("dtype_bytes");
-  Result<MapView> m = read_map(c, e.value, e.value_loc, what, allowed);
+  Result<Entries> m = yamlu::read_entries(e.value, allowed, c.file, what, e.value_loc);
   if (!m.ok()) return m.status();
   Architecture a;
   for (const Entry& x : m->entries) {
@@ -257,9 +215,9 @@ Result<Architecture> parse_architecture(const Ctx& c, const Entry& e, const std:
 }
 
 Result<Hardware> parse_hardware(const Ctx& c, const Entry& e, const std::string& what) {
-  Result<MapView> m =
-      read_map(c, e.value, e.value_loc, what,
-               {"peak_tflops", "achievable_fraction", "hbm_gb_per_s", "moe_achievable_fraction"});
+  Result<Entries> m =
+      yamlu::read_entries(e.value, {"peak_tflops", "achievable_fraction", "hbm_gb_per_s", "moe_achievable_fraction"},
+                          c.file, what, e.value_loc);
   if (!m.ok()) return m.status();
   Hardware h;
   for (const Entry& x : m->entries) {
@@ -345,12 +303,12 @@ std::string type_what(char sym) {
 Status parse_recompute_block(const Ctx& c, const Entry& e, const std::string& what,
                              std::array<TypeDraft::RecomputeGiven, 2>& out) {
   const std::string rwhat = what + " recompute";
-  Result<MapView> m = read_map(c, e.value, e.value_loc, rwhat, {"full", "selective"});
+  Result<Entries> m = yamlu::read_entries(e.value, {"full", "selective"}, c.file, rwhat, e.value_loc);
   if (!m.ok()) return m.status();
   for (const Entry& opt : m->entries) {
     TypeDraft::RecomputeGiven& g = out[opt.key == "full" ? 0 : 1];
     const std::string owhat = rwhat + " " + opt.key;
-    Result<MapView> om = read_map(c, opt.value, opt.value_loc, owhat, {"ms", "kept_mb"});
+    Result<Entries> om = yamlu::read_entries(opt.value, {"ms", "kept_mb"}, c.file, owhat, opt.value_loc);
     if (!om.ok()) return om.status();
     for (const Entry& x : om->entries) {
       Result<double> v = get_number_min(x, owhat, 0, false);
@@ -369,7 +327,7 @@ Status parse_recompute_block(const Ctx& c, const Entry& e, const std::string& wh
 
 Result<TypeDraft> parse_layer_type(const Ctx& c, char sym, const Entry& e) {
   std::string what = type_what(sym);
-  std::vector<std::string> allowed = {"name", "kind"};
+  std::vector<std::string_view> allowed = {"name", "kind"};
   for (const CostField& f : cost_fields()) allowed.push_back(f.key);
   allowed.push_back("backward_ms");
   allowed.push_back("weight_walk_ms");
@@ -377,7 +335,7 @@ Result<TypeDraft> parse_layer_type(const Ctx& c, char sym, const Entry& e) {
   allowed.push_back("joins_next");
   allowed.push_back("architecture");
   allowed.push_back("recompute");
-  Result<MapView> m = read_map(c, e.value, e.value_loc, what, allowed);
+  Result<Entries> m = yamlu::read_entries(e.value, allowed, c.file, what, e.value_loc);
   if (!m.ok()) return m.status();
   TypeDraft d;
   d.type.symbol = sym;
@@ -616,7 +574,7 @@ Status parse_layer_entry(const Ctx& c, const Entry& e, const YAML::Node& item, i
   auto known = [&](char s) { return d.spec.model.types.count(s) > 0; };
   std::string what = fmt::format("model.layers[{}]", index);
   SourceLoc iloc = loc_of(c, item, e.value_loc);
-  Result<MapView> m = read_map(c, item, iloc, what, {"type", "repeat", "inputs", "module"});
+  Result<Entries> m = yamlu::read_entries(item, {"type", "repeat", "inputs", "module"}, c.file, what, iloc);
   if (!m.ok()) return m.status();
   const Entry* te = m->find("type");
   if (!te)
@@ -663,7 +621,7 @@ Status parse_layer_entry(const Ctx& c, const Entry& e, const YAML::Node& item, i
                                ie->value_loc);
     }
     for (const YAML::Node& u : ie->value) {
-      Entry ue{"inputs", u, ie->value_loc, loc_of(c, u, ie->value_loc)};
+      Entry ue{"inputs", ie->key_node, u, ie->value_loc, loc_of(c, u, ie->value_loc)};
       Result<long long> v = get_int(ue, what);
       if (!v.ok()) {
         return Status::bad_input(
@@ -776,8 +734,8 @@ std::string file_stem(const std::string& path) {
 }
 
 Status parse_model(const Ctx& c, const Entry& e, Draft& d) {
-  Result<MapView> m = read_map(c, e.value, e.value_loc, "model",
-                               {"name", "architecture", "hardware", "layer_types", "layers"});
+  Result<Entries> m = yamlu::read_entries(e.value, {"name", "architecture", "hardware", "layer_types", "layers"},
+                                          c.file, "model", e.value_loc);
   if (!m.ok()) return m.status();
   Model& model = d.spec.model;
   model.loc = e.key_loc;
@@ -810,7 +768,7 @@ Status parse_model(const Ctx& c, const Entry& e, Draft& d) {
                     describe(types->value)),
         types->value_loc);
   }
-  std::vector<std::string> any_key;  // symbols are free-form: check them here instead of read_map
+  // Symbols are free-form: checked here, not by yamlu::read_entries (which takes a list of names).
   for (auto it = types->value.begin(); it != types->value.end(); ++it) {
     const YAML::Node k = it->first;  // copies: operator-> yields a temporary pair
     const YAML::Node v = it->second;
@@ -831,7 +789,7 @@ Status parse_model(const Ctx& c, const Entry& e, Draft& d) {
                       model.types.at(sym).loc.line),
           kloc);
     }
-    Entry te{key, v, kloc, loc_of(c, v, kloc)};
+    Entry te{key, k, v, kloc, loc_of(c, v, kloc)};
     Result<TypeDraft> t = parse_layer_type(c, sym, te);
     if (!t.ok()) return t.status();
     model.types[sym] = t->type;
@@ -863,7 +821,7 @@ std::string link_field_error(std::string_view key, double value) {
 namespace {
 
 Result<LinkModel> parse_link(const Ctx& c, const Entry& e, const std::string& what) {
-  Result<MapView> m = read_map(c, e.value, e.value_loc, what, {"bandwidth_gb_per_s", "latency_us"});
+  Result<Entries> m = yamlu::read_entries(e.value, {"bandwidth_gb_per_s", "latency_us"}, c.file, what, e.value_loc);
   if (!m.ok()) return m.status();
   LinkModel link;
   for (const Entry& x : m->entries) {
@@ -881,10 +839,11 @@ Result<LinkModel> parse_link(const Ctx& c, const Entry& e, const std::string& wh
 }
 
 Result<ClusterDraft> parse_cluster(const Ctx& c, const Entry& e) {
-  Result<MapView> m = read_map(
-      c, e.value, e.value_loc, "cluster",
+  Result<Entries> m = yamlu::read_entries(
+      e.value,
       {"name", "devices", "memory_gb", "link", "devices_per_node", "inter_node_link", "hardware", "op_overhead_ms",
-       "gpus", "gpus_per_node"});
+       "gpus", "gpus_per_node"},
+      c.file, "cluster", e.value_loc);
   if (!m.ok()) return m.status();
   ClusterDraft d;
   Cluster& cl = d.cluster;
@@ -955,8 +914,8 @@ Result<ClusterDraft> parse_cluster(const Ctx& c, const Entry& e) {
 }
 
 Status parse_pipeline(const Entry& e, const Ctx& c, Draft& d) {
-  Result<MapView> m =
-      read_map(c, e.value, e.value_loc, "pipeline", {"microbatches", "bytes_per_param"});
+  Result<Entries> m =
+      yamlu::read_entries(e.value, {"microbatches", "bytes_per_param"}, c.file, "pipeline", e.value_loc);
   if (!m.ok()) return m.status();
   PipelineConfig& p = d.spec.pipeline;
   p.loc = e.key_loc;
@@ -983,7 +942,7 @@ Status parse_pipeline(const Entry& e, const Ctx& c, Draft& d) {
 Result<YAML::Node> load_yaml(const Ctx& c) { return yamlu::load_document(std::string(c.text), c.file); }
 
 // Reads the top level of a model file (is_cluster_file = false) or of a cluster file.
-Result<MapView> read_top(const Ctx& c, const YAML::Node& root, bool is_cluster_file) {
+Result<Entries> read_top(const Ctx& c, const YAML::Node& root, bool is_cluster_file) {
   SourceLoc at{c.file, 1, 1};
   if (!root.IsDefined() || root.IsNull()) {
     return Status::bad_input(is_cluster_file
@@ -992,11 +951,11 @@ Result<MapView> read_top(const Ctx& c, const YAML::Node& root, bool is_cluster_f
                                    "'cluster:' and 'pipeline:')",
                              at);
   }
-  std::vector<std::string> allowed =
-      is_cluster_file ? std::vector<std::string>{"schema", "cluster", "parallel"}
-                      : std::vector<std::string>{"schema", "model", "cluster", "pipeline", "parallel"};
-  Result<MapView> m =
-      read_map(c, root, at, is_cluster_file ? "cluster file" : "top level", allowed);
+  std::vector<std::string_view> allowed =
+      is_cluster_file ? std::vector<std::string_view>{"schema", "cluster", "parallel"}
+                      : std::vector<std::string_view>{"schema", "model", "cluster", "pipeline", "parallel"};
+  Result<Entries> m =
+      yamlu::read_entries(root, allowed, c.file, is_cluster_file ? "cluster file" : "top level", at);
   if (!m.ok()) return m;
   if (const Entry* s = m->find("schema")) {
     Result<long long> v = get_int(*s, "top level");
@@ -1027,7 +986,7 @@ Result<T> read_document(const std::string& text, const std::string& file, bool i
   Result<YAML::Node> root = load_yaml(c);
   if (!root.ok()) return root.status();
   try {
-    Result<MapView> top = read_top(c, *root, is_cluster_file);
+    Result<Entries> top = read_top(c, *root, is_cluster_file);
     if (!top.ok()) return top.status();
     return read(c, *top);
   } catch (const YAML::Exception& ex) {
@@ -1036,7 +995,7 @@ Result<T> read_document(const std::string& text, const std::string& file, bool i
 }
 
 Result<ClusterDraft> parse_cluster_text(const std::string& text, const std::string& file) {
-  return read_document<ClusterDraft>(text, file, true, [&](const Ctx& c, const MapView& top) -> Result<ClusterDraft> {
+  return read_document<ClusterDraft>(text, file, true, [&](const Ctx& c, const Entries& top) -> Result<ClusterDraft> {
     const Entry* ce = top.find("cluster");
     if (!ce) return Status::bad_input("cluster file: missing 'cluster:'", SourceLoc{file, 1, 1});
     Result<ClusterDraft> cl = parse_cluster(c, *ce);
@@ -1051,7 +1010,7 @@ Result<ClusterDraft> parse_cluster_text(const std::string& text, const std::stri
 }
 
 Result<Draft> parse_draft(const std::string& text, const std::string& file) {
-  return read_document<Draft>(text, file, false, [&](const Ctx& c, const MapView& top) -> Result<Draft> {
+  return read_document<Draft>(text, file, false, [&](const Ctx& c, const Entries& top) -> Result<Draft> {
     Draft d;
     const Entry* me = top.find("model");
     if (!me) {

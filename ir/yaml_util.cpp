@@ -314,25 +314,42 @@ std::string_view suggest_key(std::string_view key, const std::vector<std::string
   return best;
 }
 
-Result<Fields> read_map(const YAML::Node& map, std::initializer_list<std::string_view> allowed,
-                        const std::string& file, std::string_view what) {
+const Entry* Entries::find(std::string_view key) const {
+  for (const Entry& e : entries)
+    if (e.key == key) return &e;
+  return nullptr;
+}
+
+Result<Entries> read_entries(const YAML::Node& map, const std::vector<std::string_view>& allowed,
+                             const std::string& file, std::string_view what, const SourceLoc& fallback) {
   if (!map.IsMap()) {
     return Status::bad_input(fmt::format("{}: expected a map, got {}", what, kind_name(map)),
-                             loc_of(map, file));
+                             loc_of(map, file, fallback));
   }
-  Fields out;
-  for (const auto& kv : map) {
-    YAML::Node k = kv.first;
-    if (!k.IsScalar()) {
-      return Status::bad_input(fmt::format("{}: keys must be plain names, got {}", what, kind_name(k)),
-                               loc_of(k, file, loc_of(map, file)));
-    }
+  Entries out;
+  out.loc = loc_of(map, file, fallback);
+  for (auto it = map.begin(); it != map.end(); ++it) {
+    // Copies: the iterator's operator-> yields a temporary pair.
+    const YAML::Node k = it->first;
+    const YAML::Node v = it->second;
+    const SourceLoc kloc = loc_of(k, file, out.loc);
+    if (!k.IsScalar())
+      return Status::bad_input(fmt::format("{}: keys must be plain names, got {}", what, kind_name(k)), kloc);
     const std::string& key = k.Scalar();
     if (std::find(allowed.begin(), allowed.end(), key) == allowed.end())
-      return unknown_key(k, std::vector<std::string_view>(allowed), file, what, loc_of(map, file));
-    if (out.count(key) > 0) return duplicate_key(k, loc_of(out[key].key, file).line, file, what, loc_of(map, file));
-    out[key] = Field{k, kv.second};
+      return unknown_key(k, allowed, file, what, kloc);
+    if (const Entry* first = out.find(key)) return duplicate_key(k, first->key_loc.line, file, what, kloc);
+    out.entries.push_back(Entry{key, k, v, kloc, loc_of(v, file, kloc)});
   }
+  return out;
+}
+
+Result<Fields> read_map(const YAML::Node& map, std::initializer_list<std::string_view> allowed,
+                        const std::string& file, std::string_view what) {
+  Result<Entries> entries = read_entries(map, std::vector<std::string_view>(allowed), file, what);
+  if (!entries.ok()) return entries.status();
+  Fields out;
+  for (Entry& e : entries->entries) out.emplace(e.key, Field{std::move(e.key_node), std::move(e.value)});
   return out;
 }
 

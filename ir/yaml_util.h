@@ -54,9 +54,29 @@ struct Field {
 };
 using Fields = std::map<std::string, Field, std::less<>>;
 
+// One entry of a map, in file order, with its locations.
+struct Entry {
+  std::string key;      // the key's text
+  YAML::Node key_node;  // the key itself
+  YAML::Node value;
+  SourceLoc key_loc;
+  SourceLoc value_loc;  // key_loc where the value has no mark (e.g. empty)
+};
+// A map's entries in file order (what read_entries returns), and where the map is.
+struct Entries {
+  std::vector<Entry> entries;
+  SourceLoc loc;
+  const Entry* find(std::string_view key) const;  // nullptr when absent
+};
+
 // Reads `map`, which must be a map whose keys are scalars, all in `allowed`, each appearing once.
 // `what` names the map in messages ("problem", "stage 3"). Errors point at the offending key (an
-// unknown key's message suggests the closest allowed one) or at the node that is not a map.
+// unknown key's message suggests the closest allowed one) or at the node that is not a map;
+// `fallback` locates a map without a mark (an empty value) and its keys. The one map reader of every
+// YAML reader: read_map below is the same reading looked up by key.
+Result<Entries> read_entries(const YAML::Node& map, const std::vector<std::string_view>& allowed,
+                             const std::string& file, std::string_view what, const SourceLoc& fallback = {});
+// read_entries by key.
 Result<Fields> read_map(const YAML::Node& map, std::initializer_list<std::string_view> allowed,
                         const std::string& file, std::string_view what);
 // The refusal of `key` (a key of the map `what`) that is not in `allowed`, and of a key given twice
