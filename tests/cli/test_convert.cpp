@@ -56,24 +56,27 @@ TEST_CASE("pipesmith convert: CSV -> YAML -> CSV on the examples in tests/data/p
   }
 }
 
-TEST_CASE("pipesmith convert: notes about ignored and expanded actions go to stderr") {
+TEST_CASE("pipesmith convert: notes about kept and expanded actions go to stderr") {
   std::string in = pstest::temp_path("fsdp.csv");
   std::string out = pstest::temp_path("fsdp.yml");
   write(in, "0UNSHARD,0F0,(0F1;1B0)OVERLAP_F_B,0B1\n1F0,1F1,1B1\n");
   auto r = pstest::run_cli("convert " + in + " " + out);
   CHECK_MESSAGE(r.exit_code == 0, r.output);
-  CHECK_MESSAGE(contains(r.output, "note: " + in + ": ignored 1 UNSHARD/RESHARD/REDUCE_GRAD action(s)"), r.output);
+  CHECK_MESSAGE(contains(r.output, "note: " + in + ": 1 UNSHARD/RESHARD/REDUCE_GRAD action(s): kept where the file places them"),
+                r.output);
   CHECK_MESSAGE(contains(r.output, "1 OVERLAP_F_B action(s): kept as pairs"), r.output);
   auto y = ps::read_schedule_yaml(out);
   REQUIRE_MESSAGE(y.ok(), y.status().str());
-  REQUIRE(y->programs[0].size() == 4);
-  CHECK(ps::to_string(y->programs[0][1]) == "0F1");
-  CHECK(ps::to_string(y->programs[0][2]) == "1B0");
-  // ... and the pair comes back as one OVERLAP_F_B cell (the FSDP action is PyTorch's to add).
+  REQUIRE(y->programs[0].size() == 5);
+  CHECK(ps::to_string(y->programs[0][0]) == "0UNSHARD");
+  CHECK(ps::to_string(y->programs[0][2]) == "0F1");
+  CHECK(ps::to_string(y->programs[0][3]) == "1B0");
+  CHECK(y->problem.stages[0].fsdp);  // the YAML keeps what the op says of its stage (0 ms, 0 MB)
+  // ... and the pair comes back as one OVERLAP_F_B cell, the UNSHARD where it was.
   std::string back = pstest::temp_path("fsdp-back.csv");
   r = pstest::run_cli("convert " + out + " " + back);
   CHECK_MESSAGE(r.exit_code == 0, r.output);
-  CHECK(pstest::read_file(back) == "0F0,(0F1;1B0)OVERLAP_F_B,0B1\n1F0,1F1,1B1\n");
+  CHECK(pstest::read_file(back) == "0UNSHARD,0F0,(0F1;1B0)OVERLAP_F_B,0B1\n1F0,1F1,1B1\n");
   std::remove(back.c_str());
   std::remove(in.c_str());
   std::remove(out.c_str());

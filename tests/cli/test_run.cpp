@@ -23,11 +23,12 @@ std::string fmt_name(const std::string& model, const std::string& sched, int P, 
 
 std::string shipped_model(const std::string& name) { return pstest::source_path("configs/models/" + name + ".yaml"); }
 
-// Writes a baseline schedule and returns its path.
-std::string baseline(const std::string& model, const std::string& sched, int P, int M) {
+// Writes a baseline schedule and returns its path; `mesh` holds the mesh flags under which it fits 80 GB
+// (the host runtime replays its data-parallel ops as no-ops: one replica).
+std::string baseline(const std::string& model, const std::string& sched, int P, int M, const std::string& mesh = "") {
   const std::string out = pstest::temp_path(fmt_name(model, sched, P, M));
   auto r = run_cli("baseline " + shipped_model(model) + " --schedule " + sched + " --devices " + std::to_string(P) +
-                   " --microbatches " + std::to_string(M) + " --memory-limit-gb 0 -o " + out);
+                   " --microbatches " + std::to_string(M) + (mesh.empty() ? "" : " " + mesh) + " -o " + out);
   REQUIRE_MESSAGE(r.exit_code == 0, r.output);
   return out;
 }
@@ -39,19 +40,24 @@ TEST_CASE("pipesmith run: every baseline shape on 2-8 host workers matches the s
     const char* model;
     const char* schedule;
     int P, M;
+    const char* mesh;  // what the model needs beside the pipeline to fit 80 GB ("": nothing)
   };
   // Every kind once (the library test covers every kind on 2, 4 and 8 devices), on several models.
   const Case cases[] = {
-      {"llama2-7b", "1f1b", 8, 8},           {"llama2-7b", "gpipe", 2, 4},
-      {"nemotron-h-like", "zb-h1", 4, 8},    {"nemotron-h-like", "zb-h2", 3, 6},
-      {"gemma-like", "zbv", 2, 4},           {"llama2-7b", "interleaved-1f1b", 4, 4},
-      {"deepseek-like", "dualpipev", 2, 4},  {"minimax-like", "zb-h1", 2, 4},
+      {"llama2-7b", "1f1b", 8, 8, ""},
+      {"llama2-7b", "gpipe", 2, 4, "--gpus 4 --tensor-parallel 2"},
+      {"nemotron-h-like", "zb-h1", 4, 8, "--gpus 8 --tensor-parallel 2"},
+      {"nemotron-h-like", "zb-h2", 3, 6, "--gpus 6 --tensor-parallel 2"},
+      {"gemma-like", "zbv", 2, 4, ""},
+      {"llama2-7b", "interleaved-1f1b", 4, 4, ""},
+      {"deepseek-like", "dualpipev", 2, 4, "--gpus 16 --expert-parallel 8"},
+      {"minimax-like", "zb-h1", 2, 4, "--gpus 16 --expert-parallel 4"},
   };
   for (const Case& c : cases) {
     CAPTURE(c.model);
     CAPTURE(c.schedule);
     CAPTURE(c.P);
-    const std::string file = baseline(c.model, c.schedule, c.P, c.M);
+    const std::string file = baseline(c.model, c.schedule, c.P, c.M, c.mesh);
     auto r = run_cli("run " + file + " --model " + shipped_model(c.model) + " --backend host --check-gradients " + kSmall);
     CHECK_MESSAGE(r.exit_code == 0, r.output);
     CHECK(r.output.find("OK (within 1e-05 relative)") != std::string::npos);
@@ -72,8 +78,9 @@ TEST_CASE("pipesmith run: PyTorch CSVs, with and without a model (balanced parti
     CHECK_MESSAGE(r.exit_code == 0, r.output);
     CHECK(r.output.find("OK (within 1e-05 relative)") != std::string::npos);
   }
+  // nemotron-h-like's 4 stages on 2 ranks fit 80 GB with tensor parallelism 4 (a cluster file's mesh).
   auto r = run_cli("run " + ex + "ScheduleInterleaved1F1B_p2_m4_v2.csv --model " + shipped_model("nemotron-h-like") +
-                   " --memory-limit-gb 0 --check-gradients " + kSmall);
+                   " --cluster " + pstest::data_path("mesh/8xh100-tp4.yaml") + " --check-gradients " + kSmall);
   CHECK_MESSAGE(r.exit_code == 0, r.output);
   CHECK(r.output.find("balanced partition") != std::string::npos);
   CHECK(r.output.find("comms inserted by the checker's rule") != std::string::npos);
@@ -208,7 +215,7 @@ TEST_CASE("pipesmith run --semantics grouped: the naive 1F1B runs, grouped like 
 TEST_CASE("pipesmith run: a synthesized schedule (pipesmith synth) matches the sequential gradients") {
   const std::string file = pstest::temp_path("synth.yaml");
   auto s = run_cli("synth " + shipped_model("nemotron-h-like") +
-                   " --devices 4 --microbatches 8 --memory-limit-gb 0 --time-limit 1 -o " + file);
+                   " --devices 4 --microbatches 8 --time-limit 1 -o " + file);
   REQUIRE_MESSAGE(s.exit_code == 0, s.output);
   auto r = run_cli("run " + file + " --model " + shipped_model("nemotron-h-like") + " --check-gradients " + kSmall);
   CHECK_MESSAGE(r.exit_code == 0, r.output);

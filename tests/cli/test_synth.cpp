@@ -212,7 +212,7 @@ TEST_CASE("cli synth: SIGTERM writes the best schedule so far, checked, then end
   }
   SUBCASE("in the refinement of a fixed plan (once its heuristic order is out: the bound, then Z3)") {
     auto [said, seconds] = synth_terminated_at(
-        fmt::format("'{}' --partition balanced --placement interleaved --memory-limit-gb 0 --time-limit 300 -o '{}'", model, out),
+        fmt::format("'{}' --partition balanced --placement interleaved --time-limit 300 -o '{}'", model, out),
         "synth: [heuristic]", log);
     const std::string text = read_file(log);
     INFO(text);

@@ -79,6 +79,41 @@ TEST_CASE("pipesmith verify: the PyTorch examples, verdict first, exit 0 / 3") {
   CHECK(has(recv.output, "stage 1 is the last stage"));
 }
 
+TEST_CASE("pipesmith verify: PyTorch's UNSHARD/RESHARD/REDUCE_GRAD certified where its lowering puts them, refused elsewhere") {
+  for (const char* name : {"ScheduleInterleaved1F1B_p2_m4_v2_dp.csv", "ScheduleZBVZeroBubble_p2_m4_v2_dp.csv"}) {
+    auto r = pstest::run_cli(std::string("verify ") + ex(name));
+    INFO(r.output);
+    CHECK(r.exit_code == 0);
+    CHECK(r.output.rfind("VALID under rendezvous semantics", 0) == 0);
+    CHECK(has(r.output, "12 UNSHARD/RESHARD/REDUCE_GRAD action(s): kept where the file places them"));
+  }
+  const std::string early = ex("ScheduleInterleaved1F1B_p2_m4_v2_dp_early_reduce.csv");
+  auto r = pstest::run_cli("verify " + early);
+  INFO(r.output);
+  CHECK(r.exit_code == 3);
+  CHECK(r.output.rfind("INVALID under rendezvous semantics: 1 violation (dependency x1)", 0) == 0);
+  CHECK(has(r.output, early + ":1:308: dependency: [device 0, op 42 '0REDUCE_GRAD'] '0REDUCE_GRAD' runs before "
+                                 "'0B3', the last backward of its stage"));
+  // Costed by a model with a mesh (data 8 x tensor 2, distributed optimizer): each REDUCE_GRAD takes the
+  // stage's reduce-scatter where PyTorch put it; PyTorch's UNSHARD/RESHARD on stages FSDP does not shard
+  // stay, as the no-ops PyTorch runs them as.
+  const std::string mesh = pstest::data_path("llama3-8b-dp8.yaml");
+  auto m = pstest::run_cli("verify " + ex("ScheduleInterleaved1F1B_p2_m4_v2_dp.csv") + " --model " + mesh + " --json");
+  INFO(m.output);
+  CHECK(m.exit_code == 0);
+  auto j = nlohmann::json::parse(m.output);
+  CHECK(j["valid"] == true);
+  CHECK(j["exposed_data_parallel_ms"].get<double>() > 0);
+  bool noted = false;
+  for (const auto& n : j["notes"])
+    noted |= has(n.get<std::string>(), "the model does not shard stage(s) 0, 1, 2, 3 with FSDP: the CSV's "
+                                       "UNSHARD/RESHARD there take 0 ms and 0 MB");
+  CHECK(noted);
+  auto bad_m = pstest::run_cli("verify " + early + " --model " + mesh);
+  CHECK(bad_m.exit_code == 3);
+  CHECK(has(bad_m.output, early + ":1:308: dependency: [device 0, op 42 '0REDUCE_GRAD']"));
+}
+
 TEST_CASE("pipesmith verify: every invalid-schedule file exits 3 naming its rule and location") {
   const std::pair<const char*, const char*> files[] = {
       {"problem-layers.yaml", "problem-layers.yaml:17:32: problem.layers"},

@@ -150,9 +150,15 @@ std::string write_schedule(const std::string& cmd_args, const std::string& name)
   return out;
 }
 
-std::string baseline(const std::string& model, const std::string& kind, int P, int M) {
+// `tensor` > 1: the schedule of a mesh with that tensor parallelism beside the pipeline, which is what
+// llama2-7b needs to fit 80 GB in some shapes (interleaved 1F1B and ZB-V at P = 2: 2; GPipe's 16
+// microbatches on 2 ranks: 4). The replay runs each rank's pipeline ops; a data-parallel op is a no-op
+// in one replica.
+std::string baseline(const std::string& model, const std::string& kind, int P, int M, int tensor = 1) {
+  const std::string mesh =
+      tensor > 1 ? " --gpus " + std::to_string(P * tensor) + " --tensor-parallel " + std::to_string(tensor) : "";
   return write_schedule("baseline " + model_path(model) + " --schedule " + kind + " --devices " + std::to_string(P) +
-                            " --microbatches " + std::to_string(M) + " --memory-limit-gb 0",
+                            " --microbatches " + std::to_string(M) + mesh,
                         model + "-" + kind + "-p" + std::to_string(P) + ".yaml");
 }
 
@@ -191,14 +197,16 @@ TEST_CASE("mpi [replay]: 1F1B, interleaved 1F1B, ZB-V and a synthesized schedule
     CAPTURE(P);
     for (const char* kind : {"1f1b", "interleaved-1f1b", "zbv"}) {
       CAPTURE(kind);
-      const std::string file = baseline("llama2-7b", kind, P, 2 * P);
+      const std::string file = baseline("llama2-7b", kind, P, 2 * P, P == 2 ? 2 : 1);
       check_replay(file, "llama2-7b", P);
       std::remove(file.c_str());
     }
-    // The search's irregular plans (stages dealt over devices unevenly, V and looped placements).
+    // The search's irregular plans (stages dealt over devices unevenly, V and looped placements), with
+    // tensor parallelism 2 beside the pipeline (nemotron-h-like fits 80 GB on 2 ranks with it).
     const std::string file = write_schedule("synth " + model_path("nemotron-h-like") + " --devices " +
                                                 std::to_string(P) + " --microbatches " + std::to_string(2 * P) +
-                                                " --memory-limit-gb 0 --evaluations 50",
+                                                " --gpus " + std::to_string(2 * P) + " --tensor-parallel 2" +
+                                                " --evaluations 50",
                                             "synth-p" + std::to_string(P) + ".yaml");
     check_replay(file, "nemotron-h-like", P);
     std::remove(file.c_str());
@@ -317,7 +325,7 @@ TEST_CASE("mpi [faults]: different inputs on one rank are refused before any tra
 
 TEST_CASE("mpi [faults]: a run that would not fit in this machine's memory is refused on every rank, exit 1") {
   // GPipe holds all 16 microbatches of 65,536 tokens at --scale 64: about 0.5 TB for the two ranks.
-  const std::string a = baseline("llama2-7b", "gpipe", 2, 16);
+  const std::string a = baseline("llama2-7b", "gpipe", 2, 16, 4);
   auto l = mpirun(2, a, "--backend mpi --scale 64 --tokens 65536");
   for (int r = 0; r < 2; ++r) {
     CAPTURE(r);
@@ -429,8 +437,7 @@ TEST_CASE("mpi [replay]: recomputation (full and selective) drops and recomputes
   for (const char* mode : {"full", "selective"}) {
     CAPTURE(mode);
     const std::string file = write_schedule("baseline " + model_path("llama2-7b") +
-                                                " --schedule zb-h1 --devices 2 --microbatches 4 --memory-limit-gb 0 "
-                                                "--recompute " + mode,
+                                                " --schedule zb-h1 --devices 2 --microbatches 4 --recompute " + mode,
                                             std::string("llama2-7b-zb-h1-recompute-") + mode + ".yaml");
     CHECK(pstest::contains(pstest::read_file(file), "0R0"));
     check_replay(file, "llama2-7b", 2);

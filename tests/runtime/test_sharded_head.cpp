@@ -361,7 +361,7 @@ TEST_CASE("pipesmith run: a vocabulary-sharded head across devices (CLI, baselin
     CAPTURE(c.schedule);
     const std::string file = pstest::temp_path(std::string("sharded-") + c.schedule + ".yaml");
     auto b = pstest::run_cli("baseline " + model + " --schedule " + c.schedule + " --devices " + std::to_string(c.P) +
-                             " --microbatches 4 --memory-limit-gb 0 -o " + file);
+                             " --microbatches 4 -o " + file);
     REQUIRE_MESSAGE(b.exit_code == 0, b.output);
     auto r = pstest::run_cli("run " + file + " --model " + model +
                              " --backend host --check-gradients --scale 0.125 --tokens 8");
