@@ -28,6 +28,7 @@ import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Optional, Union
 
+from pipesmith._tables import LIMITS as _LIMITS
 from pipesmith.errors import (BadInputError, Error, InfeasibleError, InterruptedError, InvalidScheduleError,
                               RuntimeFailure)
 
@@ -66,12 +67,14 @@ def __getattr__(name: str) -> Any:  # Spec, Schedule, Report, RunResult, Violati
     raise AttributeError(f"module 'pipesmith' has no attribute '{name}'")
 
 
-# The command's bounds on its numbers (ir/limits.h, docs/inputs.md "Limits"; cli/cmd_synth.cpp).
-_MAX_DEVICES = 100_000
-_MAX_MICROBATCHES = 1_000_000
-_MAX_GPUS = 1_048_576  # GPUs of a mesh and each of its degrees (ir/mesh.h kMaxGpus)
-_MAX_STAGES = 100_000
-_MAX_TIME_LIMIT_S = 1e6  # a longer time limit is no practical limit and is read as this, as `synth` does
+# The core's bounds on its numbers (ir/limits.h and ir/mesh.h through pipesmith._tables, generated from
+# the extension; docs/inputs.md "Limits"). A longer time limit is no practical limit and is read as
+# _MAX_TIME_LIMIT_S, as `synth` does.
+_MAX_DEVICES = int(_LIMITS["devices"])
+_MAX_MICROBATCHES = int(_LIMITS["microbatches"])
+_MAX_GPUS = int(_LIMITS["gpus"])  # GPUs of a mesh and each of its degrees
+_MAX_STAGES = int(_LIMITS["stages"])
+_MAX_TIME_LIMIT_S = float(_LIMITS["time_limit_s"])
 
 
 def _int(value: Any, name: str, lo: int, hi: int) -> int:

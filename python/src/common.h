@@ -36,5 +36,6 @@ Semantics semantics_from(const std::string& name);
 
 // One binding file per concept registers its part of the module.
 void bind_run(nb::module_& m);
+void bind_tables(nb::module_& m);
 
 }  // namespace ps::py

@@ -640,4 +640,5 @@ NB_MODULE(_core, m) {
   bind_synthesis(m);
   bind_exports(m);
   bind_run(m);
+  bind_tables(m);
 }

@@ -4,6 +4,11 @@ The C++ reader (ir/model.cpp) is the authority on the format (docs/inputs.md); t
 parts a PyTorch model is built from: the architecture numbers, the layer types (kind, joins_next,
 per-type architecture overrides, vocabulary shards), the expanded layer list with its extra inputs and
 module names. Errors name the file and, where the YAML parser knows it, the line and column.
+
+It reads the YAML itself, not through the extension, because :mod:`pipesmith.torch` also runs from a
+source tree without it (``pipesmith profile --backend torch`` of a build tree puts python/ on
+PYTHONPATH); the kinds and the bounds it checks are the core's own, from :mod:`pipesmith._tables`
+(generated from the extension and tested against it), so a kind or a bound means the same here.
 """
 from __future__ import annotations
 
@@ -13,6 +18,7 @@ from typing import Any
 
 import yaml
 
+from .._tables import KINDS, LIMITS
 from ..errors import BadInputError
 from .plan import read_text  # the one bounded reader of every input file
 
@@ -52,18 +58,11 @@ class ModelSpec:
         return self.types[self.layers[layer].symbol]
 
 
-_ALIASES = {
-    "dense_block": ("attention", "mlp"),
-    "moe_block": ("attention", "moe"),
-    "mtp": ("mtp_projection", "attention", "moe", "head"),
-}
-_COMPONENTS = {"embedding", "attention", "mla", "gated_deltanet", "linear_attention", "mlp", "moe", "mamba", "head",
-               "mtp_projection"}  # ir/cost_model.cpp's kind table
 _MODULE_NAME = re.compile(r"^[A-Za-z0-9_.]*(\{i\}[A-Za-z0-9_.]*)*$")
 
-
-MAX_YAML_DEPTH = 64    # ir/limits.h
-MAX_LAYERS = 100_000
+# The core's bounds (ir/limits.h through pipesmith._tables, generated from the extension).
+MAX_YAML_DEPTH = int(LIMITS["yaml_depth"])
+MAX_LAYERS = int(LIMITS["layers"])
 
 
 def _check_depth(path: str, root: Any) -> None:
@@ -95,13 +94,10 @@ def _components(kind: str, where: str) -> tuple[str, ...]:
     out: list[str] = []
     for part in kind.split("+"):
         part = part.strip()
-        if part in _ALIASES:
-            out.extend(_ALIASES[part])
-        elif part in _COMPONENTS:
-            out.append(part)
-        else:
+        if part not in KINDS:  # the core's kinds: components and aliases (ir/cost_model.h)
             raise ModelFileError(f"{where}: unknown kind component '{part}' in '{kind}' "
-                                 f"(known: {', '.join(sorted(_COMPONENTS | set(_ALIASES)))})")
+                                 f"(known: {', '.join(sorted(KINDS))})")
+        out.extend(KINDS[part])
     return tuple(out)
 
 
