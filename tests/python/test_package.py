@@ -28,11 +28,13 @@ def plans(tmp_path_factory):
         "llama": ("llama2-7b", ["synth", "--devices", "4", "--microbatches", "8", "--cuts", "layers",
                                 "--placement", "0,1,2,3,2,1", "--evaluations", "10"]),
         "gemma": ("gemma-like", ["synth", "--devices", "4", "--microbatches", "8", "--evaluations", "10"]),
-        "gptoss": ("gpt-oss-like", ["baseline", "--schedule", "1f1b", "--devices", "4", "--microbatches", "8"]),
+        # gpt-oss-like's experts spread over an expert-parallel group of 8 (data 8): 1F1B then fits 80 GB.
+        "gptoss": ("gpt-oss-like", ["baseline", "--schedule", "1f1b", "--devices", "4", "--microbatches", "8",
+                                    "--gpus", "32", "--expert-parallel", "8"]),
     }
     for key, (name, args) in specs.items():
         sched = str(d / f"{key}.yaml")
-        cli(args[0], model_path(name), *args[1:], "--memory-limit-gb", "0", "-o", sched,
+        cli(args[0], model_path(name), *args[1:], "-o", sched,
             *(["--quiet"] if args[0] == "synth" else []))
         export(sched, str(d / key), model_path(name))
         out[key] = str(d / key)
@@ -45,8 +47,10 @@ def test_shipped_models_name_their_modules_as_the_cli_reads_them(tmp_path, name)
     assert all(layer.modules for layer in spec.layers), "every shipped layer names its module"
     assert spec.layers[0].modules == ("tok_embeddings",)
     sched = str(tmp_path / "s.yaml")
+    # Each shipped model inside the mesh a user would give it on 16 x 80 GB GPUs (tensor 2, expert 4, data 4,
+    # Megatron's distributed optimizer): two pipeline ranks then hold every one of them.
     cli("baseline", model_path(name), "--schedule", "gpipe", "--devices", "2", "--microbatches", "2",
-        "--memory-limit-gb", "0", "-o", sched)
+        "--gpus", "16", "--tensor-parallel", "2", "--expert-parallel", "4", "--optimizer", "distributed", "-o", sched)
     export(sched, str(tmp_path / "pt"), model_path(name))
     plan = load_plan(str(tmp_path / "pt"))
     for st in plan.stages:  # the C++ reader and this one expand the layer list the same way

@@ -1,6 +1,6 @@
 """What PyTorch's pipelining runtime (2.13) silently gets wrong, pinned by running it, and what
 pipesmith does about it: the export renumbers microbatches so the last stage runs its forwards in
-order, and the runner refuses a CSV that breaks either rule (exit 2, naming the cell)."""
+order, and the runner refuses a CSV that breaks one of these rules (exit 2, naming the cell)."""
 import json
 import os
 import shutil
@@ -36,11 +36,22 @@ def dirs(tmp_path_factory):
         rows = [[c for c in line.split(",") if "REDUCE_GRAD" not in c] for line in f.read().splitlines()]
     with open(path, "w") as f:
         f.write("".join(",".join(r) + "\n" for r in rows))
-    return model, exported, raw, no_reduce
+    # The exported comms file with stage 0's REDUCE_GRAD moved before its last backward.
+    early_reduce = str(tmp / "early_reduce")
+    shutil.copytree(exported, early_reduce)
+    path = os.path.join(early_reduce, "compute_comms.csv")
+    with open(path) as f:
+        rows = [line.split(",") for line in f.read().splitlines()]
+    rows[0].remove("0REDUCE_GRAD")
+    last = max(i for i, c in enumerate(rows[0]) if c[:2] in ("0B", "0W"))
+    rows[0].insert(last, "0REDUCE_GRAD")
+    with open(path, "w") as f:
+        f.write("".join(",".join(r) + "\n" for r in rows))
+    return model, exported, raw, no_reduce, early_reduce
 
 
 def test_export_renumbers_microbatches_and_both_files_train_exactly(dirs):
-    model, exported, _, _ = dirs
+    model, exported, _, _, _ = dirs
     with open(os.path.join(exported, "plan.json")) as f:
         assert json.load(f)["microbatch_renumbering"] == [1, 0]
     with open(os.path.join(exported, "compute_only.csv")) as f:  # idle cells dropped
@@ -50,30 +61,35 @@ def test_export_renumbers_microbatches_and_both_files_train_exactly(dirs):
 
 
 def test_the_plan_reader_names_the_cell_that_breaks_a_rule(dirs):
-    _, exported, raw, no_reduce = dirs
+    _, exported, raw, no_reduce, early_reduce = dirs
     load_plan(exported)
     with pytest.raises(PlanError, match=r"compute_only.csv:2:1: the last stage's forward number 0 is of "
                                         r"microbatch 1"):
         load_plan(raw)
     with pytest.raises(PlanError, match=r"stage 0 has 0 REDUCE_GRAD cells"):
         load_plan(no_reduce)
+    with pytest.raises(PlanError, match=r"compute_comms.csv:1:\d+: '0REDUCE_GRAD' comes before '0B0' "
+                                        r"\(.*compute_comms.csv:1:\d+\), a backward of stage 0"):
+        load_plan(early_reduce)
     load_plan(raw, runtime_rules=False)
 
 
 def test_pytorch_trains_on_the_wrong_losses_or_unscaled_gradients_without_an_error(dirs):
     # What the rules protect against, as PyTorch runs it: no error, different gradients. If a
     # PyTorch release fixes either, this fails and the rule can go.
-    model, _, raw, no_reduce = dirs
+    model, _, raw, no_reduce, early_reduce = dirs
     rc, out = torchrun(2, ["-m", "pipesmith.torch.run", "--timeout", "60", "--skip-runtime-rules",
-                           "--case", raw, model, "--case", no_reduce, model], timeout=300)
+                           "--case", raw, model, "--case", no_reduce, model, "--case", early_reduce, model],
+                       timeout=300)
     verdicts = {" ".join(l.split(" ")[:2]).rstrip(":"): "DIFFER" if " DIFFER " in l else "match"
                 for l in out.splitlines() if " the unpipelined run " in l}
     assert rc == 1, out[-4000:]
     assert verdicts == {f"{raw} compute_only": "DIFFER", f"{raw} compute_comms": "match",
-                        f"{no_reduce} compute_only": "match", f"{no_reduce} compute_comms": "DIFFER"}, out[-4000:]
+                        f"{no_reduce} compute_only": "match", f"{no_reduce} compute_comms": "DIFFER",
+                        f"{early_reduce} compute_only": "match", f"{early_reduce} compute_comms": "DIFFER"}, out[-4000:]
 
 
 def test_the_runner_refuses_such_a_file(dirs):
-    model, _, raw, _ = dirs
+    model, _, raw, _, _ = dirs
     rc, out = torchrun(2, ["-m", "pipesmith.torch.run", "--timeout", "60", raw, "--model", model], timeout=300)
     assert rc != 0 and "PyTorch would pair its loss with the backward of microbatch 0" in out, out[-4000:]

@@ -520,8 +520,9 @@ def check_runtime_rules(plan: Plan, fmt: str, rows: Optional[list[list[Cell]]] =
       to the backward of microbatch k, so a last stage running F(m) out of order trains on the wrong
       losses (``pipesmith export`` renumbers the microbatches so this holds);
     * in a compute_comms CSV, a stage's gradients are divided by the microbatch count only at its
-      REDUCE_GRAD: without one they come out M times too large. PyTorch's own lowering writes exactly
-      one per stage, and so does ``pipesmith export``.
+      REDUCE_GRAD: without one they come out M times too large, and a B or W of the stage after it
+      adds its microbatch's gradient undivided. PyTorch's own lowering writes exactly one per stage,
+      after the stage's last B or W, and so does ``pipesmith export``.
     """
     path = plan.csv_path(fmt)
     rows = read_csv(path) if rows is None else rows
@@ -540,6 +541,17 @@ def check_runtime_rules(plan: Plan, fmt: str, rows: Optional[list[list[Cell]]] =
             where = f"{path}:{cells[1][0]}:{cells[1][1]}" if cells else path
             raise PlanError(f"{where}: stage {stage} has {len(cells)} REDUCE_GRAD cells, PyTorch needs exactly one "
                             f"(it divides the stage's gradients by the {plan.microbatches} microbatches there)")
+    reduced: dict[int, Cell] = {}  # stage -> its REDUCE_GRAD cell, once the row order has passed it
+    for cell, a in _cells(rows):
+        if a.kind == "REDUCE_GRAD":
+            reduced[a.stage] = cell
+        elif a.kind in ("B", "W") and a.stage in reduced:
+            r = reduced[a.stage]
+            raise PlanError(f"{path}:{r.row}:{r.col}: '{r.action}' comes before '{a}' ({path}:{cell.row}:{cell.col}), "
+                            f"a backward of stage {a.stage}; PyTorch divides the stage's gradients by the "
+                            f"{plan.microbatches} microbatches at its REDUCE_GRAD, so that backward's gradient "
+                            "would stay undivided (wrong gradients, no error). REDUCE_GRAD goes after the stage's "
+                            "last B or W")
 
 
 def check_csv(plan: Plan, path: str, rows: Optional[list[list[Cell]]] = None) -> None:
