@@ -417,8 +417,7 @@ def test_reference_builds_a_vision_encoder_before_the_embedding(gemma3):
 
 def test_torch_run_and_isolated_profile_of_gemma3(gemma3, tmp_path):
     sched, d = tmp_path / "s.yaml", tmp_path / "pt"
-    cli("baseline", gemma3, "--devices", "2", "--microbatches", "2", "--schedule", "1f1b", "--memory-limit-gb", "0",
-        "-o", str(sched))
+    cli("baseline", gemma3, "--devices", "2", "--microbatches", "2", "--schedule", "1f1b", "-o", str(sched))
     cli("export", str(sched), "--to", "pytorch", "-o", str(d), "--model", gemma3)
     rc, out = torchrun(2, ["-m", "pipesmith.torch.run", str(d), "--model", gemma3, "--timeout", "120"], timeout=300)
     assert rc == 0 and out.count("match the unpipelined run") == 2, out[-4000:]
