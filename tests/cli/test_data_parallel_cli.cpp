@@ -9,6 +9,7 @@
 #include <regex>
 #include <nlohmann/json.hpp>
 
+#include "ir/schedule_io.h"
 #include "test_util.h"
 
 namespace data_parallel_cli_test {
@@ -118,6 +119,40 @@ TEST_CASE("cli data-parallel: FSDP gathers each stage before its first op and fr
   const std::string csv = read_file(out + "/compute_comms.csv");
   for (int s = 0; s < 4; ++s)
     for (const char* op : {"UNSHARD", "RESHARD", "REDUCE_GRAD"}) CHECK(count(csv, fmt::format("{}{}", s, op)) == 1);
+  // The exported file read back: its data-parallel ops are checked where it holds them.
+  const pstest::CliResult v = run_cli("verify " + out + "/compute_comms.csv");
+  INFO(v.output);
+  CHECK(v.exit_code == 0);
+  CHECK(contains(v.output, "12 UNSHARD/RESHARD/REDUCE_GRAD action(s): kept where the file places them"));
+}
+
+TEST_CASE("cli data-parallel: synth --csv of an FSDP mesh reads back to the same programs, costed by the model") {
+  const std::string dir = pstest::fresh_dir("dp-cli-csv");
+  const std::string yaml = dir + "/s.yaml", csv = dir + "/s.csv";
+  const pstest::CliResult r =
+      run_cli(fmt::format("synth {} --optimizer fsdp --evaluations 20 --quiet -o {} --csv {}", kModel, yaml, csv));
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  auto y = ps::read_schedule_yaml(yaml);
+  REQUIRE_MESSAGE(y.ok(), y.status().str());
+  auto c = ps::read_pytorch_csv(csv);
+  REQUIRE_MESSAGE(c.ok(), c.status().str());
+  CHECK(c->schedule.programs == y->programs);
+  REQUIRE(c->schedule.problem.num_stages() == y->problem.num_stages());
+  for (const ps::StageSpec& st : c->schedule.problem.stages) {
+    CHECK(st.reduces_grad);
+    CHECK(st.fsdp);
+  }
+  // Read alone (unit costs) the reductions take no time; costed by the model they do.
+  CHECK(verify_json(csv)["exposed_data_parallel_ms"].get<double>() == 0);
+  // Costed by the model's mesh (distributed optimizer): the reductions take their time where the CSV
+  // puts them; FSDP's UNSHARD/RESHARD, which that mesh does not have, take none.
+  const pstest::CliResult m = run_cli("verify " + csv + " --model " + kModel + " --json");
+  INFO(m.output);
+  REQUIRE(m.exit_code == 0);
+  const nlohmann::json j = nlohmann::json::parse(m.output);
+  CHECK(j["exposed_data_parallel_ms"].get<double>() > 0);
+  CHECK(contains(m.output, "the model does not shard stage(s) 0, 1, 2, "));
 }
 
 }  // namespace data_parallel_cli_test
