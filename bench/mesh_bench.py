@@ -27,7 +27,9 @@ The rows and where their meshes come from:
   8,192 H100s TP 8, PP 16, DP 64 at 8k sequences and 16M tokens a step (430 TFLOP/s per GPU measured);
   16,384 H100s TP 8, PP 16, DP 128, the same batch (400); 16,384 H100s TP 8, CP 16, PP 16 at 128k
   sequences, 16M tokens a step (380; DP = 16,384 / (8 x 16 x 16) = 8 and 128 sequences of 128k).
-  Sequence parallelism and the distributed optimizer as Megatron-style training runs them.
+  Sequence parallelism and the distributed optimizer as Megatron-style training runs them. The 128k
+  row's context parallelism all-gathers K and V before each attention, its latency exposed, as the
+  report's section 3.3.2 describes it (cp_comm_type all_gather; docs/mesh.md).
 - DeepSeek-V3: the DeepSeek-V3 report (arXiv 2412.19437, section 3.2): 2,048 H800s, PP 16, EP 64 (over
   8 nodes), TP 1, ZeRO-1 (distributed optimizer); 4k sequences and the batch of 3,072 sequences the
   training starts with (section 4.2: 3,072 rising to 15,360 over the first 469B tokens; at 15,360, M = 120
@@ -87,6 +89,7 @@ class Mesh:
     etp: int = 1
     sp: bool = False
     optimizer: str = "distributed"
+    cp_comm: str = "p2p"  # how context parallelism moves K and V (parallel.cp_comm_type)
     global_batch: int = 1
     micro_batch: int = 1
     seq: int = 4096
@@ -99,17 +102,20 @@ class Mesh:
              "--context-parallel", str(self.cp), "--expert-parallel", str(self.ep),
              "--expert-tensor-parallel", str(self.etp), "--optimizer", self.optimizer,
              "--global-batch", str(self.global_batch), "--micro-batch", str(self.micro_batch)]
+        f += ["--cp-comm-type", self.cp_comm] if self.cp > 1 else []
         return f + (["--sequence-parallel"] if self.sp else [])
 
     def candidate(self) -> str:
         """The mesh as `plan --candidate` takes it."""
         return (f"pipeline={self.pp},tensor={self.tp},context={self.cp},expert={self.ep},expert_tensor={self.etp},"
                 f"micro_batch={self.micro_batch},optimizer={self.optimizer},"
-                f"sequence_parallel={'true' if self.sp else 'false'}")
+                f"sequence_parallel={'true' if self.sp else 'false'}" +
+                (f",cp_comm_type={self.cp_comm}" if self.cp > 1 else ""))
 
     def describe(self) -> str:
         dp = self.gpus // (self.pp * self.tp * self.cp)
-        parts = [f"TP{self.tp}"] + ([f"CP{self.cp}"] if self.cp > 1 else []) + [f"PP{self.pp}"]
+        cp = f"CP{self.cp}" + (" (all_gather)" if self.cp_comm == "all_gather" else "")
+        parts = [f"TP{self.tp}"] + ([cp] if self.cp > 1 else []) + [f"PP{self.pp}"]
         parts += ([f"EP{self.ep}"] if self.ep > 1 else []) + ([f"ETP{self.etp}"] if self.etp > 1 else [])
         parts += [f"DP{dp}"]
         return " ".join(parts) + (" SP" if self.sp else "")
@@ -121,7 +127,8 @@ ROWS = [
     Mesh("llama3-405b-8k-16384", "Llama-3.1-405B", "llama-3.1-405b.json", "h100", 16384, 16, tp=8, sp=True,
          global_batch=2048, seq=8192, measured_tflops=400, source="Llama 3 report, Table 4"),
     Mesh("llama3-405b-128k-16384", "Llama-3.1-405B", "llama-3.1-405b.json", "h100", 16384, 16, tp=8, cp=16,
-         sp=True, global_batch=128, seq=131072, measured_tflops=380, source="Llama 3 report, Table 4"),
+         sp=True, global_batch=128, seq=131072, cp_comm="all_gather", measured_tflops=380,
+         source="Llama 3 report, Table 4; its context parallelism all-gathers K and V, exposed (section 3.3.2)"),
     Mesh("deepseek-v3", "DeepSeek-V3", "deepseek-v3.json", "h800", 2048, 16, ep=64, global_batch=3072,
          seq=4096, source="DeepSeek-V3 report, sections 3.2 and 4.2"),
     Mesh("kimi-k2", "Kimi-K2", "kimi-k2.json", "h800", 2048, 16, ep=16, global_batch=2048, seq=4096,

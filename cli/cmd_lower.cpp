@@ -211,10 +211,10 @@ const char* group_link(const Mesh& m, MeshGroup g) {
 std::string mesh_text(const Spec& spec, const std::vector<StageMemory>& stages, const std::string& plan_desc) {
   const Mesh& m = *spec.mesh;
   std::string out;
-  out += fmt::format("mesh      {} GPUs{}: pipeline {} x data {} x context {} x tensor {}{}; optimizer {}\n", m.gpus,
+  out += fmt::format("mesh      {} GPUs{}: pipeline {} x data {} x context {}{} x tensor {}{}; optimizer {}\n", m.gpus,
                      m.gpus_per_node > 0 ? fmt::format(" ({} per node)", m.gpus_per_node) : " (one node)", m.pipeline,
-                     m.data, m.context, m.tensor, m.sequence_parallel ? " (sequence parallel)" : "",
-                     optimizer_name(m.optimizer));
+                     m.data, m.context, m.context > 1 ? fmt::format(" ({})", cp_comm_name(m.cp_comm)) : "", m.tensor,
+                     m.sequence_parallel ? " (sequence parallel)" : "", optimizer_name(m.optimizer));
   out += fmt::format("          experts: expert {} x expert_tensor {} x expert_data {}\n", m.expert, m.expert_tensor,
                      m.expert_data());
   out += fmt::format("          links: tensor {}, context {}, expert {}, expert_tensor {}, data {}\n",
@@ -328,6 +328,7 @@ std::string json_summary(const LowerArgs& a, const Spec& spec, const ModelSummar
                   {"expert_data", m.expert_data()},
                   {"sequence_parallel", m.sequence_parallel},
                   {"optimizer", optimizer_name(m.optimizer)},
+                  {"cp_comm_type", cp_comm_name(m.cp_comm)},
                   {"micro_batch", m.micro_batch},
                   {"global_batch", m.global_batch},
                   {"groups", groups}};

@@ -36,13 +36,20 @@ Status read_dimension(const std::string& flag, const std::string& text, Parallel
   const size_t eq = text.find('=');
   const std::string key = text.substr(0, eq == std::string::npos ? 0 : eq);
   const std::string value = eq == std::string::npos ? "" : text.substr(eq + 1);
-  const std::string keys = "pipeline, tensor, context, expert, expert_tensor, data, micro_batch, optimizer, sequence_parallel";
+  const std::string keys =
+      "pipeline, tensor, context, expert, expert_tensor, data, micro_batch, optimizer, sequence_parallel, cp_comm_type";
   if (eq == std::string::npos || value.empty())
     return Status::bad_input(fmt::format("{} '{}': expected KEY=VALUE with KEY one of {}", flag, excerpt(text), keys));
   if (key == "optimizer") {
     if (!parse_optimizer(value))
       return Status::bad_input(fmt::format("{} optimizer={}: expected replicated, distributed or fsdp", flag, excerpt(value)));
     mesh.optimizer = value;
+    return Status::ok();
+  }
+  if (key == "cp_comm_type") {
+    if (!parse_cp_comm(value))
+      return Status::bad_input(fmt::format("{} cp_comm_type={}: expected p2p or all_gather", flag, excerpt(value)));
+    mesh.cp_comm = value;
     return Status::ok();
   }
   if (key == "sequence_parallel") {
@@ -116,6 +123,7 @@ std::string json_table(const PlanArgs& a, const MeshPlan& plan) {
                      {"expert_tensor", r.expert_tensor},
                      {"micro_batch", r.micro_batch},
                      {"sequence_parallel", r.sequence_parallel},
+                     {"cp_comm_type", cp_comm_name(r.cp_comm)},
                      {"optimizer", optimizer_name(r.optimizer)},
                      {"candidate", r.candidate},
                      {"microbatches", r.microbatches},
@@ -215,10 +223,11 @@ Runner add_plan(CLI::App& app) {
       ->check(flags::memory_limit_gb());
   sub->add_option("--fix", args->fix,
                   "Pin a dimension: pipeline=P, tensor=T, context=C, expert=E, expert_tensor=ET, data=D, micro_batch=B, "
-                  "optimizer=WORD, sequence_parallel=true|false (repeatable)");
+                  "optimizer=WORD, sequence_parallel=true|false, cp_comm_type=p2p|all_gather (repeatable)");
   sub->add_option("--candidate", args->candidates,
                   "A mesh always synthesized and ranked with the rest: pipeline=P[,tensor=T,context=C,expert=E,"
-                  "expert_tensor=ET,data=D,micro_batch=B,optimizer=WORD,sequence_parallel=true|false] (repeatable; "
+                  "expert_tensor=ET,data=D,micro_batch=B,optimizer=WORD,sequence_parallel=true|false,"
+                  "cp_comm_type=p2p|all_gather] (repeatable; "
                   "unset dimensions 1, the optimizer distributed)");
   sub->add_option("--top", args->top,
                   "Enumerated meshes to get a schedule, tried in the estimate's order (at most 2 x N tries once one has "

@@ -40,6 +40,10 @@ void add_mesh_flags(CLI::App* sub, MeshFlags* f) {
   sub->add_option("--optimizer", f->optimizer,
                   "Optimizer-state sharding: replicated, distributed (ZeRO-1) or fsdp (ZeRO-3) (parallel.optimizer)")
       ->check(CLI::IsMember({"replicated", "distributed", "fsdp"}));
+  sub->add_option("--cp-comm-type", f->cp_comm,
+                  "How context parallelism moves K and V: p2p (the K/V ring, overlapped) or all_gather (exposed) "
+                  "(parallel.cp_comm_type; default p2p)")
+      ->check(CLI::IsMember({"p2p", "all_gather"}));
   sub->add_option("--micro-batch", f->micro_batch, "Sequences per microbatch (parallel.micro_batch)")->check(degree);
   sub->add_option("--global-batch", f->global_batch,
                   "Sequences per iteration (parallel.global_batch); M = global / (micro-batch x data)")
@@ -59,6 +63,7 @@ ParallelInput mesh_overrides(const MeshFlags& f) {
   o.micro_batch = f.micro_batch;
   o.global_batch = f.global_batch;
   o.optimizer = f.optimizer;
+  o.cp_comm = f.cp_comm;
   if (f.sequence_parallel) o.sequence_parallel = true;
   return o;
 }

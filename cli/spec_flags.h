@@ -15,11 +15,11 @@
 namespace ps::cli {
 
 // The mesh flags (ir/mesh.h): --gpus, --tensor-parallel, --context-parallel, --expert-parallel,
-// --expert-tensor-parallel, --data-parallel, --optimizer, --micro-batch, --global-batch,
+// --expert-tensor-parallel, --data-parallel, --optimizer, --cp-comm-type, --micro-batch, --global-batch,
 // --sequence-parallel. Each maps one field of the `parallel:` section (or cluster.gpus).
 struct MeshFlags {
   std::optional<long long> gpus, tensor, context, expert, expert_tensor, data, micro_batch, global_batch;
-  std::optional<std::string> optimizer;
+  std::optional<std::string> optimizer, cp_comm;
   bool sequence_parallel = false;
 };
 void add_mesh_flags(CLI::App* sub, MeshFlags* flags);

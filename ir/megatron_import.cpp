@@ -11,6 +11,7 @@
 
 #include "ir/input_file.h"
 #include "ir/limits.h"
+#include "ir/mesh.h"
 
 namespace ps {
 
@@ -77,6 +78,7 @@ struct Arg {
   bool has_value = false;
   SourceLoc loc;      // the flag's
   SourceLoc value_loc;
+  int more_values = 0;  // values after the first before the next flag (argparse's nargs='+')
 };
 
 // The flags of a token list (the last occurrence wins, as argparse's does).
@@ -98,6 +100,7 @@ std::map<std::string, Arg> read_flags(const std::vector<Token>& toks) {
       a.value = toks[i + 1].text;
       a.has_value = true;
       a.value_loc = toks[i + 1].loc;
+      for (size_t j = i + 2; j < toks.size() && toks[j].text.rfind("--", 0) != 0; ++j) ++a.more_values;
     }
     flags[name] = a;
   }
@@ -228,6 +231,18 @@ void read_mesh_args(Flags& f, ImportedModel& m) {
   if (f.has("--sequence-parallel")) m.parallel.push_back({"sequence_parallel", "true", "--sequence-parallel"});
   if (f.has("--use-distributed-optimizer"))
     m.parallel.push_back({"optimizer", "distributed", "--use-distributed-optimizer"});
+  // --cp-comm-type: one value for every layer (Megatron also takes one per layer).
+  if (std::optional<std::string> v = f.text("--cp-comm-type")) {
+    const Arg* a = f.arg("--cp-comm-type");
+    if (a->more_values > 0)
+      f.fail("--cp-comm-type: one value per layer is not supported; give one value for every layer", a->value_loc);
+    else if (!parse_cp_comm(*v))
+      f.fail(fmt::format("--cp-comm-type: '{}' is not modelled (expected p2p, the K/V ring, or all_gather)",
+                         excerpt(*v)),
+             a->value_loc);
+    else
+      m.parallel.push_back({"cp_comm_type", *v, "--cp-comm-type"});
+  }
   if (std::optional<long long> v = f.opt("--num-layers-per-virtual-pipeline-stage"))
     m.header.push_back(fmt::format("Megatron's interleaved schedule (--num-layers-per-virtual-pipeline-stage {}): "
                                    "compare with `pipesmith synth MODEL.yaml --partition even --stages-per-device V`, "

@@ -34,6 +34,14 @@ std::optional<OptimizerSharding> parse_optimizer(std::string_view w) {
   return std::nullopt;
 }
 
+const char* cp_comm_name(CpComm c) { return c == CpComm::kAllGather ? "all_gather" : "p2p"; }
+
+std::optional<CpComm> parse_cp_comm(std::string_view w) {
+  if (w == "p2p") return CpComm::kP2p;
+  if (w == "all_gather") return CpComm::kAllGather;
+  return std::nullopt;
+}
+
 int Mesh::expert_data() const {
   const long long dense = static_cast<long long>(data) * context * tensor;
   return static_cast<int>(dense / (static_cast<long long>(expert) * expert_tensor));
@@ -146,11 +154,19 @@ std::optional<long long> ParallelInput::* int_field(std::string_view k) {
 
 std::string optimizer_words() { return "replicated, distributed (Megatron's distributed optimizer, ZeRO-1), fsdp (ZeRO-3)"; }
 
+std::string cp_comm_refusal(std::string_view what, std::string_view word) {
+  if (word == "a2a" || word == "a2a+p2p")
+    return fmt::format("{}: '{}' (the all-to-all context parallelism) is not modelled (expected p2p, the K/V ring, "
+                       "or all_gather)",
+                       what, word);
+  return fmt::format("{}: unknown cp_comm_type '{}' (expected p2p, the K/V ring, or all_gather)", what, excerpt(word));
+}
+
 }  // namespace
 
 bool ParallelInput::any() const {
   return gpus || tensor || context || expert || expert_tensor || data || micro_batch || global_batch ||
-         sequence_parallel || optimizer;
+         sequence_parallel || optimizer || cp_comm;
 }
 
 ParallelInput ParallelInput::merged_with(const ParallelInput& o) const {
@@ -174,14 +190,19 @@ ParallelInput ParallelInput::merged_with(const ParallelInput& o) const {
     r.at.erase("optimizer");
     if (auto it = o.at.find("optimizer"); it != o.at.end()) r.at["optimizer"] = it->second;
   }
+  if (o.cp_comm) {
+    r.cp_comm = o.cp_comm;
+    r.at.erase("cp_comm_type");
+    if (auto it = o.at.find("cp_comm_type"); it != o.at.end()) r.at["cp_comm_type"] = it->second;
+  }
   if (o.loc.valid()) r.loc = o.loc;
   return r;
 }
 
 Result<ParallelInput> read_parallel(const YAML::Node& n, const std::string& file, const SourceLoc& key_loc) {
   Result<yamlu::Fields> f = yamlu::read_map(
-      n, {"tensor", "context", "expert", "expert_tensor", "data", "sequence_parallel", "optimizer", "micro_batch",
-          "global_batch"},
+      n, {"tensor", "context", "expert", "expert_tensor", "data", "sequence_parallel", "optimizer", "cp_comm_type",
+          "micro_batch", "global_batch"},
       file, "parallel");
   if (!f.ok()) return f.status();
   ParallelInput in;
@@ -201,6 +222,11 @@ Result<ParallelInput> read_parallel(const YAML::Node& n, const std::string& file
         return Status::bad_input(
             fmt::format("{}: unknown optimizer '{}' (expected {})", what, excerpt(*v), optimizer_words()), vloc);
       in.optimizer = *v;
+    } else if (key == "cp_comm_type") {
+      Result<std::string> v = yamlu::to_string(field.value, file, what, vloc);
+      if (!v.ok()) return v.status();
+      if (!parse_cp_comm(*v)) return Status::bad_input(cp_comm_refusal(what, *v), vloc);
+      in.cp_comm = *v;
     } else {
       Result<long long> v = yamlu::to_int(field.value, file, what, vloc);
       if (!v.ok()) return v.status();
@@ -222,6 +248,7 @@ Result<Mesh> resolve_mesh(const ParallelInput& given, const ParallelInput& overr
   auto from_override = [&](std::string_view k) {
     if (k == "sequence_parallel") return overrides.sequence_parallel.has_value();
     if (k == "optimizer") return overrides.optimizer.has_value();
+    if (k == "cp_comm_type") return overrides.cp_comm.has_value();
     return (overrides.*int_field(k)).has_value();
   };
   auto name = [&](std::string_view k) {
@@ -257,6 +284,11 @@ Result<Mesh> resolve_mesh(const ParallelInput& given, const ParallelInput& overr
                       optimizer_words()),
           at("optimizer"));
     m.optimizer = *o;
+  }
+  if (in.cp_comm) {
+    std::optional<CpComm> c = parse_cp_comm(*in.cp_comm);
+    if (!c) return Status::bad_input(cp_comm_refusal(name("cp_comm_type"), *in.cp_comm), at("cp_comm_type"));
+    m.cp_comm = *c;
   }
   // GPUs: the override, else the cluster's; data follows from them when not given.
   std::optional<long long> gpus = in.gpus;
@@ -460,11 +492,16 @@ Result<MeshLayerCosts> derive_mesh_costs(const std::vector<Component>& kind, con
       const double etp = 2 * col.gather(routed, MeshGroup::kExpertTensor);
       f.ep = i.ep = a2a + etp;
     }
-    // Context parallelism: the K/V ring overlaps the attention core's steps; the linear mixers hand
-    // their state from chunk to chunk.
+    // Context parallelism. p2p: the K/V ring overlaps the attention core's steps. all_gather: K and V
+    // gathered before the core, exposed; in I gathered again and their gradients reduce-scattered.
+    // The linear mixers hand their state from chunk to chunk either way.
     if (mesh.context > 1) {
       const double steps = C - 1;
-      if (w.cp_kv_bytes > 0) {
+      if (w.cp_kv_bytes > 0 && mesh.cp_comm == CpComm::kAllGather) {
+        const double gather_ms = col.gather(w.cp_kv_bytes / T, MeshGroup::kContext);
+        f.cp = gather_ms;
+        i.cp = 2 * gather_ms;
+      } else if (w.cp_kv_bytes > 0) {
         const double step_ms = col.ring_step(w.cp_kv_bytes / tc, MeshGroup::kContext);
         const double core_step_ms = w.core_fwd_flops / rate / tc / C;
         f.cp = steps * std::max(0.0, step_ms - core_step_ms);

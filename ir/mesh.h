@@ -47,6 +47,15 @@ enum class OptimizerSharding {
 const char* optimizer_name(OptimizerSharding o);  // "replicated", "distributed", "fsdp"
 std::optional<OptimizerSharding> parse_optimizer(std::string_view word);
 
+// How context parallelism moves K and V between the GPUs of a context group (Megatron-LM's and
+// TransformerEngine's `cp_comm_type`; docs/mesh.md, "Context parallelism").
+enum class CpComm {
+  kP2p,        // the K/V ring: CP-1 point-to-point steps, each overlapping a step of the attention core
+  kAllGather,  // K and V all-gathered before the attention core (its gradients reduce-scattered after), exposed
+};
+const char* cp_comm_name(CpComm c);  // "p2p", "all_gather"
+std::optional<CpComm> parse_cp_comm(std::string_view word);
+
 inline constexpr long long kMaxGpus = 1'048'576;  // G: GPUs of a mesh
 
 // The mesh, resolved and validated.
@@ -59,6 +68,7 @@ struct Mesh {
   int data = 1;            // 128
   bool sequence_parallel = false;
   OptimizerSharding optimizer = OptimizerSharding::kReplicated;
+  CpComm cp_comm = CpComm::kP2p;  // with context > 1
   int micro_batch = 1;          // 1: sequences per microbatch (architecture.micro_batch_size of derived types)
   long long global_batch = 0;   // 2048: sequences per iteration = micro_batch · data · microbatches
   long long gpus = 1;           // 2048 = pipeline · data · context · tensor
@@ -106,6 +116,7 @@ struct ParallelInput {
   std::optional<long long> gpus, tensor, context, expert, expert_tensor, data, micro_batch, global_batch;
   std::optional<bool> sequence_parallel;
   std::optional<std::string> optimizer;  // a word parse_optimizer reads
+  std::optional<std::string> cp_comm;    // cp_comm_type: a word parse_cp_comm reads
   std::map<std::string, SourceLoc, std::less<>> at;  // field name -> location of its value
   SourceLoc loc;                                      // of the section
   bool any() const;

@@ -85,9 +85,9 @@ bool same_times(const Spec& a, const Spec& b) {
 }
 
 // The mesh dimensions of a row: equal keys are the same mesh.
-std::tuple<int, int, int, int, int, int, int, bool, int> mesh_key(const MeshPlanRow& r) {
-  return {r.pipeline, r.tensor, r.context, r.expert, r.expert_tensor, r.data, r.micro_batch, r.sequence_parallel,
-          static_cast<int>(r.optimizer)};
+std::tuple<int, int, int, int, int, int, int, bool, int, int> mesh_key(const MeshPlanRow& r) {
+  return {r.pipeline, r.tensor,      r.context, r.expert, r.expert_tensor, r.data, r.micro_batch, r.sequence_parallel,
+          static_cast<int>(r.optimizer), static_cast<int>(r.cp_comm)};
 }
 
 struct Resolved {
@@ -115,6 +115,7 @@ Result<Resolved> resolve(const std::string& model_path, const std::string& clust
   row.microbatches = spec->pipeline.microbatches;
   row.sequence_parallel = m.sequence_parallel;
   row.optimizer = m.optimizer;
+  row.cp_comm = m.cp_comm;
   return Resolved{row, std::move(*spec)};
 }
 
@@ -138,6 +139,7 @@ std::string candidate_words(const MeshCandidate& c) {
   add("data", m.data), add("micro_batch", m.micro_batch);
   if (m.optimizer) s += ",optimizer=" + *m.optimizer;
   if (m.sequence_parallel) s += fmt::format(",sequence_parallel={}", *m.sequence_parallel);
+  if (m.cp_comm) s += ",cp_comm_type=" + *m.cp_comm;
   return s;
 }
 
@@ -172,6 +174,7 @@ std::string megatron_arguments(const MeshPlanRow& row, const Spec& spec, const P
       row.tensor, row.pipeline, row.context, row.expert, m.expert_tensor, m.micro_batch, m.global_batch);
   if (m.sequence_parallel) a += " --sequence-parallel";
   if (m.optimizer == OptimizerSharding::kDistributed) a += " --use-distributed-optimizer";
+  if (m.context > 1) a += fmt::format(" --cp-comm-type {}", cp_comm_name(m.cp_comm));
   a += fmt::format(" --pipeline-model-parallel-layout \"{}\"", layout);
   return a + "\n";
 }
@@ -190,6 +193,11 @@ std::string torchtitan_fragment(const MeshPlanRow& row, const Spec& spec) {
   t += fmt::format("pipeline_parallel_microbatch_size = {}\n", m.micro_batch);
   t += "# pipeline_parallel_schedule_csv and module_fqns_per_model_part: `pipesmith export SCHEDULE --to pytorch "
        "--model MODEL -o DIR`, then pipesmith.torch.titan.pipelining_fn(DIR)\n";
+  if (m.context > 1)
+    t += m.cp_comm == CpComm::kAllGather
+             ? "# cp_comm_type all_gather: PyTorch's default context-parallel rotate method (\"allgather\")\n"
+             : "# cp_comm_type p2p: torch.distributed.tensor.experimental._attention.set_rotate_method(\"alltoall\") "
+               "before training (PyTorch's default is \"allgather\"; torchtitan 0.3.0 has no field for it)\n";
   if (m.optimizer == OptimizerSharding::kDistributed)
     t += "# the plan's distributed optimizer (ZeRO-1) has no torchtitan equivalent: FSDP (ZeRO-3) shards more\n";
   t += "[training]\n";
@@ -200,7 +208,8 @@ std::string torchtitan_fragment(const MeshPlanRow& row, const Spec& spec) {
 }
 
 std::string mesh_description(const MeshPlanRow& r) {
-  std::string s = fmt::format("PP {} x DP {} x CP {} x TP {}{}", r.pipeline, r.data, r.context, r.tensor,
+  std::string s = fmt::format("PP {} x DP {} x CP {}{} x TP {}{}", r.pipeline, r.data, r.context,
+                              r.context > 1 && r.cp_comm == CpComm::kAllGather ? " (all_gather)" : "", r.tensor,
                               r.sequence_parallel ? " SP" : "");
   if (r.expert > 1) s += fmt::format(", EP {}", r.expert);
   if (r.expert_tensor > 1) s += fmt::format(", ETP {}", r.expert_tensor);

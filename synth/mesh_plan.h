@@ -78,6 +78,7 @@ struct MeshPlanRow {
       microbatches = 0;
   bool sequence_parallel = false;
   OptimizerSharding optimizer = OptimizerSharding::kDistributed;
+  CpComm cp_comm = CpComm::kP2p;
   bool candidate = false;     // a mesh the caller gave (MeshPlanOptions::candidates)
   // The larger of bound_ms and (M + P - 1) x (the per-GPU F+I+W of one microbatch + the
   // recomputation its memory forces) / P: ranks the meshes before synthesis (docs/mesh.md,

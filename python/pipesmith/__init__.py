@@ -158,7 +158,8 @@ def load_spec(model: PathLike, cluster: Optional[PathLike] = None, *, devices: O
               context_parallel: Optional[int] = None, expert_parallel: Optional[int] = None,
               expert_tensor_parallel: Optional[int] = None, data_parallel: Optional[int] = None,
               optimizer: Optional[str] = None, micro_batch: Optional[int] = None,
-              global_batch: Optional[int] = None, sequence_parallel: Optional[bool] = None) -> Spec:
+              global_batch: Optional[int] = None, sequence_parallel: Optional[bool] = None,
+              cp_comm_type: Optional[str] = None) -> Spec:
     """Reads a model YAML (which may hold ``cluster:``, ``pipeline:`` and ``parallel:`` blocks) and an
     optional cluster YAML, applies the overrides and validates everything (``pipesmith synth MODEL
     --cluster C --devices P --microbatches M --memory-limit-gb X``). ``memory_limit_gb=0`` means
@@ -181,6 +182,9 @@ def load_spec(model: PathLike, cluster: Optional[PathLike] = None, *, devices: O
     if sequence_parallel is not None and not isinstance(sequence_parallel, bool):
         raise BadInputError(f"sequence_parallel must be True or False, got {sequence_parallel!r:.60}")
     parallel.sequence_parallel = sequence_parallel
+    if cp_comm_type is not None and not isinstance(cp_comm_type, str):
+        raise BadInputError(f"cp_comm_type must be 'p2p' or 'all_gather', got {cp_comm_type!r:.60}")
+    parallel.cp_comm_type = cp_comm_type
     return _core.load_spec(_path(model, "model"), _path(cluster, "cluster"),
                            _opt_int(devices, "devices", 1, _MAX_DEVICES),
                            _opt_int(microbatches, "microbatches", 1, _MAX_MICROBATCHES), _opt_memory(memory_limit_gb),
@@ -207,9 +211,13 @@ def _mesh_dims(dims: dict, what: str) -> tuple:
             if not isinstance(value, bool):
                 raise BadInputError(f"{what}['sequence_parallel'] must be True or False, got {value!r:.60}")
             mesh.sequence_parallel = value
+        elif key == "cp_comm_type":
+            if value not in ("p2p", "all_gather"):
+                raise BadInputError(f"{what}['cp_comm_type'] must be 'p2p' or 'all_gather', got {value!r:.60}")
+            mesh.cp_comm_type = value
         else:
             raise BadInputError(f"{what}: unknown dimension {key!r:.60} (expected pipeline, tensor, context, expert, "
-                                "expert_tensor, data, micro_batch, optimizer, sequence_parallel)")
+                                "expert_tensor, data, micro_batch, optimizer, sequence_parallel, cp_comm_type)")
     return mesh, pipeline
 
 

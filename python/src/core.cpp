@@ -262,7 +262,8 @@ void bind_specs(nb::module_& m) {
       .def_rw("micro_batch", &ParallelInput::micro_batch)
       .def_rw("global_batch", &ParallelInput::global_batch)
       .def_rw("sequence_parallel", &ParallelInput::sequence_parallel)
-      .def_rw("optimizer", &ParallelInput::optimizer);
+      .def_rw("optimizer", &ParallelInput::optimizer)
+      .def_rw("cp_comm_type", &ParallelInput::cp_comm);
   // pipesmith plan (synth/mesh_plan.h): the rows as dicts, and the best mesh's certified schedule.
   m.def("plan", [](const std::string& model, std::optional<std::string> cluster, long long gpus, long long global_batch,
                    ParallelInput pinned, std::optional<int> pipeline, std::optional<double> memory_limit_gb, int top,
@@ -309,6 +310,7 @@ void bind_specs(nb::module_& m) {
       d["expert"] = x.expert, d["expert_tensor"] = x.expert_tensor, d["micro_batch"] = x.micro_batch;
       d["sequence_parallel"] = x.sequence_parallel;
       d["optimizer"] = std::string(optimizer_name(x.optimizer)), d["candidate"] = x.candidate;
+      d["cp_comm_type"] = std::string(cp_comm_name(x.cp_comm));
       d["microbatches"] = x.microbatches;
       d["estimate_ms"] = x.estimate_ms, d["bound_ms"] = x.bound_ms, d["synthesized"] = x.synthesized, d["stages"] = x.stages;
       d["iteration_ms"] = x.iteration_ms, d["tokens_per_s"] = x.tokens_per_s, d["tflops_per_gpu"] = x.tflops_per_gpu;

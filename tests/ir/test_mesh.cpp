@@ -334,3 +334,29 @@ TEST_CASE("mesh: the K/V ring's exposed time and the MoE all-to-alls, priced on 
   const Spec ep2 = loaded(two);
   CHECK(ep2.mesh_types.at('X').ep_ms == doctest::Approx(4 * (0.020 + std::max(routed / 4 / 360e6, routed * 2 / 4 / 40e6))));
 }
+
+TEST_CASE("mesh: cp_comm_type all_gather exposes one all-gather of K and V in F and two in I; a2a refused") {
+  // Context 2 on one node, all_gather: the whole sequence's K and V (2 x 4 KV heads x 64 x 2048 tokens x
+  // 2 bytes) gathered by a ring of 2: one latency and half the bytes over NVLink, none of it overlapped.
+  const Spec ag = loaded(dense_model("", "parallel: {context: 2, cp_comm_type: all_gather}\n"));
+  const double gather_ms = 0.010 + 0.5 * (2.0 * 2 * 4 * 64 * 2048) / 360e6;
+  CHECK(ag.mesh->cp_comm == CpComm::kAllGather);
+  CHECK(ag.mesh_types.at('T').cp_ms == doctest::Approx(3 * gather_ms));
+  const Spec p2p = loaded(dense_model("", "parallel: {context: 2}\n"));
+  CHECK(p2p.mesh->cp_comm == CpComm::kP2p);
+  CHECK(ag.model.types.at('T').forward_ms - p2p.model.types.at('T').forward_ms ==
+        doctest::Approx(gather_ms - p2p.mesh_types.at('T').cp_ms / 3));
+  // The override replaces the file's word; Megatron's all-to-all kinds are refused by name, located.
+  SpecOverrides o;
+  o.parallel.cp_comm = "p2p";
+  const std::string path = pstest::temp_path("mesh-cp-comm.yaml");
+  std::ofstream(path) << dense_model("", "parallel: {context: 2, cp_comm_type: all_gather}\n");
+  Result<Spec> over = load_spec(path, "", o);
+  REQUIRE(over.ok());
+  CHECK(over->mesh->cp_comm == CpComm::kP2p);
+  CHECK(refusal(dense_model("", "parallel: {context: 2, cp_comm_type: a2a}\n")).find(
+            "parallel.cp_comm_type: 'a2a' (the all-to-all context parallelism) is not modelled (expected p2p, the "
+            "K/V ring, or all_gather)") != std::string::npos);
+  CHECK(refusal(dense_model("", "parallel: {context: 2, cp_comm_type: ring}\n")).find(
+            "unknown cp_comm_type 'ring'") != std::string::npos);
+}

@@ -58,6 +58,18 @@ def test_the_data_parallel_step_is_in_the_schedule_and_the_report(tmp_path):
         assert 0 <= r.report.exposed_data_parallel_ms < r.report.makespan_ms
 
 
+def test_cp_comm_type_all_gather_exposes_the_gathers():
+    # Context parallelism's K/V exchange: the ring overlaps the attention core, the all-gather does not.
+    iteration = {}
+    for word in ("p2p", "all_gather"):
+        spec = pipesmith.load_spec(model_path("llama2-7b"), context_parallel=2, tensor_parallel=2,
+                                   optimizer="distributed", cp_comm_type=word)
+        report = json.loads(pipesmith.synthesize(spec, evaluations=5).report.json())
+        assert report["valid"]
+        iteration[word] = report["makespan_ms"]
+    assert iteration["all_gather"] > iteration["p2p"]
+
+
 def test_no_mesh_no_throughput():
     spec = pipesmith.load_spec(model_path("llama2-7b"))
     r = pipesmith.synthesize(spec, evaluations=5)
@@ -70,6 +82,9 @@ def test_no_mesh_no_throughput():
     ({"optimizer": "zero3"}, "the optimizer override: unknown optimizer 'zero3'"),
     ({"optimizer": 3}, "optimizer must be 'replicated', 'distributed' or 'fsdp'"),
     ({"sequence_parallel": "yes"}, "sequence_parallel must be True or False"),
+    ({"context_parallel": 2, "cp_comm_type": "a2a"},
+     "the cp_comm_type override: 'a2a' (the all-to-all context parallelism) is not modelled"),
+    ({"cp_comm_type": 2}, "cp_comm_type must be 'p2p' or 'all_gather'"),
     ({"tensor_parallel": 64}, "architecture.num_attention_heads (32) must be divisible by parallel.tensor (64)"),
     ({"gpus": 100}, "the gpus override (100) is not a multiple of pipeline devices (8)"),
     ({"data_parallel": 2, "global_batch": 3}, "the global_batch override (3) must be a multiple of micro_batch (1)"),
@@ -87,7 +102,7 @@ def test_plan_ranks_meshes_and_returns_the_best_schedule():
     assert 1 <= len(synthesized) <= 2  # --top 2; a mesh whose bound is no better than the best is pruned
     assert [r["iteration_ms"] for r in synthesized] == sorted(r["iteration_ms"] for r in synthesized)
     for r in rows:
-        assert r["tensor"] == 2
+        assert r["tensor"] == 2 and r["cp_comm_type"] == "p2p"
         assert r["pipeline"] * r["data"] * r["context"] * r["tensor"] == 32
         if r["note"].startswith("pruned: lower bound"):
             assert r["bound_ms"] >= synthesized[0]["iteration_ms"]
@@ -145,6 +160,7 @@ def test_plan_progress_reports_each_synthesis_and_raises_what_the_callback_raise
     ({"candidates": {"pipeline": 4}}, "candidates must be a list of dicts"),
     ({"candidates": [{"pipeline": 4, "expert": "8"}]}, "candidates[0]['expert'] must be an integer"),
     ({"fix": {"tensor": 0}}, "fix['tensor'] must be an integer"),
+    ({"fix": {"cp_comm_type": "ring"}}, "fix['cp_comm_type'] must be 'p2p' or 'all_gather'"),
     ({"gpus": 0}, "gpus must be an integer"),
 ])
 def test_plan_refusals(kwargs, words):
