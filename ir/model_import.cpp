@@ -10,6 +10,7 @@
 
 #include "ir/limits.h"
 #include "ir/model.h"
+#include "ir/model_write.h"
 
 namespace ps {
 
@@ -282,9 +283,11 @@ class Writer {
 
   void build_layers() {
     if (m_.vision_layers > 0)
-      entries_.push_back(fmt::format("{{type: Y, repeat: {}, module: \"{}\"}}", m_.vision_layers, m_.vision_module));
+      entries_.push_back({{"type", "Y"},
+                          {"repeat", std::to_string(m_.vision_layers)},
+                          {"module", fmt::format("\"{}\"", m_.vision_module)}});
     const int embedding = m_.vision_layers;  // the text embedding's index
-    entries_.push_back(fmt::format("{{type: E, module: {}}}", m_.names.embedding));
+    entries_.push_back({{"type", "E"}, {"module", m_.names.embedding}});
     int index = embedding + 1;  // YAML layer index of the next layer
     const size_t n = m_.layers.size();
     for (size_t i = 0; i < n;) {
@@ -292,8 +295,10 @@ class Writer {
       while (j < n && layer_symbols_[j] == layer_symbols_[i]) ++j;
       const std::string& sym = layer_symbols_[i];
       const size_t run = j - i;
-      entries_.push_back(fmt::format("{{type: {}{}, module: \"{}\"}}", sym,
-                                     run > 1 ? fmt::format(", repeat: {}", run) : "", m_.names.layer));
+      std::vector<YamlItem> entry = {{"type", sym}};
+      if (run > 1) entry.push_back({"repeat", std::to_string(run)});
+      entry.push_back({"module", fmt::format("\"{}\"", m_.names.layer)});
+      entries_.push_back(std::move(entry));
       const std::string tname = types_by_symbols(sym);
       auto it = std::find_if(counts_.begin(), counts_.end(), [&](const auto& c) { return c.first == tname; });
       if (it == counts_.end()) counts_.emplace_back(tname, run);
@@ -303,7 +308,7 @@ class Writer {
     }
     int last_hidden = index - 1;  // the last decoder layer
     const std::string shards(static_cast<size_t>(o_.vocab_shards), 'L');
-    entries_.push_back(fmt::format("{{type: {}, module: [{}, {}]}}", shards, m_.names.final_norm, m_.names.head));
+    entries_.push_back({{"type", shards}, {"module", fmt::format("[{}, {}]", m_.names.final_norm, m_.names.head)}});
     index += static_cast<int>(shards.size());
     for (int j = 0; j < m_.mtp_modules; ++j) {
       std::string name = m_.names.mtp;
@@ -311,10 +316,11 @@ class Writer {
         name.replace(at, 3, std::to_string(m_.layers.size() + j));  // after the decoder layers (HF)
       if (size_t at = name.find("{j}"); at != std::string::npos) name.replace(at, 3, std::to_string(j));
       const char head = mtp_heads_[mtp_heads_.size() == 1 ? 0 : j];
-      entries_.push_back(fmt::format("{{type: m, inputs: [{}, {}], module: {}}}", embedding, last_hidden, name));
+      entries_.push_back(
+          {{"type", "m"}, {"inputs", fmt::format("[{}, {}]", embedding, last_hidden)}, {"module", name}});
       index += 1;
       const std::string rest = mtp_symbols_ + std::string(static_cast<size_t>(o_.vocab_shards), head);
-      entries_.push_back(fmt::format("{{type: {}, module: {}}}", rest, name));
+      entries_.push_back({{"type", rest}, {"module", name}});
       last_hidden = index + static_cast<int>(mtp_symbols_.size()) - 1;
       index += static_cast<int>(rest.size());
     }
@@ -346,61 +352,47 @@ class Writer {
     return arch;
   }
 
-  static std::string arch_line(const ArchEntry& a, int indent) {
-    std::string line = fmt::format("{:{}}{}: {}", "", indent, a.key, a.value);
-    if (!a.source.empty()) line = fmt::format("{:<40}# {}", line + " ", a.source);
-    return line + "\n";
-  }
-
+  // The model YAML, without the header (format_model_yaml's layout: ir/model_write.h).
   std::string yaml() const {
-    std::string y = "schema: 1\nmodel:\n";
-    y += fmt::format("  name: {}\n", m_.name);
-    y += "  architecture:\n";
-    for (const ArchEntry& a : canonical(m_.arch)) y += arch_line(a, 4);
+    ModelDocument d;
+    d.name = m_.name;
+    for (const ArchEntry& a : canonical(m_.arch)) d.architecture.push_back({a.key, a.value, a.source});
     const long long s = o_.seq_length.value_or(m_.seq_length.value_or(kDefaultImportSeqLength));
     const std::string s_src = o_.seq_length                ? "import option"
                               : m_.seq_length              ? m_.seq_length_source
                                                            : fmt::format("import default ({})", kDefaultImportSeqLength);
-    y += arch_line({"seq_length", std::to_string(s), s_src}, 4);
+    d.architecture.push_back({"seq_length", std::to_string(s), s_src});
     const long long b = o_.micro_batch_size.value_or(m_.micro_batch_size.value_or(1));
     const std::string b_src = o_.micro_batch_size ? "import option"
                               : m_.micro_batch_size ? m_.micro_batch_size_source
                                                     : "import default (1)";
-    y += arch_line({"micro_batch_size", std::to_string(b), b_src}, 4);
-    y += fmt::format("  hardware: {{peak_tflops: 989, achievable_fraction: 0.5, hbm_gb_per_s: 3350{}}}\n",
-                     m_.moe ? ", moe_achievable_fraction: 0.25" : "");
-    y += "  layer_types:\n";
+    d.architecture.push_back({"micro_batch_size", std::to_string(b), b_src});
+    d.hardware = {{"peak_tflops", "989"}, {"achievable_fraction", "0.5"}, {"hbm_gb_per_s", "3350"}};
+    if (m_.moe) d.hardware.push_back({"moe_achievable_fraction", "0.25"});
     for (const TypeOut& t : types_) {
-      std::string line = fmt::format("    {}: {{name: {}, kind: {}", t.symbol, t.name, t.kind);
+      std::vector<YamlItem> fields = {{"name", t.name}, {"kind", t.kind}};
       if (!t.arch.empty()) {
-        line += ", architecture: {";
-        for (size_t i = 0; i < t.arch.size(); ++i)
-          line += fmt::format("{}{}: {}", i ? ", " : "", t.arch[i].key, t.arch[i].value);
-        line += "}";
+        std::vector<YamlItem> arch;
+        for (const ArchEntry& a : t.arch) arch.push_back({a.key, a.value});
+        fields.push_back({"architecture", format_flow_map(arch)});
       }
-      if (t.joins_next) line += ", joins_next: true";
-      line += "}";
+      if (t.joins_next) fields.push_back({"joins_next", "true"});
       std::string why = t.comment;
       for (const ArchEntry& a : t.arch)
         if (!a.source.empty() && a.source != "import option")
           why += (why.empty() ? "" : "; ") + a.key + ": " + a.source;
-      if (!why.empty()) line += "  # " + why;
-      y += line + "\n";
+      d.layer_types.push_back({std::string(1, t.symbol), format_flow_map(fields), why});
     }
-    y += "  layers:\n";
-    for (const std::string& e : entries_) y += "    - " + e + "\n";
-    y += "# Defaults so that `pipesmith lower` works on this file alone; --cluster replaces the cluster.\n";
+    d.layer_entries = entries_;
+    d.cluster_note = "# Defaults so that `pipesmith lower` works on this file alone; --cluster replaces the cluster.\n";
+    const long long devices = m_.pipeline_devices.value_or(8);
+    d.cluster = {{"name", fmt::format("default-{}-gpus", devices)}, {"devices", std::to_string(devices)},
+                 {"memory_gb", "80"}};
     if (m_.pipeline_devices)  // the source's pipeline degree (Megatron's --pipeline-model-parallel-size)
-      y += fmt::format("cluster: {{name: default-{}-gpus, devices: {}, memory_gb: 80}}  # --pipeline-model-parallel-size\n",
-                       *m_.pipeline_devices, *m_.pipeline_devices);
-    else
-      y += "cluster: {name: default-8-gpus, devices: 8, memory_gb: 80}\n";
-    y += "pipeline:\n  microbatches: 16\n  bytes_per_param: 18\n";
-    if (!m_.parallel.empty()) {  // the mesh the source trains with (docs/mesh.md)
-      y += "parallel:\n";
-      for (const ArchEntry& a : m_.parallel) y += fmt::format("  {}: {}  # {}\n", a.key, a.value, a.source);
-    }
-    return y;
+      d.cluster_comment = "--pipeline-model-parallel-size";
+    d.pipeline = {{"microbatches", "16"}, {"bytes_per_param", "18"}};
+    for (const ArchEntry& a : m_.parallel) d.parallel.push_back({a.key, a.value, a.source});  // the source's mesh
+    return format_model_yaml(d);
   }
 
   // A comment paragraph, wrapped at 110 columns (continuation lines indented).
@@ -461,7 +453,7 @@ class Writer {
   std::map<std::string, char> whole_, split_;
   std::vector<std::string> layer_symbols_;
   std::string mtp_symbols_, mtp_heads_;
-  std::vector<std::string> entries_;
+  std::vector<std::vector<YamlItem>> entries_;  // model.layers, each a flow map
   std::vector<std::pair<std::string, size_t>> counts_;  // decoder layers per type, in order of appearance
 };
 

@@ -1,10 +1,11 @@
 #include "runtime/profile.h"
 
 #include <fmt/format.h>
-#include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 
+#include "ir/model_write.h"
+#include "ir/yaml_util.h"
 #include "runtime/executor.h"
 #include "runtime/host_memory.h"
 #include "runtime/memory_rule.h"
@@ -180,26 +181,27 @@ Result<ProfileResult> profile_layer_types(const Spec& spec, Backend& backend, co
 }
 
 std::string format_profiled_model_yaml(const Spec& spec, const ProfileResult& r, const std::string& source) {
-  YAML::Emitter y;
-  y << YAML::BeginMap;
-  y << YAML::Key << "schema" << YAML::Value << 1;
-  y << YAML::Key << "model" << YAML::Value << YAML::BeginMap;
-  y << YAML::Key << "name" << YAML::Value << (spec.model.name + "-profiled");
-  y << YAML::Key << "layer_types" << YAML::Value << YAML::BeginMap;
+  ModelDocument d;
+  d.header = fmt::format(
+      "# Profiled by `pipesmith profile {}`\n"
+      "# on backend {} ({}): each layer type run as the executable model's block at scale {:g}\n"
+      "# (d_model {}, {} tokens per microbatch); times are medians over microbatches, memory from the\n"
+      "# block's real fp32 buffers (docs/runtime.md, \"Profiling\").\n"
+      "# Run schedules of this model with `pipesmith run ... --widths params --scale {:g} --tokens {}`.\n",
+      source, r.backend, r.where, r.scale, r.d_model, r.tokens, r.scale, r.tokens);
+  d.name = yamlu::quote_scalar(spec.model.name + "-profiled");
   for (const TypeProfile& t : r.types) {
-    y << YAML::Key << std::string(1, t.symbol) << YAML::Value << YAML::Flow << YAML::BeginMap;
-    y << YAML::Key << "name" << YAML::Value << t.name;
-    y << YAML::Key << "forward_ms" << YAML::Value << num(t.forward_ms);
-    y << YAML::Key << "backward_input_ms" << YAML::Value << num(t.backward_input_ms);
-    y << YAML::Key << "backward_weight_ms" << YAML::Value << num(t.backward_weight_ms);
-    y << YAML::Key << "activation_mb" << YAML::Value << num(t.activation_mb);
-    y << YAML::Key << "wgrad_stash_mb" << YAML::Value << num(t.wgrad_stash_mb);
-    y << YAML::Key << "output_mb" << YAML::Value << num(t.output_mb);
-    y << YAML::Key << "params_m" << YAML::Value << num(t.params_m);
-    if (!t.split_backward) y << YAML::Key << "split_backward" << YAML::Value << false;
-    y << YAML::EndMap;
+    std::vector<YamlItem> fields = {{"name", yamlu::quote_scalar(t.name)},
+                                    {"forward_ms", num(t.forward_ms)},
+                                    {"backward_input_ms", num(t.backward_input_ms)},
+                                    {"backward_weight_ms", num(t.backward_weight_ms)},
+                                    {"activation_mb", num(t.activation_mb)},
+                                    {"wgrad_stash_mb", num(t.wgrad_stash_mb)},
+                                    {"output_mb", num(t.output_mb)},
+                                    {"params_m", num(t.params_m)}};
+    if (!t.split_backward) fields.push_back({"split_backward", "false"});
+    d.layer_types.push_back({yamlu::quote_scalar(std::string(1, t.symbol)), format_flow_map(fields)});
   }
-  y << YAML::EndMap;
   bool chain = true;
   for (const Layer& l : spec.model.layers)
     for (int in : l.inputs)
@@ -207,48 +209,32 @@ std::string format_profiled_model_yaml(const Spec& spec, const ProfileResult& r,
   if (chain) {
     std::string symbols;
     for (const Layer& l : spec.model.layers) symbols += l.type;
-    y << YAML::Key << "layers" << YAML::Value << YAML::DoubleQuoted << symbols;
+    d.layer_string = yamlu::double_quoted(symbols);
   } else {
-    y << YAML::Key << "layers" << YAML::Value << YAML::BeginSeq;
     for (const Layer& l : spec.model.layers) {
-      y << YAML::Flow << YAML::BeginMap << YAML::Key << "type" << YAML::Value << std::string(1, l.type);
-      std::vector<int> extra;
+      std::vector<YamlItem> entry = {{"type", yamlu::quote_scalar(std::string(1, l.type))}};
+      std::string extra;
       for (int in : l.inputs)
-        if (in != l.id - 1) extra.push_back(in);
-      if (!extra.empty()) y << YAML::Key << "inputs" << YAML::Value << YAML::Flow << extra;
-      y << YAML::EndMap;
+        if (in != l.id - 1) extra += (extra.empty() ? "" : ", ") + std::to_string(in);
+      if (!extra.empty()) entry.push_back({"inputs", "[" + extra + "]"});
+      d.layer_entries.push_back(std::move(entry));
     }
-    y << YAML::EndSeq;
   }
-  y << YAML::EndMap;
   const Cluster& c = spec.cluster;
-  y << YAML::Key << "cluster" << YAML::Value << YAML::BeginMap;
-  if (!c.name.empty()) y << YAML::Key << "name" << YAML::Value << c.name;
-  y << YAML::Key << "devices" << YAML::Value << c.devices;
-  y << YAML::Key << "memory_gb" << YAML::Value << num(c.memory_gb);
-  y << YAML::Key << "link" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "bandwidth_gb_per_s"
-    << YAML::Value << num(c.link.bandwidth_gb_per_s) << YAML::Key << "latency_us" << YAML::Value
-    << num(c.link.latency_us) << YAML::EndMap;
+  auto link = [](const LinkModel& l) {
+    return format_flow_map({{"bandwidth_gb_per_s", num(l.bandwidth_gb_per_s)}, {"latency_us", num(l.latency_us)}});
+  };
+  if (!c.name.empty()) d.cluster.push_back({"name", yamlu::quote_scalar(c.name)});
+  d.cluster.push_back({"devices", std::to_string(c.devices)});
+  d.cluster.push_back({"memory_gb", num(c.memory_gb)});
+  d.cluster.push_back({"link", link(c.link)});
   if (c.devices_per_node > 0) {
-    y << YAML::Key << "devices_per_node" << YAML::Value << c.devices_per_node;
-    y << YAML::Key << "inter_node_link" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key
-      << "bandwidth_gb_per_s" << YAML::Value << num(c.inter_node_link.bandwidth_gb_per_s) << YAML::Key
-      << "latency_us" << YAML::Value << num(c.inter_node_link.latency_us) << YAML::EndMap;
+    d.cluster.push_back({"devices_per_node", std::to_string(c.devices_per_node)});
+    d.cluster.push_back({"inter_node_link", link(c.inter_node_link)});
   }
-  y << YAML::EndMap;
-  y << YAML::Key << "pipeline" << YAML::Value << YAML::BeginMap;
-  y << YAML::Key << "microbatches" << YAML::Value << spec.pipeline.microbatches;
-  y << YAML::Key << "bytes_per_param" << YAML::Value << num(spec.pipeline.bytes_per_param);
-  y << YAML::EndMap;
-  y << YAML::EndMap;
-  std::string head = fmt::format(
-      "# Profiled by `pipesmith profile {}`\n"
-      "# on backend {} ({}): each layer type run as the executable model's block at scale {:g}\n"
-      "# (d_model {}, {} tokens per microbatch); times are medians over microbatches, memory from the\n"
-      "# block's real fp32 buffers (docs/runtime.md, \"Profiling\").\n"
-      "# Run schedules of this model with `pipesmith run ... --widths params --scale {:g} --tokens {}`.\n",
-      source, r.backend, r.where, r.scale, r.d_model, r.tokens, r.scale, r.tokens);
-  return head + y.c_str() + "\n";
+  d.pipeline = {{"microbatches", std::to_string(spec.pipeline.microbatches)},
+                {"bytes_per_param", num(spec.pipeline.bytes_per_param)}};
+  return format_model_yaml(d);
 }
 
 std::string format_profile_table(const ProfileResult& r) {
