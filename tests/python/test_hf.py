@@ -90,11 +90,9 @@ def plan_for(tmp_path, name: str, P: int, how: str, placement: str = "", M: int 
     sched = str(tmp_path / f"{name}-{how}.yaml")
     if how == "synth":
         cli("synth", yaml, "--devices", str(P), "--microbatches", str(M), "--cuts", "layers", "--placement",
-            placement, "--memory-limit-gb", "0", "--evaluations", "20", "--rlimit", "20000000", "--quiet", "-o",
-            sched)
+            placement, "--evaluations", "20", "--rlimit", "20000000", "--quiet", "-o", sched)
     else:
-        cli("baseline", yaml, "--schedule", how, "--devices", str(P), "--microbatches", str(M),
-            "--memory-limit-gb", "0", "-o", sched)
+        cli("baseline", yaml, "--schedule", how, "--devices", str(P), "--microbatches", str(M), "-o", sched)
     out = str(tmp_path / f"pt-{name}-{how}")
     summary = export(sched, out, yaml).stdout
     return out, config, summary
@@ -177,8 +175,7 @@ def test_unknown_module_names_are_refused(tmp_path):
     assert "module: model.embeddings" in text and "model.norm_f" in text
     yaml.write_text(text.replace("model.", "backbone."))
     sched = str(tmp_path / "s.yaml")
-    cli("baseline", str(yaml), "--schedule", "1f1b", "--devices", "2", "--microbatches", "2", "--memory-limit-gb",
-        "0", "-o", sched)
+    cli("baseline", str(yaml), "--schedule", "1f1b", "--devices", "2", "--microbatches", "2", "-o", sched)
     export(sched, str(tmp_path / "pt"), str(yaml))
     plan = load_plan(str(tmp_path / "pt"))
     model = hf.model_from_config(config)
@@ -233,7 +230,7 @@ def test_torchtitan_pipelining_fn_irregular(tmp_path):
     model = os.path.join(os.path.dirname(os.path.dirname(HERE)), "configs", "models", "llama2-7b.yaml")
     sched = str(tmp_path / "s.yaml")
     cli("synth", model, "--devices", "2", "--microbatches", "4", "--cuts", "layers", "--placement", "0,1,0",
-        "--memory-limit-gb", "0", "--evaluations", "20", "--quiet", "-o", sched)
+        "--evaluations", "20", "--quiet", "-o", sched)
     export(sched, str(tmp_path / "pt"), model)
     rc, out = torchrun(2, [os.path.join(HERE, "titan_worker.py"), str(tmp_path / "pt"), model], timeout=300)
     assert rc == 0 and "titan: match: 3 stages on 2 ranks [[0, 2], [1]]" in out, out
@@ -247,8 +244,9 @@ def test_a_shipped_config_shrunk(tmp_path):
     yaml = str(tmp_path / "llama.yaml")
     cli("import", "hf", config, "-o", yaml)
     sched = str(tmp_path / "s.yaml")
-    cli("baseline", yaml, "--schedule", "interleaved-1f1b", "--devices", "2", "--microbatches", "4",
-        "--memory-limit-gb", "0", "-o", sched)
+    # Llama-2-7B at its real size: interleaved 1F1B on 2 x 80 GB ranks fits with tensor parallelism 2.
+    cli("baseline", yaml, "--schedule", "interleaved-1f1b", "--devices", "2", "--microbatches", "4", "--gpus", "4",
+        "--tensor-parallel", "2", "-o", sched)
     export(sched, str(tmp_path / "pt"), yaml)
     out = run_plans(2, [(str(tmp_path / "pt"), config)],
                     extra=("--hidden", "16", "--vocab", "128", "--dtype", "float32", "--format", "compute_comms"))
