@@ -113,18 +113,48 @@ TEST_CASE("plan choices: the words read to typed choices, and the choices' words
   for (const char* w : {"sequential", "interleaved", "vshape", "0,1,1,0"})
     CHECK(placement_choice_word(*parse_placement_choice(w)) == w);
 
-  // Typed choices resolve as their words do.
+  // Typed choices resolve as their words do (synthesize_model passes them typed).
   const Spec spec = llama_on(4);
-  auto typed = resolve_plan(spec, plan_words(*even, *looped, 2));
-  auto words = resolve_plan(spec, {"even", "interleaved", 2});
-  REQUIRE(typed.ok());
-  REQUIRE(words.ok());
-  REQUIRE(typed->partition.size() == words->partition.size());
-  for (size_t i = 0; i < typed->partition.size(); ++i) {
-    CHECK(typed->partition[i].first == words->partition[i].first);
-    CHECK(typed->partition[i].last == words->partition[i].last);
+  auto same = [](const NamedPlan& a, const NamedPlan& b) {
+    REQUIRE(a.partition.size() == b.partition.size());
+    for (size_t i = 0; i < a.partition.size(); ++i) {
+      CHECK(a.partition[i].first == b.partition[i].first);
+      CHECK(a.partition[i].last == b.partition[i].last);
+    }
+    CHECK(a.placement == b.placement);
+    CHECK(a.desc == b.desc);
+  };
+  struct Case {
+    PartitionChoice partition;
+    PlacementChoice placement;
+    int stages_per_device;
+    PlanSpec words;
+  };
+  const std::vector<Case> cases = {
+      {*even, *looped, 2, {"even", "interleaved", 2}},
+      {*layout, PlacementChoice{}, 0, {"Et*8|t*8|t*8|t*8L", "sequential", 0}},
+      {*parse_partition_choice("Et*4|t*4|t*4|t*4|t*4|t*4|t*4|t*4L"), *parse_placement_choice("v"), 0,
+       {"Et*4|t*4|t*4|t*4|t*4|t*4|t*4|t*4L", "v", 0}},
+      {*parse_partition_choice("balanced-memory"), *list, 0, {"balanced-memory", "0,1,1,0", 0}},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.words.partition);
+    auto typed = resolve_plan(spec, c.partition, c.placement, c.stages_per_device);
+    auto words = resolve_plan(spec, c.words);
+    REQUIRE(typed.ok() == words.ok());
+    if (!typed.ok()) {
+      CHECK(typed.status().message() == words.status().message());
+      continue;
+    }
+    same(*typed, *words);
+    auto part = resolve_partition(spec, c.partition, c.stages_per_device);
+    REQUIRE(part.ok());
+    CHECK(part->size() == resolve_partition(spec, c.words)->size());
   }
-  CHECK(typed->placement == words->placement);
+  // A typed placement that cannot hold the stage count is refused as the words are.
+  auto typed_bad = resolve_placement(*parse_placement_choice("v"), 3, 4);
+  REQUIRE_FALSE(typed_bad.ok());
+  CHECK(typed_bad.status().message() == resolve_placement({"balanced", "v", 3}, 4).status().message());
 }
 
 TEST_CASE("plan words: refusals name the library's options, not command-line flags") {
