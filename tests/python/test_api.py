@@ -153,6 +153,19 @@ def test_verify_reports_every_violation_with_its_location():
     assert p.returncode == 3 and report.json() == p.stdout
 
 
+def test_verify_checks_pytorchs_data_parallel_actions_where_the_csv_puts_them():
+    pytorch = os.path.join(ROOT, "tests", "data", "pytorch")
+    ok = pipesmith.verify(os.path.join(pytorch, "ScheduleInterleaved1F1B_p2_m4_v2_dp.csv"))
+    assert ok.valid, ok
+    costed = pipesmith.verify(os.path.join(pytorch, "ScheduleInterleaved1F1B_p2_m4_v2_dp.csv"),
+                              model=os.path.join(ROOT, "tests", "data", "llama3-8b-dp8.yaml"))
+    assert costed.valid and costed.exposed_data_parallel_ms > 0  # the mesh's reduce-scatters, where PyTorch put them
+    early = os.path.join(pytorch, "ScheduleInterleaved1F1B_p2_m4_v2_dp_early_reduce.csv")
+    bad = pipesmith.verify(early)
+    assert [(v.rule, v.action, v.line, v.col) for v in bad.violations] == [("dependency", "0REDUCE_GRAD", 1, 308)]
+    assert "the last backward of its stage" in bad.violations[0].message
+
+
 def test_verify_and_simulate_agree_with_the_command_on_a_valid_schedule(tmp_path):
     b = pipesmith.baseline(llama_spec(), "zb-h1")
     path = str(tmp_path / "zb.yaml")
