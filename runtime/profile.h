@@ -65,8 +65,9 @@ Result<MemoryEstimate> estimate_profile_memory(const Spec& spec, const ProfileOp
 // `backend` must run exactly one device (device 0).
 Result<ProfileResult> profile_layer_types(const Spec& spec, Backend& backend, const ProfileOptions& options);
 
-// The model YAML: the input model's layers with the profiled layer types, plus its cluster and
-// pipeline sections, and a header comment saying how the numbers were measured.
+// The model YAML (written by ir/model_write.h, the writer of every model file): the input model's
+// layers with the profiled layer types, plus its cluster and pipeline sections, and a header comment
+// saying how the numbers were measured.
 std::string format_profiled_model_yaml(const Spec& spec, const ProfileResult& result, const std::string& source);
 // A table of the measured numbers.
 std::string format_profile_table(const ProfileResult& result);
