@@ -282,6 +282,42 @@ std::vector<int> csv_placement(const Schedule& s, int stages, CsvReadResult& res
   return placement;
 }
 
+// PyTorch's FSDP lowering (`_add_unshard_reshard`) keeps at most three stages of a rank unsharded, so on
+// a rank with more it gathers a stage again: UNSHARD/RESHARD of one stage more than once, which a
+// schedule cannot hold (one each per stage). Those stages' UNSHARD/RESHARD are taken out, with a note
+// naming them and the first repeat; without FSDP they are no-ops in PyTorch too. A model that shards
+// such a stage then finds its gather missing (structure.data-parallel).
+void drop_repeated_gathers(Schedule& s, CsvTally& tally, CsvReadResult& res) {
+  std::map<int, int> unshards, reshards;
+  std::map<int, SourceLoc> repeat;  // stage -> its first UNSHARD/RESHARD seen twice
+  for (const auto& prog : s.programs)
+    for (const Action& a : prog) {
+      if (a.type != OpType::UNSHARD && a.type != OpType::RESHARD) continue;
+      int& n = (a.type == OpType::UNSHARD ? unshards : reshards)[a.stage];
+      if (++n == 2 && !repeat.count(a.stage)) repeat[a.stage] = a.loc;
+    }
+  if (repeat.empty()) return;
+  int64_t dropped = 0;
+  for (auto& prog : s.programs) {
+    const auto kept = std::remove_if(prog.begin(), prog.end(), [&](const Action& a) {
+      return (a.type == OpType::UNSHARD || a.type == OpType::RESHARD) && repeat.count(a.stage);
+    });
+    dropped += prog.end() - kept;
+    prog.erase(kept, prog.end());
+  }
+  tally.data_parallel_count -= dropped;
+  std::string list;
+  for (const auto& [st, loc] : repeat) {
+    if (!list.empty()) list += ", ";
+    list += fmt::format("{} (again at {})", st, loc.str());
+  }
+  res.notes.push_back(fmt::format(
+      "stage(s) {} are unsharded more than once, as PyTorch's FSDP lowering does on a rank with more than three "
+      "stages; a schedule holds one UNSHARD and one RESHARD per stage, so their {} UNSHARD/RESHARD action(s) are "
+      "not kept and those stages are not FSDP-sharded here",
+      list, dropped));
+}
+
 // A CSV has no costs: a stage whose REDUCE_GRAD the file places gets a data-parallel step, one whose
 // UNSHARD or RESHARD it places is sharded by FSDP, each taking 0 ms and 0 MB (the unit problem's costs
 // are the pipeline's). The checker then certifies where the file puts them (ir/schedule.h).
@@ -351,6 +387,7 @@ Result<CsvReadResult> parse_pytorch_csv(const std::string& text_in, const std::s
   const std::vector<int> placement = csv_placement(s, extent->stages, res);
   s.problem = unit_problem(static_cast<int>(s.programs.size()), extent->microbatches, placement);
   s.problem.name = std::filesystem::path(file).stem().string();
+  drop_repeated_gathers(s, tally, res);
   mark_data_parallel_stages(s);
   add_csv_notes(s, tally, res);
   return res;

@@ -87,6 +87,13 @@ TEST_CASE("pipesmith verify: PyTorch's UNSHARD/RESHARD/REDUCE_GRAD certified whe
     CHECK(r.output.rfind("VALID under rendezvous semantics", 0) == 0);
     CHECK(has(r.output, "12 UNSHARD/RESHARD/REDUCE_GRAD action(s): kept where the file places them"));
   }
+  // 4 stages per rank: PyTorch's FSDP lowering gathers stages again; a schedule gathers a stage once.
+  auto v4 = pstest::run_cli("verify " + ex("ScheduleInterleaved1F1B_p2_m4_v4_dp.csv"));
+  INFO(v4.output);
+  CHECK(v4.exit_code == 0);
+  CHECK(has(v4.output, "stage(s) 0 (again at " + ex("ScheduleInterleaved1F1B_p2_m4_v4_dp.csv") + ":1:143), 1 (again at "));
+  CHECK(has(v4.output, "are unsharded more than once, as PyTorch's FSDP lowering does on a rank with more than three "
+                       "stages"));
   const std::string early = ex("ScheduleInterleaved1F1B_p2_m4_v2_dp_early_reduce.csv");
   auto r = pstest::run_cli("verify " + early);
   INFO(r.output);

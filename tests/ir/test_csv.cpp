@@ -261,6 +261,18 @@ TEST_CASE("csv: UNSHARD/RESHARD/REDUCE_GRAD are read as the stages' data-paralle
   CHECK(ps::canonical_text(back.schedule) == ps::canonical_text(r.schedule));
 }
 
+TEST_CASE("csv: a stage unsharded twice (PyTorch's FSDP lowering, more than three stages on a rank) loses its gathers, noted") {
+  auto r = parse_ok("0UNSHARD,1UNSHARD,0F0,0RESHARD,1F0,0UNSHARD,0B0,0REDUCE_GRAD,0RESHARD,1B0,1REDUCE_GRAD,1RESHARD\n");
+  CHECK(strings_of(r.schedule) == std::vector<std::vector<std::string>>{
+                                      {"1UNSHARD", "0F0", "1F0", "0B0", "0REDUCE_GRAD", "1B0", "1REDUCE_GRAD", "1RESHARD"}});
+  CHECK_FALSE(r.schedule.problem.stages[0].fsdp);
+  CHECK(r.schedule.problem.stages[0].reduces_grad);
+  CHECK(r.schedule.problem.stages[1].fsdp);
+  CHECK(has_note(r.notes, "stage(s) 0 (again at t.csv:1:36) are unsharded more than once"));
+  CHECK(has_note(r.notes, "so their 4 UNSHARD/RESHARD action(s) are not kept"));
+  CHECK(has_note(r.notes, "4 UNSHARD/RESHARD/REDUCE_GRAD action(s): kept"));
+}
+
 TEST_CASE("csv: a schedule with data-parallel ops (a mesh's, costed) reads back from its CSV to the same programs") {
   // YAML with reduce_grad_ms and unshard_ms/unsharded_mb (the problem a mesh gives) -> CSV -> the same
   // programs; the CSV's unit problem marks the same stages.
