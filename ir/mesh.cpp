@@ -551,6 +551,11 @@ Result<MeshLayerCosts> derive_mesh_costs(const std::vector<Component>& kind, con
   out.params_per_gpu_m = params_gpu / 1e6;
   out.dense_grad_mb = gb * dense_gpu / 1e6, out.expert_grad_mb = gb * expert_gpu / 1e6;
   out.dense_weight_mb = wb * dense_gpu / 1e6, out.expert_weight_mb = wb * expert_gpu / 1e6;
+  // The optimizer's update of the parameters this GPU owns (its shard, or all it holds when
+  // replicated), memory-bound: it reads the gradient and the optimizer states and writes the states
+  // and the weights, g + 2·o + w bytes a parameter (30 for Adam with fp32 master weights).
+  const double updated = mesh.optimizer == OptimizerSharding::kReplicated ? params_gpu : shard;
+  out.optimizer_step_ms = updated * (gb + 2 * ob + wb) / hbm_per_ms;
   switch (mesh.optimizer) {
     case OptimizerSharding::kReplicated:
       out.weights_mb = wb * params_gpu / 1e6, out.grads_mb = gb * params_gpu / 1e6, out.optimizer_mb = ob * params_gpu / 1e6;
@@ -588,6 +593,14 @@ double unshard_ms(const Mesh& m, const MeshLinks& links, double dense_weight_mb,
   dc.stride = m.tensor;
   auto ring = [&](const GroupPlacement& p, double mb) { return mb > 0 ? ring_ms(links, p, mb * 1e6) : 0.0; };
   return ring(place_group(m, dc), dense_weight_mb) + ring(group_placement(m, MeshGroup::kExpertData), expert_weight_mb);
+}
+
+double data_parallel_step_ms(const Mesh& m, const MeshLinks& links, double dense_grad_mb, double expert_grad_mb,
+                             double dense_weight_mb, double expert_weight_mb, double optimizer_step_ms) {
+  const double gather = m.optimizer == OptimizerSharding::kDistributed
+                            ? unshard_ms(m, links, dense_weight_mb, expert_weight_mb)
+                            : 0.0;
+  return reduce_grad_ms(m, links, dense_grad_mb, expert_grad_mb) + optimizer_step_ms + gather;
 }
 
 MeshLayerCosts explicit_mesh_memory(double params_m, const Mesh& mesh, double bytes_per_param) {

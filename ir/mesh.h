@@ -141,6 +141,7 @@ struct MeshLayerCosts {
   double expert_grad_mb = 0;         // one GPU's gradients of expert parameters (reduced over expert-data)
   double dense_weight_mb = 0;        // one GPU's weights of dense parameters (gathered over data x context)
   double expert_weight_mb = 0;       // one GPU's weights of expert parameters (gathered over expert-data)
+  double optimizer_step_ms = 0;      // the optimizer's update of the parameters this GPU owns (0: no kind)
   double unsharded_mb = 0;           // FSDP: the gathered weights and gradients (part of weights_mb and
                                      // grads_mb, held from the stage's UNSHARD to its RESHARD; not in gpu.params_m)
 };
@@ -164,6 +165,12 @@ bool has_data_parallel_step(const Mesh& m);
 // reduce-scatter (distributed optimizer, FSDP) or all-reduce (replicated) of the whole buffer
 // (docs/mesh.md, "The data-parallel step").
 double reduce_grad_ms(const Mesh& m, const MeshLinks& links, double dense_grad_mb, double expert_grad_mb);
+// A stage's whole data-parallel step, its REDUCE_GRAD's time: the reduction above, the optimizer's
+// update of what this GPU owns (`optimizer_step_ms`, summed over the stage's layers), and with the
+// distributed optimizer the all-gather of the updated weights over the same groups (FSDP gathers them
+// in the next iteration's UNSHARD).
+double data_parallel_step_ms(const Mesh& m, const MeshLinks& links, double dense_grad_mb, double expert_grad_mb,
+                             double dense_weight_mb, double expert_weight_mb, double optimizer_step_ms);
 // FSDP's gather (UNSHARD) of a stage whose layers hold these weights on one GPU when gathered, ms: ring
 // all-gathers over the same groups.
 double unshard_ms(const Mesh& m, const MeshLinks& links, double dense_weight_mb, double expert_weight_mb);

@@ -198,20 +198,21 @@ Result<Problem> make_problem(const Spec& spec, const Partition& partition,
       if (last_use[u] > r.last) st.output_mb += m.type_of(u).output_mb;
     }
     if (spec.mesh) {
-      double dense_mb = 0, expert_mb = 0, dense_w_mb = 0, expert_w_mb = 0, unsharded_mb = 0;
+      double dense_mb = 0, expert_mb = 0, dense_w_mb = 0, expert_w_mb = 0, unsharded_mb = 0, step_ms = 0;
       for (int l = r.first; l <= r.last; ++l) {
         auto it = spec.mesh_types.find(m.layers[l].type);
         if (it == spec.mesh_types.end()) continue;
         const MeshLayerCosts& c = it->second;
         dense_mb += c.dense_grad_mb, expert_mb += c.expert_grad_mb;
         dense_w_mb += c.dense_weight_mb, expert_w_mb += c.expert_weight_mb, unsharded_mb += c.unsharded_mb;
+        step_ms += c.optimizer_step_ms;
       }
       const Cluster& c = spec.cluster;
       const MeshLinks links{c.link.bandwidth_gb_per_s, c.link.latency_us, c.inter_node_link.bandwidth_gb_per_s,
                             c.inter_node_link.latency_us};
       if (has_data_parallel_step(*spec.mesh)) {
         st.reduces_grad = true;
-        st.reduce_grad_ms = reduce_grad_ms(*spec.mesh, links, dense_mb, expert_mb);
+        st.reduce_grad_ms = data_parallel_step_ms(*spec.mesh, links, dense_mb, expert_mb, dense_w_mb, expert_w_mb, step_ms);
       }
       if (spec.mesh->optimizer == OptimizerSharding::kFsdp) {
         st.fsdp = true;

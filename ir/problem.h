@@ -41,7 +41,8 @@ struct StageSpec {
   double recompute_ms = 0;       // R time (recomputing: its share of the forward again)
   double recompute_kept_mb = 0;  // kept by F when recomputing (<= activation_mb); R allocates the rest
   bool reduces_grad = false;     // true: the stage has a data-parallel step (one REDUCE_GRAD op)
-  double reduce_grad_ms = 0;     // its time on the device's data-parallel stream (0 when !reduces_grad)
+  double reduce_grad_ms = 0;     // its data-parallel step (reduction, optimizer update, the distributed
+                                 // optimizer's gather) on the device's data-parallel stream (0 when !reduces_grad)
   bool fsdp = false;             // true: FSDP shards the stage (one UNSHARD and one RESHARD op)
   double unshard_ms = 0;         // UNSHARD's time on the data-parallel stream (the gather)
   double unsharded_mb = 0;       // held from UNSHARD to RESHARD: gathered weights and full gradients

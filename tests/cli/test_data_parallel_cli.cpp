@@ -106,10 +106,11 @@ TEST_CASE("cli data-parallel: FSDP gathers each stage before its first op and fr
   CHECK(count(text, "unsharded_mb: ") == 4);
   CHECK(contains(text, "ops: [0UNSHARD, 0F0"));
   CHECK(std::regex_search(text, std::regex("0B7,\\s*0REDUCE_GRAD,\\s*0RESHARD")));
-  // The first forward waits for its gather: FSDP's 1F1B is slower than the distributed optimizer's, and
-  // holds less between iterations (the shard), more while a stage runs.
+  // FSDP's first forward waits for its stage's gather; the distributed optimizer gathers the updated
+  // weights after the last reduction instead. The stages are alike, so 1F1B exposes one such gather
+  // either way: the same iteration.
   const nlohmann::json jf = verify_json(fsdp), jd = verify_json(dist);
-  CHECK(jf["makespan_ms"].get<double>() > jd["makespan_ms"].get<double>());
+  CHECK(jf["makespan_ms"].get<double>() == doctest::Approx(jd["makespan_ms"].get<double>()));
   CHECK(jf["valid"] == true);
   // Export with --fsdp keeps the certified gathers: one UNSHARD and one RESHARD per stage.
   const pstest::CliResult e = run_cli(fmt::format("export --to pytorch {} -o {} --fsdp", fsdp, out));

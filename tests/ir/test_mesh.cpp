@@ -7,6 +7,7 @@
 
 #include "ir/mesh.h"
 #include "ir/model.h"
+#include "ir/problem.h"
 #include "test_util.h"
 
 using namespace ps;
@@ -359,4 +360,29 @@ TEST_CASE("mesh: cp_comm_type all_gather exposes one all-gather of K and V in F 
             "K/V ring, or all_gather)") != std::string::npos);
   CHECK(refusal(dense_model("", "parallel: {context: 2, cp_comm_type: ring}\n")).find(
             "unknown cp_comm_type 'ring'") != std::string::npos);
+}
+
+TEST_CASE("mesh: a stage's data-parallel step is its reduction, the optimizer's update and the distributed gather") {
+  // Data 4 on one node, one stage per device: the decoder layers' gradients (4 bytes a parameter)
+  // reduce-scattered by a ring of 4, the update of a quarter of them (30 bytes a parameter at 3350 GB/s)
+  // and the updated weights (2 bytes a parameter) all-gathered by the same ring; replicated, an
+  // all-reduce and the update of all of them, no gather.
+  auto step = [](const std::string& optimizer) {
+    const Spec s = loaded(dense_model("", "parallel: {data: 4, optimizer: " + optimizer + "}\n"));
+    Result<Problem> p = make_problem(s, {{0, 2}, {3, 5}}, {0, 1});
+    REQUIRE(p.ok());
+    REQUIRE(p->stages[0].reduces_grad);
+    return std::pair{p->stages[0].reduce_grad_ms, s.mesh_types.at('T').params_per_gpu_m * 1e6};
+  };
+  auto ring = [](double bytes) { return 3 * 0.010 + 0.75 * bytes / 360e6; };
+  const auto [dist_ms, n] = step("distributed");
+  const auto [rep_ms, n_rep] = step("replicated");
+  const auto [fsdp_ms, n_fsdp] = step("fsdp");
+  CHECK(n == doctest::Approx(n_rep));
+  const Spec e = loaded(dense_model());  // the embedding's parameters, stage 0's other layer
+  const double emb = e.model.types.at('E').params_m * 1e6;
+  const double params = emb + 2 * n;  // stage 0: E, T, T
+  CHECK(dist_ms == doctest::Approx(ring(4 * params) + params / 4 * 30 / 3350e6 + ring(2 * params)));
+  CHECK(rep_ms == doctest::Approx(2 * ring(4 * params) + params * 30 / 3350e6));
+  CHECK(fsdp_ms == doctest::Approx(ring(4 * params) + params / 4 * 30 / 3350e6));
 }

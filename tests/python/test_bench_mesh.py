@@ -36,7 +36,7 @@ def test_one_row_table_and_its_schedules(tmp_path):
     assert p.returncode == 0, p.stdout + p.stderr
     text = p.stdout
     assert out.read_text() == text  # -o writes what was printed
-    assert "iterations hold the data-parallel gradient reduction" in text
+    assert "iterations hold each stage's data-parallel step" in text
     lines = text.splitlines()
     header = next(i for i, l in enumerate(lines) if l.startswith("| model |"))
     cols = [c.strip() for c in lines[header].strip("|").split("|")]
