@@ -28,6 +28,7 @@ import sys
 import time
 from typing import Sequence
 
+from .._tables import LIMITS
 from ..errors import BadInputError
 
 DEFAULT_SIZES_KB = (1, 4, 16, 64, 256, 1024, 4096, 16384)
@@ -149,7 +150,7 @@ def cluster_yaml(points: list[tuple[int, float]], fit: LinkFit, backend: str, de
     return "\n".join(head) + "\n" + body
 
 
-MAX_DEVICES = 100_000   # ir/limits.h
+MAX_DEVICES = LIMITS["devices"]  # ir/limits.h, through pipesmith._tables
 MAX_SIZE_KB = 1 << 20   # 1 GiB a message
 
 

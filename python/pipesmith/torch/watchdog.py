@@ -21,7 +21,9 @@ import threading
 import time
 from typing import Any, Callable, Optional
 
-MAX_TIMEOUT_S = 1e6   # the command's bound on --timeout (docs/inputs.md, "Limits")
+from .._tables import LIMITS
+
+MAX_TIMEOUT_S = LIMITS["time_limit_s"]  # the command's bound on --timeout (ir/limits.h, docs/inputs.md, "Limits")
 DEFAULT_TIMEOUT_S = 60.0
 GRACE_S = 3.0         # after reporting: the peers' watchdogs fire within moments; leaving at once would
                       # close the connections they wait on and turn their report into a gloo error
