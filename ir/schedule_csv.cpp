@@ -353,7 +353,8 @@ void add_csv_notes(const Schedule& s, const CsvTally& tally, CsvReadResult& res)
   }
   if (tally.data_parallel_count > 0) {
     res.notes.push_back(fmt::format("{} UNSHARD/RESHARD/REDUCE_GRAD action(s): kept where the file places them; "
-                                    "a CSV has no costs, so each takes 0 ms and 0 MB (unless a model's mesh costs the stage's)",
+                                    "a CSV has no costs, so each takes 0 ms and 0 MB (unless a model's mesh "
+                                    "costs the stage's)",
                                     tally.data_parallel_count));
   }
   if (tally.overlap_count > 0) {

@@ -62,7 +62,8 @@ TEST_CASE("pipesmith convert: notes about kept and expanded actions go to stderr
   write(in, "0UNSHARD,0F0,(0F1;1B0)OVERLAP_F_B,0B1\n1F0,1F1,1B1\n");
   auto r = pstest::run_cli("convert " + in + " " + out);
   CHECK_MESSAGE(r.exit_code == 0, r.output);
-  CHECK_MESSAGE(contains(r.output, "note: " + in + ": 1 UNSHARD/RESHARD/REDUCE_GRAD action(s): kept where the file places them"),
+  CHECK_MESSAGE(contains(r.output,
+                         "note: " + in + ": 1 UNSHARD/RESHARD/REDUCE_GRAD action(s): kept where the file places them"),
                 r.output);
   CHECK_MESSAGE(contains(r.output, "1 OVERLAP_F_B action(s): kept as pairs"), r.output);
   auto y = ps::read_schedule_yaml(out);

@@ -79,7 +79,7 @@ TEST_CASE("pipesmith verify: the PyTorch examples, verdict first, exit 0 / 3") {
   CHECK(has(recv.output, "stage 1 is the last stage"));
 }
 
-TEST_CASE("pipesmith verify: PyTorch's UNSHARD/RESHARD/REDUCE_GRAD certified where its lowering puts them, refused elsewhere") {
+TEST_CASE("pipesmith verify: PyTorch's UNSHARD/RESHARD/REDUCE_GRAD certified in its place, refused elsewhere") {
   for (const char* name : {"ScheduleInterleaved1F1B_p2_m4_v2_dp.csv", "ScheduleZBVZeroBubble_p2_m4_v2_dp.csv"}) {
     auto r = pstest::run_cli(std::string("verify ") + ex(name));
     INFO(r.output);
@@ -91,7 +91,8 @@ TEST_CASE("pipesmith verify: PyTorch's UNSHARD/RESHARD/REDUCE_GRAD certified whe
   auto v4 = pstest::run_cli("verify " + ex("ScheduleInterleaved1F1B_p2_m4_v4_dp.csv"));
   INFO(v4.output);
   CHECK(v4.exit_code == 0);
-  CHECK(has(v4.output, "stage(s) 0 (again at " + ex("ScheduleInterleaved1F1B_p2_m4_v4_dp.csv") + ":1:143), 1 (again at "));
+  CHECK(has(v4.output,
+            "stage(s) 0 (again at " + ex("ScheduleInterleaved1F1B_p2_m4_v4_dp.csv") + ":1:143), 1 (again at "));
   CHECK(has(v4.output, "are unsharded more than once, as PyTorch's FSDP lowering does on a rank with more than three "
                        "stages"));
   const std::string early = ex("ScheduleInterleaved1F1B_p2_m4_v2_dp_early_reduce.csv");

@@ -227,11 +227,12 @@ TEST_CASE("csv: whitespace, CRLF, trailing commas and a byte-order mark are tole
 
 TEST_CASE("csv: UNSHARD/RESHARD/REDUCE_GRAD are read as the stages' data-parallel ops, where the file puts them") {
   auto r = parse_ok("0UNSHARD,0F0,1F0,1B0,1REDUCE_GRAD,0B0,0REDUCE_GRAD,0RESHARD\n");
-  CHECK(strings_of(r.schedule) == std::vector<std::vector<std::string>>{
-                                      {"0UNSHARD", "0F0", "1F0", "1B0", "1REDUCE_GRAD", "0B0", "0REDUCE_GRAD", "0RESHARD"}});
-  CHECK(r.notes == std::vector<std::string>{"4 UNSHARD/RESHARD/REDUCE_GRAD action(s): kept where the file places them; a "
-                                            "CSV has no costs, so each takes 0 ms and 0 MB (unless a model's mesh "
-                                            "costs the stage's)"});
+  CHECK(strings_of(r.schedule) ==
+        std::vector<std::vector<std::string>>{
+            {"0UNSHARD", "0F0", "1F0", "1B0", "1REDUCE_GRAD", "0B0", "0REDUCE_GRAD", "0RESHARD"}});
+  CHECK(r.notes == std::vector<std::string>{"4 UNSHARD/RESHARD/REDUCE_GRAD action(s): kept where the file "
+                                            "places them; a CSV has no costs, so each takes 0 ms and 0 MB "
+                                            "(unless a model's mesh costs the stage's)"});
   const ps::Action& reduce = r.schedule.programs[0][4];
   CHECK(reduce.type == ps::OpType::REDUCE_GRAD);
   CHECK(reduce.stage == 1);
@@ -261,10 +262,12 @@ TEST_CASE("csv: UNSHARD/RESHARD/REDUCE_GRAD are read as the stages' data-paralle
   CHECK(ps::canonical_text(back.schedule) == ps::canonical_text(r.schedule));
 }
 
-TEST_CASE("csv: a stage unsharded twice (PyTorch's FSDP lowering, more than three stages on a rank) loses its gathers, noted") {
-  auto r = parse_ok("0UNSHARD,1UNSHARD,0F0,0RESHARD,1F0,0UNSHARD,0B0,0REDUCE_GRAD,0RESHARD,1B0,1REDUCE_GRAD,1RESHARD\n");
-  CHECK(strings_of(r.schedule) == std::vector<std::vector<std::string>>{
-                                      {"1UNSHARD", "0F0", "1F0", "0B0", "0REDUCE_GRAD", "1B0", "1REDUCE_GRAD", "1RESHARD"}});
+TEST_CASE("csv: a stage unsharded twice (PyTorch's FSDP lowering, over 3 stages a rank) loses its gathers") {
+  auto r = parse_ok(
+      "0UNSHARD,1UNSHARD,0F0,0RESHARD,1F0,0UNSHARD,0B0,0REDUCE_GRAD,0RESHARD,1B0,1REDUCE_GRAD,1RESHARD\n");
+  CHECK(strings_of(r.schedule) ==
+        std::vector<std::vector<std::string>>{
+            {"1UNSHARD", "0F0", "1F0", "0B0", "0REDUCE_GRAD", "1B0", "1REDUCE_GRAD", "1RESHARD"}});
   CHECK_FALSE(r.schedule.problem.stages[0].fsdp);
   CHECK(r.schedule.problem.stages[0].reduces_grad);
   CHECK(r.schedule.problem.stages[1].fsdp);
