@@ -573,8 +573,9 @@ Result<MeshLayerCosts> derive_mesh_costs(const std::vector<Component>& kind, con
   return out;
 }
 
-bool has_data_parallel_step(const Mesh& m) {
-  return static_cast<long long>(m.data) * m.context > 1 || m.expert_data() > 1;
+bool has_data_parallel_step(const Mesh& m, double dense_grad_mb, double expert_grad_mb) {
+  return (static_cast<long long>(m.data) * m.context > 1 && dense_grad_mb > 0) ||
+         (m.expert_data() > 1 && expert_grad_mb > 0);
 }
 
 double reduce_grad_ms(const Mesh& m, const MeshLinks& links, double dense_grad_mb, double expert_grad_mb) {

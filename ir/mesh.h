@@ -158,8 +158,10 @@ struct MeshLinks {
 Result<MeshLayerCosts> derive_mesh_costs(const std::vector<Component>& kind, const Architecture& arch,
                                          const Hardware& hw, const Mesh& mesh, const MeshLinks& links,
                                          double bytes_per_param);
-// Whether the mesh has a data-parallel step: a gradient reduction over data x context or expert-data.
-bool has_data_parallel_step(const Mesh& m);
+// Whether a stage whose layers hold these gradients on one GPU has a data-parallel step: its dense
+// gradients reduced over data x context > 1, or its experts' over expert-data > 1 (a dense stage
+// under tensor parallelism alone has none, whatever expert-data the unused expert grid gives).
+bool has_data_parallel_step(const Mesh& m, double dense_grad_mb, double expert_grad_mb);
 // The data-parallel step of a stage whose layers hold these gradients on one GPU, ms: the dense ones
 // reduced over data x context, the experts' over expert-data, one after the other, each as a ring
 // reduce-scatter (distributed optimizer, FSDP) or all-reduce (replicated) of the whole buffer

@@ -210,7 +210,7 @@ Result<Problem> make_problem(const Spec& spec, const Partition& partition,
       const Cluster& c = spec.cluster;
       const MeshLinks links{c.link.bandwidth_gb_per_s, c.link.latency_us, c.inter_node_link.bandwidth_gb_per_s,
                             c.inter_node_link.latency_us};
-      if (has_data_parallel_step(*spec.mesh)) {
+      if (has_data_parallel_step(*spec.mesh, dense_mb, expert_mb)) {
         st.reduces_grad = true;
         st.reduce_grad_ms = data_parallel_step_ms(*spec.mesh, links, dense_mb, expert_mb, dense_w_mb, expert_w_mb, step_ms);
       }

@@ -386,3 +386,17 @@ TEST_CASE("mesh: a stage's data-parallel step is its reduction, the optimizer's 
   CHECK(rep_ms == doctest::Approx(2 * ring(4 * params) + params * 30 / 3350e6));
   CHECK(fsdp_ms == doctest::Approx(ring(4 * params) + params / 4 * 30 / 3350e6));
 }
+
+TEST_CASE("mesh: a dense model under tensor parallelism alone has no data-parallel step") {
+  // Tensor 2, data 1: the expert grid (expert-data 2) holds no expert of a dense model.
+  const Spec s = loaded(dense_model("", "parallel: {tensor: 2}\n"));
+  REQUIRE(s.mesh->data == 1);
+  CHECK(s.mesh->expert_data() == 2);
+  Result<Problem> p = make_problem(s, {{0, 2}, {3, 5}}, {0, 1});
+  REQUIRE(p.ok());
+  for (const StageSpec& st : p->stages) CHECK_FALSE(st.reduces_grad);
+  // Data 2: every stage reduces.
+  Result<Problem> d = make_problem(loaded(dense_model("", "parallel: {tensor: 2, data: 2}\n")), {{0, 2}, {3, 5}}, {0, 1});
+  REQUIRE(d.ok());
+  for (const StageSpec& st : d->stages) CHECK(st.reduces_grad);
+}
