@@ -23,23 +23,24 @@ import os
 import re
 from typing import Any, Iterator, Optional
 
+from .._tables import LIMITS
 from ..errors import BadInputError
 
 SCHEMA = "pipesmith-plan/1"
 FORMATS = ("compute_only", "compute_comms")
 RECOMPUTE_MODES = ("none", "selective", "full")  # stages[].recompute; absent means "none"
 
-# The command's limits (ir/limits.h, docs/inputs.md "Limits").
-MAX_DEVICES = 100_000
-MAX_MICROBATCHES = 1_000_000
-MAX_STAGES = 100_000
-MAX_LAYERS = 100_000
-MAX_PLAN_OPS = 400_000                      # 3 * S * M
-MAX_SCHEDULE_ACTIONS = MAX_PLAN_OPS * 7 // 3  # 933,333 actions a CSV may list
+# The command's limits (ir/limits.h through pipesmith._tables; docs/inputs.md "Limits").
+MAX_DEVICES = LIMITS["devices"]
+MAX_MICROBATCHES = LIMITS["microbatches"]
+MAX_STAGES = LIMITS["stages"]
+MAX_LAYERS = LIMITS["layers"]
+MAX_PLAN_OPS = LIMITS["plan_ops"]                  # 3 * S * M
+MAX_SCHEDULE_ACTIONS = LIMITS["schedule_actions"]  # actions a CSV may list (7/3 of the plan's ops)
 MAX_CSV_ROWS = MAX_DEVICES
-MAX_INPUT_BYTES = 128 << 20
-MAX_JSON_VALUES = 1_000_000
-MAX_JSON_DEPTH = 64
+MAX_INPUT_BYTES = LIMITS["input_bytes"]
+MAX_JSON_VALUES = LIMITS["json_values"]
+MAX_JSON_DEPTH = LIMITS["json_depth"]
 
 
 class PlanError(BadInputError):
