@@ -185,7 +185,7 @@ TEST_CASE("cli import hf: the model types the real files do not show (configs wr
                  "num_attention_heads: 8              # num_attention_heads (absent: the gemma3_text default)"));
 }
 
-TEST_CASE("cli import hf: pipesmith synth certifies a schedule for every imported model") {
+TEST_CASE("[slow] cli import hf: pipesmith synth certifies a schedule for every imported model") {
   for (const Case& c : kCases) {
     CAPTURE(c.file);
     const std::string yaml = import(c.file);

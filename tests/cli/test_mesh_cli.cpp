@@ -313,7 +313,7 @@ TEST_CASE("[slow] cli mesh: MiniMax-M1 on 1,024 GPUs (PP 16 x TP 4 with SP x EP 
   CHECK(v["mfu"].get<double>() > 0);
 }
 
-TEST_CASE("cli plan: the meshes of 64 GPUs ranked, deterministic, the best written as a certified schedule") {
+TEST_CASE("[slow] cli plan: the meshes of 64 GPUs ranked, deterministic, the best written as a certified schedule") {
   const std::string dir = pstest::fresh_dir("mesh-plan");
   const std::string model = write_temp("llama3-8b-plan.yaml", llama3_8b(4));
   const std::string args = "plan " + model + " --gpus 64 --global-batch 64 --top 3 --evaluations 5 --quiet";
