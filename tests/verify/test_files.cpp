@@ -57,6 +57,23 @@ Report check_file(const std::string& path, Semantics sem = Semantics::kRendezvou
   return verify(loaded->schedule, o);
 }
 
+// The one violation of a PyTorch CSV: device 0's op `op_index` (`action`, at column `col` of line 1)
+// runs before `later` (an op it depends on, at column `later_col`), which the note names.
+void check_one_dependency(const std::string& path, int op_index, const std::string& action, int col,
+                          const std::string& later, int later_col) {
+  Report r = check_file(path);
+  INFO(format_report(r));
+  CHECK_FALSE(r.valid);
+  REQUIRE(r.violations.size() == 1);
+  const Violation& v = r.violations[0];
+  CHECK(v.rule == "dependency");
+  CHECK(v.device == 0);
+  CHECK(v.op_index == op_index);
+  CHECK(v.action == action);
+  CHECK(v.loc.str() == path + ":1:" + std::to_string(col));
+  CHECK(v.notes.at(0).find(later + " (" + path + ":1:" + std::to_string(later_col) + ")") != std::string::npos);
+}
+
 }  // namespace
 
 TEST_CASE("configs/invalid-schedules: one file per rule, each rejected with its rule and location") {
@@ -107,20 +124,8 @@ TEST_CASE("the PyTorch examples get their expected verdicts") {
   // Unit costs: GPipe p2 m4 is (M+P-1)(F+B) = 15.
   CHECK(check_file(ex("ScheduleGPipe_p2_m4_v1.csv")).sim->makespan_ms == doctest::Approx(15));
 
-  {
-    const std::string path = ex("ScheduleZBVZeroBubble_p2_m4_v2_I_before_F.csv");
-    Report r = check_file(path);
-    INFO(format_report(r));
-    CHECK_FALSE(r.valid);
-    REQUIRE(r.violations.size() == 1);
-    const Violation& v = r.violations[0];
-    CHECK(v.rule == "dependency");
-    CHECK(v.device == 0);
-    CHECK(v.op_index == 12);
-    CHECK(v.action == "3I1");
-    CHECK(v.loc.str() == path + ":1:79");
-    CHECK(v.notes.at(0).find("device 0's op 13 '3F1' (" + path + ":1:83)") != std::string::npos);
-  }
+  check_one_dependency(ex("ScheduleZBVZeroBubble_p2_m4_v2_I_before_F.csv"), 12, "3I1", 79, "device 0's op 13 '3F1'",
+                       83);
   {
     // PyTorch's own data-parallel actions, where its lowering puts them: certified as placed (each 0 ms
     // without costs, so the time is the file's without them); REDUCE_GRAD moved before its stage's last
@@ -140,18 +145,8 @@ TEST_CASE("the PyTorch examples get their expected verdicts") {
     CHECK(v4.valid);
     CHECK(check_file(ex("ScheduleInterleaved1F1B_p2_m4_v2_dp.csv")).sim->makespan_ms ==
           check_file(ex("ScheduleInterleaved1F1B_p2_m4_v2_comms.csv")).sim->makespan_ms);
-    const std::string path = ex("ScheduleInterleaved1F1B_p2_m4_v2_dp_early_reduce.csv");
-    Report r = check_file(path);
-    INFO(format_report(r));
-    CHECK_FALSE(r.valid);
-    REQUIRE(r.violations.size() == 1);
-    const Violation& v = r.violations[0];
-    CHECK(v.rule == "dependency");
-    CHECK(v.device == 0);
-    CHECK(v.op_index == 42);
-    CHECK(v.action == "0REDUCE_GRAD");
-    CHECK(v.loc.str() == path + ":1:308");
-    CHECK(v.notes.at(0).find("device 0's op 44 '0B3' (" + path + ":1:330)") != std::string::npos);
+    check_one_dependency(ex("ScheduleInterleaved1F1B_p2_m4_v2_dp_early_reduce.csv"), 42, "0REDUCE_GRAD", 308,
+                         "device 0's op 44 '0B3'", 330);
   }
   {
     const std::string path = ex("ScheduleGPipe_p2_m4_v1_spurious_recv.csv");
