@@ -171,30 +171,19 @@ bool ParallelInput::any() const {
 
 ParallelInput ParallelInput::merged_with(const ParallelInput& o) const {
   ParallelInput r = *this;
+  // A field set in `o` replaces ours, with its location.
+  const auto take = [&](auto member, std::string_view key) {
+    if (!(o.*member)) return;
+    r.*member = o.*member;
+    r.at.erase(std::string(key));
+    if (auto it = o.at.find(key); it != o.at.end()) r.at[std::string(key)] = it->second;
+  };
   for (std::string_view k : {"gpus", "tensor", "context", "expert", "expert_tensor", "data", "micro_batch",
-                             "global_batch"}) {
-    auto f = int_field(k);
-    if (o.*f) {
-      r.*f = o.*f;
-      r.at.erase(std::string(k));
-      if (auto it = o.at.find(k); it != o.at.end()) r.at[std::string(k)] = it->second;
-    }
-  }
-  if (o.sequence_parallel) {
-    r.sequence_parallel = o.sequence_parallel;
-    r.at.erase("sequence_parallel");
-    if (auto it = o.at.find("sequence_parallel"); it != o.at.end()) r.at["sequence_parallel"] = it->second;
-  }
-  if (o.optimizer) {
-    r.optimizer = o.optimizer;
-    r.at.erase("optimizer");
-    if (auto it = o.at.find("optimizer"); it != o.at.end()) r.at["optimizer"] = it->second;
-  }
-  if (o.cp_comm) {
-    r.cp_comm = o.cp_comm;
-    r.at.erase("cp_comm_type");
-    if (auto it = o.at.find("cp_comm_type"); it != o.at.end()) r.at["cp_comm_type"] = it->second;
-  }
+                             "global_batch"})
+    take(int_field(k), k);
+  take(&ParallelInput::sequence_parallel, "sequence_parallel");
+  take(&ParallelInput::optimizer, "optimizer");
+  take(&ParallelInput::cp_comm, "cp_comm_type");
   if (o.loc.valid()) r.loc = o.loc;
   return r;
 }
