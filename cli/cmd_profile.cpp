@@ -81,8 +81,9 @@ struct TorchPython {
 
 // $PIPESMITH_PYTHON (with the package as that Python finds it); else the Python beside this command
 // (`pip install .` puts the command and the package into one environment, so an installed command
-// needs no checkout); else, for a build tree's command, the repository's .venv and python/; else
-// python3 on the PATH.
+// needs no checkout); else, for a build tree's command, the repository's .venv with the build's
+// BUILD/python (the checkout's package with the extension, which writes the profiled YAML), or the
+// checkout's python/ when the build has none; else python3 on the PATH.
 TorchPython find_python() {
   if (const char* v = std::getenv("PIPESMITH_PYTHON"); v && *v) return {v, "", "$PIPESMITH_PYTHON"};
   std::error_code ec;
@@ -94,7 +95,12 @@ TorchPython find_python() {
   const std::string tree = source_dir();
   if (access((tree + "/python/pipesmith/torch/profile.py").c_str(), R_OK) == 0) {
     const std::string venv = tree + "/.venv/bin/python";
-    return {access(venv.c_str(), X_OK) == 0 ? venv : "python3", tree + "/python", "the source tree " + tree};
+    std::string package = tree + "/python";
+    if (!ec) {  // BUILD/cli/pipesmith: BUILD/python/pipesmith links the checkout's sources beside _core
+      const std::filesystem::path build_python = self.parent_path().parent_path() / "python";
+      if (access((build_python / "pipesmith/torch/profile.py").c_str(), R_OK) == 0) package = build_python.string();
+    }
+    return {access(venv.c_str(), X_OK) == 0 ? venv : "python3", package, "the source tree " + tree};
   }
   return {"python3", "", "python3 on the PATH"};
 }
@@ -257,7 +263,7 @@ Runner add_profile(CLI::App& app) {
   sub->add_option("--backend", f->backend,
                   "host (default), cuda, or torch: the PyTorch reference transformer of the model, measured by "
                   "python -m pipesmith.torch.profile (Python: $PIPESMITH_PYTHON, else the one installed beside this command, "
-                  "else a build tree's .venv and python/, else python3; docs/pytorch.md, 'Profiling')");
+                  "else a build tree's .venv and BUILD/python, else python3; docs/pytorch.md, 'Profiling')");
   sub->add_option("-o,--output", f->output, "Model YAML to write (default - = stdout; otherwise a table is printed)");
   sub->add_option("--scale", f->scale, "Width multiplier of the executable model (as in `pipesmith run`)")
       ->check(flags::scale());

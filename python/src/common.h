@@ -35,6 +35,7 @@ std::string path_arg(nb::handle obj, const char* what);
 Semantics semantics_from(const std::string& name);
 
 // One binding file per concept registers its part of the module.
+void bind_model_write(nb::module_& m);
 void bind_run(nb::module_& m);
 void bind_tables(nb::module_& m);
 

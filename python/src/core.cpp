@@ -641,6 +641,7 @@ NB_MODULE(_core, m) {
   bind_reports(m);
   bind_synthesis(m);
   bind_exports(m);
+  bind_model_write(m);
   bind_run(m);
   bind_tables(m);
 }

@@ -9,11 +9,12 @@ import sys
 
 import pytest
 
-from conftest import ROOT, cli, model_path
+from conftest import PACKAGE_DIR, ROOT, cli, model_path
 from pipesmith.torch.link import LinkError, fit_link
 from pipesmith.torch.model_yaml import load_model
 from pipesmith.torch.output_file import OutputPathError
 from pipesmith.torch.profile import ProfileError, ProfileOptions, profile_model, profiled_yaml, write_atomic
+from pipesmith.torch.profiler import ProfileResult, TypeProfile
 
 TINY = ProfileOptions(hidden=16, seq=8, vocab=64, rows=1, warmup=1, repeats=2)
 
@@ -21,6 +22,7 @@ TINY = ProfileOptions(hidden=16, seq=8, vocab=64, rows=1, warmup=1, repeats=2)
 def _env(**extra) -> dict:
     env = dict(os.environ)
     env["PIPESMITH_PYTHON"] = sys.executable
+    env["PYTHONPATH"] = PACKAGE_DIR + os.pathsep + env.get("PYTHONPATH", "")  # the package under test
     env["OMP_NUM_THREADS"] = "1"
     env.update(extra)
     return env
@@ -177,6 +179,90 @@ def test_module_errors(tmp_path):
         write_atomic(str(src), "y", (str(src),))
     assert src.read_text() == "x"
     assert not [f for f in os.listdir(tmp_path) if f.endswith(".tmp")]
+
+
+def _fake_result(spec, **kw) -> ProfileResult:
+    """A profile of every used layer type with made-up numbers (what the writer gets, without measuring)."""
+    symbols = list(dict.fromkeys(layer.symbol for layer in spec.layers))
+    types = tuple(TypeProfile(symbol=s, name=spec.types[s].name, layer=k, forward_ms=1.0 + k / 7,
+                              backward_input_ms=1.25, backward_weight_ms=0.75, backward_ms=2.0, activation_mb=1234.5678,
+                              wgrad_stash_mb=1e-4, output_mb=1 / 3, params_m=7e8, samples=2, weight_walk_ms=0.0)
+                  for k, s in enumerate(symbols))
+    return ProfileResult(model=spec.name, where="cpu", options=TINY, types=types,
+                         unprofiled=tuple(s for s in spec.types if s not in symbols), **kw)
+
+
+@pytest.mark.parametrize("name", ["llama2-7b", "deepseek-like", "gemma-like"])
+def test_profiled_yaml_is_the_core_writers_file_of_the_source_document(name, tmp_path):
+    import yaml
+    path = model_path(name)
+    result = _fake_result(load_model(path))
+    cluster = os.path.join(ROOT, "configs", "clusters", "8xh200.yaml")
+    text = profiled_yaml(path, result, cluster)
+    # The source document, its numbers set and its cluster replaced, read back value for value.
+    want = yaml.safe_load(open(path, encoding="utf-8"))
+    want["model"]["name"] += "-profiled"
+    for t in result.types:
+        want["model"]["layer_types"][t.symbol].update({k: float(f"{v:.6g}") for k, v in t.numbers().items()})
+    want["cluster"] = yaml.safe_load(open(cluster, encoding="utf-8"))["cluster"]
+    assert yaml.safe_load(text) == want
+    # The layout of ir/model_write.h: header, schema, one line per layer type and per layer entry, the cluster
+    # as one flow map; numbers as the core prints them (shortest text, no '.0').
+    body = text[text.index("schema: 1\n"):]
+    assert text.startswith("# Profiled by") and body.startswith("schema: 1\nmodel:\n  name: ")
+    for t in result.types:  # a symbol YAML would read as a bool ('Y') is quoted
+        assert sum(line.startswith((f"    {t.symbol}: {{", f'    "{t.symbol}": {{')) for line in body.splitlines()) == 1
+    assert "params_m: 700000000}" in body and "weight_walk_ms: 0," in body and "forward_ms: 1," in body
+    assert "\ncluster: {name: \"8xH200-141GB\", devices: 8," in body
+    out = tmp_path / "p.yaml"
+    write_atomic(str(out), text)
+    lowered = cli("lower", str(out), "--json")
+    assert f"{name}-profiled" in lowered.stdout
+
+
+def test_model_writer_refuses_what_a_model_file_cannot_hold():
+    import yaml
+    import pipesmith
+    from pipesmith import _core
+    doc = {"model": {"name": "m", "layer_types": {"T": {"name": "t", "kind": "mlp"}}, "layers": "TT"}}
+    assert _core.format_model_yaml(doc, "# h") == ("# h\nschema: 1\nmodel:\n  name: m\n  layer_types:\n"
+                                                   "    T: {name: t, kind: mlp}\n  layers: TT\n")
+    # A float with a bare exponent gets a '.0' so that YAML 1.1 readers (PyYAML) read a number, not a string.
+    small = _core.format_model_yaml({**doc, "cluster": {"memory_gb": 8e-05, "big": 1e300, "count": 2 ** 70}})
+    assert small.endswith("cluster: {memory_gb: 8.0e-05, big: 1.0e+300, count: 1180591620717411303424}\n")
+    assert yaml.safe_load(small)["cluster"] == {"memory_gb": 8e-05, "big": 1e300, "count": 2 ** 70}
+    with pytest.raises(pipesmith.BadInputError, match="model: key 'memory' is not part of a model file"):
+        _core.format_model_yaml({**doc, "model": {**doc["model"], "memory": 1}})
+    with pytest.raises(pipesmith.BadInputError, match=r"model.layer_types.T.x: a value of type .*set"):
+        _core.format_model_yaml({"model": {**doc["model"], "layer_types": {"T": {"x": {1}}}}})
+
+
+def test_profile_without_the_extension_writes_the_same_document(tmp_path):
+    """The measuring step without a pipesmith build (the source tree's python/, as bench/gpu-layers runs it)
+    writes with PyYAML: the same document as the core's writer, which lower reads to the same model."""
+    import pickle
+    import yaml
+    path = model_path("deepseek-like")
+    result = _fake_result(load_model(path), sweep_ms=1.5)
+    (tmp_path / "r.pickle").write_bytes(pickle.dumps(result))
+    code = ("import pickle, sys\n"
+            "from pipesmith.torch.profile_yaml import _core_writer, profiled_yaml\n"
+            "assert _core_writer() is None\n"
+            "r = pickle.load(open(sys.argv[1], 'rb'))\n"
+            "open(sys.argv[3], 'w').write(profiled_yaml(sys.argv[2], r))\n")
+    env = _env()
+    env["PYTHONPATH"] = os.path.join(ROOT, "python")  # the source tree: no pipesmith._core
+    p = subprocess.run([sys.executable, "-c", code, str(tmp_path / "r.pickle"), path, str(tmp_path / "py.yaml")],
+                       capture_output=True, text=True, timeout=120, env=env, cwd=str(tmp_path))
+    assert p.returncode == 0, p.stderr
+    fallback = (tmp_path / "py.yaml").read_text()
+    core = profiled_yaml(path, result)
+    (tmp_path / "core.yaml").write_text(core)
+    assert fallback != core and "params_m: 700000000.0" in fallback and "params_m: 700000000}" in core
+    assert yaml.safe_load(fallback) == yaml.safe_load(core)
+    assert fallback.split("schema: 1")[0] == core.split("schema: 1")[0]  # the header
+    lowered = [cli("lower", str(tmp_path / f), "--json").stdout.replace(f, "F") for f in ("py.yaml", "core.yaml")]
+    assert lowered[0] == lowered[1]
 
 
 def test_fused_numbers_make_i_plus_w_the_fused_b(gemma_profile):

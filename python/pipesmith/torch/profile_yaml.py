@@ -6,12 +6,21 @@ The YAML written is MODEL.yaml's document with each profiled layer type's nine n
 measured numbers override the analytic ones field by field), the layer list and module names as they
 were, the cluster replaced by ``--cluster`` when given, and a header comment saying how it was
 measured. :mod:`pipesmith.torch.profile` writes it whole or not at all (temporary file, fsync, rename).
+
+The text is made by the core's one model-YAML writer (ir/model_write.h, through
+``pipesmith._core.format_model_yaml``), so a profiled model has the layout of every model file pipesmith
+writes. Without the extension (the measuring step on a machine with no pipesmith build:
+``bench/gpu-layers measure``, ``python -m pipesmith.torch.profile`` from python/) PyYAML writes the same
+document in its own layout; the readers take both alike (docs/library.md, "Python").
 """
 from __future__ import annotations
 
 import os
+from typing import Callable
 
 import yaml
+
+from pipesmith.errors import Error
 
 from .profiler import WALK_LAYERS, ProfileError, ProfileResult
 
@@ -73,8 +82,26 @@ def profiled_yaml(source_path: str, result: ProfileResult, cluster_path: str | N
         head.append(f"# sweep_ms: {result.sweep_ms:.6g} (one sweep of every layer's F + I + W: the load probe of bench/torch)")
     if result.unprofiled:
         head.append(f"# Not profiled (no layer uses them): {', '.join(result.unprofiled)}")
-    body = yaml.safe_dump(doc, sort_keys=False, default_flow_style=None, width=110)
-    return "\n".join(head) + "\n" + body
+    return _format_model_yaml(doc, "\n".join(head) + "\n")
+
+
+def _core_writer() -> Callable[[dict, str], str] | None:
+    """``pipesmith._core.format_model_yaml``, or None where the extension is not built (or predates it)."""
+    try:
+        from pipesmith import _core
+        return _core.format_model_yaml
+    except (ImportError, AttributeError):
+        return None
+
+
+def _format_model_yaml(doc: dict, header: str) -> str:
+    write = _core_writer()
+    if write is None:  # the measuring step without a pipesmith build (docs/library.md, "Python")
+        return header + yaml.safe_dump(doc, sort_keys=False, default_flow_style=None, width=110)
+    try:
+        return write(doc, header)
+    except Error as e:  # a key no model file holds (model_yaml read the source, so this is rare)
+        raise ProfileError(str(e)) from None
 
 
 def format_table(result: ProfileResult) -> str:
