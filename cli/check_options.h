@@ -27,9 +27,9 @@ struct CheckFlags {
     sub->add_option("--model", input.model, "Model YAML: cost a CSV's stages with it (balanced partition)");
     sub->add_option("--cluster", input.cluster, "Cluster YAML (with --model)");
     sub->add_option("--microbatches", input.microbatches, "Expected microbatch count (checked against the file)")
-        ->check(CLI::Range(1, static_cast<int>(limits::kMaxMicrobatches)));
+        ->check(flags::option(limits::option::kExpectedMicrobatches));
     sub->add_option("--stages", input.stages, "Expected stage count (checked against the file)")
-        ->check(CLI::Range(1, static_cast<int>(limits::kMaxStages)));
+        ->check(flags::option(limits::option::kExpectedStages));
     sub->add_option("--semantics", semantics, "Send/recv semantics: rendezvous (default), grouped, buffered, posted (PyTorch's pipelining runtime; docs/semantics.md)");
     sub->add_option("--memory-limit-gb", memory_limit_gb, "Per-device memory limit in GB (0 = unlimited; "
                                                           "default: the problem's)")

@@ -51,15 +51,15 @@ void add_common(CLI::App* sub, ImportFlags& f, bool megatron) {
                                          kDefaultImportSeqLength)
                            : fmt::format("Tokens per sequence (default {}: a config.json gives no training length)",
                                          kDefaultImportSeqLength))
-      ->check(flags::integer_in(1, 100'000'000));
+      ->check(flags::option(limits::option::kImportSeqLength));
   sub->add_option("--micro-batch-size", f.micro_batch_size,
                   megatron ? "Sequences per microbatch (default: the file's --micro-batch-size, else 1)"
                            : "Sequences per microbatch (default 1)")
-      ->check(flags::integer_in(1, 1'000'000));
+      ->check(flags::option(limits::option::kImportMicroBatchSize));
   sub->add_option("--vocab-shards", f.vocab_shards,
                   "Write the LM head (and each MTP head) as K vocabulary shards (docs/inputs.md, "
                   "\"Vocabulary-sharded heads\"; default 1)")
-      ->check(flags::integer_in(1, 4096));
+      ->check(flags::option(limits::option::kImportVocabShards));
   sub->add_flag("--sublayers", f.sublayers,
                 "Write each decoder layer's mixer (attention, Mamba, ...) and its MLP/MoE as two layers joined by "
                 "joins_next, so the search may cut between them (docs/inputs.md, \"Sublayers\")");

@@ -216,9 +216,9 @@ Runner add_plan(CLI::App& app) {
   sub->add_option("--gpus", args->gpus, "GPUs of the mesh")->required()->check(flags::integer_in(1, kMaxGpus));
   sub->add_option("--global-batch", args->global_batch, "Sequences per iteration")
       ->required()
-      ->check(flags::integer_in(1, kMaxGpus * 1'000'000LL));
+      ->check(flags::integer_in(1, kMaxGpus * limits::kMaxMicrobatches));
   sub->add_option("--devices", args->devices, "Pin the pipeline's devices P (same as --fix pipeline=P)")
-      ->check(flags::integer_in(1, 100'000));
+      ->check(flags::option(limits::option::kMeshDevices));
   sub->add_option("--memory-limit-gb", args->memory_gb, "Memory per GPU in GB (overrides cluster.memory_gb; 0 = unlimited)")
       ->check(flags::memory_limit_gb());
   sub->add_option("--fix", args->fix,
@@ -232,9 +232,9 @@ Runner add_plan(CLI::App& app) {
   sub->add_option("--top", args->top,
                   "Enumerated meshes to get a schedule, tried in the estimate's order (at most 2 x N tries once one has "
                   "one; default 4)")
-      ->check(flags::integer_in(1, 1000));
+      ->check(flags::option(limits::option::kMeshTop));
   sub->add_option("--evaluations", args->evaluations, "Search budget of each synthesis in candidates (default 20)")
-      ->check(flags::integer_in(1, 1'000'000));
+      ->check(flags::option(limits::option::kMeshEvaluations));
   sub->add_option("--time-limit", args->time_limit_s,
                   "Time limit of each synthesis in seconds, as synth's --time-limit with --evaluations: it sizes Z3's "
                   "resource limit only (default 5)")

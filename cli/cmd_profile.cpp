@@ -194,7 +194,6 @@ int run_profile(const ProfileFlags& f) {
                                  "--device", "--method", "--concurrent", "--also-fused"})
     if (given(f, torch_only))
       return report_error(Status::bad_input(fmt::format("{} applies to --backend torch only", torch_only)));
-  if (f.tokens < 1 || f.tokens > 1 << 16) return report_error(Status::bad_input("--tokens must be in 1..65536"));
   if (!(f.timeout_s > 0) || !std::isfinite(f.timeout_s))
     return report_error(Status::bad_input(fmt::format("--timeout must be a finite number of seconds > 0, got {}", f.timeout_s)));
   if (Status st = check_outputs({{f.output, "-o"}}, {f.model, f.cluster}); !st.is_ok()) return report_error(st);
@@ -258,7 +257,7 @@ Runner add_profile(CLI::App& app) {
                   "layers instead (at the config's sizes, or shrunk by --layers, --hidden, --vocab); the YAML written "
                   "is `pipesmith import hf`'s for it with the measured numbers (docs/pytorch.md, 'Profiling')");
   sub->add_option("--layers", f->layers, "--hf: decoder layers of the config kept (default: all)")
-      ->check(flags::integer_in(1, 100000));
+      ->check(flags::option(limits::option::kProfileLayers));
   sub->add_option("--cluster", f->cluster, "Cluster YAML (copied into the output)");
   sub->add_option("--backend", f->backend,
                   "host (default), cuda, or torch: the PyTorch reference transformer of the model, measured by "
@@ -267,28 +266,29 @@ Runner add_profile(CLI::App& app) {
   sub->add_option("-o,--output", f->output, "Model YAML to write (default - = stdout; otherwise a table is printed)");
   sub->add_option("--scale", f->scale, "Width multiplier of the executable model (as in `pipesmith run`)")
       ->check(flags::scale());
-  sub->add_option("--tokens", f->tokens, "Tokens per microbatch (default 32)")->check(flags::tokens());
+  sub->add_option("--tokens", f->tokens, "Tokens per microbatch (default 32)")
+      ->check(flags::option(limits::option::kTokens));
   sub->add_option("--widths", f->widths, "Block widths from costs (default) or params_m (as `pipesmith run --widths`)");
   sub->add_option("--repeats", f->repeats, "Measured microbatches per layer type (default 5, at most 1000; median)")
-      ->check(flags::integer_in(1, rt::kMaxProfileRepeats));
+      ->check(flags::option(limits::option::kProfileRepeats));
   sub->add_option("--warmup", f->warmup, "Unmeasured microbatches first (default 2, at most 1000)")
-      ->check(flags::integer_in(0, rt::kMaxProfileRepeats));
+      ->check(flags::option(limits::option::kProfileWarmup));
   sub->add_option("--timeout", f->timeout_s, "Watchdog seconds (default 60)")->check(flags::timeout_s());
   const char* torch_only = "--backend torch: ";
   sub->add_option("--hidden", f->hidden, std::string(torch_only) + "hidden size of the reference model (default 256); with --hf "
                                                   "of the transformers model (default: the config's)")
-      ->check(flags::integer_in(2, 1 << 16));
+      ->check(flags::option(limits::option::kProfileHidden));
   sub->add_option("--seq", f->seq, std::string(torch_only) + "tokens per sequence (default 64)")
-      ->check(flags::integer_in(1, 1 << 16));
+      ->check(flags::option(limits::option::kProfileSeq));
   sub->add_option("--vocab", f->vocab, std::string(torch_only) + "vocabulary of the reference model (default 512); with --hf of "
                                                  "the transformers model (default: the config's)")
-      ->check(flags::integer_in(2, 1 << 20));
+      ->check(flags::option(limits::option::kProfileVocab));
   sub->add_option("--rows", f->rows, std::string(torch_only) + "sequences per microbatch (default 2)")
-      ->check(flags::integer_in(1, 1 << 16));
+      ->check(flags::option(limits::option::kProfileRows));
   sub->add_option("--dtype", f->dtype, std::string(torch_only) + "float32 (default), float64 or bfloat16")
       ->check(CLI::IsMember({"float32", "float64", "bfloat16"}));
   sub->add_option("--threads", f->threads, std::string(torch_only) + "torch.set_num_threads (default 1)")
-      ->check(flags::integer_in(1, 1024));
+      ->check(flags::option(limits::option::kProfileThreads));
   sub->add_option("--method", f->method,
                   std::string(torch_only) + "chain (default: every layer timed in sweeps of the whole model), "
                                             "isolated (each type's first layer alone) or single (only each "
@@ -300,7 +300,7 @@ Runner add_profile(CLI::App& app) {
   sub->add_option("--concurrent", f->concurrent,
                   std::string(torch_only) + "processes sweeping at once, the measured one included (default 1; "
                                             "P ranks on one machine load it so)")
-      ->check(flags::integer_in(1, 64));
+      ->check(flags::option(limits::option::kProfileConcurrent));
   sub->add_option("--also-fused", f->also_fused,
                   std::string(torch_only) + "also write the profile with I and W scaled so that I + W is the "
                                             "measured fused B (for schedules that run B only; docs/pytorch.md)");

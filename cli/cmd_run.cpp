@@ -194,11 +194,13 @@ Runner add_run(CLI::App& app) {
   sub->add_option("--trace", f->trace, "Write a Chrome/Perfetto trace of the measured op times");
   sub->add_option("--json", f->json, "Write the summary as JSON");
   sub->add_option("--scale", f->scale, "Multiply the executable model's widths (default 1)")->check(flags::scale());
-  sub->add_option("--tokens", f->tokens, "Tokens per microbatch (default 32)")->check(flags::tokens());
+  sub->add_option("--tokens", f->tokens, "Tokens per microbatch (default 32)")
+      ->check(flags::option(limits::option::kTokens));
   sub->add_option("--widths", f->widths,
                   "Block widths from the layer costs (cost, default) or from params_m (params: for models written "
                   "by `pipesmith profile` at the same --scale)");
-  sub->add_option("--seed", f->seed, "Seed of the parameters and data (default 1)")->check(flags::seed());
+  sub->add_option("--seed", f->seed, "Seed of the parameters and data (default 1)")
+      ->check(flags::option(limits::option::kSeed));
   sub->add_option("--semantics", f->semantics,
                   "SEND/RECV semantics to check and run: rendezvous (default: each pair on its own) or grouped "
                   "(consecutive comm ops form one group, like an NCCL group / batch_isend_irecv)");

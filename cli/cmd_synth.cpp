@@ -442,17 +442,18 @@ Runner add_synth(CLI::App& app) {
                   "Bound the search of what --partition/--placement leave open by N candidate evaluations instead "
                   "of the clock: the same inputs, seed and N give the same plan on any machine (the search may "
                   "then take longer than --time-limit, which sizes only Z3's share)")
-      ->check(CLI::Range(1, 1000000000));
+      ->check(flags::option(limits::option::kEvaluations));
   sub->add_option("--rlimit", args->rlimit,
                   "Z3 resource budget (deterministic); default: Z3's share of the time limit times a fixed rate");
-  sub->add_option("--seed", args->seed, "Random seed of the search's kicks and of Z3 (default 0)")->check(flags::seed());
+  sub->add_option("--seed", args->seed, "Random seed of the search's kicks and of Z3 (default 0)")
+      ->check(flags::option(limits::option::kSeed));
   sub->add_option("--threads", args->threads,
                   "Z3 contexts run as a portfolio, one thread each, seeds seed, seed+1, ... (default 2)")
-      ->check(CLI::Range(1, 64));
+      ->check(flags::option(limits::option::kZ3Threads));
   sub->add_option("--search-threads", args->search_threads,
                   "Threads evaluating the search's candidates (default: the machine's hardware threads, at most 16); "
                   "the plan does not depend on it, only how many candidates a time limit allows")
-      ->check(CLI::Range(1, 256));
+      ->check(flags::option(limits::option::kSearchThreads));
   sub->add_flag("--quiet", args->quiet, "No progress lines on stderr");
   sub->add_option("--cuts", args->cuts,
                   "Where stages may be cut: sublayers (default; also inside a joins_next group) or layers (only "

@@ -40,16 +40,19 @@ CLI::Validator number_in(double lo, double hi, const std::string& unit, bool ope
       "NUMBER in " + range);
 }
 
-CLI::Validator integer_in(long long lo, long long hi) {
+CLI::Validator integer_in(long long lo, long long hi) { return option(limits::IntOption{"", "", lo, hi}); }
+
+CLI::Validator option(const limits::IntOption& o) {
+  const std::string range = limits::range_text(o);
   return CLI::Validator(
-      [=](std::string& text) -> std::string {
+      [o, range](std::string& text) -> std::string {
         long long v = 0;
         const char* first = text.data() + (!text.empty() && text[0] == '+' ? 1 : 0);
         const auto [end, ec] = std::from_chars(first, text.data() + text.size(), v);
-        const bool ok = ec == std::errc() && end == text.data() + text.size() && v >= lo && v <= hi;
-        return ok ? std::string() : fmt::format("must be an integer in [{}, {}], got '{}'", lo, hi, excerpt(text, 40));
+        const bool ok = ec == std::errc() && end == text.data() + text.size() && limits::in_range(o, v);
+        return ok ? std::string() : fmt::format("must be an integer in {}, got '{}'", range, excerpt(text, 40));
       },
-      fmt::format("INT in [{}, {}]", lo, hi));
+      "INT in " + range);
 }
 
 CLI::Validator time_limit_s() {
@@ -73,9 +76,7 @@ CLI::Validator memory_limit_gb() {
       },
       fmt::format("GB in [0, {:g}]", limits::kMaxIterationTotal));
 }
-CLI::Validator seed() { return integer_in(0, 4294967295LL); }
 CLI::Validator timeout_s() { return number_in(0, limits::kMaxTimeLimitS, "s", true); }
-CLI::Validator tokens() { return integer_in(1, 65536); }
 CLI::Validator scale() { return number_in(0, 64, "", true); }
 
 }  // namespace ps::cli::flags

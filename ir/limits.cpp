@@ -16,6 +16,14 @@ std::string with_commas(int64_t v) {
   return v < 0 ? "-" + out : out;
 }
 
+std::string range_text(const IntOption& o) { return fmt::format("[{}, {}]", o.lo, o.hi); }
+
+Status check_option(const IntOption& o, int64_t v, std::string_view spelling) {
+  if (in_range(o, v)) return Status::ok();
+  return Status::bad_input(fmt::format("{} must be an integer in {}, got {}", spelling.empty() ? o.name : spelling,
+                                       range_text(o), v));
+}
+
 int64_t max_microbatches_for(int64_t stages) {
   return stages <= 0 ? kMaxMicrobatches : stages > kMaxPlanOps ? 0 : kMaxPlanOps / (3 * stages);
 }

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "ir/status.h"
 
@@ -42,6 +43,59 @@ inline constexpr double kMaxTimeLimitS = 1e6;
 // for the model's layers and for a schedule's stages. 1e15 ms is 31,000 years; the bound keeps every
 // derived figure (per stage, per device, per iteration; bounds; the simulated makespan) finite.
 inline constexpr double kMaxIterationTotal = 1e15;
+
+// The integer options of the library's calls (synth, plan, run, profile, import), each with its range:
+// one table that the command's flags (cli/number_flags.h) and the Python keywords (pipesmith._tables)
+// check through check_option, so an option has one range and one wording under every spelling. `name`
+// is the library's (the field of the options struct, Python's keyword); the CLI's flag spelling and
+// "absent" are the callers' (synth's evaluations is 0 when not given, as Python's default).
+struct IntOption {
+  const char* call;  // "synth": the call (subcommand) it belongs to; call.name is its key in the tables
+  const char* name;  // "evaluations"
+  int64_t lo;        // 1
+  int64_t hi;        // 1,000,000,000
+};
+
+namespace option {
+inline constexpr IntOption kEvaluations{"synth", "evaluations", 1, 1'000'000'000};  // synth: search candidates
+inline constexpr IntOption kZ3Threads{"synth", "z3_threads", 1, 64};                // synth --threads: Z3's portfolio
+inline constexpr IntOption kSearchThreads{"synth", "search_threads", 1, 256};       // synth: candidates at once
+inline constexpr IntOption kSeed{"synth", "seed", 0, 4'294'967'295};                // synth, run: 32-bit seeds
+inline constexpr IntOption kMeshTop{"plan", "top", 1, 1'000};                       // plan: meshes synthesized
+inline constexpr IntOption kMeshEvaluations{"plan", "evaluations", 1, 1'000'000};   // plan: candidates a mesh
+inline constexpr IntOption kMeshDevices{"plan", "devices", 1, kMaxDevices};         // plan --devices: the pipeline's P
+inline constexpr IntOption kTokens{"run", "tokens", 1, 65'536};                     // run, profile: tokens an mb
+// A measured microbatch's activations are held until its W, so repeats (and warmup) bound a profile's memory.
+inline constexpr IntOption kProfileRepeats{"profile", "repeats", 1, 1'000};         // profile: measured microbatches
+inline constexpr IntOption kProfileWarmup{"profile", "warmup", 0, 1'000};           // profile: unmeasured ones first
+inline constexpr IntOption kProfileLayers{"profile", "layers", 1, kMaxLayers};      // profile --hf: layers kept
+inline constexpr IntOption kProfileHidden{"profile", "hidden", 2, 65'536};          // torch: hidden size
+inline constexpr IntOption kProfileSeq{"profile", "seq", 1, 65'536};                // torch: tokens a sequence
+inline constexpr IntOption kProfileVocab{"profile", "vocab", 2, 1'048'576};         // torch: vocabulary
+inline constexpr IntOption kProfileRows{"profile", "rows", 1, 65'536};              // torch: sequences a microbatch
+inline constexpr IntOption kProfileThreads{"profile", "threads", 1, 1'024};         // torch: torch.set_num_threads
+inline constexpr IntOption kProfileConcurrent{"profile", "concurrent", 1, 64};      // torch: processes at once
+inline constexpr IntOption kImportSeqLength{"import", "seq_length", 1, 100'000'000};  // import: tokens a sequence
+inline constexpr IntOption kImportMicroBatchSize{"import", "micro_batch_size", 1, 1'000'000};  // import: sequences
+inline constexpr IntOption kImportVocabShards{"import", "vocab_shards", 1, 4'096};  // import: LM head shards
+// The expected counts `verify`/`simulate` compare a schedule file with.
+inline constexpr IntOption kExpectedMicrobatches{"verify", "microbatches", 1, kMaxMicrobatches};
+inline constexpr IntOption kExpectedStages{"verify", "stages", 1, kMaxStages};
+// Every entry, for the tables Python reads (pipesmith._tables) and the docs' table.
+inline constexpr IntOption kAll[] = {
+    kEvaluations,     kZ3Threads,     kSearchThreads,   kSeed,          kMeshTop,         kMeshEvaluations,
+    kMeshDevices,     kTokens,        kProfileRepeats,  kProfileWarmup, kProfileLayers,   kProfileHidden,
+    kProfileSeq,      kProfileVocab,  kProfileRows,     kProfileThreads, kProfileConcurrent, kImportSeqLength,
+    kImportMicroBatchSize, kImportVocabShards, kExpectedMicrobatches, kExpectedStages};
+}  // namespace option
+
+// Whether v is within the option's range.
+constexpr bool in_range(const IntOption& o, int64_t v) { return o.lo <= v && v <= o.hi; }
+// "[1, 1000000000]"
+std::string range_text(const IntOption& o);
+// The one check of an integer option: kBadInput "<spelling> must be an integer in [lo, hi], got v" when v
+// is outside; `spelling` is how the caller names it (a flag, a keyword), the option's name when empty.
+Status check_option(const IntOption& o, int64_t v, std::string_view spelling = {});
 
 // Which of an iteration's running totals is past kMaxIterationTotal (or not a number), in words for
 // a message; nullptr when all are within it.

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "ir/comm_insert.h"
+#include "ir/limits.h"
 #include "ir/units.h"
 #include "runtime/host_memory.h"
 #include "runtime/memory_rule.h"
@@ -160,7 +161,7 @@ Status check_run_options(const RunOptions& o) {
     return Status::bad_input(fmt::format(
         "--semantics must be rendezvous or grouped, got '{}' (the runtime cannot provide buffered sends: NCCL "
         "does not buffer large messages)", semantics_name(o.semantics)));
-  if (o.tokens < 1 || o.tokens > 1 << 16) return Status::bad_input("--tokens must be in 1..65536");
+  if (Status st = limits::check_option(limits::option::kTokens, o.tokens); !st) return st;
   if (!(o.scale > 0) || !std::isfinite(o.scale))
     return Status::bad_input(fmt::format("--scale must be a finite number > 0, got {}", o.scale));
   if (o.memory_limit_gb)

@@ -43,7 +43,7 @@ struct RunOptions {
   bool check_gradients = false;           // compare every gradient with a sequential run
   double timeout_s = 30;                  // watchdog: seconds without progress before stopping
   double scale = 1.0;                     // multiplies the executable model's widths
-  int tokens = 32;                        // tokens per microbatch, 1..65536
+  int tokens = 32;                        // tokens per microbatch (limits::option::kTokens: 1..65536)
   uint64_t seed = 1;                      // parameters and data
   bool widths_from_params = false;        // block widths from params_m instead of the layer costs
   std::string name;                       // the schedule's name in the summary and trace
@@ -57,7 +57,7 @@ struct RunOptions {
   std::function<void(int done, int total)> reference_progress;
 };
 
-// The options' one validation site: timeout finite and > 0, tokens in 1..65536, scale finite and > 0,
+// The options' one validation site: timeout finite and > 0, tokens in limits::option::kTokens, scale finite and > 0,
 // semantics rendezvous or grouped, the memory limit finite and >= 0.
 Status check_run_options(const RunOptions& options);
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "ir/limits.h"
 #include "ir/model_write.h"
 #include "ir/yaml_util.h"
 #include "runtime/executor.h"
@@ -100,9 +101,10 @@ MeasuringRun measuring_run(const ExecModel& full_model, const Model& model, char
 
 // The executable model of the whole model as one stage: the widths `pipesmith run` gives its blocks.
 Result<ExecModel> whole_model(const Model& model, const ProfileOptions& opt) {
-  if (opt.repeats < 1 || opt.warmup < 0 || opt.repeats > kMaxProfileRepeats || opt.warmup > kMaxProfileRepeats)
-    return Status::bad_input(fmt::format("repeats must be in [1, {}] and warmup in [0, {}]", kMaxProfileRepeats,
-                                         kMaxProfileRepeats));
+  for (auto [o, v] : {std::pair{limits::option::kProfileRepeats, opt.repeats},
+                      std::pair{limits::option::kProfileWarmup, opt.warmup},
+                      std::pair{limits::option::kTokens, opt.model.tokens}})
+    if (Status st = limits::check_option(o, v); !st) return st;
   if (model.layers.empty()) return Status::bad_input("the model has no layers");
   Problem whole;
   whole.name = model.name;

@@ -24,10 +24,6 @@
 
 namespace ps::rt {
 
-// The most microbatches --repeats (and --warmup) may ask for: every measured microbatch's activations are
-// held until its W, so the count bounds the memory of a profile.
-inline constexpr int kMaxProfileRepeats = 1000;
-
 struct ProfileOptions {
   ExecModelOptions model;   // widths (scale), tokens, seed
   int warmup = 2;           // microbatches not measured

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Optional, Union
 
 from pipesmith._tables import LIMITS as _LIMITS
+from pipesmith._tables import OPTIONS as _OPTIONS
 from pipesmith.errors import (BadInputError, Error, InfeasibleError, InterruptedError, InvalidScheduleError,
                               RuntimeFailure)
 
@@ -75,6 +76,9 @@ _MAX_MICROBATCHES = int(_LIMITS["microbatches"])
 _MAX_GPUS = int(_LIMITS["gpus"])  # GPUs of a mesh and each of its degrees
 _MAX_STAGES = int(_LIMITS["stages"])
 _MAX_TIME_LIMIT_S = float(_LIMITS["time_limit_s"])
+# The calls' integer options, "call.name": (lo, hi) (ir/limits.h's limits::option, the command's flags' ranges).
+_MAX_EVALUATIONS = _OPTIONS["synth.evaluations"][1]    # 0: bounded by the clock
+_MAX_SEARCH_THREADS = _OPTIONS["synth.search_threads"][1]  # 0: the machine's hardware threads
 
 
 def _int(value: Any, name: str, lo: int, hi: int) -> int:
@@ -251,8 +255,8 @@ def plan(model: PathLike, cluster: Optional[PathLike] = None, *, gpus: int, glob
         given.append((p, mesh))
     rows, best = _core.plan(_path(model, "model"), _path(cluster, "cluster"), _int(gpus, "gpus", 1, _MAX_GPUS),
                             _int(global_batch, "global_batch", 1, _MAX_GPUS * _MAX_MICROBATCHES), pinned, pipeline,
-                            _opt_memory(memory_limit_gb), _int(top, "top", 1, 1000),
-                            _int(evaluations, "evaluations", 1, 1_000_000), given, progress)
+                            _opt_memory(memory_limit_gb), _int(top, "top", *_OPTIONS["plan.top"]),
+                            _int(evaluations, "evaluations", *_OPTIONS["plan.evaluations"]), given, progress)
     return list(rows), best
 
 
@@ -409,9 +413,9 @@ def synthesize(spec: Spec, *, partition: Optional[str] = None, placement: Option
         spec, None if partition is None else _text(partition, "partition"),
         None if placement is None else _text(placement, "placement"),
         _opt_int(stages_per_device, "stages_per_device", 1, _MAX_STAGES), _text(cuts, "cuts"), time_limit,
-        _int(evaluations, "evaluations", 0, 1_000_000_000), _int(rlimit, "rlimit", 0, 2**64 - 1),
-        _int(seed, "seed", 0, 2**32 - 1), _int(z3_threads, "z3_threads", 1, 64),
-        _int(search_threads, "search_threads", 0, 256), _path(dump_smt2, "dump_smt2") or "",
+        _int(evaluations, "evaluations", 0, _MAX_EVALUATIONS), _int(rlimit, "rlimit", 0, 2**64 - 1),
+        _int(seed, "seed", *_OPTIONS["synth.seed"]), _int(z3_threads, "z3_threads", *_OPTIONS["synth.z3_threads"]),
+        _int(search_threads, "search_threads", 0, _MAX_SEARCH_THREADS), _path(dump_smt2, "dump_smt2") or "",
         _text(recompute, "recompute"), progress)
     return SynthesisResult(schedule, report, **info)
 
@@ -456,7 +460,8 @@ def run(schedule: Union[Schedule, PathLike], *, model: Optional[Union[Spec, Path
     common = dict(backend=_text(backend, "backend"), semantics=_text(semantics, "semantics"), verify=bool(verify),
                   memory_limit_gb=_opt_memory(memory_limit_gb), check_gradients=bool(check_gradients),
                   timeout_s=_number(timeout_s, "timeout_s", 0, 1e6, open_low=True),
-                  scale=_number(scale, "scale", 0, 1e6, open_low=True), tokens=_int(tokens, "tokens", 1, 1 << 16),
+                  scale=_number(scale, "scale", 0, 1e6, open_low=True),
+                  tokens=_int(tokens, "tokens", *_OPTIONS["run.tokens"]),
                   seed=_int(seed, "seed", 0, 2**64 - 1), widths=_text(widths, "widths"), progress=progress)
     if isinstance(schedule, _core.Schedule):
         if model is not None and not isinstance(model, _core.Spec):

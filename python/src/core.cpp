@@ -33,6 +33,7 @@
 #include <utility>
 #include <vector>
 
+#include "ir/limits.h"
 #include "ir/model.h"
 #include "ir/output_file.h"
 #include "ir/problem.h"
@@ -164,9 +165,9 @@ SynthOutcome synthesize(const Spec& spec, std::optional<std::string> partition, 
   const auto start = std::chrono::steady_clock::now();
   const RecomputeChoice rc = take(read_recompute_choice(recompute, "recompute"));
   if (!(time_limit_s > 0)) raise_status(Status::bad_input(fmt::format("time_limit_s must be > 0 seconds, got {}", time_limit_s)));
-  if (evaluations < 0) raise_status(Status::bad_input(fmt::format("evaluations must be >= 0, got {}", evaluations)));
-  if (z3_threads < 1) raise_status(Status::bad_input(fmt::format("z3_threads must be >= 1, got {}", z3_threads)));
-  if (search_threads < 0) raise_status(Status::bad_input(fmt::format("search_threads must be >= 0, got {}", search_threads)));
+  if (evaluations != 0) check(limits::check_option(limits::option::kEvaluations, evaluations));  // 0: the clock
+  check(limits::check_option(limits::option::kZ3Threads, z3_threads));
+  if (search_threads != 0) check(limits::check_option(limits::option::kSearchThreads, search_threads));  // 0: hardware
   if (cuts != "layers" && cuts != "sublayers")
     raise_status(Status::bad_input("cuts must be 'layers' or 'sublayers', got '" + cuts + "'"));
   if (!dump_smt2.empty()) {  // as `synth --dump-smt2` checks it: PATH and its window files, against the inputs
@@ -295,6 +296,8 @@ void bind_specs(nb::module_& m) {
     o.pinned.global_batch = global_batch;
     o.pipeline = pipeline;
     o.memory_gb = memory_limit_gb;
+    check(limits::check_option(limits::option::kMeshTop, top));
+    check(limits::check_option(limits::option::kMeshEvaluations, evaluations));
     o.top = top;
     o.evaluations = evaluations;
     Result<MeshPlan> r = [&] {

@@ -1,8 +1,10 @@
 // tables.cpp — the core's tables as Python values: the bounds on inputs (ir/limits.h, with the mesh's
-// GPU bound, ir/mesh.h) and the analytic kinds a layer type may name (ir/cost_model.h), each kind with
-// its components in order. python/pipesmith/_tables.py is generated from these
+// GPU bound, ir/mesh.h), the ranges of the calls' integer options (limits::option) and the analytic
+// kinds a layer type may name (ir/cost_model.h), each kind with its components in order.
+// python/pipesmith/_tables.py is generated from these
 // (`python -m pipesmith._gen_tables`), so the Python side checks the core's bounds and reads the
 // core's kinds without loading the extension; a test compares the two.
+#include <fmt/format.h>
 #include <nanobind/nanobind.h>
 
 #include <string>
@@ -36,6 +38,14 @@ nb::dict limits_dict() {
   return d;
 }
 
+// "call.name" -> (lo, hi) of each integer option of the calls (ir/limits.h, limits::option).
+nb::dict options_dict() {
+  nb::dict d;
+  for (const limits::IntOption& o : limits::option::kAll)
+    d[fmt::format("{}.{}", o.call, o.name).c_str()] = nb::make_tuple(o.lo, o.hi);
+  return d;
+}
+
 // Kind name -> its components' names, in the order of known_kinds() (components, then aliases).
 nb::dict kinds_dict() {
   nb::dict d;
@@ -59,9 +69,11 @@ void bind_tables(nb::module_& m) {
   m.def("tables", [] {
     nb::dict d;
     d["limits"] = limits_dict();
+    d["options"] = options_dict();
     d["kinds"] = kinds_dict();
     return d;
-  }, "The core's tables: 'limits' (the bounds on inputs: ir/limits.h and the mesh's GPUs) and 'kinds' "
+  }, "The core's tables: 'limits' (the bounds on inputs: ir/limits.h and the mesh's GPUs), 'options' (each "
+     "integer option of the calls as 'call.name': (lo, hi)) and 'kinds' "
      "(each analytic kind a layer type may name, with its components in order).");
 }
 

@@ -80,7 +80,7 @@ TEST_CASE("run_schedule: the options are checked once, before anything runs") {
   const Case cases[] = {
       {"nan timeout", [](ps::RunOptions& o) { o.timeout_s = std::nan(""); }, "--timeout must be a finite number"},
       {"zero timeout", [](ps::RunOptions& o) { o.timeout_s = 0; }, "--timeout must be a finite number"},
-      {"tokens", [](ps::RunOptions& o) { o.tokens = 0; }, "--tokens must be in 1..65536"},
+      {"tokens", [](ps::RunOptions& o) { o.tokens = 0; }, "tokens must be an integer in [1, 65536], got 0"},
       {"scale", [](ps::RunOptions& o) { o.scale = -1; }, "--scale must be a finite number > 0"},
       {"buffered", [](ps::RunOptions& o) { o.semantics = ps::Semantics::kBuffered; }, "--semantics must be rendezvous or grouped"},
       {"memory", [](ps::RunOptions& o) { o.memory_limit_gb = -2; }, "--memory-limit-gb must be a finite number of GB in [0, 1e+15]"},
