@@ -200,7 +200,7 @@ class Inserter {
   // A stuck device's head op and the first producer it still waits for.
   BlockedOp blocked_of(int d) const {
     BlockedOp b;
-    b.device = d;
+    b.device = DeviceId{d};
     b.op_index = ptr_[d];
     int id = ix_.offset[d] + ptr_[d];
     b.op = *ix_.ops[id];
@@ -210,7 +210,7 @@ class Inserter {
       const Producer& p = prod[k];
       if (p.id == kNone || !done_[p.id]) {
         b.waits_for = p.wanted;
-        b.waits_for_device = p.id == kNone ? kNone : ix_.dev[p.id];
+        if (p.id != kNone) b.waits_for_device = DeviceId{ix_.dev[p.id]};
         break;
       }
     }
@@ -226,7 +226,8 @@ class Inserter {
     while (d != kNone && seen_at[d] < 0) {
       seen_at[d] = static_cast<int>(path.size());
       path.push_back(blocked_of(d));
-      int next = path.back().waits_for_device;
+      const std::optional<DeviceId> w = path.back().waits_for_device;
+      const int next = w ? w->value() : kNone;
       if (next == d) break;  // the producer sits later on the same device
       d = next;
     }

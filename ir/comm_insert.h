@@ -14,19 +14,23 @@
 // `cycle` names the blocked ops.
 #pragma once
 
+#include <optional>
 #include <vector>
 
+#include "ir/ids.h"
 #include "ir/schedule.h"
 #include "ir/status.h"
 
 namespace ps {
 
+// A device stopped at an op, and what it waits for: the witness of a wait that the comm insertion,
+// the runtime's watchdog (runtime/executor.h) and the checker's deadlock report pass between them.
 struct BlockedOp {
-  int device = 0;
+  DeviceId device;
   int op_index = 0;    // index in that device's program
   Action op;           // the op it is blocked on
   Action waits_for;    // the producer it needs
-  int waits_for_device = 0;
+  std::optional<DeviceId> waits_for_device;  // where that producer runs; empty: no device runs it
 };
 
 struct CommInsertResult {

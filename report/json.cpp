@@ -21,7 +21,7 @@ std::string format_report_json(const Report& r) {
   for (const Violation& v : r.violations) {
     ordered_json o;
     o["rule"] = v.rule;
-    o["device"] = v.device;
+    o["device"] = v.device ? v.device->value() : -1;  // -1: not about one device
     o["op_index"] = v.op_index;
     o["action"] = v.action;
     o["message"] = v.message;

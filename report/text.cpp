@@ -28,7 +28,7 @@ std::string where(const Violation& v) {
 
 std::string subject(const Violation& v) {
   std::string s;
-  if (v.device >= 0) s += fmt::format("device {}", v.device);
+  if (v.device) s += fmt::format("device {}", *v.device);
   if (v.op_index >= 0) s += fmt::format("{}op {} '{}'", s.empty() ? "" : ", ", v.op_index, v.action);
   return s.empty() ? "" : "[" + s + "] ";
 }

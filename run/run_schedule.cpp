@@ -79,8 +79,9 @@ Status prepare_unverified(const Schedule& schedule, RunOutcome& out) {
   if (!cr.ok) {
     std::string msg = "the compute-only schedule has a data-flow deadlock; comms cannot be inserted:";
     for (const BlockedOp& b : cr.blocked)
-      msg += fmt::format("\n  device {} op {} '{}' waits for '{}' on device {}", b.device, b.op_index,
-                         to_string(b.op), to_string(b.waits_for), b.waits_for_device);
+      msg += fmt::format("\n  device {} op {} '{}' waits for '{}' {}", b.device, b.op_index, to_string(b.op),
+                         to_string(b.waits_for),
+                         b.waits_for_device ? fmt::format("on device {}", *b.waits_for_device) : "(no device runs it)");
     return Status::error(ErrorCode::kInvalidSchedule, msg);
   }
   out.notes.push_back("not verified (--no-verify); comms inserted by the checker's rule (ir/comm_insert.h)");

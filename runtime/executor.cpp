@@ -468,7 +468,7 @@ class Replay {
     }
     for (auto& w : workers_)
       if (!w->done.load() && !w->program.empty())
-        res.blocked.push_back(waits_for(schedule_, w->device, res.stopped_at[w->device]));
+        res.blocked.push_back(waits_for(schedule_, DeviceId{w->device}, res.stopped_at[w->device]));
     std::string where;
     for (const BlockedOp& b : res.blocked)
       where += fmt::format("{}device {} blocked at op {} '{}'", where.empty() ? "" : ", ", b.device, b.op_index,
@@ -527,18 +527,18 @@ class Replay {
 
 }  // namespace
 
-BlockedOp waits_for(const Schedule& schedule, int device, int index) {
+BlockedOp waits_for(const Schedule& schedule, DeviceId at, int index) {
   const Problem& p = schedule.problem;
+  const int device = at.value();
   BlockedOp b;
-  b.device = device;
+  b.device = at;
   b.op_index = index;
   b.op = schedule.programs.at(device).at(index);
-  b.waits_for_device = -1;
   const int s = b.op.stage, m = b.op.mb, S = p.num_stages();
   auto dev = [&](int st) { return st >= 0 && st < S ? p.device_of(st) : -1; };
   auto set = [&](OpType t, int st, int d) {
     b.waits_for = Action{t, st, m, {}};
-    b.waits_for_device = d;
+    if (d >= 0) b.waits_for_device = DeviceId{d};
   };
   auto backward_type = [&](int st) {  // B or I for stage st on its device
     const int d = dev(st);
@@ -595,10 +595,11 @@ std::string format_blocked(const Schedule& schedule, const std::vector<BlockedOp
   std::map<int, int> edge;  // blocked device → device it waits for
   for (const BlockedOp& b : blocked) {
     out += fmt::format("  device {} is blocked at op {} '{}'", b.device, b.op_index, to_string(b.op));
-    const Action& op = schedule.programs.at(b.device).at(b.op_index);
+    const Action& op = schedule.programs.at(b.device.value()).at(b.op_index);
     if (op.loc.valid()) out += fmt::format(" ({})", op.loc.str());
-    if (b.waits_for_device >= 0) {
-      const auto& prog = schedule.programs.at(b.waits_for_device);
+    if (b.waits_for_device) {
+      const DeviceId w = *b.waits_for_device;
+      const auto& prog = schedule.programs.at(w.value());
       int j = -1;
       for (int i = 0; i < static_cast<int>(prog.size()); ++i)
         if (prog[i] == b.waits_for) {
@@ -606,14 +607,14 @@ std::string format_blocked(const Schedule& schedule, const std::vector<BlockedOp
           break;
         }
       if (j >= 0)
-        out += fmt::format(": waits for device {} to run op {} '{}'", b.waits_for_device, j, to_string(b.waits_for));
+        out += fmt::format(": waits for device {} to run op {} '{}'", w, j, to_string(b.waits_for));
       else
-        out += fmt::format(": waits for device {} to run '{}', which is not in its program", b.waits_for_device,
+        out += fmt::format(": waits for device {} to run '{}', which is not in its program", w,
                            to_string(b.waits_for));
-      if (b.waits_for_device != b.device) {
-        const std::string st = state(b.waits_for_device);
+      if (w != b.device) {
+        const std::string st = state(w.value());
         if (!st.empty()) out += " (" + st + ")";
-        edge[b.device] = b.waits_for_device;
+        edge[b.device.value()] = w.value();
       }
     } else {
       out += ": running (no input to wait for)";

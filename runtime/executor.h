@@ -72,8 +72,8 @@ ExecResult execute(const Schedule& schedule, const ExecModel& model, Backend& ba
                    const ExecOptions& options = {});
 
 // What `op` (at `index` on `device`) waits for under the schedule's data flow: the matching comm op
-// on the peer, or the local producer / RECV of a compute op. waits_for_device is -1 when none.
-BlockedOp waits_for(const Schedule& schedule, int device, int index);
+// on the peer, or the local producer / RECV of a compute op. waits_for_device is empty when none.
+BlockedOp waits_for(const Schedule& schedule, DeviceId device, int index);
 
 // Human text of a watchdog stop: one line per blocked device, then the wait cycle if there is one.
 // `cause` (when not empty) replaces the "no progress" header: why another process made this one stop.

@@ -19,7 +19,7 @@ Violation op_violation(std::string_view rule, int device, int index, const Actio
                        std::string message, std::vector<std::string> notes) {
   Violation v;
   v.rule = std::string(rule);
-  v.device = device;
+  if (device >= 0) v.device = DeviceId{device};
   v.op_index = index;
   v.action = to_string(a);
   v.message = std::move(message);
@@ -32,7 +32,7 @@ Violation general_violation(std::string_view rule, int device, std::string messa
                             std::vector<std::string> notes, SourceLoc loc) {
   Violation v;
   v.rule = std::string(rule);
-  v.device = device;
+  if (device >= 0) v.device = DeviceId{device};
   v.message = std::move(message);
   v.notes = std::move(notes);
   v.loc = std::move(loc);

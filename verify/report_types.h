@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "ir/ids.h"
 #include "ir/schedule.h"
 
 namespace ps {
@@ -20,7 +21,7 @@ std::optional<Semantics> parse_semantics(const std::string& s);
 
 struct Violation {
   std::string rule;                // "deadlock", "structure.missing", ...
-  int device = -1;                 // -1: not about one device
+  std::optional<DeviceId> device;  // empty: not about one device
   int op_index = -1;               // index in that device's program (-1: none)
   std::string action;              // "3F1" (empty: none)
   std::string message;             // one line, what is wrong (expected vs got)

@@ -116,7 +116,7 @@ Violation dataflow_deadlock(const Schedule& s, const OpTable& t, const std::vect
   for (const BlockedOp& b : cyc) chain += fmt::format("{} -> ", b.device);
   chain += fmt::format("{}", cyc.front().device);
   std::string msg;
-  if (cyc.size() == 1 && cyc.front().waits_for_device < 0)
+  if (cyc.size() == 1 && !cyc.front().waits_for_device)
     msg = fmt::format("deadlock: device {} waits for '{}', which is not in the schedule",
                       cyc.front().device, to_string(cyc.front().waits_for));
   else if (cyc.size() == 1)
@@ -134,7 +134,7 @@ Violation dataflow_deadlock(const Schedule& s, const OpTable& t, const std::vect
     if (w != kNoOp) {
       n += fmt::format(", {}", describe_op_on(t.device(w), t.index(w), t.op(w)));
       const BlockedOp& nx = cyc[(k + 1) % cyc.size()];
-      if (nx.device == t.device(w) && nx.device != b.device)
+      if (nx.device == DeviceId{t.device(w)} && nx.device != b.device)
         n += fmt::format(", which has not run: device {} is blocked on {} before it", nx.device,
                          describe_op(nx.op_index, nx.op));
     }
@@ -142,7 +142,7 @@ Violation dataflow_deadlock(const Schedule& s, const OpTable& t, const std::vect
   }
   (void)s;
   const BlockedOp& f = cyc.front();
-  return op_violation(rules::kDeadlock, f.device, f.op_index, f.op, std::move(msg), std::move(notes));
+  return op_violation(rules::kDeadlock, f.device.value(), f.op_index, f.op, std::move(msg), std::move(notes));
 }
 
 }  // namespace

@@ -411,7 +411,7 @@ void bind_schedules(nb::module_& m) {
 void bind_reports(nb::module_& m) {
   nb::class_<Violation>(m, "Violation", "One rule the checker found broken, where, and the other party's notes.")
       .def_ro("rule", &Violation::rule, "Rule id ('deadlock', 'structure.missing', ...; docs/verifier-rules.md).")
-      .def_prop_ro("device", [](const Violation& v) -> std::optional<int> { if (v.device < 0) return std::nullopt; return v.device; }, "The device, or None.")
+      .def_prop_ro("device", [](const Violation& v) -> std::optional<int> { if (!v.device) return std::nullopt; return v.device->value(); }, "The device, or None.")
       .def_prop_ro("op_index", [](const Violation& v) -> std::optional<int> { if (v.op_index < 0) return std::nullopt; return v.op_index; }, "Index of the op in that device's program, or None.")
       .def_ro("action", &Violation::action, "The op ('3F1'), or ''.")
       .def_ro("message", &Violation::message, "What is wrong, one line.")

@@ -158,11 +158,11 @@ TEST_CASE("host executor: the watchdog stops naive-comm 1F1B (deadlock under ren
   CHECK(secs < 5.0);
   CHECK(r.status.code() == ErrorCode::kRuntime);
   REQUIRE(r.blocked.size() == 2);
-  CHECK(r.blocked[0].device == 0);
+  CHECK(r.blocked[0].device == ps::DeviceId{0});
   CHECK(r.blocked[0].op_index == 3);
   CHECK(to_string(r.blocked[0].waits_for) == "1RECV_F1");
-  CHECK(r.blocked[0].waits_for_device == 1);
-  CHECK(r.blocked[1].device == 1);
+  CHECK(r.blocked[0].waits_for_device == ps::DeviceId{1});
+  CHECK(r.blocked[1].device == ps::DeviceId{1});
   CHECK(r.blocked[1].op_index == 3);
   CHECK(to_string(r.blocked[1].waits_for) == "0RECV_B0");
   const std::string msg = r.status.message();

@@ -168,4 +168,8 @@ inline const Violation* find_rule(const Report& r, const std::string& rule) {
   return nullptr;
 }
 
+// The violation's device as a number, -1 when it is about no one device (Violation::device is a
+// std::optional<DeviceId>), for comparing with a table of expected cases.
+inline int device_number(const Violation& v) { return v.device ? v.device->value() : -1; }
+
 }  // namespace vt

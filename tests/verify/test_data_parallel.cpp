@@ -107,7 +107,7 @@ TEST_CASE("dependency: a REDUCE_GRAD before its stage's last backward is a locat
   REQUIRE_FALSE(r.valid);
   const Violation* v = find_rule(r, std::string(rules::kDependency));
   REQUIRE(v != nullptr);
-  CHECK(v->device == 0);
+  CHECK(v->device == ps::DeviceId{0});
   CHECK(v->op_index == 5);
   CHECK(v->action == "0REDUCE_GRAD");
   CHECK(v->loc.line == 1);
@@ -121,7 +121,7 @@ TEST_CASE("structure.data-parallel: REDUCE_GRAD without a step, and a schedule t
     INFO(format_report(r));
     const Violation* v = find_rule(r, std::string(rules::kDataParallel));
     REQUIRE(v != nullptr);
-    CHECK(v->device == 0);
+    CHECK(v->device == ps::DeviceId{0});
     CHECK(v->op_index == 2);
     CHECK(pstest::contains(v->message, "no data-parallel step"));
   }
@@ -130,7 +130,7 @@ TEST_CASE("structure.data-parallel: REDUCE_GRAD without a step, and a schedule t
     INFO(format_report(r));
     const Violation* v = find_rule(r, std::string(rules::kDataParallel));
     REQUIRE(v != nullptr);
-    CHECK(v->device == 0);
+    CHECK(v->device == ps::DeviceId{0});
     CHECK(pstest::contains(v->message, "'0REDUCE_GRAD' is missing"));
   }
   {
@@ -231,7 +231,7 @@ TEST_CASE("FSDP: UNSHARD before the stage's first op, RESHARD after its REDUCE_G
   INFO(format_report(shifted));
   const Violation* v = find_rule(shifted, std::string(rules::kDependency));
   REQUIRE(v != nullptr);
-  CHECK(v->device == 1);
+  CHECK(v->device == ps::DeviceId{1});
   CHECK(v->op_index == 0);
   CHECK(pstest::contains(v->message, "gathers the weights"));
 }

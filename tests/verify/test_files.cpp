@@ -67,7 +67,7 @@ void check_one_dependency(const std::string& path, int op_index, const std::stri
   REQUIRE(r.violations.size() == 1);
   const Violation& v = r.violations[0];
   CHECK(v.rule == "dependency");
-  CHECK(v.device == 0);
+  CHECK(v.device == ps::DeviceId{0});
   CHECK(v.op_index == op_index);
   CHECK(v.action == action);
   CHECK(v.loc.str() == path + ":1:" + std::to_string(col));
@@ -85,7 +85,7 @@ TEST_CASE("configs/invalid-schedules: one file per rule, each rejected with its 
     REQUIRE_FALSE(r.valid);
     const Violation* v = find_rule(r, c.rule);
     REQUIRE(v != nullptr);
-    CHECK(v->device == c.device);
+    CHECK(device_number(*v) == c.device);
     CHECK(v->op_index == c.op_index);
     CHECK(v->action == c.action);
     CHECK(v->loc.file == path);
@@ -155,14 +155,14 @@ TEST_CASE("the PyTorch examples get their expected verdicts") {
     CHECK_FALSE(r.valid);
     const Violation* v = find_rule(r, "comm.unmatched-recv");
     REQUIRE(v != nullptr);
-    CHECK(v->device == 1);
+    CHECK(v->device == ps::DeviceId{1});
     CHECK(v->op_index == 8);
     CHECK(v->action == "1RECV_B0");
     CHECK(v->loc.str() == path + ":2:53");
     CHECK(v->message.find("stage 1 is the last stage") != std::string::npos);
     const Violation* d = find_rule(r, "deadlock");
     REQUIRE(d != nullptr);
-    CHECK(d->device == 1);
+    CHECK(d->device == ps::DeviceId{1});
     CHECK(d->op_index == 8);
   }
 }
@@ -197,7 +197,7 @@ TEST_CASE("a CSV with a model: stages get the model's balanced partition and rea
   Report rt = verify(tight->schedule);
   REQUIRE(rt.violations.size() == 1);
   CHECK(rt.violations[0].rule == "memory.limit");
-  CHECK(rt.violations[0].device == 0);
+  CHECK(rt.violations[0].device == ps::DeviceId{0});
   CHECK(rt.violations[0].action == "0F3");
 
   // A YAML schedule embeds its problem: --model is refused for it.

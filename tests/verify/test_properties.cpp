@@ -217,7 +217,7 @@ TEST_CASE("random single mutations are caught with the right rule") {
       Report r = verify(s);
       const Violation* v = find_rule(r, "structure.duplicate");
       REQUIRE(v != nullptr);
-      CHECK(v->device == d);
+      CHECK(device_number(*v) == d);
       CHECK(v->op_index == static_cast<int>(i) + 1);
       ++caught[1];
     } else {  // swap two adjacent comm ops

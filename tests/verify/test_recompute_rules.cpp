@@ -31,7 +31,7 @@ const Violation& expect_rule(const Report& r, const std::string& rule, int devic
   REQUIRE_FALSE(r.valid);
   const Violation* v = find_rule(r, rule);
   REQUIRE_MESSAGE(v != nullptr, "expected rule ", rule, ", got: ", rules_of(r));
-  CHECK(v->device == device);
+  CHECK(device_number(*v) == device);
   CHECK(v->op_index == op_index);
   if (op_index >= 0) {
     CHECK(v->loc.file == "test");

@@ -24,7 +24,7 @@ const Violation& expect_first(const Report& r, const Expect& e) {
   REQUIRE_FALSE(r.valid);
   const Violation* v = find_rule(r, e.rule);
   REQUIRE_MESSAGE(v != nullptr, "expected rule ", e.rule, ", got: ", rules_of(r));
-  CHECK(v->device == e.device);
+  CHECK(device_number(*v) == e.device);
   CHECK(v->op_index == e.op_index);
   if (e.line > 0) {
     CHECK(v->loc.file == "test");
