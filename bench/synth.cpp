@@ -20,7 +20,7 @@
 //   --zbv: ZB-V's shape instead (2P stages placed as a V, five F/I/W/transfer cost sets, ZB-V's
 //   memory limit; P ∈ {4, 8}, M ∈ {P, 2P, 4P}, 10 s per case unless --time-limit): ZB-V's published
 //   order, the synthesized schedule and the bound on the same plan.
-//   --case: only that case (repeatable); --progress: the solver's progress lines and rlimit use on
+//   --case: only that case (repeatable; with --zbv P,M,costs, e.g. 4,8,W-heavy); --progress: the solver's progress lines and rlimit use on
 //   stderr; --rlimit: Z3's total budget (machine-independent; the time limit still caps it);
 //   --warm-start: Z3's initial values from the incumbent (SynthOptions::z3_warm_start; default off).
 // The first line names the Z3 the binary runs (bench/synth --z3-both prints a build on the system's
@@ -111,7 +111,7 @@ Problem zbv_problem(int P, int M, const ZbvCosts& k) {
 
 // --zbv: the ZB-V grid. Per case the checker's makespan of ZB-V's published order (docs/baselines.md)
 // and of the synthesized schedule on the same plan, the bound, the gap and the solve.
-int run_zbv(double time_limit_s, unsigned seed, uint64_t rlimit, bool progress) {
+int run_zbv(double time_limit_s, unsigned seed, uint64_t rlimit, bool progress, const std::vector<std::string>& only) {
   static const ZbvCosts kCosts[] = {{"uniform", 4, 4, 4, 1, 0.5},   {"I-heavy", 4, 5, 3, 1, 0.5},
                                     {"W-heavy", 4, 4, 6, 1, 0.5},   {"slow-link", 4, 4, 4, 2, 0.5},
                                     {"F-light", 3, 5, 4, 1, 0.3}};
@@ -123,6 +123,8 @@ int run_zbv(double time_limit_s, unsigned seed, uint64_t rlimit, bool progress) 
   for (int P : {4, 8})
     for (int M : {P, 2 * P, 4 * P})
       for (const ZbvCosts& k : kCosts) {
+        if (!only.empty() && std::find(only.begin(), only.end(), fmt::format("{},{},{}", P, M, k.name)) == only.end())
+          continue;
         const Problem p = zbv_problem(P, M, k);
         SynthOptions o;
         o.time_limit_s = time_limit_s;
@@ -196,7 +198,7 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
-  if (zbv) return run_zbv(time_override > 0 ? time_override : 10, seed, rlimit, progress);
+  if (zbv) return run_zbv(time_override > 0 ? time_override : 10, seed, rlimit, progress, only);
   struct Case {
     int P, M;
     bool hetero, capped;

@@ -14,6 +14,8 @@
 #include "synth/baselines/baselines.h"
 #include "synth/dag/schedule_order.h"
 #include "synth/dag/list_scheduler.h"
+#include "synth/dag/zb_greedy.h"
+#include "synth/dag/order_polish.h"
 #include "synth/z3/infeasible.h"
 #include "synth/z3/window.h"
 #include "synth/bounds/dag_bounds.h"
@@ -68,8 +70,22 @@ std::string fmt_ms(double ms) { return fmt::format("{:.4f}", ms); }
 struct Seed {
   TimedOrder order;
   std::string source;
+  // The best order of each other source (heuristic, baselines, zb-greedy) that lost to `order`:
+  // starting points of their own for the local search (step 3d).
+  std::vector<std::pair<TimedOrder, std::string>> others;
   std::optional<CertifiedSchedule> best_baseline;  // checked, for the never-worse guarantee
 };
+
+// A candidate order: the new incumbent when it is shorter, else kept among the others.
+void offer_seed(TimedOrder t, std::string source, Seed& seed) {
+  if (t.makespan < seed.order.makespan) {
+    if (!seed.order.order.empty()) seed.others.emplace_back(std::move(seed.order), std::move(seed.source));
+    seed.order = std::move(t);
+    seed.source = std::move(source);
+  } else {
+    seed.others.emplace_back(std::move(t), std::move(source));
+  }
+}
 
 // Every baseline whose shape fits: its checker makespan for the report, and (when it respects the
 // DAG, symmetry edges included, and the caps) its order as a candidate seed.
@@ -98,11 +114,17 @@ void try_baselines(const Problem& problem, const OpDag& dag, SynthResult& out, S
     Result<std::vector<std::vector<int>>> order = schedule_to_dag_order(dag, *b);
     if (!order.ok()) continue;
     Result<TimedOrder> t = evaluate_order(dag, std::move(order).value(), EdgeSet::kAll, true);
-    if (t.ok() && t->makespan < seed.order.makespan) {
-      seed.order = std::move(t).value();
-      seed.source = fmt::format("baseline {}", bt.name);
-    }
+    if (t.ok()) offer_seed(std::move(t).value(), fmt::format("baseline {}", bt.name), seed);
   }
+}
+
+// The timing-aware greedy orders of zb_greedy.h (Zero Bubble's way of building an order) as seeds,
+// where their portfolio fits half the budget at kListStepsPerSecond (as sized_heuristic counts).
+void try_zb_greedy(const OpDag& dag, double budget_s, Seed& seed) {
+  const double affordable = std::max(0.5 * budget_s, 1.0) * kListStepsPerSecond / std::max(1, dag.num_ops());
+  if (affordable < static_cast<double>(zb_greedy_policies().size())) return;
+  Result<ZbGreedyResult> z = zb_greedy_portfolio(dag);
+  if (z.ok()) offer_seed(std::move(z->best), z->policy, seed);
 }
 
 // The caller's order (the plan search's) as the seed when it is shorter on the DAG.
@@ -110,10 +132,7 @@ void try_seed_schedule(const OpDag& dag, const Schedule& given, Seed& seed) {
   Result<std::vector<std::vector<int>>> order = schedule_to_dag_order(dag, given);
   if (!order.ok()) return;
   Result<TimedOrder> t = evaluate_order(dag, std::move(order).value(), EdgeSet::kAll, true);
-  if (t.ok() && t->makespan < seed.order.makespan) {
-    seed.order = std::move(t).value();
-    seed.source = "tuner";
-  }
+  if (t.ok()) offer_seed(std::move(t).value(), "tuner", seed);
 }
 
 // 1. The op DAG. The memory limit was checked first, so a DAG that finds it infeasible is our bug.
@@ -189,6 +208,7 @@ Result<Seed> heuristic_seed(const Problem& problem, const OpDag& dag, const Synt
   }
   const double heuristic_s = seconds_since(t0);
   if (opt.use_baselines) try_baselines(problem, dag, out, seed);
+  try_zb_greedy(dag, budget_s, seed);
   if (opt.seed_schedule) try_seed_schedule(dag, *opt.seed_schedule, seed);
   if (!h.ok()) {
     if (seed.order.order.empty()) {
@@ -273,6 +293,55 @@ BoundSearchCost raise_bound(const OpDag& bdag, const OpDag& dag, const SynthOpti
     opt.progress(p);
   }
   return cost;
+}
+
+// 3d. Local search on the incumbent (order_polish.h): moves of one op along its resource, re-timed
+// exactly, with seeded kicks out of local optima. Its share of the budget is counted in
+// evaluations (each one evaluate_order of the DAG), never in seconds, so the result does not
+// depend on the machine; plans too large for kPolishMinEvaluations in that share skip it.
+constexpr double kPolishShare = 0.15;
+constexpr double kPolishOpsPerSecond = 1e7;  // ops re-timed per second by evaluate_order, one core
+constexpr int64_t kPolishMinEvaluations = 2000;
+constexpr int64_t kPolishMaxEvaluations = 200000;
+constexpr int kPolishReach = 4;
+constexpr size_t kPolishOthers = 3;
+constexpr double kPolishOthersSlack = 0.05;
+
+void polish_seed(const OpDag& dag, double budget_s, const Bounds& bounds, Seed& seed, BoundSearchCost& cost) {
+  if (seed.order.makespan <= bounds.lb_units || budget_s <= 0) return;
+  const int64_t evaluations = std::min<int64_t>(
+      kPolishMaxEvaluations,
+      static_cast<int64_t>(kPolishShare * budget_s * kPolishOpsPerSecond / std::max(1, dag.num_ops())));
+  if (evaluations < kPolishMinEvaluations) return;
+  // The incumbent and the kPolishOthers shortest orders of the other sources within
+  // kPolishOthersSlack of it (ties: the earlier source), each with an equal share: a local optimum
+  // near one start is often not near another (on ZB-V's shape the published ZB-V order, though
+  // longer than the list scheduler's, polishes to the shorter order).
+  std::vector<std::pair<const TimedOrder*, const std::string*>> starts = {{&seed.order, &seed.source}};
+  std::vector<size_t> others;
+  for (size_t i = 0; i < seed.others.size(); ++i)
+    if (static_cast<double>(seed.others[i].first.makespan) <=
+        (1 + kPolishOthersSlack) * static_cast<double>(seed.order.makespan))
+      others.push_back(i);
+  std::stable_sort(others.begin(), others.end(), [&seed](size_t a, size_t b) {
+    return seed.others[a].first.makespan < seed.others[b].first.makespan;
+  });
+  if (others.size() > kPolishOthers) others.resize(kPolishOthers);
+  for (size_t i : others) starts.emplace_back(&seed.others[i].first, &seed.others[i].second);
+  const int64_t each = evaluations / static_cast<int64_t>(starts.size());
+  int64_t used = 0;
+  std::optional<std::pair<TimedOrder, std::string>> best;
+  for (const auto& [order, source] : starts) {
+    PolishResult p = polish_order(dag, *order, kPolishReach, each, 1);
+    used += p.evaluations;
+    if (p.order.makespan < (best ? best->first.makespan : seed.order.makespan))
+      best.emplace(std::move(p.order), *source + " + polished");
+  }
+  cost.budget_share += kPolishShare * static_cast<double>(used) / static_cast<double>(evaluations);
+  if (best) {
+    seed.order = std::move(best->first);
+    seed.source = std::move(best->second);
+  }
 }
 
 // 3c. Z3 on one-resource relaxations (smt_bound.h) of the proof DAG, between the bound and the
@@ -657,6 +726,7 @@ void add_solver_extras(const OpDag& dag, const SolveResult& fin, const Seed& see
   const std::string& src = seed.source;
   c.extra["schedule_method"] = baseline_output                              ? "baseline"
                                : z3_order                                   ? "z3"
+                               : src.find(" + polished") != std::string::npos ? "local search"
                                : src.rfind("baseline", 0) == 0              ? "baseline"
                                : src == "destructive-bound search"          ? "destructive-bound search"
                                : src == "tuner"                             ? "tuner"
@@ -688,6 +758,7 @@ Result<SynthResult> synthesize(const Problem& problem, const SynthOptions& opt, 
   if (!seed.ok()) return seed.status();
   BoundSearchCost bound_cost = raise_bound(bdag, dag, opt, budget_s, bounds, *seed);
   bounds.before_z3_units = bounds.lb_units;
+  polish_seed(dag, budget_s, bounds, *seed, bound_cost);
   raise_bound_smt(bdag, dag, opt, t0, bounds, *seed, bound_cost);
   out.seed_source = seed->source;
   out.dag_bound_ms = dag.to_ms(bounds.db.units);

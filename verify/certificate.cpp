@@ -244,14 +244,21 @@ class ClaimCheck {
 
   // Which method produced the schedule and the bound: labels from fixed lists.
   void check_labels() {
-    one_of("schedule_method", {"list scheduler", "baseline", "destructive-bound search", "z3", "tuner"});
+    one_of("schedule_method",
+           {"list scheduler", "baseline", "destructive-bound search", "local search", "z3", "tuner"});
     one_of("bound_method", {"dag bound", "destructive bound", "z3 relaxation", "z3"});
-    if (const std::string* seed = text("seeded_by")) {
-      const bool ok = seed->rfind("heuristic ", 0) == 0 || seed->rfind("baseline ", 0) == 0 ||
-                      *seed == "destructive-bound search" || *seed == "tuner";
+    if (const std::string* given = text("seeded_by")) {
+      // A seed the local search improved ends in " + polished".
+      const std::string kPolished = " + polished";
+      std::string seed = *given;
+      if (seed.size() > kPolished.size() && seed.compare(seed.size() - kPolished.size(), kPolished.size(), kPolished) == 0)
+        seed.resize(seed.size() - kPolished.size());
+      const bool ok = seed.rfind("heuristic ", 0) == 0 || seed.rfind("baseline ", 0) == 0 ||
+                      seed.rfind("zb-greedy ", 0) == 0 || seed == "destructive-bound search" || seed == "tuner";
       if (!ok) {
-        fail("seeded_by", quoted(*seed),
-             "'heuristic <policy>', 'baseline <name>', 'destructive-bound search' or 'tuner'");
+        fail("seeded_by", quoted(*given),
+             "'heuristic <policy>', 'baseline <name>', 'zb-greedy <policy>', 'destructive-bound search' or "
+             "'tuner', each optionally followed by ' + polished'");
       }
     }
   }
