@@ -14,12 +14,12 @@ using pstest::source_path;
 using pstest::temp_path;
 
 TEST_CASE("synth: the tuner's order keeps synthesize()'s solver block") {
-  // Gemma-like at P = 8, M = 8 with a 40-candidate search and no Z3 budget: the search's order (a
+  // Gemma-like at P = 8, M = 8 with an 80-candidate search and no Z3 budget: the search's order (a
   // looped plan with its own policy) simulates faster than synthesize()'s heuristic on that plan.
   const std::string out = temp_path("synth-tuner-order.yaml");
   auto r = run_cli("synth " + source_path("configs/models/gemma-like.yaml") + " --cluster " +
                    source_path("configs/clusters/8xh100-80gb.yaml") +
-                   " --devices 8 --microbatches 8 --evaluations 40 --rlimit 1 --time-limit 0.5 --search-threads 1 "
+                   " --devices 8 --microbatches 8 --evaluations 80 --rlimit 1 --time-limit 0.5 --search-threads 1 "
                    "--quiet -o " +
                    out);
   INFO(r.output);
