@@ -327,6 +327,14 @@ void polish_seed(const OpDag& dag, double budget_s, const Bounds& bounds, Seed& 
     return seed.others[a].first.makespan < seed.others[b].first.makespan;
   });
   if (others.size() > kPolishOthers) others.resize(kPolishOthers);
+  // Each start gets at least one whole pass of moves (every list position, every reach): fewer
+  // starts where the share is small, none where not even one pass fits (at P = 8, M = 16 on ZB-V's
+  // shape Z3's windows make better use of that share).
+  int64_t pass = 0;
+  for (const std::vector<int>& list : seed.order.order) pass += 2 * kPolishReach * static_cast<int64_t>(list.size());
+  const int64_t fit = evaluations / std::max<int64_t>(1, pass);
+  if (fit < 1) return;
+  if (static_cast<int64_t>(others.size()) + 1 > fit) others.resize(static_cast<size_t>(fit - 1));
   for (size_t i : others) starts.emplace_back(&seed.others[i].first, &seed.others[i].second);
   const int64_t each = evaluations / static_cast<int64_t>(starts.size());
   int64_t used = 0;
