@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "cli/number_flags.h"
 #include "ir/schedule_io.h"
 
 namespace ps::cli {
@@ -91,10 +92,10 @@ Runner add_convert(CLI::App& app) {
   sub->add_option("OUT", o->out, "Output file (.csv or .yaml/.yml)")->required();
   sub->add_option("--microbatches", o->microbatches,
                   "Expected number of microbatches (default: inferred from a CSV as max + 1; checked)")
-      ->check(CLI::PositiveNumber);
+      ->check(flags::option(limits::option::kExpectedMicrobatches));
   sub->add_option("--stages", o->stages,
                   "Expected number of stages (default: inferred from a CSV as max + 1; checked)")
-      ->check(CLI::PositiveNumber);
+      ->check(flags::option(limits::option::kExpectedStages));
   return [o] { return run_convert(*o); };
 }
 

@@ -364,7 +364,6 @@ std::string json_summary(const LowerArgs& a, const Spec& spec, const ModelSummar
 }
 
 int run_lower(const LowerArgs& a) {
-  if (Status st = check_count_flags(a.devices, a.microbatches); !st.is_ok()) return report_error(st);
   SpecOverrides o;
   o.devices = a.devices;
   o.microbatches = a.microbatches;
@@ -407,9 +406,11 @@ Runner add_lower(CLI::App& app) {
   sub->add_option(
       "--cluster", args->cluster_path,
       "Cluster YAML (a top-level cluster: section); replaces the model file's cluster:");
-  sub->add_option("--devices", args->devices, "Number of devices P (overrides cluster.devices)");
+  sub->add_option("--devices", args->devices, "Number of devices P (overrides cluster.devices)")
+      ->check(flags::option(limits::option::kDevices));
   sub->add_option("--microbatches", args->microbatches,
-                  "Number of microbatches M (overrides pipeline.microbatches)");
+                  "Number of microbatches M (overrides pipeline.microbatches)")
+      ->check(flags::option(limits::option::kMicrobatches));
   sub->add_option("--memory-limit-gb", args->memory_gb,
                   "Memory per device in GB (overrides cluster.memory_gb; 0 = "
                   "unlimited)")

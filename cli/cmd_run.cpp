@@ -183,7 +183,7 @@ Runner add_run(CLI::App& app) {
                   "Model YAML: the layer types behind the stages (a CSV's stages get its balanced partition)");
   sub->add_option("--cluster", f->cluster, "Cluster YAML (with --model, for a CSV)");
   sub->add_option("--microbatches", f->microbatches, "Expected microbatch count (checked against the file)")
-      ->check(CLI::PositiveNumber);
+      ->check(flags::option(limits::option::kExpectedMicrobatches));
   sub->add_option("--backend", f->backend,
                   "host (CPU threads, default), mpi (one process per rank under mpirun, CPU math, MPI transfers) or "
                   "cuda (CUDA + NCCL)");

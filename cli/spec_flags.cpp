@@ -16,9 +16,11 @@ void add_spec_flags(CLI::App* sub, SpecFlags* flags) {
       ->required();
   sub->add_option("--cluster", flags->cluster_path,
                   "Cluster YAML (overrides the model file's cluster: block)");
-  sub->add_option("--devices", flags->devices, "Number of devices P (overrides cluster.devices)");
+  sub->add_option("--devices", flags->devices, "Number of devices P (overrides cluster.devices)")
+      ->check(flags::option(limits::option::kDevices));
   sub->add_option("--microbatches", flags->microbatches,
-                  "Number of microbatches M (overrides pipeline.microbatches)");
+                  "Number of microbatches M (overrides pipeline.microbatches)")
+      ->check(flags::option(limits::option::kMicrobatches));
   sub->add_option("--memory-limit-gb", flags->memory_limit_gb,
                   "Memory per device in GB (overrides cluster.memory_gb; 0 = unlimited)")
       ->check(flags::memory_limit_gb());
@@ -68,25 +70,7 @@ ParallelInput mesh_overrides(const MeshFlags& f) {
   return o;
 }
 
-Status check_count_flags(std::optional<int> devices, std::optional<int> microbatches) {
-  if (devices && *devices < 1) return Status::bad_input(fmt::format("--devices must be >= 1, got {}", *devices));
-  if (devices && *devices > limits::kMaxDevices)
-    return Status::bad_input(fmt::format("--devices must be <= {}, got {}", limits::kMaxDevices, *devices));
-  if (microbatches && *microbatches < 1)
-    return Status::bad_input(fmt::format("--microbatches must be >= 1, got {}", *microbatches));
-  if (microbatches && *microbatches > limits::kMaxMicrobatches)
-    return Status::bad_input(
-        fmt::format("--microbatches must be <= {}, got {}", limits::kMaxMicrobatches, *microbatches));
-  return Status::ok();
-}
-
 Result<Spec> load_spec_from_flags(const SpecFlags& flags) {
-  if (flags.devices && *flags.devices < 1)
-    return Status::bad_input(fmt::format("--devices must be at least 1, got {}", *flags.devices));
-  if (flags.microbatches && *flags.microbatches < 1)
-    return Status::bad_input(
-        fmt::format("--microbatches must be at least 1, got {}", *flags.microbatches));
-  PS_RETURN_IF_ERROR(check_count_flags(flags.devices, flags.microbatches));
   SpecOverrides o;
   o.devices = flags.devices;
   o.microbatches = flags.microbatches;

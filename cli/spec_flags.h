@@ -39,10 +39,8 @@ struct SpecFlags {
 // outlive the parse).
 void add_spec_flags(CLI::App* sub, SpecFlags* flags);
 
-// --devices P and --microbatches M (unset: not given) within [1, the limits of ir/limits.h], refused
-// naming the flag.
-Status check_count_flags(std::optional<int> devices, std::optional<int> microbatches);
-// Checks the flag values and loads the spec with them as overrides.
+// Loads the spec with the flags as overrides (--devices and --microbatches were checked while parsing,
+// flags::option; load_spec checks every override again in the library's words).
 Result<Spec> load_spec_from_flags(const SpecFlags& flags);
 
 }  // namespace ps::cli

@@ -57,6 +57,8 @@ struct IntOption {
 };
 
 namespace option {
+inline constexpr IntOption kDevices{"spec", "devices", 1, kMaxDevices};                // every command's P override
+inline constexpr IntOption kMicrobatches{"spec", "microbatches", 1, kMaxMicrobatches};  // and its M override
 inline constexpr IntOption kEvaluations{"synth", "evaluations", 1, 1'000'000'000};  // synth: search candidates
 inline constexpr IntOption kZ3Threads{"synth", "z3_threads", 1, 64};                // synth --threads: Z3's portfolio
 inline constexpr IntOption kSearchThreads{"synth", "search_threads", 1, 256};       // synth: candidates at once
@@ -83,6 +85,7 @@ inline constexpr IntOption kExpectedMicrobatches{"verify", "microbatches", 1, kM
 inline constexpr IntOption kExpectedStages{"verify", "stages", 1, kMaxStages};
 // Every entry, for the tables Python reads (pipesmith._tables) and the docs' table.
 inline constexpr IntOption kAll[] = {
+    kDevices,         kMicrobatches,
     kEvaluations,     kZ3Threads,     kSearchThreads,   kSeed,          kMeshTop,         kMeshEvaluations,
     kMeshDevices,     kTokens,        kProfileRepeats,  kProfileWarmup, kProfileLayers,   kProfileHidden,
     kProfileSeq,      kProfileVocab,  kProfileRows,     kProfileThreads, kProfileConcurrent, kImportSeqLength,

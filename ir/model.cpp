@@ -1229,17 +1229,11 @@ Status check_joins_next(const Draft& d) {
 }
 
 Status check_overrides(const SpecOverrides& o) {
-  if (o.devices && *o.devices < 1)
-    return Status::bad_input(fmt::format("the devices override must be >= 1, got {}", *o.devices));
-  if (o.devices && *o.devices > limits::kMaxDevices)
-    return Status::bad_input(fmt::format("the devices override must be <= {}, got {}", limits::kMaxDevices, *o.devices));
-  if (o.microbatches && *o.microbatches < 1) {
-    return Status::bad_input(fmt::format("the microbatches override must be >= 1, got {}", *o.microbatches));
-  }
-  if (o.microbatches && *o.microbatches > limits::kMaxMicrobatches) {
-    return Status::bad_input(
-        fmt::format("the microbatches override must be <= {}, got {}", limits::kMaxMicrobatches, *o.microbatches));
-  }
+  if (o.devices)
+    PS_RETURN_IF_ERROR(limits::check_option(limits::option::kDevices, *o.devices, "the devices override"));
+  if (o.microbatches)
+    PS_RETURN_IF_ERROR(
+        limits::check_option(limits::option::kMicrobatches, *o.microbatches, "the microbatches override"));
   if (o.memory_gb) {
     PS_RETURN_IF_ERROR(check_memory_limit_gb(*o.memory_gb, "the memory limit override"));
   }

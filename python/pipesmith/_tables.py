@@ -24,6 +24,8 @@ LIMITS: dict[str, int | float] = {
 }
 
 OPTIONS: dict[str, tuple[int, int]] = {
+    "spec.devices": (1, 100000),
+    "spec.microbatches": (1, 1000000),
     "synth.evaluations": (1, 1000000000),
     "synth.z3_threads": (1, 64),
     "synth.search_threads": (1, 256),

@@ -326,9 +326,8 @@ void bind_specs(nb::module_& m) {
         "candidates"_a = std::vector<std::pair<int, ParallelInput>>{}, "progress"_a = nb::none());
   m.def("load_spec", [](const std::string& model, std::optional<std::string> cluster, std::optional<int> devices,
                         std::optional<int> microbatches, std::optional<double> memory_limit_gb, ParallelInput parallel) {
-    if (devices && *devices < 1) raise_status(Status::bad_input(fmt::format("devices must be at least 1, got {}", *devices)));
-    if (microbatches && *microbatches < 1)
-      raise_status(Status::bad_input(fmt::format("microbatches must be at least 1, got {}", *microbatches)));
+    if (devices) check(limits::check_option(limits::option::kDevices, *devices));
+    if (microbatches) check(limits::check_option(limits::option::kMicrobatches, *microbatches));
     SpecOverrides o;
     o.devices = devices;
     o.microbatches = microbatches;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common.h"
+#include "ir/limits.h"
 #include "ir/units.h"
 #include "report/report.h"
 #include "run/run_schedule.h"
@@ -165,8 +166,7 @@ void bind_run(nb::module_& m) {
                        double scale, int tokens, uint64_t seed, const std::string& widths,
                        std::optional<std::function<void(long, long)>> progress) {
     const std::string path = path_arg(path_obj, "schedule");
-    if (microbatches && *microbatches < 1)
-      raise_status(Status::bad_input(fmt::format("microbatches must be at least 1, got {}", *microbatches)));
+    if (microbatches) check(limits::check_option(limits::option::kMicrobatches, *microbatches));
     RunArgs a{backend, semantics, verify, memory_limit_gb, check_gradients, timeout_s, scale, tokens, seed, widths, progress};
     auto failed = std::make_shared<CallbackError>();
     RunOptions o = options_from(a, base_name(path), failed);  // the options are refused before any file is read

@@ -186,7 +186,7 @@ TEST_CASE("cli baseline: refusals and exit codes") {
 
   auto devices = run_cli(fmt::format("baseline {} --schedule 1f1b --devices 0", kLlama));
   CHECK(devices.exit_code == 1);
-  CHECK(contains(devices.output, "--devices must be at least 1"));
+  CHECK(contains(devices.output, "--devices: must be an integer in [1, 100000], got '0'"));
 
   auto too_many = run_cli(fmt::format("baseline {} --schedule zbv --devices 20", kLlama));
   CHECK(too_many.exit_code == 1);

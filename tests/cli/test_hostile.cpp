@@ -59,14 +59,14 @@ TEST_CASE("cli hostile: out-of-range counts on the command line are refused, nam
   const std::string out = temp_path("hostile-out.yaml");
   check_cases({
       {fmt::format("synth {} --microbatches 1073741824 --time-limit 2 -o {}", m, out), 1,
-       "--microbatches must be <= 1000000, got 1073741824"},
+       "--microbatches: must be an integer in [1, 1000000], got '1073741824'"},
       {fmt::format("synth {} --microbatches 2147483647 --time-limit 2 -o {}", m, out), 1,
-       "--microbatches must be <= 1000000"},
+       "--microbatches: must be an integer in [1, 1000000]"},
       {fmt::format("synth {} --microbatches 200000 --time-limit 2 -o {}", m, out), 1,
        "(override): a plan of 2 stages x 200000 microbatches has 1,200,000 F/I/W ops, more than the 400,000"},
-      {fmt::format("baseline {} --schedule 1f1b --microbatches 10000000", m), 1, "--microbatches must be <= 1000000"},
+      {fmt::format("baseline {} --schedule 1f1b --microbatches 10000000", m), 1, "--microbatches: must be an integer in [1, 1000000]"},
       {fmt::format("baseline {} --schedule gpipe --microbatches 500000", m), 1, "at most 66,666 microbatches"},
-      {fmt::format("bound {} --devices 200000", m), 1, "--devices must be <= 100000"},
+      {fmt::format("bound {} --devices 200000", m), 1, "--devices: must be an integer in [1, 100000], got '200000'"},
       {fmt::format("synth {} --stages-per-device 2147483647 --time-limit 2", m), 1,
        "--stages-per-device 2147483647 on 2 devices makes 4294967294 stages, more than the model's 4 layers"},
       {fmt::format("baseline {} --schedule interleaved-1f1b --stages-per-device 2147483647", m), 1,

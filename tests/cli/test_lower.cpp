@@ -149,7 +149,7 @@ TEST_CASE("cli lower: --help, usage errors and bad input exit as documented") {
   CHECK(notint.exit_code == 1);
   pstest::CliResult zero = pstest::run_cli("lower " + model_path("llama2-7b") + " --devices 0");
   CHECK(zero.exit_code == 1);
-  CHECK(zero.output.find("pipesmith: error: --devices must be >= 1, got 0") != std::string::npos);
+  CHECK(zero.output.find("--devices: must be an integer in [1, 100000], got '0'") != std::string::npos);
   pstest::CliResult nomem =
       pstest::run_cli("lower " + model_path("llama2-7b") + " --memory-limit-gb -1");
   CHECK(nomem.exit_code == 1);

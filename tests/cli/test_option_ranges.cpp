@@ -26,6 +26,10 @@ struct FlagCase {
 
 const std::vector<FlagCase>& flag_cases() {
   static const std::vector<FlagCase> cases = {
+      {"lower m.yaml", "--devices", opt::kDevices},
+      {"lower m.yaml", "--microbatches", opt::kMicrobatches},
+      {"synth m.yaml", "--devices", opt::kDevices},
+      {"baseline m.yaml --schedule 1f1b", "--microbatches", opt::kMicrobatches},
       {"synth m.yaml", "--evaluations", opt::kEvaluations},
       {"synth m.yaml", "--threads", opt::kZ3Threads},
       {"synth m.yaml", "--search-threads", opt::kSearchThreads},
@@ -50,6 +54,9 @@ const std::vector<FlagCase>& flag_cases() {
       {"import hf c.json", "--vocab-shards", opt::kImportVocabShards},
       {"verify s.yaml", "--microbatches", opt::kExpectedMicrobatches},
       {"simulate s.yaml", "--stages", opt::kExpectedStages},
+      {"run s.yaml", "--microbatches", opt::kExpectedMicrobatches},
+      {"convert s.csv s.yaml", "--microbatches", opt::kExpectedMicrobatches},
+      {"convert s.csv s.yaml", "--stages", opt::kExpectedStages},
   };
   return cases;
 }

@@ -141,7 +141,7 @@ TEST_CASE("model: devices and microbatches must come from somewhere; overrides s
   o.devices = 0;
   Result<Spec> bad = load_spec(path, "", o);
   REQUIRE_FALSE(bad.ok());
-  CHECK(bad.status().message() == "the devices override must be >= 1, got 0");
+  CHECK(bad.status().message() == "the devices override must be an integer in [1, 100000], got 0");
   std::remove(path.c_str());
 }
 
