@@ -57,6 +57,9 @@ int run_bound(const BoundArgs& a) {
     s += fmt::format("  heaviest layer {:>4}: a_l+M·c_l {:11.3f} ms\n", g->heaviest_layer,
                      g->heaviest_layer_ms);
     s += fmt::format("  critical path                 {:12.3f} ms\n", g->critical_path_ms);
+    s += fmt::format("  work + backward ramp / P      {:12.3f} ms\n", g->backward_ramp_ms);
+    s += fmt::format("  ramp, whole layers            {:12.3f} ms\n", g->ramp_packing_ms);
+    s += fmt::format("  backward ramp, whole layers   {:12.3f} ms\n", g->backward_ramp_packing_ms);
     s += fmt::format("  whole layers on {:>3} devices   {:12.3f} ms  (M x the best packing's busiest device)\n", P,
                      packing_ms);
     s += fmt::format("  => bound                      {:12.3f} ms  ({})\n", bound_ms, binding);

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "synth/bounds/packing_bound.h"
 #include "synth/plan/partition.h"
 
 namespace ps {
@@ -71,6 +72,30 @@ Result<GlobalBound> global_lower_bound(const Spec& spec, int devices, int microb
   for (int j = 1; j < Q; ++j) lost += a[j];
   g.ramp_ms = (M * sum_c + lost) / Q;
 
+  // The two ramps with whole layers (global_bound.h): the k-th device by lowest layer opens at
+  // a_k (plus, when no type splits, the gradient chain below layer k after its last B), the k-th
+  // by highest layer starts its backward at a_L + the gradients of the k layers above it.
+  bool any_split = false;
+  for (int l = 0; l < L; ++l) any_split = any_split || model.type_of(l).split_backward;
+  std::vector<double> work(L), back(L), open_fwd(Q), open_bwd(Q);
+  double below = 0, above = 0;
+  for (int l = 0; l < L; ++l) {
+    work[l] = M * layer_time_floor_ms(model, l);
+    back[l] = M * (layer_time_floor_ms(model, l) - model.type_of(l).forward_ms);
+  }
+  for (int k = 0; k < Q; ++k) {
+    open_fwd[k] = a[k] + (any_split ? 0.0 : below);
+    below += gradient_ms(model.type_of(k));
+    open_bwd[k] = a[L] + above;
+    above += gradient_ms(model.type_of(L - 1 - k));
+  }
+  const OffsetPacking fwd = offset_packing_bound(work, open_fwd);
+  const OffsetPacking bwd = offset_packing_bound(back, open_bwd);
+  g.backward_ramp_ms = bwd.fractional_ms;
+  g.ramp_packing_ms = fwd.bound_ms;
+  g.backward_ramp_packing_ms = bwd.bound_ms;
+  g.ramp_packing_decided = fwd.decided && bwd.decided;
+
   g.bound_ms = g.total_work_ms;
   g.binding = "total_work";
   auto take = [&](double v, const char* name) {
@@ -82,6 +107,9 @@ Result<GlobalBound> global_lower_bound(const Spec& spec, int devices, int microb
   take(g.ramp_ms, "ramp");
   take(g.heaviest_layer_ms, "heaviest_layer");
   take(g.critical_path_ms, "critical_path");
+  take(g.backward_ramp_ms, "backward_ramp");
+  take(g.ramp_packing_ms, "ramp_packing");
+  take(g.backward_ramp_packing_ms, "backward_ramp_packing");
 
   // Memory.
   double states_mb = 0;

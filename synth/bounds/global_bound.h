@@ -21,7 +21,33 @@
 //   ramp            (M·Σ c_l + Σ_{j=1}^{Q−1} a_j) / Q before a_j at most j layers (so j devices)
 //                                                     can have work: the Q devices lose at least
 //                                                     Σ a_j of capacity
-// The bound is their maximum. docs/baselines.md repeats the derivations.
+//   backward_ramp   a_L + (M·Σ b_l + Σ_{k=1}^{Q−1} g_k) / Q      the same for the backward: b_l =
+//                                                     c_l − F_l, g_k = the gradients (I, or B) of
+//                                                     the k last layers; see the device view below
+//   ramp_packing, backward_ramp_packing: the two ramps with whole layers (below).
+// The device view behind the ramps, valid for every contiguous partition, every stage → device map
+// (several stages per device, non-adjacent, included) and every order. Sort the devices that hold
+// layers by the lowest layer they hold: the k-th one's lowest layer is at least k (distinct devices,
+// distinct layers), and every op of a layer l needs F(l, m), so nothing on that device starts before
+// a_k; its work is M·Σ c_l over its layers. So C ≥ a_k + its work: the layers (items M·c_l) pack
+// into Q bins of capacities C − a_k. When no type can split its backward, the device's last op is
+// a B of its lowest stage (a B of a higher stage is followed on it by the B of the lowest one), after
+// which the gradient chain below it still runs: the capacity is C − a_k − Σ_{l<k} gradient_l. With W
+// ops there is no such tail (a W can run last) — the drain at M ≈ P is taken by the backward instead:
+// sort the devices by the highest layer they hold; the k-th one's highest layer is at most L−1−k, and
+// no backward op of a layer can start before a full forward (a_L) and the gradients of every layer
+// above it, so none of its backward work M·b_l (its W after its I) starts before a_L + g_k: the
+// items M·b_l pack into Q bins of capacities C − a_L − g_k. `ramp` and `backward_ramp` are the two
+// packings with layers split at will (the least C where the bins' capacities reach the work);
+// `ramp_packing` and `backward_ramp_packing` keep layers whole (synth/bounds/packing_bound.h,
+// offset_packing_bound: a search over how many layers of each cost each device takes, which
+// stops after a fixed amount of work and then keeps the last capacity it proved too small). At
+// M = P the forward ramp alone is exact on uniform layers: 32 layers of F = I = W = 1 ms on
+// 8 devices, M = 8 — Σ work / Q = 96, ramp 99.5, every device holding 4 layers of 24 ms puts the
+// last one at 7 + 96 and 3 layers on it leaves 29 for 7 devices (one holds 5: 120), so 103, which
+// interleaving one layer per stage reaches.
+// The bound is their maximum. docs/baselines.md repeats the derivations; tests/synth/
+// test_global_bound.cpp checks it against the optimum over every plan on small random models.
 //
 // Memory: every layer's model states (params_m · bytes_per_param) live on one device for the whole
 // iteration, so with a per-device limit the devices must hold Σ states together (at least
@@ -44,6 +70,10 @@ struct GlobalBound {
   int heaviest_layer = -1;       // the layer l reaching it
   double critical_path_ms = 0;
   double ramp_ms = 0;
+  double backward_ramp_ms = 0;
+  double ramp_packing_ms = 0;           // the forward ramp with whole layers
+  double backward_ramp_packing_ms = 0;  // the backward ramp with whole layers
+  bool ramp_packing_decided = true;     // false: a packing search ran out of work (still a bound)
   double bound_ms = 0;  // max of the terms above
   std::string binding;  // name of the term that gives bound_ms: "total_work", ...
 

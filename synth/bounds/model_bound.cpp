@@ -63,6 +63,9 @@ std::string format_model_bound_json(const Spec& spec, const ModelBound& b) {
                    {"ramp", b.global.ramp_ms},
                    {"heaviest_layer", b.global.heaviest_layer_ms},
                    {"critical_path", b.global.critical_path_ms},
+                   {"backward_ramp", b.global.backward_ramp_ms},
+                   {"ramp_packing", b.global.ramp_packing_ms},
+                   {"backward_ramp_packing", b.global.backward_ramp_packing_ms},
                    {"layer_packing", b.packing_ms}};
   j["heaviest_layer"] = b.global.heaviest_layer;
   j["model_state_gb"] = b.global.model_state_gb;

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
 #include <unordered_set>
 #include <vector>
@@ -98,6 +99,77 @@ class PackingSearch {
   std::unordered_set<uint64_t> failed_;
 };
 
+// Can the items (count[t] of size w[t], w decreasing) be packed into bins of the given capacities
+// (caps[k] in any order; a negative one holds nothing)? Bins are filled in index order, each with a
+// maximal set of what is left. Returns 1 yes, 0 no, -1 undecided (work budget spent).
+class OffsetSearch {
+ public:
+  OffsetSearch(const std::vector<double>& w, const std::vector<int>& count, std::vector<double> caps, int64_t budget)
+      : w_(w), count_(count), caps_(std::move(caps)), budget_(budget) {
+    for (double& c : caps_) c = c * (1 + 1e-12) + 1e-9;  // a sum equal to the capacity fits
+    radix_.assign(w.size(), 1);
+    for (size_t t = 1; t < w.size(); ++t) radix_[t] = radix_[t - 1] * (count[t - 1] + 1);
+    room_after_.assign(caps_.size() + 1, 0.0);
+    for (size_t k = caps_.size(); k-- > 0;) room_after_[k] = room_after_[k + 1] + std::max(0.0, caps_[k]);
+  }
+
+  int run() {
+    std::vector<int> left = count_;
+    const int r = fits(left, 0);
+    return budget_ < 0 ? (r == 1 ? 1 : -1) : r;
+  }
+
+ private:
+  uint64_t key(const std::vector<int>& left, size_t bin) const {
+    uint64_t k = 0;
+    for (size_t t = 0; t < left.size(); ++t) k += radix_[t] * static_cast<uint64_t>(left[t]);
+    return k * 1024 + static_cast<uint64_t>(bin);
+  }
+
+  int fits(std::vector<int>& left, size_t bin) {
+    double volume = 0;
+    bool any = false;
+    for (size_t t = 0; t < left.size(); ++t) {
+      volume += left[t] * w_[t];
+      any = any || left[t] > 0;
+    }
+    if (!any) return 1;
+    if (bin == caps_.size() || volume > room_after_[bin]) return 0;
+    if (--budget_ < 0) return 0;
+    const uint64_t k = key(left, bin);
+    if (failed_.count(k)) return 0;
+    const int r = extend(left, 0, caps_[bin], bin);
+    if (r == 0) failed_.insert(k);
+    return r;
+  }
+
+  // Chooses how many of types t.. go into bin `bin` (largest counts first).
+  int extend(std::vector<int>& left, size_t t, double room, size_t bin) {
+    if (--budget_ < 0) return 0;
+    if (t == left.size()) {
+      for (size_t u = 0; u < left.size(); ++u)
+        if (left[u] > 0 && w_[u] <= room) return 0;  // not maximal: another item fits
+      return fits(left, bin + 1);
+    }
+    const int most = room < w_[t] ? 0 : std::min(left[t], static_cast<int>(std::floor(room / w_[t] + 1e-12)));
+    for (int n = most; n >= 0; --n) {
+      left[t] -= n;
+      const int r = extend(left, t + 1, room - n * w_[t], bin);
+      left[t] += n;
+      if (r == 1) return 1;
+    }
+    return 0;
+  }
+
+  const std::vector<double>& w_;
+  const std::vector<int>& count_;
+  std::vector<double> caps_;
+  int64_t budget_;
+  std::vector<uint64_t> radix_;
+  std::vector<double> room_after_;  // Σ max(0, cap) over bins k..end
+  std::unordered_set<uint64_t> failed_;
+};
+
 // Longest processing time first: an upper bound on the packing optimum.
 double lpt(const std::vector<double>& sorted_desc, int devices) {
   std::vector<double> load(devices, 0);
@@ -164,6 +236,75 @@ PackingBound packing_bound(const std::vector<double>& layer_ms, int devices) {
   }
   b.exact_ms = lo;
   b.packing_ms = hi;
+  return b;
+}
+
+OffsetPacking offset_packing_bound(const std::vector<double>& item_ms, const std::vector<double>& offset_ms) {
+  OffsetPacking b;
+  const int bins = static_cast<int>(offset_ms.size());
+  if (bins < 1 || item_ms.empty()) return b;
+  double total = 0, largest = 0;
+  for (double x : item_ms) {
+    total += std::max(0.0, x);
+    largest = std::max(largest, x);
+  }
+  // Fractional: with the first j bins open (offsets ascending), C_j = (total + Σ_{k<j} offset_k) / j;
+  // every C_j is at least the least C (fewer bins hold less), and the one for the bins open at it
+  // equals it, so the least C is min_j C_j.
+  double prefix = 0, frac = std::numeric_limits<double>::infinity(), all_bins = 0;
+  for (int j = 1; j <= bins; ++j) {
+    prefix += offset_ms[j - 1];
+    all_bins = (total + prefix) / j;
+    frac = std::min(frac, all_bins);
+  }
+  // Some bin holds the largest item, and none opens before offset_ms[0].
+  b.fractional_ms = std::max(frac, offset_ms[0] + largest);
+  b.bound_ms = b.fractional_ms;
+  std::map<double, int, std::greater<double>> types;
+  for (double x : item_ms)
+    if (x > 0) ++types[x];
+  std::vector<double> w;
+  std::vector<int> count;
+  double states = 1;
+  for (const auto& [size, n] : types) {
+    w.push_back(size);
+    count.push_back(n);
+    states *= n + 1;
+  }
+  if (w.empty()) return b;
+  if (w.size() > 12 || states > 1e12 || bins >= 1024) {
+    b.decided = false;
+    return b;
+  }
+  auto probe = [&](double c) {
+    std::vector<double> caps(bins);
+    for (int k = 0; k < bins; ++k) caps[k] = c - offset_ms[k];
+    constexpr int64_t kBudgetPerProbe = 400'000;
+    return OffsetSearch(w, count, std::move(caps), kBudgetPerProbe).run();
+  };
+  double lo = b.bound_ms;
+  // Next fit (bins in order, each filled until the next item does not fit) leaves less than the
+  // largest item free in each bin, so all items fit once Q·C − Σ offsets − Q·largest >= total.
+  double hi = all_bins + largest;
+  const int first = probe(lo);
+  if (first == 1) return b;  // the fractional bound is met
+  if (first < 0) {
+    b.decided = false;
+    return b;
+  }
+  for (int it = 0; it < 40 && hi - lo > 1e-6 * hi; ++it) {
+    const double mid = 0.5 * (lo + hi);
+    const int r = probe(mid);
+    if (r == 1) {
+      hi = mid;
+    } else if (r == 0) {
+      lo = mid;
+    } else {
+      b.decided = false;
+      break;
+    }
+  }
+  b.bound_ms = lo;
   return b;
 }
 
