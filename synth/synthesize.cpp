@@ -119,10 +119,15 @@ void try_baselines(const Problem& problem, const OpDag& dag, SynthResult& out, S
 }
 
 // The timing-aware greedy orders of zb_greedy.h (Zero Bubble's way of building an order) as seeds,
-// where their portfolio fits half the budget at kListStepsPerSecond (as sized_heuristic counts).
+// where their portfolio fits kZbGreedyShare of the budget (at least of 1 s) at kZbGreedyOpsPerSecond
+// (ops placed per second by one policy: its rule rescans the device's available ops, about ten
+// times the list scheduler's cost per op). Sizes and budget only: deterministic.
+constexpr double kZbGreedyShare = 0.1;
+constexpr double kZbGreedyOpsPerSecond = 4e5;
+
 void try_zb_greedy(const OpDag& dag, double budget_s, Seed& seed) {
-  const double affordable = std::max(0.5 * budget_s, 1.0) * kListStepsPerSecond / std::max(1, dag.num_ops());
-  if (affordable < static_cast<double>(zb_greedy_policies().size())) return;
+  const double affordable = kZbGreedyShare * std::max(budget_s, 1.0) * kZbGreedyOpsPerSecond;
+  if (affordable < static_cast<double>(zb_greedy_policies().size()) * dag.num_ops()) return;
   Result<ZbGreedyResult> z = zb_greedy_portfolio(dag);
   if (z.ok()) offer_seed(std::move(z->best), z->policy, seed);
 }

@@ -22,7 +22,8 @@
 // and the caps (it went through evaluate_order); a policy that gets stuck on memory returns an
 // error, never a partial order. zb_greedy_portfolio runs a fixed grid of slacks and forward
 // preferences and returns the shortest (ties to the earlier policy); its cost is about
-// (policies × ops × ops available per device) steps.
+// (policies × ops × (ops available per device)²) steps: 80 runs of a ZB-V plan of 1,216 ops take
+// about 0.2 s on one core.
 #pragma once
 
 #include <cstdint>
@@ -50,8 +51,8 @@ struct ZbGreedyPolicy {
 
 Result<TimedOrder> zb_greedy_schedule(const OpDag& dag, const ZbGreedyPolicy& policy);
 
-// How many seeded policies the portfolio runs after the 72 of its grid.
-constexpr int kZbGreedySeeded = 400;
+// How many seeded policies the portfolio runs after the 72 of its grid (80 in all).
+constexpr int kZbGreedySeeded = 8;
 
 // The portfolio's policies in the order they are tried.
 std::vector<ZbGreedyPolicy> zb_greedy_policies();
