@@ -20,7 +20,8 @@
 //   --zbv: ZB-V's shape instead (2P stages placed as a V, five F/I/W/transfer cost sets, ZB-V's
 //   memory limit; P ∈ {4, 8}, M ∈ {P, 2P, 4P}, 10 s per case unless --time-limit): ZB-V's published
 //   order, the synthesized schedule and the bound on the same plan.
-//   --case: only that case (repeatable; with --zbv P,M,costs, e.g. 4,8,W-heavy); --progress: the solver's progress lines and rlimit use on
+//   --case: only that case (repeatable; with --zbv P,M,costs, e.g. 4,8,W-heavy);
+//   --progress: the solver's progress lines and rlimit use on
 //   stderr; --rlimit: Z3's total budget (machine-independent; the time limit still caps it);
 //   --warm-start: Z3's initial values from the incumbent (SynthOptions::z3_warm_start; default off).
 // The first line names the Z3 the binary runs (bench/synth --z3-both prints a build on the system's

@@ -251,8 +251,8 @@ class ClaimCheck {
       // A seed the local search improved ends in " + polished".
       const std::string kPolished = " + polished";
       std::string seed = *given;
-      if (seed.size() > kPolished.size() && seed.compare(seed.size() - kPolished.size(), kPolished.size(), kPolished) == 0)
-        seed.resize(seed.size() - kPolished.size());
+      const size_t cut = seed.size() > kPolished.size() ? seed.size() - kPolished.size() : 0;
+      if (cut > 0 && seed.compare(cut, kPolished.size(), kPolished) == 0) seed.resize(cut);
       const bool ok = seed.rfind("heuristic ", 0) == 0 || seed.rfind("baseline ", 0) == 0 ||
                       seed.rfind("zb-greedy ", 0) == 0 || seed == "destructive-bound search" || seed == "tuner";
       if (!ok) {

@@ -180,6 +180,20 @@ TEST_CASE("the extras are claims: edited, sealed or not, they are held against t
   d.certificate->extra["gap"] = fmt::format("{:.6f}", (mk - lb * 0.5) / (lb * 0.5));
   seal_certificate(d);
   CHECK(mismatched_fields(verify(round_trip(d))) == std::vector<std::string>{"extra.bound_ms"});
+
+  // The timing-aware greedy's seed and a seed the local search shortened: labels from the lists.
+  for (const char* seed : {"zb-greedy warmup=0/steady=0.5/w=fill/oldest", "baseline zbv + polished",
+                           "zb-greedy per-device@3 + polished", "tuner + polished"}) {
+    Schedule e = s;
+    e.certificate->extra["seeded_by"] = seed;
+    e.certificate->extra["schedule_method"] = "local search";
+    seal_certificate(e);
+    CHECK_MESSAGE(verify(round_trip(e)).valid, seed);
+  }
+  Schedule f = s;  // " + polished" does not make any source one of the list
+  f.certificate->extra["seeded_by"] = "a friend + polished";
+  seal_certificate(f);
+  CHECK(mismatched_fields(verify(round_trip(f))) == std::vector<std::string>{"extra.seeded_by"});
 }
 
 TEST_CASE("a certificate claiming 'valid' on an invalid schedule is a mismatch of the verdict") {
