@@ -161,7 +161,9 @@ inline std::vector<ShapeClass> shape_classes(const std::vector<ShapeCase>& cases
   for (const ShapeCase& c : cases)
     if (c.P > 0) by_class[{c.P, static_cast<double>(c.M) / c.P}].push_back(&c);
   std::vector<ShapeClass> out;
-  for (const auto& [key, members] : by_class) {
+  for (const auto& entry : by_class) {
+    const auto& key = entry.first;
+    const auto& members = entry.second;  // a named reference: lambdas below capture it
     ShapeClass k;
     k.P = key.first;
     k.m_per_p = key.second;

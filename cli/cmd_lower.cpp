@@ -229,7 +229,8 @@ std::string mesh_text(const Spec& spec, const std::vector<StageMemory>& stages, 
   for (const auto& [sym, c] : spec.mesh_types) {
     const LayerType& lt = spec.model.types.at(sym);
     const double total = lt.forward_ms + lt.backward_input_ms + lt.backward_weight_ms;
-    auto ms = [&](double v) { return c.derived ? f3(v) : std::string("-"); };
+    const bool derived = c.derived;  // a structured binding is not captured by every compiler in use (clang 14)
+    auto ms = [derived](double v) { return derived ? f3(v) : std::string("-"); };
     t.add({std::string(1, sym), lt.name, ms(c.compute_ms), ms(c.tp_ms), ms(c.cp_ms), ms(c.ep_ms), f3(total),
            f1(c.params_per_gpu_m), f1(c.weights_mb + c.grads_mb + c.optimizer_mb)});
   }

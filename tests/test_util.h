@@ -51,8 +51,14 @@ inline CliResult run_cli(const std::string& args, const std::string& env = "") {
 // (exit 1). AddressSanitizer reserves terabytes of address space for its shadow memory and cannot
 // start under ulimit -v: a sanitized build runs these commands unlimited (the release build's run
 // asserts the bound).
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(__SANITIZE_ADDRESS__)  // g++
 inline constexpr bool kAddressSanitizer = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)  // clang
+inline constexpr bool kAddressSanitizer = true;
+#else
+inline constexpr bool kAddressSanitizer = false;
+#endif
 #else
 inline constexpr bool kAddressSanitizer = false;
 #endif

@@ -439,7 +439,9 @@ TEST_CASE("cli plan: a --candidate mesh is synthesized as synth would and ranked
       {" --time-limit 0", "--time-limit"},
       {" --candidate pipeline=4,tensor=3", "plan: candidate mesh 1 (pipeline=4,tensor=3): "},  // 32 heads over 3
   };
-  for (const auto& [flags, said] : refused) {
+  for (const auto& row : refused) {
+    const auto& flags = row.first;
+    const auto& said = row.second;
     CAPTURE(flags);
     r = pstest::run_cli(args + flags);
     CHECK(r.exit_code == 1);

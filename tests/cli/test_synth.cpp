@@ -270,7 +270,9 @@ TEST_CASE("cli synth and bound: every placement name --help gives is taken, and 
   }
   // Same inputs, the two names of one placement: byte-identical schedule files and bound reports.
   const std::vector<std::pair<std::string, std::string>> synonyms = {{"interleaved", "looped"}, {"v", "vshape"}};
-  for (const auto& [a, b] : synonyms) {
+  for (const auto& pair : synonyms) {
+    const auto& a = pair.first;
+    const auto& b = pair.second;
     std::string files[2], bounds[2];
     const std::string names[2] = {a, b};
     for (int i = 0; i < 2; ++i) {

@@ -131,7 +131,9 @@ bool process_gone(int pid) {
 // Every rank reported its pid, and none of them is left running (an exiting process gets a moment).
 void check_no_process_left(const Launch& l, int np) {
   CHECK_MESSAGE(static_cast<int>(l.pids.size()) == np, l.output);
-  for (const auto& [rank, pid] : l.pids) {
+  for (const auto& entry : l.pids) {
+    const auto rank = entry.first;
+    const auto pid = entry.second;
     CAPTURE(rank);
     bool gone = process_gone(pid);
     for (int i = 0; i < 30 && !gone; ++i) {

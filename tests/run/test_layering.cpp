@@ -36,7 +36,9 @@ const std::map<std::string, std::set<std::string>>& allowed() {
 TEST_CASE("layering: every folder includes only the folders below it") {
   const std::regex include_re(R"re(^\s*#\s*include\s+"([a-z_]+)/)re");
   int files = 0;
-  for (const auto& [folder, ok] : allowed()) {
+  for (const auto& rule : allowed()) {
+    const auto& folder = rule.first;
+    const auto& ok = rule.second;
     const fs::path dir = pstest::source_path(folder);
     REQUIRE(fs::is_directory(dir));
     for (const auto& entry : fs::recursive_directory_iterator(dir)) {

@@ -78,7 +78,9 @@ TEST_CASE("encode: warm-started (the incumbent as Z3's initial values), Z3 still
   for (const HandProblem& h : pstest::brute_force_sized_problems()) {
     CAPTURE(h.cap_microbatches);
     CAPTURE(h.split_backward);
-    const auto [brute, r] = brute_vs_z3(make_hand_problem(h), true);
+    const auto result = brute_vs_z3(make_hand_problem(h), true);
+    const int64_t brute = result.brute;
+    const SolveResult& r = result.z3;
     CAPTURE(r.status);
     CHECK(r.optimal);
     CHECK(r.best.makespan == brute);
