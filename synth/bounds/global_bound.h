@@ -24,6 +24,9 @@
 //   backward_ramp   a_L + (M·Σ b_l + Σ_{k=1}^{Q−1} g_k) / Q      the same for the backward: b_l =
 //                                                     c_l − F_l, g_k = the gradients (I, or B) of
 //                                                     the k last layers; see the device view below
+//                                                     (the least C where Σ_k max(0, C − a_L − g_k)
+//                                                     reaches M·Σ b_l: this formula when all Q
+//                                                     devices open before C)
 //   ramp_packing, backward_ramp_packing: the two ramps with whole layers (below).
 // The device view behind the ramps, valid for every contiguous partition, every stage → device map
 // (several stages per device, non-adjacent, included) and every order. Sort the devices that hold
@@ -42,7 +45,7 @@
 // `ramp_packing` and `backward_ramp_packing` keep layers whole (synth/bounds/packing_bound.h,
 // offset_packing_bound: a search over how many layers of each cost each device takes, which
 // stops after a fixed amount of work and then keeps the last capacity it proved too small). At
-// M = P the forward ramp alone is exact on uniform layers: 32 layers of F = I = W = 1 ms on
+// M = P the ramp with whole layers reaches the optimum on uniform layers: 32 layers of F = I = W = 1 ms on
 // 8 devices, M = 8 — Σ work / Q = 96, ramp 99.5, every device holding 4 layers of 24 ms puts the
 // last one at 7 + 96 and 3 layers on it leaves 29 for 7 devices (one holds 5: 120), so 103, which
 // interleaving one layer per stage reaches.
