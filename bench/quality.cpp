@@ -581,8 +581,8 @@ void print_shape_table(const std::vector<Row>& rows) {
   // layers: same classes, same order.
   const std::vector<ps::bench::ShapeClass> classes = ps::bench::shape_classes(cases);
   const std::vector<ps::bench::ShapeClass> earlier = ps::bench::shape_classes(before);
-  std::printf("| P | M/P | cases | ours / global bound (geo. mean) | max | the same, bound without the whole-layer "
-              "ramps | max | ours / plan bound (geo. mean) | max |\n");
+  std::printf("| P | M/P | cases | ours / global bound (geo. mean) | max | the same, bound without the backward "
+              "and whole-layer ramps | max | ours / plan bound (geo. mean) | max |\n");
   std::printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   for (size_t i = 0; i < classes.size(); ++i) {
     const ps::bench::ShapeClass& k = classes[i];
