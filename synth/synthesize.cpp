@@ -125,10 +125,10 @@ void try_baselines(const Problem& problem, const OpDag& dag, SynthResult& out, S
 constexpr double kZbGreedyShare = 0.1;
 constexpr double kZbGreedyOpsPerSecond = 4e5;
 
-void try_zb_greedy(const OpDag& dag, double budget_s, Seed& seed) {
+void try_zb_greedy(const OpDag& dag, double budget_s, const std::atomic<bool>* interrupt, Seed& seed) {
   const double affordable = kZbGreedyShare * std::max(budget_s, 1.0) * kZbGreedyOpsPerSecond;
   if (affordable < static_cast<double>(zb_greedy_policies().size()) * dag.num_ops()) return;
-  Result<ZbGreedyResult> z = zb_greedy_portfolio(dag);
+  Result<ZbGreedyResult> z = zb_greedy_portfolio(dag, interrupt);
   if (z.ok()) offer_seed(std::move(z->best), z->policy, seed);
 }
 
@@ -213,7 +213,7 @@ Result<Seed> heuristic_seed(const Problem& problem, const OpDag& dag, const Synt
   }
   const double heuristic_s = seconds_since(t0);
   if (opt.use_baselines) try_baselines(problem, dag, out, seed);
-  try_zb_greedy(dag, budget_s, seed);
+  try_zb_greedy(dag, budget_s, opt.interrupt, seed);
   if (opt.seed_schedule) try_seed_schedule(dag, *opt.seed_schedule, seed);
   if (!h.ok()) {
     if (seed.order.order.empty()) {
@@ -312,7 +312,8 @@ constexpr int kPolishReach = 4;
 constexpr size_t kPolishOthers = 3;
 constexpr double kPolishOthersSlack = 0.05;
 
-void polish_seed(const OpDag& dag, double budget_s, const Bounds& bounds, Seed& seed, BoundSearchCost& cost) {
+void polish_seed(const OpDag& dag, double budget_s, const std::atomic<bool>* interrupt, const Bounds& bounds, Seed& seed,
+                 BoundSearchCost& cost) {
   if (seed.order.makespan <= bounds.lb_units || budget_s <= 0) return;
   const int64_t evaluations = std::min<int64_t>(
       kPolishMaxEvaluations,
@@ -345,7 +346,7 @@ void polish_seed(const OpDag& dag, double budget_s, const Bounds& bounds, Seed& 
   int64_t used = 0;
   std::optional<std::pair<TimedOrder, std::string>> best;
   for (const auto& [order, source] : starts) {
-    PolishResult p = polish_order(dag, *order, kPolishReach, each, 1);
+    PolishResult p = polish_order(dag, *order, kPolishReach, each, 1, interrupt);
     used += p.evaluations;
     if (p.order.makespan < (best ? best->first.makespan : seed.order.makespan))
       best.emplace(std::move(p.order), *source + " + polished");
@@ -771,7 +772,7 @@ Result<SynthResult> synthesize(const Problem& problem, const SynthOptions& opt, 
   if (!seed.ok()) return seed.status();
   BoundSearchCost bound_cost = raise_bound(bdag, dag, opt, budget_s, bounds, *seed);
   bounds.before_z3_units = bounds.lb_units;
-  polish_seed(dag, budget_s, bounds, *seed, bound_cost);
+  polish_seed(dag, budget_s, opt.interrupt, bounds, *seed, bound_cost);
   raise_bound_smt(bdag, dag, opt, t0, bounds, *seed, bound_cost);
   out.seed_source = seed->source;
   out.dag_bound_ms = dag.to_ms(bounds.db.units);

@@ -16,18 +16,24 @@ int64_t sum_of_ends(const OpDag& dag, const TimedOrder& t) {
   return s;
 }
 
+// The evaluations left: none once `max_evaluations` are used or the run is interrupted.
+bool may_evaluate(int64_t used, int64_t max_evaluations, const std::atomic<bool>* interrupt) {
+  return used < max_evaluations && !(interrupt && interrupt->load(std::memory_order_relaxed));
+}
+
 // First-improvement descent from `res.order` (its lists in `lists`), until a pass finds nothing or
-// the evaluations reach `max_evaluations`.
+// the evaluations reach `max_evaluations` (or the run is interrupted).
 void descend(const OpDag& dag, std::vector<std::vector<int>>& lists, int reach, int64_t max_evaluations,
-             PolishResult& res, int64_t& best_sum) {
+             const std::atomic<bool>* interrupt, PolishResult& res, int64_t& best_sum) {
+  auto more = [&] { return may_evaluate(res.evaluations, max_evaluations, interrupt); };
   bool improved = true;
-  while (improved && res.evaluations < max_evaluations) {
+  while (improved && more()) {
     improved = false;
-    for (size_t r = 0; r < lists.size() && res.evaluations < max_evaluations; ++r) {
+    for (size_t r = 0; r < lists.size() && more(); ++r) {
       std::vector<int>& list = lists[r];
       const int len = static_cast<int>(list.size());
-      for (int i = 0; i < len && res.evaluations < max_evaluations; ++i) {
-        for (int delta = -reach; delta <= reach && res.evaluations < max_evaluations; ++delta) {
+      for (int i = 0; i < len && more(); ++i) {
+        for (int delta = -reach; delta <= reach && more(); ++delta) {
           const int j = i + delta;
           if (delta == 0 || j < 0 || j >= len) continue;
           // Move list[i] to position j.
@@ -74,12 +80,12 @@ uint64_t mix(uint64_t z) {
 using namespace order_polish_detail;
 
 PolishResult polish_order(const OpDag& dag, const TimedOrder& order, int reach, int64_t max_evaluations,
-                          uint64_t seed) {
+                          uint64_t seed, const std::atomic<bool>* interrupt) {
   PolishResult res;
   res.order = order;
   int64_t best_sum = sum_of_ends(dag, order);
   std::vector<std::vector<int>> lists = order.order;
-  descend(dag, lists, reach, max_evaluations, res, best_sum);
+  descend(dag, lists, reach, max_evaluations, interrupt, res, best_sum);
   // Kicks: a few random valid moves from the best order, then a descent; kept when better.
   uint64_t state = seed * 0x9E3779B97F4A7C15ull + 1;
   auto next = [&](uint64_t bound) {
@@ -89,7 +95,7 @@ PolishResult polish_order(const OpDag& dag, const TimedOrder& order, int reach, 
   std::vector<int> movable;
   for (size_t r = 0; r < lists.size(); ++r)
     if (lists[r].size() > 1) movable.push_back(static_cast<int>(r));
-  while (res.evaluations < max_evaluations && !movable.empty()) {
+  while (may_evaluate(res.evaluations, max_evaluations, interrupt) && !movable.empty()) {
     PolishResult trial;
     trial.order = res.order;
     std::vector<std::vector<int>> tl = res.order.order;
@@ -115,7 +121,7 @@ PolishResult polish_order(const OpDag& dag, const TimedOrder& order, int reach, 
       trial_sum = sum_of_ends(dag, *t);
       trial.order = std::move(t).value();
     }
-    descend(dag, tl, reach, max_evaluations - res.evaluations, trial, trial_sum);
+    descend(dag, tl, reach, max_evaluations - res.evaluations, interrupt, trial, trial_sum);
     res.evaluations += trial.evaluations;
     if (trial.order.makespan < res.order.makespan ||
         (trial.order.makespan == res.order.makespan && trial_sum < best_sum)) {

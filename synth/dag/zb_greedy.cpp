@@ -280,10 +280,11 @@ std::vector<ZbGreedyPolicy> zb_greedy_policies() {
   return out;
 }
 
-Result<ZbGreedyResult> zb_greedy_portfolio(const OpDag& dag) {
+Result<ZbGreedyResult> zb_greedy_portfolio(const OpDag& dag, const std::atomic<bool>* interrupt) {
   ZbGreedyResult res;
   res.best.makespan = std::numeric_limits<int64_t>::max();
   for (const ZbGreedyPolicy& p : zb_greedy_policies()) {
+    if (interrupt && interrupt->load(std::memory_order_relaxed)) break;
     ++res.tried;
     Result<TimedOrder> t = zb_greedy_schedule(dag, p);
     if (!t.ok()) {
@@ -296,6 +297,8 @@ Result<ZbGreedyResult> zb_greedy_portfolio(const OpDag& dag) {
     }
   }
   if (res.policy.empty()) {
+    if (res.tried < static_cast<int>(zb_greedy_policies().size()))
+      return Status::error(ErrorCode::kInfeasible, "zb-greedy: interrupted before a policy finished");
     return Status::error(ErrorCode::kInfeasible, "zb-greedy: every policy got stuck on memory");
   }
   return res;

@@ -26,6 +26,7 @@
 // about 0.2 s on one core.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -64,7 +65,8 @@ struct ZbGreedyResult {
   int failed = 0;      // stuck on memory or refused by evaluate_order
 };
 
-// The shortest order of zb_greedy_policies(); fails (kInfeasible) when every policy got stuck.
-Result<ZbGreedyResult> zb_greedy_portfolio(const OpDag& dag);
+// The shortest order of zb_greedy_policies(); fails (kInfeasible) when every policy got stuck. Once
+// `interrupt` is set (a SIGINT/SIGTERM) no further policy starts: the best so far is returned.
+Result<ZbGreedyResult> zb_greedy_portfolio(const OpDag& dag, const std::atomic<bool>* interrupt = nullptr);
 
 }  // namespace ps

@@ -113,3 +113,21 @@ TEST_CASE("synthesize on ZB-V's shape, W-heavy, P = 4, M = 8: as fast as Zero Bu
   CHECK(again->makespan_ms == r->makespan_ms);
   CHECK(again->schedule.programs == r->schedule.programs);
 }
+
+TEST_CASE("polish_order and zb_greedy_portfolio: an interrupt (SIGINT/SIGTERM) stops them at once") {
+  const Problem p = zbv_w_heavy(4, 8);
+  Result<OpDag> dag = build_op_dag(p);
+  REQUIRE(dag.ok());
+  const TimedOrder start = zbv_baseline_order(p, *dag);
+  const std::atomic<bool> interrupted{true};
+  // A budget of 10^9 evaluations would take hours: the set flag returns the input untouched.
+  const PolishResult polished = polish_order(*dag, start, 4, 1000000000, 1, &interrupted);
+  CHECK(polished.evaluations == 0);
+  CHECK(polished.order.order == start.order);
+  Result<ZbGreedyResult> greedy = zb_greedy_portfolio(*dag, &interrupted);
+  REQUIRE_FALSE(greedy.ok());
+  CHECK(greedy.status().message().find("interrupted") != std::string::npos);
+  const std::atomic<bool> running{false};
+  CHECK(polish_order(*dag, start, 4, 2000, 1, &running).evaluations == 2000);
+  CHECK(zb_greedy_portfolio(*dag, &running).ok());
+}
