@@ -58,19 +58,28 @@ Status read_dimension(const std::string& flag, const std::string& text, Parallel
     mesh.sequence_parallel = value == "true";
     return Status::ok();
   }
-  const bool digits = value.size() < 8 && std::all_of(value.begin(), value.end(), [](char c) { return c >= '0' && c <= '9'; });
-  const long long v = digits ? std::stoll(value) : 0;
-  if (v < 1 || v > kMaxGpus)
-    return Status::bad_input(
-        fmt::format("{} {}: the value must be an integer in [1, {}], got '{}'", flag, excerpt(key), kMaxGpus, excerpt(value)));
-  if (key == "pipeline") pipeline = static_cast<int>(v);
-  else if (key == "tensor") mesh.tensor = v;
-  else if (key == "context") mesh.context = v;
-  else if (key == "expert") mesh.expert = v;
-  else if (key == "expert_tensor") mesh.expert_tensor = v;
-  else if (key == "data") mesh.data = v;
-  else if (key == "micro_batch") mesh.micro_batch = v;
-  else return Status::bad_input(fmt::format("{} '{}': unknown dimension '{}' (expected one of {})", flag, excerpt(text), excerpt(key), keys));
+  // Each dimension's range is the options table's (pipeline: plan --devices').
+  namespace opt = limits::option;
+  const limits::IntOption* o = key == "pipeline"        ? &opt::kMeshDevices
+                               : key == "tensor"        ? &opt::kMeshTensor
+                               : key == "context"       ? &opt::kMeshContext
+                               : key == "expert"        ? &opt::kMeshExpert
+                               : key == "expert_tensor" ? &opt::kMeshExpertTensor
+                               : key == "data"          ? &opt::kMeshData
+                               : key == "micro_batch"   ? &opt::kMeshMicroBatch
+                                                        : nullptr;
+  if (!o)
+    return Status::bad_input(fmt::format("{} '{}': unknown dimension '{}' (expected one of {})", flag, excerpt(text),
+                                         excerpt(key), keys));
+  Result<long long> v = flags::option_value(*o, value);
+  if (!v.ok()) return Status::bad_input(fmt::format("{} {}: {}", flag, excerpt(key), v.status().message()));
+  if (key == "pipeline") pipeline = static_cast<int>(*v);
+  else if (key == "tensor") mesh.tensor = *v;
+  else if (key == "context") mesh.context = *v;
+  else if (key == "expert") mesh.expert = *v;
+  else if (key == "expert_tensor") mesh.expert_tensor = *v;
+  else if (key == "data") mesh.data = *v;
+  else mesh.micro_batch = *v;
   return Status::ok();
 }
 
@@ -213,10 +222,11 @@ Runner add_plan(CLI::App& app) {
       "than the best so far, and rank them by iteration time.");
   sub->add_option("model", args->model_path, "Model YAML")->required();
   sub->add_option("--cluster", args->cluster_path, "Cluster YAML (its gpus_per_node and links place the groups)");
-  sub->add_option("--gpus", args->gpus, "GPUs of the mesh")->required()->check(flags::integer_in(1, kMaxGpus));
+  sub->add_option("--gpus", args->gpus, "GPUs of the mesh")->required()
+      ->check(flags::option(limits::option::kMeshGpus));
   sub->add_option("--global-batch", args->global_batch, "Sequences per iteration")
       ->required()
-      ->check(flags::integer_in(1, kMaxGpus * limits::kMaxMicrobatches));
+      ->check(flags::option(limits::option::kMeshGlobalBatch));
   sub->add_option("--devices", args->devices, "Pin the pipeline's devices P (same as --fix pipeline=P)")
       ->check(flags::option(limits::option::kMeshDevices));
   sub->add_option("--memory-limit-gb", args->memory_gb, "Memory per GPU in GB (overrides cluster.memory_gb; 0 = unlimited)")

@@ -444,7 +444,8 @@ Runner add_synth(CLI::App& app) {
                   "then take longer than --time-limit, which sizes only Z3's share)")
       ->check(flags::option(limits::option::kEvaluations));
   sub->add_option("--rlimit", args->rlimit,
-                  "Z3 resource budget (deterministic); default: Z3's share of the time limit times a fixed rate");
+                  "Z3 resource budget (deterministic); default (or 0): Z3's share of the time limit times a fixed rate")
+      ->check(flags::option(limits::option::kRlimit));
   sub->add_option("--seed", args->seed, "Random seed of the search's kicks and of Z3 (default 0)")
       ->check(flags::option(limits::option::kSeed));
   sub->add_option("--threads", args->threads,

@@ -40,19 +40,21 @@ CLI::Validator number_in(double lo, double hi, const std::string& unit, bool ope
       "NUMBER in " + range);
 }
 
-CLI::Validator integer_in(long long lo, long long hi) { return option(limits::IntOption{"", "", lo, hi}); }
+Result<long long> option_value(const limits::IntOption& o, const std::string& text) {
+  long long v = 0;
+  const char* first = text.data() + (!text.empty() && text[0] == '+' ? 1 : 0);
+  const auto [end, ec] = std::from_chars(first, text.data() + text.size(), v);
+  if (ec == std::errc() && end == text.data() + text.size() && limits::in_range(o, v)) return v;
+  return Status::bad_input(fmt::format("must be an integer in {}, got '{}'", limits::range_text(o), excerpt(text, 40)));
+}
 
 CLI::Validator option(const limits::IntOption& o) {
-  const std::string range = limits::range_text(o);
   return CLI::Validator(
-      [o, range](std::string& text) -> std::string {
-        long long v = 0;
-        const char* first = text.data() + (!text.empty() && text[0] == '+' ? 1 : 0);
-        const auto [end, ec] = std::from_chars(first, text.data() + text.size(), v);
-        const bool ok = ec == std::errc() && end == text.data() + text.size() && limits::in_range(o, v);
-        return ok ? std::string() : fmt::format("must be an integer in {}, got '{}'", range, excerpt(text, 40));
+      [o](std::string& text) -> std::string {
+        Result<long long> v = option_value(o, text);
+        return v.ok() ? std::string() : v.status().message();
       },
-      "INT in " + range);
+      "INT in " + limits::range_text(o));
 }
 
 CLI::Validator time_limit_s() {

@@ -16,11 +16,13 @@ namespace ps::cli::flags {
 
 // A finite number x with lo <= x <= hi (lo < x when `open_low`), in `unit` ("GB", "s"; "" for none).
 CLI::Validator number_in(double lo, double hi, const std::string& unit, bool open_low = false);
-// A whole number within [lo, hi], written in decimal digits ("1e9" is not one).
-CLI::Validator integer_in(long long lo, long long hi);
 // An integer option of the library's table (ir/limits.h, limits::option): its range and its check
 // (limits::in_range), the flag's text quoted in the refusal ("must be an integer in [1, 64], got '0'").
 CLI::Validator option(const limits::IntOption& o);
+// The check behind option() for a value given inside another flag's text (plan --fix tensor=8): the
+// whole text in decimal digits ("1e9" is not one) within the option's range, else kBadInput
+// "must be an integer in [lo, hi], got 'TEXT'" (the caller puts its spelling in front).
+Result<long long> option_value(const limits::IntOption& o, const std::string& text);
 // A time limit in seconds: a number > 0; one beyond limits::kMaxTimeLimitS (`inf` included) means no
 // practical limit and is read as kMaxTimeLimitS, so no deadline derived from it overflows its clock
 // (it rewrites the text: declare it with ->transform, not ->check).

@@ -28,17 +28,21 @@ void add_spec_flags(CLI::App* sub, SpecFlags* flags) {
 }
 
 void add_mesh_flags(CLI::App* sub, MeshFlags* f) {
-  const CLI::Validator degree = flags::integer_in(1, kMaxGpus);
-  sub->add_option("--gpus", f->gpus, "GPUs of the mesh (overrides cluster.gpus; docs/mesh.md)")->check(degree);
-  sub->add_option("--tensor-parallel", f->tensor, "Tensor-parallel degree (parallel.tensor)")->check(degree);
-  sub->add_option("--context-parallel", f->context, "Context-parallel degree (parallel.context)")->check(degree);
-  sub->add_option("--expert-parallel", f->expert, "Expert-parallel degree (parallel.expert)")->check(degree);
+  namespace opt = limits::option;
+  sub->add_option("--gpus", f->gpus, "GPUs of the mesh (overrides cluster.gpus; docs/mesh.md)")
+      ->check(flags::option(opt::kMeshGpus));
+  sub->add_option("--tensor-parallel", f->tensor, "Tensor-parallel degree (parallel.tensor)")
+      ->check(flags::option(opt::kMeshTensor));
+  sub->add_option("--context-parallel", f->context, "Context-parallel degree (parallel.context)")
+      ->check(flags::option(opt::kMeshContext));
+  sub->add_option("--expert-parallel", f->expert, "Expert-parallel degree (parallel.expert)")
+      ->check(flags::option(opt::kMeshExpert));
   sub->add_option("--expert-tensor-parallel", f->expert_tensor,
                   "Tensor-parallel degree of the experts (parallel.expert_tensor)")
-      ->check(degree);
+      ->check(flags::option(opt::kMeshExpertTensor));
   sub->add_option("--data-parallel", f->data,
                   "Data-parallel degree (parallel.data; default: the GPUs over pipeline x tensor x context)")
-      ->check(degree);
+      ->check(flags::option(opt::kMeshData));
   sub->add_option("--optimizer", f->optimizer,
                   "Optimizer-state sharding: replicated, distributed (ZeRO-1) or fsdp (ZeRO-3) (parallel.optimizer)")
       ->check(CLI::IsMember({"replicated", "distributed", "fsdp"}));
@@ -46,10 +50,11 @@ void add_mesh_flags(CLI::App* sub, MeshFlags* f) {
                   "How context parallelism moves K and V: p2p (the K/V ring, overlapped) or all_gather (exposed) "
                   "(parallel.cp_comm_type; default p2p)")
       ->check(CLI::IsMember({"p2p", "all_gather"}));
-  sub->add_option("--micro-batch", f->micro_batch, "Sequences per microbatch (parallel.micro_batch)")->check(degree);
+  sub->add_option("--micro-batch", f->micro_batch, "Sequences per microbatch (parallel.micro_batch)")
+      ->check(flags::option(opt::kMeshMicroBatch));
   sub->add_option("--global-batch", f->global_batch,
                   "Sequences per iteration (parallel.global_batch); M = global / (micro-batch x data)")
-      ->check(flags::integer_in(1, kMaxGpus * limits::kMaxMicrobatches));
+      ->check(flags::option(opt::kMeshGlobalBatch));
   sub->add_flag("--sequence-parallel", f->sequence_parallel, "Sequence parallelism with tensor parallelism "
                                                              "(parallel.sequence_parallel)");
 }

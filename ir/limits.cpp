@@ -4,7 +4,11 @@
 
 #include <cstdint>
 
+#include "ir/mesh.h"
+
 namespace ps::limits {
+
+static_assert(option::kMaxMeshGpus == kMaxGpus, "the mesh options' bound is ir/mesh.h's kMaxGpus");
 
 std::string with_commas(int64_t v) {
   const uint64_t magnitude = v < 0 ? 0 - static_cast<uint64_t>(v) : static_cast<uint64_t>(v);
@@ -18,10 +22,10 @@ std::string with_commas(int64_t v) {
 
 std::string range_text(const IntOption& o) { return fmt::format("[{}, {}]", o.lo, o.hi); }
 
-Status check_option(const IntOption& o, int64_t v, std::string_view spelling) {
+Status check_option(const IntOption& o, int64_t v, std::string_view spelling, const SourceLoc& loc) {
   if (in_range(o, v)) return Status::ok();
   return Status::bad_input(fmt::format("{} must be an integer in {}, got {}", spelling.empty() ? o.name : spelling,
-                                       range_text(o), v));
+                                       range_text(o), v), loc);
 }
 
 int64_t max_microbatches_for(int64_t stages) {

@@ -63,9 +63,24 @@ inline constexpr IntOption kEvaluations{"synth", "evaluations", 1, 1'000'000'000
 inline constexpr IntOption kZ3Threads{"synth", "z3_threads", 1, 64};                // synth --threads: Z3's portfolio
 inline constexpr IntOption kSearchThreads{"synth", "search_threads", 1, 256};       // synth: candidates at once
 inline constexpr IntOption kSeed{"synth", "seed", 0, 4'294'967'295};                // synth, run: 32-bit seeds
+// Z3's deterministic budget, all contexts together; 0: Z3's share of the time limit at a fixed rate
+// (synth/z3/solve.h). 10^15 units is past what the longest time limit derives (1e6 s x 2e6 a second x 64).
+inline constexpr IntOption kRlimit{"synth", "rlimit", 0, 1'000'000'000'000'000};
 inline constexpr IntOption kMeshTop{"plan", "top", 1, 1'000};                       // plan: meshes synthesized
 inline constexpr IntOption kMeshEvaluations{"plan", "evaluations", 1, 1'000'000};   // plan: candidates a mesh
 inline constexpr IntOption kMeshDevices{"plan", "devices", 1, kMaxDevices};         // plan --devices: the pipeline's P
+// A mesh's degrees (ir/mesh.h, ParallelInput: the cluster's gpus and the parallel: block's fields, the
+// overrides of every command and of plan's --fix/--candidate): each at most the mesh's GPUs (kMaxGpus,
+// ir/mesh.h: limits.cpp asserts the two agree), the global batch at most that many microbatches of each.
+inline constexpr int64_t kMaxMeshGpus = 1'048'576;
+inline constexpr IntOption kMeshGpus{"mesh", "gpus", 1, kMaxMeshGpus};
+inline constexpr IntOption kMeshTensor{"mesh", "tensor", 1, kMaxMeshGpus};
+inline constexpr IntOption kMeshContext{"mesh", "context", 1, kMaxMeshGpus};
+inline constexpr IntOption kMeshExpert{"mesh", "expert", 1, kMaxMeshGpus};
+inline constexpr IntOption kMeshExpertTensor{"mesh", "expert_tensor", 1, kMaxMeshGpus};
+inline constexpr IntOption kMeshData{"mesh", "data", 1, kMaxMeshGpus};
+inline constexpr IntOption kMeshMicroBatch{"mesh", "micro_batch", 1, kMaxMeshGpus};
+inline constexpr IntOption kMeshGlobalBatch{"mesh", "global_batch", 1, kMaxMeshGpus * kMaxMicrobatches};
 inline constexpr IntOption kTokens{"run", "tokens", 1, 65'536};                     // run, profile: tokens an mb
 // A measured microbatch's activations are held until its W, so repeats (and warmup) bound a profile's memory.
 inline constexpr IntOption kProfileRepeats{"profile", "repeats", 1, 1'000};         // profile: measured microbatches
@@ -85,11 +100,13 @@ inline constexpr IntOption kExpectedMicrobatches{"verify", "microbatches", 1, kM
 inline constexpr IntOption kExpectedStages{"verify", "stages", 1, kMaxStages};
 // Every entry, for the tables Python reads (pipesmith._tables) and the docs' table.
 inline constexpr IntOption kAll[] = {
-    kDevices,         kMicrobatches,
-    kEvaluations,     kZ3Threads,     kSearchThreads,   kSeed,          kMeshTop,         kMeshEvaluations,
-    kMeshDevices,     kTokens,        kProfileRepeats,  kProfileWarmup, kProfileLayers,   kProfileHidden,
-    kProfileSeq,      kProfileVocab,  kProfileRows,     kProfileThreads, kProfileConcurrent, kImportSeqLength,
-    kImportMicroBatchSize, kImportVocabShards, kExpectedMicrobatches, kExpectedStages};
+    kDevices,         kMicrobatches,      kEvaluations,        kZ3Threads,         kSearchThreads,
+    kSeed,            kRlimit,            kMeshTop,            kMeshEvaluations,   kMeshDevices,
+    kMeshGpus,        kMeshTensor,        kMeshContext,        kMeshExpert,        kMeshExpertTensor,
+    kMeshData,        kMeshMicroBatch,    kMeshGlobalBatch,    kTokens,            kProfileRepeats,
+    kProfileWarmup,   kProfileLayers,     kProfileHidden,      kProfileSeq,        kProfileVocab,
+    kProfileRows,     kProfileThreads,    kProfileConcurrent,  kImportSeqLength,   kImportMicroBatchSize,
+    kImportVocabShards, kExpectedMicrobatches, kExpectedStages};
 }  // namespace option
 
 // Whether v is within the option's range.
@@ -97,8 +114,9 @@ constexpr bool in_range(const IntOption& o, int64_t v) { return o.lo <= v && v <
 // "[1, 1000000000]"
 std::string range_text(const IntOption& o);
 // The one check of an integer option: kBadInput "<spelling> must be an integer in [lo, hi], got v" when v
-// is outside; `spelling` is how the caller names it (a flag, a keyword), the option's name when empty.
-Status check_option(const IntOption& o, int64_t v, std::string_view spelling = {});
+// is outside; `spelling` is how the caller names it (a flag, a keyword), the option's name when empty;
+// `loc` where a file gave it.
+Status check_option(const IntOption& o, int64_t v, std::string_view spelling = {}, const SourceLoc& loc = {});
 
 // Which of an iteration's running totals is past kMaxIterationTotal (or not a number), in words for
 // a message; nullptr when all are within it.

@@ -152,6 +152,19 @@ std::optional<long long> ParallelInput::* int_field(std::string_view k) {
   return nullptr;
 }
 
+// The range of an integer field: the options table's (ir/limits.h, limits::option "mesh.*").
+const limits::IntOption& int_option(std::string_view k) {
+  namespace opt = limits::option;
+  if (k == "gpus") return opt::kMeshGpus;
+  if (k == "tensor") return opt::kMeshTensor;
+  if (k == "context") return opt::kMeshContext;
+  if (k == "expert") return opt::kMeshExpert;
+  if (k == "expert_tensor") return opt::kMeshExpertTensor;
+  if (k == "data") return opt::kMeshData;
+  if (k == "micro_batch") return opt::kMeshMicroBatch;
+  return opt::kMeshGlobalBatch;
+}
+
 std::string optimizer_words() { return "replicated, distributed (Megatron's distributed optimizer, ZeRO-1), fsdp (ZeRO-3)"; }
 
 std::string cp_comm_refusal(std::string_view what, std::string_view word) {
@@ -219,9 +232,7 @@ Result<ParallelInput> read_parallel(const YAML::Node& n, const std::string& file
     } else {
       Result<long long> v = yamlu::to_int(field.value, file, what, vloc);
       if (!v.ok()) return v.status();
-      const long long most = key == "global_batch" ? kMaxGpus * limits::kMaxMicrobatches : kMaxGpus;
-      if (*v < 1 || *v > most)
-        return Status::bad_input(fmt::format("{} must be in [1, {}], got {}", what, most, *v), vloc);
+      if (Status st = limits::check_option(int_option(key), *v, what, vloc); !st) return st;
       in.*int_field(key) = *v;
     }
   }
@@ -250,13 +261,11 @@ Result<Mesh> resolve_mesh(const ParallelInput& given, const ParallelInput& overr
   };
   for (std::string_view k : kIntFields) {
     const auto& v = in.*int_field(k);
-    const long long most = k == "global_batch" ? kMaxGpus * limits::kMaxMicrobatches : kMaxGpus;
-    if (v && (*v < 1 || *v > most))
-      return Status::bad_input(fmt::format("{} must be in [1, {}], got {}", name(k), most, *v), at(k));
+    if (v)
+      if (Status st = limits::check_option(int_option(k), *v, name(k), at(k)); !st) return st;
   }
-  if (in.gpus && (*in.gpus < 1 || *in.gpus > kMaxGpus))
-    return Status::bad_input(fmt::format("{} must be in [1, {}], got {}", name("gpus"), kMaxGpus, *in.gpus),
-                             at("gpus"));
+  if (in.gpus)
+    if (Status st = limits::check_option(int_option("gpus"), *in.gpus, name("gpus"), at("gpus")); !st) return st;
   Mesh m;
   m.loc = in.loc;
   m.pipeline = ctx.pipeline_devices;

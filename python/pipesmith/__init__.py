@@ -68,15 +68,13 @@ def __getattr__(name: str) -> Any:  # Spec, Schedule, Report, RunResult, Violati
     raise AttributeError(f"module 'pipesmith' has no attribute '{name}'")
 
 
-# The core's bounds on its numbers (ir/limits.h and ir/mesh.h through pipesmith._tables, generated from
-# the extension; docs/inputs.md "Limits"). A longer time limit is no practical limit and is read as
-# _MAX_TIME_LIMIT_S, as `synth` does.
-_MAX_DEVICES = int(_LIMITS["devices"])
-_MAX_MICROBATCHES = int(_LIMITS["microbatches"])
-_MAX_GPUS = int(_LIMITS["gpus"])  # GPUs of a mesh and each of its degrees
+# The core's bounds on its numbers (ir/limits.h through pipesmith._tables, generated from the extension;
+# docs/inputs.md "Limits"). A longer time limit is no practical limit and is read as _MAX_TIME_LIMIT_S,
+# as `synth` does.
 _MAX_STAGES = int(_LIMITS["stages"])
 _MAX_TIME_LIMIT_S = float(_LIMITS["time_limit_s"])
-# The calls' integer options, "call.name": (lo, hi) (ir/limits.h's limits::option, the command's flags' ranges).
+# The calls' integer options, "call.name": (lo, hi) (ir/limits.h's limits::option, the command's flags' ranges;
+# "spec.*": load_spec's overrides, "mesh.*": a mesh's degrees and batch), read where each keyword is checked.
 _MAX_EVALUATIONS = _OPTIONS["synth.evaluations"][1]    # 0: bounded by the clock
 _MAX_SEARCH_THREADS = _OPTIONS["synth.search_threads"][1]  # 0: the machine's hardware threads
 
@@ -172,14 +170,15 @@ def load_spec(model: PathLike, cluster: Optional[PathLike] = None, *, devices: O
 
     Raises BadInputError with the file, line and column of the offending field."""
     parallel = _core.ParallelInput()
-    parallel.gpus = _opt_int(gpus, "gpus", 1, _MAX_GPUS)
-    parallel.tensor = _opt_int(tensor_parallel, "tensor_parallel", 1, _MAX_GPUS)
-    parallel.context = _opt_int(context_parallel, "context_parallel", 1, _MAX_GPUS)
-    parallel.expert = _opt_int(expert_parallel, "expert_parallel", 1, _MAX_GPUS)
-    parallel.expert_tensor = _opt_int(expert_tensor_parallel, "expert_tensor_parallel", 1, _MAX_GPUS)
-    parallel.data = _opt_int(data_parallel, "data_parallel", 1, _MAX_GPUS)
-    parallel.micro_batch = _opt_int(micro_batch, "micro_batch", 1, _MAX_GPUS)
-    parallel.global_batch = _opt_int(global_batch, "global_batch", 1, _MAX_GPUS * _MAX_MICROBATCHES)
+    parallel.gpus = _opt_int(gpus, "gpus", *_OPTIONS["mesh.gpus"])
+    parallel.tensor = _opt_int(tensor_parallel, "tensor_parallel", *_OPTIONS["mesh.tensor"])
+    parallel.context = _opt_int(context_parallel, "context_parallel", *_OPTIONS["mesh.context"])
+    parallel.expert = _opt_int(expert_parallel, "expert_parallel", *_OPTIONS["mesh.expert"])
+    parallel.expert_tensor = _opt_int(expert_tensor_parallel, "expert_tensor_parallel",
+                                           *_OPTIONS["mesh.expert_tensor"])
+    parallel.data = _opt_int(data_parallel, "data_parallel", *_OPTIONS["mesh.data"])
+    parallel.micro_batch = _opt_int(micro_batch, "micro_batch", *_OPTIONS["mesh.micro_batch"])
+    parallel.global_batch = _opt_int(global_batch, "global_batch", *_OPTIONS["mesh.global_batch"])
     if optimizer is not None and not isinstance(optimizer, str):
         raise BadInputError(f"optimizer must be 'replicated', 'distributed' or 'fsdp', got {optimizer!r:.60}")
     parallel.optimizer = optimizer
@@ -190,8 +189,9 @@ def load_spec(model: PathLike, cluster: Optional[PathLike] = None, *, devices: O
         raise BadInputError(f"cp_comm_type must be 'p2p' or 'all_gather', got {cp_comm_type!r:.60}")
     parallel.cp_comm_type = cp_comm_type
     return _core.load_spec(_path(model, "model"), _path(cluster, "cluster"),
-                           _opt_int(devices, "devices", 1, _MAX_DEVICES),
-                           _opt_int(microbatches, "microbatches", 1, _MAX_MICROBATCHES), _opt_memory(memory_limit_gb),
+                           _opt_int(devices, "devices", *_OPTIONS["spec.devices"]),
+                           _opt_int(microbatches, "microbatches", *_OPTIONS["spec.microbatches"]),
+                           _opt_memory(memory_limit_gb),
                            parallel)
 
 
@@ -204,9 +204,9 @@ def _mesh_dims(dims: dict, what: str) -> tuple:
     ints = ("tensor", "context", "expert", "expert_tensor", "data", "micro_batch")
     for key, value in dims.items():
         if key == "pipeline":
-            pipeline = _int(value, f"{what}['pipeline']", 1, _MAX_DEVICES)
+            pipeline = _int(value, f"{what}['pipeline']", *_OPTIONS["plan.devices"])
         elif key in ints:
-            setattr(mesh, key, _int(value, f"{what}[{key!r}]", 1, _MAX_GPUS))
+            setattr(mesh, key, _int(value, f"{what}[{key!r}]", *_OPTIONS[f"mesh.{key}"]))
         elif key == "optimizer":
             if not isinstance(value, str):
                 raise BadInputError(f"{what}['optimizer'] must be 'replicated', 'distributed' or 'fsdp', got {value!r:.60}")
@@ -253,8 +253,9 @@ def plan(model: PathLike, cluster: Optional[PathLike] = None, *, gpus: int, glob
         if p is None:
             raise BadInputError(f"candidates[{i}]: the pipeline's devices are not given ('pipeline')")
         given.append((p, mesh))
-    rows, best = _core.plan(_path(model, "model"), _path(cluster, "cluster"), _int(gpus, "gpus", 1, _MAX_GPUS),
-                            _int(global_batch, "global_batch", 1, _MAX_GPUS * _MAX_MICROBATCHES), pinned, pipeline,
+    rows, best = _core.plan(_path(model, "model"), _path(cluster, "cluster"),
+                            _int(gpus, "gpus", *_OPTIONS["mesh.gpus"]),
+                            _int(global_batch, "global_batch", *_OPTIONS["mesh.global_batch"]), pinned, pipeline,
                             _opt_memory(memory_limit_gb), _int(top, "top", *_OPTIONS["plan.top"]),
                             _int(evaluations, "evaluations", *_OPTIONS["plan.evaluations"]), given, progress)
     return list(rows), best
@@ -271,8 +272,8 @@ def read_schedule(path: PathLike, *, model: Optional[PathLike] = None, cluster: 
     ``model`` (and ``cluster``) when given, else with unit costs; ``microbatches`` / ``stages``, when
     given, are checked against the file."""
     schedule, _notes = _core.read_schedule(_path(path, "path"), _path(model, "model"), _path(cluster, "cluster"),
-                                           _opt_int(microbatches, "microbatches", 1, _MAX_MICROBATCHES),
-                                           _opt_int(stages, "stages", 1, _MAX_STAGES))
+                                           _opt_int(microbatches, "microbatches", *_OPTIONS["verify.microbatches"]),
+                                           _opt_int(stages, "stages", *_OPTIONS["verify.stages"]))
     return schedule
 
 
@@ -413,7 +414,7 @@ def synthesize(spec: Spec, *, partition: Optional[str] = None, placement: Option
         spec, None if partition is None else _text(partition, "partition"),
         None if placement is None else _text(placement, "placement"),
         _opt_int(stages_per_device, "stages_per_device", 1, _MAX_STAGES), _text(cuts, "cuts"), time_limit,
-        _int(evaluations, "evaluations", 0, _MAX_EVALUATIONS), _int(rlimit, "rlimit", 0, 2**64 - 1),
+        _int(evaluations, "evaluations", 0, _MAX_EVALUATIONS), _int(rlimit, "rlimit", *_OPTIONS["synth.rlimit"]),
         _int(seed, "seed", *_OPTIONS["synth.seed"]), _int(z3_threads, "z3_threads", *_OPTIONS["synth.z3_threads"]),
         _int(search_threads, "search_threads", 0, _MAX_SEARCH_THREADS), _path(dump_smt2, "dump_smt2") or "",
         _text(recompute, "recompute"), progress)

@@ -18,6 +18,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdint>
@@ -168,6 +169,8 @@ SynthOutcome synthesize(const Spec& spec, std::optional<std::string> partition, 
   if (evaluations != 0) check(limits::check_option(limits::option::kEvaluations, evaluations));  // 0: the clock
   check(limits::check_option(limits::option::kZ3Threads, z3_threads));
   if (search_threads != 0) check(limits::check_option(limits::option::kSearchThreads, search_threads));  // 0: hardware
+  // 0: Z3's share of the time limit (pipesmith.synthesize refuses past the range before the cast here)
+  check(limits::check_option(limits::option::kRlimit, static_cast<int64_t>(std::min<uint64_t>(rlimit, INT64_MAX))));
   if (cuts != "layers" && cuts != "sublayers")
     raise_status(Status::bad_input("cuts must be 'layers' or 'sublayers', got '" + cuts + "'"));
   if (!dump_smt2.empty()) {  // as `synth --dump-smt2` checks it: PATH and its window files, against the inputs

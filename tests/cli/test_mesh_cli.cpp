@@ -435,7 +435,7 @@ TEST_CASE("cli plan: a --candidate mesh is synthesized as synth would and ranked
   const std::pair<const char*, const char*> refused[] = {
       {" --candidate tensor=8", "--candidate 'tensor=8': the pipeline's devices are not given (pipeline=P)"},
       {" --candidate pipeline=4,width=2", "--candidate 'width=2': unknown dimension 'width'"},
-      {" --candidate pipeline=4,tensor=0", "--candidate tensor: the value must be an integer in [1, 1048576], got '0'"},
+      {" --candidate pipeline=4,tensor=0", "--candidate tensor: must be an integer in [1, 1048576], got '0'"},
       {" --time-limit 0", "--time-limit"},
       {" --candidate pipeline=4,tensor=3", "plan: candidate mesh 1 (pipeline=4,tensor=3): "},  // 32 heads over 3
   };

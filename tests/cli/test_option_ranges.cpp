@@ -34,6 +34,17 @@ const std::vector<FlagCase>& flag_cases() {
       {"synth m.yaml", "--threads", opt::kZ3Threads},
       {"synth m.yaml", "--search-threads", opt::kSearchThreads},
       {"synth m.yaml", "--seed", opt::kSeed},
+      {"synth m.yaml", "--rlimit", opt::kRlimit},
+      {"synth m.yaml", "--gpus", opt::kMeshGpus},
+      {"synth m.yaml", "--tensor-parallel", opt::kMeshTensor},
+      {"lower m.yaml", "--context-parallel", opt::kMeshContext},
+      {"bound m.yaml", "--expert-parallel", opt::kMeshExpert},
+      {"baseline m.yaml --schedule 1f1b", "--expert-tensor-parallel", opt::kMeshExpertTensor},
+      {"synth m.yaml", "--data-parallel", opt::kMeshData},
+      {"synth m.yaml", "--micro-batch", opt::kMeshMicroBatch},
+      {"synth m.yaml", "--global-batch", opt::kMeshGlobalBatch},
+      {"plan m.yaml --global-batch 8", "--gpus", opt::kMeshGpus},
+      {"plan m.yaml --gpus 8", "--global-batch", opt::kMeshGlobalBatch},
       {"run s.yaml", "--seed", opt::kSeed},
       {"plan m.yaml --gpus 8 --global-batch 8", "--top", opt::kMeshTop},
       {"plan m.yaml --gpus 8 --global-batch 8", "--evaluations", opt::kMeshEvaluations},
@@ -76,6 +87,33 @@ TEST_CASE("cli option ranges: every integer option's flag refuses the values nex
   }
 }
 
+TEST_CASE("cli option ranges: plan --fix and --candidate values take the table's ranges and wording") {
+  // Each dimension's range is its mesh option's (pipeline: plan --devices'); the model file is never read.
+  struct Dim {
+    const char* key;
+    ps::limits::IntOption option;
+  };
+  for (const Dim& d : {Dim{"pipeline", opt::kMeshDevices}, Dim{"tensor", opt::kMeshTensor},
+                       Dim{"context", opt::kMeshContext}, Dim{"expert", opt::kMeshExpert},
+                       Dim{"expert_tensor", opt::kMeshExpertTensor}, Dim{"data", opt::kMeshData},
+                       Dim{"micro_batch", opt::kMeshMicroBatch}}) {
+    const std::string below = fmt::format("{}", d.option.lo - 1), above = fmt::format("{}", d.option.hi + 1);
+    for (const std::string& v : {below, above, std::string("2x")}) {
+      const auto r = run_cli(fmt::format("plan m.yaml --gpus 8 --global-batch 8 --fix {}={}", d.key, v));
+      INFO(d.key, "=", v, "\n", r.output);
+      CHECK(r.exit_code == 1);
+      CHECK(contains(r.output, fmt::format("--fix {}: must be an integer in [{}, {}], got '{}'", d.key, d.option.lo,
+                                           d.option.hi, v)));
+    }
+  }
+  const auto c = run_cli("plan m.yaml --gpus 8 --global-batch 8 --candidate pipeline=100001,tensor=2");
+  CHECK(c.exit_code == 1);
+  CHECK(contains(c.output, "--candidate pipeline: must be an integer in [1, 100000], got '100001'"));
+  const auto u = run_cli("plan m.yaml --gpus 8 --global-batch 8 --fix tensr=0");
+  CHECK(u.exit_code == 1);
+  CHECK(contains(u.output, "--fix 'tensr=0': unknown dimension 'tensr'"));
+}
+
 TEST_CASE("cli option ranges: the wording, the help and the library's own check are the table's") {
   // The table's numbers as the documentation gives them (docs/inputs.md, "Limits").
   const auto r = run_cli("synth m.yaml --threads 65");
@@ -92,7 +130,11 @@ TEST_CASE("cli option ranges: the wording, the help and the library's own check 
   for (const char* line : {"--evaluations INT:INT in [1, 1000000000]", "--threads INT:INT in [1, 64]",
                            "--search-threads INT:INT in [1, 256]", "--seed UINT:INT in [0, 4294967295]"})
     CHECK_MESSAGE(contains(help.output, line), line);
+  CHECK(contains(help.output, "--rlimit UINT:INT in [0, 1000000000000000]"));
+  CHECK(contains(help.output, "--tensor-parallel INT:INT in [1, 1048576]"));
+  CHECK(contains(help.output, "--global-batch INT:INT in [1, 1048576000000]"));
   const auto plan = run_cli("plan --help");
+  CHECK(contains(plan.output, "--gpus INT:INT in [1, 1048576]"));
   CHECK(contains(plan.output, "--top INT:INT in [1, 1000]"));
   CHECK(contains(plan.output, "--evaluations INT:INT in [1, 1000000]"));
   // The check the CLI's flags, the bindings and the library calls share, in the library's words.
@@ -102,4 +144,8 @@ TEST_CASE("cli option ranges: the wording, the help and the library's own check 
   CHECK(ps::limits::check_option(opt::kTokens, 70000, "--tokens").message() ==
         "--tokens must be an integer in [1, 65536], got 70000");
   CHECK(ps::limits::check_option(opt::kProfileWarmup, 0).is_ok());
+  // A mesh's degrees from a file: the same check, located at the value.
+  const ps::Status located =
+      ps::limits::check_option(opt::kMeshTensor, 0, "parallel.tensor", ps::SourceLoc{"m.yaml", 3, 11});
+  CHECK(located.str() == "m.yaml:3:11: parallel.tensor must be an integer in [1, 1048576], got 0");
 }

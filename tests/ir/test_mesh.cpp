@@ -172,7 +172,8 @@ TEST_CASE("mesh: every inconsistency is a located error") {
   CHECK(refusal(dense_model("", "parallel: {optimizer: zero1}\n")) ==
         "m.yaml:24:23: parallel.optimizer: unknown optimizer 'zero1' (expected replicated, distributed (Megatron's "
         "distributed optimizer, ZeRO-1), fsdp (ZeRO-3))");
-  CHECK(pstest::contains(refusal(dense_model("", "parallel: {tensor: 0}\n")), "m.yaml:24:20: parallel.tensor must be in [1, "));
+  CHECK(pstest::contains(refusal(dense_model("", "parallel: {tensor: 0}\n")),
+                         "m.yaml:24:20: parallel.tensor must be an integer in [1, 1048576], got 0"));
   // The context: the sequence must split into 2 x context chunks.
   CHECK(refusal(dense_model("", "parallel: {context: 3}\n")) ==
         "m.yaml:14:30: layer type 'T': architecture.seq_length (2048) must be divisible by 2 x parallel.context (6): "

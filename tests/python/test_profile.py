@@ -167,7 +167,7 @@ def test_cli_profile_backend_torch_bad_input(tmp_path):
 
 
 def test_module_errors(tmp_path):
-    with pytest.raises(ProfileError, match="hidden must be >= 2"):
+    with pytest.raises(ProfileError, match=r"^hidden must be an integer in \[2, 65536\], got 1$"):
         profile_model(load_model(model_path("llama2-7b")), ProfileOptions(hidden=1))
     with pytest.raises(ProfileError, match="repeats"):
         profile_model(load_model(model_path("llama2-7b")), ProfileOptions(repeats=0))

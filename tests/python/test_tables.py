@@ -55,3 +55,54 @@ def test_api_bounds_are_the_cores():
         with pytest.raises(pipesmith.BadInputError, match=rf"^{flag} must be an integer in \[1, {top:,}\]"):
             pipesmith.load_spec(spec_path, **{flag: top + 1})
     assert pipesmith.load_spec(spec_path, devices=4).devices == 4
+
+
+_LOAD_SPEC_KEYWORDS = (("devices", "spec.devices"), ("microbatches", "spec.microbatches"), ("gpus", "mesh.gpus"),
+                       ("tensor_parallel", "mesh.tensor"), ("context_parallel", "mesh.context"),
+                       ("expert_parallel", "mesh.expert"), ("expert_tensor_parallel", "mesh.expert_tensor"),
+                       ("data_parallel", "mesh.data"), ("micro_batch", "mesh.micro_batch"),
+                       ("global_batch", "mesh.global_batch"))
+
+
+def test_load_spec_checks_its_overrides_with_the_options_table():
+    options = _core_tables()["options"]
+    spec_path = os.path.join(MODELS, "llama2-7b.yaml")
+    for keyword, key in _LOAD_SPEC_KEYWORDS:
+        lo, hi = options[key]
+        for v in (lo - 1, hi + 1):
+            with pytest.raises(pipesmith.BadInputError,
+                               match=rf"^{keyword} must be an integer in \[{lo:,}, {hi:,}\], got {v:,}$"):
+                pipesmith.load_spec(spec_path, **{keyword: v})
+    assert pipesmith.load_spec(spec_path, microbatches=options["spec.microbatches"][0]).microbatches == 1
+
+
+def test_plan_dimensions_and_rlimit_take_the_options_table():
+    options = _core_tables()["options"]
+    model = os.path.join(MODELS, "llama2-7b.yaml")
+    for dim, key in (("pipeline", "plan.devices"), ("tensor", "mesh.tensor"), ("expert_tensor", "mesh.expert_tensor"),
+                     ("micro_batch", "mesh.micro_batch")):
+        hi = options[key][1]
+        with pytest.raises(pipesmith.BadInputError, match=rf"^fix\['{dim}'\] must be an integer in \[1, {hi:,}\]"):
+            pipesmith.plan(model, gpus=8, global_batch=8, fix={dim: hi + 1})
+    for keyword, key in (("gpus", "mesh.gpus"), ("global_batch", "mesh.global_batch")):
+        hi = options[key][1]
+        kw = {"gpus": 8, "global_batch": 8, keyword: hi + 1}
+        with pytest.raises(pipesmith.BadInputError, match=rf"^{keyword} must be an integer in \[1, {hi:,}\]"):
+            pipesmith.plan(model, **kw)
+    lo, hi = options["synth.rlimit"]
+    assert lo == 0  # 0: Z3's share of the time limit
+    with pytest.raises(pipesmith.BadInputError, match=rf"^rlimit must be an integer in \[0, {hi:,}\], got {hi + 1:,}$"):
+        pipesmith.synthesize(pipesmith.load_spec(model, devices=2, microbatches=2), rlimit=hi + 1)
+
+
+def test_torch_profile_sizes_are_the_options_tables():
+    from pipesmith.torch.profile import ProfileError, ProfileOptions, profile_model
+    options = _core_tables()["options"]
+    spec = load_model(os.path.join(MODELS, "llama2-7b.yaml"))
+    for name in ("hidden", "seq", "vocab", "rows", "threads", "concurrent", "warmup", "repeats"):
+        lo, hi = options[f"profile.{name}"]
+        for v in (lo - 1, hi + 1):
+            with pytest.raises(ProfileError, match=rf"^{name} must be an integer in \[{lo}, {hi}\], got {v}$"):
+                profile_model(spec, ProfileOptions(**{name: v}))
+    with pytest.raises(ProfileError, match=r"^threads must be an integer in \[1, 1024\], got 2\.0; repeats must be"):
+        profile_model(spec, ProfileOptions(threads=2.0, repeats=0))
