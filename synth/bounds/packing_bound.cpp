@@ -28,15 +28,29 @@ double pigeonhole(const std::vector<double>& sorted_desc, int devices) {
   return best;
 }
 
+// A memo key of a search state: how many items of each type are left (mixed radix over the counts)
+// and the bin the search is at.
+class StateKey {
+ public:
+  explicit StateKey(const std::vector<int>& count) : radix_(count.size(), 1) {
+    for (size_t t = 1; t < count.size(); ++t) radix_[t] = radix_[t - 1] * (count[t - 1] + 1);
+  }
+  uint64_t operator()(const std::vector<int>& left, uint64_t bin) const {
+    uint64_t k = 0;
+    for (size_t t = 0; t < left.size(); ++t) k += radix_[t] * static_cast<uint64_t>(left[t]);
+    return k * 1024 + bin;
+  }
+
+ private:
+  std::vector<uint64_t> radix_;
+};
+
 // Can the layers (count[t] of cost w[t], w decreasing) be packed onto `bins` devices of capacity
 // `cap`? Returns 1 yes, 0 no, -1 undecided (work budget spent).
 class PackingSearch {
  public:
   PackingSearch(const std::vector<double>& w, const std::vector<int>& count, double cap, int64_t budget)
-      : w_(w), count_(count), cap_(cap * (1 + 1e-12)), budget_(budget) {
-    radix_.assign(w.size(), 1);
-    for (size_t t = 1; t < w.size(); ++t) radix_[t] = radix_[t - 1] * (count[t - 1] + 1);
-  }
+      : w_(w), count_(count), cap_(cap * (1 + 1e-12)), budget_(budget), key_(count) {}
 
   int run(int bins) {
     std::vector<int> left = count_;
@@ -45,12 +59,6 @@ class PackingSearch {
   }
 
  private:
-  uint64_t key(const std::vector<int>& left, int bins) const {
-    uint64_t k = 0;
-    for (size_t t = 0; t < left.size(); ++t) k += radix_[t] * static_cast<uint64_t>(left[t]);
-    return k * 1024 + static_cast<uint64_t>(bins);
-  }
-
   int fits(std::vector<int>& left, int bins) {
     double volume = 0;
     int first = -1;
@@ -61,7 +69,7 @@ class PackingSearch {
     if (first < 0) return 1;
     if (bins == 0 || volume > bins * cap_) return 0;
     if (--budget_ < 0) return 0;
-    const uint64_t k = key(left, bins);
+    const uint64_t k = key_(left, static_cast<uint64_t>(bins));
     if (failed_.count(k)) return 0;
     // One device takes a layer of the heaviest type left (some device must), then any maximal set
     // of the rest: adding a layer to a device that has room never makes the packing harder.
@@ -95,7 +103,7 @@ class PackingSearch {
   const std::vector<int>& count_;
   double cap_;
   int64_t budget_;
-  std::vector<uint64_t> radix_;
+  StateKey key_;
   std::unordered_set<uint64_t> failed_;
 };
 
@@ -105,10 +113,8 @@ class PackingSearch {
 class OffsetSearch {
  public:
   OffsetSearch(const std::vector<double>& w, const std::vector<int>& count, std::vector<double> caps, int64_t budget)
-      : w_(w), count_(count), caps_(std::move(caps)), budget_(budget) {
+      : w_(w), count_(count), caps_(std::move(caps)), budget_(budget), key_(count) {
     for (double& c : caps_) c = c * (1 + 1e-12) + 1e-9;  // a sum equal to the capacity fits
-    radix_.assign(w.size(), 1);
-    for (size_t t = 1; t < w.size(); ++t) radix_[t] = radix_[t - 1] * (count[t - 1] + 1);
     room_after_.assign(caps_.size() + 1, 0.0);
     for (size_t k = caps_.size(); k-- > 0;) room_after_[k] = room_after_[k + 1] + std::max(0.0, caps_[k]);
   }
@@ -120,12 +126,6 @@ class OffsetSearch {
   }
 
  private:
-  uint64_t key(const std::vector<int>& left, size_t bin) const {
-    uint64_t k = 0;
-    for (size_t t = 0; t < left.size(); ++t) k += radix_[t] * static_cast<uint64_t>(left[t]);
-    return k * 1024 + static_cast<uint64_t>(bin);
-  }
-
   int fits(std::vector<int>& left, size_t bin) {
     double volume = 0;
     bool any = false;
@@ -136,7 +136,7 @@ class OffsetSearch {
     if (!any) return 1;
     if (bin == caps_.size() || volume > room_after_[bin]) return 0;
     if (--budget_ < 0) return 0;
-    const uint64_t k = key(left, bin);
+    const uint64_t k = key_(left, static_cast<uint64_t>(bin));
     if (failed_.count(k)) return 0;
     const int r = extend(left, 0, caps_[bin], bin);
     if (r == 0) failed_.insert(k);
@@ -165,7 +165,7 @@ class OffsetSearch {
   const std::vector<int>& count_;
   std::vector<double> caps_;
   int64_t budget_;
-  std::vector<uint64_t> radix_;
+  StateKey key_;
   std::vector<double> room_after_;  // Σ max(0, cap) over bins k..end
   std::unordered_set<uint64_t> failed_;
 };
