@@ -103,34 +103,26 @@ class Fields {
       if (const JsonValue* v = get(k)) return integer(*v, k, min_value);
     return std::nullopt;
   }
-  std::optional<bool> flag(const char* key) {
+  // The value at `key` when it is of `kind` (`what` names the kind in the error); nullptr when absent
+  // or, after a located error, of another kind.
+  const JsonValue* of_kind(const char* key, JsonValue::Kind kind, const char* what) {
     const JsonValue* v = get(key);
-    if (!v) return std::nullopt;
-    if (v->kind != JsonValue::Kind::kBool) {
-      fail(fmt::format("'{}' must be true or false, got {}", key, v->kind_name()), v->loc);
-      return std::nullopt;
-    }
-    return v->boolean;
-  }
-  std::optional<std::string> text(const char* key) {
-    const JsonValue* v = get(key);
-    if (!v) return std::nullopt;
-    if (v->kind != JsonValue::Kind::kString) {
-      fail(fmt::format("'{}' must be a string, got {}", key, v->kind_name()), v->loc);
-      return std::nullopt;
-    }
-    return v->string;
-  }
-  // An array of `kind` values, or nullptr when absent.
-  const JsonValue* list(const char* key) {
-    const JsonValue* v = get(key);
-    if (!v) return nullptr;
-    if (v->kind != JsonValue::Kind::kArray) {
-      fail(fmt::format("'{}' must be an array, got {}", key, v->kind_name()), v->loc);
+    if (v && v->kind != kind) {
+      fail(fmt::format("'{}' must be {}, got {}", key, what, v->kind_name()), v->loc);
       return nullptr;
     }
     return v;
   }
+  std::optional<bool> flag(const char* key) {
+    const JsonValue* v = of_kind(key, JsonValue::Kind::kBool, "true or false");
+    return v ? std::optional<bool>(v->boolean) : std::nullopt;
+  }
+  std::optional<std::string> text(const char* key) {
+    const JsonValue* v = of_kind(key, JsonValue::Kind::kString, "a string");
+    return v ? std::optional<std::string>(v->string) : std::nullopt;
+  }
+  // An array, or nullptr when absent.
+  const JsonValue* list(const char* key) { return of_kind(key, JsonValue::Kind::kArray, "an array"); }
   long long integer(const JsonValue& v, const std::string& what, long long min_value) {
     long long x = 0;
     if (v.kind == JsonValue::Kind::kInt) {
