@@ -382,13 +382,16 @@ Result<CsvReadResult> parse_pytorch_csv(const std::string& text_in, const std::s
   s.programs.assign(rows.size(), {});
   CsvTally tally;
   for (size_t r = 0; r < rows.size(); ++r) PS_RETURN_IF_ERROR(read_csv_row(rows[r], r, file, s.programs[r], tally));
+  // Before the extent and the placement: a stage is placed by the actions the schedule keeps (a
+  // repeated gather on another rank would otherwise place it there, and the file written back would
+  // place it elsewhere).
+  drop_repeated_gathers(s, tally, res);
 
   Result<CsvExtent> extent = csv_extent(s, tally, opt, file, res);
   if (!extent.ok()) return extent.status();
   const std::vector<int> placement = csv_placement(s, extent->stages, res);
   s.problem = unit_problem(static_cast<int>(s.programs.size()), extent->microbatches, placement);
   s.problem.name = std::filesystem::path(file).stem().string();
-  drop_repeated_gathers(s, tally, res);
   mark_data_parallel_stages(s);
   add_csv_notes(s, tally, res);
   return res;
