@@ -16,6 +16,15 @@ int64_t sum_of_ends(const OpDag& dag, const TimedOrder& t) {
   return s;
 }
 
+// Moves list[from] to position `to`, the ops between shifting by one; move_op(list, to, from) undoes it.
+void move_op(std::vector<int>& list, int from, int to) {
+  if (to < from) {
+    std::rotate(list.begin() + to, list.begin() + from, list.begin() + from + 1);
+  } else {
+    std::rotate(list.begin() + from, list.begin() + from + 1, list.begin() + to + 1);
+  }
+}
+
 // The evaluations left: none once `max_evaluations` are used or the run is interrupted.
 bool may_evaluate(int64_t used, int64_t max_evaluations, const std::atomic<bool>* interrupt) {
   return used < max_evaluations && !(interrupt && interrupt->load(std::memory_order_relaxed));
@@ -36,12 +45,7 @@ void descend(const OpDag& dag, std::vector<std::vector<int>>& lists, int reach, 
         for (int delta = -reach; delta <= reach && more(); ++delta) {
           const int j = i + delta;
           if (delta == 0 || j < 0 || j >= len) continue;
-          // Move list[i] to position j.
-          if (j < i) {
-            std::rotate(list.begin() + j, list.begin() + i, list.begin() + i + 1);
-          } else {
-            std::rotate(list.begin() + i, list.begin() + i + 1, list.begin() + j + 1);
-          }
+          move_op(list, i, j);
           ++res.evaluations;
           Result<TimedOrder> t = evaluate_order(dag, lists, EdgeSet::kAll, true);
           bool keep = false;
@@ -57,12 +61,7 @@ void descend(const OpDag& dag, std::vector<std::vector<int>>& lists, int reach, 
             improved = true;
             break;  // list[i] changed: go on with the op now at i
           }
-          // Undo.
-          if (j < i) {
-            std::rotate(list.begin() + j, list.begin() + j + 1, list.begin() + i + 1);
-          } else {
-            std::rotate(list.begin() + i, list.begin() + j, list.begin() + j + 1);
-          }
+          move_op(list, j, i);  // undo
         }
       }
     }
@@ -106,16 +105,11 @@ PolishResult polish_order(const OpDag& dag, const TimedOrder& order, int reach, 
       const int i = static_cast<int>(next(static_cast<uint64_t>(len)));
       const int j = std::clamp(i + static_cast<int>(next(2 * static_cast<uint64_t>(reach) + 1)) - reach, 0, len - 1);
       if (i == j) continue;
-      std::vector<int> saved = list;
-      if (j < i) {
-        std::rotate(list.begin() + j, list.begin() + i, list.begin() + i + 1);
-      } else {
-        std::rotate(list.begin() + i, list.begin() + i + 1, list.begin() + j + 1);
-      }
+      move_op(list, i, j);
       ++res.evaluations;
       Result<TimedOrder> t = evaluate_order(dag, tl, EdgeSet::kAll, true);
       if (!t.ok()) {
-        list = std::move(saved);
+        move_op(list, j, i);
         continue;
       }
       trial_sum = sum_of_ends(dag, *t);
