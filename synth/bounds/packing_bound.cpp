@@ -45,75 +45,20 @@ class StateKey {
   std::vector<uint64_t> radix_;
 };
 
-// Can the layers (count[t] of cost w[t], w decreasing) be packed onto `bins` devices of capacity
-// `cap`? Returns 1 yes, 0 no, -1 undecided (work budget spent).
-class PackingSearch {
- public:
-  PackingSearch(const std::vector<double>& w, const std::vector<int>& count, double cap, int64_t budget)
-      : w_(w), count_(count), cap_(cap * (1 + 1e-12)), budget_(budget), key_(count) {}
-
-  int run(int bins) {
-    std::vector<int> left = count_;
-    const int r = fits(left, bins);
-    return budget_ < 0 ? (r == 1 ? 1 : -1) : r;
-  }
-
- private:
-  int fits(std::vector<int>& left, int bins) {
-    double volume = 0;
-    int first = -1;
-    for (size_t t = 0; t < left.size(); ++t) {
-      volume += left[t] * w_[t];
-      if (left[t] > 0 && first < 0) first = static_cast<int>(t);
-    }
-    if (first < 0) return 1;
-    if (bins == 0 || volume > bins * cap_) return 0;
-    if (--budget_ < 0) return 0;
-    const uint64_t k = key_(left, static_cast<uint64_t>(bins));
-    if (failed_.count(k)) return 0;
-    // One device takes a layer of the heaviest type left (some device must), then any maximal set
-    // of the rest: adding a layer to a device that has room never makes the packing harder.
-    left[first] -= 1;
-    const int r = extend(left, first, cap_ - w_[first], bins);
-    left[first] += 1;
-    if (r == 0) failed_.insert(k);
-    return r;
-  }
-
-  // Chooses how many more of types t.. go onto the current device (largest counts first).
-  int extend(std::vector<int>& left, size_t t, double room, int bins) {
-    if (--budget_ < 0) return 0;  // every node of the enumeration counts, not only the devices
-    if (t == left.size()) {
-      // Maximal: no layer left fits into the room.
-      for (size_t u = 0; u < left.size(); ++u)
-        if (left[u] > 0 && w_[u] <= room) return 0;
-      return fits(left, bins - 1);
-    }
-    const int most = std::min(left[t], static_cast<int>(std::floor(room / w_[t] + 1e-12)));
-    for (int n = most; n >= 0; --n) {
-      left[t] -= n;
-      const int r = extend(left, t + 1, room - n * w_[t], bins);
-      left[t] += n;
-      if (r == 1) return 1;
-    }
-    return 0;
-  }
-
-  const std::vector<double>& w_;
-  const std::vector<int>& count_;
-  double cap_;
-  int64_t budget_;
-  StateKey key_;
-  std::unordered_set<uint64_t> failed_;
-};
-
 // Can the items (count[t] of size w[t], w decreasing) be packed into bins of the given capacities
-// (caps[k] in any order; a negative one holds nothing)? Bins are filled in index order, each with a
-// maximal set of what is left. Returns 1 yes, 0 no, -1 undecided (work budget spent).
-class OffsetSearch {
+// (caps[k]; a negative one holds nothing)? Bins are filled in index order, each with a maximal set
+// of what is left: any packing can be rearranged so (moving a later bin's item into an earlier bin
+// with room keeps it a packing). With identical bins, each bin first takes an item of the largest
+// type left (some bin must). Failed states are remembered. Returns 1 yes, 0 no, -1 undecided (the
+// work budget spent: every node of the enumeration counts, not only the bins).
+class BinSearch {
  public:
-  OffsetSearch(const std::vector<double>& w, const std::vector<int>& count, std::vector<double> caps, int64_t budget)
-      : w_(w), count_(count), caps_(std::move(caps)), budget_(budget), key_(count) {
+  enum class Bins { kIdentical, kInOrder };
+
+  BinSearch(const std::vector<double>& w, const std::vector<int>& count, std::vector<double> caps, Bins bins,
+            int64_t budget)
+      : w_(w), count_(count), caps_(std::move(caps)), identical_(bins == Bins::kIdentical), budget_(budget),
+        key_(count) {
     for (double& c : caps_) c = c * (1 + 1e-12) + 1e-9;  // a sum equal to the capacity fits
     room_after_.assign(caps_.size() + 1, 0.0);
     for (size_t k = caps_.size(); k-- > 0;) room_after_[k] = room_after_[k + 1] + std::max(0.0, caps_[k]);
@@ -128,22 +73,29 @@ class OffsetSearch {
  private:
   int fits(std::vector<int>& left, size_t bin) {
     double volume = 0;
-    bool any = false;
+    int first = -1;  // the largest type left
     for (size_t t = 0; t < left.size(); ++t) {
       volume += left[t] * w_[t];
-      any = any || left[t] > 0;
+      if (left[t] > 0 && first < 0) first = static_cast<int>(t);
     }
-    if (!any) return 1;
+    if (first < 0) return 1;
     if (bin == caps_.size() || volume > room_after_[bin]) return 0;
     if (--budget_ < 0) return 0;
     const uint64_t k = key_(left, static_cast<uint64_t>(bin));
     if (failed_.count(k)) return 0;
-    const int r = extend(left, 0, caps_[bin], bin);
+    int r = 0;
+    if (identical_) {
+      left[first] -= 1;
+      r = extend(left, first, caps_[bin] - w_[first], bin);
+      left[first] += 1;
+    } else {
+      r = extend(left, 0, caps_[bin], bin);
+    }
     if (r == 0) failed_.insert(k);
     return r;
   }
 
-  // Chooses how many of types t.. go into bin `bin` (largest counts first).
+  // Chooses how many more of types t.. go into bin `bin` (largest counts first).
   int extend(std::vector<int>& left, size_t t, double room, size_t bin) {
     if (--budget_ < 0) return 0;
     if (t == left.size()) {
@@ -164,11 +116,67 @@ class OffsetSearch {
   const std::vector<double>& w_;
   const std::vector<int>& count_;
   std::vector<double> caps_;
+  bool identical_;
   int64_t budget_;
   StateKey key_;
   std::vector<double> room_after_;  // Σ max(0, cap) over bins k..end
   std::unordered_set<uint64_t> failed_;
 };
+
+// Items of equal size form a type; free items (size <= 0) are left out: they fit anywhere.
+struct ItemTypes {
+  std::vector<double> w;   // the sizes, decreasing
+  std::vector<int> count;  // items of each size
+  double states = 1;       // Π (count + 1): the search's state space
+
+  explicit ItemTypes(const std::vector<double>& sizes) {
+    std::map<double, int, std::greater<double>> types;
+    for (double x : sizes)
+      if (x > 0) ++types[x];
+    for (const auto& [size, n] : types) {
+      w.push_back(size);
+      count.push_back(n);
+      states *= n + 1;
+    }
+  }
+  // Too many types (profiled models with per-layer costs), states or bins make the search pointless.
+  bool searchable(int bins) const { return w.size() <= 12 && states <= 1e12 && bins < 1024; }
+};
+
+// Bisection on a capacity between lo (tried first: when it fits, it is the answer) and hi (known to
+// fit); probe(c) returns 1 fits, 0 does not, -1 undecided. The result: lo the largest capacity
+// proven too small (or lo itself when it fits), hi the least one found to fit, decided false when a
+// probe was undecided (the bisection stops there).
+struct Bisection {
+  double lo = 0, hi = 0;
+  bool decided = true;
+};
+template <class Probe>
+Bisection bisect_capacity(double lo, double hi, const Probe& probe) {
+  Bisection b{lo, hi, true};
+  const int first = probe(lo);
+  if (first == 1) {
+    b.hi = lo;
+    return b;
+  }
+  if (first < 0) {
+    b.decided = false;
+    return b;
+  }
+  for (int it = 0; it < 40 && b.hi - b.lo > 1e-6 * b.hi; ++it) {
+    const double mid = 0.5 * (b.lo + b.hi);
+    const int r = probe(mid);
+    if (r == 1) {
+      b.hi = mid;
+    } else if (r == 0) {
+      b.lo = mid;
+    } else {
+      b.decided = false;
+      break;
+    }
+  }
+  return b;
+}
 
 // Longest processing time first: an upper bound on the packing optimum.
 double lpt(const std::vector<double>& sorted_desc, int devices) {
@@ -190,52 +198,23 @@ PackingBound packing_bound(const std::vector<double>& layer_ms, int devices) {
   for (double x : c) total += x;
   double lo = std::max(b.pigeonhole_ms, total / devices);  // a capacity below this cannot fit
   b.exact_ms = lo;
-  // Types: equal costs. Too many types (profiled models with per-layer costs) or too many states
-  // make the search pointless; the pigeonhole bound stands.
-  std::map<double, int, std::greater<double>> types;
-  for (double x : c)
-    if (x > 0) ++types[x];  // free layers fit anywhere
-  std::vector<double> w;
-  std::vector<int> count;
-  double states = 1;
-  for (const auto& [cost, n] : types) {
-    w.push_back(cost);
-    count.push_back(n);
-    states *= n + 1;
-  }
-  if (w.size() > 12 || states > 1e12 || devices >= 1024) {
+  // Where the search is pointless (ItemTypes::searchable), the pigeonhole bound stands.
+  const ItemTypes items(c);
+  if (!items.searchable(devices)) {
     b.decided = false;
     return b;
   }
   // Bisection between a capacity known too small (lo, or the pigeonhole bound itself, which may
   // be feasible: then the search says so at once) and the LPT packing.
-  double hi = b.packing_ms;
-  constexpr int64_t kBudgetPerProbe = 2'000'000;
-  {
-    const int r = PackingSearch(w, count, lo, kBudgetPerProbe).run(devices);
-    if (r == 1) {
-      b.packing_ms = lo;
-      return b;  // the bound is met exactly
-    }
-    if (r < 0) {
-      b.decided = false;
-      return b;
-    }
-  }
-  for (int it = 0; it < 40 && hi - lo > 1e-6 * hi; ++it) {
-    const double mid = 0.5 * (lo + hi);
-    const int r = PackingSearch(w, count, mid, kBudgetPerProbe).run(devices);
-    if (r == 1) {
-      hi = mid;
-    } else if (r == 0) {
-      lo = mid;
-    } else {
-      b.decided = false;
-      break;
-    }
-  }
-  b.exact_ms = lo;
-  b.packing_ms = hi;
+  const Bisection r = bisect_capacity(lo, b.packing_ms, [&](double cap) {
+    constexpr int64_t kBudgetPerProbe = 2'000'000;
+    return BinSearch(items.w, items.count, std::vector<double>(devices, cap), BinSearch::Bins::kIdentical,
+                     kBudgetPerProbe)
+        .run();
+  });
+  b.exact_ms = r.lo;
+  b.packing_ms = r.hi;
+  b.decided = r.decided;
   return b;
 }
 
@@ -260,51 +239,21 @@ OffsetPacking offset_packing_bound(const std::vector<double>& item_ms, const std
   // Some bin holds the largest item, and none opens before offset_ms[0].
   b.fractional_ms = std::max(frac, offset_ms[0] + largest);
   b.bound_ms = b.fractional_ms;
-  std::map<double, int, std::greater<double>> types;
-  for (double x : item_ms)
-    if (x > 0) ++types[x];
-  std::vector<double> w;
-  std::vector<int> count;
-  double states = 1;
-  for (const auto& [size, n] : types) {
-    w.push_back(size);
-    count.push_back(n);
-    states *= n + 1;
-  }
-  if (w.empty()) return b;
-  if (w.size() > 12 || states > 1e12 || bins >= 1024) {
+  const ItemTypes items(item_ms);
+  if (!items.searchable(bins)) {
     b.decided = false;
     return b;
   }
-  auto probe = [&](double c) {
+  // Next fit (bins in order, each filled until the next item does not fit) leaves less than the
+  // largest item free in each bin, so all items fit once Q·C − Σ offsets − Q·largest >= total.
+  const Bisection r = bisect_capacity(b.fractional_ms, all_bins + largest, [&](double c) {
     std::vector<double> caps(bins);
     for (int k = 0; k < bins; ++k) caps[k] = c - offset_ms[k];
     constexpr int64_t kBudgetPerProbe = 400'000;
-    return OffsetSearch(w, count, std::move(caps), kBudgetPerProbe).run();
-  };
-  double lo = b.bound_ms;
-  // Next fit (bins in order, each filled until the next item does not fit) leaves less than the
-  // largest item free in each bin, so all items fit once Q·C − Σ offsets − Q·largest >= total.
-  double hi = all_bins + largest;
-  const int first = probe(lo);
-  if (first == 1) return b;  // the fractional bound is met
-  if (first < 0) {
-    b.decided = false;
-    return b;
-  }
-  for (int it = 0; it < 40 && hi - lo > 1e-6 * hi; ++it) {
-    const double mid = 0.5 * (lo + hi);
-    const int r = probe(mid);
-    if (r == 1) {
-      hi = mid;
-    } else if (r == 0) {
-      lo = mid;
-    } else {
-      b.decided = false;
-      break;
-    }
-  }
-  b.bound_ms = lo;
+    return BinSearch(items.w, items.count, std::move(caps), BinSearch::Bins::kInOrder, kBudgetPerProbe).run();
+  });
+  b.bound_ms = r.lo;
+  b.decided = r.decided;
   return b;
 }
 

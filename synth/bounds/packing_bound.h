@@ -46,7 +46,7 @@ PackingBound packing_bound(const std::vector<double>& layer_ms, int devices);
 // no assignment of the items fits (synth/bounds/global_bound.h uses it with the layers' M·c_l as
 // items and each device's earliest start as its offset). At least the fractional bound — the least C
 // with Σ_k max(0, C − offset_k) ≥ Σ items — and exactly the least feasible C up to 1e-6 relative
-// when the search decides every capacity it tries. The search is PackingSearch's over types of equal
+// when the search decides every capacity it tries. The search is packing_bound's over types of equal
 // size, one bin after the other, each taking a maximal set of what is left (any packing can be
 // rearranged so: moving a later bin's item into an earlier bin with room keeps it a packing); a
 // search that runs out of work counts as feasible, so the figure stays a valid bound.
