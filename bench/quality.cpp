@@ -27,7 +27,8 @@
 //
 //   bench/quality [--quick] [--solver-grid] [--models a,b] [--devices 4,8] [--m-factors 1,2,4,8]
 //                 [--p16] [--time-limit S] [--threads N] [--seed N] [--memory-variants]
-//                 [--memory-fraction F] [--svg-dir DIR] [--cuts-layers]
+//                 [--memory-fraction F] [--svg-dir DIR] [--cuts-layers] [--free-links] [--no-memory-cap]
+//                 [--settle-orders S]
 //
 // --time-limit is the whole budget of one synthesize_model() call (default 60 s; --quick: 10 s);
 // --threads its search threads (default 2); Z3 runs with `pipesmith synth`'s 2 contexts.
@@ -38,6 +39,16 @@
 // --cuts-layers adds a column: the same call with stages cut only between whole model layers
 // (`pipesmith synth --cuts layers`, ir/whole_layers.h), so the price of plans a module splitter can
 // build is measured per case (twice the time).
+// --free-links replaces the cluster's links by free ones (latency 0, bandwidth kFreeBandwidthGBps, one
+// node): every transfer then takes under 1e-24 ms, which the solver's integer times round to zero, so
+// communication costs nothing, as the global bound assumes. --no-memory-cap runs the cases with
+// unlimited device memory (memory_gb 0). The two together are issue 49's regime (no memory cap, no
+// communication); the header's second line names the links and memory in force.
+// --settle-orders S: after each case whose order is not proven optimal, synthesize() again on the plan
+// the case chose (the same Problem, seeded with the search's order, as synthesize_model() seeds it),
+// with S seconds and Z3's rlimit for S seconds: Z3 gets the whole encoding where it loads, so with a
+// long S this asks Z3 whether that plan's order is optimal. A table per case prints the outcome
+// (proven optimal, or the gap left to the plan's bound), Z3's time and the solver's status.
 //
 // With --svg-dir, one SVG per model (at the largest P, M = 2P, the cluster's memory): pipesmith's
 // schedule above interleaved 1F1B's, composed into one file on the same time axis (the shorter
@@ -92,12 +103,22 @@ struct Args {
   double memory_fraction = 0.6;  // of pipesmith's peak memory in the case before the variant
   std::string svg_dir;
   bool cuts_layers = false;
+  bool free_links = false;     // latency 0, bandwidth kFreeBandwidthGBps, one node
+  bool no_memory_cap = false;  // memory_gb 0 (unlimited)
+  double settle_s = 0;         // > 0: Z3 again on each chosen plan whose order is not proven optimal
 };
+
+// A link so fast that a transfer (at most a few GB) takes under 1e-24 ms: below any unit the op DAG's
+// time scale can pick (synth/dag/op_dag.cpp, at least 10^-9 ms), so it rounds to zero there, and the
+// checker's simulation differs from free transfers by less than that. The cluster files accept any
+// finite bandwidth > 0 (docs/inputs.md), so the same link can be written in a file for
+// `pipesmith synth --cluster`.
+constexpr double kFreeBandwidthGBps = 1e30;
 
 constexpr char kUsage[] =
     "usage: bench/quality [--quick] [--solver-grid] [--models a,b] [--devices 4,8] [--m-factors 1,2,4,8] [--p16] "
     "[--time-limit S] [--threads N] [--seed N] [--memory-variants] [--memory-fraction F] [--svg-dir DIR] "
-    "[--cuts-layers]\n";
+    "[--cuts-layers] [--free-links] [--no-memory-cap] [--settle-orders S]\n";
 
 int usage(const std::string& msg) {
   std::fprintf(stderr, "bench/quality: %s\n%s", msg.c_str(), kUsage);
@@ -132,6 +153,8 @@ std::string parse_args(int argc, char** argv, Args& a, bool& help) {
     else if (k == "--cuts-layers") a.cuts_layers = true;
     else if (k == "--p16") a.p16 = true;
     else if (k == "--memory-variants") a.memory_variants = true;
+    else if (k == "--free-links") a.free_links = true;
+    else if (k == "--no-memory-cap") a.no_memory_cap = true;
     else if (k == "--models" || k == "--svg-dir") {
       auto v = value();
       if (!v) return k + " needs a value";
@@ -143,16 +166,21 @@ std::string parse_args(int argc, char** argv, Args& a, bool& help) {
       if (!ints) return k + " needs a comma-separated list of positive integers";
       (k == "--devices" ? a.devices : a.m_factors) = *ints;
       (k == "--devices" ? devices_given : factors_given) = true;
-    } else if (k == "--time-limit" || k == "--threads" || k == "--seed" || k == "--memory-fraction") {
+    } else if (k == "--time-limit" || k == "--threads" || k == "--seed" || k == "--memory-fraction" ||
+               k == "--settle-orders") {
       auto v = value();
       if (!v) return k + " needs a value";
       char* end = nullptr;
       const double x = std::strtod(v->c_str(), &end);
       if (*end != '\0' || !(x >= 0) || !std::isfinite(x)) return fmt::format("{}: expected a number >= 0, got '{}'", k, *v);
-      if (k == "--time-limit") {
-        if (!(x > 0)) return "--time-limit: expected a number of seconds > 0, got '" + *v + "'";
-        a.time_limit_s = x;
-        limit_given = true;
+      if (k == "--time-limit" || k == "--settle-orders") {
+        if (!(x > 0)) return fmt::format("{}: expected a number of seconds > 0, got '{}'", k, *v);
+        if (k == "--settle-orders") {
+          a.settle_s = x;
+        } else {
+          a.time_limit_s = x;
+          limit_given = true;
+        }
       } else if (k == "--threads") a.threads = std::max(1, static_cast<int>(x));
       else if (k == "--seed") a.seed = static_cast<uint64_t>(x);
       else {
@@ -174,6 +202,9 @@ std::string parse_args(int argc, char** argv, Args& a, bool& help) {
     if (!limit_given && a.quick) a.time_limit_s = 10;
     a.memory_variants = true;
   }
+  if (a.no_memory_cap && a.memory_variants)
+    return "--no-memory-cap runs without a memory limit; the memory variants (--memory-variants, --memory-fraction, "
+           "--quick, --solver-grid) set one: give one or the other";
   if (a.p16 && std::find(a.devices.begin(), a.devices.end(), 16) == a.devices.end()) a.devices.push_back(16);
   return "";
 }
@@ -325,6 +356,11 @@ struct Row {
   std::string plan;
   int evaluated = 0;
   double ms_per_eval = 0;
+  // --settle-orders: synthesize() again on the chosen plan with the long budget.
+  bool settled = false;          // it ran (the order was not proven optimal by the case itself)
+  std::optional<SynthResult> settle;
+  std::string settle_error;      // it failed (never expected: the plan fits, it was just scheduled)
+  double settle_wall_s = 0;
 };
 
 // A model is homogeneous when its decoder layers all have one type (embedding/head aside).
@@ -379,6 +415,22 @@ void run_pipesmith(const Spec& spec, const Args& a, bool want_svg, Row& row) {
     row.solver = ps::bench::solver_case(s.certificate->extra, row.ours.ok ? row.ours.ms : m->result.makespan_ms,
                                         s.num_ops(), m->tuned ? m->tuned->simulated_ms : ps::bench::kNoValue);
   }
+  if (a.settle_s > 0 && !m->result.optimal && m->result.optimal_up_to_ms == 0) {
+    row.settled = true;
+    SynthOptions so;
+    so.time_limit_s = a.settle_s;
+    so.seed = static_cast<unsigned>(a.seed);
+    so.contexts = 2;  // pipesmith synth's portfolio
+    if (m->tuned) so.seed_schedule = m->tuned->schedule;
+    so.progress = [](const SynthProgress& p) {
+      std::fprintf(stderr, "  settle: %s\n", cli::synth_progress_line(p).c_str());
+    };
+    const auto ts = std::chrono::steady_clock::now();
+    Result<SynthResult> r = synthesize(m->problem, so, &spec);
+    row.settle_wall_s = seconds_since(ts);
+    if (r.ok()) row.settle = std::move(*r);
+    else row.settle_error = r.status().str();
+  }
   if (!m->tuned) return;
   const TuneResult& t = *m->tuned;
   row.evaluated = t.stats.evaluated;
@@ -425,10 +477,16 @@ Result<Row> run_case(const Args& a, const std::string& path, int P, int M, std::
   SpecOverrides ov;
   ov.devices = P;
   ov.microbatches = M;
-  ov.memory_gb = memory_gb;
+  ov.memory_gb = a.no_memory_cap ? std::optional<double>(0.0) : memory_gb;
   const std::string cluster = P <= 8 ? "configs/clusters/8xh100-80gb.yaml" : "configs/clusters/2x8-h100.yaml";
   Result<Spec> spec = load_spec(path, cluster, ov);
   if (!spec.ok()) return spec.status();
+  if (a.free_links) {
+    spec->cluster.link = LinkModel{kFreeBandwidthGBps, 0};
+    spec->cluster.inter_node_link = spec->cluster.link;
+    spec->cluster.devices_per_node = 0;
+    if (Status st = validate(*spec); !st.is_ok()) return st;
+  }
   Row row;
   row.model = spec->model.name;
   row.heterogeneous = is_heterogeneous(*spec);
@@ -455,6 +513,7 @@ Result<Row> run_case(const Args& a, const std::string& path, int P, int M, std::
 }
 
 std::string memory_cell(const Row& r) {
+  if (r.memory_gb == 0) return "unlimited";
   return r.variant_of_gb > 0 ? fmt::format("{:g} ({:.0f}%)", r.memory_gb, 100 * r.memory_gb / r.variant_of_gb)
                              : fmt::format("{:g}", r.memory_gb);
 }
@@ -593,6 +652,34 @@ void print_shape_table(const std::vector<Row>& rows) {
   }
 }
 
+// --settle-orders: per case, the chosen plan's order after the long Z3 run.
+void print_settle_table(const Args& a, const std::vector<Row>& rows) {
+  std::printf("| model | P | M | memory GB | ours ms | ours / global bound | Z3 %g s: order ms | plan bound ms | gap left | "
+              "outcome | Z3 s | solver status |\n",
+              a.settle_s);
+  std::printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---|\n");
+  for (const Row& r : rows) {
+    if (!r.ours.ok) continue;
+    const std::string head = fmt::format("| {} | {} | {} | {} | {:.3f} | {} |", r.model, r.P, r.M, memory_cell(r), r.ours.ms,
+                                         r.global_bound_ms > 0 ? fmt::format("{:.3f}", r.ours.ms / r.global_bound_ms) : "-");
+    if (!r.settled) {
+      std::printf("%s - | - | - | proven optimal by the case itself | - | %s |\n", head.c_str(),
+                  r.solver ? label_cell(r.solver->solver_status).c_str() : "-");
+      continue;
+    }
+    if (!r.settle) {
+      std::printf("%s - | - | - | error: %s | %.1f | - |\n", head.c_str(), label_cell(r.settle_error).c_str(), r.settle_wall_s);
+      continue;
+    }
+    const SynthResult& s = *r.settle;
+    const std::string outcome = s.optimal                 ? "proven optimal"
+                                : s.optimal_up_to_ms > 0 ? fmt::format("proven optimal up to {:.3f} ms of rounding", s.optimal_up_to_ms)
+                                                          : "not settled: gap left";
+    std::printf("%s %.3f | %.3f | %.2f%% | %s | %.1f | %s |\n", head.c_str(), s.makespan_ms, s.bound_ms, 100 * s.gap,
+                outcome.c_str(), s.solve_s, label_cell(s.solver_status).c_str());
+  }
+}
+
 // The memory-bound variants in one line.
 void print_variant_summary(const Args& a, const std::vector<const Row*>& rows) {
   int fits = 0, infeasible = 0, slower = 0, with_baseline = 0;
@@ -646,7 +733,11 @@ int main(int argc, char** argv) {
     fs::create_directories(a.svg_dir, ec);
     if (ec) return usage(fmt::format("cannot create '{}': {}", a.svg_dir, ec.message()));
   }
-  std::printf("Z3 %s\n\n", z3_version().c_str());  // bench/z3-both labels each run's rows with it
+  std::printf("Z3 %s\n", z3_version().c_str());  // bench/z3-both labels each run's rows with it
+  std::printf("links: %s; device memory: %s\n\n",
+              a.free_links ? fmt::format("free (latency 0, {:g} GB/s, one node)", kFreeBandwidthGBps).c_str()
+                           : "the cluster file's (8xh100-80gb for P <= 8, 2x8-h100 above)",
+              a.no_memory_cap ? "unlimited" : "the cluster file's");
   std::vector<Row> rows;
   const int svg_p = *std::max_element(a.devices.begin(), a.devices.end());
   for (const std::string& path : paths) {
@@ -689,6 +780,13 @@ int main(int argc, char** argv) {
   print_shape_table(rows);
   std::printf("\nPer shape class (P, M/P), every case with a schedule: pipesmith's iteration over the global lower "
               "bound (any partition, placement and order) and over its plan's certified bound (bound_ms).\n\n");
+  if (a.settle_s > 0) {
+    print_settle_table(a, rows);
+    std::printf("\nEach plan chosen above (its partition and placement fixed), scheduled again by synthesize() with "
+                "--settle-orders %g s (Z3's whole encoding where it loads, 2 contexts, seeded with the search's order): "
+                "the order it ends with, the plan's proven bound, the gap between them, and Z3's time.\n\n",
+                a.settle_s);
+  }
   print_summary(a, base_rows);
   if (!variant_rows.empty()) print_variant_summary(a, variant_rows);
   std::printf("\nZ3:\n");
