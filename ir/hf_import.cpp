@@ -235,16 +235,28 @@ std::vector<std::string> read_layer_types(Fields& f, long long layers) {
   return out;
 }
 
-Sublayer attention_kind(Fields& f, const std::vector<std::string>& types, size_t i,
-                        const std::vector<std::pair<std::string, Sublayer>>& known) {
-  for (const auto& [name, s] : known)
-    if (types[i] == name) return s;
-  std::string names;
-  for (const auto& [name, s] : known) names += (names.empty() ? "'" : ", '") + name + "'";
-  f.fail(fmt::format("'layer_types' entry {} is '{}' (expected one of: {})", i, types[i], names),
-         f.get("layer_types")->items[i].loc);
-  return Sublayer::kAttention;
+// Each decoder layer's mixer from `layer_types`, whose entries name one of `known` (an unknown one
+// is reported at its entry and left kAttention); false, `mixer` untouched, when read_layer_types
+// gives nothing.
+using LayerTypeNames = std::vector<std::pair<std::string, Sublayer>>;
+bool read_layer_mixers(Fields& f, long long layers, const LayerTypeNames& known, std::vector<Sublayer>& mixer) {
+  const std::vector<std::string> types = read_layer_types(f, layers);
+  for (size_t i = 0; i < types.size(); ++i) {
+    const auto it = std::find_if(known.begin(), known.end(), [&](const auto& k) { return k.first == types[i]; });
+    if (it != known.end()) {
+      mixer[i] = it->second;
+      continue;
+    }
+    std::string names;
+    for (const auto& [name, s] : known) names += (names.empty() ? "'" : ", '") + name + "'";
+    f.fail(fmt::format("'layer_types' entry {} is '{}' (expected one of: {})", i, types[i], names),
+           f.get("layer_types")->items[i].loc);
+    mixer[i] = Sublayer::kAttention;
+  }
+  return !types.empty();
 }
+const LayerTypeNames kFullOrSliding = {{"full_attention", Sublayer::kAttention},
+                                       {"sliding_attention", Sublayer::kSlidingAttention}};
 
 // A sliding window: `sliding_window` (needed when some layer slides).
 void add_window(Fields& f, ImportedModel& m) {
@@ -306,11 +318,7 @@ void read_decoder(Fields& f, ImportedModel& m) {
 
   // Which layers slide.
   std::vector<Sublayer> mixer(static_cast<size_t>(c.layers), Sublayer::kAttention);
-  std::vector<std::string> types = read_layer_types(f, c.layers);
-  if (!types.empty()) {
-    for (size_t i = 0; i < types.size(); ++i)
-      mixer[i] = attention_kind(f, types, i,
-                                {{"full_attention", Sublayer::kAttention}, {"sliding_attention", Sublayer::kSlidingAttention}});
+  if (read_layer_mixers(f, c.layers, kFullOrSliding, mixer)) {
     m.header.push_back("Attention: sliding or full per layer_types.");
   } else if ((t == "mistral" || t == "mixtral") && f.has("sliding_window")) {
     std::fill(mixer.begin(), mixer.end(), Sublayer::kSlidingAttention);
@@ -333,11 +341,7 @@ void read_gemma(Fields& f, ImportedModel& m) {
   Common c = read_common(f, m, true);
   arch(m, "ffn_hidden_size", f.need("intermediate_size"), f.source("intermediate_size"));
   std::vector<Sublayer> mixer(static_cast<size_t>(c.layers), Sublayer::kAttention);
-  std::vector<std::string> types = read_layer_types(f, c.layers);
-  if (!types.empty()) {
-    for (size_t i = 0; i < types.size(); ++i)
-      mixer[i] = attention_kind(f, types, i,
-                                {{"full_attention", Sublayer::kAttention}, {"sliding_attention", Sublayer::kSlidingAttention}});
+  if (read_layer_mixers(f, c.layers, kFullOrSliding, mixer)) {
     m.header.push_back("Attention: sliding or full per layer_types.");
   } else if (t == "gemma2") {
     for (long long i = 0; i < c.layers; i += 2) mixer[i] = Sublayer::kSlidingAttention;
@@ -425,11 +429,8 @@ void read_qwen3_next(Fields& f, ImportedModel& m) {
     arch(m, "deltanet_conv_kernel", *k, "linear_conv_kernel_dim");
   m.overrides[Sublayer::kAttention].push_back({"attention_output_gate", "true", "Qwen3-Next gates its attention output"});
   std::vector<Sublayer> mixer(static_cast<size_t>(c.layers), Sublayer::kGatedDeltaNet);
-  std::vector<std::string> types = read_layer_types(f, c.layers);
-  if (!types.empty()) {
-    for (size_t i = 0; i < types.size(); ++i)
-      mixer[i] = attention_kind(f, types, i,
-                                {{"full_attention", Sublayer::kAttention}, {"linear_attention", Sublayer::kGatedDeltaNet}});
+  if (read_layer_mixers(f, c.layers, {{"full_attention", Sublayer::kAttention}, {"linear_attention", Sublayer::kGatedDeltaNet}},
+                        mixer)) {
     m.header.push_back("Mixers: gated DeltaNet or full attention per layer_types.");
   } else {
     const long long interval = f.opt({"full_attention_interval"}, 1).value_or(4);
@@ -475,15 +476,13 @@ void read_minimax(Fields& f, ImportedModel& m) {
     }
     m.header.push_back("Attention: attn_type_list (0 lightning, 1 softmax).");
   } else {
-    std::vector<std::string> types = read_layer_types(f, c.layers);
-    if (types.empty()) {
+    if (!read_layer_mixers(f, c.layers,
+                           {{"full_attention", Sublayer::kAttention}, {"linear_attention", Sublayer::kLinearAttention}},
+                           mixer)) {
       f.fail(fmt::format("model_type {} needs 'attn_type_list' or 'layer_types', which the config does not give",
                          f.type()),
              f.object().loc);
     }
-    for (size_t i = 0; i < types.size(); ++i)
-      mixer[i] = attention_kind(f, types, i,
-                                {{"full_attention", Sublayer::kAttention}, {"linear_attention", Sublayer::kLinearAttention}});
     m.header.push_back("Attention: layer_types (linear = lightning, full = softmax).");
   }
   for (long long i = 0; i < c.layers; ++i) m.layers.push_back({{mixer[i], Sublayer::kMoe}});
