@@ -205,12 +205,48 @@ void resort(std::vector<int>& idx, const Times& key, uint64_t& work) {
   work += moves;
 }
 
-// Ranks in earliest-start order: the ops' leaf positions in a Θ-Λ tree.
-std::vector<int> ranks(const std::vector<int>& by_est) {
-  std::vector<int> pos(by_est.size());
-  for (size_t r = 0; r < by_est.size(); ++r) pos[by_est[r]] = static_cast<int>(r);
-  return pos;
-}
+// A window's Θ-Λ tree addressed by op (local index): an op's leaf is its rank in earliest-start
+// order. Starts empty.
+class WindowTree {
+ public:
+  WindowTree(const Window& w, const Orders& o, uint64_t& work)
+      : w_(w), pos_(w.size()), in_(w.size(), 0), tree_(work) {
+    for (size_t r = 0; r < o.by_est.size(); ++r) pos_[o.by_est[r]] = static_cast<int>(r);
+    tree_.reset(w.size());
+  }
+  void insert(int i) {
+    tree_.insert(pos_[i], w_.est[i], w_.p[i]);
+    in_[i] = 1;
+  }
+  void remove(int i) {
+    tree_.remove(pos_[i]);
+    in_[i] = 0;
+  }
+  void make_gray(int i) { tree_.make_gray(pos_[i], i); }
+  int64_t ect() const { return tree_.ect(); }
+  int64_t ect_bar() const { return tree_.ect_bar(); }
+  int responsible() const { return tree_.responsible(); }
+  // ECT of Θ without op i (taken out and put back when it is in).
+  int64_t ect_without(int i) {
+    if (!in_[i]) return tree_.ect();
+    tree_.remove(pos_[i]);
+    const int64_t ect = tree_.ect();
+    tree_.insert(pos_[i], w_.est[i], w_.p[i]);
+    return ect;
+  }
+  // The sweep detectable precedences and not-last share: inserts the ops of by_lst from position q
+  // on while their latest start is below t; returns the new q (how many of by_lst are in).
+  int insert_starting_before(int64_t t, const std::vector<int>& by_lst, int q) {
+    while (q < w_.size() && t > w_.lct[by_lst[q]] - w_.p[by_lst[q]]) insert(by_lst[q++]);
+    return q;
+  }
+
+ private:
+  const Window& w_;
+  std::vector<int> pos_;  // op -> leaf
+  std::vector<char> in_;  // op inserted (white or gray)
+  ThetaLambdaTree tree_;
+};
 
 // Overload check and edge finding (Vilím 2004). Θ = the ops with lct <= lct_j for decreasing j:
 // ECT(Θ) > lct(Θ) is an overload (no schedule); an op g outside Θ with ECT(Θ ∪ {g}) > lct(Θ) must
@@ -218,21 +254,19 @@ std::vector<int> ranks(const std::vector<int>& by_est) {
 // est_g >= ECT(Θ). Raises new_est; false on overload.
 bool edge_finding(const Window& w, const Orders& o, Times& new_est, uint64_t& work) {
   const int k = w.size();
-  const std::vector<int> pos = ranks(o.by_est);
-  ThetaLambdaTree tree(work);
-  tree.reset(k);
-  for (int i = 0; i < k; ++i) tree.insert(pos[i], w.est[i], w.p[i]);
+  WindowTree tree(w, o, work);
+  for (int i = 0; i < k; ++i) tree.insert(i);
   for (int q = k - 1; q >= 0; --q) {  // decreasing lct
     const int j = o.by_lct[q];
     if (tree.ect() > w.lct[j]) return false;
     if (q == 0) break;
-    tree.make_gray(pos[j], j);
+    tree.make_gray(j);
     const int64_t lct_theta = w.lct[o.by_lct[q - 1]];
     while (tree.ect_bar() > lct_theta) {
       const int g = tree.responsible();
       if (g < 0) break;  // cannot happen: ECT̄ > lct(Θ) >= ECT(Θ) needs a gray op
       new_est[g] = std::max(new_est[g], tree.ect());
-      tree.remove(pos[g]);
+      tree.remove(g);
     }
   }
   return true;
@@ -241,49 +275,29 @@ bool edge_finding(const Window& w, const Orders& o, Times& new_est, uint64_t& wo
 // Detectable precedences (Vilím): j precedes i whenever i cannot end before j's latest start
 // (est_i + p_i > lct_j − p_j), so i starts after all such j end: est_i >= ECT({those j}).
 void detectable_precedences(const Window& w, const Orders& o, Times& new_est, uint64_t& work) {
-  const int k = w.size();
-  const std::vector<int> pos = ranks(o.by_est);
-  ThetaLambdaTree tree(work);
-  tree.reset(k);
-  std::vector<char> in(k, 0);
+  WindowTree tree(w, o, work);
   int q = 0;
   for (int i : o.by_ect) {
-    while (q < k && w.est[i] + w.p[i] > w.lct[o.by_lst[q]] - w.p[o.by_lst[q]]) {
-      const int j = o.by_lst[q++];
-      tree.insert(pos[j], w.est[j], w.p[j]);
-      in[j] = 1;
-    }
-    if (in[i]) tree.remove(pos[i]);
-    new_est[i] = std::max(new_est[i], tree.ect());
-    if (in[i]) tree.insert(pos[i], w.est[i], w.p[i]);
+    q = tree.insert_starting_before(w.est[i] + w.p[i], o.by_lst, q);
+    new_est[i] = std::max(new_est[i], tree.ect_without(i));
   }
 }
 
 // Not-last (Vilím): with Ω = the other ops whose latest start is before lct_i, if ECT(Ω) > lst_i
 // then i cannot come after all of Ω, so it ends by the latest start of Ω's last-starting op.
 void not_last(const Window& w, const Orders& o, Times& new_lct, uint64_t& work) {
-  const int k = w.size();
-  const std::vector<int> pos = ranks(o.by_est);
-  ThetaLambdaTree tree(work);
-  tree.reset(k);
-  std::vector<char> in(k, 0);
+  WindowTree tree(w, o, work);
   int q = 0;
   for (int i : o.by_lct) {
-    while (q < k && w.lct[i] > w.lct[o.by_lst[q]] - w.p[o.by_lst[q]]) {
-      const int j = o.by_lst[q++];
-      tree.insert(pos[j], w.est[j], w.p[j]);
-      in[j] = 1;
-    }
+    q = tree.insert_starting_before(w.lct[i], o.by_lst, q);
     // The last-starting op of Ω = Θ \ {i}.
     int last = q - 1;
     if (last >= 0 && o.by_lst[last] == i) --last;
     if (last < 0) continue;
-    if (in[i]) tree.remove(pos[i]);
-    if (tree.ect() > w.lct[i] - w.p[i]) {
+    if (tree.ect_without(i) > w.lct[i] - w.p[i]) {
       const int j = o.by_lst[last];
       new_lct[i] = std::min(new_lct[i], w.lct[j] - w.p[j]);
     }
-    if (in[i]) tree.insert(pos[i], w.est[i], w.p[i]);
   }
 }
 
