@@ -33,11 +33,7 @@ struct ProfileFlags {
   std::string cluster;
   std::string backend = "host";
   std::string output = "-";
-  double scale = 1.0;
-  int tokens = 32;
-  int repeats = 5;
-  int warmup = 2;
-  double timeout_s = 60;
+  rt::ProfileOptions options;  // --scale, --tokens, --repeats, --warmup, --timeout (the library's defaults)
   std::string widths = "cost";
   // --backend torch only (pipesmith.torch.profile's flags); 0 / "" = that module's default.
   int hidden = 0;
@@ -121,7 +117,8 @@ int run_torch_profile(const ProfileFlags& f) {
   std::fprintf(stderr, "profile: --backend torch: %s -m pipesmith.torch.profile (the package: %s)\n", python.c_str(),
                tp.origin.c_str());
   std::vector<std::string> args = {python, "-m", "pipesmith.torch.profile", "-o", f.output,
-                                   "--repeats", std::to_string(f.repeats), "--warmup", std::to_string(f.warmup)};
+                                   "--repeats", std::to_string(f.options.repeats), "--warmup",
+                                   std::to_string(f.options.warmup)};
   if (f.hf.empty()) {
     args.insert(args.begin() + 3, f.model);
   } else {
@@ -196,20 +193,15 @@ int run_profile(const ProfileFlags& f) {
   if (Status st = check_outputs({{f.output, "-o"}}, {f.model, f.cluster}); !st.is_ok()) return report_error(st);
   auto spec = load_spec(f.model, f.cluster);
   if (!spec) return report_error(spec.status());
-  rt::ProfileOptions po;
-  po.model.scale = f.scale;
-  po.model.tokens = f.tokens;
+  rt::ProfileOptions po = f.options;
   if (f.widths != "cost" && f.widths != "params")
     return report_error(Status::bad_input(fmt::format("--widths must be cost or params, got '{}'", f.widths)));
   po.model.widths_from_params = f.widths == "params";
-  po.repeats = f.repeats;
-  po.warmup = f.warmup;
-  po.timeout_s = f.timeout_s;
   {  // on the host, or on one GPU for the cuda backend (without a usable GPU the backend says so itself)
     auto need = rt::estimate_profile_memory(*spec, po);
     if (!need) return report_error(need.status());
     const std::string what = fmt::format("profiling '{}' (--scale {:g}, --tokens {}, {} microbatches a layer type)",
-                                         f.model, f.scale, f.tokens, f.warmup + f.repeats);
+                                         f.model, po.model.scale, po.model.tokens, po.warmup + po.repeats);
     Status st = Status::ok();
     if (f.backend == "host") {
       st = rt::check_fits(*need, rt::host_memory(), what);
@@ -261,16 +253,16 @@ Runner add_profile(CLI::App& app) {
                   "python -m pipesmith.torch.profile (Python: $PIPESMITH_PYTHON, else the one installed beside this command, "
                   "else a build tree's .venv and BUILD/python, else python3; docs/pytorch.md, 'Profiling')");
   sub->add_option("-o,--output", f->output, "Model YAML to write (default - = stdout; otherwise a table is printed)");
-  sub->add_option("--scale", f->scale, "Width multiplier of the executable model (as in `pipesmith run`)")
+  sub->add_option("--scale", f->options.model.scale, "Width multiplier of the executable model (as in `pipesmith run`)")
       ->check(flags::scale());
-  sub->add_option("--tokens", f->tokens, "Tokens per microbatch (default 32)")
+  sub->add_option("--tokens", f->options.model.tokens, "Tokens per microbatch (default 32)")
       ->check(flags::option(limits::option::kTokens));
   sub->add_option("--widths", f->widths, "Block widths from costs (default) or params_m (as `pipesmith run --widths`)");
-  sub->add_option("--repeats", f->repeats, "Measured microbatches per layer type (default 5, at most 1000; median)")
+  sub->add_option("--repeats", f->options.repeats, "Measured microbatches per layer type (default 5, at most 1000; median)")
       ->check(flags::option(limits::option::kProfileRepeats));
-  sub->add_option("--warmup", f->warmup, "Unmeasured microbatches first (default 2, at most 1000)")
+  sub->add_option("--warmup", f->options.warmup, "Unmeasured microbatches first (default 2, at most 1000)")
       ->check(flags::option(limits::option::kProfileWarmup));
-  sub->add_option("--timeout", f->timeout_s, "Watchdog seconds (default 60)")->check(flags::timeout_s());
+  sub->add_option("--timeout", f->options.timeout_s, "Watchdog seconds (default 60)")->check(flags::timeout_s());
   const char* torch_only = "--backend torch: ";
   sub->add_option("--hidden", f->hidden, std::string(torch_only) + "hidden size of the reference model (default 256); with --hf "
                                                   "of the transformers model (default: the config's)")
