@@ -44,9 +44,11 @@ inline constexpr double kMaxTimeLimitS = 1e6;
 // derived figure (per stage, per device, per iteration; bounds; the simulated makespan) finite.
 inline constexpr double kMaxIterationTotal = 1e15;
 
-// The integer options of the library's calls (synth, plan, run, profile, import), each with its range:
-// one table that the command's flags (cli/number_flags.h) and the Python keywords (pipesmith._tables)
-// check through check_option, so an option has one range and one wording under every spelling. `name`
+// The integer options of the library's calls (synth, plan, run, profile, import) and the integer fields
+// of the input files that size the problem (the cluster's devices and GPUs, a schedule file's devices,
+// microbatches and GPUs), each with its range: one table that the command's flags (cli/number_flags.h),
+// the Python keywords (pipesmith._tables) and the file readers check through check_option, so a quantity
+// has one range and one wording under every spelling. `name`
 // is the library's (the field of the options struct, Python's keyword); the CLI's flag spelling and
 // "absent" are the callers' (synth's evaluations is 0 when not given, as Python's default).
 struct IntOption {
@@ -59,6 +61,7 @@ struct IntOption {
 namespace option {
 inline constexpr IntOption kDevices{"spec", "devices", 1, kMaxDevices};                // every command's P override
 inline constexpr IntOption kMicrobatches{"spec", "microbatches", 1, kMaxMicrobatches};  // and its M override
+inline constexpr IntOption kDevicesPerNode{"cluster", "devices_per_node", 1, kMaxDevices};  // pipeline devices a node
 inline constexpr IntOption kEvaluations{"synth", "evaluations", 1, 1'000'000'000};  // synth: search candidates
 inline constexpr IntOption kZ3Threads{"synth", "z3_threads", 1, 64};                // synth --threads: Z3's portfolio
 inline constexpr IntOption kSearchThreads{"synth", "search_threads", 1, 256};       // synth: candidates at once
@@ -74,6 +77,7 @@ inline constexpr IntOption kMeshDevices{"plan", "devices", 1, kMaxDevices};     
 // ir/mesh.h: limits.cpp asserts the two agree), the global batch at most that many microbatches of each.
 inline constexpr int64_t kMaxMeshGpus = 1'048'576;
 inline constexpr IntOption kMeshGpus{"mesh", "gpus", 1, kMaxMeshGpus};
+inline constexpr IntOption kMeshGpusPerNode{"mesh", "gpus_per_node", 1, kMaxMeshGpus};
 inline constexpr IntOption kMeshTensor{"mesh", "tensor", 1, kMaxMeshGpus};
 inline constexpr IntOption kMeshContext{"mesh", "context", 1, kMaxMeshGpus};
 inline constexpr IntOption kMeshExpert{"mesh", "expert", 1, kMaxMeshGpus};
@@ -100,13 +104,11 @@ inline constexpr IntOption kExpectedMicrobatches{"verify", "microbatches", 1, kM
 inline constexpr IntOption kExpectedStages{"verify", "stages", 1, kMaxStages};
 // Every entry, for the tables Python reads (pipesmith._tables) and the docs' table.
 inline constexpr IntOption kAll[] = {
-    kDevices,         kMicrobatches,      kEvaluations,        kZ3Threads,         kSearchThreads,
-    kSeed,            kRlimit,            kMeshTop,            kMeshEvaluations,   kMeshDevices,
-    kMeshGpus,        kMeshTensor,        kMeshContext,        kMeshExpert,        kMeshExpertTensor,
-    kMeshData,        kMeshMicroBatch,    kMeshGlobalBatch,    kTokens,            kProfileRepeats,
-    kProfileWarmup,   kProfileLayers,     kProfileHidden,      kProfileSeq,        kProfileVocab,
-    kProfileRows,     kProfileThreads,    kProfileConcurrent,  kImportSeqLength,   kImportMicroBatchSize,
-    kImportVocabShards, kExpectedMicrobatches, kExpectedStages};
+    kDevices, kMicrobatches, kDevicesPerNode, kEvaluations, kZ3Threads, kSearchThreads, kSeed, kRlimit, kMeshTop,
+    kMeshEvaluations, kMeshDevices, kMeshGpus, kMeshGpusPerNode, kMeshTensor, kMeshContext, kMeshExpert,
+    kMeshExpertTensor, kMeshData, kMeshMicroBatch, kMeshGlobalBatch, kTokens, kProfileRepeats, kProfileWarmup,
+    kProfileLayers, kProfileHidden, kProfileSeq, kProfileVocab, kProfileRows, kProfileThreads, kProfileConcurrent,
+    kImportSeqLength, kImportMicroBatchSize, kImportVocabShards, kExpectedMicrobatches, kExpectedStages};
 }  // namespace option
 
 // Whether v is within the option's range.

@@ -303,10 +303,8 @@ Result<Mesh> resolve_mesh(const ParallelInput& given, const ParallelInput& overr
       return Status::bad_input(fmt::format("{} x data ({}) = {} must equal {} ({})", ptc_words, m.data, product,
                                            gpus_name, *gpus),
                                at("data").valid() ? at("data") : gpus_at);
-    if (product > kMaxGpus)
-      return Status::bad_input(
-          fmt::format("{} x data ({}) = {} GPUs; at most {} are supported", ptc_words, m.data, product, kMaxGpus),
-          at("data"));
+    PS_RETURN_IF_ERROR(limits::check_option(limits::option::kMeshGpus, product,
+                                            fmt::format("the GPUs, {} x data ({}),", ptc_words, m.data), at("data")));
     m.gpus = product;
   } else if (gpus) {
     if (*gpus % ptc != 0)
@@ -317,8 +315,8 @@ Result<Mesh> resolve_mesh(const ParallelInput& given, const ParallelInput& overr
     m.data = static_cast<int>(*gpus / ptc);
     m.gpus = *gpus;
   } else {
-    if (ptc > kMaxGpus)
-      return Status::bad_input(fmt::format("{} GPUs; at most {} are supported", ptc_words, kMaxGpus), in.loc);
+    PS_RETURN_IF_ERROR(
+        limits::check_option(limits::option::kMeshGpus, ptc, fmt::format("the GPUs, {},", ptc_words), in.loc));
     m.data = 1;
     m.gpus = ptc;
   }

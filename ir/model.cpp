@@ -108,6 +108,14 @@ Result<double> get_number_min(const Entry& e, const std::string& what, double mi
   return v;
 }
 
+// An integer field that sizes the problem, checked against its entry of the options table (ir/limits.h).
+Result<long long> get_option(const Entry& e, const std::string& what, const limits::IntOption& o) {
+  Result<long long> v = get_int(e, what);
+  if (!v.ok()) return v;
+  if (Status st = limits::check_option(o, *v, field_name(e, what), e.value_loc); !st) return st;
+  return v;
+}
+
 Result<long long> get_int_min(const Entry& e, const std::string& what, long long min) {
   Result<long long> v = get_int(e, what);
   if (!v.ok()) return v;
@@ -855,11 +863,8 @@ Result<ClusterDraft> parse_cluster(const Ctx& c, const Entry& e) {
       if (!v.ok()) return v.status();
       cl.name = *v;
     } else if (x.key == "devices") {
-      Result<long long> v = get_int_min(x, "cluster", 1);
+      Result<long long> v = get_option(x, "cluster", limits::option::kDevices);
       if (!v.ok()) return v.status();
-      if (*v > limits::kMaxDevices)
-        return Status::bad_input(fmt::format("cluster: devices must be <= {}, got {}", limits::kMaxDevices, *v),
-                                 x.value_loc);
       cl.devices = static_cast<int>(*v);
       d.devices_given = true;
     } else if (x.key == "memory_gb") {
@@ -871,11 +876,8 @@ Result<ClusterDraft> parse_cluster(const Ctx& c, const Entry& e) {
       if (!v.ok()) return v.status();
       cl.op_overhead_ms = *v;
     } else if (x.key == "devices_per_node") {
-      Result<long long> v = get_int_min(x, "cluster", 1);
+      Result<long long> v = get_option(x, "cluster", limits::option::kDevicesPerNode);
       if (!v.ok()) return v.status();
-      if (*v > limits::kMaxDevices)
-        return Status::bad_input(
-            fmt::format("cluster: devices_per_node must be <= {}, got {}", limits::kMaxDevices, *v), x.value_loc);
       cl.devices_per_node = static_cast<int>(*v);
     } else if (x.key == "link" || x.key == "inter_node_link") {
       Result<LinkModel> l = parse_link(c, x, "cluster." + x.key);
@@ -887,10 +889,9 @@ Result<ClusterDraft> parse_cluster(const Ctx& c, const Entry& e) {
       if (!h.ok()) return h.status();
       d.hw = *h;
     } else if (x.key == "gpus" || x.key == "gpus_per_node") {  // the mesh's GPUs (ir/mesh.h)
-      Result<long long> v = get_int_min(x, "cluster", 1);
+      Result<long long> v = get_option(
+          x, "cluster", x.key == "gpus" ? limits::option::kMeshGpus : limits::option::kMeshGpusPerNode);
       if (!v.ok()) return v.status();
-      if (*v > kMaxGpus)
-        return Status::bad_input(fmt::format("cluster: {} must be <= {}, got {}", x.key, kMaxGpus, *v), x.value_loc);
       if (x.key == "gpus") {
         cl.gpus = *v;
         cl.gpus_loc = x.value_loc;
@@ -921,11 +922,8 @@ Status parse_pipeline(const Entry& e, const Ctx& c, Draft& d) {
   p.loc = e.key_loc;
   for (const Entry& x : m->entries) {
     if (x.key == "microbatches") {
-      Result<long long> v = get_int_min(x, "pipeline", 1);
+      Result<long long> v = get_option(x, "pipeline", limits::option::kMicrobatches);
       if (!v.ok()) return v.status();
-      if (*v > limits::kMaxMicrobatches)
-        return Status::bad_input(
-            fmt::format("pipeline: microbatches must be <= {}, got {}", limits::kMaxMicrobatches, *v), x.value_loc);
       p.microbatches = static_cast<int>(*v);
       d.microbatches_given = true;
     } else {
@@ -1437,34 +1435,26 @@ Status validate(const Spec& spec) {
     }
   }
   const Cluster& c = spec.cluster;
-  if (c.devices < 1)
-    return Status::bad_input(fmt::format("cluster: devices must be >= 1, got {}", c.devices),
-                             c.loc);
+  PS_RETURN_IF_ERROR(limits::check_option(limits::option::kDevices, c.devices, "cluster.devices", c.loc));
   if (Status st = check_memory_limit_gb(c.memory_gb, "cluster: memory_gb"); !st)
     return Status::bad_input(st.message(), c.loc);
   PS_RETURN_IF_ERROR(check_cost("cluster", "op_overhead_ms", c.op_overhead_ms, c.loc));
-  if (c.devices_per_node < 0) {
-    return Status::bad_input(
-        fmt::format("cluster: devices_per_node must be >= 0, got {}", c.devices_per_node), c.loc);
-  }
+  if (c.devices_per_node != 0)  // 0: one node
+    PS_RETURN_IF_ERROR(limits::check_option(limits::option::kDevicesPerNode, c.devices_per_node,
+                                            "cluster.devices_per_node", c.loc));
   PS_RETURN_IF_ERROR(check_link(c.link, "cluster.link", c.loc));
   if (c.devices_per_node > 0)
     PS_RETURN_IF_ERROR(check_link(c.inter_node_link, "cluster.inter_node_link", c.loc));
   const PipelineConfig& p = spec.pipeline;
-  if (p.microbatches < 1) {
-    return Status::bad_input(
-        fmt::format("pipeline: microbatches must be >= 1, got {}", p.microbatches), p.loc);
-  }
+  PS_RETURN_IF_ERROR(
+      limits::check_option(limits::option::kMicrobatches, p.microbatches, "pipeline.microbatches", p.loc));
   if (!(p.bytes_per_param > 0) || !std::isfinite(p.bytes_per_param)) {
     return Status::bad_input(
         fmt::format("pipeline: bytes_per_param must be > 0, got {}", p.bytes_per_param), p.loc);
   }
-  if (c.devices > limits::kMaxDevices || p.microbatches > limits::kMaxMicrobatches ||
-      static_cast<int64_t>(m.layers.size()) > limits::kMaxLayers)
-    return Status::bad_input(fmt::format("{} devices, {} microbatches, {} layers: at most {}, {} and {} are supported",
-                                         c.devices, p.microbatches, m.layers.size(), limits::kMaxDevices,
-                                         limits::kMaxMicrobatches, limits::kMaxLayers),
-                             p.loc);
+  if (static_cast<int64_t>(m.layers.size()) > limits::kMaxLayers)
+    return Status::bad_input(
+        fmt::format("{} layers: at most {} are supported", m.layers.size(), limits::kMaxLayers), p.loc);
   return check_totals(spec);
 }
 

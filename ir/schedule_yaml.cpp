@@ -179,16 +179,17 @@ class FieldReader {
                              yamlu::loc_of(map_, file_));
   }
 
+  // An integer in [min, max] (an index: a stage's id, a device), in check_option's wording.
   Status read_int(std::string_view key, bool required, long long min, long long max, int& out) const {
+    return read_int(key, required, limits::IntOption{"", "", min, max}, out);
+  }
+  // A field that sizes the problem, checked against its entry of the options table (ir/limits.h).
+  Status read_int(std::string_view key, bool required, const limits::IntOption& o, int& out) const {
     const Field* f = get(key);
     if (!f) return required ? missing(key) : Status::ok();
     auto v = yamlu::to_int(f->value, file_, name(key));
     if (!v) return v.status();
-    if (*v < min || *v > max) {
-      return Status::bad_input(
-          fmt::format("{}: must be in [{}, {}], got {}", name(key), min, max, *v),
-          yamlu::loc_of(f->value, file_));
-    }
+    PS_RETURN_IF_ERROR(limits::check_option(o, *v, name(key), yamlu::loc_of(f->value, file_)));
     out = static_cast<int>(*v);
     return Status::ok();
   }
@@ -267,7 +268,7 @@ Status read_mesh_throughput(const std::string& file, const YAML::Node& n, MeshTh
   if (!fields) return fields.status();
   FieldReader r(file, n, *fields, "problem.mesh");
   int gpus = 0;
-  PS_RETURN_IF_ERROR(r.read_int("gpus", true, 1, static_cast<long long>(kMaxGpus), gpus));
+  PS_RETURN_IF_ERROR(r.read_int("gpus", true, limits::option::kMeshGpus, gpus));
   t.gpus = gpus;
   PS_RETURN_IF_ERROR(r.read_nonneg("tokens_per_iteration", true, t.tokens_per_iteration));
   PS_RETURN_IF_ERROR(r.read_nonneg("model_flops_per_token", true, t.model_flops_per_token));
@@ -283,8 +284,8 @@ Status read_problem(const std::string& file, const YAML::Node& n, Problem& p) {
   if (!fields) return fields.status();
   FieldReader r(file, n, *fields, "problem");
   PS_RETURN_IF_ERROR(r.read_string("name", false, p.name));
-  PS_RETURN_IF_ERROR(r.read_int("devices", true, 1, kMaxDevices, p.devices));
-  PS_RETURN_IF_ERROR(r.read_int("microbatches", true, 1, kMaxMicrobatches, p.microbatches));
+  PS_RETURN_IF_ERROR(r.read_int("devices", true, limits::option::kDevices, p.devices));
+  PS_RETURN_IF_ERROR(r.read_int("microbatches", true, limits::option::kMicrobatches, p.microbatches));
   PS_RETURN_IF_ERROR(r.read_nonneg("memory_gb", false, p.memory_gb));
   PS_RETURN_IF_ERROR(r.read_nonneg("bytes_per_param", false, p.bytes_per_param));
   if (const Field* f = r.get("link")) PS_RETURN_IF_ERROR(read_link(file, f->value, "problem.link", p.link));

@@ -26,6 +26,7 @@ LIMITS: dict[str, int | float] = {
 OPTIONS: dict[str, tuple[int, int]] = {
     "spec.devices": (1, 100000),
     "spec.microbatches": (1, 1000000),
+    "cluster.devices_per_node": (1, 100000),
     "synth.evaluations": (1, 1000000000),
     "synth.z3_threads": (1, 64),
     "synth.search_threads": (1, 256),
@@ -35,6 +36,7 @@ OPTIONS: dict[str, tuple[int, int]] = {
     "plan.evaluations": (1, 1000000),
     "plan.devices": (1, 100000),
     "mesh.gpus": (1, 1048576),
+    "mesh.gpus_per_node": (1, 1048576),
     "mesh.tensor": (1, 1048576),
     "mesh.context": (1, 1048576),
     "mesh.expert": (1, 1048576),

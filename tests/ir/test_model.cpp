@@ -285,7 +285,14 @@ TEST_CASE("model: located errors for values and keys") {
        "cluster.link: unknown key 'latency' (did you mean 'latency_us'?); allowed keys: "
        "bandwidth_gb_per_s, latency_us"},
       {model_yaml("EML", "cluster: {devices: -2}\npipeline: {microbatches: 8}\n"), 12, 20,
-       "cluster: devices must be >= 1, got -2"},
+       "cluster.devices must be an integer in [1, 100000], got -2"},
+      // The cluster's counts are checked against the options table (ir/limits.h), one wording for all.
+      {model_yaml("EML", "cluster: {devices: 2, devices_per_node: 0}\npipeline: {microbatches: 8}\n"), 12, 41,
+       "cluster.devices_per_node must be an integer in [1, 100000], got 0"},
+      {model_yaml("EML", "cluster: {devices: 2, gpus: 2000000}\npipeline: {microbatches: 8}\n"), 12, 29,
+       "cluster.gpus must be an integer in [1, 1048576], got 2000000"},
+      {model_yaml("EML", "cluster: {devices: 2, gpus_per_node: 0}\npipeline: {microbatches: 8}\n"), 12, 38,
+       "cluster.gpus_per_node must be an integer in [1, 1048576], got 0"},
       {model_yaml("EML", "cluster: {devices: 2, memory_gb: lots}\npipeline: {microbatches: 8}\n"),
        12, 34, "cluster.memory_gb: expected a finite number, got 'lots'"},
       {model_yaml("EML",
@@ -317,6 +324,18 @@ TEST_CASE("model: located errors for values and keys") {
   }
 }
 
+TEST_CASE("model: a mesh of more GPUs than the options table allows is refused in its wording") {
+  // pipeline 2 x tensor 1,048,576: every degree is within its row, their product is not.
+  Result<Spec> s = parse_spec(model_yaml("EML", "cluster: {devices: 2}\npipeline: {microbatches: 8}\n"
+                                                "parallel: {tensor: 1048576}\n"),
+                              "m.yaml");
+  REQUIRE_FALSE(s.ok());
+  CHECK(s.status().message() ==
+        "the GPUs, pipeline devices (2) x tensor (1048576) x context (1) = 2097152, must be an integer in "
+        "[1, 1048576], got 2097152");
+  CHECK(s.status().loc().file == "m.yaml");
+}
+
 TEST_CASE("model: validate() checks programmatic specs") {
   Result<Spec> ok = parse_spec(model_yaml("EML"), "m.yaml");
   REQUIRE(ok.ok());
@@ -338,10 +357,10 @@ TEST_CASE("model: validate() checks programmatic specs") {
   CHECK(validate(s).message() == "layer 1: input 2 must name an earlier layer (0..0)");
   s = *ok;
   s.cluster.devices = 0;
-  CHECK(validate(s).message() == "cluster: devices must be >= 1, got 0");
+  CHECK(validate(s).message() == "cluster.devices must be an integer in [1, 100000], got 0");
   s = *ok;
   s.pipeline.microbatches = 0;
-  CHECK(validate(s).message() == "pipeline: microbatches must be >= 1, got 0");
+  CHECK(validate(s).message() == "pipeline.microbatches must be an integer in [1, 1000000], got 0");
   s = *ok;
   s.model.layers.clear();
   CHECK(validate(s).message() == "model has no layers");

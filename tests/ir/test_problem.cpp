@@ -142,7 +142,7 @@ TEST_CASE("problem: partition and placement errors") {
   bad.cluster.devices = 0;
   Result<Problem> p = make_problem(bad, {{0, 5}}, {0});
   REQUIRE_FALSE(p.ok());
-  CHECK(p.status().message().find("devices must be >= 1") != std::string::npos);
+  CHECK(p.status().message().find("cluster.devices must be an integer in [1, 100000], got 0") != std::string::npos);
 }
 
 TEST_CASE("problem: unit_problem has F=I=W=1, 1 MB activations, no comm cost, no model states") {

@@ -286,7 +286,7 @@ TEST_CASE("schedule yaml: each kind of error is rejected with its location") {
   SUBCASE("action that is not a scalar") { expect_yaml_error(replace(ok, "[1RECV_F0,", "[[1RECV_F0],"), 20, 11, "expected an action"); }
   SUBCASE("integer field given text") { expect_yaml_error(replace(ok, "devices: 2", "devices: two"), 5, 12, "problem.devices: expected an integer, got 'two'"); }
   SUBCASE("integer field given a fraction") { expect_yaml_error(replace(ok, "microbatches: 2", "microbatches: 2.5"), 6, 17, "expected an integer"); }
-  SUBCASE("zero devices") { expect_yaml_error(replace(ok, "devices: 2", "devices: 0"), 5, 12, "problem.devices: must be in [1,"); }
+  SUBCASE("zero devices") { expect_yaml_error(replace(ok, "devices: 2", "devices: 0"), 5, 12, "problem.devices must be an integer in [1,"); }
   SUBCASE("negative cost") { expect_yaml_error(replace(ok, "fwd_ms: 1.5", "fwd_ms: -1.5"), 14, 48, "stage 0.fwd_ms: must be >= 0, got -1.5"); }
   SUBCASE("non-finite number") { expect_yaml_error(replace(ok, "memory_gb: 80", "memory_gb: .inf"), 7, 14, "expected a finite number"); }
   SUBCASE("bad bool") { expect_yaml_error(replace(ok, "unit_costs: false", "unit_costs: maybe"), 12, 15, "expected true or false"); }
