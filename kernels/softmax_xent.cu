@@ -2,6 +2,7 @@
 // for one shard of a vocabulary-parallel head (the (L, t) carry; runtime/host_math.h), with launchers.
 #include "kernels/kernels.h"
 #include "kernels/launch.h"
+#include "runtime/head_shard_carry.h"
 
 namespace ps::kern {
 
@@ -61,10 +62,9 @@ __global__ void softmax_xent_backward_kernel(const float* __restrict__ probs, co
   }
 }
 
-// One block per row: the shard's softmax and log-sum-exp S, then (thread 0) the carry update
-// L_out = logaddexp(L_in, S), t_out = t_in + z[target − offset] (target in the shard), the saved
-// weights (e^(L_in − L_out), e^(S − L_out)) and, on the last shard, loss = L_out − t_out. A null
-// carry_in is the start of the chain (L_out = S, weights (0, 1), t_out = 0 + z[target]).
+// One block per row: the shard's softmax and log-sum-exp S, then thread 0's carry update, the host's
+// own function (L_out = logaddexp(L_in, S), t_out, the saved weights and, on the last shard, the loss;
+// runtime/head_shard_carry.h).
 __global__ void head_shard_forward_kernel(const float* __restrict__ logits, const int32_t* __restrict__ targets,
                                           int rows, int classes, int class_offset, const float* __restrict__ carry_in,
                                           float* __restrict__ probs, float* __restrict__ weights,
@@ -73,22 +73,7 @@ __global__ void head_shard_forward_kernel(const float* __restrict__ logits, cons
   const float* l = logits + static_cast<size_t>(r) * classes;
   const float s = block_row_softmax(l, classes, probs + static_cast<size_t>(r) * classes);
   if (threadIdx.x != 0) return;
-  float lse = s, w_prev = 0.0f, w_self = 1.0f, t = 0.0f;
-  if (carry_in != nullptr) {
-    const float l_in = carry_in[r];
-    t = carry_in[rows + r];
-    const float m = fmaxf(l_in, s);
-    lse = m + logf(expf(l_in - m) + expf(s - m));
-    w_prev = expf(l_in - lse);
-    w_self = expf(s - lse);
-  }
-  const int local = targets[r] - class_offset;
-  if (local >= 0 && local < classes) t += l[local];
-  carry_out[r] = lse;
-  carry_out[rows + r] = t;
-  weights[r] = w_prev;
-  weights[rows + r] = w_self;
-  if (loss != nullptr) loss[r] = lse - t;
+  rt::head_shard_row_carry(l, classes, targets[r] - class_offset, s, r, rows, carry_in, weights, carry_out, loss);
 }
 
 // dz[r, j] = dL_out·w_self·probs[r, j] + dt·[j = target − offset]; the first element of each row also

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <vector>
 
+#include "runtime/head_shard_carry.h"
+
 namespace ps::rt {
 
 namespace {
@@ -137,22 +139,7 @@ void host_head_shard_forward(const float* logits, const int32_t* targets, int ro
     const float* l = logits + static_cast<size_t>(r) * classes;
     // Softmax and log-sum-exp of the shard's logits, as host_softmax_xent_forward computes them.
     const float s = row_softmax(l, classes, probs + static_cast<size_t>(r) * classes);
-    float lse = s, w_prev = 0.0f, w_self = 1.0f, t = 0.0f;
-    if (carry_in != nullptr) {
-      const float l_in = carry_in[r];
-      t = carry_in[rows + r];
-      const float m = std::max(l_in, s);
-      lse = m + std::log(std::exp(l_in - m) + std::exp(s - m));
-      w_prev = std::exp(l_in - lse);
-      w_self = std::exp(s - lse);
-    }
-    const int local = targets[r] - class_offset;
-    if (local >= 0 && local < classes) t += l[local];
-    carry_out[r] = lse;
-    carry_out[rows + r] = t;
-    weights[r] = w_prev;
-    weights[rows + r] = w_self;
-    if (loss != nullptr) loss[r] = lse - t;
+    head_shard_row_carry(l, classes, targets[r] - class_offset, s, r, rows, carry_in, weights, carry_out, loss);
   }
 }
 
