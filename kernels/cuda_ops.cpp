@@ -13,21 +13,19 @@ namespace {
 
 constexpr size_t kCublasWorkspaceBytes = 4u << 20;
 
-class CudaStorage final : public rt::Storage {
+class CudaStorage final : public rt::CountedStorage {
  public:
-  CudaStorage(void* p, size_t bytes, int gpu, cudaStream_t stream, std::shared_ptr<CudaOps::Counters> counters)
-      : rt::Storage(p, bytes), gpu_(gpu), free_stream_(stream), counters_(std::move(counters)) {}
+  CudaStorage(void* p, size_t bytes, int gpu, cudaStream_t stream, std::shared_ptr<rt::AllocCounters> counters)
+      : rt::CountedStorage(p, bytes, std::move(counters)), gpu_(gpu), free_stream_(stream) {}
   ~CudaStorage() override {
     // Errors here cannot be reported to anyone; the memory returns to the pool in stream order.
     if (cudaSetDevice(gpu_) == cudaSuccess) (void)cudaFreeAsync(ptr(), free_stream_.load());
-    counters_->live.fetch_sub(bytes());
   }
   void set_free_stream(cudaStream_t s) { free_stream_.store(s); }
 
  private:
   int gpu_;
   std::atomic<cudaStream_t> free_stream_;
-  std::shared_ptr<CudaOps::Counters> counters_;
 };
 
 }  // namespace
@@ -75,10 +73,6 @@ rt::Tensor CudaOps::alloc_on(size_t count, rt::DType dtype, cudaStream_t stream)
   if (!st.is_ok()) {
     fail(Status::error(ErrorCode::kRuntime, fmt::format("{} ({} bytes on {})", st.message(), bytes, name_)));
     return rt::Tensor();  // empty: every op skips it, and the executor stops on status()
-  }
-  size_t live = counters_->live.fetch_add(bytes) + bytes;
-  size_t peak = counters_->peak.load();
-  while (live > peak && !counters_->peak.compare_exchange_weak(peak, live)) {
   }
   return rt::Tensor(std::make_shared<CudaStorage>(p, bytes, gpu_, stream_, counters_), count, dtype);
 }

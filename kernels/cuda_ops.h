@@ -17,6 +17,7 @@
 #include <mutex>
 #include <string>
 
+#include "runtime/counted_storage.h"
 #include "runtime/ops.h"
 
 namespace ps::kern {
@@ -62,14 +63,9 @@ class CudaOps final : public rt::Ops {
   void copy(const rt::Tensor& src, size_t src_offset, rt::Tensor& dst, size_t dst_offset, size_t count) override;
 
   Status status() const override;
-  size_t live_bytes() const override { return counters_->live.load(); }
-  size_t peak_bytes() const override { return counters_->peak.load(); }
+  size_t live_bytes() const override { return counters_->live(); }
+  size_t peak_bytes() const override { return counters_->peak(); }
   std::string name() const override { return name_; }
-
-  struct Counters {
-    std::atomic<size_t> live{0};
-    std::atomic<size_t> peak{0};
-  };
 
  private:
   CudaOps() = default;
@@ -83,7 +79,7 @@ class CudaOps final : public rt::Ops {
   cudaStream_t stream_ = nullptr;
   cublasHandle_t cublas_ = nullptr;
   void* workspace_ = nullptr;
-  std::shared_ptr<Counters> counters_ = std::make_shared<Counters>();
+  std::shared_ptr<rt::AllocCounters> counters_ = std::make_shared<rt::AllocCounters>();
   mutable std::mutex mu_;
   Status status_;
 };

@@ -8,31 +8,20 @@
 namespace ps::rt {
 
 namespace {
-class HostStorage final : public Storage {
+class HostStorage final : public CountedStorage {
  public:
-  HostStorage(void* p, size_t bytes, std::shared_ptr<HostOps::Counters> counters)
-      : Storage(p, bytes), counters_(std::move(counters)) {}
-  ~HostStorage() override {
-    ::operator delete(ptr(), std::align_val_t{64});
-    counters_->live.fetch_sub(bytes());
-  }
-
- private:
-  std::shared_ptr<HostOps::Counters> counters_;
+  using CountedStorage::CountedStorage;
+  ~HostStorage() override { ::operator delete(ptr(), std::align_val_t{64}); }
 };
 }  // namespace
 
-HostOps::HostOps(std::string name) : name_(std::move(name)), counters_(std::make_shared<Counters>()) {}
+HostOps::HostOps(std::string name) : name_(std::move(name)) {}
 HostOps::~HostOps() = default;
 
 Tensor HostOps::alloc(size_t count, DType dtype) {
   const size_t bytes = count * dtype_bytes(dtype);
   void* p = ::operator new(bytes == 0 ? 64 : bytes, std::align_val_t{64});
   std::memset(p, 0, bytes);
-  size_t live = counters_->live.fetch_add(bytes) + bytes;
-  size_t peak = counters_->peak.load();
-  while (live > peak && !counters_->peak.compare_exchange_weak(peak, live)) {
-  }
   return Tensor(std::make_shared<HostStorage>(p, bytes, counters_), count, dtype);
 }
 

@@ -4,10 +4,10 @@
 // thread uses one HostOps; the byte counters are atomic so another thread may read them).
 #pragma once
 
-#include <atomic>
 #include <memory>
 #include <string>
 
+#include "runtime/counted_storage.h"
 #include "runtime/ops.h"
 
 namespace ps::rt {
@@ -41,19 +41,13 @@ class HostOps final : public Ops {
   void copy(const Tensor& src, size_t src_offset, Tensor& dst, size_t dst_offset, size_t count) override;
 
   Status status() const override { return Status::ok(); }
-  size_t live_bytes() const override { return counters_->live.load(); }
-  size_t peak_bytes() const override { return counters_->peak.load(); }
+  size_t live_bytes() const override { return counters_->live(); }
+  size_t peak_bytes() const override { return counters_->peak(); }
   std::string name() const override { return name_; }
-
-  struct Counters {
-    std::atomic<size_t> live{0};
-    std::atomic<size_t> peak{0};
-  };
 
  private:
   std::string name_;
-  // Shared with every storage so that a tensor outliving its HostOps still frees correctly.
-  std::shared_ptr<Counters> counters_;
+  std::shared_ptr<AllocCounters> counters_ = std::make_shared<AllocCounters>();
 };
 
 }  // namespace ps::rt
