@@ -49,12 +49,17 @@ struct RandomModel {
 // (kinds = 0), two types dealt at random (1) or one type (2) — equal layers are where whole-layer
 // packing bites; free comm (no latency, nothing sent), no memory limit: the setting the global bound
 // is stated for.
-RandomModel random_model(Lcg& rng, int L, int P, int M, bool fused, int kinds) {
+// Costs drawn from [f_lo, f_lo + f_span) and so on.
+struct CostRanges {
+  int f_lo = 1, f_span = 4, i_lo = 1, i_span = 4, w_lo = 0, w_span = 4;
+};
+
+RandomModel random_model(Lcg& rng, int L, int P, int M, bool fused, int kinds, const CostRanges& c = {}) {
   RandomModel r{L, P, M, fused, {}};
   std::string types, layers;
   const int ntypes = kinds == 0 ? L : (kinds == 1 ? 2 : 1);
   for (int t = 0; t < ntypes; ++t) {
-    const int f = 1 + rng.below(4), i = 1 + rng.below(4), w = rng.below(4);
+    const int f = c.f_lo + rng.below(c.f_span), i = c.i_lo + rng.below(c.i_span), w = c.w_lo + rng.below(c.w_span);
     types += fmt::format(
         "    {}: {{forward_ms: {}, backward_input_ms: {}, backward_weight_ms: {}, activation_mb: 1, "
         "wgrad_stash_mb: 0, output_mb: 0, params_m: 0{}}}\n",
@@ -146,7 +151,7 @@ std::string run_cli(const std::string& args) {
 // same code paths through the cases below.
 TEST_CASE("[slow] global bound: never above the optimum over every plan on small random models") {
   Lcg rng{20261206};
-  int models = 0, plans = 0, open_plans = 0, open_models = 0, raised = 0, met = 0;
+  int models = 0, plans = 0, open_plans = 0, open_models = 0, raised = 0, met = 0, release_raised = 0;
   for (int n = 0; n < 100; ++n) {
     // L <= 6 layers, P <= 3 devices, M <= 4 microbatches: M ≈ P and M < P are where the ramps bind.
     const int L = 2 + rng.below(5), P = 2 + rng.below(2), M = 1 + rng.below(4);
@@ -173,6 +178,7 @@ TEST_CASE("[slow] global bound: never above the optimum over every plan on small
     CAPTURE(g.ramp_packing_ms);
     CAPTURE(g.backward_ramp_packing_ms);
     CAPTURE(g.backward_ramp_ms);
+    CAPTURE(g.forward_release_ms);
     // The certificate's promise: no term, and so not the bound, above what some plan achieves.
     CHECK(mb->bound_ms <= optimum + 1e-6);
     CHECK(g.backward_ramp_ms <= g.backward_ramp_packing_ms + 1e-9);
@@ -180,14 +186,49 @@ TEST_CASE("[slow] global bound: never above the optimum over every plan on small
     CHECK(g.ramp_packing_decided);
     if (mb->bound_ms > old_terms_ms(g, mb->packing_ms) + 1e-6) ++raised;
     if (mb->bound_ms >= optimum - 1e-6) ++met;
+    if (g.binding == "forward_release" && mb->binding == "forward_release") ++release_raised;
     ++models;
   }
   MESSAGE(fmt::format("{} models, {} plans ({} left open by the search's work cap), optimum over all plans proven "
-                      "on {}; the new terms raise the bound on {}, bound = optimum on {}",
-                      models, plans, open_plans, models - open_models, raised, met));
+                      "on {}; the new terms raise the bound on {}, bound = optimum on {}; the forwards' release times "
+                      "bind on {}",
+                      models, plans, open_plans, models - open_models, raised, met, release_raised));
   CHECK(open_models == 0);  // every model's optimum is proven: the comparison is with the true optimum
   CHECK(raised >= models / 10);  // the new terms matter on these shapes (15 of the 100)
   CHECK(met >= models / 3);  // 58 of the 100
+}
+
+// The forwards' release times bind where forwards are long beside the backward and M ≈ P: the
+// forwards of the last layers are released close to a_L, after which only Q devices are left for the
+// rest. Same check as above, on models drawn so (F in [1, 8], I in [1, 2], W in [0, 1], M in {P, P + 1}).
+TEST_CASE("[slow] global bound: the forwards' release times, never above the optimum over every plan") {
+  Lcg rng{20261207};
+  int models = 0, binds = 0, met = 0;
+  for (int n = 0; n < 60; ++n) {
+    const int L = 3 + rng.below(4), P = 2 + rng.below(2), M = P + rng.below(2);
+    const bool fused = rng.below(4) == 0;
+    const RandomModel rm = random_model(rng, L, P, M, fused, 0, CostRanges{1, 8, 1, 2, 0, 2});
+    CAPTURE(rm.yaml);
+    const Spec spec = spec_of(rm.yaml);
+    Result<ModelBound> mb = model_bound(spec);
+    REQUIRE(mb.ok());
+    double optimum = 1e300, least_open_lower = 1e300;
+    for_each_plan(rm.layers, rm.devices, [&](const Partition& part, const std::vector<int>& place) {
+      const PlanOptimum o = plan_optimum(spec, part, place);
+      optimum = std::min(optimum, o.best_ms);
+      if (o.lower_ms < o.best_ms) least_open_lower = std::min(least_open_lower, o.lower_ms);
+    });
+    CHECK(least_open_lower >= optimum);  // the optimum is proven
+    CAPTURE(optimum);
+    CAPTURE(mb->global.forward_release_ms);
+    CHECK(mb->global.forward_release_ms <= optimum + 1e-6);
+    CHECK(mb->bound_ms <= optimum + 1e-6);
+    if (mb->binding == "forward_release") ++binds;
+    if (mb->bound_ms >= optimum - 1e-6) ++met;
+    ++models;
+  }
+  MESSAGE(fmt::format("{} models: the forwards' release times bind on {}, bound = optimum on {}", models, binds, met));
+  CHECK(binds >= models / 5);
 }
 
 TEST_CASE("global bound: the ramps with whole layers, on uniform layers at M = P") {
@@ -253,6 +294,31 @@ TEST_CASE("offset packing: fractional floor, exact search, and an undecided sear
   OffsetPacking many = offset_packing_bound(distinct, {0, 0.5, 1});
   CHECK_FALSE(many.decided);
   CHECK(many.bound_ms == doctest::Approx(many.fractional_ms));
+}
+
+TEST_CASE("offset packing with every offset 0 finds the layer packing's bound: one search, both kinds of bins") {
+  // packing_bound's search fills identical bins (each first takes an item of the largest size left),
+  // offset_packing_bound's fills bins in order; with no offsets both decide the same optimum, each to
+  // its bisection's 1e-6.
+  uint64_t x = 12345;
+  auto next = [&] {
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    return static_cast<int>(x >> 33);
+  };
+  const std::vector<double> sizes = {11, 7, 5, 3, 2.5};
+  for (int trial = 0; trial < 40; ++trial) {
+    const int devices = 2 + next() % 4;
+    std::vector<double> items;
+    for (int n = devices + next() % (3 * devices); n > 0; --n) items.push_back(sizes[next() % sizes.size()]);
+    CAPTURE(trial);
+    CAPTURE(devices);
+    const PackingBound pb = packing_bound(items, devices);
+    const OffsetPacking ob = offset_packing_bound(items, std::vector<double>(devices, 0.0));
+    REQUIRE(pb.decided);
+    REQUIRE(ob.decided);
+    CHECK(ob.bound_ms == doctest::Approx(pb.exact_ms).epsilon(1e-5));
+    CHECK(pb.exact_ms <= pb.packing_ms);
+  }
 }
 
 TEST_CASE("pipesmith bound prints the ramps with whole layers and names the binding term") {
