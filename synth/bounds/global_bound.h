@@ -28,6 +28,21 @@
 //                                                     reaches M·Σ b_l: this formula when all Q
 //                                                     devices open before C)
 //   ramp_packing, backward_ramp_packing: the two ramps with whole layers (below).
+//   forward_release max over T ≤ a_L of T + (M·Σ c_l − D(T)) / Q, where D(T) bounds the work any
+//                   schedule can do before T:
+//                     D(T) = min( Σ_{k<Q} (T − a_k)⁺,  Σ_l Σ_{j<M} min(F_l, (T − a_l − j·s_l)⁺) ),
+//                   s_l = max_{k≤l} F_k. Before a_L only forwards can run (no backward op starts
+//                   before a full forward), and the j-th forward of layer l to start (0-based, in
+//                   time) starts at a_l + j·s_l at the earliest: the j+1 microbatches first through
+//                   layer l all went through every layer k ≤ l, whose forwards run one at a time on
+//                   one device from a_k, so the last of them ends layer k at a_k + (j+1)·F_k or later
+//                   and still needs layers k+1 … l−1 (a stage's forward runs its layers in turn, so
+//                   this holds per layer inside a stage). Each forward does at most its part inside
+//                   [release, T] before T, and the k-th device by lowest layer works only after a_k
+//                   (the ramps' device view, below); the rest of the work is done after T by at most
+//                   Q devices. At M ≈ P the forwards of the late layers are released close to a_L,
+//                   which the ramps (a device opens at a_k and then works without a pause) do not see.
+//                   T runs over a grid of (0, a_L] (any T gives a valid bound).
 // The device view behind the ramps, valid for every contiguous partition, every stage → device map
 // (several stages per device, non-adjacent, included) and every order. Sort the devices that hold
 // layers by the lowest layer they hold: the k-th one's lowest layer is at least k (distinct devices,
@@ -76,6 +91,7 @@ struct GlobalBound {
   double backward_ramp_ms = 0;
   double ramp_packing_ms = 0;           // the forward ramp with whole layers
   double backward_ramp_packing_ms = 0;  // the backward ramp with whole layers
+  double forward_release_ms = 0;        // the forwards' release times before a_L
   bool ramp_packing_decided = true;     // false: a packing search ran out of work (still a bound)
   double bound_ms = 0;  // max of the terms above
   std::string binding;  // name of the term that gives bound_ms: "total_work", ...
