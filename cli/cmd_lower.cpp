@@ -31,8 +31,9 @@ struct LowerArgs {
   std::optional<double> memory_gb;
   bool json = false;
   MeshFlags mesh;
-  // The plan whose stages the mesh's memory is shown for (only with a mesh).
-  PlanSpec plan{"even", "sequential", 0};
+  // The plan whose stages the mesh's memory is shown for (only with a mesh), as given; read as synth
+  // reads it (read_plan_given), the unset parts even and sequential.
+  PlanGiven plan;
 };
 
 
@@ -378,12 +379,14 @@ int run_lower(const LowerArgs& a) {
   std::vector<StageMemory> stages;
   std::string plan_desc;
   if (spec->mesh) {
-    if (Status st = check_stages_per_device(*spec, a.plan.stages_per_device, "--stages-per-device"); !st.is_ok())
-      return report_error(st);
-    Result<std::vector<StageMemory>> sm = mesh_stages(*spec, a.plan);
+    Result<PlanFixed> fixed = read_plan_given(*spec, a.plan, "--stages-per-device");
+    if (!fixed.ok()) return report_error(fixed.status());
+    const PlanSpec plan{fixed->partition.value_or("even"), fixed->placement.value_or("sequential"),
+                        fixed->stages_per_device};
+    Result<std::vector<StageMemory>> sm = mesh_stages(*spec, plan);
     if (!sm.ok()) return report_error(sm.status());
     stages = std::move(*sm);
-    plan_desc = fmt::format("partition {}, placement {}, {} stages", a.plan.partition, a.plan.placement, stages.size());
+    plan_desc = fmt::format("partition {}, placement {}, {} stages", plan.partition, plan.placement, stages.size());
   }
   std::string text = a.json ? json_summary(a, *spec, s, stages)
                             : text_summary(a, *spec, s) + (spec->mesh ? "\n" + mesh_text(*spec, stages, plan_desc) : "");
@@ -423,19 +426,11 @@ Runner add_lower(CLI::App& app) {
   sub->add_option("--placement", args->plan.placement,
                   "With a mesh: the placement of those stages (as synth's; default sequential)");
   sub->add_option("--stages-per-device", args->plan.stages_per_device,
-                  "With a mesh: stages per device V (as synth's)");
+                  "With a mesh: stages per device V (as synth's; alone, an interleaved placement)");
   sub->footer(
       fmt::format("Layer kinds for analytic costs: {}.\nExit codes: 0 ok, 1 bad input or usage.",
                   known_kinds()));
-  return [args, sub] {
-    // As synth reads them: --stages-per-device alone means an interleaved placement; below 1 is refused.
-    const bool spd_given = sub->get_option("--stages-per-device")->count() > 0;
-    if (spd_given && args->plan.stages_per_device < 1) args->plan.stages_per_device = -1;
-    if (spd_given && sub->get_option("--placement")->count() == 0 && args->plan.stages_per_device > 1 &&
-        !is_layout_partition(args->plan.partition))
-      args->plan.placement = "interleaved";
-    return run_lower(*args);
-  };
+  return [args] { return run_lower(*args); };
 }
 
 }  // namespace ps::cli

@@ -66,6 +66,7 @@ inline constexpr IntOption kEvaluations{"synth", "evaluations", 1, 1'000'000'000
 inline constexpr IntOption kZ3Threads{"synth", "z3_threads", 1, 64};                // synth --threads: Z3's portfolio
 inline constexpr IntOption kSearchThreads{"synth", "search_threads", 1, 256};       // synth: candidates at once
 inline constexpr IntOption kSeed{"synth", "seed", 0, 4'294'967'295};                // synth, run: 32-bit seeds
+inline constexpr IntOption kStagesPerDevice{"synth", "stages_per_device", 1, kMaxStages};  // V, where one is given
 // Z3's deterministic budget, all contexts together; 0: Z3's share of the time limit at a fixed rate
 // (synth/z3/solve.h). 10^15 units is past what the longest time limit derives (1e6 s x 2e6 a second x 64).
 inline constexpr IntOption kRlimit{"synth", "rlimit", 0, 1'000'000'000'000'000};
@@ -104,11 +105,12 @@ inline constexpr IntOption kExpectedMicrobatches{"verify", "microbatches", 1, kM
 inline constexpr IntOption kExpectedStages{"verify", "stages", 1, kMaxStages};
 // Every entry, for the tables Python reads (pipesmith._tables) and the docs' table.
 inline constexpr IntOption kAll[] = {
-    kDevices, kMicrobatches, kDevicesPerNode, kEvaluations, kZ3Threads, kSearchThreads, kSeed, kRlimit, kMeshTop,
-    kMeshEvaluations, kMeshDevices, kMeshGpus, kMeshGpusPerNode, kMeshTensor, kMeshContext, kMeshExpert,
-    kMeshExpertTensor, kMeshData, kMeshMicroBatch, kMeshGlobalBatch, kTokens, kProfileRepeats, kProfileWarmup,
-    kProfileLayers, kProfileHidden, kProfileSeq, kProfileVocab, kProfileRows, kProfileThreads, kProfileConcurrent,
-    kImportSeqLength, kImportMicroBatchSize, kImportVocabShards, kExpectedMicrobatches, kExpectedStages};
+    kDevices, kMicrobatches, kDevicesPerNode, kEvaluations, kZ3Threads, kSearchThreads, kSeed, kStagesPerDevice,
+    kRlimit, kMeshTop, kMeshEvaluations, kMeshDevices, kMeshGpus, kMeshGpusPerNode, kMeshTensor, kMeshContext,
+    kMeshExpert, kMeshExpertTensor, kMeshData, kMeshMicroBatch, kMeshGlobalBatch, kTokens, kProfileRepeats,
+    kProfileWarmup, kProfileLayers, kProfileHidden, kProfileSeq, kProfileVocab, kProfileRows, kProfileThreads,
+    kProfileConcurrent, kImportSeqLength, kImportMicroBatchSize, kImportVocabShards, kExpectedMicrobatches,
+    kExpectedStages};
 }  // namespace option
 
 // Whether v is within the option's range.

@@ -83,7 +83,7 @@ class Writer {
  private:
   Status check() const {
     if (m_.layers.empty()) return Status::bad_input("the model has no decoder layers");
-    if (o_.vocab_shards < 1) return Status::bad_input(fmt::format("vocab_shards must be >= 1, got {}", o_.vocab_shards));
+    PS_RETURN_IF_ERROR(limits::check_option(limits::option::kImportVocabShards, o_.vocab_shards, "vocab_shards"));
     for (const DecoderLayer& l : m_.layers)
       if (l.parts.empty() || l.parts.size() > 2) return Status::bad_input("a decoder layer has 1 or 2 sublayers");
     return check_layer_count();

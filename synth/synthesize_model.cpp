@@ -10,6 +10,7 @@
 #include <thread>
 #include <utility>
 
+#include "ir/limits.h"
 #include "ir/whole_layers.h"
 #include "synth/certify.h"
 #include "synth/time_budget.h"
@@ -185,9 +186,9 @@ Result<ModelSynthesis> synthesize_model(const Spec& spec, const ModelSynthOption
   ModelSynthOptions a = options;
   if (!a.start) a.start = std::chrono::steady_clock::now();
   if (!(a.time_limit_s > 0)) return Status::bad_input(fmt::format("time_limit_s must be > 0, got {}", a.time_limit_s));
-  if (a.stages_per_device < 0)
-    return Status::bad_input(fmt::format("stages_per_device must be >= 1 (0: as the placement has it), got {}",
-                                         a.stages_per_device));
+  if (a.stages_per_device != 0)  // 0: as the placement has it
+    PS_RETURN_IF_ERROR(
+        limits::check_option(limits::option::kStagesPerDevice, a.stages_per_device, "stages_per_device"));
   if (a.evaluations > 0 && a.partition && a.placement)
     return Status::bad_input(
         "evaluations budgets the search of the partition and placement, but the options fix both; the order's "

@@ -71,7 +71,8 @@ def __getattr__(name: str) -> Any:  # Spec, Schedule, Report, RunResult, Violati
 # The core's bounds on its numbers (ir/limits.h through pipesmith._tables, generated from the extension;
 # docs/inputs.md "Limits"). A longer time limit is no practical limit and is read as _MAX_TIME_LIMIT_S,
 # as `synth` does.
-_MAX_STAGES = int(_LIMITS["stages"])
+# (1, S): stages per device V where one is given; 0 in baseline and bound: the schedule's default.
+_STAGES_PER_DEVICE = _OPTIONS["synth.stages_per_device"]
 _MAX_TIME_LIMIT_S = float(_LIMITS["time_limit_s"])
 # The calls' integer options, "call.name": (lo, hi) (ir/limits.h's limits::option, the command's flags' ranges;
 # "spec.*": load_spec's overrides, "mesh.*": a mesh's degrees and batch), read where each keyword is checked.
@@ -336,7 +337,7 @@ def baseline(spec: Spec, kind: str, *, stages_per_device: int = 0, partition: st
     (none, selective, full) recomputes every stage's activations, R just before each backward
     (``--recompute``)."""
     schedule, report, info = _core.baseline(spec, _text(kind, "kind"),
-                                            _int(stages_per_device, "stages_per_device", 0, _MAX_STAGES),
+                                            _int(stages_per_device, "stages_per_device", 0, _STAGES_PER_DEVICE[1]),
                                             _text(partition, "partition"), _text(recompute, "recompute"))
     return BaselineResult(schedule, report, **info)
 
@@ -349,7 +350,7 @@ def bound(spec: Spec, *, partition: Optional[str] = None, placement: Optional[st
     fit is no exception here: ``memory_feasible`` is False and ``memory_reason`` says why."""
     return json.loads(_core.bound(spec, None if partition is None else _text(partition, "partition"),
                                   None if placement is None else _text(placement, "placement"),
-                                  _int(stages_per_device, "stages_per_device", 0, _MAX_STAGES)))
+                                  _int(stages_per_device, "stages_per_device", 0, _STAGES_PER_DEVICE[1])))
 
 
 @dataclass
@@ -413,7 +414,7 @@ def synthesize(spec: Spec, *, partition: Optional[str] = None, placement: Option
     schedule, report, info = _core.synthesize(
         spec, None if partition is None else _text(partition, "partition"),
         None if placement is None else _text(placement, "placement"),
-        _opt_int(stages_per_device, "stages_per_device", 1, _MAX_STAGES), _text(cuts, "cuts"), time_limit,
+        _opt_int(stages_per_device, "stages_per_device", *_STAGES_PER_DEVICE), _text(cuts, "cuts"), time_limit,
         _int(evaluations, "evaluations", 0, _MAX_EVALUATIONS), _int(rlimit, "rlimit", *_OPTIONS["synth.rlimit"]),
         _int(seed, "seed", *_OPTIONS["synth.seed"]), _int(z3_threads, "z3_threads", *_OPTIONS["synth.z3_threads"]),
         _int(search_threads, "search_threads", 0, _MAX_SEARCH_THREADS), _path(dump_smt2, "dump_smt2") or "",

@@ -31,6 +31,7 @@ OPTIONS: dict[str, tuple[int, int]] = {
     "synth.z3_threads": (1, 64),
     "synth.search_threads": (1, 256),
     "synth.seed": (0, 4294967295),
+    "synth.stages_per_device": (1, 100000),
     "synth.rlimit": (0, 1000000000000000),
     "plan.top": (1, 1000),
     "plan.evaluations": (1, 1000000),

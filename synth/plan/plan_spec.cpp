@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include "ir/limits.h"
 #include "synth/baselines/baselines.h"
 #include "synth/plan/partition.h"
 
@@ -12,7 +13,7 @@ namespace ps {
 
 Status check_stages_per_device(const Spec& spec, int stages_per_device, std::string_view name) {
   if (stages_per_device == 0) return Status::ok();
-  if (stages_per_device < 1) return Status::bad_input(fmt::format("{} must be >= 1, got {}", name, stages_per_device));
+  PS_RETURN_IF_ERROR(limits::check_option(limits::option::kStagesPerDevice, stages_per_device, name));
   const int64_t P = spec.cluster.devices, L = static_cast<int64_t>(spec.model.layers.size());
   if (int64_t{stages_per_device} * P > L)
     return Status::bad_input(fmt::format(
@@ -28,8 +29,8 @@ bool is_layout_partition(const std::string& partition) {
 Result<PlanFixed> read_plan_given(const Spec& spec, const PlanGiven& given, std::string_view stages_name) {
   PlanFixed out;
   if (given.stages_per_device) {
-    if (*given.stages_per_device < 1)  // given, so 0 is no "not given" here
-      return Status::bad_input(fmt::format("{} must be >= 1, got {}", stages_name, *given.stages_per_device));
+    // Given, so 0 is no "not given" here.
+    PS_RETURN_IF_ERROR(limits::check_option(limits::option::kStagesPerDevice, *given.stages_per_device, stages_name));
     PS_RETURN_IF_ERROR(check_stages_per_device(spec, *given.stages_per_device, stages_name));
     out.stages_per_device = *given.stages_per_device;
   }

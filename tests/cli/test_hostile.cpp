@@ -68,11 +68,15 @@ TEST_CASE("cli hostile: out-of-range counts on the command line are refused, nam
       {fmt::format("baseline {} --schedule gpipe --microbatches 500000", m), 1, "at most 66,666 microbatches"},
       {fmt::format("bound {} --devices 200000", m), 1, "--devices: must be an integer in [1, 100000], got '200000'"},
       {fmt::format("synth {} --stages-per-device 2147483647 --time-limit 2", m), 1,
-       "--stages-per-device 2147483647 on 2 devices makes 4294967294 stages, more than the model's 4 layers"},
+       "--stages-per-device must be an integer in [1, 100000], got 2147483647"},
       {fmt::format("baseline {} --schedule interleaved-1f1b --stages-per-device 2147483647", m), 1,
-       "makes 4294967294 stages"},
-      {fmt::format("bound {} --stages-per-device 1073741824", m), 1, "makes 2147483648 stages"},
-      {fmt::format("synth {} --stages-per-device -3 --time-limit 2", m), 1, "--stages-per-device must be >= 1"},
+       "--stages-per-device must be an integer in [1, 100000], got 2147483647"},
+      {fmt::format("bound {} --stages-per-device 1073741824", m), 1,
+       "--stages-per-device must be an integer in [1, 100000], got 1073741824"},
+      // Within the table's range, past the model's layers.
+      {fmt::format("bound {} --stages-per-device 3", m), 1,
+       "--stages-per-device 3 on 2 devices makes 6 stages, more than the model's 4 layers"},
+      {fmt::format("synth {} --stages-per-device -3 --time-limit 2", m), 1, "--stages-per-device must be an integer in [1, 100000], got -3"},
   });
   CHECK_FALSE(std::filesystem::exists(out));
 }

@@ -251,7 +251,7 @@ TEST_CASE("plan words as a front end gives them: read_plan_given and set_plan_wo
   CHECK_FALSE(open->placement.has_value());
   auto zero = read_plan_given(spec, PlanGiven{std::nullopt, std::nullopt, 0}, "--stages-per-device");
   REQUIRE_FALSE(zero.ok());
-  CHECK(zero.status().message() == "--stages-per-device must be >= 1, got 0");
+  CHECK(zero.status().message() == "--stages-per-device must be an integer in [1, 100000], got 0");
   CHECK_FALSE(read_plan_given(spec, PlanGiven{std::nullopt, std::nullopt, 1000}).ok());
 
   // set_plan_words: the typed options synthesize_model takes, the same for every front end.
