@@ -91,7 +91,7 @@ Schedule greedy_order(const Problem& p) {
   auto duration = [&](int op) {
     const int kind = op / (S * M), s = (op / M) % S;
     static constexpr OpType kSplit[] = {OpType::F, OpType::I, OpType::W};
-    return compute_ms(p, s, kind == 1 && !split ? OpType::B : kSplit[kind]);
+    return compute_ms(p, StageId{s}, kind == 1 && !split ? OpType::B : kSplit[kind]);
   };
   auto finish = [&](int op, double end) {
     const int kind = op / (S * M), s = (op / M) % S, m = op % M;
@@ -106,7 +106,7 @@ Schedule greedy_order(const Problem& p) {
         }
       }
     };
-    auto xfer = [&](int a, int b) { return p.stages[a].device == p.stages[b].device ? 0.0 : p.boundary_transfer_ms(std::min(a, b)); };
+    auto xfer = [&](int a, int b) { return p.stages[a].device == p.stages[b].device ? 0.0 : p.boundary_transfer_ms(StageId{std::min(a, b)}); };
     if (kind == 0) {
       if (s + 1 < S) release(id(0, s + 1, m), end + xfer(s, s + 1));
       release(id(1, s, m), end);
@@ -141,7 +141,7 @@ Schedule greedy_order(const Problem& p) {
     std::make_heap(h.begin(), h.end(), std::greater<Key>());
     const int kind = best / (S * M), s = (best / M) % S, m = best % M;
     const OpType type = kind == 0 ? OpType::F : kind == 2 ? OpType::W : split ? OpType::I : OpType::B;
-    out.programs[d].push_back(Action{type, s, m, {}});
+    out.programs[d].push_back(Action{type, StageId{s}, MicrobatchId{m}, {}});
     const double end = std::max(t, ready[best]) + duration(best);
     free_at[d] = end;
     ++placed;

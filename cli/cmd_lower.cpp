@@ -197,7 +197,7 @@ Result<std::vector<StageMemory>> mesh_stages(const Spec& spec, const PlanSpec& p
       m.grads_mb += c.grads_mb;
       m.optimizer_mb += c.optimizer_mb;
     }
-    m.model_state_mb = problem->model_state_mb(s);
+    m.model_state_mb = problem->model_state_mb(StageId{s});
     m.activation_mb = st.activation_mb;
     out.push_back(m);
   }

@@ -253,7 +253,7 @@ std::string device_work_line(const Problem& problem, const SynthResult& res) {
       continue;
     }
     for (const Action& a : res.schedule.programs.at(st.device))  // the written schedule's own ops
-      if (a.stage == s && is_compute(a.type)) work[st.device] += compute_ms(problem, s, a.type);
+      if (a.stage == StageId{s} && is_compute(a.type)) work[st.device] += compute_ms(problem, a.stage, a.type);
   }
   const int busiest = static_cast<int>(std::max_element(work.begin(), work.end()) - work.begin());
   double mean = 0;
@@ -301,7 +301,8 @@ std::string backward_line(const ModelSynthesis& m) {
   double saved_ms = 0;
   for (int s = 0; s < m.problem.num_stages() && s < static_cast<int>(m.fused_by_choice.size()); ++s)
     if (m.fused_by_choice[s])
-      saved_ms += compute_ms(m.problem, s, OpType::I) + compute_ms(m.problem, s, OpType::W) - compute_ms(m.problem, s, OpType::B);
+      saved_ms += compute_ms(m.problem, StageId{s}, OpType::I) + compute_ms(m.problem, StageId{s}, OpType::W) -
+                  compute_ms(m.problem, StageId{s}, OpType::B);
   return fmt::format("  backward      B on stages {} (cheaper than their I + W; {:.3f} ms less per microbatch in all)\n",
                      ranges, saved_ms);
 }

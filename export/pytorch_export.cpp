@@ -34,11 +34,12 @@ struct Message {
 };
 
 Message message_of(const Action& a, const Problem& pb) {
+  const int s = a.stage.value(), m = a.mb.value();
   switch (a.type) {
-    case OpType::SEND_F: return {pb.device_of(a.stage + 1), a.stage, a.mb, true};
-    case OpType::RECV_F: return {pb.device_of(a.stage - 1), a.stage - 1, a.mb, true};
-    case OpType::SEND_B: return {pb.device_of(a.stage - 1), a.stage, a.mb, false};
-    case OpType::RECV_B: return {pb.device_of(a.stage + 1), a.stage + 1, a.mb, false};
+    case OpType::SEND_F: return {pb.device_of(StageId{s + 1}), s, m, true};
+    case OpType::RECV_F: return {pb.device_of(StageId{s - 1}), s - 1, m, true};
+    case OpType::SEND_B: return {pb.device_of(StageId{s - 1}), s, m, false};
+    case OpType::RECV_B: return {pb.device_of(StageId{s + 1}), s + 1, m, false};
     default: return {};
   }
 }
@@ -153,7 +154,7 @@ std::vector<int> loss_order(const Schedule& s) {
   std::vector<int> original_of;
   for (const auto& prog : s.programs)
     for (const Action& a : prog)
-      if (a.type == OpType::F && a.stage == last) original_of.push_back(a.mb);
+      if (a.type == OpType::F && a.stage.value() == last) original_of.push_back(a.mb.value());
   return original_of;
 }
 
@@ -163,7 +164,7 @@ Schedule renumbered(const Schedule& s, const std::vector<int>& original_of) {
   Schedule r = s;
   for (auto& prog : r.programs)
     for (Action& a : prog)
-      if (!is_data_parallel(a.type)) a.mb = new_of[a.mb];  // REDUCE_GRAD has no microbatch
+      if (!is_data_parallel(a.type)) a.mb = MicrobatchId{at(new_of, a.mb)};  // REDUCE_GRAD has no microbatch
   return r;
 }
 
@@ -185,8 +186,8 @@ std::string plan_json(const Schedule& s, const PytorchExport& ex, const PytorchE
   ordered_json s2r = ordered_json::array();
   std::vector<std::vector<int>> r2s(pb.devices);
   for (int st = 0; st < pb.num_stages(); ++st) {
-    s2r.push_back(pb.device_of(st));
-    r2s[pb.device_of(st)].push_back(st);
+    s2r.push_back(pb.device_of(StageId{st}));
+    r2s[pb.device_of(StageId{st})].push_back(st);
   }
   j["stage_to_rank"] = s2r;
   j["rank_to_stages"] = r2s;
@@ -200,7 +201,7 @@ std::string plan_json(const Schedule& s, const PytorchExport& ex, const PytorchE
   ordered_json ties = ordered_json::array();
   for (const PytorchExport::Tie& t : ex.ties) {
     ordered_json ranks = ordered_json::array();
-    for (int st : t.stages) ranks.push_back(pb.device_of(st));
+    for (int st : t.stages) ranks.push_back(pb.device_of(StageId{st}));
     ties.push_back({{"parameters", t.parameters}, {"stages", t.stages}, {"ranks", ranks}});
   }
   j["tied_parameters"] = std::move(ties);
@@ -260,7 +261,7 @@ void record_ties(const Problem& pb, const Spec& spec, PytorchExport& ex) {
   PytorchExport::Tie t;
   t.parameters = {m.layers[embed].modules.front() + ".weight", m.layers[head].modules.back() + ".weight"};
   t.stages = {stage_of(embed), stage_of(head)};
-  const int r0 = pb.device_of(t.stages[0]), r1 = pb.device_of(t.stages[1]);
+  const int r0 = pb.device_of(StageId{t.stages[0]}), r1 = pb.device_of(StageId{t.stages[1]});
   ex.notes.push_back(fmt::format(
       "tied weights: {} (stage {}, rank {}) and {} (stage {}, rank {}) are one tensor (plan.json "
       "tied_parameters); pipesmith.torch's schedule sums their gradients {} after every step",
@@ -326,7 +327,7 @@ void recompute_notes(const Schedule& s, PytorchExport& ex) {
   std::set<int> split;  // recomputing stages that run I (and W) rather than B
   for (const auto& prog : s.programs)
     for (const Action& a : prog)
-      if (a.type == OpType::I && pb.stages[a.stage].recomputes()) split.insert(a.stage);
+      if (a.type == OpType::I && at(pb.stages, a.stage).recomputes()) split.insert(a.stage.value());
   int recomputing = 0;
   for (const StageSpec& st : pb.stages) recomputing += st.recomputes() ? 1 : 0;
   if (recomputing == 0) return;

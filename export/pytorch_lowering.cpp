@@ -84,7 +84,7 @@ FsdpPlan plan_unshard_reshard(const std::vector<const PtCell*>& cells, int max_a
   std::map<int, std::vector<int>> at;
   for (int i = 0; i < n; ++i)
     for (const Action& a : cells[i]->ops) {
-      auto& v = at[a.stage];
+      auto& v = at[a.stage.value()];
       if (v.empty() || v.back() != i) v.push_back(i);
     }
   std::map<int, size_t> ptr;
@@ -101,7 +101,7 @@ FsdpPlan plan_unshard_reshard(const std::vector<const PtCell*>& cells, int max_a
       if (p == pos.size()) continue;
       int sub = 0;
       const auto& ops = cells[pos[p]]->ops;
-      while (ops[sub].stage != stage) ++sub;
+      while (ops[sub].stage.value() != stage) ++sub;
       next.push_back({pos[p], sub, stage});
     }
     std::sort(next.begin(), next.end(), [](const Next& a, const Next& b) {
@@ -140,8 +140,8 @@ std::vector<std::vector<int>> plan_reduce_grad(const std::vector<const PtCell*>&
   std::map<int, int> count;
   for (size_t i = 0; i < cells.size(); ++i)
     for (const Action& a : cells[i]->ops)
-      if ((a.type == OpType::B || a.type == OpType::W) && ++count[a.stage] == microbatches)
-        after[i].push_back(a.stage);
+      if ((a.type == OpType::B || a.type == OpType::W) && ++count[a.stage.value()] == microbatches)
+        after[i].push_back(a.stage.value());
   return after;
 }
 
@@ -193,19 +193,21 @@ PtLowering add_send_recv(const std::vector<PtProgram>& programs, const std::vect
   std::vector<size_t> next(P, 0);
   auto has = [&](int r, OpType t, int s, int m) { return seen[r].count(key(t, s, m)) > 0; };
   auto ready = [&](int r, const Action& a) {
-    if (a.type == OpType::F && a.stage > 0)
-      return has(r, OpType::RECV_F, a.stage, a.mb) || has(r, OpType::F, a.stage - 1, a.mb);
-    if ((a.type == OpType::I || a.type == OpType::B) && a.stage < S - 1)
-      return has(r, OpType::RECV_B, a.stage, a.mb) || has(r, OpType::I, a.stage + 1, a.mb) ||
-             has(r, OpType::B, a.stage + 1, a.mb);
+    const int s = a.stage.value(), m = a.mb.value();
+    if (a.type == OpType::F && s > 0)
+      return has(r, OpType::RECV_F, s, m) || has(r, OpType::F, s - 1, m);
+    if ((a.type == OpType::I || a.type == OpType::B) && s < S - 1)
+      return has(r, OpType::RECV_B, s, m) || has(r, OpType::I, s + 1, m) ||
+             has(r, OpType::B, s + 1, m);
     return true;
   };
   // The rank that receives what `a` produces, or -1 when nothing crosses ranks.
   auto receiver = [&](const Action& a) {
+    const int s = a.stage.value();
     int to = -1;
-    if (a.type == OpType::F && a.stage + 1 < S) to = stage_rank[a.stage + 1];
-    if ((a.type == OpType::I || a.type == OpType::B) && a.stage > 0) to = stage_rank[a.stage - 1];
-    return to == stage_rank[a.stage] ? -1 : to;
+    if (a.type == OpType::F && s + 1 < S) to = stage_rank[s + 1];
+    if ((a.type == OpType::I || a.type == OpType::B) && s > 0) to = stage_rank[s - 1];
+    return to == stage_rank[s] ? -1 : to;
   };
   size_t left = 0;
   for (const PtProgram& p : programs) left += p.size();
@@ -219,16 +221,17 @@ PtLowering add_send_recv(const std::vector<PtProgram>& programs, const std::vect
       if (!ok) continue;
       res.programs[r].push_back(c);
       for (const Action& a : c.ops) {
-        seen[r].insert(key(a.type, a.stage, a.mb));
+        seen[r].insert(key(a.type, a.stage.value(), a.mb.value()));
         const int to = receiver(a);
         if (to < 0) continue;
         const bool fwd = a.type == OpType::F;
         Action send{fwd ? OpType::SEND_F : OpType::SEND_B, a.stage, a.mb, a.loc};
-        Action recv{fwd ? OpType::RECV_F : OpType::RECV_B, fwd ? a.stage + 1 : a.stage - 1, a.mb, a.loc};
+        Action recv{fwd ? OpType::RECV_F : OpType::RECV_B, StageId{fwd ? a.stage.value() + 1 : a.stage.value() - 1}, a.mb,
+                    a.loc};
         res.programs[r].push_back(PtCell{{send}, std::nullopt, -1});
         res.programs[to].push_back(PtCell{{recv}, std::nullopt, -1});
-        seen[r].insert(key(send.type, send.stage, send.mb));
-        seen[to].insert(key(recv.type, recv.stage, recv.mb));
+        seen[r].insert(key(send.type, send.stage.value(), send.mb.value()));
+        seen[to].insert(key(recv.type, recv.stage.value(), recv.mb.value()));
       }
       ++next[r];
       --left;
@@ -273,12 +276,12 @@ std::vector<PtProgram> certified_pytorch_programs(const Schedule& with_comms, bo
     // placement then adds none of the same kind for it.
     for (const Action& a : prog) {
       if (a.type == OpType::REDUCE_GRAD)
-        for (auto& after : reduce) after.erase(std::remove(after.begin(), after.end(), a.stage), after.end());
+        for (auto& after : reduce) after.erase(std::remove(after.begin(), after.end(), a.stage.value()), after.end());
       if (a.type == OpType::UNSHARD || a.type == OpType::RESHARD) {
         const MarkerKind k = a.type == OpType::UNSHARD ? MarkerKind::kUnshard : MarkerKind::kReshard;
         auto drop = [&](std::vector<PtCell>& cells) {
           cells.erase(std::remove_if(cells.begin(), cells.end(),
-                                     [&](const PtCell& c) { return c.marker == k && c.marker_stage == a.stage; }),
+                                     [&](const PtCell& c) { return c.marker == k && c.marker_stage == a.stage.value(); }),
                       cells.end());
         };
         for (auto& before : fsdp_plan.before) drop(before);

@@ -36,7 +36,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   require(again->schedule.programs == s.programs);
   require(again->schedule.problem.num_stages() == s.problem.num_stages());
   for (int st = 0; st < s.problem.num_stages(); ++st) {
-    require(again->schedule.problem.device_of(st) == s.problem.device_of(st));
+    require(again->schedule.problem.device_of(ps::StageId{st}) == s.problem.device_of(ps::StageId{st}));
   }
   require(ps::format_pytorch_csv(again->schedule) == csv);
 

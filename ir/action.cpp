@@ -56,7 +56,9 @@ Result<Action> parse_action(std::string_view text, const SourceLoc& loc) {
   size_t pos = 0;
   Action a;
   a.loc = loc;
-  if (!read_int(text, pos, a.stage)) return fail("missing or too large stage number");
+  int stage = 0;
+  if (!read_int(text, pos, stage)) return fail("missing or too large stage number");
+  a.stage = StageId{stage};
   static constexpr std::pair<std::string_view, OpType> kTypes[] = {
       {"REDUCE_GRAD", OpType::REDUCE_GRAD}, {"UNSHARD", OpType::UNSHARD}, {"RESHARD", OpType::RESHARD},
       {"SEND_F", OpType::SEND_F}, {"RECV_F", OpType::RECV_F},
@@ -79,17 +81,19 @@ Result<Action> parse_action(std::string_view text, const SourceLoc& loc) {
                               excerpt(text.substr(pos), 40)));
     return a;
   }
-  if (!read_int(text, pos, a.mb)) return fail("missing or too large microbatch number");
+  int mb = 0;
+  if (!read_int(text, pos, mb)) return fail("missing or too large microbatch number");
+  a.mb = MicrobatchId{mb};
   if (pos != text.size()) return fail(fmt::format("unexpected text '{}' after the microbatch", excerpt(text.substr(pos), 40)));
   return a;
 }
 
 Action partner_action(const Action& a) {
   switch (a.type) {
-    case OpType::SEND_F: return Action{OpType::RECV_F, a.stage + 1, a.mb, {}};
-    case OpType::RECV_F: return Action{OpType::SEND_F, a.stage - 1, a.mb, {}};
-    case OpType::SEND_B: return Action{OpType::RECV_B, a.stage - 1, a.mb, {}};
-    case OpType::RECV_B: return Action{OpType::SEND_B, a.stage + 1, a.mb, {}};
+    case OpType::SEND_F: return Action{OpType::RECV_F, StageId{a.stage.value() + 1}, a.mb, {}};
+    case OpType::RECV_F: return Action{OpType::SEND_F, StageId{a.stage.value() - 1}, a.mb, {}};
+    case OpType::SEND_B: return Action{OpType::RECV_B, StageId{a.stage.value() - 1}, a.mb, {}};
+    case OpType::RECV_B: return Action{OpType::SEND_B, StageId{a.stage.value() + 1}, a.mb, {}};
     default: return a;
   }
 }

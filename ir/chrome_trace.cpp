@@ -40,7 +40,7 @@ std::string format_chrome_trace(const Schedule& schedule, const std::string& tit
       e["tid"] = lane2 ? 2 * t.device + 1 : 2 * t.device;
       e["ts"] = t.op_ms[i].first * 1000.0;
       e["dur"] = (t.op_ms[i].second - t.op_ms[i].first) * 1000.0;
-      e["args"] = {{"stage", a.stage}, {"microbatch", a.mb}, {"op_index", i}};
+      e["args"] = {{"stage", a.stage.value()}, {"microbatch", a.mb.value()}, {"op_index", i}};
       events.push_back(std::move(e));
     }
     for (const auto& [time_ms, mb] : t.memory_mb) {

@@ -39,7 +39,7 @@ struct ComputeIndex {
     for (int d = 0; d < D; ++d) {
       offset[d] = static_cast<int>(ops.size());
       for (const Action& a : in.programs[d]) {
-        by_key.emplace(key(a.type, a.stage, a.mb), static_cast<int>(ops.size()));
+        by_key.emplace(key(a.type, a.stage.value(), a.mb.value()), static_cast<int>(ops.size()));
         ops.push_back(&a);
         dev.push_back(d);
       }
@@ -109,29 +109,30 @@ class Inserter {
     int n = 0;
     const Action& a = *ix_.ops[id];
     const int d = ix_.dev[id];
+    const int st = a.stage.value(), m = a.mb.value();
     auto add = [&](OpType t, int s, int boundary) {
       Producer& p = out[n++];
       p = Producer{};
-      p.wanted = Action{t, s, a.mb, {}};
-      p.id = (t == OpType::I) ? ix_.bwd(s, a.mb) : ix_.find(t, s, a.mb);
+      p.wanted = Action{t, StageId{s}, a.mb, {}};
+      p.id = (t == OpType::I) ? ix_.bwd(s, m) : ix_.find(t, s, m);
       if (p.id == kNone) return;
       p.wanted = *ix_.ops[p.id];
-      if (ix_.dev[p.id] != d && boundary >= 0) p.delay_ms = pb_.boundary_transfer_ms(boundary);
+      if (ix_.dev[p.id] != d && boundary >= 0) p.delay_ms = pb_.boundary_transfer_ms(StageId{boundary});
     };
     switch (a.type) {
       case OpType::F:
-        if (a.stage > 0) add(OpType::F, a.stage - 1, a.stage - 1);
+        if (st > 0) add(OpType::F, st - 1, st - 1);
         break;
       case OpType::I:
       case OpType::B:
-        add(OpType::F, a.stage, -1);
-        if (a.stage + 1 < S_) add(OpType::I, a.stage + 1, a.stage);
+        add(OpType::F, st, -1);
+        if (st + 1 < S_) add(OpType::I, st + 1, st);
         break;
       case OpType::W:
-        add(OpType::I, a.stage, -1);
+        add(OpType::I, st, -1);
         break;
       case OpType::R:
-        add(OpType::F, a.stage, -1);
+        add(OpType::F, st, -1);
         break;
       default:
         break;
@@ -150,13 +151,14 @@ class Inserter {
         work.push_back(e);
       }
     };
+    const int s = a.stage.value(), m = a.mb.value();
     if (a.type == OpType::F) {
-      if (a.stage + 1 < S_) wake(ix_.find(OpType::F, a.stage + 1, a.mb));
-      wake(ix_.bwd(a.stage, a.mb));
-      wake(ix_.find(OpType::R, a.stage, a.mb));
+      if (s + 1 < S_) wake(ix_.find(OpType::F, s + 1, m));
+      wake(ix_.bwd(s, m));
+      wake(ix_.find(OpType::R, s, m));
     } else if (a.type == OpType::I || a.type == OpType::B) {
-      if (a.stage > 0) wake(ix_.bwd(a.stage - 1, a.mb));
-      wake(ix_.find(OpType::W, a.stage, a.mb));
+      if (s > 0) wake(ix_.bwd(s - 1, m));
+      wake(ix_.find(OpType::W, s, m));
     }
   }
 
@@ -253,8 +255,9 @@ class Inserter {
     for (int id = 0; id < N_; ++id) {
       const Action& a = *ix_.ops[id];
       int consumer = kNone;
-      if (a.type == OpType::F && a.stage + 1 < S_) consumer = ix_.find(OpType::F, a.stage + 1, a.mb);
-      if ((a.type == OpType::I || a.type == OpType::B) && a.stage > 0) consumer = ix_.bwd(a.stage - 1, a.mb);
+      const int s = a.stage.value(), m = a.mb.value();
+      if (a.type == OpType::F && s + 1 < S_) consumer = ix_.find(OpType::F, s + 1, m);
+      if ((a.type == OpType::I || a.type == OpType::B) && s > 0) consumer = ix_.bwd(s - 1, m);
       if (consumer == kNone || ix_.dev[consumer] == ix_.dev[id]) continue;
       g.pairs_from[id].push_back(static_cast<int>(g.pairs.size()));
       g.pairs.push_back({id, consumer});

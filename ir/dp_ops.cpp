@@ -23,7 +23,7 @@ Schedule with_data_parallel_ops(const Schedule& s) {
   auto op = [](OpType t, int stage) {
     Action a;
     a.type = t;
-    a.stage = stage;
+    a.stage = StageId{stage};
     return a;
   };
   for (int d = 0; d < s.num_devices(); ++d) {
@@ -42,14 +42,15 @@ Schedule with_data_parallel_ops(const Schedule& s) {
     for (int k = 0; k < C; ++k)
       for (int i = cells[k].first; i <= cells[k].second; ++i) {
         const Action& a = prog[i];
-        if (a.stage < 0 || a.stage >= S || !is_compute(a.type)) continue;
-        if (first_cell[a.stage] < 0) first_cell[a.stage] = k;
-        if (a.type == OpType::B || a.type == OpType::W) last_cell[a.stage] = k;
+        const int st = a.stage.value();
+        if (st < 0 || st >= S || !is_compute(a.type)) continue;
+        if (first_cell[st] < 0) first_cell[st] = k;
+        if (a.type == OpType::B || a.type == OpType::W) last_cell[st] = k;
       }
     std::vector<std::vector<int>> unshard_before(C), after(C);
     for (int k = 0; k < C; ++k)  // stages in the order their first cells run
       for (int i = cells[k].first; i <= cells[k].second; ++i) {
-        const int st = prog[i].stage;
+        const int st = prog[i].stage.value();
         if (st < 0 || st >= S || first_cell[st] != k || s.problem.stages[st].device != d) continue;
         if (!s.problem.stages[st].fsdp) continue;
         std::vector<int>& at = unshard_before[std::max(0, k - 1)];  // gathered one cell ahead
@@ -58,9 +59,10 @@ Schedule with_data_parallel_ops(const Schedule& s) {
     for (int k = 0; k < C; ++k)
       for (int i = cells[k].first; i <= cells[k].second; ++i) {
         const Action& a = prog[i];
-        if (a.stage < 0 || a.stage >= S || last_cell[a.stage] != k || (a.type != OpType::B && a.type != OpType::W))
+        const int st = a.stage.value();
+        if (st < 0 || st >= S || last_cell[st] != k || (a.type != OpType::B && a.type != OpType::W))
           continue;
-        if (s.problem.stages[a.stage].device == d) after[k].push_back(a.stage);
+        if (s.problem.stages[st].device == d) after[k].push_back(st);
       }
     std::vector<Action> next;
     next.reserve(prog.size() + 3 * S);

@@ -50,6 +50,13 @@ using DeviceId = Id<DeviceTag>;          // a device (pipeline rank): 0 .. P-1
 using MicrobatchId = Id<MicrobatchTag>;  // a microbatch: 0 .. M-1
 using LayerId = Id<LayerTag>;            // a layer of the model: 0 .. L-1
 
+// The element of a vector indexed by one kind of id: at(stage_device, a.stage) is stage_device[s].
+// Unchecked, as operator[] is.
+template <class Vec, class Tag>
+constexpr decltype(auto) at(Vec& v, Id<Tag> id) {
+  return v[static_cast<size_t>(id.value())];
+}
+
 }  // namespace ps
 
 template <class Tag>

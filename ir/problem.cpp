@@ -16,19 +16,20 @@
 
 namespace ps {
 
-double Problem::boundary_transfer_ms(int stage) const {
-  PS_ASSERT(stage >= 0 && stage < num_stages(), fmt::format("stage {} out of range", stage));
-  if (stage + 1 >= num_stages()) return 0.0;  // nothing after the last stage
-  int a = stages[stage].device, b = stages[stage + 1].device;
+double Problem::boundary_transfer_ms(StageId stage) const {
+  const int s = stage.value();
+  PS_ASSERT(s >= 0 && s < num_stages(), fmt::format("stage {} out of range", s));
+  if (s + 1 >= num_stages()) return 0.0;  // nothing after the last stage
+  int a = stages[s].device, b = stages[s + 1].device;
   if (a == b) return 0.0;
   const LinkModel& l =
       devices_per_node > 0 && a / devices_per_node != b / devices_per_node ? inter_node_link : link;
-  return l.transfer_ms(stages[stage].output_mb);
+  return l.transfer_ms(stages[s].output_mb);
 }
 
-double Problem::least_backward_ms(int stage) const {
-  PS_ASSERT(stage >= 0 && stage < num_stages(), fmt::format("stage {} out of range", stage));
-  const StageSpec& st = stages[stage];
+double Problem::least_backward_ms(StageId stage) const {
+  PS_ASSERT(stage.value() >= 0 && stage.value() < num_stages(), fmt::format("stage {} out of range", stage));
+  const StageSpec& st = at(stages, stage);
   const double fused = st.bwd_ms() + op_overhead_ms;
   return st.split_backward ? std::min(fused, st.split_bwd_ms() + 2 * op_overhead_ms) : fused;
 }
@@ -46,7 +47,7 @@ Status check_limits(const Problem& p, const std::vector<SourceLoc>& stage_locs) 
     state_mb += st.params_m * p.bytes_per_param;
     if (st.device >= 0 && st.device < p.devices && s + 1 < p.num_stages() && p.stages[s + 1].device >= 0 &&
         p.stages[s + 1].device < p.devices)
-      comm_ms += 2 * M * p.boundary_transfer_ms(s);
+      comm_ms += 2 * M * p.boundary_transfer_ms(StageId{s});
     const char* over = limits::total_over_limit(time_ms, act_mb, state_mb, comm_ms);
     if (over) {
       return Status::bad_input(

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "ir/ids.h"
 #include "ir/model.h"
 #include "ir/recompute.h"
 #include "ir/status.h"
@@ -71,20 +72,20 @@ struct Problem {
   MeshThroughput mesh;            // the mesh's throughput inputs (ir/mesh.h); gpus 0: no mesh
 
   int num_stages() const { return static_cast<int>(stages.size()); }
-  int device_of(int stage) const { return stages.at(stage).device; }
+  int device_of(StageId stage) const { return stages.at(stage.value()).device; }
   // Model-state memory of one stage, MB.
-  double model_state_mb(int stage) const { return stages.at(stage).params_m * bytes_per_param; }
+  double model_state_mb(StageId stage) const { return stages.at(stage.value()).params_m * bytes_per_param; }
   // The most model-state memory a stage holds at once, MB: its model states, plus on a stage FSDP
   // shards its gathered weights and gradients (held from UNSHARD to RESHARD). The search plans with it.
-  double held_state_mb(int stage) const {
-    const StageSpec& st = stages.at(stage);
+  double held_state_mb(StageId stage) const {
+    const StageSpec& st = stages.at(stage.value());
     return model_state_mb(stage) + (st.fsdp ? st.unsharded_mb : 0.0);
   }
   // Transfer time between stage s and s+1 (either direction), ms. Zero on the same device.
-  double boundary_transfer_ms(int stage) const;
+  double boundary_transfer_ms(StageId stage) const;
   // The least time one microbatch's backward of stage s takes, overheads included: its B, or its I
   // and W when the stage splits and that is cheaper (lower bounds use it: a schedule picks either).
-  double least_backward_ms(int stage) const;
+  double least_backward_ms(StageId stage) const;
 };
 
 // The limits (ir/limits.h) a problem read from a file must meet: its stages × microbatches within the

@@ -6,8 +6,8 @@ namespace ps {
 namespace {
 
 bool is_backward_of_recomputing_stage(const Action& a, const Problem& pb) {
-  return (a.type == OpType::I || a.type == OpType::B) && a.stage >= 0 && a.stage < pb.num_stages() &&
-         pb.stages[a.stage].recomputes();
+  return (a.type == OpType::I || a.type == OpType::B) && a.stage.value() >= 0 && a.stage.value() < pb.num_stages() &&
+         at(pb.stages, a.stage).recomputes();
 }
 
 }  // namespace

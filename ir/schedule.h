@@ -78,6 +78,7 @@
 #include <string_view>
 #include <vector>
 
+#include "ir/ids.h"
 #include "ir/problem.h"
 #include "ir/status.h"
 
@@ -104,8 +105,8 @@ const char* op_type_name(OpType t);  // "F", "SEND_B", "R", "REDUCE_GRAD", ...
 // The one op-duration rule: how long compute op `t` of stage `stage` takes, ms: the stage's F, I, W
 // or R time, B's fused_bwd_ms when the stage has one (else I + W), each plus the problem's
 // op_overhead_ms. Comm ops take no compute time (transfers are timed by the link model, ir/problem.h).
-inline double compute_ms(const Problem& p, int stage, OpType t) {
-  const StageSpec& st = p.stages[stage];
+inline double compute_ms(const Problem& p, StageId stage, OpType t) {
+  const StageSpec& st = at(p.stages, stage);
   switch (t) {
     case OpType::F: return st.fwd_ms + p.op_overhead_ms;
     case OpType::I: return st.bwd_input_ms + p.op_overhead_ms;
@@ -116,15 +117,15 @@ inline double compute_ms(const Problem& p, int stage, OpType t) {
   }
 }
 // How long data-parallel op `t` of stage `stage` takes on its stream, ms (0 for any other op).
-inline double data_parallel_ms(const Problem& p, int stage, OpType t) {
-  if (t == OpType::REDUCE_GRAD) return p.stages[stage].reduce_grad_ms;
-  return t == OpType::UNSHARD ? p.stages[stage].unshard_ms : 0.0;
+inline double data_parallel_ms(const Problem& p, StageId stage, OpType t) {
+  if (t == OpType::REDUCE_GRAD) return at(p.stages, stage).reduce_grad_ms;
+  return t == OpType::UNSHARD ? at(p.stages, stage).unshard_ms : 0.0;
 }
 
 struct Action {
   OpType type = OpType::F;
-  int stage = 0;  // 3
-  int mb = 0;     // 1
+  StageId stage{0};    // 3
+  MicrobatchId mb{0};  // 1
   SourceLoc loc;  // where it was read from (not part of equality)
   bool overlap_next = false;  // this compute op and the next one form a PyTorch OVERLAP_F_B cell
                               // (run as its sub-actions in order; not part of equality)

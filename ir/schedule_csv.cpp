@@ -180,10 +180,10 @@ Result<CsvExtent> csv_extent(const Schedule& s, const CsvTally& tally, const Csv
   size_t total = 0;
   for (const auto& prog : s.programs) {
     for (const Action& a : prog) {
-      if (a.stage > max_stage) max_stage = a.stage, max_stage_at = &a;
+      if (a.stage.value() > max_stage) max_stage = a.stage.value(), max_stage_at = &a;
       if (is_data_parallel(a.type)) continue;  // not a pipeline action, and it has no microbatch
       ++total;
-      if (a.mb > max_mb) max_mb = a.mb, max_mb_at = &a;
+      if (a.mb.value() > max_mb) max_mb = a.mb.value(), max_mb_at = &a;
       if (is_comm(a.type) && !first_comm.valid()) first_comm = a.loc;
     }
   }
@@ -247,12 +247,12 @@ std::vector<int> csv_placement(const Schedule& s, int stages, CsvReadResult& res
   std::map<int, std::vector<int>> extra_rows;  // stage -> other rows it also appears in
   for (size_t d = 0; d < s.programs.size(); ++d) {
     for (const Action& a : s.programs[d]) {
-      if (a.stage >= stages) continue;  // out of range: structure.index
-      int& p = placement[a.stage];
+      if (a.stage.value() >= stages) continue;  // out of range: structure.index
+      int& p = at(placement, a.stage);
       if (p < 0) {
         p = static_cast<int>(d);
       } else if (p != static_cast<int>(d)) {
-        auto& v = extra_rows[a.stage];
+        auto& v = extra_rows[a.stage.value()];
         if (std::find(v.begin(), v.end(), static_cast<int>(d)) == v.end()) v.push_back(static_cast<int>(d));
       }
     }
@@ -293,14 +293,14 @@ void drop_repeated_gathers(Schedule& s, CsvTally& tally, CsvReadResult& res) {
   for (const auto& prog : s.programs)
     for (const Action& a : prog) {
       if (a.type != OpType::UNSHARD && a.type != OpType::RESHARD) continue;
-      int& n = (a.type == OpType::UNSHARD ? unshards : reshards)[a.stage];
-      if (++n == 2 && !repeat.count(a.stage)) repeat[a.stage] = a.loc;
+      int& n = (a.type == OpType::UNSHARD ? unshards : reshards)[a.stage.value()];
+      if (++n == 2 && !repeat.count(a.stage.value())) repeat[a.stage.value()] = a.loc;
     }
   if (repeat.empty()) return;
   int64_t dropped = 0;
   for (auto& prog : s.programs) {
     const auto kept = std::remove_if(prog.begin(), prog.end(), [&](const Action& a) {
-      return (a.type == OpType::UNSHARD || a.type == OpType::RESHARD) && repeat.count(a.stage);
+      return (a.type == OpType::UNSHARD || a.type == OpType::RESHARD) && repeat.count(a.stage.value());
     });
     dropped += prog.end() - kept;
     prog.erase(kept, prog.end());
@@ -325,8 +325,8 @@ void mark_data_parallel_stages(Schedule& s) {
   const int stages = s.problem.num_stages();
   for (const auto& prog : s.programs)
     for (const Action& a : prog) {
-      if (!is_data_parallel(a.type) || a.stage >= stages) continue;  // out of range: structure.index
-      StageSpec& st = s.problem.stages[a.stage];
+      if (!is_data_parallel(a.type) || a.stage.value() >= stages) continue;  // out of range: structure.index
+      StageSpec& st = at(s.problem.stages, a.stage);
       if (a.type == OpType::REDUCE_GRAD) {
         st.reduces_grad = true;
         st.reduce_grad_ms = 0;

@@ -171,17 +171,17 @@ class CudaDevice final : public rt::DeviceContext {
     // Exactly the waits of ir/schedule.h: a compute waits for the RECV of its input, a SEND for its
     // producing compute; everything else is ordered by its own stream.
     auto wait = [&](OpType t, int stage) {
-      auto it = produced_.find({t, stage, a.mb});
+      auto it = produced_.find({t, stage, a.mb.value()});
       if (it != produced_.end()) check(PS_CUDA(cudaStreamWaitEvent(s, end_[it->second], 0)));
     };
     switch (a.type) {
-      case OpType::F: wait(OpType::RECV_F, a.stage); break;
+      case OpType::F: wait(OpType::RECV_F, a.stage.value()); break;
       case OpType::I:
-      case OpType::B: wait(OpType::RECV_B, a.stage); break;
-      case OpType::SEND_F: wait(OpType::F, a.stage); break;
+      case OpType::B: wait(OpType::RECV_B, a.stage.value()); break;
+      case OpType::SEND_F: wait(OpType::F, a.stage.value()); break;
       case OpType::SEND_B:
-        wait(OpType::I, a.stage);
-        wait(OpType::B, a.stage);
+        wait(OpType::I, a.stage.value());
+        wait(OpType::B, a.stage.value());
         break;
       default: break;
     }
@@ -192,7 +192,7 @@ class CudaDevice final : public rt::DeviceContext {
     if (index >= static_cast<int>(end_.size())) return;
     check(PS_CUDA(cudaEventRecord(end_[index], kinds_[index] ? comm_stream_ : ops_->stream())));
     if (a.type != OpType::W && a.type != OpType::SEND_F && a.type != OpType::SEND_B)
-      produced_[{a.type, a.stage, a.mb}] = index;
+      produced_[{a.type, a.stage.value(), a.mb.value()}] = index;
     std::lock_guard<std::mutex> lock(events_mu_);
     enqueued_ = index + 1;
   }

@@ -180,7 +180,7 @@ std::vector<std::map<int, int>> stage_shades(const Schedule& s) {
   const int D = s.num_devices();
   std::vector<std::map<int, int>> shade(D);
   for (int st = 0; st < s.problem.num_stages(); ++st) {
-    const int d = s.problem.device_of(st);
+    const int d = s.problem.device_of(StageId{st});
     if (d >= 0 && d < D) {
       const int k = static_cast<int>(shade[d].size());
       shade[d][st] = k;
@@ -361,7 +361,7 @@ class Chart {
       }
       const double x0 = L_.X(iv.start_ms), w = (iv.end_ms - iv.start_ms) * L_.xs;
       if (w <= 0) continue;
-      auto it = shade_[d].find(a.stage);
+      auto it = shade_[d].find(a.stage.value());
       const int sh = it == shade_[d].end() ? 0 : it->second;
       out_ += fmt::format(
           "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\" stroke=\"#ffffff\" stroke-width=\"{}\">"

@@ -73,48 +73,48 @@ Result<Tensor> take(std::map<Key, Tensor>& m, Key k) {
 Status prepare_comm(Worker& w, const Problem& p, const ExecModel& model, int index, const Action& a, CommItem& item) {
   const int d = w.device;
   const int S = p.num_stages();
-  const int s = a.stage, m = a.mb;
+  const int s = a.stage.value(), m = a.mb.value();
   auto err = [&](const std::string& msg) { return op_error(d, index, a, msg); };
   if (s < 0 || s >= S) return err(fmt::format("stage {} does not exist (0..{})", s, S - 1));
   if (m < 0 || m >= p.microbatches) return err(fmt::format("microbatch {} does not exist (0..{})", m, p.microbatches - 1));
-  if (p.device_of(s) != d)
-    return err(fmt::format("stage {} is placed on device {}, not on device {}", s, p.device_of(s), d));
+  if (p.device_of(StageId{s}) != d)
+    return err(fmt::format("stage {} is placed on device {}, not on device {}", s, p.device_of(StageId{s}), d));
   item.index = index;
   item.op = a;
   switch (a.type) {
     case OpType::SEND_F: {
-      if (s + 1 >= S || p.device_of(s + 1) == d)
+      if (s + 1 >= S || p.device_of(StageId{s + 1}) == d)
         return err("nothing to send: the next stage does not exist or is on this device");
       auto t = take(w.pending_f, {s, m});
       if (!t.ok()) return err(fmt::format("F({},{}) has not produced the tensor yet", s, m));
-      item.peer = p.device_of(s + 1);
+      item.peer = p.device_of(StageId{s + 1});
       item.expected = partner_action(a);
       item.send = std::move(*t);
       return Status::ok();
     }
     case OpType::SEND_B: {
-      if (s == 0 || p.device_of(s - 1) == d)
+      if (s == 0 || p.device_of(StageId{s - 1}) == d)
         return err("nothing to send: the previous stage does not exist or is on this device");
       auto t = take(w.pending_b, {s, m});
       if (!t.ok()) return err(fmt::format("the backward of stage {} mb {} has not produced the gradient yet", s, m));
-      item.peer = p.device_of(s - 1);
+      item.peer = p.device_of(StageId{s - 1});
       item.expected = partner_action(a);
       item.send = std::move(*t);
       return Status::ok();
     }
     case OpType::RECV_F:
-      if (s == 0 || p.device_of(s - 1) == d)
+      if (s == 0 || p.device_of(StageId{s - 1}) == d)
         return err("nothing to receive: the previous stage does not exist or is on this device");
       if (w.inbox_f.count({s, m})) return err("received twice");
-      item.peer = p.device_of(s - 1);
+      item.peer = p.device_of(StageId{s - 1});
       item.expected = partner_action(a);
       item.count = model.boundary_count(s - 1);
       return Status::ok();
     case OpType::RECV_B:
-      if (s + 1 >= S || p.device_of(s + 1) == d)
+      if (s + 1 >= S || p.device_of(StageId{s + 1}) == d)
         return err("nothing to receive: the next stage does not exist or is on this device");
       if (w.inbox_b.count({s, m})) return err("received twice");
-      item.peer = p.device_of(s + 1);
+      item.peer = p.device_of(StageId{s + 1});
       item.expected = partner_action(a);
       item.count = model.boundary_count(s);
       return Status::ok();
@@ -126,18 +126,18 @@ Status prepare_comm(Worker& w, const Problem& p, const ExecModel& model, int ind
 Status run_op(Worker& w, const Problem& p, const ExecModel& model, int index, const Action& a) {
   const int d = w.device;
   const int S = p.num_stages();
-  const int s = a.stage, m = a.mb;
+  const int s = a.stage.value(), m = a.mb.value();
   if (s < 0 || s >= S) return op_error(d, index, a, fmt::format("stage {} does not exist (0..{})", s, S - 1));
   if (m < 0 || m >= p.microbatches)
     return op_error(d, index, a, fmt::format("microbatch {} does not exist (0..{})", m, p.microbatches - 1));
-  if (p.device_of(s) != d)
-    return op_error(d, index, a, fmt::format("stage {} is placed on device {}, not on device {}", s, p.device_of(s), d));
+  if (p.device_of(StageId{s}) != d)
+    return op_error(d, index, a, fmt::format("stage {} is placed on device {}, not on device {}", s, p.device_of(StageId{s}), d));
   auto err = [&](const std::string& msg) { return op_error(d, index, a, msg); };
   switch (a.type) {
     case OpType::F: {
       Tensor in;
       if (s > 0) {
-        const bool local = p.device_of(s - 1) == d;
+        const bool local = p.device_of(StageId{s - 1}) == d;
         auto t = local ? take(w.pending_f, {s - 1, m}) : take(w.inbox_f, {s, m});
         if (!t.ok())
           return err(local ? fmt::format("its input comes from F({},{}) on this device, which has not run", s - 1, m)
@@ -153,7 +153,7 @@ Status run_op(Worker& w, const Problem& p, const ExecModel& model, int index, co
     case OpType::B: {
       Tensor dy;
       if (s + 1 < S) {
-        const bool local = p.device_of(s + 1) == d;
+        const bool local = p.device_of(StageId{s + 1}) == d;
         auto t = local ? take(w.pending_b, {s + 1, m}) : take(w.inbox_b, {s, m});
         if (!t.ok())
           return err(local ? fmt::format("its output gradient comes from the backward of stage {} mb {} on this "
@@ -226,7 +226,7 @@ Status run_group(Worker& w, const Problem& p, const ExecModel& model, int first,
   }
   for (CommItem& it : items)
     if (is_recv(it.op.type))
-      (it.op.type == OpType::RECV_F ? w.inbox_f : w.inbox_b)[{it.op.stage, it.op.mb}] = std::move(it.received);
+      (it.op.type == OpType::RECV_F ? w.inbox_f : w.inbox_b)[{it.op.stage.value(), it.op.mb.value()}] = std::move(it.received);
   return Status::ok();
 }
 
@@ -237,7 +237,7 @@ void worker_main(Worker& w, const Problem& p, const ExecModel& model, bool group
   };
   try {
     for (int s = 0; s < p.num_stages(); ++s)
-      if (p.device_of(s) == w.device) {
+      if (p.device_of(StageId{s}) == w.device) {
         Status st = w.sc.add_stage(s);
         if (!st.is_ok()) {
           fail(st);
@@ -495,12 +495,12 @@ class Replay {
   Status collect_gradients(Worker& w, ExecResult& res) {
     const Problem& p = schedule_.problem;
     for (int s = 0; s < p.num_stages(); ++s) {
-      if (p.device_of(s) != w.device) continue;
+      if (p.device_of(StageId{s}) != w.device) continue;
       auto g = w.sc.gradients(s);
       if (!g.ok()) return g.status();
       res.gradients[s] = std::move(*g);
     }
-    if (p.device_of(p.num_stages() - 1) == w.device) {
+    if (p.device_of(StageId{p.num_stages() - 1}) == w.device) {
       for (int m = 0; m < p.microbatches; ++m) {
         auto l = w.sc.loss(m);
         if (!l.ok()) return l.status();
@@ -534,17 +534,17 @@ BlockedOp waits_for(const Schedule& schedule, DeviceId at, int index) {
   b.device = at;
   b.op_index = index;
   b.op = schedule.programs.at(device).at(index);
-  const int s = b.op.stage, m = b.op.mb, S = p.num_stages();
-  auto dev = [&](int st) { return st >= 0 && st < S ? p.device_of(st) : -1; };
+  const int s = b.op.stage.value(), m = b.op.mb.value(), S = p.num_stages();
+  auto dev = [&](int st) { return st >= 0 && st < S ? p.device_of(StageId{st}) : -1; };
   auto set = [&](OpType t, int st, int d) {
-    b.waits_for = Action{t, st, m, {}};
+    b.waits_for = Action{t, StageId{st}, MicrobatchId{m}, {}};
     if (d >= 0) b.waits_for_device = DeviceId{d};
   };
   auto backward_type = [&](int st) {  // B or I for stage st on its device
     const int d = dev(st);
     if (d < 0) return OpType::I;
     for (const Action& a : schedule.programs.at(d))
-      if (a.type == OpType::B && a.stage == st && a.mb == m) return OpType::B;
+      if (a.type == OpType::B && a.stage.value() == st && a.mb.value() == m) return OpType::B;
     return OpType::I;
   };
   switch (b.op.type) {
@@ -553,7 +553,7 @@ BlockedOp waits_for(const Schedule& schedule, DeviceId at, int index) {
     case OpType::SEND_B:
     case OpType::RECV_B: {
       const Action q = partner_action(b.op);
-      set(q.type, q.stage, dev(q.stage));
+      set(q.type, q.stage.value(), dev(q.stage.value()));
       break;
     }
     case OpType::F:

@@ -59,7 +59,7 @@ MemoryEstimate estimate_run_memory(const Schedule& schedule, const ExecModel& mo
   for (size_t d = 0; d < schedule.programs.size(); ++d) {
     uint64_t scratch = 0;
     for (const Action& a : schedule.programs[d])
-      if (a.stage >= 0 && a.stage < S) scratch = std::max(scratch, slot[a.stage]);
+      if (a.stage.value() >= 0 && a.stage.value() < S) scratch = std::max(scratch, at(slot, a.stage));
     e.activations_bytes = sat_add(e.activations_bytes, scratch);
   }
   const uint64_t ids = sat_mul(sat_mul(static_cast<uint64_t>(model.tokens), 8), static_cast<uint64_t>(model.microbatches));

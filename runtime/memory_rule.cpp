@@ -46,10 +46,11 @@ std::vector<RuleMemory> memory_by_rule(const Schedule& schedule, const ExecModel
     long long held = 0;
     RuleMemory& r = out[d];
     for (const Action& a : schedule.programs[d]) {
-      if (a.stage >= 0 && a.stage < model.num_stages()) {
-        const StageBytes& sb = sizes[a.stage];
+      if (a.stage.value() >= 0 && a.stage.value() < model.num_stages()) {
+        const StageBytes& sb = at(sizes, a.stage);
         const auto f = static_cast<long long>(sb.after_forward), i = static_cast<long long>(sb.after_input);
-        const bool rc = a.stage < schedule.problem.num_stages() && schedule.problem.stages[a.stage].recomputes();
+        const bool rc =
+            a.stage.value() < schedule.problem.num_stages() && at(schedule.problem.stages, a.stage).recomputes();
         const auto kept = rc ? static_cast<long long>(sb.recompute_kept) : f;
         switch (a.type) {
           case OpType::F: held += kept; break;

@@ -81,13 +81,13 @@ class MpiBackend final : public Backend {
  private:
   friend class Device;
   int tag_of(const Action& send) const {
-    return (send.stage * options_.microbatches + send.mb) * 2 + (send.type == OpType::SEND_B ? 1 : 0);
+    return (send.stage.value() * options_.microbatches + send.mb.value()) * 2 + (send.type == OpType::SEND_B ? 1 : 0);
   }
   Action action_of(int tag) const {
     Action a;
     a.type = tag % 2 ? OpType::SEND_B : OpType::SEND_F;
-    a.stage = (tag / 2) / options_.microbatches;
-    a.mb = (tag / 2) % options_.microbatches;
+    a.stage = StageId{(tag / 2) / options_.microbatches};
+    a.mb = MicrobatchId{(tag / 2) % options_.microbatches};
     return a;
   }
   double now_ms() const { return std::chrono::duration<double, std::milli>(MpiClock::now() - epoch_).count(); }

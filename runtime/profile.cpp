@@ -92,9 +92,9 @@ MeasuringRun measuring_run(const ExecModel& full_model, const Model& model, char
   }
   sch.programs.resize(1);
   for (int m = 0; m < M; ++m) {
-    for (int s = 0; s < S; ++s) sch.programs[0].push_back(Action{OpType::F, s, m, {}});
-    for (int s = S - 1; s >= 0; --s) sch.programs[0].push_back(Action{OpType::I, s, m, {}});
-    for (int s = S - 1; s >= 0; --s) sch.programs[0].push_back(Action{OpType::W, s, m, {}});
+    for (int s = 0; s < S; ++s) sch.programs[0].push_back(Action{OpType::F, StageId{s}, MicrobatchId{m}, {}});
+    for (int s = S - 1; s >= 0; --s) sch.programs[0].push_back(Action{OpType::I, StageId{s}, MicrobatchId{m}, {}});
+    for (int s = S - 1; s >= 0; --s) sch.programs[0].push_back(Action{OpType::W, StageId{s}, MicrobatchId{m}, {}});
   }
   return run;
 }
@@ -157,7 +157,7 @@ Result<ProfileResult> profile_layer_types(const Spec& spec, Backend& backend, co
     const auto& prog = sch.programs[0];
     const auto& times = r.devices.at(0).times;
     for (size_t k = 0; k < prog.size(); ++k) {
-      if (prog[k].stage != measured || prog[k].mb < opt.warmup) continue;
+      if (prog[k].stage.value() != measured || prog[k].mb.value() < opt.warmup) continue;
       const double ms = times[k].end_ms - times[k].start_ms;
       if (prog[k].type == OpType::F) f.push_back(ms);
       if (prog[k].type == OpType::I) i.push_back(ms);

@@ -33,7 +33,7 @@ std::string format_run_summary(const RunSummary& s) {
   out += fmt::format("model: d_model {}, {} tokens per microbatch, vocabulary {} in / {} out\n", s.model->d_model,
                      s.model->tokens, s.model->vocab_in, s.model->vocab_out);
   for (int st = 0; st < s.model->num_stages(); ++st)
-    out += fmt::format("  stage {} (device {}): {}\n", st, sch.problem.device_of(st), s.model->stage_summary(st));
+    out += fmt::format("  stage {} (device {}): {}\n", st, sch.problem.device_of(StageId{st}), s.model->stage_summary(st));
   for (const std::string& n : s.notes) out += "note: " + n + "\n";
   out += "\n";
   out += fmt::format("{:>6} {:<22} {:>5} {:>12} {:>12} {:>7} {:>10} {:>10} {:>12} {:>12} {:>8} {:>12} {:>8}\n", "device",

@@ -668,7 +668,7 @@ bool fall_back_to_baseline(Seed& seed, SynthResult& out) {
 bool dag_bounds_hold(const Problem& p) {
   for (int s = 0; s < p.num_stages(); ++s)
     if (p.stages[s].split_backward &&
-        compute_ms(p, s, OpType::B) < compute_ms(p, s, OpType::I) + compute_ms(p, s, OpType::W))
+        compute_ms(p, StageId{s}, OpType::B) < compute_ms(p, StageId{s}, OpType::I) + compute_ms(p, StageId{s}, OpType::W))
       return false;
   return true;
 }

@@ -17,22 +17,22 @@ BoundParts lower_bound_parts(const Problem& pb) {
   const double M = pb.microbatches;
   if (S == 0 || pb.microbatches <= 0) return out;
   auto dev = [&](int s) { return pb.stages[s].device; };
-  auto x = [&](int b) { return dev(b) == dev(b + 1) ? 0.0 : pb.boundary_transfer_ms(b); };
+  auto x = [&](int b) { return dev(b) == dev(b + 1) ? 0.0 : pb.boundary_transfer_ms(StageId{b}); };
   // bw(s): the part of stage s's backward the input gradient waits for — I, or B when the stage
   // cannot split or its B is cheaper than its I; w(s): the least the rest of that backward takes
   // after it, so bw(s) + w(s) never exceeds either way of running the backward.
   auto bw = [&](int s) {
     const StageSpec& st = pb.stages[s];
-    return st.split_backward ? std::min(compute_ms(pb, s, OpType::I), compute_ms(pb, s, OpType::B))
-                             : compute_ms(pb, s, OpType::B);
+    return st.split_backward ? std::min(compute_ms(pb, StageId{s}, OpType::I), compute_ms(pb, StageId{s}, OpType::B))
+                             : compute_ms(pb, StageId{s}, OpType::B);
   };
   auto w = [&](int s) {
     const StageSpec& st = pb.stages[s];
     if (!st.split_backward) return 0.0;
-    const double split_rest = compute_ms(pb, s, OpType::W);
+    const double split_rest = compute_ms(pb, StageId{s}, OpType::W);
     // Without a fused time or an overhead, B = I + W exactly and the rest is W itself.
     if (!st.fused_bwd_ms && pb.op_overhead_ms == 0) return split_rest;
-    return std::min(split_rest, compute_ms(pb, s, OpType::B) - bw(s));
+    return std::min(split_rest, compute_ms(pb, StageId{s}, OpType::B) - bw(s));
   };
 
   // red(s): the stage's data-parallel step, which runs after its last backward.
@@ -51,8 +51,8 @@ BoundParts lower_bound_parts(const Problem& pb) {
   for (int s = 0; s < S; ++s) {
     const StageSpec& st = pb.stages[s];
     if (st.device < 0) continue;
-    work[st.device] += M * (compute_ms(pb, s, OpType::F) + pb.least_backward_ms(s) +
-                            (st.recomputes() ? compute_ms(pb, s, OpType::R) : 0.0));
+    work[st.device] += M * (compute_ms(pb, StageId{s}, OpType::F) + pb.least_backward_ms(StageId{s}) +
+                            (st.recomputes() ? compute_ms(pb, StageId{s}, OpType::R) : 0.0));
     if (lowest[st.device] < 0) lowest[st.device] = s;
     if (st.split_backward) any_split[st.device] = 1;
     dp_tail[st.device] = dp_tail[st.device] < 0 ? red(s) : std::min(dp_tail[st.device], red(s));
@@ -70,14 +70,14 @@ BoundParts lower_bound_parts(const Problem& pb) {
   std::vector<double> fwd(S + 1, 0.0), bwd_pre(S + 1, 0.0);
   for (int s = 0; s < S; ++s) {
     const double xs = s + 1 < S ? x(s) : 0.0;
-    fwd[s + 1] = fwd[s] + compute_ms(pb, s, OpType::F) + xs;
+    fwd[s + 1] = fwd[s] + compute_ms(pb, StageId{s}, OpType::F) + xs;
     bwd_pre[s + 1] = bwd_pre[s] + bw(s) + xs;
   }
   // fwd[S] counts all forwards and all boundaries once; the backward from stage S-1 down to s
   // crosses boundaries s..S-2 and runs bw_t for t in [s, S-1].
   // The last stage's R (when it recomputes) sits between its F and its backward on one device.
   const StageSpec& last = pb.stages[S - 1];
-  const double r_last = last.recomputes() ? compute_ms(pb, S - 1, OpType::R) : 0.0;
+  const double r_last = last.recomputes() ? compute_ms(pb, StageId{S - 1}, OpType::R) : 0.0;
   for (int s = 0; s < S; ++s) {
     const double back = (bwd_pre[S] - bwd_pre[s]);  // bw_t for t >= s plus x_b for b >= s
     out.critical_path_ms = std::max(out.critical_path_ms, fwd[S] + r_last + back + w(s) + red(s));

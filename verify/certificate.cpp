@@ -150,9 +150,9 @@ void add_grid_slack(const Schedule& s, const Certificate& c, Recomputed& rc) {
   std::vector<double> times;
   for (int st = 0; st < pb.num_stages(); ++st) {
     const StageSpec& sp = pb.stages[st];
-    for (OpType t : {OpType::F, OpType::I, OpType::W, OpType::B}) times.push_back(compute_ms(pb, st, t));
-    if (sp.recomputes()) times.push_back(compute_ms(pb, st, OpType::R));
-    if (st + 1 < pb.num_stages()) times.push_back(pb.boundary_transfer_ms(st));
+    for (OpType t : {OpType::F, OpType::I, OpType::W, OpType::B}) times.push_back(compute_ms(pb, StageId{st}, t));
+    if (sp.recomputes()) times.push_back(compute_ms(pb, StageId{st}, OpType::R));
+    if (st + 1 < pb.num_stages()) times.push_back(pb.boundary_transfer_ms(StageId{st}));
   }
   bool exact = true;
   for (double t : times) {

@@ -39,9 +39,9 @@ CommRuleSummary check_comm_rules(const Schedule& s, const OpTable& t, std::vecto
       const Action want = partner_action(a);
       const bool send = is_send(a.type);
       const std::string_view rule = send ? rules::kUnmatchedSend : rules::kUnmatchedRecv;
-      if (want.stage < 0 || want.stage >= S) {
+      if (want.stage.value() < 0 || want.stage.value() >= S) {
         std::string why;
-        if (a.type == OpType::SEND_F) why = fmt::format("stage {} is the last stage: no stage {} receives its output", a.stage, a.stage + 1);
+        if (a.type == OpType::SEND_F) why = fmt::format("stage {} is the last stage: no stage {} receives its output", a.stage, a.stage.value() + 1);
         if (a.type == OpType::RECV_F) why = "stage 0 is the first stage: nothing sends it a forward input";
         if (a.type == OpType::SEND_B) why = "stage 0 is the first stage: no stage before it receives a gradient";
         if (a.type == OpType::RECV_B) why = fmt::format("stage {} is the last stage: nothing sends it a gradient", a.stage);
@@ -73,7 +73,7 @@ CommRuleSummary check_comm_rules(const Schedule& s, const OpTable& t, std::vecto
 
   // comm.missing: cross-device edges with neither side present.
   for (int b = 0; b + 1 < S; ++b) {
-    const int lo = pb.device_of(b), hi = pb.device_of(b + 1);
+    const int lo = pb.device_of(StageId{b}), hi = pb.device_of(StageId{b + 1});
     if (lo == hi) continue;
     for (int m = 0; m < M; ++m) {
       if (t.find(OpType::SEND_F, b, m) == kNoOp && t.find(OpType::RECV_F, b + 1, m) == kNoOp) {

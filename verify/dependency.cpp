@@ -24,13 +24,13 @@ void check_dependencies(const Schedule& s, const OpTable& t, std::vector<Violati
             {fmt::format("it needs {}, which comes later in the program",
                          describe_op_on(d, t.index(need), t.op(need)))}));
       };
-      const int st = a.stage;
-      const int m = a.mb;
+      const int st = a.stage.value();
+      const int m = a.mb.value();
       if (is_compute(a.type) && st >= 0 && st < S && pb.stages[st].fsdp)
         require_before(t.find(OpType::UNSHARD, st, 0), "which gathers the weights it computes with (FSDP)");
       switch (a.type) {
         case OpType::F:
-          if (st > 0 && pb.device_of(st - 1) == d)
+          if (st > 0 && pb.device_of(StageId{st - 1}) == d)
             require_before(t.find(OpType::F, st - 1, m), "which produces its input (same device)");
           require_before(t.find(OpType::RECV_F, st, m), "the RECV that delivers its input");
           break;
@@ -41,7 +41,7 @@ void check_dependencies(const Schedule& s, const OpTable& t, std::vector<Violati
         case OpType::B:
           require_before(t.find(OpType::F, st, m), "its forward");
           require_before(t.find(OpType::R, st, m), "the recomputation of the activations it reads");
-          if (st + 1 < S && pb.device_of(st + 1) == d)
+          if (st + 1 < S && pb.device_of(StageId{st + 1}) == d)
             require_before(t.bwd(st + 1, m), "which produces its output gradient (same device)");
           require_before(t.find(OpType::RECV_B, st, m), "the RECV that delivers its output gradient");
           break;

@@ -8,7 +8,7 @@ std::vector<DeviceMemory> memory_by_program(const Schedule& s) {
   std::vector<DeviceMemory> out(s.num_devices());
   for (int st = 0; st < pb.num_stages(); ++st) {
     const int d = pb.stages[st].device;
-    if (d >= 0 && d < s.num_devices()) out[d].model_state_mb += pb.model_state_mb(st);
+    if (d >= 0 && d < s.num_devices()) out[d].model_state_mb += pb.model_state_mb(StageId{st});
   }
   for (int d = 0; d < s.num_devices(); ++d) {
     DeviceMemory& dm = out[d];
@@ -17,9 +17,9 @@ std::vector<DeviceMemory> memory_by_program(const Schedule& s) {
     const auto& prog = s.programs[d];
     for (int i = 0; i < static_cast<int>(prog.size()); ++i) {
       const Action& a = prog[i];
-      if (a.stage < 0 || a.stage >= pb.num_stages()) continue;
+      if (a.stage.value() < 0 || a.stage.value() >= pb.num_stages()) continue;
       if (!is_compute(a.type) && a.type != OpType::UNSHARD && a.type != OpType::RESHARD) continue;
-      const StageSpec& st = pb.stages[a.stage];
+      const StageSpec& st = at(pb.stages, a.stage);
       double delta = 0;
       switch (a.type) {
         case OpType::UNSHARD: delta = st.fsdp ? st.unsharded_mb : 0.0; break;

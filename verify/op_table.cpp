@@ -18,7 +18,7 @@ OpTable::OpTable(const Schedule& s) {
     offset_[d] = static_cast<int>(ops_.size());
     for (const Action& a : s.programs[d]) {
       if (dense && in_range(a)) {
-        int& sl = slot_[key(a.type, a.stage, a.mb)];
+        int& sl = slot_[key(a.type, a.stage.value(), a.mb.value())];
         if (sl == kNoOp) sl = static_cast<int>(ops_.size());
       }
       ops_.push_back(&a);
@@ -41,10 +41,10 @@ int OpTable::bwd(int stage, int mb) const {
 int OpTable::partner(int id) const {
   const Action& a = op(id);
   switch (a.type) {
-    case OpType::SEND_F: return find(OpType::RECV_F, a.stage + 1, a.mb);
-    case OpType::RECV_F: return find(OpType::SEND_F, a.stage - 1, a.mb);
-    case OpType::SEND_B: return find(OpType::RECV_B, a.stage - 1, a.mb);
-    case OpType::RECV_B: return find(OpType::SEND_B, a.stage + 1, a.mb);
+    case OpType::SEND_F: return find(OpType::RECV_F, a.stage.value() + 1, a.mb.value());
+    case OpType::RECV_F: return find(OpType::SEND_F, a.stage.value() - 1, a.mb.value());
+    case OpType::SEND_B: return find(OpType::RECV_B, a.stage.value() - 1, a.mb.value());
+    case OpType::RECV_B: return find(OpType::SEND_B, a.stage.value() + 1, a.mb.value());
     default: return kNoOp;
   }
 }
@@ -73,10 +73,10 @@ int OpTable::recv_for(int id) const {
 int OpTable::boundary_of_comm(int id) const {
   const Action& a = op(id);
   switch (a.type) {
-    case OpType::SEND_F: return a.stage;
-    case OpType::RECV_F: return a.stage - 1;
-    case OpType::SEND_B: return a.stage - 1;
-    case OpType::RECV_B: return a.stage;
+    case OpType::SEND_F: return a.stage.value();
+    case OpType::RECV_F: return a.stage.value() - 1;
+    case OpType::SEND_B: return a.stage.value() - 1;
+    case OpType::RECV_B: return a.stage.value();
     default: return -1;
   }
 }

@@ -26,7 +26,7 @@ class OpTable {
   int microbatches() const { return mbs_; }
   int size() const { return static_cast<int>(ops_.size()); }
   bool in_range(const Action& a) const {
-    return a.stage >= 0 && a.stage < stages_ && a.mb >= 0 && a.mb < mbs_;
+    return a.stage.value() >= 0 && a.stage.value() < stages_ && a.mb.value() >= 0 && a.mb.value() < mbs_;
   }
 
   const Action& op(int id) const { return *ops_[id]; }
@@ -37,8 +37,10 @@ class OpTable {
   int end(int device) const { return offset_[device + 1]; }
 
   int find(OpType t, int stage, int mb) const;
+  int find(OpType t, StageId stage, MicrobatchId mb) const { return find(t, stage.value(), mb.value()); }
   // The backward op of (stage, mb) that produces the input gradient: I if present, else B.
   int bwd(int stage, int mb) const;
+  int bwd(StageId stage, MicrobatchId mb) const { return bwd(stage.value(), mb.value()); }
   // The other side of a SEND/RECV (the op that must exist for it to complete), or kNoOp.
   int partner(int id) const;
   // For a SEND: the compute producing its tensor; for a RECV: the compute consuming it.

@@ -40,24 +40,25 @@ class TimingRun {
           dps_[d].push_back(id);
           // REDUCE_GRAD and RESHARD wait for the stage's last backward (the dependency rule put every
           // backward of its stage before them); UNSHARD is issued after the compute op before it.
-          aux_[id] = a.type == OpType::UNSHARD ? last_compute : last_backward[a.stage];
+          aux_[id] = a.type == OpType::UNSHARD ? last_compute : at(last_backward, a.stage);
           continue;
         }
-        if ((a.type == OpType::B || a.type == OpType::W) && a.stage >= 0 && a.stage < s.problem.num_stages())
-          last_backward[a.stage] = id;
+        const int st = a.stage.value();
+        if ((a.type == OpType::B || a.type == OpType::W) && st >= 0 && st < s.problem.num_stages())
+          last_backward[st] = id;
         if (is_comm(a.type)) {
           prev_compute_[id] = last_compute;
           comms_[d].push_back(id);
           partner_[id] = t.partner(id);
           aux_[id] = t.compute_of_comm(id);
           const int b = t.boundary_of_comm(id);
-          xfer_[id] = b >= 0 ? s.problem.boundary_transfer_ms(b) : 0.0;
+          xfer_[id] = b >= 0 ? s.problem.boundary_transfer_ms(StageId{b}) : 0.0;
         } else {
           last_compute = id;
           computes_[d].push_back(id);
           aux_[id] = t.recv_for(id);
-          if (a.stage >= 0 && a.stage < s.problem.num_stages() && s.problem.stages[a.stage].fsdp)
-            unshard_of_[id] = t.find(OpType::UNSHARD, a.stage, 0);
+          if (st >= 0 && st < s.problem.num_stages() && s.problem.stages[st].fsdp)
+            unshard_of_[id] = t.find(OpType::UNSHARD, st, 0);
         }
       }
     }

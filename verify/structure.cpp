@@ -69,7 +69,7 @@ void check_ops(const Schedule& s, const OpTable& t, std::vector<Violation>& out)
       const int id = t.id(d, i);
       if (!t.in_range(a)) {
         std::string what =
-            (a.stage < 0 || a.stage >= S)
+            (a.stage.value() < 0 || a.stage.value() >= S)
                 ? fmt::format("stage {} is out of range: the problem has {} stages (0..{})", a.stage,
                               S, S - 1)
                 : fmt::format("microbatch {} is out of range: the problem has {} microbatches (0..{})",
@@ -77,8 +77,8 @@ void check_ops(const Schedule& s, const OpTable& t, std::vector<Violation>& out)
         out.push_back(op_violation(rules::kIndex, d, i, a, fmt::format("'{}': {}", to_string(a), what)));
         continue;
       }
-      const int home = pb.stages[a.stage].device;
-      if (home != d && misplaced.insert({a.stage, d}).second) {
+      const int home = at(pb.stages, a.stage).device;
+      if (home != d && misplaced.insert({a.stage.value(), d}).second) {
         int count = 0;
         for (const Action& b : s.programs[d])
           if (b.stage == a.stage) ++count;
@@ -201,7 +201,7 @@ void check_data_parallel(const Schedule& s, const OpTable& t, std::vector<Violat
       if (!is_data_parallel(a.type)) continue;
       any = true;
       if (!t.in_range(a)) continue;
-      const StageSpec& sp = pb.stages[a.stage];
+      const StageSpec& sp = at(pb.stages, a.stage);
       if (a.type == OpType::REDUCE_GRAD && !sp.reduces_grad)
         out.push_back(op_violation(rules::kDataParallel, d, i, a,
                                    fmt::format("'{}': stage {} has no data-parallel step (its entry has no "

@@ -111,7 +111,7 @@ Status check_baseline_shape(const Problem& problem, BaselineKind kind) {
   if (M < 1)
     return Status::bad_input(fmt::format("{} needs at least 1 microbatch, got {}", name, M));
   std::vector<int> placement(static_cast<size_t>(S));
-  for (int s = 0; s < S; ++s) placement[s] = problem.device_of(s);
+  for (int s = 0; s < S; ++s) placement[s] = problem.device_of(StageId{s});
   switch (kind) {
     case BaselineKind::kGPipe:
     case BaselineKind::k1F1B:
@@ -193,10 +193,10 @@ Schedule finish_baseline(const Problem& problem, BaselineKind kind,
     auto& out = s.programs[d];
     out.reserve(builders[d].ops.size());
     for (Action a : builders[d].ops) {
-      PS_ASSERT(a.stage >= 0 && a.stage < problem.num_stages(), "generator emitted a bad stage");
+      PS_ASSERT(a.stage.value() >= 0 && a.stage.value() < problem.num_stages(), "generator emitted a bad stage");
       PS_ASSERT(problem.device_of(a.stage) == static_cast<int>(d),
                 "generator put a stage on the wrong device");
-      if (!problem.stages[a.stage].split_backward) {
+      if (!at(problem.stages, a.stage).split_backward) {
         if (a.type == OpType::W) continue;  // folded into the B below
         if (a.type == OpType::I) a.type = OpType::B;
       }

@@ -17,8 +17,8 @@ struct ProgramBuilder {
   void add(OpType t, int stage, int mb) {
     Action a;
     a.type = t;
-    a.stage = stage;
-    a.mb = mb;
+    a.stage = StageId{stage};
+    a.mb = MicrobatchId{mb};
     ops.push_back(a);
   }
   void F(int s, int m) { add(OpType::F, s, m); }

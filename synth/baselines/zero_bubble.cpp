@@ -117,7 +117,7 @@ Result<Schedule> make_zbv(const Problem& problem) {
     PS_ASSERT(f0 == n && f1 == n && i0 == n && i1 == n && w0 == n && w1 == n,
               "ZB-V must emit every op of its n microbatches exactly once");
     for (const Action& a : full.ops)
-      if (a.mb < M) b[r].ops.push_back(a);
+      if (a.mb.value() < M) b[r].ops.push_back(a);
   }
   return baseline_detail::finish_baseline(problem, BaselineKind::kZBV, std::move(b));
 }

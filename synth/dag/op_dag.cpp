@@ -193,7 +193,7 @@ Status check_problem(const Problem& p) {
 // The model states each device holds, MB (with FSDP, as if every stage were gathered at once).
 std::vector<double> state_mb_per_device(const Problem& p) {
   std::vector<double> state_mb(p.devices, 0);
-  for (int s = 0; s < p.num_stages(); ++s) state_mb[p.stages[s].device] += p.held_state_mb(s);
+  for (int s = 0; s < p.num_stages(); ++s) state_mb[p.stages[s].device] += p.held_state_mb(StageId{s});
   return state_mb;
 }
 
@@ -207,23 +207,23 @@ Scale time_scale(const Problem& p) {
   for (int s = 0; s < S; ++s) {
     const StageSpec& st = p.stages[s];
     if (st.split_backward) {
-      times.push_back(compute_ms(p, s, OpType::F));
-      times.push_back(compute_ms(p, s, OpType::I));
-      times.push_back(compute_ms(p, s, OpType::W));
+      times.push_back(compute_ms(p, StageId{s}, OpType::F));
+      times.push_back(compute_ms(p, StageId{s}, OpType::I));
+      times.push_back(compute_ms(p, StageId{s}, OpType::W));
     } else {
-      times.push_back(compute_ms(p, s, OpType::F));
-      times.push_back(compute_ms(p, s, OpType::B));
+      times.push_back(compute_ms(p, StageId{s}, OpType::F));
+      times.push_back(compute_ms(p, StageId{s}, OpType::B));
     }
-    if (st.recomputes()) times.push_back(compute_ms(p, s, OpType::R));
-    if (s + 1 < S) times.push_back(p.boundary_transfer_ms(s));
+    if (st.recomputes()) times.push_back(compute_ms(p, StageId{s}, OpType::R));
+    if (s + 1 < S) times.push_back(p.boundary_transfer_ms(StageId{s}));
   }
   std::vector<double> work_ms(p.devices, 0);
   double chain_ms = 0;
   for (int s = 0; s < S; ++s) {
-    const double r_ms = p.stages[s].recomputes() ? compute_ms(p, s, OpType::R) : 0.0;
-    work_ms[p.stages[s].device] += M * (compute_ms(p, s, OpType::F) + compute_ms(p, s, OpType::B) + r_ms);
-    chain_ms += compute_ms(p, s, OpType::F) + compute_ms(p, s, OpType::B) + r_ms;
-    if (s + 1 < S) chain_ms += 2 * p.boundary_transfer_ms(s);
+    const double r_ms = p.stages[s].recomputes() ? compute_ms(p, StageId{s}, OpType::R) : 0.0;
+    work_ms[p.stages[s].device] += M * (compute_ms(p, StageId{s}, OpType::F) + compute_ms(p, StageId{s}, OpType::B) + r_ms);
+    chain_ms += compute_ms(p, StageId{s}, OpType::F) + compute_ms(p, StageId{s}, OpType::B) + r_ms;
+    if (s + 1 < S) chain_ms += 2 * p.boundary_transfer_ms(StageId{s});
   }
   const double horizon_ms = 2 * (*std::max_element(work_ms.begin(), work_ms.end()) + chain_ms);
   return choose_scale(times, horizon_ms, 9, 1073741824.0);
@@ -274,22 +274,22 @@ void add_compute_ops(const Problem& p, const Scale& ts, const Scale& mscale, Mem
     int64_t stash_u = floor_units(stash, mscale.unit, mscale.exact);
     stash_u = std::min(stash_u, act_u);
     for (int m = 0; m < M; ++m) {
-      DagOp f{OpType::F, s, m, st.device, -1, tu(compute_ms(p, s, OpType::F)), f_u, 0};
+      DagOp f{OpType::F, s, m, st.device, -1, tu(compute_ms(p, StageId{s}, OpType::F)), f_u, 0};
       dag.f_id_[s * M + m] = dag.num_ops();
       dag.ops.push_back(f);
       if (st.recomputes()) {
         dag.r_id_[s * M + m] = dag.num_ops();
-        dag.ops.push_back(DagOp{OpType::R, s, m, st.device, -1, tu(compute_ms(p, s, OpType::R)), r_u, 0});
+        dag.ops.push_back(DagOp{OpType::R, s, m, st.device, -1, tu(compute_ms(p, StageId{s}, OpType::R)), r_u, 0});
       }
       if (st.split_backward) {
-        DagOp i{OpType::I, s, m, st.device, -1, tu(compute_ms(p, s, OpType::I)), 0, act_u - stash_u};
+        DagOp i{OpType::I, s, m, st.device, -1, tu(compute_ms(p, StageId{s}, OpType::I)), 0, act_u - stash_u};
         dag.b_id_[s * M + m] = dag.num_ops();
         dag.ops.push_back(i);
-        DagOp w{OpType::W, s, m, st.device, -1, tu(compute_ms(p, s, OpType::W)), 0, stash_u};
+        DagOp w{OpType::W, s, m, st.device, -1, tu(compute_ms(p, StageId{s}, OpType::W)), 0, stash_u};
         dag.w_id_[s * M + m] = dag.num_ops();
         dag.ops.push_back(w);
       } else {
-        DagOp b{OpType::B, s, m, st.device, -1, tu(compute_ms(p, s, OpType::B)), 0, act_u};
+        DagOp b{OpType::B, s, m, st.device, -1, tu(compute_ms(p, StageId{s}, OpType::B)), 0, act_u};
         dag.b_id_[s * M + m] = dag.num_ops();
         dag.ops.push_back(b);
       }
@@ -308,7 +308,7 @@ void add_transfer_ops(const Problem& p, const Scale& ts, bool comm_streams, OpDa
   for (int s = 0; s + 1 < S; ++s) {
     const int a = p.stages[s].device, b = p.stages[s + 1].device;
     if (a == b) continue;
-    const int64_t link = time_units(p.boundary_transfer_ms(s), ts);
+    const int64_t link = time_units(p.boundary_transfer_ms(StageId{s}), ts);
     for (int m = 0; m < M; ++m) {
       dag.xf_id_[s * M + m] = dag.num_ops();
       dag.ops.push_back(DagOp{OpType::SEND_F, s, m, a, b, link, 0, 0});
@@ -339,7 +339,7 @@ void add_precedence_edges(const Problem& p, const Scale& ts, bool symmetry, OpDa
   const int S = p.num_stages();
   const int M = p.microbatches;
   for (int s = 0; s < S; ++s) {
-    const int64_t link = s + 1 < S ? time_units(p.boundary_transfer_ms(s), ts) : 0;
+    const int64_t link = s + 1 < S ? time_units(p.boundary_transfer_ms(StageId{s}), ts) : 0;
     for (int m = 0; m < M; ++m) {
       const int f = dag.f_op(s, m), b = dag.bwd_op(s, m), w = dag.w_op(s, m), r = dag.r_op(s, m);
       dag.add_edge(f, b, 0, EdgeKind::kData);

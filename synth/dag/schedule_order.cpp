@@ -34,12 +34,12 @@ Schedule order_to_schedule(const Problem& problem, const OpDag& dag, const Timed
     for (int op : ops) {
       const DagOp& o = dag.ops[op];
       Action a;
-      a.mb = o.mb;
-      a.stage = o.stage;
+      a.mb = MicrobatchId{o.mb};
+      a.stage = StageId{o.stage};
       a.type = o.type;
       if (o.is_transfer() && o.peer == d) {  // the receiving side
         a.type = o.type == OpType::SEND_F ? OpType::RECV_F : OpType::RECV_B;
-        a.stage = o.type == OpType::SEND_F ? o.stage + 1 : o.stage - 1;
+        a.stage = StageId{o.type == OpType::SEND_F ? o.stage + 1 : o.stage - 1};
       }
       s.programs[d].push_back(a);
       s.predicted[d].push_back(OpTime{dag.to_ms(order.start[op]), dag.to_ms(order.start[op] + o.dur)});
@@ -60,10 +60,11 @@ Result<std::vector<std::vector<int>>> schedule_to_dag_order(const OpDag& dag, co
   for (int d = 0; d < dag.devices; ++d) {
     for (const Action& a : schedule.programs[d]) {
       if (!is_compute(a.type)) continue;  // SEND/RECV and the data-parallel step are placed by rule
-      if (a.stage < 0 || a.stage >= dag.stages || a.mb < 0 || a.mb >= dag.microbatches) {
+      const int st = a.stage.value(), m = a.mb.value();
+      if (st < 0 || st >= dag.stages || m < 0 || m >= dag.microbatches) {
         return fail(d, a, "is out of range");
       }
-      const int f = dag.f_op(a.stage, a.mb), b = dag.bwd_op(a.stage, a.mb), w = dag.w_op(a.stage, a.mb);
+      const int f = dag.f_op(st, m), b = dag.bwd_op(st, m), w = dag.w_op(st, m);
       switch (a.type) {
         case OpType::F: order[d].push_back(f); break;
         case OpType::I:
@@ -79,7 +80,7 @@ Result<std::vector<std::vector<int>>> schedule_to_dag_order(const OpDag& dag, co
           if (w >= 0) order[d].push_back(w);
           break;
         case OpType::R: {
-          const int r = dag.r_op(a.stage, a.mb);
+          const int r = dag.r_op(st, m);
           if (r < 0) return fail(d, a, "is a recomputation, but the stage does not recompute");
           order[d].push_back(r);
           break;

@@ -278,8 +278,8 @@ Evaluation evaluate_candidate(const Spec& spec, const Candidate& c, const std::f
   for (int s = 0; s < problem.num_stages(); ++s) {
     const StageSpec& st = problem.stages[s];
     e.load_ms[st.device] += st.fwd_ms + st.bwd_ms() + (st.recomputes() ? st.recompute_ms : 0.0);
-    e.state_mb[st.device] += problem.held_state_mb(s);
-    e.min_footprint_mb[st.device] += problem.held_state_mb(s) + st.fwd_alloc_mb();
+    e.state_mb[st.device] += problem.held_state_mb(StageId{s});
+    e.min_footprint_mb[st.device] += problem.held_state_mb(StageId{s}) + st.fwd_alloc_mb();
     r_peak[st.device] = std::max(r_peak[st.device], st.recompute_alloc_mb());
   }
   for (int d = 0; d < P; ++d) e.min_footprint_mb[d] += r_peak[d];
@@ -305,7 +305,7 @@ Evaluation evaluate_candidate(const Spec& spec, const Candidate& c, const std::f
     // DAG of the same problem with fused backwards.
     for (const auto& prog : b->programs)
       for (const Action& a : prog)
-        if (a.type == OpType::B && problem.stages[a.stage].split_backward) e.fused_backward = true;
+        if (a.type == OpType::B && at(problem.stages, a.stage).split_backward) e.fused_backward = true;
     if (e.fused_backward) {
       Result<Problem> fp = dag_problem(spec, c, true);
       if (!fp.ok()) {

@@ -16,9 +16,9 @@ std::vector<DeviceNeed> device_memory_needs(const Problem& p) {
   std::vector<DeviceNeed> out(p.devices);
   for (int d = 0; d < p.devices; ++d) out[d].device = d;
   for (int s = 0; s < p.num_stages(); ++s) {
-    DeviceNeed& n = out.at(p.device_of(s));
+    DeviceNeed& n = out.at(p.device_of(StageId{s}));
     n.stages.push_back(s);
-    n.states_mb += p.model_state_mb(s);
+    n.states_mb += p.model_state_mb(StageId{s});
   }
   for (DeviceNeed& n : out) {
     // The stage s whose R (or, without one, whose place as the device's last stage) peaks.
@@ -104,7 +104,7 @@ std::set<std::string> core_of(const Problem& p, const DeviceNeed& n) {
       z3::expr y = c.int_const(fmt::format("act_kb[s{}]", st).c_str());
       s.add(x >= 0);
       s.add(y >= 0);
-      s.add(x >= c.int_val(kb(p.model_state_mb(st))), fmt::format("states_s{}", st).c_str());
+      s.add(x >= c.int_val(kb(p.model_state_mb(StageId{st}))), fmt::format("states_s{}", st).c_str());
       s.add(y >= c.int_val(kb(n.act_of[k])), fmt::format("act_s{}", st).c_str());
       total = total + x + y;
     }
@@ -134,9 +134,9 @@ std::string explain_infeasibility(const Problem& p, const Spec* spec) {
       const int s = n.stages[k];
       const bool in_states = core.empty() || core.count(fmt::format("states_s{}", s)) > 0;
       const bool in_act = core.empty() || core.count(fmt::format("act_s{}", s)) > 0;
-      if (in_states && p.model_state_mb(s) > 0) {
+      if (in_states && p.model_state_mb(StageId{s}) > 0) {
         st_states.push_back(s);
-        states += p.model_state_mb(s);
+        states += p.model_state_mb(StageId{s});
       }
       if (in_act && n.act_of[k] > 0) {
         st_act.push_back(s);

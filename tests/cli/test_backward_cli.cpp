@@ -25,7 +25,7 @@ TEST_CASE("cli synth: stages run B where the model's fused backward is cheaper; 
   CHECK(fused > 0);
   for (const auto& prog : s->programs)
     for (const auto& a : prog)
-      if (!s->problem.stages[a.stage].split_backward) CHECK(a.type != ps::OpType::W);
+      if (!ps::at(s->problem.stages, a.stage).split_backward) CHECK(a.type != ps::OpType::W);
   auto v = run_cli("verify " + out);
   CHECK_MESSAGE(v.exit_code == 0, v.output);
   CHECK(pstest::contains(v.output, "VALID under rendezvous semantics"));

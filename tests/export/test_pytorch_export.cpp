@@ -89,9 +89,9 @@ TEST_CASE("export_pytorch: files that PyTorch's rules accept, PyTorch's own orde
   s.problem = *pb;
   s.programs.assign(3, {});
   for (int st = 0; st < 5; ++st)
-    for (int m = 0; m < 6; ++m) s.programs[placement[st]].push_back(Action{OpType::F, st, m, {}});
+    for (int m = 0; m < 6; ++m) s.programs[placement[st]].push_back(Action{OpType::F, StageId{st}, MicrobatchId{m}, {}});
   for (int st = 4; st >= 0; --st)
-    for (int m = 0; m < 6; ++m) s.programs[placement[st]].push_back(Action{OpType::B, st, m, {}});
+    for (int m = 0; m < 6; ++m) s.programs[placement[st]].push_back(Action{OpType::B, StageId{st}, MicrobatchId{m}, {}});
   PytorchExportOptions o;
   o.spec = &*spec;
   auto ex = export_pytorch(s, o);

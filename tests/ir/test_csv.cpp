@@ -115,7 +115,7 @@ TEST_CASE("csv: every example in tests/data/pytorch reads with the right shape a
     CHECK(s.problem.unit_costs);
     CHECK(s.generator == "pytorch-csv");
     REQUIRE(s.problem.num_stages() == e.stages);
-    for (int st = 0; st < e.stages; ++st) CHECK(s.problem.device_of(st) == e.placement[st]);
+    for (int st = 0; st < e.stages; ++st) CHECK(s.problem.device_of(ps::StageId{st}) == e.placement[st]);
     CHECK(s.has_comms() == e.comms);
     CHECK(strings_of(s) == cells_of(pstest::read_file(example(e.file))));
     // Every action knows its cell: row = line, col = where the cell starts.
@@ -235,7 +235,7 @@ TEST_CASE("csv: UNSHARD/RESHARD/REDUCE_GRAD are read as the stages' data-paralle
                                             "(unless a model's mesh costs the stage's)"});
   const ps::Action& reduce = r.schedule.programs[0][4];
   CHECK(reduce.type == ps::OpType::REDUCE_GRAD);
-  CHECK(reduce.stage == 1);
+  CHECK(reduce.stage == ps::StageId{1});
   CHECK(reduce.loc.col == 22);
   // The unit problem gives each stage what its ops say, at 0 ms and 0 MB: stage 0 is sharded by FSDP and
   // reduces, stage 1 only reduces.
@@ -354,8 +354,8 @@ TEST_CASE("csv and yaml: OVERLAP_F_B survives CSV -> YAML -> CSV, cell for cell"
 
 TEST_CASE("csv: placement comes from the first row a stage appears in") {
   auto r = parse_ok("0F0,1F0,1B0,0B0\n1F1,1B1\n0F1,0B1\n");
-  CHECK(r.schedule.problem.device_of(0) == 0);
-  CHECK(r.schedule.problem.device_of(1) == 0);
+  CHECK(r.schedule.problem.device_of(ps::StageId{0}) == 0);
+  CHECK(r.schedule.problem.device_of(ps::StageId{1}) == 0);
   CHECK(r.schedule.num_devices() == 3);
   CHECK(has_note(r.notes, "stage 0 appears on rank 0 and also on rank(s) 2; placed on rank 0"));
   CHECK(has_note(r.notes, "stage 1 appears on rank 0 and also on rank(s) 1; placed on rank 0"));
@@ -364,13 +364,13 @@ TEST_CASE("csv: placement comes from the first row a stage appears in") {
   // A stage that appears nowhere is placed next to the one before it, with a note.
   auto gap = parse_ok("0F0,0B0\n2F0,2B0\n");
   CHECK(gap.schedule.problem.num_stages() == 3);
-  CHECK(gap.schedule.problem.device_of(1) == 0);
+  CHECK(gap.schedule.problem.device_of(ps::StageId{1}) == 0);
   CHECK(has_note(gap.notes, "1 stage(s) appear in no row (1)"));
   // An empty row is a rank with no actions.
   auto empty_row = parse_ok("0F0,0B0\n\n1F0,1B0\n");
   CHECK(empty_row.schedule.num_devices() == 3);
   CHECK(empty_row.schedule.programs[1].empty());
-  CHECK(empty_row.schedule.problem.device_of(1) == 2);
+  CHECK(empty_row.schedule.problem.device_of(ps::StageId{1}) == 2);
   CHECK(has_note(empty_row.notes, "rank 1 (line 2) has no actions"));
 }
 

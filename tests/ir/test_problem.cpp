@@ -78,7 +78,7 @@ TEST_CASE("problem: stages sum their layers' costs; output_mb carries skip edges
   const StageSpec& s2 = p->stages[2];  // A L
   CHECK(s2.output_mb == 0);            // nothing after the last stage
   CHECK(s2.params_m == 50);
-  CHECK(p->model_state_mb(2) == 50 * 16);
+  CHECK(p->model_state_mb(StageId{2}) == 50 * 16);
 }
 
 TEST_CASE("problem: a chain's boundary carries only the last layer's output") {
@@ -98,14 +98,14 @@ TEST_CASE("problem: boundary transfer time by placement") {
   Spec spec = small_spec();
   Result<Problem> p = make_problem(spec, {{0, 0}, {1, 1}, {2, 2}, {3, 3}, {4, 5}}, {0, 0, 1, 2, 2});
   REQUIRE(p.ok());
-  CHECK(p->boundary_transfer_ms(0) == 0);  // both on device 0
+  CHECK(p->boundary_transfer_ms(StageId{0}) == 0);  // both on device 0
   // Stage 1 (layer 1, A) -> stage 2 on device 1, same node: 10 us + (16 + 8 carried) MB / 100 GB/s.
   CHECK(p->stages[1].output_mb == 24);
-  CHECK(p->boundary_transfer_ms(1) == doctest::Approx(0.010 + 24.0 / 100));
+  CHECK(p->boundary_transfer_ms(StageId{1}) == doctest::Approx(0.010 + 24.0 / 100));
   // Stage 2 (device 1) -> stage 3 (device 2): another node: 50 us + 24 MB / 10 GB/s.
-  CHECK(p->boundary_transfer_ms(2) == doctest::Approx(0.050 + 24.0 / 10));
-  CHECK(p->boundary_transfer_ms(3) == 0);  // same device
-  CHECK(p->boundary_transfer_ms(4) == 0);  // last stage
+  CHECK(p->boundary_transfer_ms(StageId{2}) == doctest::Approx(0.050 + 24.0 / 10));
+  CHECK(p->boundary_transfer_ms(StageId{3}) == 0);  // same device
+  CHECK(p->boundary_transfer_ms(StageId{4}) == 0);  // last stage
 }
 
 TEST_CASE("problem: partition and placement errors") {
@@ -162,10 +162,10 @@ TEST_CASE("problem: unit_problem has F=I=W=1, 1 MB activations, no comm cost, no
     CHECK(st.activation_mb == 1);
     CHECK(st.params_m == 0);
     CHECK(st.first_layer == -1);
-    CHECK(p.model_state_mb(s) == 0);
-    CHECK(p.boundary_transfer_ms(s) == 0);
+    CHECK(p.model_state_mb(StageId{s}) == 0);
+    CHECK(p.boundary_transfer_ms(StageId{s}) == 0);
   }
-  CHECK(p.device_of(2) == 1);
+  CHECK(p.device_of(StageId{2}) == 1);
 }
 
 TEST_CASE("problem: a split stage's W grows by each layer's weight_walk_ms per layer before it in the stage") {

@@ -17,8 +17,8 @@ TEST_CASE("recompute: R parses as '3R1'; RECV_F/RECV_B still parse; junk is refu
   auto r = parse_action("3R1");
   REQUIRE(r.ok());
   CHECK(r->type == OpType::R);
-  CHECK(r->stage == 3);
-  CHECK(r->mb == 1);
+  CHECK(r->stage == StageId{3});
+  CHECK(r->mb == MicrobatchId{1});
   CHECK(to_string(*r) == "3R1");
   CHECK(is_compute(OpType::R));
   CHECK_FALSE(is_comm(OpType::R));
@@ -36,7 +36,7 @@ TEST_CASE("recompute: R parses as '3R1'; RECV_F/RECV_B still parse; junk is refu
   StageSpec& st = p.stages.emplace_back();
   st.recompute = RecomputeMode::kFull;
   st.recompute_ms = 2.5;
-  CHECK(compute_ms(p, 0, OpType::R) == 2.5);
+  CHECK(compute_ms(p, StageId{0}, OpType::R) == 2.5);
 }
 
 Schedule two_stage_schedule() {
@@ -59,8 +59,8 @@ Schedule two_stage_schedule() {
   s.problem.stages[1].recompute = RecomputeMode::kSelective;
   s.problem.stages[1].recompute_ms = 0.25;
   s.problem.stages[1].recompute_kept_mb = 40;
-  s.programs = {{Action{OpType::F, 0, 0, {}}, Action{OpType::B, 0, 0, {}}},
-                {Action{OpType::F, 1, 0, {}}, Action{OpType::R, 1, 0, {}}, Action{OpType::B, 1, 0, {}}}};
+  s.programs = {{Action{OpType::F, StageId{0}, MicrobatchId{0}, {}}, Action{OpType::B, StageId{0}, MicrobatchId{0}, {}}},
+                {Action{OpType::F, StageId{1}, MicrobatchId{0}, {}}, Action{OpType::R, StageId{1}, MicrobatchId{0}, {}}, Action{OpType::B, StageId{1}, MicrobatchId{0}, {}}}};
   return s;
 }
 

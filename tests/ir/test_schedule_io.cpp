@@ -205,7 +205,7 @@ TEST_CASE("schedule yaml: long programs wrap every 16 actions and keep exact loc
   s.problem.stages.resize(1);
   s.problem.stages[0].device = 0;
   s.programs.assign(1, {});
-  for (int m = 0; m < 40; ++m) s.programs[0].push_back(ps::Action{ps::OpType::F, 0, m, {}});
+  for (int m = 0; m < 40; ++m) s.programs[0].push_back(ps::Action{ps::OpType::F, ps::StageId{0}, ps::MicrobatchId{m}, {}});
   std::string text = ps::format_schedule_yaml(s);
   CHECK(text.find("    ops: [0F0, 0F1, 0F2, 0F3, 0F4, 0F5, 0F6, 0F7, 0F8, 0F9, 0F10, 0F11, 0F12, 0F13, 0F14, "
                   "0F15,\n          0F16, ") != std::string::npos);

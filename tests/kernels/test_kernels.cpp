@@ -210,8 +210,8 @@ Schedule one_device_fiw(int stages, int microbatches, const std::vector<std::pai
   auto add = [&](OpType t, int st, int m) {
     Action a;
     a.type = t;
-    a.stage = st;
-    a.mb = m;
+    a.stage = StageId{st};
+    a.mb = MicrobatchId{m};
     s.programs[0].push_back(a);
   };
   for (int m = 0; m < microbatches; ++m) {

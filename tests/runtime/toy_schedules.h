@@ -47,8 +47,8 @@ inline ps::Model toy_model(const std::string& name, const std::vector<ToyType>& 
 inline ps::Action act(ps::OpType t, int s, int m) {
   ps::Action a;
   a.type = t;
-  a.stage = s;
-  a.mb = m;
+  a.stage = ps::StageId{s};
+  a.mb = ps::MicrobatchId{m};
   return a;
 }
 
@@ -142,18 +142,18 @@ inline ps::Schedule with_comms_global_order(const ps::Schedule& in) {
     for (int d = 0; d < P; ++d) {
       while (idx[d] < in.programs[d].size()) {
         const ps::Action a = in.programs[d][idx[d]];
-        const int s = a.stage, m = a.mb;
+        const int s = a.stage.value(), m = a.mb.value();
         bool ready = true;
         int producer = -1;
         ps::OpType send = ps::OpType::SEND_F, recv = ps::OpType::RECV_F;
         int send_stage = 0;
         if (a.type == ps::OpType::F && s > 0) {
           ready = f_done[s - 1][m];
-          if (p.device_of(s - 1) != d) producer = p.device_of(s - 1), send_stage = s - 1;
+          if (p.device_of(ps::StageId{s - 1}) != d) producer = p.device_of(ps::StageId{s - 1}), send_stage = s - 1;
         } else if (detail::is_backward(a.type)) {
           ready = f_done[s][m] && (s == S - 1 || b_done[s + 1][m]);
-          if (s < S - 1 && p.device_of(s + 1) != d)
-            producer = p.device_of(s + 1), send = ps::OpType::SEND_B, recv = ps::OpType::RECV_B, send_stage = s + 1;
+          if (s < S - 1 && p.device_of(ps::StageId{s + 1}) != d)
+            producer = p.device_of(ps::StageId{s + 1}), send = ps::OpType::SEND_B, recv = ps::OpType::RECV_B, send_stage = s + 1;
         } else if (a.type == ps::OpType::W) {
           ready = i_done[s][m];
         }
@@ -185,13 +185,13 @@ inline ps::Schedule with_comms_naive(const ps::Schedule& in) {
     auto& prog = out.programs[d];
     prog.clear();
     for (const ps::Action& a : in.programs[d]) {
-      const int s = a.stage, m = a.mb;
-      if (a.type == ps::OpType::F && s > 0 && p.device_of(s - 1) != d) prog.push_back(act(ps::OpType::RECV_F, s, m));
-      if (detail::is_backward(a.type) && s < S - 1 && p.device_of(s + 1) != d)
+      const int s = a.stage.value(), m = a.mb.value();
+      if (a.type == ps::OpType::F && s > 0 && p.device_of(ps::StageId{s - 1}) != d) prog.push_back(act(ps::OpType::RECV_F, s, m));
+      if (detail::is_backward(a.type) && s < S - 1 && p.device_of(ps::StageId{s + 1}) != d)
         prog.push_back(act(ps::OpType::RECV_B, s, m));
       prog.push_back(a);
-      if (a.type == ps::OpType::F && s < S - 1 && p.device_of(s + 1) != d) prog.push_back(act(ps::OpType::SEND_F, s, m));
-      if (detail::is_backward(a.type) && s > 0 && p.device_of(s - 1) != d) prog.push_back(act(ps::OpType::SEND_B, s, m));
+      if (a.type == ps::OpType::F && s < S - 1 && p.device_of(ps::StageId{s + 1}) != d) prog.push_back(act(ps::OpType::SEND_F, s, m));
+      if (detail::is_backward(a.type) && s > 0 && p.device_of(ps::StageId{s - 1}) != d) prog.push_back(act(ps::OpType::SEND_B, s, m));
     }
   }
   return out;

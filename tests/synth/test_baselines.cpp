@@ -69,34 +69,35 @@ void check_structure(const Schedule& s) {
     std::set<std::tuple<int, int, int>> done;  // on this device so far
     for (const Action& a : s.programs[d]) {
       INFO("device ", d, " op ", to_string(a));
-      REQUIRE(a.stage >= 0);
-      REQUIRE(a.stage < p.num_stages());
-      REQUIRE(a.mb >= 0);
-      REQUIRE(a.mb < p.microbatches);
+      const int stage = a.stage.value(), mb = a.mb.value();
+      REQUIRE(stage >= 0);
+      REQUIRE(stage < p.num_stages());
+      REQUIRE(mb >= 0);
+      REQUIRE(mb < p.microbatches);
       CHECK(p.device_of(a.stage) == d);
       CHECK(is_compute(a.type));
-      ++seen[{static_cast<int>(a.type), a.stage, a.mb}];
-      auto here = [&](OpType t, int st) { return done.count({static_cast<int>(t), st, a.mb}) > 0; };
-      bool split = p.stages[a.stage].split_backward;
+      ++seen[{static_cast<int>(a.type), stage, mb}];
+      auto here = [&](OpType t, int st) { return done.count({static_cast<int>(t), st, mb}) > 0; };
+      bool split = p.stages[stage].split_backward;
       if (!split) CHECK(a.type != OpType::I);
       if (!split) CHECK(a.type != OpType::W);
       switch (a.type) {
         case OpType::F:
-          if (a.stage > 0 && p.device_of(a.stage - 1) == d) CHECK(here(OpType::F, a.stage - 1));
+          if (stage > 0 && p.device_of(StageId{stage - 1}) == d) CHECK(here(OpType::F, stage - 1));
           break;
         case OpType::I:
         case OpType::B:
-          CHECK(here(OpType::F, a.stage));
-          if (a.stage + 1 < p.num_stages() && p.device_of(a.stage + 1) == d)
-            CHECK((here(OpType::I, a.stage + 1) || here(OpType::B, a.stage + 1)));
+          CHECK(here(OpType::F, stage));
+          if (stage + 1 < p.num_stages() && p.device_of(StageId{stage + 1}) == d)
+            CHECK((here(OpType::I, stage + 1) || here(OpType::B, stage + 1)));
           break;
         case OpType::W:
-          CHECK(here(OpType::I, a.stage));
+          CHECK(here(OpType::I, stage));
           break;
         default:
           break;
       }
-      done.insert({static_cast<int>(a.type), a.stage, a.mb});
+      done.insert({static_cast<int>(a.type), stage, mb});
     }
   }
   for (int st = 0; st < p.num_stages(); ++st) {
@@ -127,11 +128,12 @@ double dataflow_makespan(const Schedule& s) {
     for (int d = 0; d < s.num_devices(); ++d) {
       while (pc[d] < s.programs[d].size()) {
         const Action& a = s.programs[d][pc[d]];
-        const StageSpec& st = p.stages[a.stage];
+        const int stage = a.stage.value(), mb = a.mb.value();
+        const StageSpec& st = p.stages[stage];
         double ready = t[d], dur = 0;
         bool ok = true;
-        auto need = [&](int kind, int stage) {
-          auto it = end.find({kind, stage, a.mb});
+        auto need = [&](int kind, int from) {
+          auto it = end.find({kind, from, mb});
           if (it == end.end())
             ok = false;
           else
@@ -139,21 +141,21 @@ double dataflow_makespan(const Schedule& s) {
         };
         int kind = 0;
         if (a.type == OpType::F) {
-          if (a.stage > 0) need(0, a.stage - 1);
+          if (stage > 0) need(0, stage - 1);
           dur = st.fwd_ms;
         } else if (a.type == OpType::W) {
-          need(1, a.stage);
+          need(1, stage);
           dur = st.bwd_weight_ms;
           kind = 2;
         } else {
-          need(0, a.stage);
-          if (a.stage + 1 < p.num_stages()) need(1, a.stage + 1);
+          need(0, stage);
+          if (stage + 1 < p.num_stages()) need(1, stage + 1);
           dur = a.type == OpType::B ? st.bwd_ms() : st.bwd_input_ms;
           kind = 1;
         }
         if (!ok) break;
         t[d] = ready + dur;
-        end[{kind, a.stage, a.mb}] = t[d];
+        end[{kind, stage, mb}] = t[d];
         ++pc[d];
         ++done;
         progress = true;
@@ -414,7 +416,7 @@ TEST_CASE("stages that cannot split their backward get B, also in ZB schedules")
     int b_ops = 0;
     for (const auto& prog : s->programs)
       for (const Action& a : prog)
-        if (a.type == OpType::B && (a.stage == 1 || a.stage == p.num_stages() - 1)) ++b_ops;
+        if (a.type == OpType::B && (a.stage == StageId{1} || a.stage == StageId{p.num_stages() - 1})) ++b_ops;
     CHECK(b_ops == 2 * 8);
     Report r = verify(*s);
     INFO(format_report(r));

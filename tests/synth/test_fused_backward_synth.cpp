@@ -37,7 +37,7 @@ ModelSynthOptions budgeted() {
 int ops_of(const Schedule& sched, OpType type, int s) {
   int n = 0;
   for (const auto& prog : sched.programs)
-    n += static_cast<int>(std::count_if(prog.begin(), prog.end(), [&](const Action& a) { return a.type == type && a.stage == s; }));
+    n += static_cast<int>(std::count_if(prog.begin(), prog.end(), [&](const Action& a) { return a.type == type && a.stage == StageId{s}; }));
   return n;
 }
 

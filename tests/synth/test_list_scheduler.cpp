@@ -479,7 +479,7 @@ TEST_CASE("decode: schedules round-trip through DAG orders, fused B maps to I th
   REQUIRE(f.ok());
   REQUIRE(evaluate_order(*r, *f).ok());
   Schedule bad = s;
-  bad.programs[0].push_back(Action{OpType::F, 9, 0, {}});
+  bad.programs[0].push_back(Action{OpType::F, StageId{9}, MicrobatchId{0}, {}});
   CHECK_FALSE(schedule_to_dag_order(*r, bad).ok());
 }
 

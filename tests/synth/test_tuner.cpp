@@ -287,7 +287,7 @@ TEST_CASE("tuner: orders and compute-only schedules convert both ways") {
   REQUIRE_MESSAGE(back.ok(), back.status().str());
   REQUIRE(back->size() == 4u);
   for (int d = 0; d < 4; ++d) CHECK((*back)[d] == h->best.order[d]);
-  s.programs[0][0].mb = 99;
+  s.programs[0][0].mb = MicrobatchId{99};
   Result<std::vector<std::vector<int>>> bad = schedule_to_dag_order(*dag, s);
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.status().message().find("out of range") != std::string::npos);

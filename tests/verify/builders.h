@@ -77,9 +77,9 @@ inline Schedule gpipe(const Problem& p) {
   s.problem = p;
   s.programs.assign(p.devices, {});
   for (int st = 0; st < p.num_stages(); ++st) {
-    auto& prog = s.programs[p.device_of(st)];
-    for (int m = 0; m < p.microbatches; ++m) prog.push_back({OpType::F, st, m, {}});
-    for (int m = 0; m < p.microbatches; ++m) prog.push_back({OpType::B, st, m, {}});
+    auto& prog = s.programs[p.device_of(StageId{st})];
+    for (int m = 0; m < p.microbatches; ++m) prog.push_back({OpType::F, StageId{st}, MicrobatchId{m}, {}});
+    for (int m = 0; m < p.microbatches; ++m) prog.push_back({OpType::B, StageId{st}, MicrobatchId{m}, {}});
   }
   return s;
 }
@@ -91,15 +91,15 @@ inline Schedule one_f_one_b(const Problem& p) {
   const int P = p.num_stages(), M = p.microbatches;
   s.programs.assign(p.devices, {});
   for (int r = 0; r < P; ++r) {
-    auto& prog = s.programs[p.device_of(r)];
+    auto& prog = s.programs[p.device_of(StageId{r})];
     const int warm = std::min(M, P - r - 1);
     int f = 0, b = 0;
-    for (; f < warm; ++f) prog.push_back({OpType::F, r, f, {}});
+    for (; f < warm; ++f) prog.push_back({OpType::F, StageId{r}, MicrobatchId{f}, {}});
     while (f < M) {
-      prog.push_back({OpType::F, r, f++, {}});
-      prog.push_back({OpType::B, r, b++, {}});
+      prog.push_back({OpType::F, StageId{r}, MicrobatchId{f++}, {}});
+      prog.push_back({OpType::B, StageId{r}, MicrobatchId{b++}, {}});
     }
-    while (b < M) prog.push_back({OpType::B, r, b++, {}});
+    while (b < M) prog.push_back({OpType::B, StageId{r}, MicrobatchId{b++}, {}});
   }
   return s;
 }
@@ -117,7 +117,7 @@ inline Schedule random_valid(const Problem& p, std::mt19937& rng, bool mix = tru
   std::vector<Node> nodes;
   std::vector<int> f(S * M), bw(S * M), w(S * M, -1);
   auto add = [&](OpType t, int s, int m) {
-    nodes.push_back({Action{t, s, m, {}}, {}, 0});
+    nodes.push_back({Action{t, StageId{s}, MicrobatchId{m}, {}}, {}, 0});
     return static_cast<int>(nodes.size()) - 1;
   };
   auto edge = [&](int a, int b) {

@@ -78,8 +78,8 @@ TEST_CASE("backward_ms: B takes it, so GPipe on one device is M x (I + W - B) fa
   CHECK(*fused.stages[0].fused_bwd_ms == 2.75);
   CHECK(fused.stages[0].bwd_ms() == 2.75);
   CHECK(fused.stages[0].split_bwd_ms() == 4);
-  CHECK(compute_ms(fused, 0, OpType::B) == 2.75);
-  CHECK(compute_ms(fused, 0, OpType::I) == 2);  // I and W keep their own times
+  CHECK(compute_ms(fused, StageId{0}, OpType::B) == 2.75);
+  CHECK(compute_ms(fused, StageId{0}, OpType::I) == 2);  // I and W keep their own times
   // One device, M = 3: F F F B B B, nothing waits: 3 x (1 + 4) = 15, and 3 x (1 + 2.75) = 11.25.
   CHECK(makespan(gpipe(split)) == 15);
   CHECK(makespan(gpipe(fused)) == 11.25);
@@ -123,8 +123,8 @@ TEST_CASE("op_overhead_ms adds exactly ops x overhead to a one-device schedule")
   CHECK(a == 3 * 1 + 3 * 4);
   CHECK(b - a == doctest::Approx(8 * 0.25));
   for (OpType t : {OpType::F, OpType::I, OpType::W, OpType::B})
-    CHECK(compute_ms(slow, 0, t) == doctest::Approx(compute_ms(plain, 0, t) + 0.25));
-  CHECK(compute_ms(slow, 0, OpType::SEND_F) == 0);  // transfers are the link's
+    CHECK(compute_ms(slow, StageId{0}, t) == doctest::Approx(compute_ms(plain, StageId{0}, t) + 0.25));
+  CHECK(compute_ms(slow, StageId{0}, OpType::SEND_F) == 0);  // transfers are the link's
 }
 
 TEST_CASE("lower bounds take the cheaper backward: never above the makespan with a cheap fused B") {

@@ -42,8 +42,8 @@ TEST_CASE("REDUCE_GRAD, UNSHARD, RESHARD: their text has no microbatch") {
   auto a = parse_action("2REDUCE_GRAD");
   REQUIRE(a.ok());
   CHECK(a->type == OpType::REDUCE_GRAD);
-  CHECK(a->stage == 2);
-  CHECK(a->mb == 0);
+  CHECK(a->stage == StageId{2});
+  CHECK(a->mb == MicrobatchId{0});
   CHECK(to_string(*a) == "2REDUCE_GRAD");
   auto with_mb = parse_action("2REDUCE_GRAD1");
   REQUIRE_FALSE(with_mb.ok());

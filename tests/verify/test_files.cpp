@@ -179,7 +179,7 @@ TEST_CASE("a CSV with a model: stages get the model's balanced partition and rea
   REQUIRE(s.problem.num_stages() == 4);
   CHECK(s.problem.stages[0].first_layer == 0);
   CHECK(s.problem.stages[3].last_layer == 33);  // E + 32 decoder layers + L
-  CHECK(s.problem.device_of(2) == 0);           // placement from the CSV (looped)
+  CHECK(s.problem.device_of(StageId{2}) == 0);           // placement from the CSV (looped)
   CHECK(s.problem.microbatches == 4);
   bool said = false;
   for (const auto& n : loaded->notes) said |= n.find("balanced partition") != std::string::npos;

@@ -39,10 +39,10 @@ bool oracle_safe(const Schedule& s, Semantics sem) {
   auto partner_of = [&](const Action& a) {
     Action p = a;
     switch (a.type) {
-      case OpType::SEND_F: p = {OpType::RECV_F, a.stage + 1, a.mb, {}}; break;
-      case OpType::RECV_F: p = {OpType::SEND_F, a.stage - 1, a.mb, {}}; break;
-      case OpType::SEND_B: p = {OpType::RECV_B, a.stage - 1, a.mb, {}}; break;
-      case OpType::RECV_B: p = {OpType::SEND_B, a.stage + 1, a.mb, {}}; break;
+      case OpType::SEND_F: p = {OpType::RECV_F, StageId{a.stage.value() + 1}, a.mb, {}}; break;
+      case OpType::RECV_F: p = {OpType::SEND_F, StageId{a.stage.value() - 1}, a.mb, {}}; break;
+      case OpType::SEND_B: p = {OpType::RECV_B, StageId{a.stage.value() - 1}, a.mb, {}}; break;
+      case OpType::RECV_B: p = {OpType::SEND_B, StageId{a.stage.value() + 1}, a.mb, {}}; break;
       default: break;
     }
     return p;
@@ -208,8 +208,8 @@ TEST_CASE("random single mutations are caught with the right rule") {
         REQUIRE(v != nullptr);
         // Reported at the partner that stayed behind.
         const bool up = gone.type == OpType::SEND_F || gone.type == OpType::RECV_B;
-        CHECK(v->action.find(std::to_string(up ? gone.stage + 1 : gone.stage - 1)) == 0);
-        CHECK(v->action.back() - '0' == gone.mb % 10);
+        CHECK(v->action.find(std::to_string(up ? gone.stage.value() + 1 : gone.stage.value() - 1)) == 0);
+        CHECK(v->action.back() - '0' == gone.mb.value() % 10);
       }
       ++caught[0];
     } else if (kind == 1) {  // duplicate an op
@@ -233,8 +233,8 @@ TEST_CASE("random single mutations are caught with the right rule") {
       std::swap(prog[k], prog[k + 1]);
       // Same channel (both SENDs to one peer, or both RECVs from one peer): NCCL order breaks.
       auto peer = [&](const Action& a) {
-        int st = a.type == OpType::SEND_F || a.type == OpType::RECV_B ? a.stage + 1 : a.stage - 1;
-        return s.problem.device_of(st);
+        int st = a.type == OpType::SEND_F || a.type == OpType::RECV_B ? a.stage.value() + 1 : a.stage.value() - 1;
+        return s.problem.device_of(StageId{st});
       };
       const bool same_channel = is_send(prog[k].type) == is_send(prog[k + 1].type) && peer(prog[k]) == peer(prog[k + 1]);
       Report r = verify(s);
