@@ -443,7 +443,7 @@ void run_pipesmith(const Spec& spec, const Args& a, bool want_svg, Row& row) {
   }
   if (row.ours.ok) row.gap = row.ours.ms / t.lower_bound_ms - 1;
   double work_ms = 0;
-  for (int l = 0; l < static_cast<int>(spec.model.layers.size()); ++l) work_ms += layer_time_ms(spec.model, l);
+  for (int l = 0; l < static_cast<int>(spec.model.layers.size()); ++l) work_ms += layer_time_ms(spec.model, LayerId{l});
   row.min_bubble = std::max(0.0, 1 - work_ms * row.M / row.P / t.lower_bound_ms);
 }
 

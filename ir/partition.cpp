@@ -8,24 +8,24 @@
 
 namespace ps {
 
-double layer_time_ms(const Model& model, int layer) {
-  const LayerType& t = model.type_of(layer);
+double layer_time_ms(const Model& model, LayerId layer) {
+  const LayerType& t = model.type_of(layer.value());
   return t.forward_ms + t.backward_input_ms + t.backward_weight_ms;
 }
 
-double layer_time_floor_ms(const Model& model, int layer) {
-  const LayerType& t = model.type_of(layer);
+double layer_time_floor_ms(const Model& model, LayerId layer) {
+  const LayerType& t = model.type_of(layer.value());
   return t.backward_ms ? t.forward_ms + t.least_backward_ms() : layer_time_ms(model, layer);
 }
 
-double layer_memory_mb(const Spec& spec, int layer) {
-  const LayerType& t = spec.model.type_of(layer);
+double layer_memory_mb(const Spec& spec, LayerId layer) {
+  const LayerType& t = spec.model.type_of(layer.value());
   return t.params_m * spec.pipeline.bytes_per_param + t.activation_mb;
 }
 
 double range_time_ms(const Model& model, const LayerRange& r) {
   double sum = 0;
-  for (int l = r.first; l <= r.last; ++l) sum += layer_time_ms(model, l);
+  for (int l = r.first; l <= r.last; ++l) sum += layer_time_ms(model, LayerId{l});
   return sum;
 }
 
@@ -174,8 +174,8 @@ Result<Partition> balanced_partition(const Spec& spec, int stages, PartitionCost
   int n = static_cast<int>(spec.model.layers.size());
   std::vector<double> time(n), mem(n);
   for (int l = 0; l < n; ++l) {
-    time[l] = layer_time_ms(spec.model, l);
-    mem[l] = layer_memory_mb(spec, l);
+    time[l] = layer_time_ms(spec.model, LayerId{l});
+    mem[l] = layer_memory_mb(spec, LayerId{l});
   }
   if (n > kTableLayers) {
     std::vector<double> tpre(n + 1, 0.0), mpre(n + 1, 0.0);

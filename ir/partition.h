@@ -17,6 +17,7 @@
 
 #include <vector>
 
+#include "ir/ids.h"
 #include "ir/model.h"
 #include "ir/problem.h"
 #include "ir/status.h"
@@ -29,13 +30,13 @@ enum class PartitionCost {
 };
 
 // F+I+W of one layer for one microbatch, ms.
-double layer_time_ms(const Model& model, int layer);
+double layer_time_ms(const Model& model, LayerId layer);
 // The least time one layer's work for one microbatch can take, ms: F plus its least backward
 // (LayerType::least_backward_ms: B when the layer gives a cheaper fused backward_ms or cannot split);
 // layer_time_ms when the type gives no backward_ms. Lower bounds use it.
-double layer_time_floor_ms(const Model& model, int layer);
+double layer_time_floor_ms(const Model& model, LayerId layer);
 // Model states + one microbatch's activations of one layer, MB.
-double layer_memory_mb(const Spec& spec, int layer);
+double layer_memory_mb(const Spec& spec, LayerId layer);
 // Sum of layer_time_ms over [first, last].
 double range_time_ms(const Model& model, const LayerRange& r);
 

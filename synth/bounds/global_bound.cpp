@@ -81,7 +81,7 @@ Result<GlobalBound> global_lower_bound(const Spec& spec, int devices, int microb
   std::vector<double> a(L + 1, 0.0);  // a[l] = F_0 + … + F_{l−1}
   for (int l = 0; l < L; ++l) {
     const LayerType& t = model.type_of(l);
-    sum_c += layer_time_floor_ms(model, l);
+    sum_c += layer_time_floor_ms(model, LayerId{l});
     sum_f += t.forward_ms;
     sum_i += gradient_ms(t);
     a[l + 1] = a[l] + t.forward_ms;
@@ -89,7 +89,7 @@ Result<GlobalBound> global_lower_bound(const Spec& spec, int devices, int microb
   g.total_work_ms = M * sum_c / Q;
 
   for (int l = 0; l < L; ++l) {
-    double v = a[l] + M * layer_time_floor_ms(model, l);
+    double v = a[l] + M * layer_time_floor_ms(model, LayerId{l});
     if (v > g.heaviest_layer_ms) {
       g.heaviest_layer_ms = v;
       g.heaviest_layer = l;
@@ -118,8 +118,8 @@ Result<GlobalBound> global_lower_bound(const Spec& spec, int devices, int microb
   std::vector<double> work(L), back(L), open_fwd(Q), open_bwd(Q);
   double below = 0, above = 0;
   for (int l = 0; l < L; ++l) {
-    work[l] = M * layer_time_floor_ms(model, l);
-    back[l] = M * (layer_time_floor_ms(model, l) - model.type_of(l).forward_ms);
+    work[l] = M * layer_time_floor_ms(model, LayerId{l});
+    back[l] = M * (layer_time_floor_ms(model, LayerId{l}) - model.type_of(l).forward_ms);
   }
   for (int k = 0; k < Q; ++k) {
     open_fwd[k] = a[k] + (any_split ? 0.0 : below);

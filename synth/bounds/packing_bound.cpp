@@ -260,7 +260,7 @@ OffsetPacking offset_packing_bound(const std::vector<double>& item_ms, const std
 double layer_packing_bound_ms(const Model& model, int devices, int microbatches) {
   if (devices < 1 || microbatches < 1 || model.layers.empty()) return 0;
   std::vector<double> c;
-  for (int l = 0; l < static_cast<int>(model.layers.size()); ++l) c.push_back(layer_time_floor_ms(model, l));
+  for (int l = 0; l < static_cast<int>(model.layers.size()); ++l) c.push_back(layer_time_floor_ms(model, LayerId{l}));
   return packing_bound(c, devices).exact_ms * microbatches;
 }
 

@@ -207,8 +207,8 @@ Status Tuner::prepare() {
   space_.include_baselines = opt_.include_baselines;
   space_.canonical = spec_.cluster.devices_per_node <= 0 || spec_.cluster.devices_per_node >= P_;
   for (int l = 0; l < L; ++l) {
-    space_.layer_ms.push_back(layer_time_ms(spec_.model, l));
-    space_.layer_mb.push_back(layer_memory_mb(spec_, l));
+    space_.layer_ms.push_back(layer_time_ms(spec_.model, LayerId{l}));
+    space_.layer_mb.push_back(layer_memory_mb(spec_, LayerId{l}));
   }
   space_.head_ms = forward_heads_ms(spec_.model);
   space_.recompute = opt_.recompute;

@@ -96,7 +96,7 @@ double max_memory(const Spec& spec, const Partition& p) {
   double m = 0;
   for (const auto& r : p) {
     double s = 0;
-    for (int l = r.first; l <= r.last; ++l) s += layer_memory_mb(spec, l);
+    for (int l = r.first; l <= r.last; ++l) s += layer_memory_mb(spec, LayerId{l});
     m = std::max(m, s);
   }
   return m;
@@ -314,7 +314,7 @@ TEST_CASE("balanced partition of 3,000 layers: optimal, and the memory tie-break
     layer.type = static_cast<char>('a' + rng() % 8);
     if (l > 0) layer.inputs = {l - 1};
     spec.model.layers.push_back(layer);
-    cost[l] = layer_time_ms(spec.model, l);
+    cost[l] = layer_time_ms(spec.model, LayerId{l});
   }
   // The fewest stages of cost <= T (greedy, which is optimal for this).
   auto stages_needed = [&](double T) {
@@ -345,7 +345,7 @@ TEST_CASE("balanced partition of 3,000 layers: optimal, and the memory tie-break
     for (const LayerRange& r : *pm) worst_m = std::max(worst_m, range_time_ms(spec.model, r));
     auto stage_mem = [&](const LayerRange& r) {
       double m = 0;
-      for (int l = r.first; l <= r.last; ++l) m += layer_memory_mb(spec, l);
+      for (int l = r.first; l <= r.last; ++l) m += layer_memory_mb(spec, LayerId{l});
       return m;
     };
     for (const LayerRange& r : *p) mem_t = std::max(mem_t, stage_mem(r));

@@ -60,8 +60,8 @@ tuner_detail::SearchSpace tiny_space(const Spec& spec) {
   sp.layers = 11;
   sp.max_stages = 11;
   for (int l = 0; l < 11; ++l) {
-    sp.layer_ms.push_back(layer_time_ms(spec.model, l));
-    sp.layer_mb.push_back(layer_memory_mb(spec, l));
+    sp.layer_ms.push_back(layer_time_ms(spec.model, LayerId{l}));
+    sp.layer_mb.push_back(layer_memory_mb(spec, LayerId{l}));
   }
   return sp;
 }
