@@ -4,19 +4,26 @@
 // (`fmt::format("device {}", d)` prints "device 3"); passing a stage where a device is meant does not
 // compile. Ids are as cheap as the int they hold.
 //
-// Where they are used — the boundaries typed so far, and why the rest are not:
+// Where they are used — the boundaries typed, and what is deliberately left int:
+//   * ir/schedule.h's Action: `stage` is a StageId, `mb` a MicrobatchId — the widest boundary, read by
+//     ir/, verify/, report/, export/, runtime/, kernels/, run/, synth/, cli/ and bench/. The cost queries
+//     that take an action's stage take the id too: compute_ms and data_parallel_ms (ir/schedule.h),
+//     Problem's device_of, model_state_mb, held_state_mb, boundary_transfer_ms and least_backward_ms
+//     (ir/problem.h); so do ir/partition.h's layer queries (layer_time_ms, layer_time_floor_ms,
+//     layer_memory_mb: a LayerId).
 //   * ir/comm_insert.h's BlockedOp (device, waits_for_device) and runtime/executor.h's waits_for():
 //     the wait-for witness that the comm insertion (ir/), the executor's watchdog (runtime/), the
 //     checker's deadlock report (verify/) and run_schedule (run/) pass between them.
 //   * verify/report_types.h's Violation::device: what the checker (verify/) hands the reports
 //     (report/: text, JSON) and the bindings (python/src: Violation.device).
-//   * Not typed: Action's stage and mb (ir/schedule.h) and the per-stage queries of Problem. Their
-//     fan-out is the whole tree: `.stage` and `.mb` are read at about 370 places in 39 files of ir/,
-//     verify/, report/, export/, runtime/, kernels/ and synth/ and 130 more in tests/, almost all
-//     as vector indices and loop bounds, where a typed id would add `.value()` without catching a
-//     mix-up; the per-stage queries (Problem::boundary_transfer_ms, held_state_mb, ...) are called from
-//     synth/ and bench/, and the layer queries of ir/partition.h (layer_time_floor_ms, ...) from
-//     synth/bounds/ and bench/. Those move to ids when the code around them changes for another reason.
+//   * Left int: the numbers inside one library's own tables, keyed and indexed by position — StageSpec
+//     (its index is the stage, its `device` an int, so device_of returns an int), the op DAG's DagOp and
+//     the checker's OpTable slots (OpTable::find also takes the ids), the PyTorch lowering's keys, the
+//     layer ranges of a Partition, Model::type_of. Code there unwraps an id once with `.value()` where an
+//     Action enters it, and builds the id (`StageId{s}`) where an Action or a query leaves it; a loop
+//     over stages keeps an int counter. The bindings (python/src) hand schedules to Python as action
+//     strings ("3F1"), so no id reaches Python.
+// at(v, id) indexes a vector by an id where the vector is numbered by that kind of id.
 #pragma once
 
 #include <fmt/format.h>

@@ -666,10 +666,12 @@ bool fall_back_to_baseline(Seed& seed, SynthResult& out) {
 // than its I + W, a schedule running B can beat every order of the DAG, so the DAG's bounds and its
 // optimality are not the problem's: only the checker's bound (which takes the cheaper) is.
 bool dag_bounds_hold(const Problem& p) {
-  for (int s = 0; s < p.num_stages(); ++s)
+  for (int s = 0; s < p.num_stages(); ++s) {
+    const StageId st{s};
     if (p.stages[s].split_backward &&
-        compute_ms(p, StageId{s}, OpType::B) < compute_ms(p, StageId{s}, OpType::I) + compute_ms(p, StageId{s}, OpType::W))
+        compute_ms(p, st, OpType::B) < compute_ms(p, st, OpType::I) + compute_ms(p, st, OpType::W))
       return false;
+  }
   return true;
 }
 

@@ -59,8 +59,8 @@ Schedule two_stage_schedule() {
   s.problem.stages[1].recompute = RecomputeMode::kSelective;
   s.problem.stages[1].recompute_ms = 0.25;
   s.problem.stages[1].recompute_kept_mb = 40;
-  s.programs = {{Action{OpType::F, StageId{0}, MicrobatchId{0}, {}}, Action{OpType::B, StageId{0}, MicrobatchId{0}, {}}},
-                {Action{OpType::F, StageId{1}, MicrobatchId{0}, {}}, Action{OpType::R, StageId{1}, MicrobatchId{0}, {}}, Action{OpType::B, StageId{1}, MicrobatchId{0}, {}}}};
+  auto op = [](OpType t, int st) { return Action{t, StageId{st}, MicrobatchId{0}, {}}; };
+  s.programs = {{op(OpType::F, 0), op(OpType::B, 0)}, {op(OpType::F, 1), op(OpType::R, 1), op(OpType::B, 1)}};
   return s;
 }
 
