@@ -4,6 +4,7 @@
 #pragma once
 
 #include <nanobind/nanobind.h>
+#include <nanobind/stl/string.h>  // nb::cast<std::string> (path arguments)
 
 #include <string>
 #include <utility>

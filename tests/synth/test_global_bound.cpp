@@ -328,6 +328,9 @@ TEST_CASE("pipesmith bound prints the ramps with whole layers and names the bind
   INFO(text);
   CHECK(text.find("ramp, whole layers") != std::string::npos);
   CHECK(text.find("backward ramp, whole layers") != std::string::npos);
+  // The binding term has its own line, and the bound line names it.
+  CHECK(text.find("forwards' release times") != std::string::npos);
+  CHECK(text.find("(forward_release)") != std::string::npos);
   const std::string js = run_cli(fmt::format(
       "bound {}/configs/models/gpt-oss-like.yaml --devices 8 --microbatches 8 --json", PIPESMITH_SOURCE_DIR));
   INFO(js);
