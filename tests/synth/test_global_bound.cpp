@@ -146,6 +146,26 @@ std::string run_cli(const std::string& args) {
   return out;
 }
 
+// The best iteration over every plan of a random model (each plan's order searched to its proven
+// optimum where the work cap allows), and the least proven lower bound of the plans it left open.
+struct OverPlans {
+  double optimum = 1e300, least_open_lower = 1e300;
+  int plans = 0, open_plans = 0;
+};
+OverPlans optimum_over_plans(const Spec& spec, const RandomModel& rm) {
+  OverPlans out;
+  for_each_plan(rm.layers, rm.devices, [&](const Partition& part, const std::vector<int>& place) {
+    const PlanOptimum o = plan_optimum(spec, part, place);
+    out.optimum = std::min(out.optimum, o.best_ms);
+    if (o.lower_ms < o.best_ms) {
+      ++out.open_plans;
+      out.least_open_lower = std::min(out.least_open_lower, o.lower_ms);
+    }
+    ++out.plans;
+  });
+  return out;
+}
+
 }  // namespace
 
 // [slow]: 100 models and 7,806 plans are scale (16 s in a release build); the sanitizer run keeps the
@@ -162,16 +182,10 @@ TEST_CASE("[slow] global bound: never above the optimum over every plan on small
     const Spec spec = spec_of(rm.yaml);
     Result<ModelBound> mb = model_bound(spec);
     REQUIRE(mb.ok());
-    double optimum = 1e300, least_open_lower = 1e300;
-    for_each_plan(rm.layers, rm.devices, [&](const Partition& part, const std::vector<int>& place) {
-      const PlanOptimum o = plan_optimum(spec, part, place);
-      optimum = std::min(optimum, o.best_ms);
-      if (o.lower_ms < o.best_ms) {
-        ++open_plans;
-        least_open_lower = std::min(least_open_lower, o.lower_ms);
-      }
-      ++plans;
-    });
+    const OverPlans all = optimum_over_plans(spec, rm);
+    const double optimum = all.optimum, least_open_lower = all.least_open_lower;
+    plans += all.plans;
+    open_plans += all.open_plans;
     // The optimum over all plans is proven when no plan left open could go below it.
     if (least_open_lower < optimum) ++open_models;
     const GlobalBound& g = mb->global;
@@ -213,13 +227,9 @@ TEST_CASE("[slow] global bound: the forwards' release times, never above the opt
     const Spec spec = spec_of(rm.yaml);
     Result<ModelBound> mb = model_bound(spec);
     REQUIRE(mb.ok());
-    double optimum = 1e300, least_open_lower = 1e300;
-    for_each_plan(rm.layers, rm.devices, [&](const Partition& part, const std::vector<int>& place) {
-      const PlanOptimum o = plan_optimum(spec, part, place);
-      optimum = std::min(optimum, o.best_ms);
-      if (o.lower_ms < o.best_ms) least_open_lower = std::min(least_open_lower, o.lower_ms);
-    });
-    CHECK(least_open_lower >= optimum);  // the optimum is proven
+    const OverPlans all = optimum_over_plans(spec, rm);
+    const double optimum = all.optimum;
+    CHECK(all.least_open_lower >= optimum);  // the optimum is proven
     CAPTURE(optimum);
     CAPTURE(mb->global.forward_release_ms);
     CHECK(mb->global.forward_release_ms <= optimum + 1e-6);
