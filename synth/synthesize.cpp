@@ -418,6 +418,17 @@ void raise_bound_smt(const OpDag& bdag, const OpDag& dag, const SynthOptions& op
 // better, and its proven bound bounds the real problem too. (b) The comm-stream model, seeded with
 // the best order so far, closes what is left. Phase (a) gets 3/4 of the budget, (b) the rest
 // (all of it when (a) proves the order optimal and the comm streams do not delay it).
+//
+// Where every transfer takes 0 time units (free links, or links too fast for the DAG's time unit)
+// the two models have the same optimum: a zero-length transfer's no-overlap clause holds whatever
+// the starts, and first come, first served on the comm streams (evaluate_order with device lists
+// only) starts every transfer when its producer ends, so any compute order times the same in both.
+// Phase (b) is then skipped and (a) gets the whole budget and time; where the whole encoding does
+// not load, the windows work on the no-queue DAG (fewer ops and pairs, and no comm-stream list order
+// to keep fixed outside the window). Its orders are re-timed on the comm-stream DAG.
+// Why the comm-stream phase is skipped, in the solver status.
+constexpr const char* kFreeTransfers = "every transfer takes 0 time units";
+
 class TwoPhaseSolve {
  public:
   TwoPhaseSolve(const Problem& problem, const OpDag& dag, const SynthOptions& opt, Clock::time_point t0)
@@ -430,7 +441,12 @@ class TwoPhaseSolve {
     const uint64_t total_rlimit = static_cast<uint64_t>(static_cast<double>(full_rlimit) * (1 - cost.budget_share));
     fin_.best = seed.order;
     fin_.bound = std::min(bounds.lb_units, seed.order.makespan);
-    const bool windows = fin_.best.makespan > fin_.bound && !whole_encoding_fits(total_rlimit);
+    const bool gap = fin_.best.makespan > fin_.bound;
+    const bool dump = !opt_.dump_smt2.empty();
+    free_ = (gap || dump) && transfers_take_no_time(dag_) && no_queue_dag() != nullptr;
+    // With free transfers Z3 works on the no-queue DAG alone (see above).
+    const OpDag& zdag = free_ ? *no_queue_dag() : dag_;
+    const bool windows = gap && !whole_encoding_fits(zdag, total_rlimit);
     // The wall clock counts from synthesize()'s start: building the DAG, the heuristic, the bounds
     // and, on a large plan, sizing the whole encoding took their part of it.
     const double elapsed_s = seconds_since(t0_);
@@ -438,12 +454,14 @@ class TwoPhaseSolve {
     fin_.deadline_s = elapsed_s + z3_time_limit_s;
     const auto solve_start = Clock::now();
     if (windows) {
-      PS_RETURN_IF_ERROR(solve_windows(total_rlimit, z3_time_limit_s));
+      PS_RETURN_IF_ERROR(solve_windows(zdag, total_rlimit, z3_time_limit_s));
       set_status(bounds.db);
       return fin_;
     }
-    if (fin_.best.makespan > fin_.bound) PS_RETURN_IF_ERROR(solve_no_queue(total_rlimit, z3_time_limit_s));
-    if (fin_.best.makespan > fin_.bound || !opt_.dump_smt2.empty()) {
+    if (gap || (free_ && dump)) PS_RETURN_IF_ERROR(solve_no_queue(total_rlimit, z3_time_limit_s));
+    if (free_) {
+      if (fin_.best.makespan > fin_.bound) add_status(fmt::format("comm-stream: skipped ({})", kFreeTransfers));
+    } else if (fin_.best.makespan > fin_.bound || dump) {
       PS_RETURN_IF_ERROR(solve_comm_stream(total_rlimit, z3_time_limit_s - seconds_since(solve_start)));
     }
     set_status(bounds.db);
@@ -482,26 +500,50 @@ class TwoPhaseSolve {
     fin_.free_pairs = std::max(fin_.free_pairs, r.free_pairs);
     fin_.memory_constraints = std::max(fin_.memory_constraints, r.memory_constraints);
     fin_.bound = std::max(fin_.bound, r.bound);
-    last_status_ = last_status_.empty() ? fmt::format("{}: {}", model, r.status)
-                                        : fmt::format("{}; {}: {}", last_status_, model, r.status);
+    add_status(fmt::format("{}: {}", model, r.status));
+  }
+
+  void add_status(const std::string& part) {
+    last_status_ = last_status_.empty() ? part : fmt::format("{}; {}", last_status_, part);
+  }
+
+  // The DAG without comm streams (transfers as plain delays), built once; null when it cannot be
+  // built or has other time units than dag_.
+  const OpDag* no_queue_dag() {
+    if (!nq_built_) {
+      nq_built_ = true;
+      DagOptions pdo;
+      pdo.comm_streams = false;
+      Result<OpDag> pd = build_op_dag(problem_, pdo);
+      if (pd.ok() && pd->ms_per_unit == dag_.ms_per_unit) nq_dag_ = std::move(pd).value();
+    }
+    return nq_dag_ ? &*nq_dag_ : nullptr;
+  }
+
+  // Whether every transfer op of `dag` lasts 0 time units (true too where no boundary crosses
+  // devices): the condition under which the comm-stream phase is redundant (see above).
+  static bool transfers_take_no_time(const OpDag& dag) {
+    return std::all_of(dag.ops.begin(), dag.ops.end(), [](const DagOp& o) { return !o.is_transfer() || o.dur == 0; });
   }
 
   std::vector<std::vector<int>> devices_only(const TimedOrder& t) const {
     return std::vector<std::vector<int>>(t.order.begin(), t.order.begin() + dag_.devices);
   }
 
-  // Whether the whole comm-stream encoding loads in a quarter of one context's budget (solve.h's
-  // estimate). Where it does not, the two phases would spend the budget loading, or skip: windows
-  // of the order (window.h) use it instead.
-  bool whole_encoding_fits(uint64_t total_rlimit) const {
+  // Whether the whole encoding of `dag` (dag_'s comm-stream one, or the no-queue one when transfers
+  // are free) loads in a quarter of one context's budget (solve.h's estimate). Where it does not,
+  // the phases would spend the budget loading, or skip: windows of the order (window.h) use it
+  // instead.
+  bool whole_encoding_fits(const OpDag& dag, uint64_t total_rlimit) const {
     const double per_context_s =
         static_cast<double>(total_rlimit) / std::max(1, opt_.contexts) / static_cast<double>(rlimit_per_second());
-    return encoding_load_seconds(dag_) <= per_context_s / 4;
+    return encoding_load_seconds(dag) <= per_context_s / 4;
   }
 
-  // Windows of the order with the whole budget; proves no bound. With --dump-smt2 each window's
-  // encoding is written beside the given path.
-  Status solve_windows(uint64_t total_rlimit, double z3_time_limit_s) {
+  // Windows of the order on `wdag` (dag_, or the no-queue DAG when transfers are free) with the
+  // whole budget; proves no bound. With --dump-smt2 each window's encoding is written beside the
+  // given path.
+  Status solve_windows(const OpDag& wdag, uint64_t total_rlimit, double z3_time_limit_s) {
     WindowOptions w;
     w.time_limit_s = std::max(0.01, z3_time_limit_s - kFinishSecondsPerOp * dag_.num_ops());
     w.rlimit = total_rlimit;
@@ -510,11 +552,21 @@ class TwoPhaseSolve {
     w.warm_start = opt_.z3_warm_start;
     w.interrupt = opt_.interrupt;
     w.dump_smt2 = opt_.dump_smt2;
-    // The windows time their orders on dag_ itself: their incumbent is the one to print.
+    // The windows time their orders on wdag, whose timing of an order is dag_'s (free transfers
+    // change no makespan): their incumbent is the one to print.
     if (opt_.progress) w.progress = [this](const SolveProgress& p) { report("z3", p, p.incumbent); };
-    Result<WindowResult> wr = window_search(dag_, fin_.best, w);
+    const bool own = &wdag == &dag_;
+    Result<TimedOrder> inc = own ? Result<TimedOrder>(fin_.best) : evaluate_order(wdag, devices_only(fin_.best));
+    if (!inc.ok()) return inc.status();
+    Result<WindowResult> wr = window_search(wdag, *inc, w);
     if (!wr.ok()) return wr.status();
-    fin_.best = wr->best;
+    if (own) {
+      fin_.best = wr->best;
+    } else if (wr->best.makespan < inc->makespan) {
+      Result<TimedOrder> real = evaluate_order(dag_, devices_only(wr->best));
+      if (!real.ok()) return real.status();
+      if (real->makespan < fin_.best.makespan) fin_.best = std::move(real).value();
+    }
     fin_.checks += wr->checks;
     fin_.rlimit_used += wr->rlimit_used;
     fin_.seconds += wr->seconds;
@@ -522,23 +574,25 @@ class TwoPhaseSolve {
     fin_.windows = wr->windows;
     fin_.improving_windows = wr->improving_windows;
     fin_.window_dumps = wr->smt2_written;
-    last_status_ = fmt::format("windows: {} ({} windows, {} improved the order)", wr->status, wr->windows,
-                               wr->improving_windows);
+    last_status_ = fmt::format("windows: {} ({} windows, {} improved the order{})", wr->status, wr->windows,
+                               wr->improving_windows,
+                               own ? "" : fmt::format("; on the no-queue model: {}", kFreeTransfers));
     return Status::ok();
   }
 
-  // (a) The no-queue relaxation: 3/4 of the budget.
+  // (a) The no-queue relaxation: 3/4 of the budget, all of it when transfers are free (then it
+  // also writes --dump-smt2's encoding: the one solved).
   Status solve_no_queue(uint64_t total_rlimit, double z3_time_limit_s) {
-    DagOptions pdo;
-    pdo.comm_streams = false;
-    Result<OpDag> pd = build_op_dag(problem_, pdo);
-    if (!pd.ok() || pd->ms_per_unit != dag_.ms_per_unit) return Status::ok();
+    const OpDag* pd = no_queue_dag();
+    if (pd == nullptr) return Status::ok();
     if (pd->bounds_are_proofs()) fin_.bound = std::max(fin_.bound, std::min(dag_lower_bound(*pd).units, fin_.best.makespan));
     Result<TimedOrder> inc = evaluate_order(*pd, devices_only(fin_.best));
-    if (!inc.ok() || fin_.best.makespan <= fin_.bound) return Status::ok();
+    const bool gap = fin_.best.makespan > fin_.bound;
+    if (!inc.ok() || !(gap || (free_ && !opt_.dump_smt2.empty()))) return Status::ok();
     SolveOptions a = options("no-queue");
-    a.rlimit = total_rlimit / 4 * 3;
-    a.time_limit_s = z3_time_limit_s * time_budget::kNoQueue;
+    a.rlimit = free_ ? total_rlimit : total_rlimit / 4 * 3;
+    a.time_limit_s = free_ ? z3_time_limit_s : z3_time_limit_s * time_budget::kNoQueue;
+    if (free_) a.dump_smt2 = opt_.dump_smt2;
     a.on_incumbent = [this](const TimedOrder& t) {
       nq_best_ = t;  // each is better than the last, in the no-queue model
       Result<TimedOrder> real = evaluate_order(dag_, devices_only(t));
@@ -546,7 +600,8 @@ class TwoPhaseSolve {
     };
     Result<SolveResult> ra = solve(*pd, *inc, fin_.bound, a);
     if (!ra.ok()) return ra.status();
-    absorb(*ra, "no-queue");
+    if (free_) fin_.smt2_written = ra->smt2_written;
+    if (gap) absorb(*ra, "no-queue");
     return Status::ok();
   }
 
@@ -587,6 +642,9 @@ class TwoPhaseSolve {
   SolveResult fin_;
   std::string last_status_;             // "no-queue: ...; comm-stream: ..."
   std::optional<TimedOrder> nq_best_;  // the no-queue phase's best order (its timing)
+  bool nq_built_ = false;              // no_queue_dag() ran
+  std::optional<OpDag> nq_dag_;        // its DAG
+  bool free_ = false;                  // every transfer takes 0 time units: no comm-stream phase
 };
 
 // 5b. Where the DAG's memory rounding makes Z3's UNSATs no proof (op_dag.h) and Z3 found nothing
