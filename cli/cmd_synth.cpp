@@ -388,7 +388,6 @@ std::vector<OutputPath> synth_outputs(const SynthArgs& a) {
 
 int run_synth(const SynthArgs& a) {
   const auto t_start = std::chrono::steady_clock::now();
-  if (!(a.time_limit_s > 0)) return report_error(Status::bad_input("--time-limit must be > 0 seconds"));
   if (Status st = check_outputs(synth_outputs(a), {a.spec.model_path, a.spec.cluster_path}); !st.is_ok())
     return report_error(st);
   InterruptGuard interrupt_guard;

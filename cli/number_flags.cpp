@@ -61,8 +61,8 @@ CLI::Validator time_limit_s() {
   return CLI::Validator(
       [](std::string& text) -> std::string {
         const std::optional<double> v = parse_double(text);
-        if (!v || !(*v > 0))
-          return fmt::format("must be a number of seconds > 0 ('inf': no limit), got '{}'", excerpt(text, 40));
+        if (!v || !time_limit_ok(*v))
+          return fmt::format("must be {}, got '{}'", time_limit_rule(), excerpt(text, 40));
         if (*v > limits::kMaxTimeLimitS) text = fmt::format("{}", limits::kMaxTimeLimitS);
         return std::string();
       },

@@ -27,4 +27,11 @@ Status check_memory_limit_gb(double gb, std::string_view what);
 bool memory_limit_ok(double gb);
 std::string memory_limit_rule();  // "a finite number of GB in [0, 1e+15] (0 = unlimited)"
 
+// A time limit in seconds (synth, plan): a number > 0; one beyond limits::kMaxTimeLimitS (`inf`
+// included) is no practical limit and is read as that, so no deadline derived from it overflows its
+// clock. The one check: kBadInput "<what> must be <time_limit_rule()>, got v", else the limit as read.
+Result<double> read_time_limit_s(double s, std::string_view what);
+bool time_limit_ok(double s);   // > 0 (NaN is not)
+std::string time_limit_rule();  // "a number of seconds > 0 ('inf' for no limit)"
+
 }  // namespace ps

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <tuple>
 
+#include "ir/limits.h"
+#include "ir/units.h"
 #include "synth/bounds/model_bound.h"
 #include "synth/plan/megatron_layout.h"
 #include "synth/plan/placement.h"
@@ -338,6 +340,11 @@ Result<MeshPlan> plan_meshes(const std::string& model_path, const std::string& c
   const ParallelInput& pin = opt.pinned;
   if (!pin.gpus) return Status::bad_input("plan: the number of GPUs is not given (gpus)");
   if (!pin.global_batch) return Status::bad_input("plan: the global batch is not given (global_batch, in sequences)");
+  // The options' one check (ir/limits.h's table, ir/units.h): the CLI and the bindings pass them on.
+  PS_RETURN_IF_ERROR(limits::check_option(limits::option::kMeshTop, opt.top, "top"));
+  PS_RETURN_IF_ERROR(limits::check_option(limits::option::kMeshEvaluations, opt.evaluations, "evaluations"));
+  if (opt.pipeline) PS_RETURN_IF_ERROR(limits::check_option(limits::option::kMeshDevices, *opt.pipeline, "pipeline"));
+  if (Result<double> t = read_time_limit_s(opt.time_limit_s, "time_limit_s"); !t.ok()) return t.status();
   // The model alone: its layers, node size and routed experts bound the space; one GPU's mesh gives
   // the sequence length that context parallelism splits.
   SpecOverrides plain;

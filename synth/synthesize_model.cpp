@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "ir/limits.h"
+#include "ir/units.h"
 #include "ir/whole_layers.h"
 #include "synth/certify.h"
 #include "synth/time_budget.h"
@@ -185,7 +186,17 @@ Status set_plan_words(ModelSynthOptions& o, const Spec& spec, const PlanGiven& g
 Result<ModelSynthesis> synthesize_model(const Spec& spec, const ModelSynthOptions& options) {
   ModelSynthOptions a = options;
   if (!a.start) a.start = std::chrono::steady_clock::now();
-  if (!(a.time_limit_s > 0)) return Status::bad_input(fmt::format("time_limit_s must be > 0, got {}", a.time_limit_s));
+  // The options' one check (ir/limits.h's table, ir/units.h): the CLI and the bindings pass them on.
+  Result<double> time_limit = read_time_limit_s(a.time_limit_s, "time_limit_s");
+  if (!time_limit.ok()) return time_limit.status();
+  a.time_limit_s = *time_limit;
+  if (a.evaluations != 0)  // 0: bounded by the clock
+    PS_RETURN_IF_ERROR(limits::check_option(limits::option::kEvaluations, a.evaluations, "evaluations"));
+  PS_RETURN_IF_ERROR(limits::check_option(limits::option::kZ3Threads, a.z3_threads, "z3_threads"));
+  if (a.search_threads != 0)  // 0: the hardware threads
+    PS_RETURN_IF_ERROR(limits::check_option(limits::option::kSearchThreads, a.search_threads, "search_threads"));
+  PS_RETURN_IF_ERROR(limits::check_option(
+      limits::option::kRlimit, static_cast<int64_t>(std::min<uint64_t>(a.rlimit, INT64_MAX)), "rlimit"));
   if (a.stages_per_device != 0)  // 0: as the placement has it
     PS_RETURN_IF_ERROR(
         limits::check_option(limits::option::kStagesPerDevice, a.stages_per_device, "stages_per_device"));

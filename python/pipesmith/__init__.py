@@ -114,7 +114,7 @@ def _time_limit(value: Any) -> float:
     """``synth --time-limit``: seconds > 0; beyond 1e6 (``inf`` too) no practical limit, read as 1e6."""
     if isinstance(value, numbers.Real) and not isinstance(value, bool) and value > 0:  # NaN is not > 0
         return float(min(value, _MAX_TIME_LIMIT_S))  # compared before converting: 10**400 is past a float
-    raise BadInputError(f"time_limit_s must be > 0 seconds, got {value!r:.60}")
+    raise BadInputError(f"time_limit_s must be a number of seconds > 0 ('inf' for no limit), got {value!r:.60}")
 
 
 def _opt_memory(value: Any) -> Optional[float]:

@@ -165,12 +165,7 @@ SynthOutcome synthesize(const Spec& spec, std::optional<std::string> partition, 
                         const std::string& dump_smt2, const std::string& recompute, nb::object progress) {
   const auto start = std::chrono::steady_clock::now();
   const RecomputeChoice rc = take(read_recompute_choice(recompute, "recompute"));
-  if (!(time_limit_s > 0)) raise_status(Status::bad_input(fmt::format("time_limit_s must be > 0 seconds, got {}", time_limit_s)));
-  if (evaluations != 0) check(limits::check_option(limits::option::kEvaluations, evaluations));  // 0: the clock
-  check(limits::check_option(limits::option::kZ3Threads, z3_threads));
-  if (search_threads != 0) check(limits::check_option(limits::option::kSearchThreads, search_threads));  // 0: hardware
-  // 0: Z3's share of the time limit (pipesmith.synthesize refuses past the range before the cast here)
-  check(limits::check_option(limits::option::kRlimit, static_cast<int64_t>(std::min<uint64_t>(rlimit, INT64_MAX))));
+  // time_limit_s, evaluations, the threads and rlimit are checked by synthesize_model (their one check).
   if (cuts != "layers" && cuts != "sublayers")
     raise_status(Status::bad_input("cuts must be 'layers' or 'sublayers', got '" + cuts + "'"));
   if (!dump_smt2.empty()) {  // as `synth --dump-smt2` checks it: PATH and its window files, against the inputs
@@ -299,8 +294,6 @@ void bind_specs(nb::module_& m) {
     o.pinned.global_batch = global_batch;
     o.pipeline = pipeline;
     o.memory_gb = memory_limit_gb;
-    check(limits::check_option(limits::option::kMeshTop, top));
-    check(limits::check_option(limits::option::kMeshEvaluations, evaluations));
     o.top = top;
     o.evaluations = evaluations;
     Result<MeshPlan> r = [&] {
@@ -329,11 +322,10 @@ void bind_specs(nb::module_& m) {
         "candidates"_a = std::vector<std::pair<int, ParallelInput>>{}, "progress"_a = nb::none());
   m.def("load_spec", [](const std::string& model, std::optional<std::string> cluster, std::optional<int> devices,
                         std::optional<int> microbatches, std::optional<double> memory_limit_gb, ParallelInput parallel) {
-    if (devices) check(limits::check_option(limits::option::kDevices, *devices));
-    if (microbatches) check(limits::check_option(limits::option::kMicrobatches, *microbatches));
-    SpecOverrides o;
+    SpecOverrides o;  // checked by load_spec (check_overrides)
     o.devices = devices;
     o.microbatches = microbatches;
+    // The library's check under Python's spelling (load_spec would name it "the memory limit override").
     if (memory_limit_gb) check(check_memory_limit_gb(*memory_limit_gb, "memory_limit_gb"));
     o.memory_gb = memory_limit_gb;
     o.parallel = std::move(parallel);

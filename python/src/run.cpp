@@ -74,6 +74,7 @@ RunOptions options_from(const RunArgs& a, const std::string& name, const std::sh
     raise_status(Status::bad_input(fmt::format("widths must be cost or params, got '{}'", a.widths)));
   o.widths_from_params = a.widths == "params";
   o.verify = a.verify;
+  // The library's check under Python's spelling (check_run_options names the flag).
   if (a.memory_limit_gb) check(check_memory_limit_gb(*a.memory_limit_gb, "memory_limit_gb"));
   o.memory_limit_gb = a.memory_limit_gb;
   o.check_gradients = a.check_gradients;

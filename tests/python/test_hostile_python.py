@@ -334,7 +334,7 @@ def test_export_write_refuses_a_directory_holding_its_model(tmp_path):
     (lambda: pipesmith.synthesize(_spec(), rlimit=-1), "rlimit must be an integer"),
     (lambda: pipesmith.synthesize(_spec(), evaluations=2**31), "evaluations must be an integer in [0, 1,000,000,000]"),
     (lambda: pipesmith.synthesize(_spec(), z3_threads=10**30), "z3_threads must be an integer in [1, 64]"),
-    (lambda: pipesmith.synthesize(_spec(), time_limit_s=float("nan")), "time_limit_s must be > 0 seconds, got nan"),
+    (lambda: pipesmith.synthesize(_spec(), time_limit_s=float("nan")), "time_limit_s must be a number of seconds > 0 .'inf' for no limit., got nan"),
     (lambda: pipesmith.synthesize(_spec(), stages_per_device=2**40), "stages_per_device must be an integer"),
     (lambda: pipesmith.synthesize(_spec(), partition="bal\0anced"), "partition .* holds a NUL character"),
     (lambda: pipesmith.baseline(_spec(), "1f1b", stages_per_device=-1), "stages_per_device must be an integer in [0,"),

@@ -174,7 +174,21 @@ TEST_CASE("synthesize_model: typed plan options, refusals in the options' names,
   bad.time_limit_s = 0;
   auto zero = synthesize_model(spec, bad);
   REQUIRE_FALSE(zero.ok());
-  CHECK(zero.status().message() == "time_limit_s must be > 0, got 0");
+  CHECK(zero.status().message() == "time_limit_s must be a number of seconds > 0 ('inf' for no limit), got 0");
+  // The library is where the options are checked, against the table (ir/limits.h): the CLI and the
+  // bindings pass them on.
+  ModelSynthOptions threads;
+  threads.z3_threads = 0;
+  auto no_threads = synthesize_model(spec, threads);
+  REQUIRE_FALSE(no_threads.ok());
+  CHECK(no_threads.status().message() == "z3_threads must be an integer in [1, 64], got 0");
+  ModelSynthOptions many;
+  many.search_threads = 257;
+  CHECK(synthesize_model(spec, many).status().message() == "search_threads must be an integer in [1, 256], got 257");
+  ModelSynthOptions negative;
+  negative.evaluations = -1;
+  CHECK(synthesize_model(spec, negative).status().message() ==
+        "evaluations must be an integer in [1, 1000000000], got -1");
 
   ModelSynthOptions both;
   both.partition = *parse_partition_choice("balanced");
