@@ -1,13 +1,18 @@
-// synth_problems.h — hand-built Problems for the synthesizer's tests (no YAML involved), and a
-// brute-force optimum for tiny ones.
+// synth_problems.h — hand-built Problems for the synthesizer's tests (no YAML involved), a
+// brute-force optimum for tiny ones, and the determinism check every synthesizer path shares.
 #pragma once
 
 #include <algorithm>
 #include <functional>
 #include <vector>
 
+#include <doctest/doctest.h>
+
 #include "ir/problem.h"
+#include "ir/schedule_io.h"
 #include "synth/dag/op_dag.h"
+#include "synth/synthesize.h"
+#include "verify/verify.h"
 
 namespace pstest {
 
@@ -121,6 +126,31 @@ inline int64_t brute_force_optimum(const ps::OpDag& dag, ps::EdgeSet edges) {
     if (d == dag.devices) break;
   }
   return best;
+}
+
+// Two synthesize() calls with the same problem, seed and budget: the same solver status and a
+// byte-identical schedule file.
+inline void check_same_run_same_file(const ps::Problem& p, const ps::SynthOptions& o) {
+  ps::Result<ps::SynthResult> a = ps::synthesize(p, o);
+  ps::Result<ps::SynthResult> b = ps::synthesize(p, o);
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
+  CHECK(a->solver_status == b->solver_status);
+  CHECK(ps::format_schedule_yaml(a->schedule) == ps::format_schedule_yaml(b->schedule));
+}
+
+// The file a user gets: written, read back and checked by the checker alone, its makespan the
+// result's. Returns the checker's report (for the memory checks).
+inline ps::Report check_written_file(const ps::SynthResult& r) {
+  ps::Result<ps::Schedule> back = ps::parse_schedule_yaml(ps::format_schedule_yaml(r.schedule), "synth.yaml");
+  INFO((back.ok() ? std::string() : back.status().message()));
+  REQUIRE(back.ok());
+  ps::Report rep = ps::verify(*back);
+  CHECK(rep.valid);
+  CHECK(rep.violations.empty());
+  REQUIRE(rep.sim.has_value());
+  CHECK(rep.sim->makespan_ms == doctest::Approx(r.makespan_ms));
+  return rep;
 }
 
 }  // namespace pstest

@@ -27,15 +27,8 @@ SynthOptions budget(uint64_t rlimit) {
 // A plan whose gap 6·10⁶ rlimit units do not close (the bounds stay 2 % below): V-shape,
 // heterogeneous costs, M = 2P, a cap of two stages' microbatches.
 HandProblem open_plan(double comm_ms) {
-  HandProblem h;
-  h.devices = 4;
-  h.microbatches = 8;
-  h.stages_per_device = 2;
-  h.heterogeneous = true;
-  h.stash_mb = 200;
-  h.cap_microbatches = 2;
-  h.comm_ms = comm_ms;
-  return h;
+  return HandProblem{.devices = 4, .microbatches = 8, .stages_per_device = 2, .comm_ms = comm_ms, .stash_mb = 200,
+                     .cap_microbatches = 2, .heterogeneous = true};
 }
 
 // Device lists of a random topological order of the compute ops of `dag` (all edges).
@@ -134,12 +127,7 @@ TEST_CASE("free transfers: same seed and budget give byte-identical files") {
   const Problem p = make_hand_problem(open_plan(0));
   SynthOptions o = budget(6'000'000);
   o.seed = 5;
-  Result<SynthResult> a = synthesize(p, o);
-  Result<SynthResult> b = synthesize(p, o);
-  REQUIRE(a.ok());
-  REQUIRE(b.ok());
-  CHECK(a->solver_status == b->solver_status);
-  CHECK(format_schedule_yaml(a->schedule) == format_schedule_yaml(b->schedule));
+  pstest::check_same_run_same_file(p, o);
 }
 
 TEST_CASE("free transfers: the no-queue phase alone still finds and proves the optimum") {
@@ -179,13 +167,7 @@ TEST_CASE("free transfers: where the whole encoding does not load, the windows w
   // The windows' order, re-timed with comm streams, is what is written and certified.
   CHECK(r->report.valid);
   REQUIRE(r->schedule.certificate.has_value());
-  Result<Schedule> back = parse_schedule_yaml(format_schedule_yaml(r->schedule), "synth.yaml");
-  REQUIRE(back.ok());
-  Report rep = verify(*back);
-  CHECK(rep.valid);
-  CHECK(rep.violations.empty());
-  REQUIRE(rep.sim.has_value());
-  CHECK(rep.sim->makespan_ms == doctest::Approx(r->makespan_ms));
+  pstest::check_written_file(*r);
   CHECK(r->makespan_ms <= std::stod(r->schedule.certificate->extra.at("before_z3_ms")) + 1e-9);
 }
 

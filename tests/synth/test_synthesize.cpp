@@ -51,14 +51,7 @@ TEST_CASE("synthesize: certified, re-verifies from its own file text, proven opt
       CHECK(r->schedule.certificate->extra.at("optimal") == "true");
       CHECK(r->schedule.certificate->extra.at("z3_version") == z3_version());
       // The file's text is what a user gets: read it back and check it, certificate included.
-      Result<Schedule> back = parse_schedule_yaml(format_schedule_yaml(r->schedule), "synth.yaml");
-      INFO((back.ok() ? std::string() : back.status().message()));
-      REQUIRE(back.ok());
-      Report rep = verify(*back);
-      CHECK(rep.valid);
-      CHECK(rep.violations.empty());
-      REQUIRE(rep.sim.has_value());
-      CHECK(rep.sim->makespan_ms == doctest::Approx(r->makespan_ms));
+      const Report rep = pstest::check_written_file(*r);
       for (double peak : rep.sim->peak_memory_mb) {
         if (p.memory_gb > 0) CHECK(peak <= p.memory_gb * 1000 + 1e-6);
       }
@@ -110,11 +103,7 @@ TEST_CASE("synthesize: same seed and budget give byte-identical files") {
   const Problem p = make_hand_problem(h);
   SynthOptions o = budget(2'000'000);
   o.seed = 3;
-  Result<SynthResult> a = synthesize(p, o);
-  Result<SynthResult> b = synthesize(p, o);
-  REQUIRE(a.ok());
-  REQUIRE(b.ok());
-  CHECK(format_schedule_yaml(a->schedule) == format_schedule_yaml(b->schedule));
+  pstest::check_same_run_same_file(p, o);
 }
 
 TEST_CASE("infeasible: the explanation names the device, the stages and the sizes") {
