@@ -189,6 +189,8 @@ rt::RunSummary RunOutcome::summary() const {
 Result<RunInputs> load_run_inputs(const std::string& schedule_file, const std::string& model_file,
                                   const std::string& cluster_file, int microbatches) {
   if (schedule_file.empty()) return Status::bad_input("a SCHEDULE file is required");
+  if (microbatches != -1)  // -1: as the file has them
+    PS_RETURN_IF_ERROR(limits::check_option(limits::option::kMicrobatches, microbatches, "microbatches"));
   CheckInput in;
   in.file = schedule_file;
   in.microbatches = microbatches;

@@ -472,7 +472,7 @@ def run(schedule: Union[Schedule, PathLike], *, model: Optional[Union[Spec, Path
     if isinstance(model, _core.Spec):
         raise BadInputError("with a schedule file, model is the model file's path (a Spec goes with a Schedule)")
     return _core.run_file(_path(schedule, "schedule"), _path(model, "model"), _path(cluster, "cluster"),
-                          _opt_int(microbatches, "microbatches", 1, 2**31 - 1), **common)
+                          _opt_int(microbatches, "microbatches", *_OPTIONS["spec.microbatches"]), **common)
 
 
 __all__ = [

@@ -167,10 +167,10 @@ void bind_run(nb::module_& m) {
                        double scale, int tokens, uint64_t seed, const std::string& widths,
                        std::optional<std::function<void(long, long)>> progress) {
     const std::string path = path_arg(path_obj, "schedule");
-    if (microbatches) check(limits::check_option(limits::option::kMicrobatches, *microbatches));
     RunArgs a{backend, semantics, verify, memory_limit_gb, check_gradients, timeout_s, scale, tokens, seed, widths, progress};
     auto failed = std::make_shared<CallbackError>();
     RunOptions o = options_from(a, base_name(path), failed);  // the options are refused before any file is read
+    // microbatches too: load_run_inputs checks it first.
     RunInputs in = take(load_run_inputs(path, model.value_or(""), cluster.value_or(""), microbatches.value_or(-1)));
     o.notes = std::move(in.notes);
     return run(in.schedule, in.spec ? &in.spec->model : nullptr, o, failed);

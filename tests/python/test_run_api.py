@@ -69,6 +69,7 @@ def test_run_refuses_what_the_command_refuses(one_f_one_b):
         (dict(backend="tpu"), "backend must be host or mpi"),
         (dict(widths="wide"), "widths must be cost or params"),
         (dict(memory_limit_gb=-1), "memory_limit_gb must be a finite number"),
+        (dict(microbatches=0), "microbatches must be an integer in [1, 1,000,000], got 0"),
     ]:
         with pytest.raises(pipesmith.BadInputError) as e:
             pipesmith.run(sched, model=model, **kwargs)
