@@ -1,6 +1,8 @@
 // test_util.h — helpers shared by the test suites: paths, running the CLI, reading files.
 #pragma once
 
+#include <doctest/doctest.h>
+
 #include <array>
 #include <cstdio>
 #include <filesystem>
@@ -44,6 +46,14 @@ inline CliResult run_cli(const std::string& args, const std::string& env = "") {
   int st = pclose(p);
   r.exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
   return r;
+}
+
+// `pipesmith ARGS` refused: exit 1, and its output says `said`.
+inline void check_refused(const std::string& args, const std::string& said) {
+  const CliResult r = run_cli(args);
+  INFO(args, "\n", r.output);
+  CHECK(r.exit_code == 1);
+  CHECK(contains(r.output, said));
 }
 
 // `pipesmith ARGS` with at most 2 GB of address space (ulimit -v): a reader that held everything a

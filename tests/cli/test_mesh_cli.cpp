@@ -127,26 +127,28 @@ TEST_CASE("cli mesh: the flags map the parallel: section; bad values are refused
   const nlohmann::json c = lower_json(with_section + " --tensor-parallel 8");
   CHECK(c["mesh"]["tensor"] == 8);
   // Errors.
-  pstest::CliResult r = pstest::run_cli("lower " + model + " --tensor-parallel 16");
-  CHECK(r.exit_code == 1);
-  CHECK(pstest::contains(r.output, model + ":14:30: layer type 'T': architecture.num_kv_heads (8) must be "
-                                           "divisible by parallel.tensor (16)"));
-  r = pstest::run_cli("lower " + model + " --tensor-parallel 3");
-  CHECK(r.exit_code == 1);
-  CHECK(pstest::contains(r.output, model + ":20:1: a pipeline stage holds data x context x tensor = 3 GPUs, which "
-                                           "neither fills whole nodes of 8 GPUs nor divides one"));
-  r = pstest::run_cli("lower " + model + " --gpus 100 --tensor-parallel 8");
-  CHECK(r.exit_code == 1);
-  CHECK(pstest::contains(r.output, "the gpus override (100) is not a multiple of pipeline devices (4) x tensor (8)"));
-  r = pstest::run_cli("lower " + model + " --tensor-parallel 0");
-  CHECK(r.exit_code == 1);
-  CHECK(pstest::contains(r.output, "--tensor-parallel"));
-  r = pstest::run_cli("lower " + model + " --optimizer zero2");
-  CHECK(r.exit_code == 1);
-  CHECK(pstest::contains(r.output, "--optimizer"));
-  r = pstest::run_cli("lower " + with_section + " --global-batch 63");
-  CHECK(r.exit_code == 1);
-  CHECK(pstest::contains(r.output, "the global_batch override (63) must be a multiple of micro_batch (2) x data (2)"));
+  pstest::check_refused("lower " + model + " --tensor-parallel 16",
+                        model + ":14:30: layer type 'T': architecture.num_kv_heads (8) must be divisible by "
+                                "parallel.tensor (16)");
+  pstest::check_refused("lower " + model + " --tensor-parallel 3",
+                        model + ":20:1: a pipeline stage holds data x context x tensor = 3 GPUs, which neither "
+                                "fills whole nodes of 8 GPUs nor divides one");
+  pstest::check_refused("lower " + model + " --gpus 100 --tensor-parallel 8",
+                        "the gpus override (100) is not a multiple of pipeline devices (4) x tensor (8)");
+  pstest::check_refused("lower " + model + " --tensor-parallel 0", "--tensor-parallel");
+  pstest::check_refused("lower " + model + " --optimizer zero2", "--optimizer");
+  pstest::check_refused("lower " + with_section + " --global-batch 63",
+                        "the global_batch override (63) must be a multiple of micro_batch (2) x data (2)");
+  // The plan whose stages' memory is shown is read as synth reads it: stages per device alone means
+  // interleaved (stage s on device s mod P), a given one is checked against the options table, and a
+  // placement that cannot hold it is refused.
+  const nlohmann::json v2 = lower_json(model + " --gpus 32 --stages-per-device 2");
+  REQUIRE(v2["stages"].size() == 8);
+  for (int s = 0; s < 8; ++s) CHECK(v2["stages"][s]["device"] == s % 4);
+  pstest::check_refused("lower " + model + " --gpus 32 --stages-per-device 0",
+                        "--stages-per-device must be an integer in [1, 100000], got 0");
+  pstest::check_refused("lower " + model + " --gpus 32 --stages-per-device 2 --placement sequential",
+                        "placement sequential puts one stage on each device");
   // Without a mesh, lower --json has no mesh and no stages.
   const nlohmann::json plain = lower_json(model);
   CHECK_FALSE(plain.contains("mesh"));
