@@ -2,6 +2,7 @@
 // placement aliases, the stage count a placement names, Megatron layouts with and without a placement.
 #include <doctest/doctest.h>
 
+#include "synth/mesh_plan.h"
 #include "synth/plan/plan_spec.h"
 #include "synth/plan/placement.h"
 #include "synth/synthesize_model.h"
@@ -278,4 +279,24 @@ TEST_CASE("plan words as a front end gives them: read_plan_given and set_plan_wo
   CHECK(o.stages_per_device == 2);
   CHECK(set_plan_words(o, spec, PlanGiven{std::nullopt, std::string("zigzag?"), std::nullopt}).code() ==
         ErrorCode::kBadInput);
+}
+
+TEST_CASE("plan_meshes: its options are checked against the table, before any file is read") {
+  MeshPlanOptions o;
+  o.pinned.gpus = 8;
+  o.pinned.global_batch = 8;
+  o.top = 0;
+  CHECK(plan_meshes("no-such-model.yaml", "", o).status().message() == "top must be an integer in [1, 1000], got 0");
+  o.top = 1;
+  o.evaluations = 0;
+  CHECK(plan_meshes("no-such-model.yaml", "", o).status().message() ==
+        "evaluations must be an integer in [1, 1000000], got 0");
+  o.evaluations = 1;
+  o.pipeline = 0;
+  CHECK(plan_meshes("no-such-model.yaml", "", o).status().message() ==
+        "pipeline must be an integer in [1, 100000], got 0");
+  o.pipeline.reset();
+  o.time_limit_s = 0;
+  CHECK(plan_meshes("no-such-model.yaml", "", o).status().message() ==
+        "time_limit_s must be a number of seconds > 0 ('inf' for no limit), got 0");
 }
