@@ -129,8 +129,8 @@ class InterruptGuard {
 // What the command is doing, for the backstop's message.
 std::atomic<const char*> g_phase{"reading the inputs"};
 
-// The hard stop behind --time-limit and the signals. The search, the bounds and Z3 poll the deadline
-// and the signal flag and end on their own, leaving time for what follows; a step that cannot poll
+// The hard stop behind --time-limit and the signals. The search, the bounds and Z3 poll a stop flag
+// that the signals and, at the time limit, synthesize_model's own watcher set, and end on their own; a step that cannot poll
 // (reading a file, building a large plan's op DAG, checking it, writing it) is ended here, kGraceS past
 // the deadline or past the first SIGINT/SIGTERM, so neither is overrun by more than a second on any
 // input. Nothing is then left half-written: every output is written whole or not at all
@@ -259,14 +259,15 @@ std::string device_work_line(const Problem& problem, const SynthResult& res) {
   double mean = 0;
   for (double w : work) mean += w / problem.devices;
   if (!(work[busiest] > 0)) return "";
-  return fmt::format("  device work   busiest device {} {:.3f} ms, mean {:.3f} ms (+{:.1f}%); lower bound +{:.1f}% over "
+  // The lower bound sits below the busiest device's work where that device runs I + W and B is cheaper.
+  return fmt::format("  device work   busiest device {} {:.3f} ms, mean {:.3f} ms (+{:.1f}%); lower bound {:+.1f}% over "
                      "the busiest, iteration +{:.1f}% over the lower bound\n",
                      busiest, work[busiest], mean, 100 * (work[busiest] / mean - 1),
                      100 * (res.bound_ms / work[busiest] - 1), 100 * (res.makespan_ms / res.bound_ms - 1));
 }
 
 // A note on how the search ended, when it depends on more than the inputs (a signal, the clock).
-std::string stop_note(const ModelSynthesis& m) {
+std::string stop_note(const SynthArgs& a, const ModelSynthesis& m) {
   const bool searched_out = m.tuned && m.tuned->stats.stop_reason == SearchStop::kInterrupted;
   if (g_interrupted.load())
     return fmt::format("  note          interrupted by {}: {}; this is the best plan found before it\n",
@@ -274,6 +275,10 @@ std::string stop_note(const ModelSynthesis& m) {
                        !m.z3_skipped ? "it came while the order was refined (bounds, Z3), which stopped with the best order so far"
                        : searched_out ? "the search stopped early and Z3 did not run"
                                       : "Z3 did not run");
+  if (m.time_limit_reached != TimeLimitReached::kNo)
+    return fmt::format("  note          --time-limit {:g} s reached {}; this is the best schedule found by then, "
+                       "checked, and it depends on the speed of the machine it ran on\n",
+                       a.time_limit_s, time_limit_reached_note(m.time_limit_reached));
   if (m.tuned && m.tuned->stats.stop_reason == SearchStop::kTimeLimit)
     return fmt::format("  note          the time limit ended the search, so the plan depends on the speed of the machine it ran on; "
                        "--evaluations N bounds it by candidates instead (this run evaluated {}), the same on any "
@@ -334,7 +339,7 @@ std::string format_summary(const SynthArgs& a, const ModelSynthesis& m) {
   s += recompute_line(problem);
   s += backward_line(m);
   s += device_work_line(problem, res);
-  s += stop_note(m);
+  s += stop_note(a, m);
   s += fmt::format("  heuristic     {:.3f} ms  ({})\n", res.heuristic_ms, res.heuristic_policy);
   if (!res.best_baseline.empty())
     s += fmt::format("  best baseline {:.3f} ms  ({})\n", res.best_baseline_ms, res.best_baseline);
@@ -425,7 +430,10 @@ Runner add_synth(CLI::App& app) {
       "with Z3, check the schedule and write it with its certificate");
   sub->footer(
       "Ctrl-C (SIGINT) or SIGTERM during the search stops it: the best plan so far is checked and written, "
-      "then the command ends by the signal (status 130 or 143); a second signal quits at once.");
+      "then the command ends by the signal (status 130 or 143); a second signal quits at once. At --time-limit "
+      "(without --evaluations) the steps still running stop the same way and the best schedule so far is checked "
+      "and written (exit 0, with a note); exit 1 when no plan fits by then or a step that cannot stop (checking, "
+      "writing) runs on past the limit.");
   add_spec_flags(sub, &args->spec);
   sub->add_option("--partition", args->partition,
                   "Fix the partition: balanced, balanced-memory, even (over --stages-per-device x P stages, default P), "

@@ -4,8 +4,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <condition_variable>
 #include <limits>
 #include <map>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <utility>
@@ -29,6 +31,55 @@ namespace {
 constexpr char kInterruptedWithoutPlan[] = "interrupted before a plan that fits the memory was found: nothing written";
 
 constexpr int kMaxSearchThreads = 16;
+
+// The time limit as a stop flag. Every step after the search is sized by a budget (Z3's share, an
+// rlimit) and polls only a stop flag, so a step whose budget outlasts the clock — a large --rlimit,
+// a machine slower than the rates the budgets assume, a search that overran its share — would run
+// past the limit. A watcher sets `flag()` when the caller's interrupt is set or, for a run the clock
+// bounds, when `time_limit_s` has passed since the start: the steps under way then stop where a
+// signal would stop them, and the best schedule so far is checked and returned.
+class StopAtDeadline {
+ public:
+  using Clock = std::chrono::steady_clock;
+  StopAtDeadline(const std::atomic<bool>* caller, std::optional<Clock::time_point> deadline)
+      : caller_(caller), deadline_(deadline), thread_([this] { watch(); }) {}
+  ~StopAtDeadline() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  StopAtDeadline(const StopAtDeadline&) = delete;
+  StopAtDeadline& operator=(const StopAtDeadline&) = delete;
+
+  const std::atomic<bool>* flag() const { return &stop_; }
+  bool caller_interrupted() const { return caller_ && caller_->load(); }
+  // The clock set the flag, the caller's interrupt did not.
+  bool time_limit_reached() const { return reached_.load() && !caller_interrupted(); }
+
+ private:
+  void watch() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!cv_.wait_for(lock, std::chrono::milliseconds(10), [this] { return done_; })) {
+      if (caller_interrupted()) stop_.store(true);
+      if (deadline_ && !reached_.load() && Clock::now() >= *deadline_) {
+        reached_.store(true);
+        stop_.store(true);
+      }
+    }
+  }
+
+  const std::atomic<bool>* caller_;
+  std::optional<Clock::time_point> deadline_;
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> reached_{false};
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::thread thread_;  // last: starts once the members above exist
+};
 
 
 // What the search and Z3 get of the time limit.
@@ -114,9 +165,12 @@ void write_run_extras(const ModelSynthOptions& a, ModelSynthesis& out) {
   auto& extra = out.result.schedule.certificate->extra;
   extra["time_limit_s"] = fmt::format("{:g}", a.time_limit_s);
   if (out.z3_skipped) {
-    out.result.solver_status = "not run: interrupted";
+    out.result.solver_status = out.time_limit_reached == TimeLimitReached::kInSearch ? "not run: time limit reached"
+                                                                                     : "not run: interrupted";
     extra["solver_status"] = out.result.solver_status;
   }
+  if (out.time_limit_reached != TimeLimitReached::kNo)
+    extra["time_limit_reached"] = time_limit_reached_note(out.time_limit_reached);
   if (!out.tuned) return;
   const TuneResult& t = *out.tuned;
   if (a.evaluations > 0) extra["evaluations"] = std::to_string(a.evaluations);
@@ -158,6 +212,18 @@ Result<SynthResult> synthesize_fixed_or_tuned(const Spec& spec, const ModelSynth
 }
 
 }  // namespace
+
+const char* time_limit_reached_note(TimeLimitReached where) {
+  switch (where) {
+    case TimeLimitReached::kNo: return "";
+    case TimeLimitReached::kInSearch:
+      return "in the search: it stopped with its best plan so far, and Z3 did not run";
+    case TimeLimitReached::kInRefinement:
+      return "while the order was refined: the steps under way (local search, bounds, Z3) stopped with the best "
+             "order and bound so far";
+  }
+  return "";
+}
 
 int default_search_threads() {
   const int hw = static_cast<int>(std::thread::hardware_concurrency());
@@ -205,6 +271,13 @@ Result<ModelSynthesis> synthesize_model(const Spec& spec, const ModelSynthOption
         "evaluations budgets the search of the partition and placement, but the options fix both; the order's "
         "budget is rlimit");
   ModelSynthesis out;
+  // From here on a.interrupt is the stop flag: the caller's interrupt, or the clock at the time limit
+  // (a run bounded by evaluations has no such deadline: the clock ends nothing there).
+  const StopAtDeadline stop(options.interrupt,
+                            a.evaluations > 0 ? std::nullopt
+                                              : std::optional(*a.start + std::chrono::duration_cast<StopAtDeadline::Clock::duration>(
+                                                                             std::chrono::duration<double>(a.time_limit_s))));
+  a.interrupt = stop.flag();
   // With whole_layers the plan is chosen on the model's whole layers (ir/whole_layers.h) and its
   // partition mapped back, so the problem is costed on the model as written.
   std::optional<WholeLayerModel> whole;
@@ -222,8 +295,16 @@ Result<ModelSynthesis> synthesize_model(const Spec& spec, const ModelSynthOption
     Result<TuneOptions> to = tune_options(plan_spec, a, fixed_desc);
     if (!to.ok()) return to.status();
     Result<TuneResult> tr = search_plan(plan_spec, a, std::move(*to), budget);
+    if (tr.status().code() == ErrorCode::kInterrupted && stop.time_limit_reached())
+      return Status::bad_input(fmt::format(
+          "the time limit of {:g} s was reached before a plan that fits the memory was found: nothing written (a "
+          "longer time limit, or fewer microbatches or stages)",
+          a.time_limit_s));
     if (!tr.ok()) return tr.status();
     out.tuned = std::move(*tr);
+    // The clock, not the caller, stopped the search: to the caller that is its time limit.
+    if (stop.time_limit_reached() && out.tuned->stats.stop_reason == SearchStop::kInterrupted)
+      out.tuned->stats.stop_reason = SearchStop::kTimeLimit;
     if (whole) {
       out.tuned->partition = refine_partition(out.tuned->partition, *whole);
       Result<Problem> fine = make_problem(spec, out.tuned->partition, out.tuned->placement);
@@ -267,7 +348,8 @@ Result<ModelSynthesis> synthesize_model(const Spec& spec, const ModelSynthOption
   so.rlimit = a.rlimit ? a.rlimit
                        : static_cast<uint64_t>(budget.z3_share_s * static_cast<double>(rlimit_per_second()) *
                                                std::max(1, a.z3_threads));
-  out.z3_skipped = a.interrupt && a.interrupt->load();
+  out.z3_skipped = a.interrupt->load();
+  if (out.z3_skipped && stop.time_limit_reached()) out.time_limit_reached = TimeLimitReached::kInSearch;
   if (out.z3_skipped) {
     so.time_limit_s = 0.01;
     so.rlimit = 1;
@@ -281,6 +363,8 @@ Result<ModelSynthesis> synthesize_model(const Spec& spec, const ModelSynthOption
   Result<SynthResult> res = synthesize_fixed_or_tuned(spec, a, out, so);
   if (!res.ok()) return res.status();
   out.result = std::move(*res);
+
+  if (!out.z3_skipped && stop.time_limit_reached()) out.time_limit_reached = TimeLimitReached::kInRefinement;
 
   // 3. The tuner's order where it is faster, and the certificate's record of the budgets.
   if (out.tuned) PS_RETURN_IF_ERROR(keep_faster_tuner_order(*out.tuned, out.result));

@@ -18,6 +18,11 @@
 //  * An interrupt (options.interrupt set while it runs) ends the search as its deadline would and
 //    skips Z3; the best plan so far is checked and returned. Interrupted before any plan fits the
 //    memory: an error of code ErrorCode::kInterrupted.
+//  * Without `evaluations`, `time_limit_s` past `start` stops every step still running (the search, the
+//    local search and bounds on the order, Z3) as an interrupt would, and the best schedule so far is
+//    checked and returned, its certificate saying where the limit came (`time_limit_reached`); before
+//    any plan fits the memory: an error of code ErrorCode::kBadInput. Only what cannot poll a flag
+//    (building the op DAG, the checker) runs past it.
 #pragma once
 
 #include <atomic>
@@ -70,6 +75,9 @@ struct ModelSynthOptions {
 Status set_plan_words(ModelSynthOptions& o, const Spec& spec, const PlanGiven& given,
                       std::string_view stages_name = "stages_per_device");
 
+// Where the time limit stopped a run that had not finished within it.
+enum class TimeLimitReached { kNo, kInSearch, kInRefinement };
+
 struct ModelSynthesis {
   Problem problem;                  // the chosen plan's problem
   std::vector<int> placement;       // stage → device of the chosen plan
@@ -79,8 +87,12 @@ struct ModelSynthesis {
   // (the search found it cheaper: a measured backward_ms below I + W, or op_overhead_ms).
   std::vector<char> fused_by_choice;
   SynthResult result;               // the certified schedule and its figures
-  bool z3_skipped = false;          // interrupted before Z3: it did not run
+  bool z3_skipped = false;          // interrupted (or out of time) before Z3: it did not run
+  TimeLimitReached time_limit_reached = TimeLimitReached::kNo;  // where time_limit_s stopped the run
 };
+
+// The certificate's `time_limit_reached` words for `where` ("" for kNo).
+const char* time_limit_reached_note(TimeLimitReached where);
 
 
 // Candidate evaluations run in parallel: the default thread count (hardware threads, 1..16).

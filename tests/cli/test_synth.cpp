@@ -229,6 +229,34 @@ TEST_CASE("cli synth: SIGTERM writes the best schedule so far, checked, then end
   CHECK(v.exit_code == 0);
 }
 
+TEST_CASE("cli synth: a step whose budget outlasts --time-limit is stopped at the limit, and the best schedule so far "
+          "is written") {
+  // An --rlimit of 500 s of Z3 sizes the steps before Z3 too (the heuristic's portfolio, the
+  // destructive bound's work, the local search's evaluations: tens of seconds on this plan), and
+  // they poll no clock; --time-limit 2 stops them where they are, as a signal would, and the best
+  // order so far is checked and written, exit 0, the certificate saying the limit cut the run short.
+  // (The backstop past the limit is left for what cannot poll: without the stop this run ended
+  // "--time-limit 2 s reached while synthesizing ...: stopped, nothing more written", exit 1.)
+  const std::string out = temp_path("synth-overrun.yaml");
+  std::filesystem::remove(out);
+  auto r = run_cli(fmt::format("synth {} --devices 16 --microbatches 16 --memory-limit-gb 0 --partition balanced "
+                               "--placement interleaved --rlimit 1000000000 --time-limit 2 -o {}",
+                               source_path("configs/models/gpt-oss-like.yaml"), out));
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK_FALSE(contains(r.output, "nothing more written"));
+  CHECK(contains(r.output, "note          --time-limit 2 s reached while the order was refined: the steps under way "
+                           "(local search, bounds, Z3) stopped with the best order and bound so far; this is the best "
+                           "schedule found by then, checked"));
+  CHECK(contains(r.output, "wrote " + out));
+  const std::string text = read_file(out);
+  CHECK(contains(text, "time_limit_reached: \"while the order was refined: "));
+  CHECK(contains(text, "optimal: \"false\""));
+  auto v = run_cli("verify " + out);
+  INFO(v.output);
+  CHECK(v.exit_code == 0);
+}
+
 TEST_CASE("cli synth: an impossible memory limit exits 2 and says why in terms of the inputs") {
   auto r = run_cli(fmt::format("synth {}{} --memory-limit-gb 1.5 --quiet -o {}", model_path(), kFixed,
                                temp_path("never.yaml")));
