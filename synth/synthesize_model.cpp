@@ -217,7 +217,7 @@ const char* time_limit_reached_note(TimeLimitReached where) {
   switch (where) {
     case TimeLimitReached::kNo: return "";
     case TimeLimitReached::kInSearch:
-      return "in the search: it stopped with its best plan so far, and Z3 did not run";
+      return "in the search: its best plan is written as it ordered it, and Z3 did not run";
     case TimeLimitReached::kInRefinement:
       return "while the order was refined: the steps under way (local search, bounds, Z3) stopped with the best "
              "order and bound so far";
@@ -271,13 +271,14 @@ Result<ModelSynthesis> synthesize_model(const Spec& spec, const ModelSynthOption
         "evaluations budgets the search of the partition and placement, but the options fix both; the order's "
         "budget is rlimit");
   ModelSynthesis out;
-  // From here on a.interrupt is the stop flag: the caller's interrupt, or the clock at the time limit
-  // (a run bounded by evaluations has no such deadline: the clock ends nothing there).
+  // The stop flag of the steps after the search: the caller's interrupt, or the clock at the time
+  // limit (a run bounded by evaluations has no such deadline: the clock ends nothing there). The
+  // search itself keeps to its own share of the limit and gets the caller's interrupt alone: until
+  // some plan fits the memory its seeds go on (tuner.h), so a short limit is never "nothing fits".
   const StopAtDeadline stop(options.interrupt,
                             a.evaluations > 0 ? std::nullopt
                                               : std::optional(*a.start + std::chrono::duration_cast<StopAtDeadline::Clock::duration>(
                                                                              std::chrono::duration<double>(a.time_limit_s))));
-  a.interrupt = stop.flag();
   // With whole_layers the plan is chosen on the model's whole layers (ir/whole_layers.h) and its
   // partition mapped back, so the problem is costed on the model as written.
   std::optional<WholeLayerModel> whole;
@@ -295,16 +296,8 @@ Result<ModelSynthesis> synthesize_model(const Spec& spec, const ModelSynthOption
     Result<TuneOptions> to = tune_options(plan_spec, a, fixed_desc);
     if (!to.ok()) return to.status();
     Result<TuneResult> tr = search_plan(plan_spec, a, std::move(*to), budget);
-    if (tr.status().code() == ErrorCode::kInterrupted && stop.time_limit_reached())
-      return Status::bad_input(fmt::format(
-          "the time limit of {:g} s was reached before a plan that fits the memory was found: nothing written (a "
-          "longer time limit, or fewer microbatches or stages)",
-          a.time_limit_s));
     if (!tr.ok()) return tr.status();
     out.tuned = std::move(*tr);
-    // The clock, not the caller, stopped the search: to the caller that is its time limit.
-    if (stop.time_limit_reached() && out.tuned->stats.stop_reason == SearchStop::kInterrupted)
-      out.tuned->stats.stop_reason = SearchStop::kTimeLimit;
     if (whole) {
       out.tuned->partition = refine_partition(out.tuned->partition, *whole);
       Result<Problem> fine = make_problem(spec, out.tuned->partition, out.tuned->placement);
@@ -348,6 +341,7 @@ Result<ModelSynthesis> synthesize_model(const Spec& spec, const ModelSynthOption
   so.rlimit = a.rlimit ? a.rlimit
                        : static_cast<uint64_t>(budget.z3_share_s * static_cast<double>(rlimit_per_second()) *
                                                std::max(1, a.z3_threads));
+  a.interrupt = stop.flag();
   out.z3_skipped = a.interrupt->load();
   if (out.z3_skipped && stop.time_limit_reached()) out.time_limit_reached = TimeLimitReached::kInSearch;
   if (out.z3_skipped) {

@@ -18,11 +18,12 @@
 //  * An interrupt (options.interrupt set while it runs) ends the search as its deadline would and
 //    skips Z3; the best plan so far is checked and returned. Interrupted before any plan fits the
 //    memory: an error of code ErrorCode::kInterrupted.
-//  * Without `evaluations`, `time_limit_s` past `start` stops every step still running (the search, the
-//    local search and bounds on the order, Z3) as an interrupt would, and the best schedule so far is
-//    checked and returned, its certificate saying where the limit came (`time_limit_reached`); before
-//    any plan fits the memory: an error of code ErrorCode::kBadInput. Only what cannot poll a flag
-//    (building the op DAG, the checker) runs past it.
+//  * Without `evaluations`, `time_limit_s` past `start` stops the steps after the search still running
+//    (the local search and bounds on the order, Z3) as an interrupt would — Z3 does not start when the
+//    search ended past it — and the best schedule so far is checked and returned, its certificate
+//    saying where the limit came (`time_limit_reached`). The search keeps to its own share (its seeds
+//    go on until some plan fits the memory); what cannot poll a flag (building the op DAG, the
+//    checker) runs past the limit.
 #pragma once
 
 #include <atomic>

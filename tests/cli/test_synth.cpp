@@ -235,8 +235,8 @@ TEST_CASE("cli synth: a step whose budget outlasts --time-limit is stopped at th
   // destructive bound's work, the local search's evaluations: tens of seconds on this plan), and
   // they poll no clock; --time-limit 2 stops them where they are, as a signal would, and the best
   // order so far is checked and written, exit 0, the certificate saying the limit cut the run short.
-  // (The backstop past the limit is left for what cannot poll: without the stop this run ended
-  // "--time-limit 2 s reached while synthesizing ...: stopped, nothing more written", exit 1.)
+  // (The backstop past the limit is for what cannot poll; were these steps left to it, the run would
+  // end "--time-limit 2 s reached while synthesizing ...: stopped, nothing more written", exit 1.)
   const std::string out = temp_path("synth-overrun.yaml");
   std::filesystem::remove(out);
   auto r = run_cli(fmt::format("synth {} --devices 16 --microbatches 16 --memory-limit-gb 0 --partition balanced "

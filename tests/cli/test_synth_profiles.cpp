@@ -1,0 +1,77 @@
+// `pipesmith synth` and `pipesmith bound` on profiled per-layer costs (tests/data/synth/profiles: free
+// links, no memory cap), as a user runs them: the schedule is written and verifies, and its iteration
+// is at least every bound printed for it — the plan's, and the global one, which synth and bound
+// must give as the same number.
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "ir/schedule_io.h"
+#include "test_util.h"
+
+using pstest::contains;
+using pstest::data_path;
+using pstest::run_cli;
+using pstest::temp_path;
+
+namespace {
+
+// A figure of the certificate's extras, as written.
+double extra_ms(const ps::Certificate& c, const std::string& key) {
+  const auto it = c.extra.find(key);
+  REQUIRE_MESSAGE(it != c.extra.end(), key);
+  return std::stod(it->second);
+}
+
+// How far a figure written with four decimals (the extras' bounds) may lie above the value it stands for.
+constexpr double kFourDecimals = 0.5e-4;
+
+}  // namespace
+
+TEST_CASE("cli synth profiles: iteration >= the plan bound and the global bound >= 0, synth's global bound is bound's, "
+          "the file verifies") {
+  for (const char* name : {"llama-like", "hybrid-mix", "fused-backward", "random-12"}) {
+    CAPTURE(name);
+    const std::string model = data_path(fmt::format("synth/profiles/{}.yaml", name));
+    const std::string out = temp_path(fmt::format("synth-profile-{}.yaml", name));
+    // A fixed budget (candidates, Z3 units): the same run on any machine, a few seconds in all.
+    auto r = run_cli(fmt::format("synth {} --evaluations 200 --rlimit 500000 --threads 1 --search-threads 1 "
+                                 "--time-limit 30 -o {}",
+                                 model, out));
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    CHECK(contains(r.output, "synth: ["));  // progress lines
+    CHECK(contains(r.output, "valid under rendezvous semantics"));
+    CHECK_FALSE(contains(r.output, "+-"));  // a figure below another is printed with its own sign
+
+    auto v = run_cli("verify " + out);
+    INFO(v.output);
+    CHECK(v.exit_code == 0);
+
+    ps::Result<ps::Schedule> s = ps::read_schedule_yaml(out);
+    REQUIRE(s.ok());
+    REQUIRE(s->certificate.has_value());
+    const ps::Certificate& c = *s->certificate;
+    const double iteration = c.makespan_ms;
+    const double plan_bound = extra_ms(c, "bound_ms");
+    const double global = extra_ms(c, "global_lower_bound_ms");
+    CHECK(iteration > 0);
+    CHECK(global >= 0);
+    CHECK(global <= iteration * (1 + 1e-9));
+    CHECK(plan_bound <= iteration * (1 + 1e-9) + kFourDecimals);
+    CHECK(c.lower_bound_ms <= iteration * (1 + 1e-9));
+    // The certificate's gap is what its numbers say (both written to 6 and 4 decimals).
+    CHECK(std::fabs(extra_ms(c, "gap") - std::max(0.0, (iteration - plan_bound) / plan_bound)) <= 2e-6);
+
+    // The global bound synth prints and writes is the one `pipesmith bound` gives.
+    auto b = run_cli(fmt::format("bound {} --json", model));
+    INFO(b.output);
+    REQUIRE(b.exit_code == 0);
+    const double bound_cli = nlohmann::json::parse(b.output)["bound_ms"].get<double>();
+    CHECK(bound_cli == doctest::Approx(global).epsilon(1e-12));
+    CHECK(bound_cli <= iteration * (1 + 1e-9));
+  }
+}
