@@ -275,16 +275,17 @@ std::string stop_note(const SynthArgs& a, const ModelSynthesis& m) {
                        !m.z3_skipped ? "it came while the order was refined (bounds, Z3), which stopped with the best order so far"
                        : searched_out ? "the search stopped early and Z3 did not run"
                                       : "Z3 did not run");
+  std::string s;
   if (m.time_limit_reached != TimeLimitReached::kNo)
-    return fmt::format("  note          --time-limit {:g} s reached {}; this is the best schedule found by then, "
-                       "checked, and it depends on the speed of the machine it ran on\n",
-                       a.time_limit_s, time_limit_reached_note(m.time_limit_reached));
+    s += fmt::format("  note          --time-limit {:g} s reached {}; this is the best schedule found by then, "
+                     "checked, and it depends on the speed of the machine it ran on\n",
+                     a.time_limit_s, time_limit_reached_note(m.time_limit_reached));
   if (m.tuned && m.tuned->stats.stop_reason == SearchStop::kTimeLimit)
-    return fmt::format("  note          the time limit ended the search, so the plan depends on the speed of the machine it ran on; "
-                       "--evaluations N bounds it by candidates instead (this run evaluated {}), the same on any "
-                       "machine\n",
-                       m.tuned->stats.evaluated);
-  return "";
+    s += fmt::format("  note          the time limit ended the search, so the plan depends on the speed of the machine it ran on; "
+                     "--evaluations N bounds it by candidates instead (this run evaluated {}), the same on any "
+                     "machine\n",
+                     m.tuned->stats.evaluated);
+  return s;
 }
 
 // Which stages recompute, when any does: "recompute     full 0-3; selective 5 (R 12.000 ms per

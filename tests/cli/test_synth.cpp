@@ -255,6 +255,22 @@ TEST_CASE("cli synth: a step whose budget outlasts --time-limit is stopped at th
   auto v = run_cli("verify " + out);
   INFO(v.output);
   CHECK(v.exit_code == 0);
+
+  // A search that ends past the limit (1 ms: reading the inputs alone takes longer; the seeds go on
+  // until a plan fits): Z3 does not start, and the search's plan is written, checked.
+  auto s = run_cli(fmt::format("synth {} --devices 4 --microbatches 8 --time-limit 0.001 -o {}",
+                               source_path("configs/models/gemma-like.yaml"), out));
+  INFO(s.output);
+  REQUIRE(s.exit_code == 0);
+  CHECK(contains(s.output, "note          --time-limit 0.001 s reached in the search: its best plan is written as it "
+                           "ordered it, and Z3 did not run"));
+  CHECK(contains(s.output, "solver        not run: time limit reached"));
+  const std::string searched = read_file(out);
+  CHECK(contains(searched, "solver_status: \"not run: time limit reached\""));
+  CHECK(contains(searched, "time_limit_reached: \"in the search: "));
+  auto vs = run_cli("verify " + out);
+  INFO(vs.output);
+  CHECK(vs.exit_code == 0);
 }
 
 TEST_CASE("cli synth: an impossible memory limit exits 2 and says why in terms of the inputs") {
