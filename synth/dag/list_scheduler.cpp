@@ -58,8 +58,15 @@ struct Scheduler {
   std::vector<int64_t> work_left;          // per device: durations of its ops not yet placed
   int64_t abandon_at = std::numeric_limits<int64_t>::max();
   bool abandoned = false;
+  // Ops are placed in the order of their starts (see `monotone`), so once an op starts at `now`
+  // every device still has all its work left to do after `now`: the makespan is at least now + the
+  // most work a device has left. busiest_left is that device (of work_left's largest entry).
+  bool monotone = false;
+  int64_t now = 0;
+  int busiest_left = 0;
   std::vector<int> left_of_mb;             // serial: ops not yet scheduled per microbatch
   std::vector<double> jitter;              // per op, in [0, 1): priority noise
+  bool has_r = false;                      // some stage recomputes (the DAG has R ops)
   int oldest_open_mb = 0;
   // choose(d) depends only on device d's own state (its available ops, free_at, memory, the in-flight
   // counts of its stages) and, for the serial policy, on the oldest open microbatch: it is
@@ -158,13 +165,21 @@ struct Scheduler {
 
   Choice choose(int d) const {
     Choice c;
+    // In one pass: t0, the earliest start of an allowed op, and the best allowed op that can start
+    // then (every start is at least free_at[d], so those are the ops ready by t0).
     int64_t t0 = kNever;
-    for (int op : avail[d])
-      if (allowed(op)) t0 = std::min(t0, std::max(free_at[d], st[op].ready));
-    if (t0 == kNever) return c;
     int best = -1;
-    for (int op : avail[d])
-      if (st[op].ready <= t0 && allowed(op) && (best < 0 || better(op, best))) best = op;
+    for (int op : avail[d]) {
+      if (!allowed(op)) continue;
+      const int64_t start = std::max(free_at[d], st[op].ready);
+      if (start < t0) {
+        t0 = start;
+        best = op;
+      } else if (start == t0 && better(op, best)) {
+        best = op;
+      }
+    }
+    if (best < 0) return c;
     c.op = best;
     c.start = t0;
     if (pol.by_tail) {
@@ -233,6 +248,11 @@ struct Scheduler {
   void place(int op, int64_t start) {
     const DagOp& o = dag.ops[op];
     const int64_t end = start + o.dur;
+    if (monotone) {
+      PS_ASSERT(start >= now, fmt::format("list_schedule: policy {} placed {} at {}, before an op placed at {}",
+                                          pol.name(), dag.op_name(op), start, now));
+      now = start;
+    }
     out.start[op] = start;
     out.makespan = std::max(out.makespan, end);
     if (--left_of_mb[o.mb] == 0) {
@@ -260,6 +280,12 @@ struct Scheduler {
     // Later ops of d start at or after `end`: the makespan is at least end + the work d has left.
     work_left[d] -= o.dur;
     if (end + work_left[d] >= abandon_at) abandoned = true;
+    if (monotone) {
+      if (d == busiest_left)
+        for (int e = 0; e < dag.devices; ++e)
+          if (work_left[e] > work_left[busiest_left]) busiest_left = e;
+      if (start + work_left[busiest_left] >= abandon_at) abandoned = true;
+    }
     mem[d] += o.alloc_mem;
     out.peak_mem[d] = std::max(out.peak_mem[d], mem[d]);
     mem[d] -= o.free_mem;
@@ -272,6 +298,7 @@ struct Scheduler {
     for (const DagEdge& e : dag.succ[op]) {
       st[e.op].ready = std::max(st[e.op].ready, end + e.delay);
       if (--st[e.op].missing > 0) {
+        if (!has_r) continue;
         // An I/B left waiting on its R alone raises the R's priority (klass): re-choose its device.
         const OpType t = dag.ops[e.op].type;
         if (st[e.op].missing == 1 && (t == OpType::I || t == OpType::B) &&
@@ -302,6 +329,7 @@ struct Scheduler {
     free_at.assign(dag.num_resources(), 0);
     mem.assign(dag.devices, 0);
     out.order.assign(dag.num_resources(), {});
+    for (int r = 0; r < dag.num_resources(); ++r) out.order[r].reserve(dag.resource_ops[r].size());
     out.start.assign(n, -1);
     out.peak_mem.assign(dag.devices, 0);
     reserve.assign(dag.stages, 0);
@@ -324,7 +352,17 @@ struct Scheduler {
       if (!dag.ops[i].is_transfer()) work_left[dag.ops[i].device] += dag.ops[i].dur;
       ++left_of_mb[dag.ops[i].mb];
       st[i].home = dag.ops[i].is_transfer() ? -1 : dag.ops[i].device;
+      if (dag.ops[i].type == OpType::R) has_r = true;
     }
+    for (int d = 0; d < dag.devices; ++d)
+      if (work_left[d] > work_left[busiest_left]) busiest_left = d;
+    // Every op released later becomes ready at or after the end of the op that released it, and
+    // the ops a device can already run only become allowed through that device's own placements
+    // (its memory, its stages' in-flight counts), which also move its free time past the current
+    // start. Two things break that: the serial policy (a microbatch finished anywhere admits ops
+    // that were ready long ago) and R ops (whose admission depends on their backward's other
+    // predecessors). There the bound is the device's own.
+    monotone = !pol.serial && !has_r;
     for (int s = 0; s < dag.stages; ++s) {
       const int d = dag.ops[dag.f_op(s, 0)].device;
       for (int s2 = s + 1; s2 < dag.stages; ++s2) {
@@ -342,6 +380,7 @@ struct Scheduler {
     }
     stale.assign(dag.devices, 0);
     stale_list.clear();
+    stale_list.reserve(dag.devices);
     for (int d = 0; d < dag.devices; ++d) mark_stale(d);
     std::vector<Choice> choice(dag.devices);
     // The next op to place: the earliest start over the transfer choice and the devices' choices;

@@ -48,9 +48,10 @@ struct ListPolicy {
 };
 
 // With abandon_at: abandoned as soon as its makespan is sure to be >= abandon_at units (some device's
-// last end plus the work it has left reaches it); then *abandoned (if given) is set and the result is
-// an error. A caller that keeps only orders shorter than abandon_at gets exactly what it would
-// without it.
+// last end plus the work it has left reaches it, or — where ops are placed in the order of their
+// starts: every policy but the serial one, on DAGs without R ops — the latest start plus the most
+// work a device has left); then *abandoned (if given) is set and the result is an error. A caller
+// that keeps only orders shorter than abandon_at gets exactly what it would without it.
 Result<TimedOrder> list_schedule(const OpDag& dag, const ListPolicy& policy,
                                  int64_t abandon_at = std::numeric_limits<int64_t>::max(), bool* abandoned = nullptr);
 

@@ -318,13 +318,21 @@ void add_transfer_ops(const Problem& p, const Scale& ts, bool comm_streams, OpDa
   }
 }
 
+// `lists` as n empty lists, keeping the capacity of those it had.
+template <typename T>
+void reset_lists(std::vector<std::vector<T>>& lists, size_t n) {
+  if (lists.size() > n) lists.resize(n);
+  for (std::vector<T>& l : lists) l.clear();
+  lists.resize(n);
+}
+
 // Empty edge lists, and the ops of every device and resource.
 void index_ops(int devices, OpDag& dag) {
   const int n = dag.num_ops();
-  dag.succ.assign(n, {});
-  dag.pred.assign(n, {});
-  dag.device_ops.assign(devices, {});
-  dag.resource_ops.assign(dag.num_resources(), {});
+  reset_lists(dag.succ, n);
+  reset_lists(dag.pred, n);
+  reset_lists(dag.device_ops, devices);
+  reset_lists(dag.resource_ops, dag.num_resources());
   for (int i = 0; i < n; ++i) {
     if (!dag.ops[i].is_transfer()) dag.device_ops[dag.ops[i].device].push_back(i);
     int r[2] = {0, 0};
@@ -399,8 +407,16 @@ void set_memory(const Problem& p, const std::vector<double>& state_mb, const Sca
 }  // namespace
 
 Result<OpDag> build_op_dag(const Problem& p, const DagOptions& options) {
-  PS_RETURN_IF_ERROR(check_problem(p));
   OpDag dag;
+  PS_RETURN_IF_ERROR(rebuild_op_dag(dag, p, options));
+  return dag;
+}
+
+Status rebuild_op_dag(OpDag& dag, const Problem& p, const DagOptions& options) {
+  PS_RETURN_IF_ERROR(check_problem(p));
+  // Every field below is set again; the lists only keep their capacity.
+  dag.ops.clear();
+  dag.topo.clear();
   dag.devices = p.devices;
   dag.stages = p.num_stages();
   dag.microbatches = p.microbatches;
@@ -423,7 +439,7 @@ Result<OpDag> build_op_dag(const Problem& p, const DagOptions& options) {
     if (p.stages[s].reduces_grad) dag.reduce_dur[s] = time_units(p.stages[s].reduce_grad_ms, ts);
   PS_RETURN_IF_ERROR(dag.recompute_paths());
   if (options.symmetry && options.memory_edges && dag.mem_limited) PS_RETURN_IF_ERROR(add_memory_edges(dag));
-  return dag;
+  return Status::ok();
 }
 
 Status add_memory_edges(OpDag& dag) {

@@ -152,6 +152,10 @@ struct OpDag {
 // Errors: empty problem, negative costs (kBadInput); a cap that memory edges prove unreachable
 // (kInfeasible, message names the device; infeasible.h gives the full explanation).
 Result<OpDag> build_op_dag(const Problem& problem, const DagOptions& options = {});
+// The same DAG built into `dag`, which it replaces whole, keeping the capacity of its buffers: a
+// caller that builds many DAGs one after another (the tuner, one per candidate) reuses one OpDag and
+// allocates little beyond the first. On an error `dag` holds no usable DAG.
+Status rebuild_op_dag(OpDag& dag, const Problem& problem, const DagOptions& options = {});
 
 // The ops build_op_dag(problem) would make with comm streams, without building it: F, I and W (or
 // B) of every stage and microbatch, R where the stage recomputes, and a transfer each way across

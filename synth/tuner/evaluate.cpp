@@ -255,7 +255,8 @@ bool order_by_policies(const OpDag& dag, const Candidate& c, const std::function
 
 }  // namespace
 
-Evaluation evaluate_candidate(const Spec& spec, const Candidate& c, const std::function<bool()>& stop) {
+Evaluation evaluate_candidate(const Spec& spec, const Candidate& c, const std::function<bool()>& stop,
+                              EvalScratch* scratch) {
   const auto t0 = std::chrono::steady_clock::now();
   Evaluation e;
   auto done = [&]() -> Evaluation {
@@ -287,12 +288,13 @@ Evaluation evaluate_candidate(const Spec& spec, const Candidate& c, const std::f
     e.excess_mb = -std::numeric_limits<double>::infinity();
     for (int d = 0; d < P; ++d) e.excess_mb = std::max(e.excess_mb, e.min_footprint_mb[d] - gb_to_mb(problem.memory_gb));
   }
-  Result<OpDag> dr = build_op_dag(problem, eval_dag_options(c, problem));
-  if (!dr.ok()) {
-    e.why = dr.status().message();
+  EvalScratch own;
+  OpDag& built = scratch ? scratch->dag : own.dag;
+  if (Status st = rebuild_op_dag(built, problem, eval_dag_options(c, problem)); !st.is_ok()) {
+    e.why = st.message();
     return done();
   }
-  const OpDag* dagp = &*dr;
+  const OpDag* dagp = &built;
   std::optional<OpDag> fused_dag;
   if (c.baseline >= 0) {
     const auto kind = static_cast<BaselineKind>(c.baseline);

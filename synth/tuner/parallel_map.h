@@ -15,11 +15,13 @@
 namespace ps::tuner_detail {
 
 // Returns how many indices were skipped because stop() returned true before they started.
-inline int parallel_for(int n, int threads, const std::function<void(int)>& fn,
-                        const std::function<bool()>& stop = {}) {
+// fn(i, worker): `worker` in [0, threads) names the thread that runs it (the caller's is 0), for
+// per-thread scratch space; no two calls with the same worker run at once.
+inline int parallel_for_workers(int n, int threads, const std::function<void(int, int)>& fn,
+                                const std::function<bool()>& stop = {}) {
   std::atomic<int> next{0};
   std::atomic<int> skipped{0};
-  auto worker = [&] {
+  auto worker = [&](int w) {
     for (;;) {
       const int i = next.fetch_add(1);
       if (i >= n) return;
@@ -27,16 +29,21 @@ inline int parallel_for(int n, int threads, const std::function<void(int)>& fn,
         skipped.fetch_add(1);
         continue;
       }
-      fn(i);
+      fn(i, w);
     }
   };
   const int extra = std::max(0, std::min(threads, n) - 1);
   std::vector<std::thread> pool;
   pool.reserve(extra);
-  for (int t = 0; t < extra; ++t) pool.emplace_back(worker);
-  worker();
+  for (int t = 0; t < extra; ++t) pool.emplace_back(worker, t + 1);
+  worker(0);
   for (std::thread& t : pool) t.join();
   return skipped.load();
+}
+
+inline int parallel_for(int n, int threads, const std::function<void(int)>& fn,
+                        const std::function<bool()>& stop = {}) {
+  return parallel_for_workers(n, threads, [&](int i, int) { fn(i); }, stop);
 }
 
 }  // namespace ps::tuner_detail

@@ -165,6 +165,7 @@ class Tuner {
   Clock::time_point t0_ = Clock::now();
   std::vector<Record> records_;
   std::map<std::string, int> history_;
+  std::vector<EvalScratch> scratch_;  // per evaluating thread (evaluate.h)
   TuneStats stats_;
   double eval_seconds_ = 0;
   int P_ = 0, M_ = 0;
@@ -286,10 +287,12 @@ std::vector<int> Tuner::evaluate(std::vector<Candidate> cands, double deadline_s
     return std::min(deadline_s, opt_.time_limit_s - opt_.finish_s_per_op * static_cast<double>(reserve_ops.load()));
   };
   auto past_deadline = [&] { return reserve_ops.load() > 0 && elapsed() > deadline(); };
-  parallel_for(
-      n, std::max(1, opt_.threads),
-      [&](int i) {
-        evals[i] = evaluate_candidate(spec_, fresh[i], past_deadline);
+  const int threads = std::max(1, opt_.threads);
+  if (static_cast<int>(scratch_.size()) < threads) scratch_.resize(threads);
+  parallel_for_workers(
+      n, threads,
+      [&](int i, int worker) {
+        evals[i] = evaluate_candidate(spec_, fresh[i], past_deadline, &scratch_[worker]);
         ran[i] = !evals[i].stopped;
         int64_t none = 0;
         if (evals[i].feasible) reserve_ops.compare_exchange_strong(none, evals[i].ops);

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <functional>
+#include <random>
 #include <set>
 
 #include "synth/dag/schedule_order.h"
@@ -96,7 +97,161 @@ std::pair<std::vector<int64_t>, std::vector<std::vector<int>>> reference_timing(
   return {start, streams};
 }
 
+// A random plan: 2-5 devices, 1-9 microbatches, 1-3 stages a device on a random placement, random
+// costs (some fractional), links of 0-6 ms, some stages fused, some recomputing (with `recompute`),
+// and a memory cap of 2-6 activations beyond the states or none.
+Problem random_problem(std::mt19937_64& rng, bool recompute) {
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  HandProblem h;
+  h.devices = pick(2, 5);
+  h.microbatches = pick(1, 9);
+  h.comm_ms = pick(0, 6);
+  h.stash_mb = 100.0 * pick(0, 5);
+  h.states_mb = 500.0 * pick(0, 2);
+  Problem p = make_hand_problem(h);
+  const int S = h.devices * pick(1, 3);
+  p.stages.resize(S, p.stages[0]);
+  for (int s = 0; s < S; ++s) {
+    StageSpec& st = p.stages[s];
+    st.device = s < h.devices ? s : pick(0, h.devices - 1);  // every device holds a stage
+    st.fwd_ms = pick(1, 8) + (pick(0, 3) == 0 ? 0.25 : 0.0);
+    st.bwd_input_ms = pick(1, 9);
+    st.bwd_weight_ms = pick(0, 5);
+    st.activation_mb = 200.0 * pick(1, 6);
+    st.split_backward = pick(0, 4) != 0;
+    st.first_layer = st.last_layer = s;
+    if (recompute && pick(0, 1) == 0) {
+      st.recompute = RecomputeMode::kFull;
+      st.recompute_ms = st.fwd_ms;
+      st.recompute_kept_mb = st.activation_mb / 4;
+    }
+  }
+  const int cap = pick(0, 2) == 0 ? 0 : pick(2, 6);
+  if (cap > 0) p.memory_gb = (h.states_mb * S / h.devices + cap * 1200.0) / 1000.0;
+  return p;
+}
+
+// Every field of two DAGs, one by one.
+void check_same_dag(const OpDag& a, const OpDag& b) {
+  CHECK(a.devices == b.devices);
+  CHECK(a.stages == b.stages);
+  CHECK(a.microbatches == b.microbatches);
+  CHECK(a.ms_per_unit == b.ms_per_unit);
+  CHECK(a.time_exact == b.time_exact);
+  CHECK(a.mb_per_mem_unit == b.mb_per_mem_unit);
+  CHECK(a.mem_exact == b.mem_exact);
+  CHECK(a.memory_rounding == b.memory_rounding);
+  CHECK(a.comm_streams == b.comm_streams);
+  CHECK(a.reduce_dur == b.reduce_dur);
+  REQUIRE(a.num_ops() == b.num_ops());
+  for (int i = 0; i < a.num_ops(); ++i) {
+    const DagOp &x = a.ops[i], &y = b.ops[i];
+    CHECK((x.type == y.type && x.stage == y.stage && x.mb == y.mb && x.device == y.device && x.peer == y.peer &&
+           x.dur == y.dur && x.alloc_mem == y.alloc_mem && x.free_mem == y.free_mem));
+  }
+  auto same_edges = [](const std::vector<std::vector<DagEdge>>& x, const std::vector<std::vector<DagEdge>>& y) {
+    if (x.size() != y.size()) return false;
+    for (size_t i = 0; i < x.size(); ++i) {
+      if (x[i].size() != y[i].size()) return false;
+      for (size_t j = 0; j < x[i].size(); ++j)
+        if (x[i][j].op != y[i][j].op || x[i][j].delay != y[i][j].delay || x[i][j].kind != y[i][j].kind) return false;
+    }
+    return true;
+  };
+  CHECK(same_edges(a.succ, b.succ));
+  CHECK(same_edges(a.pred, b.pred));
+  CHECK(a.device_ops == b.device_ops);
+  CHECK(a.resource_ops == b.resource_ops);
+  CHECK(a.topo == b.topo);
+  CHECK(a.head == b.head);
+  CHECK(a.tail == b.tail);
+  CHECK(a.mem_limited == b.mem_limited);
+  CHECK(a.state_mem == b.state_mem);
+  CHECK(a.cap_mem == b.cap_mem);
+  CHECK(a.f_id_ == b.f_id_);
+  CHECK(a.b_id_ == b.b_id_);
+  CHECK(a.w_id_ == b.w_id_);
+  CHECK(a.r_id_ == b.r_id_);
+  CHECK(a.xf_id_ == b.xf_id_);
+  CHECK(a.xb_id_ == b.xb_id_);
+}
+
 }  // namespace
+
+TEST_CASE("op dag: rebuilt into a used DAG, the same as built anew, errors included") {
+  std::mt19937_64 rng(7);
+  OpDag reused;  // holds the previous plan's DAG (or a failed build's remains) each time
+  int compared = 0, failed = 0;
+  for (int k = 0; k < 300; ++k) {
+    CAPTURE(k);
+    const Problem p = random_problem(rng, k % 3 == 0);
+    DagOptions o;
+    o.comm_streams = k % 2 == 0;
+    o.memory_edges = k % 5 != 0;
+    o.memory_rounding = k % 7 == 0 ? MemoryRounding::kRelaxed : MemoryRounding::kSafe;
+    Result<OpDag> fresh = build_op_dag(p, o);
+    const Status st = rebuild_op_dag(reused, p, o);
+    REQUIRE(fresh.ok() == st.is_ok());
+    if (!fresh.ok()) {
+      CHECK(fresh.status().message() == st.message());
+      ++failed;
+      continue;
+    }
+    check_same_dag(*fresh, reused);
+    ++compared;
+  }
+  MESSAGE(compared, " DAGs compared, ", failed, " builds failed alike");
+  CHECK(compared > 200);
+  CHECK(failed > 0);
+}
+
+TEST_CASE("list_schedule: on random plans, abandoned only once its makespan reaches abandon_at") {
+  // The bound behind abandon_at (list_scheduler.cpp: a device's end plus its work left, and, while
+  // ops are placed in the order of their starts, the latest start plus the most work a device has
+  // left) must never exceed the makespan the policy reaches; a wrong one gives up an order that
+  // would have been kept, and the ordering it relies on is asserted as ops are placed.
+  std::mt19937_64 rng(11);
+  int policies = 0, early = 0;
+  for (int k = 0; k < 80; ++k) {
+    CAPTURE(k);
+    DagOptions o;
+    o.comm_streams = k % 2 == 0;
+    Result<OpDag> r = build_op_dag(random_problem(rng, k % 4 == 0), o);
+    if (!r.ok()) continue;
+    std::vector<ListPolicy> pols = heuristic_policies(*r);
+    ListPolicy serial;
+    serial.serial = true;
+    pols.push_back(serial);
+    for (size_t i = 0, n = pols.size(); i < n; i += 3) {
+      ListPolicy noisy = pols[i];
+      noisy.noise = 0.8;
+      noisy.seed = k;
+      pols.push_back(noisy);
+    }
+    for (const ListPolicy& pol : pols) {
+      CAPTURE(pol.name());
+      Result<TimedOrder> t = list_schedule(*r, pol);
+      if (!t.ok()) continue;
+      ++policies;
+      bool abandoned = true;
+      Result<TimedOrder> same = list_schedule(*r, pol, t->makespan + 1, &abandoned);
+      REQUIRE(same.ok());
+      CHECK_FALSE(abandoned);
+      CHECK(same->order == t->order);
+      CHECK(same->start == t->start);
+      Result<TimedOrder> cut = list_schedule(*r, pol, t->makespan, &abandoned);
+      CHECK_FALSE(cut.ok());
+      CHECK(abandoned);
+      Result<TimedOrder> lower = list_schedule(*r, pol, t->makespan * 4 / 5, &abandoned);
+      CHECK_FALSE(lower.ok());
+      CHECK(abandoned);
+      if (lower.status().message().find("after " + std::to_string(r->num_ops()) + " of") == std::string::npos) ++early;
+    }
+  }
+  MESSAGE(policies, " policies' orders, ", early, " given up before their last op at 4/5 of their makespan");
+  CHECK(policies > 1000);
+  CHECK(early > policies / 2);
+}
 
 TEST_CASE("evaluate_order: the same times as a step-by-step reference, with and without stream orders") {
   int compared = 0;
