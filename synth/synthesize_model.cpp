@@ -36,8 +36,11 @@ constexpr int kMaxSearchThreads = 16;
 // rlimit) and polls only a stop flag, so a step whose budget outlasts the clock — a large --rlimit,
 // a machine slower than the rates the budgets assume, a search that overran its share — would run
 // past the limit. A watcher sets `flag()` when the caller's interrupt is set or, for a run the clock
-// bounds, when `time_limit_s` has passed since the start: the steps under way then stop where a
-// signal would stop them, and the best schedule so far is checked and returned.
+// bounds, at its deadline: the steps under way then stop where a signal would stop them, and the
+// best schedule so far is checked and returned. The deadline is kStopMarginS past the time limit,
+// so that Z3 ending at its own wall-clock cap (the time limit) ends as "time limit", not stopped.
+constexpr double kStopMarginS = 0.1;
+
 class StopAtDeadline {
  public:
   using Clock = std::chrono::steady_clock;
@@ -55,6 +58,12 @@ class StopAtDeadline {
   StopAtDeadline& operator=(const StopAtDeadline&) = delete;
 
   const std::atomic<bool>* flag() const { return &stop_; }
+  // Moves the deadline earlier by `s` seconds (what checking and writing the chosen plan will take).
+  void keep_back(double s) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (deadline_ && s > 0)
+      *deadline_ -= std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
+  }
   bool caller_interrupted() const { return caller_ && caller_->load(); }
   // The clock set the flag, the caller's interrupt did not.
   bool time_limit_reached() const { return reached_.load() && !caller_interrupted(); }
@@ -275,10 +284,10 @@ Result<ModelSynthesis> synthesize_model(const Spec& spec, const ModelSynthOption
   // limit (a run bounded by evaluations has no such deadline: the clock ends nothing there). The
   // search itself keeps to its own share of the limit and gets the caller's interrupt alone: until
   // some plan fits the memory its seeds go on (tuner.h), so a short limit is never "nothing fits".
-  const StopAtDeadline stop(options.interrupt,
+  StopAtDeadline stop(options.interrupt,
                             a.evaluations > 0 ? std::nullopt
                                               : std::optional(*a.start + std::chrono::duration_cast<StopAtDeadline::Clock::duration>(
-                                                                             std::chrono::duration<double>(a.time_limit_s))));
+                                                                             std::chrono::duration<double>(a.time_limit_s + kStopMarginS))));
   // With whole_layers the plan is chosen on the model's whole layers (ir/whole_layers.h) and its
   // partition mapped back, so the problem is costed on the model as written.
   std::optional<WholeLayerModel> whole;
@@ -341,9 +350,16 @@ Result<ModelSynthesis> synthesize_model(const Spec& spec, const ModelSynthOption
   so.rlimit = a.rlimit ? a.rlimit
                        : static_cast<uint64_t>(budget.z3_share_s * static_cast<double>(rlimit_per_second()) *
                                                std::max(1, a.z3_threads));
+  // What follows the steps the flag stops — decoding, checking (twice where the tuner's order is kept)
+  // and writing — takes about kFinishSecondsPerOp per op of the plan: the deadline moves that much
+  // earlier, as the search and Z3's windows keep it back from their own caps.
+  const int64_t ops = static_cast<int64_t>(out.problem.microbatches) * (5LL * out.problem.num_stages() - 2);
+  stop.keep_back(kFinishSecondsPerOp * static_cast<double>(ops));
   a.interrupt = stop.flag();
-  out.z3_skipped = a.interrupt->load();
-  if (out.z3_skipped && stop.time_limit_reached()) out.time_limit_reached = TimeLimitReached::kInSearch;
+  // A search that ended past the limit leaves Z3 no time: it does not start.
+  const bool searched_past_limit = out.tuned && a.evaluations == 0 && seconds_since(*a.start) >= a.time_limit_s;
+  out.z3_skipped = a.interrupt->load() || searched_past_limit;
+  if (out.z3_skipped && !stop.caller_interrupted()) out.time_limit_reached = TimeLimitReached::kInSearch;
   if (out.z3_skipped) {
     so.time_limit_s = 0.01;
     so.rlimit = 1;
