@@ -43,6 +43,20 @@
 //                   Q devices. At M ≈ P the forwards of the late layers are released close to a_L,
 //                   which the ramps (a device opens at a_k and then works without a pause) do not see.
 //                   T runs over a grid of (0, a_L] (any T gives a valid bound).
+//   release_packing max over T ≤ a_L of T + PACK_Q(w_0(T), …, w_{L−1}(T)), w_l(T) = M·c_l − d_l(T),
+//                   d_l(T) = Σ_{j<M} min(F_l, (T − a_l − j·s_l)⁺), PACK_Q(x) any lower bound on the
+//                   least load of the busiest of Q devices when the items x are dealt whole to them:
+//                   the forwards' release times with whole layers. Before T ≤ a_L a layer has done
+//                   at most d_l(T) of its work (only forwards run before a_L, released as above), so
+//                   at least w_l(T) of it is left after T, all on the one device that holds the
+//                   layer; a device runs one op at a time, so it ends at T + the sum of the w_l(T)
+//                   of its layers or later, and the devices that hold layers (at most Q) deal the
+//                   layers among them. PACK_Q is packing_bound.h's targeted_packing_bound: the
+//                   pigeonhole bound and the mean, and where a search is asked (32 points of the
+//                   grid, one budget of search nodes in all) the least capacity it proves too small
+//                   for the w_l(T) rounded down to at most 12 sizes. It binds where layers are
+//                   coarse beside Q (M·c_l of one layer is a large part of a device's load): at
+//                   P = 32, M = 128 on GPT-OSS-like 2880.0 ms, the heaviest layer 2759.8 ms.
 // The device view behind the ramps, valid for every contiguous partition, every stage → device map
 // (several stages per device, non-adjacent, included) and every order. Sort the devices that hold
 // layers by the lowest layer they hold: the k-th one's lowest layer is at least k (distinct devices,
@@ -92,6 +106,7 @@ struct GlobalBound {
   double ramp_packing_ms = 0;           // the forward ramp with whole layers
   double backward_ramp_packing_ms = 0;  // the backward ramp with whole layers
   double forward_release_ms = 0;        // the forwards' release times before a_L
+  double release_packing_ms = 0;        // the same with whole layers: the work left after T packed
   bool ramp_packing_decided = true;     // false: a packing search ran out of work (still a bound)
   double bound_ms = 0;  // max of the terms above
   std::string binding;  // name of the term that gives bound_ms: "total_work", ...

@@ -69,6 +69,7 @@ class BinSearch {
     const int r = fits(left, 0);
     return budget_ < 0 ? (r == 1 ? 1 : -1) : r;
   }
+  int64_t budget_left() const { return std::max<int64_t>(0, budget_); }
 
  private:
   int fits(std::vector<int>& left, size_t bin) {
@@ -255,6 +256,90 @@ OffsetPacking offset_packing_bound(const std::vector<double>& item_ms, const std
   b.bound_ms = r.lo;
   b.decided = r.decided;
   return b;
+}
+
+namespace {
+
+// The sizes rounded down to at most `levels` distinct values, each to the largest chosen value not
+// above it, the smallest size always chosen: the choice with the least total rounding (a dynamic
+// program over the distinct sizes in increasing order, each chosen value starting a group).
+std::vector<double> rounded_down(const std::vector<double>& sizes, int levels) {
+  std::map<double, int> count;
+  for (double x : sizes) ++count[x];
+  const int n = static_cast<int>(count.size());
+  if (n <= levels) return sizes;
+  std::vector<double> v, S(n + 1, 0.0), N(n + 1, 0.0);
+  for (const auto& [x, c] : count) {
+    v.push_back(x);
+    S[v.size()] = S[v.size() - 1] + c * x;
+    N[v.size()] = N[v.size() - 1] + c;
+  }
+  // loss(j, i): the sizes j..i (0-based, inclusive) all rounded down to v[j].
+  auto loss = [&](int j, int i) { return (S[i + 1] - S[j]) - v[j] * (N[i + 1] - N[j]); };
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  // best[k][i]: sizes 0..i in k+1 groups; from[k][i]: where the last group starts.
+  std::vector<std::vector<double>> best(levels, std::vector<double>(n, kInf));
+  std::vector<std::vector<int>> from(levels, std::vector<int>(n, 0));
+  for (int i = 0; i < n; ++i) best[0][i] = loss(0, i);
+  for (int k = 1; k < levels; ++k)
+    for (int i = k; i < n; ++i)
+      for (int j = k; j <= i; ++j) {
+        const double x = best[k - 1][j - 1] + loss(j, i);
+        if (x < best[k][i]) {
+          best[k][i] = x;
+          from[k][i] = j;
+        }
+      }
+  std::vector<double> level_of(n);
+  for (int k = levels - 1, i = n - 1; i >= 0; --k) {
+    const int j = k == 0 ? 0 : from[k][i];
+    for (int t = j; t <= i; ++t) level_of[t] = v[j];
+    i = j - 1;
+  }
+  std::vector<double> out;
+  out.reserve(sizes.size());
+  for (double x : sizes) out.push_back(level_of[std::lower_bound(v.begin(), v.end(), x) - v.begin()]);
+  return out;
+}
+
+}  // namespace
+
+double targeted_packing_bound(const std::vector<double>& item_ms, int devices, double target_ms,
+                              int64_t& work_budget) {
+  if (devices < 1 || item_ms.empty()) return 0;
+  std::vector<double> c = item_ms;
+  std::sort(c.begin(), c.end(), std::greater<double>());
+  double total = 0;
+  for (double x : c) total += x;
+  const double cheap = std::max(pigeonhole(c, devices), total / devices);
+  if (!(target_ms > cheap) || work_budget <= 0) return cheap;
+  const ItemTypes items(rounded_down(c, 12));
+  if (!items.searchable(devices)) return cheap;
+  // 1 fits, 0 does not, -1 undecided; each probe's nodes come out of the budget.
+  auto probe = [&](double cap) {
+    if (work_budget <= 0) return -1;
+    const int64_t given = work_budget;
+    BinSearch search(items.w, items.count, std::vector<double>(devices, cap), BinSearch::Bins::kIdentical, given);
+    const int r = search.run();
+    work_budget -= given - search.budget_left();
+    return r;
+  };
+  if (probe(target_ms) != 0) return cheap;
+  // target_ms is too small; longest processing time first packs the rounded items into some capacity.
+  std::vector<double> rounded;
+  for (size_t t = 0; t < items.w.size(); ++t) rounded.insert(rounded.end(), items.count[t], items.w[t]);
+  double lo = target_ms, hi = std::max(target_ms, lpt(rounded, devices));
+  for (int it = 0; it < 40 && hi - lo > 1e-6 * hi; ++it) {
+    const double mid = 0.5 * (lo + hi);
+    const int r = probe(mid);
+    if (r == 1)
+      hi = mid;
+    else if (r == 0)
+      lo = mid;
+    else
+      break;
+  }
+  return lo;
 }
 
 double layer_packing_bound_ms(const Model& model, int devices, int microbatches) {

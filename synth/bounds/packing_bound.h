@@ -20,6 +20,7 @@
 //    capacity counts as feasible, so the result stays a valid bound (only less tight).
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include "ir/model.h"
@@ -56,5 +57,16 @@ struct OffsetPacking {
   bool decided = true;       // false: a capacity was left undecided (the bound is only less tight)
 };
 OffsetPacking offset_packing_bound(const std::vector<double>& item_ms, const std::vector<double>& offset_ms);
+
+// Whole items of any number of distinct sizes onto `devices` identical bins (P‖Cmax), asked about one
+// capacity: returns a B such that no assignment fits any capacity below B. B is at least the cheap
+// bound max(pigeonhole, Σ items / devices); when target_ms is above that, the search of packing_bound
+// tries to prove target_ms too small, and then bisects above it, on the items rounded down to at most
+// 12 sizes (the rounding that loses the least total size): an item made smaller only makes a packing
+// easier, so a capacity too small for the rounded items is too small for the items. Every node the
+// searches visit is taken from work_budget; a search that runs out counts as feasible (B stays the
+// cheap bound or the last capacity proven too small), so the result is a bound whatever the budget.
+double targeted_packing_bound(const std::vector<double>& item_ms, int devices, double target_ms,
+                              int64_t& work_budget);
 
 }  // namespace ps
