@@ -174,8 +174,8 @@ void write_run_extras(const ModelSynthOptions& a, ModelSynthesis& out) {
   auto& extra = out.result.schedule.certificate->extra;
   extra["time_limit_s"] = fmt::format("{:g}", a.time_limit_s);
   if (out.z3_skipped) {
-    out.result.solver_status = out.time_limit_reached == TimeLimitReached::kInSearch ? "not run: time limit reached"
-                                                                                     : "not run: interrupted";
+    out.result.solver_status =
+        out.time_limit_reached != TimeLimitReached::kNo ? "not run: time limit reached" : "not run: interrupted";
     extra["solver_status"] = out.result.solver_status;
   }
   if (out.time_limit_reached != TimeLimitReached::kNo)
@@ -359,7 +359,8 @@ Result<ModelSynthesis> synthesize_model(const Spec& spec, const ModelSynthOption
   // A search that ended past the limit leaves Z3 no time: it does not start.
   const bool searched_past_limit = out.tuned && a.evaluations == 0 && seconds_since(*a.start) >= a.time_limit_s;
   out.z3_skipped = a.interrupt->load() || searched_past_limit;
-  if (out.z3_skipped && !stop.caller_interrupted()) out.time_limit_reached = TimeLimitReached::kInSearch;
+  if (out.z3_skipped && !stop.caller_interrupted())
+    out.time_limit_reached = out.tuned ? TimeLimitReached::kInSearch : TimeLimitReached::kInRefinement;
   if (out.z3_skipped) {
     so.time_limit_s = 0.01;
     so.rlimit = 1;
