@@ -67,6 +67,7 @@ struct Scheduler {
   std::vector<int> left_of_mb;             // serial: ops not yet scheduled per microbatch
   std::vector<double> jitter;              // per op, in [0, 1): priority noise
   bool has_r = false;                      // some stage recomputes (the DAG has R ops)
+  bool admits_all = false;                 // allowed() holds for every op: no cap, in-flight limit or serial
   int oldest_open_mb = 0;
   // choose(d) depends only on device d's own state (its available ops, free_at, memory, the in-flight
   // counts of its stages) and, for the serial policy, on the oldest open microbatch: it is
@@ -170,7 +171,7 @@ struct Scheduler {
     int64_t t0 = kNever;
     int best = -1;
     for (int op : avail[d]) {
-      if (!allowed(op)) continue;
+      if (!admits_all && !allowed(op)) continue;
       const int64_t start = std::max(free_at[d], st[op].ready);
       if (start < t0) {
         t0 = start;
@@ -188,7 +189,7 @@ struct Scheduler {
       const int64_t end = t0 + dag.ops[best].dur;
       int alt = -1;
       for (int op : avail[d]) {
-        if (st[op].ready <= t0 || st[op].ready >= end || !allowed(op)) continue;
+        if (st[op].ready <= t0 || st[op].ready >= end || (!admits_all && !allowed(op))) continue;
         if (level(op) - level(best) <= st[op].ready - t0) continue;
         if (alt < 0 || better(op, alt)) alt = op;
       }
@@ -206,7 +207,7 @@ struct Scheduler {
       const int64_t end = t0 + dag.ops[best].dur;
       int alt = -1;
       for (int op : avail[d]) {
-        if (klass(op) >= klass(best) || !allowed(op) || st[op].ready <= t0 || st[op].ready >= end) continue;
+        if (klass(op) >= klass(best) || (!admits_all && !allowed(op)) || st[op].ready <= t0 || st[op].ready >= end) continue;
         if (alt < 0 || st[op].ready < st[alt].ready || (st[op].ready == st[alt].ready && better(op, alt))) alt = op;
       }
       if (alt >= 0) {
@@ -281,9 +282,15 @@ struct Scheduler {
     work_left[d] -= o.dur;
     if (end + work_left[d] >= abandon_at) abandoned = true;
     if (monotone) {
-      if (d == busiest_left)
-        for (int e = 0; e < dag.devices; ++e)
-          if (work_left[e] > work_left[busiest_left]) busiest_left = e;
+      if (d == busiest_left) {
+        int64_t most = work_left[d];
+        for (int e = 0; e < dag.devices; ++e) {
+          if (work_left[e] > most) {
+            most = work_left[e];
+            busiest_left = e;
+          }
+        }
+      }
       if (start + work_left[busiest_left] >= abandon_at) abandoned = true;
     }
     mem[d] += o.alloc_mem;
@@ -363,13 +370,17 @@ struct Scheduler {
     // that were ready long ago) and R ops (whose admission depends on their backward's other
     // predecessors). There the bound is the device's own.
     monotone = !pol.serial && !has_r;
+    admits_all = !pol.serial && !dag.mem_limited && pol.inflight_factor <= 0;
+    // From the last stage back: what the device's later stages allocate, and their largest R.
+    std::vector<int64_t> later_alloc(dag.devices, 0), later_r(dag.devices, 0);
+    for (int s = dag.stages - 1; s >= 0; --s) {
+      const DagOp& f = dag.ops[dag.f_op(s, 0)];
+      reserve[s] = later_alloc[f.device];
+      r_reserve[s] = later_r[f.device];
+      later_alloc[f.device] += f.alloc_mem;
+      later_r[f.device] = std::max(later_r[f.device], r_own(s));
+    }
     for (int s = 0; s < dag.stages; ++s) {
-      const int d = dag.ops[dag.f_op(s, 0)].device;
-      for (int s2 = s + 1; s2 < dag.stages; ++s2) {
-        if (dag.ops[dag.f_op(s2, 0)].device != d) continue;
-        reserve[s] += dag.ops[dag.f_op(s2, 0)].alloc_mem;
-        r_reserve[s] = std::max(r_reserve[s], r_own(s2));
-      }
       r_room[s] = std::max(r_reserve[s], r_own(s));
       if (pol.inflight_factor > 0)
         inflight_cap[s] = std::max(1, static_cast<int>(std::ceil(pol.inflight_factor * (dag.stages - s) - 1e-9)));
@@ -396,11 +407,14 @@ struct Scheduler {
     auto update = [&](int leaf, const Choice& c) {
       int i = leaves + leaf;
       if (c.op >= 0 && c.start > max_start) overflow = true;
-      tree[i] = c.op >= 0 ? (c.start << shift) | leaf : kNone;
-      for (i >>= 1; i >= 1; i >>= 1) {
-        const int64_t m = std::min(tree[2 * i], tree[2 * i + 1]);
-        if (tree[i] == m) break;  // the ancestors are unchanged too
-        tree[i] = m;
+      // The new minimum of each node on the way up, from the one below and its sibling (which this
+      // update does not change), kept in a register rather than read back from the tree.
+      int64_t v = c.op >= 0 ? (c.start << shift) | leaf : kNone;
+      tree[i] = v;
+      for (; i > 1; i >>= 1) {
+        v = std::min(v, tree[i ^ 1]);
+        if (tree[i >> 1] == v) break;  // the ancestors are unchanged too
+        tree[i >> 1] = v;
       }
     };
     for (int placed = 0; placed < n; ++placed) {
