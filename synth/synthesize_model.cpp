@@ -284,10 +284,11 @@ Result<ModelSynthesis> synthesize_model(const Spec& spec, const ModelSynthOption
   // limit (a run bounded by evaluations has no such deadline: the clock ends nothing there). The
   // search itself keeps to its own share of the limit and gets the caller's interrupt alone: until
   // some plan fits the memory its seeds go on (tuner.h), so a short limit is never "nothing fits".
-  StopAtDeadline stop(options.interrupt,
-                            a.evaluations > 0 ? std::nullopt
-                                              : std::optional(*a.start + std::chrono::duration_cast<StopAtDeadline::Clock::duration>(
-                                                                             std::chrono::duration<double>(a.time_limit_s + kStopMarginS))));
+  std::optional<StopAtDeadline::Clock::time_point> deadline;
+  if (a.evaluations == 0)
+    deadline = *a.start + std::chrono::duration_cast<StopAtDeadline::Clock::duration>(
+                              std::chrono::duration<double>(a.time_limit_s + kStopMarginS));
+  StopAtDeadline stop(options.interrupt, deadline);
   // With whole_layers the plan is chosen on the model's whole layers (ir/whole_layers.h) and its
   // partition mapped back, so the problem is costed on the model as written.
   std::optional<WholeLayerModel> whole;
@@ -351,8 +352,9 @@ Result<ModelSynthesis> synthesize_model(const Spec& spec, const ModelSynthOption
                        : static_cast<uint64_t>(budget.z3_share_s * static_cast<double>(rlimit_per_second()) *
                                                std::max(1, a.z3_threads));
   // What follows the steps the flag stops — decoding, checking (twice where the tuner's order is kept)
-  // and writing — takes about kFinishSecondsPerOp per op of the plan: the deadline moves that much
-  // earlier, as the search and Z3's windows keep it back from their own caps.
+  // and writing — takes about kFinishSecondsPerOp per op of the plan (F, I and W per stage and
+  // microbatch, a send and a receive per boundary): the deadline moves that much earlier, as the
+  // search and Z3's windows keep it back from their own caps.
   const int64_t ops = static_cast<int64_t>(out.problem.microbatches) * (5LL * out.problem.num_stages() - 2);
   stop.keep_back(kFinishSecondsPerOp * static_cast<double>(ops));
   a.interrupt = stop.flag();
