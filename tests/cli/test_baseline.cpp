@@ -226,9 +226,11 @@ TEST_CASE("cli bound: terms, JSON, a plan's bound, memory infeasibility") {
   INFO(packed.output);
   REQUIRE(packed.exit_code == 0);
   auto pj = nlohmann::json::parse(packed.output);
-  CHECK(pj["binding"] == "layer_packing");
-  CHECK(pj["bound_ms"].get<double>() ==
-        doctest::Approx(pj["terms_ms"]["layer_packing"].get<double>()));
+  // The release times with whole layers (global_bound.h) add 0.02 ms to the layer packing: the
+  // busiest device's layers wait for the embedding's forward.
+  CHECK(pj["binding"] == "release_packing");
+  CHECK(pj["bound_ms"].get<double>() >= pj["terms_ms"]["layer_packing"].get<double>());
+  CHECK(pj["bound_ms"].get<double>() <= pj["terms_ms"]["layer_packing"].get<double>() + 0.03);
   CHECK(pj["terms_ms"]["layer_packing"].get<double>() >
         1.2 * pj["terms_ms"]["total_work"].get<double>());
 
