@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <numeric>
 #include <queue>
@@ -127,20 +128,31 @@ void OpDag::add_edge(int from, int to, int64_t delay, EdgeKind kind) {
 
 Status OpDag::recompute_paths() {
   const int n = num_ops();
-  // Kahn's algorithm with a min-heap on op id: deterministic.
+  // Kahn's algorithm, always taking the ready op of lowest id: deterministic. The ready ops are bits
+  // of a bitset; `low` is a word below which none is set (the lowest id is found by scanning up
+  // from it, and an op made ready below it moves it down).
   std::vector<int> indeg(n, 0);
   for (int i = 0; i < n; ++i) indeg[i] = static_cast<int>(pred[i].size());
-  std::priority_queue<int, std::vector<int>, std::greater<int>> q;
+  const size_t words = (static_cast<size_t>(n) + 63) / 64;
+  std::vector<uint64_t> ready(words, 0);
+  auto make_ready = [&](int i) { ready[static_cast<size_t>(i) / 64] |= uint64_t{1} << (i % 64); };
   for (int i = 0; i < n; ++i)
-    if (indeg[i] == 0) q.push(i);
+    if (indeg[i] == 0) make_ready(i);
   topo.clear();
   topo.reserve(n);
-  while (!q.empty()) {
-    int u = q.top();
-    q.pop();
+  size_t low = 0;
+  for (;;) {
+    while (low < words && ready[low] == 0) ++low;
+    if (low == words) break;
+    const int u = static_cast<int>(low * 64) + std::countr_zero(ready[low]);
+    ready[low] &= ready[low] - 1;
     topo.push_back(u);
-    for (const DagEdge& e : succ[u])
-      if (--indeg[e.op] == 0) q.push(e.op);
+    for (const DagEdge& e : succ[u]) {
+      if (--indeg[e.op] == 0) {
+        make_ready(e.op);
+        low = std::min(low, static_cast<size_t>(e.op) / 64);
+      }
+    }
   }
   if (static_cast<int>(topo.size()) != n) {
     for (int i = 0; i < n; ++i) {

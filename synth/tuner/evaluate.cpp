@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <limits>
 #include <optional>
@@ -40,12 +41,28 @@ Partition Candidate::partition() const {
 }
 
 std::string Candidate::key() const {
+  // Built for every move the search generates (most are pruned or already seen): integers written
+  // with to_chars rather than a format call each.
   std::string k;
-  k.reserve(cuts.size() * 4 + placement.size() * 3 + 8);
-  for (int c : cuts) k += fmt::format("{},", c);
+  k.reserve(cuts.size() * 4 + placement.size() * 3 + 16);
+  auto put = [&k](int v) {
+    char buf[16];
+    const auto r = std::to_chars(buf, buf + sizeof buf, v);
+    k.append(buf, r.ptr);
+  };
+  for (int c : cuts) {
+    put(c);
+    k += ',';
+  }
   k += '/';
-  for (int d : placement) k += fmt::format("{},", d);
-  k += fmt::format("/p{}/b{}", policy_set, baseline);
+  for (int d : placement) {
+    put(d);
+    k += ',';
+  }
+  k += "/p";
+  put(policy_set);
+  k += "/b";
+  put(baseline);
   if (!recompute.empty()) {
     k += "/r";
     for (RecomputeMode m : recompute) k += static_cast<char>('0' + static_cast<int>(m));

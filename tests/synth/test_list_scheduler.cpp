@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <functional>
+#include <queue>
 #include <random>
 #include <set>
 
@@ -176,9 +177,34 @@ void check_same_dag(const OpDag& a, const OpDag& b) {
   CHECK(a.xb_id_ == b.xb_id_);
 }
 
+// The topological order recompute_paths promises (Kahn's algorithm taking the lowest ready id, with
+// a heap) and the longest paths, the plain way.
+void check_paths(const OpDag& dag) {
+  const int n = dag.num_ops();
+  std::vector<int> indeg(n), topo;
+  std::priority_queue<int, std::vector<int>, std::greater<int>> q;
+  for (int i = 0; i < n; ++i)
+    if ((indeg[i] = static_cast<int>(dag.pred[i].size())) == 0) q.push(i);
+  while (!q.empty()) {
+    const int u = q.top();
+    q.pop();
+    topo.push_back(u);
+    for (const DagEdge& e : dag.succ[u])
+      if (--indeg[e.op] == 0) q.push(e.op);
+  }
+  CHECK(dag.topo == topo);
+  std::vector<int64_t> head(n, 0), tail(n, 0);
+  for (int u : topo)
+    for (const DagEdge& e : dag.succ[u]) head[e.op] = std::max(head[e.op], head[u] + dag.ops[u].dur + e.delay);
+  for (auto it = topo.rbegin(); it != topo.rend(); ++it)
+    for (const DagEdge& e : dag.succ[*it]) tail[*it] = std::max(tail[*it], e.delay + dag.ops[e.op].dur + tail[e.op]);
+  CHECK(dag.head == head);
+  CHECK(dag.tail == tail);
+}
+
 }  // namespace
 
-TEST_CASE("op dag: rebuilt into a used DAG, the same as built anew, errors included") {
+TEST_CASE("op dag: rebuilt into a used DAG, the same as built anew, errors included; its paths as a heap finds them") {
   std::mt19937_64 rng(7);
   OpDag reused;  // holds the previous plan's DAG (or a failed build's remains) each time
   int compared = 0, failed = 0;
@@ -198,6 +224,7 @@ TEST_CASE("op dag: rebuilt into a used DAG, the same as built anew, errors inclu
       continue;
     }
     check_same_dag(*fresh, reused);
+    check_paths(reused);
     ++compared;
   }
   MESSAGE(compared, " DAGs compared, ", failed, " builds failed alike");
