@@ -7,6 +7,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <set>
 #include <unordered_set>
 #include <vector>
 
@@ -25,6 +26,16 @@ double pigeonhole(const std::vector<double>& sorted_desc, int devices) {
     for (int i = k * devices - k; i <= k * devices; ++i) sum += sorted_desc[i];
     best = std::max(best, sum);
   }
+  return best;
+}
+
+// The same figure in one pass, by prefix sums (pigeonhole's sums run over (L/P)² items in all).
+double pigeonhole_fast(const std::vector<double>& sorted_desc, int devices) {
+  const int L = static_cast<int>(sorted_desc.size());
+  std::vector<double> prefix(L + 1, 0.0);
+  for (int i = 0; i < L; ++i) prefix[i + 1] = prefix[i] + sorted_desc[i];
+  double best = 0;
+  for (int k = 0; k * devices < L; ++k) best = std::max(best, prefix[k * devices + 1] - prefix[k * devices - k]);
   return best;
 }
 
@@ -311,8 +322,11 @@ double targeted_packing_bound(const std::vector<double>& item_ms, int devices, d
   std::sort(c.begin(), c.end(), std::greater<double>());
   double total = 0;
   for (double x : c) total += x;
-  const double cheap = std::max(pigeonhole(c, devices), total / devices);
+  const double cheap = std::max(pigeonhole_fast(c, devices), total / devices);
   if (!(target_ms > cheap) || work_budget <= 0) return cheap;
+  // The rounding's dynamic program takes 12·n² steps for n distinct sizes: past 256 the search is
+  // not tried (and would hardly decide anything with so many items).
+  if (std::set<double>(c.begin(), c.end()).size() > 256) return cheap;
   const ItemTypes items(rounded_down(c, 12));
   if (!items.searchable(devices)) return cheap;
   // 1 fits, 0 does not, -1 undecided; each probe's nodes come out of the budget.

@@ -215,8 +215,8 @@ TEST_CASE("[slow] global bound: never above the optimum over every plan on small
                       models, plans, open_plans, models - open_models, raised, met, release_raised, packing_binds,
                       packing_met));
   CHECK(open_models == 0);  // every model's optimum is proven: the comparison is with the true optimum
-  CHECK(raised >= models / 10);  // the new terms matter on these shapes (15 of the 100)
-  CHECK(met >= models / 3);  // 58 of the 100
+  CHECK(raised >= models / 10);  // the new terms matter on these shapes (19 of the 100)
+  CHECK(met >= models / 3);  // 63 of the 100 (58 without the release times on whole layers)
 }
 
 // The forwards' release times bind where forwards are long beside the backward and M ≈ P: the
@@ -287,7 +287,7 @@ TEST_CASE("[slow] global bound: the release times with whole layers, never above
   MESSAGE(fmt::format("{} models: the release times with whole layers bind on {} (= optimum on {}), bound = optimum "
                       "on {}",
                       models, binds, binds_met, met));
-  CHECK(binds >= models / 8);
+  CHECK(binds >= models / 8);  // 12 of the 40
 }
 
 TEST_CASE("global bound: the ramps with whole layers, on uniform layers at M = P") {
