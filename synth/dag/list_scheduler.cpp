@@ -68,6 +68,7 @@ struct Scheduler {
   std::vector<double> jitter;              // per op, in [0, 1): priority noise
   bool has_r = false;                      // some stage recomputes (the DAG has R ops)
   bool admits_all = false;                 // allowed() holds for every op: no cap, in-flight limit or serial
+  int class_of[kNumOpTypes] = {};          // per op type but R: its priority class (type_class)
   int oldest_open_mb = 0;
   // choose(d) depends only on device d's own state (its available ops, free_at, memory, the in-flight
   // counts of its stages) and, for the serial policy, on the oldest open microbatch: it is
@@ -78,6 +79,18 @@ struct Scheduler {
   // free times, which change only when a transfer is placed (a released one is compared with it).
   bool stale_x = true;
   TimedOrder out;
+  struct Choice {
+    int op = -1;
+    int64_t start = kNever;
+  };
+  std::vector<Choice> choice;              // per device: its choice, valid unless stale
+  // Where a device's choice depends on nothing but its available ops (no serial policy, no R, no
+  // waiting for a later op: not critical-path, strict-gap or wait-for-backward), an op released to a
+  // device that is not stale is compared with its choice instead of rescanning the device; the
+  // devices whose choice changed so are `touched` (their tree leaf is updated).
+  bool incremental = false;
+  std::vector<char> touched;
+  std::vector<int> touched_list;
 
   Scheduler(const OpDag& d, const ListPolicy& p) : dag(d), pol(p) {}
 
@@ -89,6 +102,10 @@ struct Scheduler {
       const int b = dag.bwd_op(dag.ops[op].stage, dag.ops[op].mb);
       return st[b].missing == 1 ? klass(b) : 3;
     }
+    return class_of[static_cast<int>(t)];
+  }
+  // The class of an op of type t other than R (fixed by the policy): class_of's entries.
+  int type_class(OpType t) const {
     const bool bwd = t == OpType::I || t == OpType::B;
     if (pol.w_mode == ListPolicy::WMode::kEager) {
       if (bwd) return pol.backward_first ? 0 : 1;
@@ -157,10 +174,6 @@ struct Scheduler {
     return r >= 0 ? dag.ops[r].alloc_mem : 0;
   }
 
-  struct Choice {
-    int op = -1;
-    int64_t start = kNever;
-  };
   Choice transfer;                         // the transfer choice (valid unless stale_x)
   bool transfer_changed = false;           // since its leaf was last updated
 
@@ -323,10 +336,29 @@ struct Scheduler {
         if (!stale_x) offer_transfer(avail_x.back());
       } else {
         avail[d].push_back(e.op);
-        mark_stale(d);
+        if (incremental && !stale[d]) offer(d, e.op);
+        else mark_stale(d);
       }
     }
   }
+
+  // A newly available op of device d, whose state has not changed since its choice was made: the
+  // choice becomes the better of the two (`better` is a strict total order there, so this is the
+  // choice a rescan of d would make).
+  void offer(int d, int op) {
+    if (!admits_all && !allowed(op)) return;
+    const int64_t start = std::max(free_at[d], st[op].ready);
+    Choice& c = choice[d];
+    if (c.op >= 0 && (start > c.start || (start == c.start && !better(op, c.op)))) return;
+    c.op = op;
+    c.start = start;
+    if (!touched[d]) {
+      touched[d] = 1;
+      touched_list.push_back(d);
+    }
+  }
+
+  bool rescan_only = false;                // list_schedule_rescanning: never `incremental`
 
   Result<TimedOrder> run() {
     n = dag.num_ops();
@@ -370,6 +402,7 @@ struct Scheduler {
     // that were ready long ago) and R ops (whose admission depends on their backward's other
     // predecessors). There the bound is the device's own.
     monotone = !pol.serial && !has_r;
+    for (int t = 0; t < kNumOpTypes; ++t) class_of[t] = type_class(static_cast<OpType>(t));
     admits_all = !pol.serial && !dag.mem_limited && pol.inflight_factor <= 0;
     // From the last stage back: what the device's later stages allocate, and their largest R.
     std::vector<int64_t> later_alloc(dag.devices, 0), later_r(dag.devices, 0);
@@ -393,7 +426,11 @@ struct Scheduler {
     stale_list.clear();
     stale_list.reserve(dag.devices);
     for (int d = 0; d < dag.devices; ++d) mark_stale(d);
-    std::vector<Choice> choice(dag.devices);
+    choice.assign(dag.devices, Choice{});
+    incremental = !rescan_only && !pol.serial && !has_r && !pol.by_tail &&
+                  pol.w_mode != ListPolicy::WMode::kStrictGaps && !pol.wait_for_backward;
+    touched.assign(dag.devices, 0);
+    touched_list.clear();
     // The next op to place: the earliest start over the transfer choice and the devices' choices;
     // transfers go first on ties (they only occupy comm streams and unblock their consumers), then
     // the lower device. A tournament tree over the leaves (transfers, device 0, device 1, ...) keyed
@@ -427,6 +464,11 @@ struct Scheduler {
         transfer_changed = false;
         update(0, transfer);
       }
+      for (int d : touched_list) {
+        touched[d] = 0;
+        update(1 + d, choice[d]);
+      }
+      touched_list.clear();
       for (int d : stale_list) {
         choice[d] = choose(d);
         stale[d] = 0;
@@ -461,6 +503,14 @@ Result<TimedOrder> list_schedule(const OpDag& dag, const ListPolicy& policy, int
   s.abandon_at = abandon_at;
   Result<TimedOrder> r = s.run();
   if (abandoned) *abandoned = s.abandoned;
+  if (r.ok()) r->makespan = std::max(r->makespan, data_parallel_end(dag, r->start));
+  return r;
+}
+
+Result<TimedOrder> list_schedule_rescanning(const OpDag& dag, const ListPolicy& policy) {
+  Scheduler s(dag, policy);
+  s.rescan_only = true;
+  Result<TimedOrder> r = s.run();
   if (r.ok()) r->makespan = std::max(r->makespan, data_parallel_end(dag, r->start));
   return r;
 }

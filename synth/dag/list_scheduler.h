@@ -55,6 +55,11 @@ struct ListPolicy {
 Result<TimedOrder> list_schedule(const OpDag& dag, const ListPolicy& policy,
                                  int64_t abandon_at = std::numeric_limits<int64_t>::max(), bool* abandoned = nullptr);
 
+// list_schedule as it was first written, for tests: every device whose state changed is rescanned
+// for its choice, where list_schedule compares an op released to an unchanged device with that
+// device's choice. The two give the same orders.
+Result<TimedOrder> list_schedule_rescanning(const OpDag& dag, const ListPolicy& policy);
+
 struct HeuristicOptions {
   bool portfolio = true;  // false: only the first policy (plus the serial fallback if it fails)
   int random_restarts = 32;  // then this many seeded perturbations of the best policy's priorities

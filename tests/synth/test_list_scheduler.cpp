@@ -280,6 +280,38 @@ TEST_CASE("list_schedule: on random plans, abandoned only once its makespan reac
   CHECK(early > policies / 2);
 }
 
+TEST_CASE("list_schedule: comparing a released op with its device's choice gives the orders of a rescan") {
+  std::mt19937_64 rng(5);
+  int compared = 0;
+  for (int k = 0; k < 80; ++k) {
+    CAPTURE(k);
+    DagOptions o;
+    o.comm_streams = k % 2 == 0;
+    Result<OpDag> r = build_op_dag(random_problem(rng, k % 4 == 0), o);
+    if (!r.ok()) continue;
+    std::vector<ListPolicy> pols = heuristic_policies(*r);
+    for (size_t i = 0, n = pols.size(); i < n; i += 2) {
+      ListPolicy noisy = pols[i];
+      noisy.noise = 0.4 * (1 + i % 3);
+      noisy.seed = k + i;
+      pols.push_back(noisy);
+    }
+    for (const ListPolicy& pol : pols) {
+      CAPTURE(pol.name());
+      Result<TimedOrder> fast = list_schedule(*r, pol);
+      Result<TimedOrder> slow = list_schedule_rescanning(*r, pol);
+      REQUIRE(fast.ok() == slow.ok());
+      if (!fast.ok()) continue;
+      CHECK(fast->order == slow->order);
+      CHECK(fast->start == slow->start);
+      CHECK(fast->makespan == slow->makespan);
+      ++compared;
+    }
+  }
+  MESSAGE(compared, " orders compared");
+  CHECK(compared > 1500);
+}
+
 TEST_CASE("evaluate_order: the same times as a step-by-step reference, with and without stream orders") {
   int compared = 0;
   for (int v : {1, 2}) {
