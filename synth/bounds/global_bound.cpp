@@ -5,6 +5,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <utility>
+#include <vector>
 
 #include "synth/bounds/packing_bound.h"
 #include "synth/plan/partition.h"
