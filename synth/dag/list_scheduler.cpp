@@ -358,7 +358,7 @@ struct Scheduler {
     }
   }
 
-  bool rescan_only = false;                // list_schedule_rescanning: never `incremental`
+  bool rescan_only = false;                // list_schedule_rescanning: never `incremental`, always the tree
 
   Result<TimedOrder> run() {
     n = dag.num_ops();
@@ -434,12 +434,15 @@ struct Scheduler {
     // The next op to place: the earliest start over the transfer choice and the devices' choices;
     // transfers go first on ties (they only occupy comm streams and unblock their consumers), then
     // the lower device. A tournament tree over the leaves (transfers, device 0, device 1, ...) keyed
-    // by start * leaves + leaf keeps that minimum; only stale leaves are updated.
+    // by start * leaves + leaf keeps that minimum; only stale leaves are updated. With at most 32
+    // leaves the minimum is instead taken over the leaves after each round of updates (one short
+    // scan costs less than walking up the tree for each changed leaf).
     constexpr int64_t kNone = std::numeric_limits<int64_t>::max();
     int leaves = 1, shift = 0;
     while (leaves < dag.devices + 1) leaves <<= 1, ++shift;
     const int64_t max_start = kNone >> (shift + 1);
     std::vector<int64_t> tree(2 * leaves, kNone);
+    const bool flat = leaves <= 32 && !rescan_only;
     bool overflow = false;
     auto update = [&](int leaf, const Choice& c) {
       int i = leaves + leaf;
@@ -448,6 +451,7 @@ struct Scheduler {
       // update does not change), kept in a register rather than read back from the tree.
       int64_t v = c.op >= 0 ? (c.start << shift) | leaf : kNone;
       tree[i] = v;
+      if (flat) return;
       for (; i > 1; i >>= 1) {
         v = std::min(v, tree[i ^ 1]);
         if (tree[i >> 1] == v) break;  // the ancestors are unchanged too
@@ -479,6 +483,7 @@ struct Scheduler {
         return Status::error(ErrorCode::kBadInput,
                              fmt::format("policy {}: op start times beyond {} time units", pol.name(), max_start));
       }
+      if (flat) tree[1] = *std::min_element(tree.begin() + leaves, tree.begin() + leaves + dag.devices + 1);
       if (tree[1] == kNone) {
         return Status::error(ErrorCode::kInfeasible,
                              fmt::format("policy {} got stuck after {} of {} ops", pol.name(), placed, n));
