@@ -1281,14 +1281,14 @@ Result<Spec> finish(Draft d, const std::string& model_file, const SpecOverrides&
     SourceLoc at = d.has_cluster ? d.cluster.cluster.loc : SourceLoc{model_file, 0, 0};
     return Status::bad_input(
         "the number of devices is not given: set 'devices:' under 'cluster:' (in the model file or "
-        "the cluster file), or override it (SpecOverrides::devices)",
+        "the cluster file), or give it as an override (--devices; Python's load_spec(devices=...))",
         at);
   }
   if (!d.microbatches_given) {
     SourceLoc at = d.spec.pipeline.loc.valid() ? d.spec.pipeline.loc : SourceLoc{model_file, 0, 0};
     return Status::bad_input(
         "the number of microbatches is not given: set 'microbatches:' under 'pipeline:' in the "
-        "model file, or override it (SpecOverrides::microbatches)",
+        "model file, or give it as an override (--microbatches; Python's load_spec(microbatches=...))",
         at);
   }
   if (d.spec.cluster.name.empty()) d.spec.cluster.name = "cluster";
@@ -1394,6 +1394,13 @@ Status check_totals(const Spec& spec) {
 }
 
 }  // namespace
+
+Status check_layers_for_devices(const Spec& spec) {
+  const size_t L = spec.model.layers.size();
+  if (L >= static_cast<size_t>(spec.cluster.devices)) return Status::ok();
+  return Status::bad_input(fmt::format("model '{}' has {} layers, fewer than the {} devices: every device needs at least one stage",
+                                       spec.model.name, L, spec.cluster.devices));
+}
 
 Status validate(const Spec& spec) {
   const Model& m = spec.model;

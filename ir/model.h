@@ -162,4 +162,8 @@ Result<Cluster> load_cluster(const std::string& path);
 // Validates cross-field invariants (devices > 0, costs >= 0, stash <= activation, ...).
 Status validate(const Spec& spec);
 
+// A pipeline plan gives every device at least one stage, so it needs at least as many layers as
+// devices: the synthesizer's search and `pipesmith bound` refuse a model with fewer, in these words.
+Status check_layers_for_devices(const Spec& spec);
+
 }  // namespace ps

@@ -183,11 +183,8 @@ Status Tuner::prepare() {
     spec_.cluster.memory_gb = *opt_.memory_gb;
   }
   PS_RETURN_IF_ERROR(validate(spec_));
+  PS_RETURN_IF_ERROR(check_layers_for_devices(spec_));
   const int L = static_cast<int>(spec_.model.layers.size());
-  if (L < P_)
-    return Status::bad_input(fmt::format(
-        "model '{}' has {} layers, fewer than the {} devices: every device needs at least one stage", spec_.model.name,
-        L, P_));
   Result<GlobalBound> gb = global_lower_bound(spec_, P_, M_, spec_.cluster.memory_gb);
   if (!gb.ok()) return gb.status();
   gb_ = *gb;

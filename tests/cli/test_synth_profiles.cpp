@@ -75,3 +75,13 @@ TEST_CASE("cli synth profiles: iteration >= the plan bound and the global bound 
     CHECK(bound_cli <= iteration * (1 + 1e-9));
   }
 }
+
+TEST_CASE("cli synth profiles: fewer layers than devices: synth and bound refuse it in the same words") {
+  const std::string model = data_path("synth/profiles/random-12.yaml");
+  const std::string said = "model 'random-12' has 12 layers, fewer than the 16 devices: every device needs at least one stage";
+  pstest::check_refused("synth " + model + " --devices 16 --evaluations 10 -o " + temp_path("few_layers.yaml"), said);
+  pstest::check_refused("bound " + model + " --devices 16", said);
+  pstest::check_refused("bound " + model + " --devices 16 --json", said);
+  const pstest::CliResult ok = run_cli("bound " + model + " --devices 12");  // one layer a device: a bound
+  CHECK(ok.exit_code == 0);
+}

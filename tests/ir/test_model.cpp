@@ -120,14 +120,14 @@ TEST_CASE("model: devices and microbatches must come from somewhere; overrides s
   Result<Spec> s = load_spec(path);
   REQUIRE_FALSE(s.ok());
   CHECK(s.status().code() == ErrorCode::kBadInput);
-  CHECK(s.status().message().find("or override it (SpecOverrides::devices)") != std::string::npos);
+  CHECK(s.status().message().find("or give it as an override (--devices; Python's load_spec(devices=...))") != std::string::npos);
   CHECK(s.status().loc().file == path);
 
   SpecOverrides o;
   o.devices = 3;
   Result<Spec> s2 = load_spec(path, "", o);
   REQUIRE_FALSE(s2.ok());
-  CHECK(s2.status().message().find("or override it (SpecOverrides::microbatches)") != std::string::npos);
+  CHECK(s2.status().message().find("or give it as an override (--microbatches; Python's load_spec(microbatches=...))") != std::string::npos);
 
   o.microbatches = 5;
   o.memory_gb = 40;
