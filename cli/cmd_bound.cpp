@@ -31,6 +31,7 @@ struct BoundArgs {
 int run_bound(const BoundArgs& a) {
   auto spec = load_spec_from_flags(a.spec);
   if (!spec.ok()) return report_error(spec.status());
+  if (Status st = check_layers_for_devices(*spec); !st.is_ok()) return report_error(st);
   if (Status st = check_stages_per_device(*spec, a.stages_per_device, "--stages-per-device"); !st.is_ok()) return report_error(st);
   const int P = spec->cluster.devices, M = spec->pipeline.microbatches;
   std::optional<PlanBoundRequest> request;

@@ -162,8 +162,9 @@ Result<Cluster> load_cluster(const std::string& path);
 // Validates cross-field invariants (devices > 0, costs >= 0, stash <= activation, ...).
 Status validate(const Spec& spec);
 
-// A pipeline plan gives every device at least one stage, so it needs at least as many layers as
-// devices: the synthesizer's search and `pipesmith bound` refuse a model with fewer, in these words.
+// The plans pipesmith synthesizes give every device at least one stage, so they need at least as many
+// layers as devices: the plan search, `pipesmith bound` and pipesmith.bound refuse a model with fewer,
+// in these words (the bounds themselves, synth/bounds, hold for plans that leave devices idle too).
 Status check_layers_for_devices(const Spec& spec);
 
 }  // namespace ps

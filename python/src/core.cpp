@@ -516,6 +516,7 @@ void bind_synthesis(nb::module_& m) {
 
   m.def("bound", [](const Spec& spec, std::optional<std::string> partition, std::optional<std::string> placement,
                     int stages_per_device) {
+    check(check_layers_for_devices(spec));
     check(check_stages_per_device(spec, stages_per_device));
     std::optional<PlanBoundRequest> req;
     if (partition || placement || stages_per_device != 0)

@@ -32,7 +32,6 @@ Result<PlanBound> bound_of_plan(const Spec& spec, const PlanBoundRequest& reques
 }  // namespace
 
 Result<ModelBound> model_bound(const Spec& spec, const std::optional<PlanBoundRequest>& plan) {
-  PS_RETURN_IF_ERROR(check_layers_for_devices(spec));
   const int P = spec.cluster.devices, M = spec.pipeline.microbatches;
   auto g = global_lower_bound(spec, P, M, spec.cluster.memory_gb);
   if (!g.ok()) return g.status();

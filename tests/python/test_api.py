@@ -140,6 +140,15 @@ def test_bound_is_the_commands_json():
     assert got == want
 
 
+def test_bound_refuses_fewer_layers_than_devices_as_synthesize_does():
+    spec = pipesmith.load_spec(os.path.join(ROOT, "tests", "data", "synth", "profiles", "random-12.yaml"), devices=16)
+    said = "model 'random-12' has 12 layers, fewer than the 16 devices: every device needs at least one stage"
+    with pytest.raises(pipesmith.BadInputError, match=re.escape(said)):
+        pipesmith.bound(spec)
+    with pytest.raises(pipesmith.BadInputError, match=re.escape(said)):
+        pipesmith.synthesize(spec, evaluations=10)
+
+
 def test_verify_reports_every_violation_with_its_location():
     report = pipesmith.verify(BAD_CSV)
     assert not report.valid and not report
