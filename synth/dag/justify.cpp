@@ -2,6 +2,9 @@
 #include "synth/dag/justify.h"
 
 #include <algorithm>
+#include <bit>
+#include <cstdint>
+#include <limits>
 #include <utility>
 #include <vector>
 
@@ -36,20 +39,48 @@ int64_t earliest_start(const std::vector<Busy>& busy, const int* r, int n, int64
   return start;
 }
 
-// One right pass and one left pass; returns the left pass's per-resource order.
-std::vector<std::vector<int>> justify_once(const OpDag& dag, const TimedOrder& in, const std::vector<int>& pos) {
+// One right pass and one left pass; returns the left pass's per-resource order. pos[op] is the op's
+// place in a topological order, at_pos its inverse.
+std::vector<std::vector<int>> justify_once(const OpDag& dag, const TimedOrder& in, const std::vector<int>& pos,
+                                           const std::vector<int>& at_pos) {
   const int n = dag.num_ops();
-  // Sorting (key, pos) records is several times faster than sorting ids with a comparator that looks
-  // both up; pos is unique, so the order is total and the same as comparing (key, pos) directly.
+  // Ops sorted by (key, pos), ascending or both descending. pos is unique, so the order is total:
+  // any sort gives the same. Where the keys' range leaves room, each op is one 64-bit word, its key
+  // above its position, sorted as integers; else (key, pos, op) records are (either is several times
+  // faster than sorting ids with a comparator that looks both up).
   struct Key {
     int64_t key;
     int pos;
     int op;
     bool operator<(const Key& o) const { return key != o.key ? key < o.key : pos < o.pos; }
   };
-  std::vector<Key> keys(n);
+  std::vector<Key> keys;
+  std::vector<uint64_t> words(n);
   std::vector<int> ops(n);
+  const int pos_bits = std::bit_width(static_cast<unsigned>(n));
+  const uint64_t pos_mask = (uint64_t{1} << pos_bits) - 1;
   auto sort_ops = [&](auto key_of, bool descending) {
+    int64_t lo = std::numeric_limits<int64_t>::max(), hi = std::numeric_limits<int64_t>::min();
+    for (int i = 0; i < n; ++i) {
+      const int64_t k = descending ? -key_of(i) : key_of(i);
+      lo = std::min(lo, k);
+      hi = std::max(hi, k);
+    }
+    if (n > 0 && static_cast<int>(at_pos.size()) == n &&
+        static_cast<uint64_t>(hi) - static_cast<uint64_t>(lo) < (uint64_t{1} << (62 - pos_bits))) {
+      for (int i = 0; i < n; ++i) {
+        const int64_t k = descending ? -key_of(i) : key_of(i);
+        const int p = descending ? n - 1 - pos[i] : pos[i];
+        words[i] = ((static_cast<uint64_t>(k) - static_cast<uint64_t>(lo)) << pos_bits) | static_cast<uint64_t>(p);
+      }
+      std::sort(words.begin(), words.end());
+      for (int i = 0; i < n; ++i) {
+        const int p = static_cast<int>(words[i] & pos_mask);
+        ops[i] = at_pos[descending ? n - 1 - p : p];
+      }
+      return;
+    }
+    keys.resize(n);
     for (int i = 0; i < n; ++i) keys[i] = descending ? Key{-key_of(i), -pos[i], i} : Key{key_of(i), pos[i], i};
     std::sort(keys.begin(), keys.end());
     for (int i = 0; i < n; ++i) ops[i] = keys[i].op;
@@ -99,7 +130,7 @@ TimedOrder justify(const OpDag& dag, const TimedOrder& order, int rounds) {
   for (int round = 0; round < rounds; ++round) {
     // Memory is not part of the passes (it depends on the order of allocations and frees on a
     // device): the re-timing checks it and a round that breaks a cap is dropped.
-    Result<TimedOrder> t = evaluate_order(dag, justify_once(dag, best, pos), EdgeSet::kAll, true);
+    Result<TimedOrder> t = evaluate_order(dag, justify_once(dag, best, pos, dag.topo), EdgeSet::kAll, true);
     if (!t.ok() || t->makespan >= best.makespan) break;
     best = std::move(t).value();
   }
