@@ -4,6 +4,7 @@
 
 #include <functional>
 #include <queue>
+#include <optional>
 #include <random>
 #include <set>
 
@@ -232,6 +233,31 @@ TEST_CASE("op dag: rebuilt into a used DAG, the same as built anew, errors inclu
   CHECK(failed > 0);
 }
 
+namespace {
+
+// One policy's order against abandon_at: kept unchanged just above its makespan, given up at it,
+// and given up at num/den of it. Returns nullopt where the policy has no order; else whether the
+// last of those was given up before its last op was placed.
+std::optional<bool> check_abandon_at(const OpDag& dag, const ListPolicy& pol, int64_t num, int64_t den) {
+  Result<TimedOrder> t = list_schedule(dag, pol);
+  if (!t.ok()) return std::nullopt;
+  bool abandoned = true;
+  Result<TimedOrder> same = list_schedule(dag, pol, t->makespan + 1, &abandoned);
+  REQUIRE(same.ok());
+  CHECK_FALSE(abandoned);
+  CHECK(same->order == t->order);
+  CHECK(same->start == t->start);
+  Result<TimedOrder> cut = list_schedule(dag, pol, t->makespan, &abandoned);
+  CHECK_FALSE(cut.ok());
+  CHECK(abandoned);
+  Result<TimedOrder> lower = list_schedule(dag, pol, t->makespan * num / den, &abandoned);
+  CHECK_FALSE(lower.ok());
+  CHECK(abandoned);
+  return lower.status().message().find("after " + std::to_string(dag.num_ops()) + " of") == std::string::npos;
+}
+
+}  // namespace
+
 TEST_CASE("list_schedule: on random plans, abandoned only once its makespan reaches abandon_at") {
   // The bound behind abandon_at (list_scheduler.cpp: a device's end plus its work left, and, while
   // ops are placed in the order of their starts, the latest start plus the most work a device has
@@ -257,22 +283,10 @@ TEST_CASE("list_schedule: on random plans, abandoned only once its makespan reac
     }
     for (const ListPolicy& pol : pols) {
       CAPTURE(pol.name());
-      Result<TimedOrder> t = list_schedule(*r, pol);
-      if (!t.ok()) continue;
+      const std::optional<bool> given_up_early = check_abandon_at(*r, pol, 4, 5);
+      if (!given_up_early) continue;
       ++policies;
-      bool abandoned = true;
-      Result<TimedOrder> same = list_schedule(*r, pol, t->makespan + 1, &abandoned);
-      REQUIRE(same.ok());
-      CHECK_FALSE(abandoned);
-      CHECK(same->order == t->order);
-      CHECK(same->start == t->start);
-      Result<TimedOrder> cut = list_schedule(*r, pol, t->makespan, &abandoned);
-      CHECK_FALSE(cut.ok());
-      CHECK(abandoned);
-      Result<TimedOrder> lower = list_schedule(*r, pol, t->makespan * 4 / 5, &abandoned);
-      CHECK_FALSE(lower.ok());
-      CHECK(abandoned);
-      if (lower.status().message().find("after " + std::to_string(r->num_ops()) + " of") == std::string::npos) ++early;
+      if (*given_up_early) ++early;
     }
   }
   MESSAGE(policies, " policies' orders, ", early, " given up before their last op at 4/5 of their makespan");
@@ -359,21 +373,8 @@ TEST_CASE("list_schedule: abandoned exactly when its makespan reaches abandon_at
   int abandoned_early = 0;
   for (const ListPolicy& pol : heuristic_policies(*r)) {
     CAPTURE(pol.name());
-    Result<TimedOrder> t = list_schedule(*r, pol);
-    if (!t.ok()) continue;
-    bool abandoned = true;
-    Result<TimedOrder> same = list_schedule(*r, pol, t->makespan + 1, &abandoned);
-    REQUIRE(same.ok());
-    CHECK_FALSE(abandoned);
-    CHECK(same->order == t->order);
-    CHECK(same->start == t->start);
-    Result<TimedOrder> cut = list_schedule(*r, pol, t->makespan, &abandoned);
-    CHECK_FALSE(cut.ok());
-    CHECK(abandoned);
     // Well below its makespan it is given up before the end.
-    Result<TimedOrder> early = list_schedule(*r, pol, t->makespan * 3 / 4, &abandoned);
-    CHECK_FALSE(early.ok());
-    if (early.status().message().find("after " + std::to_string(r->num_ops()) + " of") == std::string::npos) ++abandoned_early;
+    if (check_abandon_at(*r, pol, 3, 4).value_or(false)) ++abandoned_early;
   }
   CHECK(abandoned_early > 0);
 }
