@@ -235,6 +235,13 @@ TEST_CASE("op dag: rebuilt into a used DAG, the same as built anew, errors inclu
 
 namespace {
 
+// The k-th random plan's op DAG: comm streams on every other one, R ops on every fourth.
+Result<OpDag> random_dag(std::mt19937_64& rng, int k) {
+  DagOptions o;
+  o.comm_streams = k % 2 == 0;
+  return build_op_dag(random_problem(rng, k % 4 == 0), o);
+}
+
 // One policy's order against abandon_at: kept unchanged just above its makespan, given up at it,
 // and given up at num/den of it. Returns nullopt where the policy has no order; else whether the
 // last of those was given up before its last op was placed.
@@ -267,9 +274,7 @@ TEST_CASE("list_schedule: on random plans, abandoned only once its makespan reac
   int policies = 0, early = 0;
   for (int k = 0; k < 80; ++k) {
     CAPTURE(k);
-    DagOptions o;
-    o.comm_streams = k % 2 == 0;
-    Result<OpDag> r = build_op_dag(random_problem(rng, k % 4 == 0), o);
+    Result<OpDag> r = random_dag(rng, k);
     if (!r.ok()) continue;
     std::vector<ListPolicy> pols = heuristic_policies(*r);
     ListPolicy serial;
@@ -299,9 +304,7 @@ TEST_CASE("list_schedule: comparing a released op with its device's choice gives
   int compared = 0;
   for (int k = 0; k < 80; ++k) {
     CAPTURE(k);
-    DagOptions o;
-    o.comm_streams = k % 2 == 0;
-    Result<OpDag> r = build_op_dag(random_problem(rng, k % 4 == 0), o);
+    Result<OpDag> r = random_dag(rng, k);
     if (!r.ok()) continue;
     std::vector<ListPolicy> pols = heuristic_policies(*r);
     for (size_t i = 0, n = pols.size(); i < n; i += 2) {
