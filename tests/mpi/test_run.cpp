@@ -41,8 +41,9 @@ pstest::CliResult shell(const std::string& cmd) {
 }
 
 // Runs one rank's command and reports its pid and exit status. The command runs in a session of its
-// own under a recorder that writes its pid and exit status to files in $PS_RANK_DIR, so that the status
-// is known even when mpirun kills this wrapper (it does, once a rank exits without MPI_Finalize); the
+// own under a recorder that writes its pid, its exit status and its stderr to files in $PS_RANK_DIR,
+// so that the status and what the rank said are known even when mpirun kills this wrapper (it does,
+// once a rank exits without MPI_Finalize) or has stopped forwarding output by the time a rank prints; the
 // wrapper forwards mpirun's SIGTERM to the command, as mpirun would send it without a wrapper. The
 // wrapper itself exits 0, so that mpirun does not end the other ranks before they report, except when
 // its command died by a signal: then, a second later, it dies by the same signal (mpirun sees a rank
@@ -51,7 +52,7 @@ pstest::CliResult shell(const std::string& cmd) {
 const char* kWrapper = R"(R=$OMPI_COMM_WORLD_RANK
 if [ "$R" = "${PS_ODD_RANK:--1}" ]; then a=$1; b=$2; shift 3; set -- "$a" "$b" "$PS_ODD_SCHEDULE" "$@"; fi
 D=$PS_RANK_DIR
-setsid sh -c 'd=$1; r=$2; shift 2; "$@" & p=$!; echo $p > "$d/pid.$r.tmp"; mv "$d/pid.$r.tmp" "$d/pid.$r"
+setsid sh -c 'd=$1; r=$2; shift 2; "$@" 2>"$d/err.$r" & p=$!; echo $p > "$d/pid.$r.tmp"; mv "$d/pid.$r.tmp" "$d/pid.$r"
 wait $p; echo $? > "$d/exit.$r.tmp"; mv "$d/exit.$r.tmp" "$d/exit.$r"' sh "$D" "$R" "$@" </dev/null &
 q=$!
 while [ ! -s "$D/pid.$R" ] && kill -0 $q 2>/dev/null; do sleep 0.01; done
@@ -72,7 +73,7 @@ constexpr int kLaunchTimeoutS = 240;
 
 struct Launch {
   int exit_code = -1;        // mpirun's
-  std::string output;        // every rank's stdout and stderr, and mpirun's
+  std::string output;        // mpirun's output (every rank's stdout), then every rank's stderr
   std::map<int, int> pids;   // rank → pid of its pipesmith process
   std::map<int, int> exits;  // rank → exit status of its pipesmith process (128 + signal when killed)
 };
@@ -114,6 +115,11 @@ Launch mpirun(int np, const std::string& schedule, const std::string& args,
     for (int i = 0; i < 100 && !read_int(dir + "/exit." + std::to_string(rank), code); ++i)
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     if (read_int(dir + "/exit." + std::to_string(rank), code)) l.exits[rank] = code;
+  }
+  for (int rank = 0; rank < np; ++rank) {  // each rank's stderr, whole, after mpirun's own output
+    std::ifstream in(dir + "/err." + std::to_string(rank));
+    const std::string said((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (!said.empty()) l.output += said + (said.back() == '\n' ? "" : "\n");
   }
   std::filesystem::remove_all(dir);
   std::remove(wrapper.c_str());
