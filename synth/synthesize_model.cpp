@@ -352,11 +352,9 @@ Result<ModelSynthesis> synthesize_model(const Spec& spec, const ModelSynthOption
                        : static_cast<uint64_t>(budget.z3_share_s * static_cast<double>(rlimit_per_second()) *
                                                std::max(1, a.z3_threads));
   // What follows the steps the flag stops — decoding, checking (twice where the tuner's order is kept)
-  // and writing — takes about kFinishSecondsPerOp per op of the plan (F, I and W per stage and
-  // microbatch, a send and a receive per boundary): the deadline moves that much earlier, as the
-  // search and Z3's windows keep it back from their own caps.
-  const int64_t ops = static_cast<int64_t>(out.problem.microbatches) * (5LL * out.problem.num_stages() - 2);
-  stop.keep_back(kFinishSecondsPerOp * static_cast<double>(ops));
+  // and writing — takes about kFinishSecondsPerOp per op of the plan: the deadline moves that much
+  // earlier, as the search and Z3's windows keep it back from their own caps.
+  stop.keep_back(kFinishSecondsPerOp * static_cast<double>(default_dag_ops(out.problem)));
   a.interrupt = stop.flag();
   // A search that ended past the limit leaves Z3 no time: it does not start.
   const bool searched_past_limit = out.tuned && a.evaluations == 0 && seconds_since(*a.start) >= a.time_limit_s;
