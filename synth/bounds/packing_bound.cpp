@@ -17,20 +17,9 @@ namespace ps {
 
 namespace {
 
+// The k+1 smallest of the k·P+1 largest items share a device (indices kP−k … kP, 0-based, decreasing
+// order), for every k: the largest such sum, by prefix sums in one pass.
 double pigeonhole(const std::vector<double>& sorted_desc, int devices) {
-  const int L = static_cast<int>(sorted_desc.size());
-  double best = 0;
-  for (int k = 0; k * devices < L; ++k) {
-    // The k+1 smallest of the k·P+1 largest: indices kP−k … kP (0-based, decreasing order).
-    double sum = 0;
-    for (int i = k * devices - k; i <= k * devices; ++i) sum += sorted_desc[i];
-    best = std::max(best, sum);
-  }
-  return best;
-}
-
-// The same figure in one pass, by prefix sums (pigeonhole's sums run over (L/P)² items in all).
-double pigeonhole_fast(const std::vector<double>& sorted_desc, int devices) {
   const int L = static_cast<int>(sorted_desc.size());
   std::vector<double> prefix(L + 1, 0.0);
   for (int i = 0; i < L; ++i) prefix[i + 1] = prefix[i] + sorted_desc[i];
@@ -322,7 +311,7 @@ double targeted_packing_bound(const std::vector<double>& item_ms, int devices, d
   std::sort(c.begin(), c.end(), std::greater<double>());
   double total = 0;
   for (double x : c) total += x;
-  const double cheap = std::max(pigeonhole_fast(c, devices), total / devices);
+  const double cheap = std::max(pigeonhole(c, devices), total / devices);
   if (!(target_ms > cheap) || work_budget <= 0) return cheap;
   // The rounding's dynamic program takes 12·n² steps for n distinct sizes: past 256 the search is
   // not tried (and would hardly decide anything with so many items).
