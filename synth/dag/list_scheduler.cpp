@@ -503,21 +503,28 @@ struct Scheduler {
 
 }  // namespace
 
-Result<TimedOrder> list_schedule(const OpDag& dag, const ListPolicy& policy, int64_t abandon_at, bool* abandoned) {
+namespace {
+
+// One run of the scheduler; the makespan includes the data-parallel step's end.
+Result<TimedOrder> schedule(const OpDag& dag, const ListPolicy& policy, int64_t abandon_at, bool* abandoned,
+                            bool rescan_only) {
   Scheduler s(dag, policy);
   s.abandon_at = abandon_at;
+  s.rescan_only = rescan_only;
   Result<TimedOrder> r = s.run();
   if (abandoned) *abandoned = s.abandoned;
   if (r.ok()) r->makespan = std::max(r->makespan, data_parallel_end(dag, r->start));
   return r;
 }
 
+}  // namespace
+
+Result<TimedOrder> list_schedule(const OpDag& dag, const ListPolicy& policy, int64_t abandon_at, bool* abandoned) {
+  return schedule(dag, policy, abandon_at, abandoned, false);
+}
+
 Result<TimedOrder> list_schedule_rescanning(const OpDag& dag, const ListPolicy& policy) {
-  Scheduler s(dag, policy);
-  s.rescan_only = true;
-  Result<TimedOrder> r = s.run();
-  if (r.ok()) r->makespan = std::max(r->makespan, data_parallel_end(dag, r->start));
-  return r;
+  return schedule(dag, policy, std::numeric_limits<int64_t>::max(), nullptr, true);
 }
 
 std::vector<ListPolicy> heuristic_policies(const OpDag& dag) {

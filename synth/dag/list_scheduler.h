@@ -55,10 +55,10 @@ struct ListPolicy {
 Result<TimedOrder> list_schedule(const OpDag& dag, const ListPolicy& policy,
                                  int64_t abandon_at = std::numeric_limits<int64_t>::max(), bool* abandoned = nullptr);
 
-// list_schedule as it was first written, for tests: every device whose state changed is rescanned
-// for its choice, where list_schedule compares an op released to an unchanged device with that
-// device's choice, and the next op always comes from the tournament tree over the devices, where
-// list_schedule scans up to 32 leaves instead. The two give the same orders.
+// The reference for tests: list_schedule with every device whose state changed rescanned for its
+// choice (list_schedule compares an op released to an unchanged device with that device's choice)
+// and the next op always taken from the tournament tree over the devices (list_schedule scans up to
+// 32 leaves instead). The two give the same orders.
 Result<TimedOrder> list_schedule_rescanning(const OpDag& dag, const ListPolicy& policy);
 
 struct HeuristicOptions {
