@@ -130,10 +130,10 @@ class InterruptGuard {
 std::atomic<const char*> g_phase{"reading the inputs"};
 
 // The hard stop behind --time-limit and the signals. The search, the bounds and Z3 poll a stop flag
-// that the signals and, at the time limit, synthesize_model's own watcher set, and end on their own; a step that cannot poll
-// (reading a file, building a large plan's op DAG, checking it, writing it) is ended here, kGraceS past
-// the deadline or past the first SIGINT/SIGTERM, so neither is overrun by more than a second on any
-// input. Nothing is then left half-written: every output is written whole or not at all
+// that the signals and, at the time limit, synthesize_model's own watcher set, and end on their own;
+// a step that cannot poll (reading a file, building a large plan's op DAG, checking it, writing it)
+// is ended here, kGraceS past the deadline or past the first SIGINT/SIGTERM, so neither is overrun by
+// more than a second on any input. Nothing is then left half-written: every output is written whole or not at all
 // (ir/output_file.h). A time limit ends the command with exit 1, a signal by that signal.
 // PIPESMITH_TIME_LIMIT_GRACE_S widens the grace for builds that run many times slower than a release
 // build (the ASan+UBSan test run sets it); it is not meant for users.
