@@ -300,8 +300,8 @@ BoundSearchCost raise_bound(const OpDag& bdag, const OpDag& dag, const SynthOpti
   return cost;
 }
 
-// 3d. Local search on the incumbent (order_polish.h): moves of one op along its resource, re-timed
-// exactly, with seeded kicks out of local optima. Its share of the budget is counted in
+// 3d. Local search on the incumbent (order_polish.h): the critical chain's block moves and moves of
+// one op along its resource, re-timed exactly, with seeded kicks out of local optima. Its share of the budget is counted in
 // evaluations (each one evaluate_order of the DAG), never in seconds, so the result does not
 // depend on the machine; plans too large for kPolishMinEvaluations in that share skip it.
 constexpr double kPolishShare = 0.15;
@@ -334,12 +334,21 @@ void polish_seed(const OpDag& dag, double budget_s, const std::atomic<bool>* int
   });
   if (others.size() > kPolishOthers) others.resize(kPolishOthers);
   // Each start gets at least one whole pass of moves (every list position, every reach): fewer
-  // starts where the share is small, none where not even one pass fits (at P = 8, M = 16 on ZB-V's
-  // shape Z3's windows make better use of that share).
+  // starts where the share is small. Where not even one pass fits, the incumbent gets the critical
+  // chain's block moves alone (reach 0), which stop at their local optimum and leave the rest of
+  // the share to Z3 (at P = 8, M = 16 on ZB-V's shape Z3's windows make better use of it).
   int64_t pass = 0;
   for (const std::vector<int>& list : seed.order.order) pass += 2 * kPolishReach * static_cast<int64_t>(list.size());
   const int64_t fit = evaluations / std::max<int64_t>(1, pass);
-  if (fit < 1) return;
+  if (fit < 1) {
+    PolishResult p = polish_order(dag, seed.order, 0, evaluations, 1, interrupt);
+    cost.budget_share += kPolishShare * static_cast<double>(p.evaluations) / static_cast<double>(evaluations);
+    if (p.order.makespan < seed.order.makespan) {
+      seed.order = std::move(p.order);
+      seed.source += " + polished";
+    }
+    return;
+  }
   if (static_cast<int64_t>(others.size()) + 1 > fit) others.resize(static_cast<size_t>(fit - 1));
   for (size_t i : others) starts.emplace_back(&seed.others[i].first, &seed.others[i].second);
   const int64_t each = evaluations / static_cast<int64_t>(starts.size());
