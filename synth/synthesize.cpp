@@ -301,9 +301,10 @@ BoundSearchCost raise_bound(const OpDag& bdag, const OpDag& dag, const SynthOpti
 }
 
 // 3d. Local search on the incumbent (order_polish.h): the critical chain's block moves and moves of
-// one op along its resource, re-timed exactly, with seeded kicks out of local optima. Its share of the budget is counted in
-// evaluations (each one evaluate_order of the DAG), never in seconds, so the result does not
-// depend on the machine; plans too large for kPolishMinEvaluations in that share skip it.
+// one op along its resource, re-timed exactly, with seeded kicks out of local optima. Its share of
+// the budget is counted in evaluations (each one evaluate_order of the DAG), never in seconds, so
+// the result does not depend on the machine; plans too large for kPolishMinEvaluations in that
+// share skip it.
 constexpr double kPolishShare = 0.15;
 constexpr double kPolishOpsPerSecond = 1e7;  // ops re-timed per second by evaluate_order, one core
 constexpr int64_t kPolishMinEvaluations = 2000;

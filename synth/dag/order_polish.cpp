@@ -166,7 +166,8 @@ void block_descent(const OpDag& dag, int64_t max_evaluations, const std::atomic<
   const size_t P = static_cast<size_t>(dag.devices);
   std::vector<int> pos(static_cast<size_t>(dag.num_ops()), -1);
   while (may_evaluate(res.evaluations, max_evaluations, interrupt)) {
-    std::vector<std::vector<int>> lists(res.order.order.begin(), res.order.order.begin() + static_cast<std::ptrdiff_t>(P));
+    std::vector<std::vector<int>> lists(res.order.order.begin(),
+                                        res.order.order.begin() + static_cast<std::ptrdiff_t>(P));
     for (const std::vector<int>& list : lists)
       for (size_t k = 0; k < list.size(); ++k) pos[static_cast<size_t>(list[k])] = static_cast<int>(k);
     std::optional<TimedOrder> step;
