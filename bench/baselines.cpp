@@ -22,6 +22,7 @@
 
 #include "ir/model.h"
 #include "ir/problem.h"
+#include "ir/units.h"
 #include "synth/bounds/global_bound.h"
 #include "synth/plan/partition.h"
 #include "verify/verify.h"
@@ -114,7 +115,7 @@ int main(int argc, char** argv) {
           }
           double peak_mb =
               *std::max_element(r.sim->peak_memory_mb.begin(), r.sim->peak_memory_mb.end());
-          bool over = spec->cluster.memory_gb > 0 && peak_mb > spec->cluster.memory_gb * 1000.0;
+          bool over = !fits_memory_limit(peak_mb, spec->cluster.memory_gb);
           std::printf("%s %11.2f %7.4f %8.2f%s %8.3f %8.3f\n", row.c_str(), r.sim->makespan_ms,
                       r.sim->bubble_ratio, peak_mb / 1000.0, over ? "!" : " ",
                       gb.ok() ? r.sim->makespan_ms / gb->bound_ms : 0.0,

@@ -16,6 +16,13 @@ inline constexpr double kMbPerGb = 1000.0;
 constexpr double gb_to_mb(double gb) { return gb * kMbPerGb; }
 constexpr double mb_to_gb(double mb) { return mb / kMbPerGb; }
 
+// Whether a device's peak of `peak_mb` fits a limit of `limit_gb` (0 = unlimited): the one comparison.
+// Peaks are sums of MB figures in floating point, so a peak within a relative 10^-9 of the limit (16
+// bytes of 16 GB) fits: a program exactly at the limit is not refused for the rounding of its sums.
+constexpr bool fits_memory_limit(double peak_mb, double limit_gb) {
+  return limit_gb <= 0 || peak_mb <= gb_to_mb(limit_gb) * (1 + 1e-9);
+}
+
 // A memory limit per device, in GB: a number in [0, limits::kMaxIterationTotal] (0 = unlimited; NaN and
 // infinities refused). `what` names where it came from ("--memory-limit-gb", "cluster: memory_gb", ...);
 // kBadInput "<what> must be a finite number of GB in [0, 1e+15] (0 = unlimited), got <gb>" otherwise.

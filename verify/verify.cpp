@@ -92,7 +92,7 @@ void check_memory(const Schedule& s, double limit_gb, std::vector<Violation>& ou
     }
   for (int d = 0; d < s.num_devices(); ++d) {
     const DeviceMemory& m = mem[d];
-    if (m.peak_mb <= gb_to_mb(limit_gb)) continue;
+    if (fits_memory_limit(m.peak_mb, limit_gb)) continue;
     std::string msg = fmt::format("device {} peaks at {:.3f} GB, above the limit of {:.3f} GB", d,
                                   mb_to_gb(m.peak_mb), limit_gb);
     std::vector<std::string> notes;

@@ -122,10 +122,9 @@ std::set<std::string> core_of(const Problem& p, const DeviceNeed& n) {
 
 std::string explain_infeasibility(const Problem& p, const Spec* spec) {
   if (p.memory_gb <= 0) return "";
-  const double limit_mb = gb_to_mb(p.memory_gb);
   std::string out;
   for (const DeviceNeed& n : device_memory_needs(p)) {
-    if (n.need_mb <= limit_mb * (1 + 1e-12)) continue;
+    if (fits_memory_limit(n.need_mb, p.memory_gb)) continue;
     std::set<std::string> core = core_of(p, n);
     std::vector<int> st_states, st_act;
     double states = 0, act = 0;

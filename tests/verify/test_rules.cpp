@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include "builders.h"
+#include "ir/units.h"
 #include "test_util.h"
 #include "report/report.h"
 #include "verify/rules.h"
@@ -265,4 +266,23 @@ TEST_CASE("the rule table is the rules doc's table, in order") {
     CHECK_MESSAGE(at != std::string::npos, "missing or out of order in docs/verifier-rules.md: ", row);
     if (at != std::string::npos) pos = at;
   }
+}
+
+TEST_CASE("memory.limit: a peak at the limit fits, whatever the rounding of its sums") {
+  Problem p = uniform_problem(2, 3, {0, 1});
+  for (StageSpec& st : p.stages) {
+    st.activation_mb = 0.1;  // three of them sum to 0.30000000000000004 in floating point
+    st.wgrad_stash_mb = 0;
+    st.params_m = 0;
+  }
+  Schedule s = gpipe(p);
+  VerifyOptions o;
+  o.memory_limit_gb = 0.0003;  // 0.3 MB: the three activations GPipe holds at once
+  Report r = verify(s, o);
+  REQUIRE(r.sim.has_value());
+  REQUIRE(r.sim->peak_memory_mb.size() == 2);
+  CHECK(r.sim->peak_memory_mb[0] > ps::gb_to_mb(*o.memory_limit_gb));  // above it by the rounding alone
+  CHECK(r.valid);
+  o.memory_limit_gb = 0.00029;  // a real excess is still one
+  CHECK_FALSE(verify(s, o).valid);
 }
