@@ -15,12 +15,16 @@
 // overrides that figure).
 //
 // Usage: bench_synth [--quick] [--case P,M,uniform|hetero,cap|nocap] [--time-limit S] [--seed N]
-//                    [--progress] [--rlimit N] [--warm-start on|off] [--zbv]
+//                    [--progress] [--rlimit N] [--warm-start on|off] [--zbv | --zb-inputs]
 //   --quick: P ∈ {4, 8}, M ∈ {8, 16} plus P=16, M=64 without cap (a few minutes).
 //   --zbv: ZB-V's shape instead (2P stages placed as a V, five F/I/W/transfer cost sets, ZB-V's
 //   memory limit; P ∈ {4, 8}, M ∈ {P, 2P, 4P}, 10 s per case unless --time-limit): ZB-V's published
 //   order, the synthesized schedule and the bound on the same plan.
-//   --case: only that case (repeatable; with --zbv P,M,costs, e.g. 4,8,W-heavy);
+//   --zb-inputs: Zero Bubble's own profiled inputs instead (21 settings at ZB-1p's and ZB-2p's memory
+//   limits, and the 9 with ZB-V as a V; 10 s per case unless --time-limit): ZB-H1, ZB-H2, ZB-V and ZB's
+//   published ZB-1p / ZB-2p beside the synthesized schedule (run_zb_inputs below).
+//   --case: only that case (repeatable; with --zbv P,M,costs, e.g. 4,8,W-heavy; with --zb-inputs
+//   P,M,1p|2p|v, e.g. 8,24,2p);
 //   --progress: the solver's progress lines and rlimit use on
 //   stderr; --rlimit: Z3's total budget (machine-independent; the time limit still caps it);
 //   --warm-start: Z3's initial values from the incumbent (SynthOptions::z3_warm_start; default off).
@@ -157,6 +161,167 @@ int run_zbv(double time_limit_s, unsigned seed, uint64_t rlimit, bool progress, 
   return 0;
 }
 
+// Zero Bubble's own inputs: the profiled per-stage costs its evaluation schedules with (the Zero
+// Bubble repository's megatron/core/pipeline_parallel/efficiency.py: the ICLR 2024 paper's 12
+// settings and the arXiv version's 9, with ZB-V), one row each: P, M, F, B (= I), W and the transfer
+// in µs, and the model's hidden size h and heads a (sequence 1024). Memory as ZB counts it: an F
+// holds 34h + 5as, of which 32h stays from I to W; ZB-1p's limit is P of those per device (1F1B's
+// need), ZB-2p's twice that. The arXiv rows' costs are one chunk's (ZB-V places 2P chunks as a V);
+// its one-stage-per-device settings use twice them, as the script does.
+struct ZbInput {
+  int P, M;
+  double f, b, w, c;  // µs
+  int h, a;
+  double zb1p_bubble, zb2p_bubble;  // ZB's published bubble rates (ICLR rows; 0: not published)
+  bool chunks;                      // arXiv row: costs are per chunk
+};
+const ZbInput kZbInputs[] = {
+    {8, 24, 18522, 18086, 9337, 601, 2304, 24, 0.1585, 0.0433, false},
+    {8, 32, 18513, 18086, 9331, 626, 2304, 24, 0.1242, 0.0039, false},
+    {8, 64, 18546, 18097, 9321, 762, 2304, 24, 0.0674, 0.0026, false},
+    {8, 24, 29718, 29444, 19927, 527, 4096, 32, 0.1323, 0.0029, false},
+    {8, 32, 29802, 29428, 19530, 577, 4096, 32, 0.1045, 0.0022, false},
+    {8, 64, 29935, 29621, 19388, 535, 4096, 32, 0.0554, 0.0010, false},
+    {16, 48, 11347, 11248, 8132, 377, 5120, 40, 0.1397, 0.0066, false},
+    {16, 64, 11307, 11254, 8101, 379, 5120, 40, 0.1088, 0.0054, false},
+    {16, 128, 11325, 11308, 8109, 378, 5120, 40, 0.0576, 0.0028, false},
+    {32, 96, 10419, 10207, 7715, 408, 6144, 48, 0.1421, 0.0038, false},
+    {32, 128, 10408, 10204, 7703, 408, 6144, 48, 0.1106, 0.0029, false},
+    {32, 256, 10402, 10248, 7698, 460, 6144, 48, 0.0594, 0.0018, false},
+    {16, 48, 14407, 14380, 9676, 1610, 4096, 32, 0, 0, true},
+    {16, 64, 14412, 14393, 9688, 1621, 4096, 32, 0, 0, true},
+    {16, 128, 14316, 14306, 9639, 1619, 4096, 32, 0, 0, true},
+    {24, 72, 6763, 6969, 5251, 755, 5120, 40, 0, 0, true},
+    {24, 96, 6783, 6984, 5259, 758, 5120, 40, 0, 0, true},
+    {24, 192, 6785, 6990, 5260, 770, 5120, 40, 0, 0, true},
+    {32, 96, 9458, 9748, 7288, 879, 6144, 48, 0, 0, true},
+    {32, 128, 9469, 9744, 7306, 892, 6144, 48, 0, 0, true},
+    {32, 256, 9447, 9644, 7193, 887, 6144, 48, 0, 0, true},
+};
+
+// One ZB input as a problem: `layout` "1p" / "2p" (one stage per device, sequential, ZB-1p's or ZB-2p's
+// memory limit) or "v" (2P chunks as a V, 1F1B's limit). One full stage's activation is 1000 MB.
+Problem zb_input_problem(const ZbInput& z, const std::string& layout) {
+  const double mem_f = 34.0 * z.h + 5.0 * z.a * 1024;
+  const double stash = 1000 * 32.0 * z.h / mem_f;
+  const bool v = layout == "v";
+  const double scale = z.chunks && !v ? 2.0 : 1.0;  // full stages from per-chunk costs
+  Problem p;
+  p.name = fmt::format("zb-P{}-M{}-{}", z.P, z.M, layout);
+  p.devices = z.P;
+  p.microbatches = z.M;
+  p.bytes_per_param = 1;
+  p.link.latency_us = z.c;
+  p.link.bandwidth_gb_per_s = 100;  // output_mb = 0: transfer_ms = latency only
+  const int S = v ? 2 * z.P : z.P;
+  for (int s = 0; s < S; ++s) {
+    StageSpec st;
+    st.device = s < z.P ? s : 2 * z.P - 1 - s;
+    st.first_layer = st.last_layer = s;
+    st.fwd_ms = scale * z.f / 1000;
+    st.bwd_input_ms = scale * z.b / 1000;
+    st.bwd_weight_ms = scale * z.w / 1000;
+    st.activation_mb = v ? 500 : 1000;  // a chunk holds half a stage
+    st.wgrad_stash_mb = v ? stash / 2 : stash;
+    st.output_mb = 0;
+    p.stages.push_back(st);
+  }
+  p.memory_gb = (layout == "2p" ? 2.0 : 1.0) * z.P;
+  return p;
+}
+
+// The longest span of compute on one device (its first compute op's start to its last one's end):
+// ZB's own figure for a schedule, which counts a stage from its first F.
+double device_span_ms(const Schedule& s) {
+  double span = 0;
+  for (size_t d = 0; d < s.programs.size() && d < s.predicted.size(); ++d) {
+    double first = -1, last = 0;
+    for (size_t k = 0; k < s.programs[d].size() && k < s.predicted[d].size(); ++k) {
+      if (!is_compute(s.programs[d][k].type)) continue;
+      if (first < 0) first = s.predicted[d][k].start_ms;
+      first = std::min(first, s.predicted[d][k].start_ms);
+      last = std::max(last, s.predicted[d][k].end_ms);
+    }
+    if (first >= 0) span = std::max(span, last - first);
+  }
+  return span;
+}
+
+// --zb-inputs: every ZB input at ZB-1p's and ZB-2p's limits, and the arXiv rows as ZB-V's V. Per case
+// the checker's makespan of ZB-H1, ZB-H2 (one stage per device) or ZB-V's order (the V), ZB's
+// published ZB-1p / ZB-2p schedule as a span (its bubble rate b: M·(F+B+W) / (1 − b)), the
+// synthesized schedule's makespan and its longest device span, the bound and the gap.
+int run_zb_inputs(double time_limit_s, unsigned seed, uint64_t rlimit, bool progress,
+                  const std::vector<std::string>& only) {
+  std::printf("Z3 %s\n\n", z3_version().c_str());
+  std::printf("| P | M | F/B/W/c ms | layout | ZB-H1 | ZB-H2 | ZB-V | ZB published (span) | synth | synth span | "
+              "span / ZB's | bound | gap | time s | slower than |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+  int total = 0, slower_baseline = 0, slower_published = 0, published = 0, errors = 0;
+  for (const ZbInput& z : kZbInputs) {
+    std::vector<std::string> layouts = {"1p", "2p"};
+    if (z.chunks) layouts.push_back("v");
+    for (const std::string& layout : layouts) {
+      const std::string name = fmt::format("{},{},{}", z.P, z.M, layout);
+      if (!only.empty() && std::find(only.begin(), only.end(), name) == only.end()) continue;
+      const Problem p = zb_input_problem(z, layout);
+      SynthOptions o;
+      o.time_limit_s = time_limit_s;
+      o.seed = seed;
+      o.rlimit = rlimit;
+      if (progress)
+        o.progress = [](const SynthProgress& pr) {
+          std::fprintf(stderr, "%s\n", cli::synth_progress_line(pr).c_str());
+        };
+      const auto t0 = std::chrono::steady_clock::now();
+      Result<SynthResult> r = synthesize(p, o);
+      const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      ++total;
+      const StageSpec& st = p.stages.front();
+      const std::string costs = fmt::format("{:.3f}/{:.3f}/{:.3f}/{:.3f}", st.fwd_ms, st.bwd_input_ms,
+                                            st.bwd_weight_ms, z.c / 1000);
+      if (!r.ok()) {
+        ++errors;
+        std::printf("| %d | %d | %s | %s | error: %s |\n", z.P, z.M, costs.c_str(), layout.c_str(),
+                    r.status().str().c_str());
+        continue;
+      }
+      std::map<std::string, double> b;
+      for (const auto& bt : r->baselines) {
+        b[bt.name] = bt.makespan_ms;
+        if (progress && !bt.note.empty()) std::fprintf(stderr, "%s: %s\n", bt.name.c_str(), bt.note.c_str());
+      }
+      std::string slower;
+      for (const char* n : {"zb-h1", "zb-h2", "zbv"})
+        if (b[n] > 0 && r->makespan_ms > b[n] + 1e-9) slower += std::string(slower.empty() ? "" : ", ") + n;
+      slower_baseline += slower.empty() ? 0 : 1;
+      const double span = device_span_ms(r->schedule);
+      const double bubble = layout == "1p" ? z.zb1p_bubble : layout == "2p" ? z.zb2p_bubble : 0;
+      double zb_span = 0;
+      if (bubble > 0) {
+        zb_span = z.M * (st.fwd_ms + st.bwd_input_ms + st.bwd_weight_ms) / (1 - bubble);
+        ++published;
+        // The published rate has 4 decimals: a span within its rounding counts as equal.
+        const double rounding = z.M * (st.fwd_ms + st.bwd_input_ms + st.bwd_weight_ms) * 0.00005 /
+                                ((1 - bubble) * (1 - bubble));
+        if (span > zb_span + rounding) ++slower_published;
+      }
+      std::printf("| %d | %d | %s | %s | %s | %s | %s | %s | %.1f | %.1f | %s | %.1f | %.2f%% | %.1f | %s |\n", z.P,
+                  z.M, costs.c_str(), layout.c_str(), layout == "v" ? "-" : ms(b["zb-h1"]).c_str(),
+                  layout == "v" ? "-" : ms(b["zb-h2"]).c_str(), layout == "v" ? ms(b["zbv"]).c_str() : "-",
+                  zb_span > 0 ? fmt::format("{:.1f}", zb_span).c_str() : "-", r->makespan_ms, span,
+                  zb_span > 0 ? fmt::format("{:.3f}", span / zb_span).c_str() : "-", r->bound_ms, 100 * r->gap, secs,
+                  slower.empty() ? "none" : slower.c_str());
+      std::fflush(stdout);
+    }
+  }
+  std::printf("\n%d cases (%d errors); synth slower than a ZB schedule through the checker (ZB-H1, ZB-H2, "
+              "ZB-V): %d; synth's longest device span (ZB's own measure, not what synth minimizes) above ZB's "
+              "published ZB-1p/ZB-2p span: %d of %d\n",
+              total, errors, slower_baseline, slower_published, published);
+  return errors ? 1 : 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -167,12 +332,15 @@ int main(int argc, char** argv) {
   uint64_t rlimit = 0;  // > 0: Z3's budget (deterministic; the time limit still applies)
   bool warm_start = false;
   bool zbv = false;
+  bool zb_inputs = false;
   std::vector<std::string> only;  // "P,M,costs,cap"
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--quick")) {
       quick = true;
     } else if (!std::strcmp(argv[i], "--zbv")) {
       zbv = true;
+    } else if (!std::strcmp(argv[i], "--zb-inputs")) {
+      zb_inputs = true;
     } else if (!std::strcmp(argv[i], "--time-limit") && i + 1 < argc) {
       time_override = std::atof(argv[++i]);
     } else if (!std::strcmp(argv[i], "--seed") && i + 1 < argc) {
@@ -195,10 +363,11 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: bench_synth [--quick] [--case P,M,uniform|hetero,cap|nocap] [--time-limit S] [--seed N] "
-                   "[--progress] [--rlimit N] [--warm-start on|off] [--zbv]\n");
+                   "[--progress] [--rlimit N] [--warm-start on|off] [--zbv | --zb-inputs]\n");
       return 1;
     }
   }
+  if (zb_inputs) return run_zb_inputs(time_override > 0 ? time_override : 10, seed, rlimit, progress, only);
   if (zbv) return run_zbv(time_override > 0 ? time_override : 10, seed, rlimit, progress, only);
   struct Case {
     int P, M;
