@@ -24,7 +24,7 @@
 //   limits, and the 9 with ZB-V as a V; 10 s per case unless --time-limit): ZB-H1, ZB-H2, ZB-V and ZB's
 //   published ZB-1p / ZB-2p beside the synthesized schedule (run_zb_inputs below).
 //   --case: only that case (repeatable; with --zbv P,M,costs, e.g. 4,8,W-heavy; with --zb-inputs
-//   P,M,1p|2p|v, e.g. 8,24,2p);
+//   setting,M,1p|2p|v, e.g. iclr-1.5B,24,2p or arxiv-28.3B,96,v);
 //   --progress: the solver's progress lines and rlimit use on
 //   stderr; --rlimit: Z3's total budget (machine-independent; the time limit still caps it);
 //   --warm-start: Z3's initial values from the incumbent (SynthOptions::z3_warm_start; default off).
@@ -199,6 +199,12 @@ const ZbInput kZbInputs[] = {
     {32, 256, 9447, 9644, 7193, 887, 6144, 48, 0, 0, true},
 };
 
+// The setting's name: the paper ("iclr", "arxiv") and ZB's model (by its hidden size).
+std::string zb_setting(const ZbInput& z) {
+  const char* model = z.h == 2304 ? "1.5B" : z.h == 4096 ? "6.2B" : z.h == 5120 ? "14.6B" : "28.3B";
+  return fmt::format("{}-{}", z.chunks ? "arxiv" : "iclr", model);
+}
+
 // One ZB input as a problem: `layout` "1p" / "2p" (one stage per device, sequential, ZB-1p's or ZB-2p's
 // memory limit) or "v" (2P chunks as a V, 1F1B's limit). One full stage's activation is 1000 MB.
 Problem zb_input_problem(const ZbInput& z, const std::string& layout) {
@@ -254,15 +260,15 @@ double device_span_ms(const Schedule& s) {
 int run_zb_inputs(double time_limit_s, unsigned seed, uint64_t rlimit, bool progress,
                   const std::vector<std::string>& only) {
   std::printf("Z3 %s\n\n", z3_version().c_str());
-  std::printf("| P | M | F/B/W/c ms | layout | ZB-H1 | ZB-H2 | ZB-V | ZB published (span) | synth | synth span | "
+  std::printf("| setting | P | M | F/B/W/c ms | layout | ZB-H1 | ZB-H2 | ZB-V | ZB published (span) | synth | synth span | "
               "span / ZB's | bound | gap | time s | slower than |\n");
-  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   int total = 0, slower_baseline = 0, slower_published = 0, published = 0, errors = 0;
   for (const ZbInput& z : kZbInputs) {
     std::vector<std::string> layouts = {"1p", "2p"};
     if (z.chunks) layouts.push_back("v");
     for (const std::string& layout : layouts) {
-      const std::string name = fmt::format("{},{},{}", z.P, z.M, layout);
+      const std::string name = fmt::format("{},{},{}", zb_setting(z), z.M, layout);
       if (!only.empty() && std::find(only.begin(), only.end(), name) == only.end()) continue;
       const Problem p = zb_input_problem(z, layout);
       SynthOptions o;
@@ -282,8 +288,8 @@ int run_zb_inputs(double time_limit_s, unsigned seed, uint64_t rlimit, bool prog
                                             st.bwd_weight_ms, z.c / 1000);
       if (!r.ok()) {
         ++errors;
-        std::printf("| %d | %d | %s | %s | error: %s |\n", z.P, z.M, costs.c_str(), layout.c_str(),
-                    r.status().str().c_str());
+        std::printf("| %s | %d | %d | %s | %s | error: %s |\n", zb_setting(z).c_str(), z.P, z.M, costs.c_str(),
+                    layout.c_str(), r.status().str().c_str());
         continue;
       }
       std::map<std::string, double> b;
@@ -306,8 +312,8 @@ int run_zb_inputs(double time_limit_s, unsigned seed, uint64_t rlimit, bool prog
                                 ((1 - bubble) * (1 - bubble));
         if (span > zb_span + rounding) ++slower_published;
       }
-      std::printf("| %d | %d | %s | %s | %s | %s | %s | %s | %.1f | %.1f | %s | %.1f | %.2f%% | %.1f | %s |\n", z.P,
-                  z.M, costs.c_str(), layout.c_str(), layout == "v" ? "-" : ms(b["zb-h1"]).c_str(),
+      std::printf("| %s | %d | %d | %s | %s | %s | %s | %s | %s | %.1f | %.1f | %s | %.1f | %.2f%% | %.1f | %s |\n",
+                  zb_setting(z).c_str(), z.P, z.M, costs.c_str(), layout.c_str(), layout == "v" ? "-" : ms(b["zb-h1"]).c_str(),
                   layout == "v" ? "-" : ms(b["zb-h2"]).c_str(), layout == "v" ? ms(b["zbv"]).c_str() : "-",
                   zb_span > 0 ? fmt::format("{:.1f}", zb_span).c_str() : "-", r->makespan_ms, span,
                   zb_span > 0 ? fmt::format("{:.3f}", span / zb_span).c_str() : "-", r->bound_ms, 100 * r->gap, secs,
