@@ -2,20 +2,25 @@
 #include "synth/bounds/packing_bound.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <functional>
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
 #include <unordered_set>
 #include <vector>
 
+#include "ir/status.h"
 #include "synth/plan/partition.h"
 
 namespace ps {
 
 namespace {
+
+constexpr int kMaxPackingDims = 8;  // BinSearch's dimensions at most
 
 // The k+1 smallest of the k·P+1 largest items share a device (indices kP−k … kP, 0-based, decreasing
 // order), for every k: the largest such sum, by prefix sums in one pass.
@@ -45,23 +50,31 @@ class StateKey {
   std::vector<uint64_t> radix_;
 };
 
-// Can the items (count[t] of size w[t], w decreasing) be packed into bins of the given capacities
-// (caps[k]; a negative one holds nothing)? Bins are filled in index order, each with a maximal set
-// of what is left: any packing can be rearranged so (moving a later bin's item into an earlier bin
-// with room keeps it a packing). With identical bins, each bin first takes an item of the largest
-// type left (some bin must). Failed states are remembered. Returns 1 yes, 0 no, -1 undecided (the
-// work budget spent: every node of the enumeration counts, not only the bins).
+// Can the items (count[t] of type t, of size w[t·D + k] in each dimension k < D, types in decreasing
+// order of size) be packed into bins of the given capacities (caps[b·D + k]; an item fits a bin when
+// in every dimension its size is 0 or at most the room left, so a negative capacity holds nothing of
+// that dimension)? Bins are filled in index order, each with a maximal set of what is left: any
+// packing can be rearranged so (moving a later bin's item into an earlier bin with room in every
+// dimension keeps it a packing). With identical bins, each bin first takes an item of the first type
+// left (some bin must, and the bins left are interchangeable). Failed states are remembered. Returns
+// 1 yes, 0 no, -1 undecided (the work budget spent: every node of the enumeration counts, not only
+// the bins).
 class BinSearch {
  public:
   enum class Bins { kIdentical, kInOrder };
 
   BinSearch(const std::vector<double>& w, const std::vector<int>& count, std::vector<double> caps, Bins bins,
-            int64_t budget)
-      : w_(w), count_(count), caps_(std::move(caps)), identical_(bins == Bins::kIdentical), budget_(budget),
-        key_(count) {
+            int64_t budget, int dims = 1)
+      : w_(w), count_(count), caps_(std::move(caps)), dims_(dims), identical_(bins == Bins::kIdentical),
+        budget_(budget), key_(count) {
+    PS_ASSERT(dims_ >= 1 && dims_ <= kMaxPackingDims, "BinSearch: dimensions out of range");
     for (double& c : caps_) c = c * (1 + 1e-12) + 1e-9;  // a sum equal to the capacity fits
-    room_after_.assign(caps_.size() + 1, 0.0);
-    for (size_t k = caps_.size(); k-- > 0;) room_after_[k] = room_after_[k + 1] + std::max(0.0, caps_[k]);
+    const size_t bins_n = caps_.size() / dims_;
+    room_after_.assign((bins_n + 1) * dims_, 0.0);
+    for (size_t b = bins_n; b-- > 0;)
+      for (int k = 0; k < dims_; ++k)
+        room_after_[b * dims_ + k] = room_after_[(b + 1) * dims_ + k] + std::max(0.0, caps_[b * dims_ + k]);
+    volume_.assign(dims_, 0.0);
   }
 
   int run() {
@@ -72,42 +85,65 @@ class BinSearch {
   int64_t budget_left() const { return std::max<int64_t>(0, budget_); }
 
  private:
+  using Room = std::array<double, kMaxPackingDims>;
+  const double* size(size_t t) const { return &w_[t * dims_]; }
+  bool fits_in(size_t t, const double* room) const {
+    const double* x = size(t);
+    for (int k = 0; k < dims_; ++k)
+      if (x[k] > 0 && x[k] > room[k]) return false;
+    return true;
+  }
+
   int fits(std::vector<int>& left, size_t bin) {
-    double volume = 0;
-    int first = -1;  // the largest type left
+    int first = -1;  // the first type left
+    std::fill(volume_.begin(), volume_.end(), 0.0);
     for (size_t t = 0; t < left.size(); ++t) {
-      volume += left[t] * w_[t];
-      if (left[t] > 0 && first < 0) first = static_cast<int>(t);
+      if (left[t] == 0) continue;
+      const double* x = size(t);
+      for (int k = 0; k < dims_; ++k) volume_[k] += left[t] * x[k];
+      if (first < 0) first = static_cast<int>(t);
     }
     if (first < 0) return 1;
-    if (bin == caps_.size() || volume > room_after_[bin]) return 0;
+    if (bin == caps_.size() / dims_) return 0;
+    for (int k = 0; k < dims_; ++k)
+      if (volume_[k] > room_after_[bin * dims_ + k]) return 0;
     if (--budget_ < 0) return 0;
-    const uint64_t k = key_(left, static_cast<uint64_t>(bin));
-    if (failed_.count(k)) return 0;
+    const uint64_t key = key_(left, static_cast<uint64_t>(bin));
+    if (failed_.count(key)) return 0;
+    Room room{};
+    for (int k = 0; k < dims_; ++k) room[k] = caps_[bin * dims_ + k];
     int r = 0;
     if (identical_) {
-      left[first] -= 1;
-      r = extend(left, first, caps_[bin] - w_[first], bin);
-      left[first] += 1;
+      if (fits_in(first, room.data())) {
+        left[first] -= 1;
+        for (int k = 0; k < dims_; ++k) room[k] -= size(first)[k];
+        r = extend(left, first, room, bin);
+        left[first] += 1;
+      }
     } else {
-      r = extend(left, 0, caps_[bin], bin);
+      r = extend(left, 0, room, bin);
     }
-    if (r == 0) failed_.insert(k);
+    if (r == 0) failed_.insert(key);
     return r;
   }
 
   // Chooses how many more of types t.. go into bin `bin` (largest counts first).
-  int extend(std::vector<int>& left, size_t t, double room, size_t bin) {
+  int extend(std::vector<int>& left, size_t t, const Room& room, size_t bin) {
     if (--budget_ < 0) return 0;
     if (t == left.size()) {
       for (size_t u = 0; u < left.size(); ++u)
-        if (left[u] > 0 && w_[u] <= room) return 0;  // not maximal: another item fits
+        if (left[u] > 0 && fits_in(u, room.data())) return 0;  // not maximal: another item fits
       return fits(left, bin + 1);
     }
-    const int most = room < w_[t] ? 0 : std::min(left[t], static_cast<int>(std::floor(room / w_[t] + 1e-12)));
+    const double* x = size(t);
+    int most = left[t];
+    for (int k = 0; k < dims_ && most > 0; ++k)
+      if (x[k] > 0) most = room[k] < x[k] ? 0 : std::min(most, static_cast<int>(std::floor(room[k] / x[k] + 1e-12)));
     for (int n = most; n >= 0; --n) {
+      Room rest = room;
+      for (int k = 0; k < dims_; ++k) rest[k] -= n * x[k];
       left[t] -= n;
-      const int r = extend(left, t + 1, room - n * w_[t], bin);
+      const int r = extend(left, t + 1, rest, bin);
       left[t] += n;
       if (r == 1) return 1;
     }
@@ -117,10 +153,12 @@ class BinSearch {
   const std::vector<double>& w_;
   const std::vector<int>& count_;
   std::vector<double> caps_;
+  int dims_;
   bool identical_;
   int64_t budget_;
   StateKey key_;
-  std::vector<double> room_after_;  // Σ max(0, cap) over bins k..end
+  std::vector<double> room_after_;  // Σ max(0, cap) over bins b..end, per dimension
+  std::vector<double> volume_;  // scratch: the size left per dimension
   std::unordered_set<uint64_t> failed_;
 };
 
@@ -332,6 +370,197 @@ double targeted_packing_bound(const std::vector<double>& item_ms, int devices, d
   std::vector<double> rounded;
   for (size_t t = 0; t < items.w.size(); ++t) rounded.insert(rounded.end(), items.count[t], items.w[t]);
   double lo = target_ms, hi = std::max(target_ms, lpt(rounded, devices));
+  for (int it = 0; it < 40 && hi - lo > 1e-6 * hi; ++it) {
+    const double mid = 0.5 * (lo + hi);
+    const int r = probe(mid);
+    if (r == 1)
+      hi = mid;
+    else if (r == 0)
+      lo = mid;
+    else
+      break;
+  }
+  return lo;
+}
+
+namespace {
+
+// The items' vectors rounded down to at most `max_types` distinct ones: the items of each kind, in
+// the order given, are cut into runs, and every item of a run takes the run's least size in each
+// dimension. Starting from one run per kind, the run that loses the most (Σ over its items and
+// dimensions of size − the run's least) is cut where the two halves lose the least, while runs are
+// fewer than max_types and the search's state space Π (count + 1) stays within max_states. Returns
+// the runs' vectors (flat, D per run) and counts, or nothing when the kinds alone are too many.
+struct VectorTypes {
+  std::vector<double> w;   // D per type
+  std::vector<int> count;  // items of each type
+};
+std::optional<VectorTypes> vector_types(const std::vector<std::vector<double>>& item_ms, const std::vector<int>& kind,
+                                        int dims, size_t max_types, double max_states) {
+  std::map<int, std::vector<int>> by_kind;
+  for (size_t i = 0; i < item_ms.size(); ++i) by_kind[kind[i]].push_back(static_cast<int>(i));
+  if (by_kind.size() > max_types) return std::nullopt;
+  std::vector<std::vector<int>> runs;
+  for (auto& [k, items] : by_kind) runs.push_back(std::move(items));
+  // The best cut of a run and what it saves: the loss of [0, i) and of [i, n) by prefix and suffix
+  // minima, one pass each.
+  auto best_cut = [&](const std::vector<int>& run, double& gain, double& loss) {
+    const size_t n = run.size();
+    std::vector<double> prefix(n + 1, 0.0), suffix(n + 1, 0.0);  // loss of [0, i) and [i, n)
+    for (int k = 0; k < dims; ++k) {
+      double least = std::numeric_limits<double>::infinity(), sum = 0;
+      for (size_t i = 0; i < n; ++i) {
+        least = std::min(least, item_ms[run[i]][k]);
+        sum += item_ms[run[i]][k];
+        prefix[i + 1] += sum - least * static_cast<double>(i + 1);
+      }
+      least = std::numeric_limits<double>::infinity(), sum = 0;
+      for (size_t i = n; i-- > 0;) {
+        least = std::min(least, item_ms[run[i]][k]);
+        sum += item_ms[run[i]][k];
+        suffix[i] += sum - least * static_cast<double>(n - i);
+      }
+    }
+    // The cut that saves the most; where none saves anything (a run whose odd item sits inside it
+    // needs two cuts) the one whose larger half loses the least.
+    size_t cut = 0;
+    gain = 0;
+    double balance = std::numeric_limits<double>::infinity();
+    for (size_t i = 1; i < n; ++i) {
+      const double g = prefix[n] - (prefix[i] + suffix[i]), b = std::max(prefix[i], suffix[i]);
+      if (g > gain || (g == gain && b < balance && gain == 0)) {
+        gain = g;
+        balance = b;
+        cut = i;
+      }
+    }
+    loss = prefix[n];
+    return cut;
+  };
+  auto states = [&] {
+    double x = 1;
+    for (const auto& run : runs) x *= static_cast<double>(run.size() + 1);
+    return x;
+  };
+  while (runs.size() < max_types) {
+    // The run whose cut saves the most, or else the run that loses the most.
+    size_t at = 0, cut = 0;
+    double best_gain = 0, best_loss = 0;
+    for (size_t r = 0; r < runs.size(); ++r) {
+      double gain = 0, loss = 0;
+      const size_t c = best_cut(runs[r], gain, loss);
+      if (gain > best_gain || (best_gain == 0 && gain == 0 && loss > best_loss)) {
+        best_gain = gain;
+        best_loss = loss;
+        at = r;
+        cut = c;
+      }
+    }
+    if (best_gain <= 0 && best_loss <= 0) break;
+    const double n = static_cast<double>(runs[at].size());
+    if (states() / (n + 1) * (cut + 1) * (n - cut + 1) > max_states) break;
+    std::vector<int> tail(runs[at].begin() + static_cast<std::ptrdiff_t>(cut), runs[at].end());
+    runs[at].resize(cut);
+    runs.insert(runs.begin() + static_cast<std::ptrdiff_t>(at) + 1, std::move(tail));
+  }
+  // Each run's least vector; runs of zero size everywhere fit anywhere and are left out; types in
+  // decreasing order of their total size (ties by their first item: deterministic).
+  struct Type {
+    std::vector<double> w;
+    int count, first;
+    double total;
+  };
+  std::vector<Type> types;
+  for (const auto& run : runs) {
+    if (run.empty()) continue;
+    Type t{std::vector<double>(dims, std::numeric_limits<double>::infinity()), static_cast<int>(run.size()), run[0], 0};
+    for (int i : run)
+      for (int k = 0; k < dims; ++k) t.w[k] = std::min(t.w[k], item_ms[i][k]);
+    for (double& x : t.w) x = std::max(0.0, x);
+    for (double x : t.w) t.total += x;
+    if (t.total > 0) types.push_back(std::move(t));
+  }
+  std::stable_sort(types.begin(), types.end(), [](const Type& x, const Type& y) {
+    return x.total != y.total ? x.total > y.total : x.first < y.first;
+  });
+  VectorTypes out;
+  for (const auto& t : types) {
+    out.w.insert(out.w.end(), t.w.begin(), t.w.end());
+    out.count.push_back(t.count);
+  }
+  if (states() > max_states) return std::nullopt;
+  return out;
+}
+
+// The least C at which the greedy dealing fits: items in the order given by their total size,
+// each onto the bin where max_k (offset_k + load_k) over the dimensions it loads grows least. An
+// upper bound on the optimum (a packing at that C exists).
+double greedy_vector_packing(const std::vector<double>& w, const std::vector<int>& count, int dims,
+                             const std::vector<double>& offset_ms, int devices) {
+  std::vector<double> load(static_cast<size_t>(devices) * dims, 0.0);
+  auto value = [&](const double* l, const double* add) {
+    double v = 0;
+    for (int k = 0; k < dims; ++k) {
+      const double x = l[k] + (add ? add[k] : 0.0);
+      if (x > 0) v = std::max(v, offset_ms[k] + x);
+    }
+    return v;
+  };
+  for (size_t t = 0; t < count.size(); ++t)
+    for (int n = 0; n < count[t]; ++n) {
+      int best = 0;
+      double best_v = std::numeric_limits<double>::infinity();
+      for (int d = 0; d < devices; ++d) {
+        const double v = value(&load[d * dims], &w[t * dims]);
+        if (v < best_v) {
+          best_v = v;
+          best = d;
+        }
+      }
+      for (int k = 0; k < dims; ++k) load[best * dims + k] += w[t * dims + k];
+    }
+  double worst = 0;
+  for (int d = 0; d < devices; ++d) worst = std::max(worst, value(&load[d * dims], nullptr));
+  return worst;
+}
+
+}  // namespace
+
+double vector_packing_bound(const std::vector<std::vector<double>>& item_ms, const std::vector<int>& item_kind,
+                            const std::vector<double>& offset_ms, int devices, double target_ms,
+                            int64_t& work_budget) {
+  const int dims = static_cast<int>(offset_ms.size());
+  if (devices < 1 || item_ms.empty() || dims < 1 || dims > kMaxPackingDims) return 0;
+  // The cheap bound: in each dimension the mean load of the devices that load it, and each item on
+  // some device.
+  double cheap = 0;
+  for (int k = 0; k < dims; ++k) {
+    double total = 0;
+    for (const auto& x : item_ms) {
+      total += std::max(0.0, x[k]);
+      if (x[k] > 0) cheap = std::max(cheap, offset_ms[k] + x[k]);
+    }
+    if (total > 0) cheap = std::max(cheap, offset_ms[k] + total / devices);
+  }
+  if (!(target_ms > cheap) || work_budget <= 0 || devices >= 1024) return cheap;
+  constexpr size_t kMaxTypes = 16;
+  constexpr double kMaxStates = 1e15;  // the memo key's mixed radix times 1024 bins fits 64 bits
+  const std::optional<VectorTypes> types = vector_types(item_ms, item_kind, dims, kMaxTypes, kMaxStates);
+  if (!types || types->count.empty()) return cheap;
+  // 1 fits, 0 does not, -1 undecided; each probe's nodes come out of the budget.
+  auto probe = [&](double c) {
+    if (work_budget <= 0) return -1;
+    std::vector<double> caps(static_cast<size_t>(devices) * dims);
+    for (int d = 0; d < devices; ++d)
+      for (int k = 0; k < dims; ++k) caps[d * dims + k] = c - offset_ms[k];
+    const int64_t given = work_budget;
+    BinSearch search(types->w, types->count, std::move(caps), BinSearch::Bins::kIdentical, given, dims);
+    const int r = search.run();
+    work_budget -= given - search.budget_left();
+    return r;
+  };
+  if (probe(target_ms) != 0) return cheap;
+  double lo = target_ms, hi = std::max(target_ms, greedy_vector_packing(types->w, types->count, dims, offset_ms, devices));
   for (int it = 0; it < 40 && hi - lo > 1e-6 * hi; ++it) {
     const double mid = 0.5 * (lo + hi);
     const int r = probe(mid);

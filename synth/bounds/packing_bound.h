@@ -69,4 +69,19 @@ OffsetPacking offset_packing_bound(const std::vector<double>& item_ms, const std
 double targeted_packing_bound(const std::vector<double>& item_ms, int devices, double target_ms,
                               int64_t& work_budget);
 
+// Whole items with a size in each of D ≤ 8 dimensions (item_ms[i][k], ≥ 0) onto `devices` identical
+// bins, where a bin fits C when in every dimension k its load is 0 or offset_ms[k] + load ≤ C: returns
+// a B such that no assignment fits any C below B. B is at least the cheap bound (in each dimension the
+// mean load plus the offset, and each item beside its offset); when target_ms is above that, a search
+// tries to prove target_ms too small and then bisects above it, on the items rounded down to at most
+// 16 vectors (the items of each kind, in the order given, cut into runs that each take their least
+// size in every dimension: a smaller item only makes a packing easier). The search is packing_bound's
+// over types (each bin first takes an item of the first type left, then a maximal set of what is
+// left; failed states remembered). Every node comes out of work_budget; a search that runs out counts
+// as feasible (B stays the cheap bound or the last capacity proven too small), so the result is a
+// bound whatever the budget.
+double vector_packing_bound(const std::vector<std::vector<double>>& item_ms, const std::vector<int>& item_kind,
+                            const std::vector<double>& offset_ms, int devices, double target_ms,
+                            int64_t& work_budget);
+
 }  // namespace ps
