@@ -57,6 +57,38 @@
 //                   for the w_l(T) rounded down to at most 12 sizes. It binds where layers are
 //                   coarse beside Q (M·c_l of one layer is a large part of a device's load): at
 //                   P = 32, M = 128 on GPT-OSS-like 2880.0 ms, the heaviest layer 2759.8 ms.
+//   window_packing  each device on its own, with whole layers: Jackson's preemptive one-machine bound
+//                   with release times and tails, for K = 3 windows at once. Every op of layer l gets
+//                   a release time r_o and a tail q_o valid for every plan: the j-th of its M forwards
+//                   to start (0-based, in time) starts at a_l + j·s_l or later (above), length F_l,
+//                   and its microbatch still runs the forwards of layers > l, every gradient and W_0
+//                   after it (tail Σ_{k>l} F_k + Σ_k g_k + W_0, g_k the gradient part I_k or B_k,
+//                   W_0 as in critical_path); the j-th gradient part of layer l (length g_l) starts
+//                   at a_L + Σ_{k>l} g_k + j·max(s_{L−1}, max_{k≥l} g_k) or later (the j+1 first
+//                   microbatches to reach it all ended their last forward, the j-th of which ends at
+//                   a_L + j·s_{L−1} or later, and all passed every layer k ≥ l above, whose gradient
+//                   parts run one at a time on one device) and is followed by the gradients below
+//                   (tail Σ_{k<l} g_k + W_0); the rest of its backward (length c_l − F_l − g_l, the W
+//                   or the end of B) starts g_l after the j-th gradient part's release, tail 0. A
+//                   stage's op runs its layers in turn, so these hold for each layer's part of it. An
+//                   op runs inside [r_o, C − q_o], so inside a window [r, C − q] it runs at least
+//                   max(0, p_o − (r − r_o)⁺ − (q − q_o)⁺); a device runs one op at a time, so where
+//                   the layers it holds have work w_d(r, q) > 0 in the window, C ≥ r + q + w_d(r, q).
+//                   For windows (r_k, q_k), k < K, a capacity C is refuted when the layers (items:
+//                   their work in each window) cannot be dealt whole to Q devices so that every
+//                   device meets all K at once — a K-dimensional vector packing; the devices may
+//                   each be held up by a different window, which the single windows of
+//                   forward_release and release_packing (q = 0, pooled or packed one T at a time)
+//                   do not see. PACK: packing_bound.h's vector_packing_bound, on the layers'
+//                   vectors rounded down to at most 16 (runs of each layer type), bisected above the
+//                   other terms, every search node from one budget (a search that runs out counts
+//                   as feasible). The windows: r on a grid of 32 points of [0, the last release],
+//                   q = 0 or the least forward tail; the sets tried are the binding windows of the
+//                   busiest devices of a dealing found by moves and swaps, and triples r − d, r,
+//                   r + d; each screened with 10⁵ nodes, the best bisected with 4·10⁶ more. It binds
+//                   where devices hold one or two layers: at P = M = 32, 866.84 ms on GPT-OSS-like
+//                   against 832.37 ms (the heaviest layer). At P ≤ 16 on the shipped models it
+//                   proves nothing above the other terms (docs/baselines.md says why).
 // The device view behind the ramps, valid for every contiguous partition, every stage → device map
 // (several stages per device, non-adjacent, included) and every order. Sort the devices that hold
 // layers by the lowest layer they hold: the k-th one's lowest layer is at least k (distinct devices,

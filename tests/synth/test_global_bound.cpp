@@ -245,7 +245,7 @@ TEST_CASE("[slow] global bound: never above the optimum over every plan on small
                       models, plans, open_plans, models - open_models, raised, met, release_raised, packing_binds,
                       packing_met));
   CHECK(open_models == 0);  // every model's optimum is proven: the comparison is with the true optimum
-  CHECK(raised >= models / 10);  // the new terms matter on these shapes (19 of the 100)
+  CHECK(raised >= models / 10);  // the new terms matter on these shapes (23 of the 100)
   CHECK(met >= models / 3);  // 63 of the 100 (58 without the release times on whole layers)
 }
 
@@ -254,25 +254,31 @@ TEST_CASE("[slow] global bound: never above the optimum over every plan on small
 // rest. Same check as above, on models drawn so (F in [1, 8], I in [1, 2], W in [0, 1], M in {P, P + 1}).
 TEST_CASE("[slow] global bound: the forwards' release times, never above the optimum over every plan") {
   Lcg rng{20261207};
-  int models = 0, binds = 0, met = 0, packing_binds = 0, packing_met = 0;
+  int models = 0, binds = 0, raised = 0, met = 0, packing_binds = 0, packing_met = 0, window_binds = 0;
   for (int n = 0; n < 60; ++n) {
     const int L = 3 + rng.below(4), P = 2 + rng.below(2), M = P + rng.below(2);
     const bool fused = rng.below(4) == 0;
     const RandomModel rm = random_model(rng, L, P, M, fused, 0, CostRanges{1, 8, 1, 2, 0, 2});
     CAPTURE(rm.yaml);
     const Compared c = bound_against_optimum(rm);
+    const GlobalBound& g = c.mb.global;
+    // The release times above every term before them (whatever binds after them).
+    if (g.forward_release_ms > std::max({old_terms_ms(g, c.mb.packing_ms), g.backward_ramp_ms, g.ramp_packing_ms,
+                                         g.backward_ramp_packing_ms}) + 1e-6)
+      ++raised;
     if (c.mb.binding == "forward_release") ++binds;
     if (c.mb.binding == "release_packing") {
       ++packing_binds;
       if (c.met()) ++packing_met;
     }
+    if (c.mb.binding == "window_packing") ++window_binds;
     if (c.met()) ++met;
     ++models;
   }
-  MESSAGE(fmt::format("{} models: the forwards' release times bind on {}, with whole layers on {} (= optimum on {}), "
-                      "bound = optimum on {}",
-                      models, binds, packing_binds, packing_met, met));
-  CHECK(binds + packing_binds >= models / 8);  // the release times bind on 10 of the 60, with whole layers on more
+  MESSAGE(fmt::format("{} models: the forwards' release times raise the bound on {} and bind on {}, with whole layers "
+                      "on {} (= optimum on {}), each device's windows on {}; bound = optimum on {}",
+                      models, raised, binds, packing_binds, packing_met, window_binds, met));
+  CHECK(raised >= models / 8);  // the release times raise the bound on 10 of the 60
 }
 
 // The release times with whole layers (release_packing) bind where few layers share few devices at
@@ -324,7 +330,7 @@ TEST_CASE("[slow] global bound: each device's windows with whole layers, never a
   MESSAGE(fmt::format("{} models: each device's windows with whole layers bind on {} (= optimum on {}), bound = "
                       "optimum on {}",
                       models, binds, binds_met, met));
-  CHECK(binds >= 1);
+  CHECK(binds >= models / 8);  // 8 of the 40
 }
 
 // Which side of the gap at M = P is loose, where every plan can be tried: a Gemma-like model of 8
@@ -332,7 +338,7 @@ TEST_CASE("[slow] global bound: each device's windows with whole layers, never a
 // ratios in whole units) on P = M = 3. Every plan is solved to its proven optimum (a plan whose
 // busiest device's work is no shorter than the best so far is skipped: no order of it can be
 // shorter); the plan search, as `pipesmith synth` runs it with a small budget, reaches that optimum,
-// and the global bound lies below it (78 against 81 ms): the gap there is the bound's, not the
+// and the global bound lies below it (79 against 81 ms): the gap there is the bound's, not the
 // search's.
 TEST_CASE("[slow] global bound: a Gemma-like model small enough to try every plan: the search reaches the optimum "
           "over every plan, the bound lies below it") {
