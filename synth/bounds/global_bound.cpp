@@ -145,8 +145,9 @@ struct LayerOps {
 // A dealing of the layers to Q devices that keeps low the largest over the devices of max_k
 // (offset_k + the device's work in window k) (where that work is not 0): layers by decreasing work in
 // window 0 each onto the device where that grows least, then moves and swaps off the busiest device
-// while they lower it, within `steps` window evaluations. Returns each device's value and binding
-// window. It only chooses the windows: nothing in the bound rests on it.
+// while they lower it, within `steps` (a window evaluated, a layer looked at: one step each). Returns
+// each device's value and binding window. It only chooses the windows: nothing in the bound rests on
+// it.
 struct Dealt {
   std::vector<std::pair<double, int>> device;  // (value, binding window), one per device that holds work
 };
@@ -190,6 +191,7 @@ Dealt deal_layers(const std::vector<double>& work, const std::vector<double>& of
     const int worst = static_cast<int>(std::max_element(dev_v.begin(), dev_v.end()) - dev_v.begin());
     const double top = dev_v[worst];
     for (int l = 0; l < L && !moved && steps > 0; ++l) {
+      steps -= 1;
       if (device_of[l] != worst) continue;
       shift(worst, l, -1);
       const double without = value(worst, nullptr, nullptr);
@@ -207,6 +209,7 @@ Dealt deal_layers(const std::vector<double>& work, const std::vector<double>& of
       }
       for (int m = 0; m < L && !moved && steps > 0; ++m) {  // a swap with a layer of another device
         const int d = device_of[m];
+        steps -= 1;
         if (d == worst) continue;
         steps -= 4 * G;
         shift(worst, m, 1);
