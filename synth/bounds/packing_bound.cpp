@@ -560,7 +560,8 @@ double vector_packing_bound(const std::vector<std::vector<double>>& item_ms, con
     return r;
   };
   if (probe(target_ms) != 0) return cheap;
-  double lo = target_ms, hi = std::max(target_ms, greedy_vector_packing(types->w, types->count, dims, offset_ms, devices));
+  double lo = target_ms;
+  double hi = std::max(target_ms, greedy_vector_packing(types->w, types->count, dims, offset_ms, devices));
   for (int it = 0; it < 40 && hi - lo > 1e-6 * hi; ++it) {
     const double mid = 0.5 * (lo + hi);
     const int r = probe(mid);

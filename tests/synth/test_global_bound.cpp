@@ -658,8 +658,8 @@ TEST_CASE("pipesmith bound: each device's windows with whole layers bind on GPT-
   CHECK(j["bound_ms"].get<double>() == doctest::Approx(t["window_packing"].get<double>()));
   for (const auto& [name, v] : t.items())
     if (name != "window_packing") CHECK(v.get<double>() + 30 < t["window_packing"].get<double>());
-  const std::string text = run_cli(fmt::format("bound {}/configs/models/gpt-oss-like.yaml --devices 32 --microbatches 32",
-                                               PIPESMITH_SOURCE_DIR));
+  const std::string text = run_cli(
+      fmt::format("bound {}/configs/models/gpt-oss-like.yaml --devices 32 --microbatches 32", PIPESMITH_SOURCE_DIR));
   INFO(text);
   CHECK(text.find("each device's windows, whole") != std::string::npos);
   CHECK(text.find("(window_packing)") != std::string::npos);
