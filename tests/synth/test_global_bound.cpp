@@ -647,7 +647,7 @@ TEST_CASE("vector packing: never above the optimum, exact where the items are fe
 TEST_CASE("global bound: each device's windows with whole layers bind on the mini Gemma-like model") {
   // The 8-layer Gemma-like model of the [slow] case above (optimum over every plan 81 ms at P = M = 3;
   // 85 ms at P = M = 4, docs/synth.md): every other term stays at or below 78 and 82 ms, the windows
-  // prove 79 and 83 ms (integer costs: the vector packing's threshold is a whole number here).
+  // prove 79 and 83 ms.
   for (const auto& [P, expected, others] : {std::tuple{3, 79.0, 78.0}, std::tuple{4, 83.0, 82.0}}) {
     const std::string yaml = fmt::format(
         "schema: 1\nmodel:\n  name: mini-gemma\n  layer_types:\n"
