@@ -259,15 +259,31 @@ double device_span_ms(const Schedule& s) {
 // synthesized schedule's makespan and its longest device span, the bound and the gap.
 int run_zb_inputs(double time_limit_s, unsigned seed, uint64_t rlimit, bool progress,
                   const std::vector<std::string>& only) {
+  auto layouts_of = [](const ZbInput& z) {
+    std::vector<std::string> l = {"1p", "2p"};
+    if (z.chunks) l.push_back("v");
+    return l;
+  };
+  for (const std::string& name : only) {
+    bool known = false;
+    for (const ZbInput& z : kZbInputs)
+      for (const std::string& layout : layouts_of(z))
+        known = known || name == fmt::format("{},{},{}", zb_setting(z), z.M, layout);
+    if (!known) {
+      std::fprintf(stderr,
+                   "bench_synth: no case '%s' (--zb-inputs --case takes SETTING,M,1p|2p|v, e.g. "
+                   "iclr-1.5B,24,2p)\n",
+                   name.c_str());
+      return 1;
+    }
+  }
   std::printf("Z3 %s\n\n", z3_version().c_str());
-  std::printf("| setting | P | M | F/B/W/c ms | layout | ZB-H1 | ZB-H2 | ZB-V | ZB published (span) | synth | synth span | "
-              "span / ZB's | bound | gap | time s | slower than |\n");
+  std::printf("| setting | P | M | F/B/W/c ms | layout | ZB-H1 | ZB-H2 | ZB-V | ZB published (span) | synth | "
+              "synth span | span / ZB's | bound | gap | time s | slower than |\n");
   std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   int total = 0, slower_baseline = 0, slower_published = 0, published = 0, errors = 0;
   for (const ZbInput& z : kZbInputs) {
-    std::vector<std::string> layouts = {"1p", "2p"};
-    if (z.chunks) layouts.push_back("v");
-    for (const std::string& layout : layouts) {
+    for (const std::string& layout : layouts_of(z)) {
       const std::string name = fmt::format("{},{},{}", zb_setting(z), z.M, layout);
       if (!only.empty() && std::find(only.begin(), only.end(), name) == only.end()) continue;
       const Problem p = zb_input_problem(z, layout);
@@ -313,7 +329,8 @@ int run_zb_inputs(double time_limit_s, unsigned seed, uint64_t rlimit, bool prog
         if (span > zb_span + rounding) ++slower_published;
       }
       std::printf("| %s | %d | %d | %s | %s | %s | %s | %s | %s | %.1f | %.1f | %s | %.1f | %.2f%% | %.1f | %s |\n",
-                  zb_setting(z).c_str(), z.P, z.M, costs.c_str(), layout.c_str(), layout == "v" ? "-" : ms(b["zb-h1"]).c_str(),
+                  zb_setting(z).c_str(), z.P, z.M, costs.c_str(), layout.c_str(),
+                  layout == "v" ? "-" : ms(b["zb-h1"]).c_str(),
                   layout == "v" ? "-" : ms(b["zb-h2"]).c_str(), layout == "v" ? ms(b["zbv"]).c_str() : "-",
                   zb_span > 0 ? fmt::format("{:.1f}", zb_span).c_str() : "-", r->makespan_ms, span,
                   zb_span > 0 ? fmt::format("{:.3f}", span / zb_span).c_str() : "-", r->bound_ms, 100 * r->gap, secs,
