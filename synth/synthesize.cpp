@@ -350,7 +350,12 @@ void polish_seed(const OpDag& dag, double budget_s, const std::atomic<bool>* int
   const int64_t fit = evaluations / std::max<int64_t>(1, pass);
   if (fit < 1) {
     PolishResult p = polish_order(dag, seed.order, 0, evaluations, 1, interrupt);
-    if (p.order.makespan < seed.order.makespan) seed.set_aside = std::move(p.order);
+    if (p.order.makespan <= bounds.lb_units) {  // optimal: the incumbent, and Z3 has nothing to do
+      seed.order = std::move(p.order);
+      seed.source += " + polished";
+    } else if (p.order.makespan < seed.order.makespan) {
+      seed.set_aside = std::move(p.order);
+    }
     return;
   }
   if (static_cast<int64_t>(others.size()) + 1 > fit) others.resize(static_cast<size_t>(fit - 1));
