@@ -82,6 +82,23 @@ Problem bench_problem(int P, int M, bool hetero, bool capped) {
 
 std::string ms(double v) { return v > 0 ? fmt::format("{:.1f}", v) : "oom"; }
 
+// One synthesize() call as the grids make it, and its wall time in seconds.
+struct TimedSynth {
+  Result<SynthResult> result;
+  double seconds = 0;
+};
+TimedSynth timed_synth(const Problem& p, double time_limit_s, unsigned seed, uint64_t rlimit, bool progress) {
+  SynthOptions o;
+  o.time_limit_s = time_limit_s;
+  o.seed = seed;
+  o.rlimit = rlimit;
+  if (progress)
+    o.progress = [](const SynthProgress& pr) { std::fprintf(stderr, "%s\n", cli::synth_progress_line(pr).c_str()); };
+  const auto t0 = std::chrono::steady_clock::now();
+  Result<SynthResult> r = synthesize(p, o);
+  return {std::move(r), std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()};
+}
+
 // ZB-V's shape (docs/baselines.md, "zbv"): P devices, 2P stages placed as a V (device d holds stages d
 // and 2P-1-d), every stage the same chunk costs F/I/W (ms) and a transfer of c ms, one chunk's
 // activation 1000 MB of which `stash` stays from I to W, and ZB-V's memory limit: 2P chunk
@@ -131,17 +148,9 @@ int run_zbv(double time_limit_s, unsigned seed, uint64_t rlimit, bool progress, 
         if (!only.empty() && std::find(only.begin(), only.end(), fmt::format("{},{},{}", P, M, k.name)) == only.end())
           continue;
         const Problem p = zbv_problem(P, M, k);
-        SynthOptions o;
-        o.time_limit_s = time_limit_s;
-        o.seed = seed;
-        o.rlimit = rlimit;
-        if (progress)
-          o.progress = [](const SynthProgress& pr) {
-            std::fprintf(stderr, "%s\n", cli::synth_progress_line(pr).c_str());
-          };
-        const auto t0 = std::chrono::steady_clock::now();
-        Result<SynthResult> r = synthesize(p, o);
-        const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        const TimedSynth run = timed_synth(p, time_limit_s, seed, rlimit, progress);
+        const Result<SynthResult>& r = run.result;
+        const double secs = run.seconds;
         ++total;
         if (!r.ok()) {
           std::printf("| %d | %d | %s | error: %s |\n", P, M, k.name, r.status().str().c_str());
@@ -287,17 +296,9 @@ int run_zb_inputs(double time_limit_s, unsigned seed, uint64_t rlimit, bool prog
       const std::string name = fmt::format("{},{},{}", zb_setting(z), z.M, layout);
       if (!only.empty() && std::find(only.begin(), only.end(), name) == only.end()) continue;
       const Problem p = zb_input_problem(z, layout);
-      SynthOptions o;
-      o.time_limit_s = time_limit_s;
-      o.seed = seed;
-      o.rlimit = rlimit;
-      if (progress)
-        o.progress = [](const SynthProgress& pr) {
-          std::fprintf(stderr, "%s\n", cli::synth_progress_line(pr).c_str());
-        };
-      const auto t0 = std::chrono::steady_clock::now();
-      Result<SynthResult> r = synthesize(p, o);
-      const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      const TimedSynth run = timed_synth(p, time_limit_s, seed, rlimit, progress);
+      const Result<SynthResult>& r = run.result;
+      const double secs = run.seconds;
       ++total;
       const StageSpec& st = p.stages.front();
       const std::string costs = fmt::format("{:.3f}/{:.3f}/{:.3f}/{:.3f}", st.fwd_ms, st.bwd_input_ms,

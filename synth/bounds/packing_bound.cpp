@@ -340,6 +340,24 @@ std::vector<double> rounded_down(const std::vector<double>& sizes, int levels) {
   return out;
 }
 
+// The largest capacity in [lo, hi] that `probe` (1 fits, 0 does not, -1 undecided) proves too small,
+// by bisection from lo (too small) and hi (fits): the first undecided probe ends it with what is
+// proven so far.
+template <class Probe>
+double largest_refuted(double lo, double hi, const Probe& probe) {
+  for (int it = 0; it < 40 && hi - lo > 1e-6 * hi; ++it) {
+    const double mid = 0.5 * (lo + hi);
+    const int r = probe(mid);
+    if (r == 1)
+      hi = mid;
+    else if (r == 0)
+      lo = mid;
+    else
+      break;
+  }
+  return lo;
+}
+
 }  // namespace
 
 double targeted_packing_bound(const std::vector<double>& item_ms, int devices, double target_ms,
@@ -369,18 +387,7 @@ double targeted_packing_bound(const std::vector<double>& item_ms, int devices, d
   // target_ms is too small; longest processing time first packs the rounded items into some capacity.
   std::vector<double> rounded;
   for (size_t t = 0; t < items.w.size(); ++t) rounded.insert(rounded.end(), items.count[t], items.w[t]);
-  double lo = target_ms, hi = std::max(target_ms, lpt(rounded, devices));
-  for (int it = 0; it < 40 && hi - lo > 1e-6 * hi; ++it) {
-    const double mid = 0.5 * (lo + hi);
-    const int r = probe(mid);
-    if (r == 1)
-      hi = mid;
-    else if (r == 0)
-      lo = mid;
-    else
-      break;
-  }
-  return lo;
+  return largest_refuted(target_ms, std::max(target_ms, lpt(rounded, devices)), probe);
 }
 
 namespace {
@@ -560,19 +567,9 @@ double vector_packing_bound(const std::vector<std::vector<double>>& item_ms, con
     return r;
   };
   if (probe(target_ms) != 0) return cheap;
-  double lo = target_ms;
-  double hi = std::max(target_ms, greedy_vector_packing(types->w, types->count, dims, offset_ms, devices));
-  for (int it = 0; it < 40 && hi - lo > 1e-6 * hi; ++it) {
-    const double mid = 0.5 * (lo + hi);
-    const int r = probe(mid);
-    if (r == 1)
-      hi = mid;
-    else if (r == 0)
-      lo = mid;
-    else
-      break;
-  }
-  return lo;
+  return largest_refuted(target_ms,
+                         std::max(target_ms, greedy_vector_packing(types->w, types->count, dims, offset_ms, devices)),
+                         probe);
 }
 
 double layer_packing_bound_ms(const Model& model, int devices, int microbatches) {
