@@ -648,7 +648,10 @@ TEST_CASE("global bound: each device's windows with whole layers bind on the min
   // The 8-layer Gemma-like model of the [slow] case above (optimum over every plan 81 ms at P = M = 3;
   // 85 ms at P = M = 4, docs/synth.md): every other term stays at or below 78 and 82 ms, the windows
   // prove 79 and 83 ms.
-  for (const auto& [P, expected, others] : {std::tuple{3, 79.0, 78.0}, std::tuple{4, 83.0, 82.0}}) {
+  for (const auto& row : {std::tuple{3, 79.0, 78.0}, std::tuple{4, 83.0, 82.0}}) {
+    // Named copies, not structured bindings: doctest's CAPTURE takes them into a lambda.
+    const int P = std::get<0>(row);
+    const double expected = std::get<1>(row), others = std::get<2>(row);
     const std::string yaml = fmt::format(
         "schema: 1\nmodel:\n  name: mini-gemma\n  layer_types:\n"
         "    S: {{forward_ms: 2, backward_input_ms: 3, backward_weight_ms: 1, activation_mb: 1, wgrad_stash_mb: 0, "
