@@ -99,7 +99,7 @@ TEST_CASE("polish_order: the critical chain's block moves shorten a fine, irregu
   CHECK(again.evaluations == blocks.evaluations);
 }
 
-TEST_CASE("synthesize on a fine plan: the block moves' order, set aside before Z3, is the result where Z3 does not beat it") {
+TEST_CASE("[slow] synthesize on a fine plan: the block moves' order, set aside before Z3, is the result where Z3 does not beat it") {
   // 2,528 ops and a budget of 5 s (rlimit 10^7, one context): the local search's share (about
   // 3,000 evaluations) holds no whole pass of one-op moves, so only the block moves run, beside Z3.
   const Problem p = gemma_fine_plan();
