@@ -87,11 +87,13 @@ struct TimedSynth {
   Result<SynthResult> result;
   double seconds = 0;
 };
-TimedSynth timed_synth(const Problem& p, double time_limit_s, unsigned seed, uint64_t rlimit, bool progress) {
+TimedSynth timed_synth(const Problem& p, double time_limit_s, unsigned seed, uint64_t rlimit, bool progress,
+                       bool warm_start = false) {
   SynthOptions o;
   o.time_limit_s = time_limit_s;
   o.seed = seed;
   o.rlimit = rlimit;
+  o.z3_warm_start = warm_start;
   if (progress)
     o.progress = [](const SynthProgress& pr) { std::fprintf(stderr, "%s\n", cli::synth_progress_line(pr).c_str()); };
   const auto t0 = std::chrono::steady_clock::now();
@@ -423,16 +425,10 @@ int main(int argc, char** argv) {
   for (const Case& c : cases) {
     const Problem p = bench_problem(c.P, c.M, c.hetero, c.capped);
     const bool small_case = c.P <= 8 && c.M <= 16;
-    SynthOptions o;
-    o.time_limit_s = time_override > 0 ? time_override : 0.9 * (small_case ? 10 : 60);
-    o.seed = seed;
-    o.rlimit = rlimit;
-    o.z3_warm_start = warm_start;
-    if (progress)
-      o.progress = [](const SynthProgress& p) { std::fprintf(stderr, "%s\n", cli::synth_progress_line(p).c_str()); };
-    const auto t0 = std::chrono::steady_clock::now();
-    Result<SynthResult> r = synthesize(p, o);
-    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double time_limit_s = time_override > 0 ? time_override : 0.9 * (small_case ? 10 : 60);
+    const TimedSynth run = timed_synth(p, time_limit_s, seed, rlimit, progress, warm_start);
+    const Result<SynthResult>& r = run.result;
+    const double secs = run.seconds;
     if (!r.ok()) {
       std::printf("| %d | %d | %s | %s | error: %s |\n", c.P, c.M, c.hetero ? "hetero" : "uniform",
                   c.capped ? "yes" : "no", r.status().str().c_str());
