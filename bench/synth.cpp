@@ -393,6 +393,11 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
+  if ((zb_inputs || zbv) && (quick || warm_start || (zb_inputs && zbv))) {
+    std::fprintf(stderr, "bench_synth: --zbv and --zb-inputs are grids of their own: not with each other, --quick "
+                         "or --warm-start\n");
+    return 1;
+  }
   if (zb_inputs) return run_zb_inputs(time_override > 0 ? time_override : 10, seed, rlimit, progress, only);
   if (zbv) return run_zbv(time_override > 0 ? time_override : 10, seed, rlimit, progress, only);
   struct Case {
