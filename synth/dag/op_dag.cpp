@@ -23,6 +23,18 @@ struct Scale {
   bool exact = true;
 };
 
+// The finest 10^-j (j <= max_pow) in which vmax stays below max_units: the scale of values that no
+// power represents exactly (rounded, so inexact).
+Scale finest_scale(double vmax, int max_pow, double max_units) {
+  int j = max_pow;
+  double k = std::pow(10.0, j);
+  while (j > 0 && vmax * k > max_units) {
+    --j;
+    k /= 10;
+  }
+  return Scale{1 / k, false};
+}
+
 Scale choose_scale(const std::vector<double>& values, double magnitude, int max_pow, double max_units) {
   double vmax = magnitude;
   for (double v : values) vmax = std::max(vmax, std::abs(v));
@@ -43,19 +55,8 @@ Scale choose_scale(const std::vector<double>& values, double magnitude, int max_
       break;
     }
   }
+  if (chosen < 0) return finest_scale(vmax, max_pow, max_units);  // not exactly representable
   Scale s;
-  if (chosen < 0) {
-    // Not exactly representable: use the finest power that fits.
-    int j = max_pow;
-    k = std::pow(10.0, j);
-    while (j > 0 && vmax * k > max_units) {
-      --j;
-      k /= 10;
-    }
-    s.unit = 1 / k;
-    s.exact = false;
-    return s;
-  }
   k = std::pow(10.0, chosen);
   int64_t g = 0;
   for (double v : values) {
@@ -238,7 +239,24 @@ Scale time_scale(const Problem& p) {
     if (s + 1 < S) chain_ms += 2 * p.boundary_transfer_ms(StageId{s});
   }
   const double horizon_ms = 2 * (*std::max_element(work_ms.begin(), work_ms.end()) + chain_ms);
-  return choose_scale(times, horizon_ms, 9, 1073741824.0);
+  constexpr int kMaxPow = 9;
+  constexpr double kMaxUnits = 1073741824.0;
+  const Scale s = choose_scale(times, horizon_ms, kMaxPow, kMaxUnits);
+  if (!s.exact) return s;
+  // A value within 1e-6 of a unit passes for exact; what those roundings drop, over every op of an
+  // iteration (each value stands for at most 2M ops), must also lie inside the certificate's
+  // tolerance (1e-9 ms, and 1e-6 of the makespan; the horizon is a few makespans): where every op
+  // lasts far less than a unit (ops of 1e-7 ms, a unit of 1 ms) the DAG would time them all as zero,
+  // and an order it proves optimal would not be at the checker's makespan. Free links' transfers
+  // (1e-30 ms) drop nothing that counts.
+  double dropped_ms = 0;
+  double vmax = horizon_ms;
+  for (double v : times) {
+    dropped_ms += std::abs(v - s.unit * static_cast<double>(std::llround(v / s.unit)));
+    vmax = std::max(vmax, std::abs(v));
+  }
+  if (2.0 * M * dropped_ms > 1e-9 + 1e-7 * horizon_ms) return finest_scale(vmax, kMaxPow, kMaxUnits);
+  return s;
 }
 
 // Memory: activations, stashes and (under a cap) the cap and the model states in one unit.

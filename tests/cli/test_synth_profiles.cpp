@@ -85,3 +85,23 @@ TEST_CASE("cli synth profiles: fewer layers than devices: synth and bound refuse
   const pstest::CliResult ok = run_cli("bound " + model + " --devices 12");  // one layer a device: a bound
   CHECK(ok.exit_code == 0);
 }
+
+TEST_CASE("cli synth profiles: ops of 1e-7 ms: the schedule's certificate verifies") {
+  // Every op lies within 1e-6 of a whole 1 ms unit (of 0); timed as zeros, the order was "proven"
+  // optimal (solver_status "heuristic meets bound") at a makespan the checker finds above it.
+  const std::string model = data_path("synth/profiles/nano-costs.yaml");
+  const std::string out = temp_path("synth-profile-nano-costs.yaml");
+  auto r = run_cli(fmt::format("synth {} --evaluations 20 --rlimit 100000 --threads 1 --search-threads 1 -o {}", model, out));
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  auto v = run_cli("verify " + out);
+  INFO(v.output);
+  CHECK(v.exit_code == 0);
+  CHECK_FALSE(contains(v.output, "INVALID"));
+  CHECK_FALSE(contains(v.output, "certificate.mismatch"));
+  ps::Result<ps::Schedule> s = ps::read_schedule_yaml(out);
+  REQUIRE(s.ok());
+  REQUIRE(s->certificate.has_value());
+  CHECK(s->certificate->makespan_ms == doctest::Approx(3e-7).epsilon(1e-6));
+  CHECK(extra_ms(*s->certificate, "global_lower_bound_ms") <= s->certificate->makespan_ms * (1 + 1e-9));
+}

@@ -487,6 +487,36 @@ TEST_CASE("op dag: fractional costs get an exact decimal unit, or round down whe
   CHECK(r2->to_ms(r2->ops[r2->f_op(0, 0)].dur) > 1.0 / 3 - 1e-6);
 }
 
+TEST_CASE("op dag: ops far below a unit are timed in a finer unit, not as zeros") {
+  // Every value lies within 1e-6 of a whole 1 ms unit (of 0): an exact 1 ms unit would time every op
+  // as 0 while the iteration takes 1.2e-6 ms.
+  HandProblem h;
+  h.devices = 2;
+  h.microbatches = 2;
+  h.fwd_ms = 1e-7;
+  h.bwd_input_ms = 2e-7;
+  h.bwd_weight_ms = 1e-7;
+  h.comm_ms = 0;
+  Result<OpDag> r = build_op_dag(make_hand_problem(h));
+  REQUIRE(r.ok());
+  CHECK_FALSE(r->time_exact);
+  CHECK(r->ms_per_unit < 1e-8);
+  for (int s = 0; s < 2; ++s) {
+    CHECK(r->to_ms(r->ops[r->f_op(s, 0)].dur) <= 1e-7 * (1 + 1e-12));  // rounded down (to_ms: one product)
+    CHECK(r->to_ms(r->ops[r->f_op(s, 0)].dur) > 1e-7 * (1 - 1e-6));
+    CHECK(r->to_ms(r->ops[r->bwd_op(s, 0)].dur) > 2e-7 * (1 - 1e-6));
+  }
+  // Transfers of a free link (1e-30 ms) beside ordinary costs stay an exact unit.
+  h.fwd_ms = 3;
+  h.bwd_input_ms = 4;
+  h.bwd_weight_ms = 2;
+  h.comm_ms = 1e-27;  // latency_us = 1e-24: 1e-27 ms a transfer
+  Result<OpDag> r2 = build_op_dag(make_hand_problem(h));
+  REQUIRE(r2.ok());
+  CHECK(r2->time_exact);
+  CHECK(r2->ms_per_unit == doctest::Approx(1.0));
+}
+
 TEST_CASE("op dag: device reachability matches a plain graph search") {
   HandProblem h;
   h.devices = 3;
