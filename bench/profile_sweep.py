@@ -10,14 +10,16 @@ short sweep covers each of them:
   nemotron  Nemotron-H-8B-like: its 52 Mamba / attention / MLP layers in the published pattern, whole
             MLPs, an unsharded 131k-vocabulary head (configs/models/nemotron-h-like.yaml's costs);
   moe       dense and MoE blocks (first dense, then MoE, or interleaved), one head 5-30x a block;
-  random    1-6 block types with random costs: zero W or zero I on some, fused-only types
-            (split_backward: false), a measured fused backward below I + W, a weight walk, a layer of no
-            cost at all, one head 5-30x a block;
+  random    1-6 block types with random costs: zero W or zero I on some, no backward at all on some,
+            fused-only types (split_backward: false), a measured fused backward below I + W or above
+            it, a weight walk, a layer of no cost at all, attention + MLP sublayers joined into one
+            layer (joins_next), one head 5-30x a block, fused-only or not;
   single    one layer;
-  few       2-15 layers at P = 8 or 16: fewer layers than devices (refused, in the same words by synth
-            and bound);
+  few       3-17 layers at P = 4, 8 or 16: fewer layers than devices (refused, in the same words by synth
+            and bound), as many, or a few more;
   long      200-400 layers of 2-3 types and a head;
-  scales    types of 1e-3 ms and of 1e3 ms mixed in one model.
+  scales    types of 1e-3 ms and of 1e3 ms mixed in one model, or (one in four) every op between 1e-8
+            and 1e-6 ms.
 
 Shapes: P in {1, 4, 8, 16}, M in {1, a count below P, P, 2P, 4P, 8P, one not a multiple of P}.
 
@@ -77,6 +79,7 @@ class LayerType:
     b: float | None = None       # backward_ms (a measured fused backward), None = I + W
     split: bool = True           # split_backward
     walk: float = 0.0            # weight_walk_ms
+    joins: bool = False          # joins_next: a sublayer, one model layer with the next
 
     def yaml(self, rng: random.Random) -> str:
         stash = round(self.act * rng.uniform(0.05, 0.5), 3)
@@ -88,6 +91,8 @@ class LayerType:
             s += ", split_backward: false"
         if self.walk > 0:
             s += f", weight_walk_ms: {self.walk:.6g}"
+        if self.joins:
+            s += ", joins_next: true"
         return s + "}"
 
 
@@ -142,11 +147,16 @@ def draw_random_type(rng: random.Random, scale: float) -> LayerType:
         t.i = 0.0
     elif r < 0.4:
         t.split = False
-    elif r < 0.5:
+    elif r < 0.45:
         t.b = (t.i + t.w) * rng.uniform(0.6, 1.0)
+    elif r < 0.5:
+        t.b = (t.i + t.w) * rng.uniform(1.0, 1.5)  # a fused backward dearer than its halves
+        t.split = rng.random() < 0.5
     elif r < 0.55:
         t.walk = t.w * rng.uniform(0.01, 0.1)
     elif r < 0.6:
+        t.i = t.w = 0.0  # no backward (a frozen layer)
+    elif r < 0.65:
         t.f = t.i = t.w = 0.0
     return t
 
@@ -189,8 +199,14 @@ def draw_profile(rng: random.Random, seed: int, idx: int) -> Profile:
         types["L"] = head(rng, base, 5, 30)
         if rng.random() < 0.5:
             types["L"].split = False
+        units = list(syms)
+        if kind == "random" and rng.random() < 0.3:  # attention + MLP sublayers, joined into one layer
+            types["Q"] = block(rng, scale)
+            types["Q"].joins = True
+            types["R"] = block(rng, scale * 1.5)
+            units.append("QR")
         n = rng.randint(1, 60) if kind == "random" else rng.randint(200, 400)
-        layers = "".join(rng.choice(syms) for _ in range(n)) + "L"
+        layers = "".join(rng.choice(units) for _ in range(n)) + "L"
     elif kind == "single":
         types = {"A": draw_random_type(rng, scale)}
         if types["A"].f + types["A"].i + types["A"].w == 0:
@@ -199,7 +215,11 @@ def draw_profile(rng: random.Random, seed: int, idx: int) -> Profile:
     elif kind == "few":
         types = {"E": embedding(rng, scale), "D": block(rng, scale)}
         types["L"] = head(rng, types["D"], 5, 30)
-        layers = "E" + "D" * rng.randint(0, 13) + "L"
+        layers = "E" + "D" * rng.choice([1, 2, 3, 5, 6, 7, 13, 14, 15]) + "L"  # 3-17 layers
+    elif rng.random() < 0.25:  # scales, all tiny: every op far below a microsecond
+        types = {"t": LayerType(1e-7, 2e-7, 1e-7, act=1),
+                 "u": LayerType(*(round(rng.uniform(1, 9), 1) * 1e-8 for _ in range(3)), act=1)}
+        layers = "".join(rng.choice("tu") for _ in range(rng.randint(1, 20)))
     else:  # scales: 1e-3 ms and 1e3 ms types in one model
         types = {"t": LayerType(1e-3, 1e-3 * rng.uniform(0.5, 2), 1e-3 * rng.uniform(0, 2), act=1),
                  "g": LayerType(1e3 * rng.uniform(0.5, 2), 1e3 * rng.uniform(0.5, 2), 1e3 * rng.uniform(0, 2)),
@@ -210,14 +230,14 @@ def draw_profile(rng: random.Random, seed: int, idx: int) -> Profile:
 
 
 def draw_shape(rng: random.Random, kind: str, n_layers: int) -> tuple[int, int]:
-    if kind == "few":
-        P = rng.choice([8, 16])
-        if n_layers >= P:
-            P = 16
+    if kind == "few":  # fewer layers than P, as many, or one or two more
+        P = rng.choice([4, 8, 16])
     elif kind == "single":
         P = rng.choice([1, 1, 4])
     else:
         P = rng.choices([1, 4, 8, 16], weights=[1, 3, 4, 3])[0]
+        if P > n_layers and rng.random() < 0.8:
+            P = max(p for p in (1, 4, 8, 16) if p <= n_layers)
     m_kind = rng.choices(["one", "below", "P", "2P", "4P", "8P", "odd"], weights=[1, 1, 3, 2, 2, 1, 2])[0]
     M = {"one": 1, "below": max(1, P // 2 + (P > 2) * rng.randint(-1, 1)), "P": P, "2P": 2 * P, "4P": 4 * P,
          "8P": 8 * P, "odd": P + rng.randint(1, max(1, P - 1)) if P > 1 else rng.randint(2, 9)}[m_kind]
@@ -400,7 +420,9 @@ def run_case(case: Case, a: argparse.Namespace, exe: str, model: str, work: str,
 
 # ----------------------------------------------------------------------------------------------- report
 def fmt(x: float | None, digits: int = 3) -> str:
-    return "-" if x is None else f"{x:.{digits}f}"
+    if x is None:
+        return "-"
+    return f"{x:.{digits - 1}e}" if 0 < abs(x) < 0.01 else f"{x:.{digits}f}"
 
 
 def main() -> int:

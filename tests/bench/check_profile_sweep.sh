@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # ctest `bench_profile_sweep`: bench/profile-sweep as a user runs it, small and on budgets (the same table
 # on any machine). What it checks:
-# - 10 drawn profiles (one shape each, seed 1: every kind of profile, fewer layers than devices among
+# - 10 drawn profiles (one shape each, seed 5: every kind of profile, fewer layers than devices among
 #   them) go through `pipesmith bound`, `synth --evaluations --rlimit` (twice: byte-identical files) and
 #   `verify` with no failure: exit 0, a row per case, the summary's "0 failed";
 # - the refusal of fewer layers than devices is seen as one (a row `refused: layers < P`), and every other
@@ -14,15 +14,15 @@ build=$1
 exe="$build/cli/pipesmith"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-sweep=(bash bench/profile-sweep --seed 1 --profiles 10 --shapes 1 --evaluations 40 --rlimit 200000 --time-limit 30)
+sweep=(bash bench/profile-sweep --seed 5 --profiles 10 --shapes 1 --evaluations 40 --rlimit 200000 --time-limit 30)
 
 rc=0
 PIPESMITH="$exe" "${sweep[@]}" >"$tmp/out" 2>"$tmp/err" || rc=$?
 cat "$tmp/out"
 [ "$rc" = 0 ] || { echo "the sweep failed (exit $rc):"; cat "$tmp/err"; exit 1; }
-rows=$(grep -c '^| s1-' "$tmp/out")
-refused=$(grep -c '^| s1-.* | refused: layers < P |$' "$tmp/out")
-det=$(grep -c '^| s1-.* | ok, deterministic |$' "$tmp/out")
+rows=$(grep -c '^| s5-' "$tmp/out")
+refused=$(grep -c '^| s5-.* | refused: layers < P |$' "$tmp/out")
+det=$(grep -c '^| s5-.* | ok, deterministic |$' "$tmp/out")
 [ "$rows" = 10 ] || { echo "expected 10 rows, got $rows"; exit 1; }
 [ "$refused" -ge 1 ] || { echo "no case of fewer layers than devices"; exit 1; }
 [ $((refused + det)) = 10 ] || { echo "rows neither refused nor ok and deterministic: $((10 - refused - det))"; exit 1; }
@@ -42,10 +42,10 @@ exec "$REAL_PIPESMITH" "$@"
 EOS
 chmod +x "$tmp/lying-pipesmith"
 rc=0
-REAL_PIPESMITH="$exe" PIPESMITH="$tmp/lying-pipesmith" "${sweep[@]}" --case 's1-000-llama ' --keep "$tmp/keep" \
+REAL_PIPESMITH="$exe" PIPESMITH="$tmp/lying-pipesmith" "${sweep[@]}" --case 's5-000-llama ' --keep "$tmp/keep" \
   >"$tmp/out2" 2>"$tmp/err2" || rc=$?
 cat "$tmp/out2"
 [ "$rc" = 1 ] || { echo "the sweep did not fail on a bound above the iteration (exit $rc)"; cat "$tmp/err2"; exit 1; }
-grep -q '^| s1-000-llama | .* | FAIL bound,mismatch |$' "$tmp/out2" || { echo "no FAIL bound,mismatch row"; exit 1; }
+grep -q '^| s5-000-llama | .* | FAIL bound,mismatch |$' "$tmp/out2" || { echo "no FAIL bound,mismatch row"; exit 1; }
 grep -q '^1 cases, 1 failed (by kind: bound 1, mismatch 1), ' "$tmp/out2" || { echo "summary does not count it"; exit 1; }
 echo "ok"
