@@ -18,10 +18,11 @@ namespace ps {
 namespace {
 
 // The part of a layer's backward on the gradient chain, at its least: I, or B when the type's fused
-// backward_ms is cheaper than I or the type cannot split.
+// backward_ms is cheaper than I or the type cannot split (its B, I + W without a backward_ms: the
+// gradient comes out at B's end).
 double gradient_ms(const LayerType& t) {
-  if (!t.backward_ms) return t.backward_input_ms;
-  return t.split_backward ? std::min(t.backward_input_ms, *t.backward_ms) : *t.backward_ms;
+  if (!t.split_backward) return t.fused_backward_ms();
+  return t.backward_ms ? std::min(t.backward_input_ms, *t.backward_ms) : t.backward_input_ms;
 }
 
 // The work any schedule can do before T ≤ a_L: forwards only, the j-th of layer l released at
@@ -354,9 +355,11 @@ Result<GlobalBound> global_lower_bound(const Spec& spec, int devices, int microb
 
   const LayerType& t0 = model.type_of(0);
   // Layer 0's backward after its gradient piece, and its whole backward, at their least (a fused
-  // backward_ms may be cheaper than I + W; without one they are W and I + W).
-  const double rest0 = t0.backward_ms ? std::min(t0.backward_weight_ms, t0.fused_backward_ms() - gradient_ms(t0))
-                                      : t0.backward_weight_ms;
+  // backward_ms may be cheaper than I + W; a type that splits without one: W and I + W; one that
+  // cannot split: nothing after its B).
+  const double rest0 = t0.backward_ms || !t0.split_backward
+                           ? std::min(t0.backward_weight_ms, t0.fused_backward_ms() - gradient_ms(t0))
+                           : t0.backward_weight_ms;
   const double back0 = t0.backward_ms ? t0.least_backward_ms() : t0.backward_input_ms + t0.backward_weight_ms;
   double cp_last_forward = (M - 1) * t0.forward_ms + sum_f + sum_i + rest0;
   double cp_first_backward = sum_f + (sum_i - gradient_ms(t0)) + M * back0;

@@ -440,6 +440,37 @@ TEST_CASE("global bound: the ramps with whole layers, on uniform layers at M = P
   CHECK(few->backward_ramp_ms == doctest::Approx(51.5));
 }
 
+TEST_CASE("global bound: a type that cannot split has its whole B on the gradient chain") {
+  // 16 layers of F = I = W = 1 ms that only run B (I + W = 2 ms: no backward_ms given), P = 16, M = 1:
+  // the microbatch goes forward through every layer and back through every B, 16 + 32 ms, which
+  // one layer per device reaches.
+  const std::string yaml =
+      "schema: 1\nmodel:\n  name: fused16\n  layer_types:\n"
+      "    T: {forward_ms: 1, backward_input_ms: 1, backward_weight_ms: 1, activation_mb: 1, wgrad_stash_mb: 0, "
+      "output_mb: 0, params_m: 0, split_backward: false}\n"
+      "  layers: \"" + std::string(16, 'T') + "\"\n"
+      "cluster: {devices: 16, memory_gb: 0, link: {bandwidth_gb_per_s: 100, latency_us: 0}}\n"
+      "pipeline: {microbatches: 1, bytes_per_param: 1}\n";
+  const Spec spec = spec_of(yaml);
+  Result<GlobalBound> g = global_lower_bound(spec, 16, 1, 0);
+  REQUIRE(g.ok());
+  CHECK(g->critical_path_ms == doctest::Approx(48));
+  CHECK(g->bound_ms == doctest::Approx(48));
+  Partition part;
+  std::vector<int> place;
+  for (int l = 0; l < 16; ++l) {
+    part.push_back({l, l});
+    place.push_back(l);
+  }
+  const PlanOptimum one_each = plan_optimum(spec, part, place);
+  CHECK(one_each.best_ms == doctest::Approx(48));
+  // M = 4 on 4 devices: no B of layer 0 starts before a full forward and the B of the 15 layers
+  // above it, then its 4 B run in turn: 16 + 30 + 4·2 ms.
+  Result<GlobalBound> g4 = global_lower_bound(spec, 4, 4, 0);
+  REQUIRE(g4.ok());
+  CHECK(g4->critical_path_ms == doctest::Approx(16 + 30 + 4 * 2));
+}
+
 TEST_CASE("offset packing: fractional floor, exact search, and an undecided search stays a bound") {
   // Four items of 10 into bins opening at 0, 1, 2: fractional (40 + 3) / 3 = 14.33, but bin k holds
   // floor((C − k) / 10) whole items: 2 + 1 + 1 = 4 at C = 20, only 3 below it. The bound is 20.
