@@ -27,7 +27,8 @@ Per case (profile, P, M) the sweep runs `pipesmith bound --json`, `pipesmith syn
 out.yaml` and `pipesmith verify out.yaml`, and counts as a failure (the kind in brackets):
 
   [exit]       an exit status other than 0, or other than synth and bound's refusal (exit 1, "fewer than
-               the P devices") for a model of fewer layers than devices; a signal or a crash included;
+               the P devices") for a model of fewer layers than devices;
+  [crash]      a command ended by a signal (an abort, a segmentation fault);
   [hang]       a command still running at 10 T + 30 s (its process group is killed);
   [bound]      a bound above the iteration: bound's global bound, or any bound the certificate writes
                (lower_bound_ms, bound_ms, bound_proven_ms, bound_before_z3_ms, global_lower_bound_ms),
@@ -336,7 +337,7 @@ def exit_check(case: Case, what: str, p: Proc, cmd: list[str], refusal: str) -> 
         return "ok"
     if p.rc == 1 and refusal and refusal in (p.out + p.err):
         return "refused"
-    kind = "hang" if p.rc == 124 else "exit"
+    kind = "hang" if p.rc == 124 else "crash" if p.rc < 0 else "exit"
     case.fail(kind, f"{what}: exit {p.rc}: {(p.err or p.out).strip()[-400:]}", cmd)
     return "failed"
 
