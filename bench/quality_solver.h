@@ -142,12 +142,14 @@ struct ShapeCase {
 
 // One shape class (P, M/P): over its cases, ours / global bound and ours / plan bound, geometric
 // mean and max (cases whose ratio is missing count in no figure of that ratio; NaN when none has it).
+// `above` counts the cases whose ours / global bound exceeds the threshold shape_summary was given.
 struct ShapeClass {
   int P = 0;
   double m_per_p = 0;         // M / P (M is a multiple of P in bench/quality's cases)
   int cases = 0;
   double geo_global = kNoValue, max_global = kNoValue;
   double geo_plan = kNoValue, max_plan = kNoValue;
+  int above = 0;
 };
 
 // A ratio makespan / bound when both are positive numbers; NaN otherwise.
@@ -155,36 +157,50 @@ inline double bound_ratio(double makespan_ms, double bound_ms) {
   return makespan_ms > 0 && bound_ms > 0 ? makespan_ms / bound_ms : kNoValue;
 }
 
+// The figures of ShapeClass over `members` (P and m_per_p left to the caller).
+inline ShapeClass shape_summary(const std::vector<const ShapeCase*>& members, double above_ratio) {
+  ShapeClass k;
+  k.cases = static_cast<int>(members.size());
+  auto fold = [&](auto ratio_of, double& geo, double& max) {
+    double log_sum = 0;
+    int n = 0;
+    for (const ShapeCase* c : members) {
+      const double r = ratio_of(*c);
+      if (std::isnan(r)) continue;
+      log_sum += std::log(r);
+      max = n == 0 ? r : std::max(max, r);
+      ++n;
+    }
+    if (n > 0) geo = std::exp(log_sum / n);
+  };
+  fold([](const ShapeCase& c) { return bound_ratio(c.makespan_ms, c.global_bound_ms); }, k.geo_global, k.max_global);
+  fold([](const ShapeCase& c) { return bound_ratio(c.makespan_ms, c.plan_bound_ms); }, k.geo_plan, k.max_plan);
+  for (const ShapeCase* c : members)
+    if (bound_ratio(c->makespan_ms, c->global_bound_ms) > above_ratio) ++k.above;
+  return k;
+}
+
 // The classes, sorted by P then M/P.
-inline std::vector<ShapeClass> shape_classes(const std::vector<ShapeCase>& cases) {
+inline std::vector<ShapeClass> shape_classes(const std::vector<ShapeCase>& cases, double above_ratio = 1.15) {
   std::map<std::pair<int, double>, std::vector<const ShapeCase*>> by_class;
   for (const ShapeCase& c : cases)
     if (c.P > 0) by_class[{c.P, static_cast<double>(c.M) / c.P}].push_back(&c);
   std::vector<ShapeClass> out;
-  for (const auto& entry : by_class) {
-    const auto& key = entry.first;
-    const auto& members = entry.second;  // a named reference: lambdas below capture it
-    ShapeClass k;
+  for (const auto& [key, members] : by_class) {
+    ShapeClass k = shape_summary(members, above_ratio);
     k.P = key.first;
     k.m_per_p = key.second;
-    k.cases = static_cast<int>(members.size());
-    auto fold = [&](auto ratio_of, double& geo, double& max) {
-      double log_sum = 0;
-      int n = 0;
-      for (const ShapeCase* c : members) {
-        const double r = ratio_of(*c);
-        if (std::isnan(r)) continue;
-        log_sum += std::log(r);
-        max = n == 0 ? r : std::max(max, r);
-        ++n;
-      }
-      if (n > 0) geo = std::exp(log_sum / n);
-    };
-    fold([](const ShapeCase& c) { return bound_ratio(c.makespan_ms, c.global_bound_ms); }, k.geo_global, k.max_global);
-    fold([](const ShapeCase& c) { return bound_ratio(c.makespan_ms, c.plan_bound_ms); }, k.geo_plan, k.max_plan);
     out.push_back(k);
   }
   return out;
+}
+
+// Every case of `cases` as one class (P = 0, m_per_p = 0).
+inline ShapeClass shape_all(const std::vector<ShapeCase>& cases, double above_ratio = 1.15) {
+  std::vector<const ShapeCase*> members;
+  for (const ShapeCase& c : cases)
+    if (c.P > 0) members.push_back(&c);
+  return shape_summary(members, above_ratio);
 }
 
 }  // namespace ps::bench

@@ -2,21 +2,26 @@
 # ctest `bench_quality_shape`: bench/quality as a user runs it on one small model at P = 2, M = 2 and 4,
 # and its table per shape class (P, M/P): one row per class, each with its case count and pipesmith's
 # iteration over the global and the plan bound (geometric mean and max), every ratio >= 1 (no schedule
-# beats a lower bound) and the max never below the geometric mean; then issue 49's regime (below).
+# beats a lower bound) and the max never below the geometric mean, the count above 1.15 and a last row
+# over both cases; then the regime of the published comparisons (below).
 # Usage: check_quality_shape.sh BUILD_DIR
 set -euo pipefail
 build=$1
 out=$(PIPESMITH_BUILD_DIR="$build" bash bench/quality --models llama2-7b --devices 2 --m-factors 1,2 --time-limit 2 \
         --threads 1 2>/dev/null)
-echo "$out" | grep -A4 '^| P | M/P | cases |'
-rows=$(echo "$out" | grep -E '^\| 2 \| [12] \| 1 \| ' || true)
-[ "$(echo "$rows" | grep -c .)" = 2 ] || { echo "expected the classes (2, 1) and (2, 2), one case each"; exit 1; }
+echo "$out" | grep -A5 '^| P | M/P | cases |'
+rows=$(echo "$out" | grep -E '^\| (2 \| [12] \| 1|all \| all \| 2) \| ' || true)
+[ "$(echo "$rows" | grep -c .)" = 3 ] || { echo "expected the classes (2, 1) and (2, 2), one case each, and all: 2"; exit 1; }
 echo "$rows" | awk -F'|' '{
-  for (i = 5; i <= 8; ++i) if ($i !~ /^ [0-9]+\.[0-9][0-9][0-9] $/ || $i + 0 < 1) { print "not a ratio >= 1: " $0; exit 1 }
-  if ($6 + 0 < $5 + 0 || $8 + 0 < $7 + 0) { print "max below the geometric mean: " $0; exit 1 }
+  for (i = 5; i <= 11; ++i) {
+    if (i == 7) { if ($i !~ /^ [0-9]+ $/) { print "not a count: " $0; exit 1 } continue }
+    if ($i !~ /^ [0-9]+\.[0-9][0-9][0-9] $/ || $i + 0 < 1) { print "not a ratio >= 1: " $0; exit 1 }
+  }
+  if ($6 + 0 < $5 + 0 || $9 + 0 < $8 + 0 || $11 + 0 < $10 + 0) { print "max below the geometric mean: " $0; exit 1 }
+  if (($6 + 0 > 1.15) != ($7 + 0 > 0)) { print "count above 1.15 does not match the max: " $0; exit 1 }
 }'
 
-# Issue 49's regime: --free-links --no-memory-cap, on a case whose order a short run leaves open
+# The published comparisons' regime: --free-links --no-memory-cap, on a case whose order a short run leaves open
 # (DeepSeek-like at P = M = 8: 0.62 % above its plan's bound), with --settle-orders. The header names the links and memory; the
 # published schedules (no search: the same orders in both runs) are never slower with free links than
 # on the cluster's links (their time without the memory limit where they do not fit 80 GB) and faster

@@ -141,7 +141,18 @@ TEST_CASE("bench quality: ours over the global and plan bounds per shape class (
   CHECK(k[2].m_per_p == 2);
   CHECK(k[2].geo_global == doctest::Approx(1.0));
   CHECK(k[2].max_plan == doctest::Approx(1.0));
+  CHECK(k[1].above == 1);  // 1.21 > 1.15, 1.10 not
+  CHECK(k[2].above == 0);
+  // Every case as one class: three with a global bound (1.10, 1.21, 1.00), four with a plan bound.
+  const auto all = ps::bench::shape_all(cases);
+  CHECK(all.cases == 4);
+  CHECK(all.geo_global == doctest::Approx(std::cbrt(1.10 * 1.21 * 1.00)));
+  CHECK(all.max_global == doctest::Approx(1.21));
+  CHECK(all.above == 1);
+  CHECK(ps::bench::shape_all(cases, 1.05).above == 2);
+  CHECK(all.max_plan == doctest::Approx(1.10));
   CHECK(shape_classes({}).empty());
+  CHECK(ps::bench::shape_all({}).cases == 0);
   // A bound of 0 is no bound (not an infinite ratio).
   CHECK(std::isnan(ps::bench::bound_ratio(100, 0)));
 }
