@@ -4,6 +4,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <exception>
+#include <string>
+
 namespace ps {
 
 Result<CertifiedSchedule> certify_schedule(const Schedule& schedule, const VerifyOptions& options) {
@@ -43,6 +47,31 @@ Result<CertifiedSchedule> certify_schedule(const Schedule& schedule, const Verif
   seal_certificate(out.schedule);
   out.report = std::move(report);
   return out;
+}
+
+OptimalityClaim restate_optimality(Certificate& certificate, double makespan_ms) {
+  auto& extra = certificate.extra;
+  extra.erase("optimal_up_to_ms");
+  OptimalityClaim claim;
+  double proven_ms = -1;
+  if (const auto it = extra.find("bound_proven_ms"); it != extra.end()) {
+    try {
+      proven_ms = std::stod(it->second);
+    } catch (const std::exception&) {
+      proven_ms = -1;  // not a number: no claim rests on it
+    }
+  }
+  const auto st = extra.find("solver_status");
+  const bool proof_status = st != extra.end() && (st->second == "optimal" || st->second == "heuristic meets bound" ||
+                                                  st->second == "destructive bound meets incumbent");
+  if (proven_ms >= 0) {
+    const double tol = 1e-6 * std::max(makespan_ms, proven_ms) + 1e-9;
+    claim.optimal = makespan_ms <= proven_ms + tol;
+    if (!claim.optimal && proof_status) claim.up_to_ms = makespan_ms - proven_ms;
+  }
+  extra["optimal"] = claim.optimal ? "true" : "false";
+  if (claim.up_to_ms > 0) extra["optimal_up_to_ms"] = fmt::format("{:.6f}", claim.up_to_ms);
+  return claim;
 }
 
 }  // namespace ps

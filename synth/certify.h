@@ -24,4 +24,18 @@ struct CertifiedSchedule {
 Result<CertifiedSchedule> certify_schedule(const Schedule& schedule,
                                            const VerifyOptions& options = {});
 
+// The optimality claims of a synthesized certificate whose schedule was replaced by another order of
+// the same plan, `makespan_ms` long (the plan's bounds hold for every order of it). `optimal` is
+// true where bound_proven_ms reaches the makespan (within the checker's relative 1e-6); where it does
+// not but solver_status records a proof ("optimal", "heuristic meets bound", "destructive bound meets
+// incumbent": the replaced order proven optimal on the plan's integer op DAG, whose durations are
+// rounded down), the optimum lies between the bound and this order, and `optimal_up_to_ms` says how
+// far apart they are; otherwise neither is claimed. Writes both extras (optimal_up_to_ms only when
+// claimed) and returns {optimal, optimal_up_to_ms}.
+struct OptimalityClaim {
+  bool optimal = false;
+  double up_to_ms = 0;
+};
+OptimalityClaim restate_optimality(Certificate& certificate, double makespan_ms);
+
 }  // namespace ps

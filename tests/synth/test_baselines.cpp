@@ -503,6 +503,65 @@ TEST_CASE("certify_schedule returns the checked schedule with comms, times and a
   CHECK(ct.status().message().find("does not fit the memory limit") != std::string::npos);
 }
 
+TEST_CASE("restate_optimality: another order of the plan keeps only the claims the checker accepts") {
+  // A 1F1B order certified (above the checker's bound: its bubble), then given synthesize()'s solver
+  // block as if it had replaced the order that block was about (pipesmith synth writing the search's
+  // faster order).
+  auto s = make_baseline(shaped_problem(BaselineKind::k1F1B, 4, 8, 0, 1, 1, 1), BaselineKind::k1F1B);
+  REQUIRE(s.ok());
+  auto c = certify_schedule(*s);
+  REQUIRE(c.ok());
+  Schedule base = c->schedule;
+  const double mk = base.certificate->makespan_ms;
+  const double lb = base.certificate->lower_bound_ms;
+  REQUIRE(lb < mk);
+  auto with_block = [&](double proven_ms, const std::string& status) {
+    Schedule x = base;
+    auto& e = x.certificate->extra;
+    const double best = std::max(proven_ms, lb);
+    e["bound_proven_ms"] = fmt::format("{:.4f}", proven_ms);
+    e["bound_ms"] = fmt::format("{:.4f}", best);
+    e["gap"] = fmt::format("{:.6f}", std::max(0.0, (mk - best) / best));
+    e["solver_status"] = status;
+    e["optimal"] = "false";
+    return x;
+  };
+  auto valid_after = [](Schedule x) {
+    seal_certificate(x);
+    Report r = verify(x);
+    INFO(format_report(r));
+    return r.valid;
+  };
+  const double below = mk - 0.25 * (mk - lb);  // a proven bound under this order's makespan
+  // A proof of the replaced order (on its integer DAG), the new order above the bound, nothing
+  // restated: the status claims a proof that `optimal` denies, and the checker refuses it.
+  Schedule stale = with_block(below, "destructive bound meets incumbent");
+  CHECK_FALSE(valid_after(stale));
+  // Restated: the optimum lies between the bound and this order, optimal_up_to_ms apart.
+  OptimalityClaim claim = restate_optimality(*stale.certificate, mk);
+  CHECK_FALSE(claim.optimal);
+  CHECK(claim.up_to_ms == doctest::Approx(mk - std::stod(stale.certificate->extra.at("bound_proven_ms"))));
+  CHECK(stale.certificate->extra.at("optimal") == "false");
+  CHECK(stale.certificate->extra.count("optimal_up_to_ms") == 1);
+  CHECK(valid_after(stale));
+  // A bound that reaches the makespan: optimal, whatever the status.
+  Schedule reached = with_block(mk, "windows: budget exhausted (3 windows, 0 improved the order)");
+  claim = restate_optimality(*reached.certificate, mk);
+  CHECK(claim.optimal);
+  CHECK(claim.up_to_ms == 0);
+  CHECK(reached.certificate->extra.at("optimal") == "true");
+  CHECK(reached.certificate->extra.count("optimal_up_to_ms") == 0);
+  CHECK(valid_after(reached));
+  // No proof and a bound below: neither claim (an optimal_up_to_ms left from before is dropped).
+  Schedule open = with_block(below, "no Z3 run");
+  open.certificate->extra["optimal_up_to_ms"] = "0.5";
+  claim = restate_optimality(*open.certificate, mk);
+  CHECK_FALSE(claim.optimal);
+  CHECK(claim.up_to_ms == 0);
+  CHECK(open.certificate->extra.count("optimal_up_to_ms") == 0);
+  CHECK(valid_after(open));
+}
+
 TEST_CASE(
     "every config: every baseline passes the checker and never beats the global lower bound") {
   namespace fs = std::filesystem;
