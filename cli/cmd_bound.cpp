@@ -55,7 +55,7 @@ int run_bound(const BoundArgs& a) {
     s += "over all partitions, placements and orders (comm taken as free):\n";
     s += fmt::format("  total work / P                {:12.3f} ms\n", g->total_work_ms);
     s += fmt::format("  work + pipeline ramp / P      {:12.3f} ms\n", g->ramp_ms);
-    s += fmt::format("  heaviest layer {:>4}: a_l+M·c_l {:11.3f} ms\n", g->heaviest_layer,
+    s += fmt::format("  heaviest layer {:>4}, with tail {:11.3f} ms\n", g->heaviest_layer,
                      g->heaviest_layer_ms);
     s += fmt::format("  critical path                 {:12.3f} ms\n", g->critical_path_ms);
     s += fmt::format("  work + backward ramp / P      {:12.3f} ms\n", g->backward_ramp_ms);

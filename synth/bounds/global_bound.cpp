@@ -345,14 +345,6 @@ Result<GlobalBound> global_lower_bound(const Spec& spec, int devices, int microb
   }
   g.total_work_ms = M * sum_c / Q;
 
-  for (int l = 0; l < L; ++l) {
-    double v = a[l] + M * layer_time_floor_ms(model, LayerId{l});
-    if (v > g.heaviest_layer_ms) {
-      g.heaviest_layer_ms = v;
-      g.heaviest_layer = l;
-    }
-  }
-
   const LayerType& t0 = model.type_of(0);
   // Layer 0's backward after its gradient piece, and its whole backward, at their least (a fused
   // backward_ms may be cheaper than I + W; a type that splits without one: W and I + W; one that
@@ -360,6 +352,20 @@ Result<GlobalBound> global_lower_bound(const Spec& spec, int devices, int microb
   const double rest0 = t0.backward_ms || !t0.split_backward
                            ? std::min(t0.backward_weight_ms, t0.fused_backward_ms() - gradient_ms(t0))
                            : t0.backward_weight_ms;
+
+  // A layer's M forwards and M gradient parts from a_l, then the gradient chain below it
+  // (global_bound.h, heaviest_layer).
+  double below_g = 0;  // Σ_{k<l} g_k
+  for (int l = 0; l < L; ++l) {
+    const LayerType& t = model.type_of(l);
+    double v = a[l] + M * layer_time_floor_ms(model, LayerId{l});
+    if (l > 0) v = std::max(v, a[l] + M * (t.forward_ms + gradient_ms(t)) + below_g + rest0);
+    if (v > g.heaviest_layer_ms) {
+      g.heaviest_layer_ms = v;
+      g.heaviest_layer = l;
+    }
+    below_g += gradient_ms(t);
+  }
   const double back0 = t0.backward_ms ? t0.least_backward_ms() : t0.backward_input_ms + t0.backward_weight_ms;
   double cp_last_forward = (M - 1) * t0.forward_ms + sum_f + sum_i + rest0;
   double cp_first_backward = sum_f + (sum_i - gradient_ms(t0)) + M * back0;

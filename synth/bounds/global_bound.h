@@ -11,8 +11,16 @@
 // a_l = F_0 + … + F_{l−1} (the earliest time any op of layer l can start), L layers and
 // Q = min(P, L) devices that can hold work:
 //   total_work      M·Σ c_l / Q                       the work has to be shared by Q devices
-//   heaviest_layer  max_l a_l + M·c_l                 a layer is never split across devices and
-//                                                     none of its ops starts before a_l
+//   heaviest_layer  max_l max(a_l + M·c_l,            a layer is never split across devices and
+//                     a_l + M·(F_l + g_l)             none of its ops starts before a_l; and the
+//                     + Σ_{k<l} g_k + W_0)            device holding it ends its M forwards and M
+//                                                     gradient parts g_l (I_l, or B_l) at
+//                                                     a_l + M·(F_l + g_l) or later, the last of them
+//                                                     a gradient part (each follows its microbatch's
+//                                                     F), after which that microbatch's gradient
+//                                                     still goes through every layer below and W_0
+//                                                     follows (with its stage's layers around it the
+//                                                     device only has more to do before it)
 //   critical_path   max( (M−1)·F_0 + ΣF + ΣI + W_0,   the last F_0 to run starts after the other
 //                        ΣF + Σ_{l≥1} I_l + M·(I_0+W_0) )  M−1, then its microbatch goes forward
 //                                                     through every layer and back; and no I_0
@@ -130,7 +138,7 @@ struct GlobalBound {
   int devices = 0;
   int microbatches = 0;
   double total_work_ms = 0;
-  double heaviest_layer_ms = 0;  // max_l a_l + M·c_l (the "single layer" term)
+  double heaviest_layer_ms = 0;  // max_l a_l + M·c_l, or with the gradient chain below l (the "single layer" term)
   int heaviest_layer = -1;       // the layer l reaching it
   double critical_path_ms = 0;
   double ramp_ms = 0;

@@ -246,8 +246,8 @@ TEST_CASE("[slow] global bound: never above the optimum over every plan on small
                       models, plans, open_plans, models - open_models, raised, met, release_raised, packing_binds,
                       packing_met));
   CHECK(open_models == 0);  // every model's optimum is proven: the comparison is with the true optimum
-  CHECK(raised >= models / 10);  // the new terms matter on these shapes (23 of the 100)
-  CHECK(met >= models / 3);  // 63 of the 100 (58 without the release times on whole layers)
+  CHECK(raised >= models / 10);  // the new terms matter on these shapes (13 of the 100)
+  CHECK(met >= models / 3);  // 85 of the 100
 }
 
 // The forwards' release times bind where forwards are long beside the backward and M ≈ P: the
@@ -279,7 +279,8 @@ TEST_CASE("[slow] global bound: the forwards' release times, never above the opt
   MESSAGE(fmt::format("{} models: the forwards' release times raise the bound on {} and bind on {}, with whole layers "
                       "on {} (= optimum on {}), each device's windows on {}; bound = optimum on {}",
                       models, raised, binds, packing_binds, packing_met, window_binds, met));
-  CHECK(raised >= models / 8);  // the release times raise the bound on 10 of the 60
+  CHECK(raised >= models / 15);  // the release times raise the bound on 4 of the 60 (the heaviest layer with the
+                                 // gradient chain below it covers the others)
 }
 
 // The release times with whole layers (release_packing) bind where few layers share few devices at
@@ -305,7 +306,7 @@ TEST_CASE("[slow] global bound: the release times with whole layers, never above
   MESSAGE(fmt::format("{} models: the release times with whole layers bind on {} (= optimum on {}), bound = optimum "
                       "on {}",
                       models, binds, binds_met, met));
-  CHECK(binds >= models / 8);  // 12 of the 40
+  CHECK(binds >= models / 8);  // 6 of the 40
 }
 
 // Each device's windows with whole layers (window_packing) bind where few layers share few devices
@@ -331,7 +332,7 @@ TEST_CASE("[slow] global bound: each device's windows with whole layers, never a
   MESSAGE(fmt::format("{} models: each device's windows with whole layers bind on {} (= optimum on {}), bound = "
                       "optimum on {}",
                       models, binds, binds_met, met));
-  CHECK(binds >= models / 8);  // 8 of the 40
+  CHECK(binds >= models / 8);  // 5 of the 40
 }
 
 // Which side of the gap at M = P is loose, where every plan can be tried: a Gemma-like model of 8
@@ -469,6 +470,35 @@ TEST_CASE("global bound: a type that cannot split has its whole B on the gradien
   Result<GlobalBound> g4 = global_lower_bound(spec, 4, 4, 0);
   REQUIRE(g4.ok());
   CHECK(g4->critical_path_ms == doctest::Approx(16 + 30 + 4 * 2));
+}
+
+TEST_CASE("global bound: the heaviest layer's device, then the gradient chain below it") {
+  // 15 blocks of F = I = W = 1 ms and a head of F = I = 10, W = 0 ms (an unsharded vocabulary head),
+  // P = M = 4: the head's device runs 4 × (10 + 10) ms from a_15 = 15 ms, and after its last I the
+  // gradient still goes through the 15 blocks' I and layer 0's W: 15 + 80 + 15 + 1 = 111 ms (without
+  // the chain below: 95). The plan with the blocks 5 a device on devices 0-2 and the head alone on
+  // device 3, solved exactly, lies at or above it.
+  const std::string yaml =
+      "schema: 1\nmodel:\n  name: heavy-head\n  layer_types:\n"
+      "    T: {forward_ms: 1, backward_input_ms: 1, backward_weight_ms: 1, activation_mb: 1, wgrad_stash_mb: 0, "
+      "output_mb: 0, params_m: 0}\n"
+      "    H: {forward_ms: 10, backward_input_ms: 10, backward_weight_ms: 0, activation_mb: 1, wgrad_stash_mb: 0, "
+      "output_mb: 0, params_m: 0}\n"
+      "  layers: \"" + std::string(15, 'T') + "H\"\n"
+      "cluster: {devices: 4, memory_gb: 0, link: {bandwidth_gb_per_s: 100, latency_us: 0}}\n"
+      "pipeline: {microbatches: 4, bytes_per_param: 1}\n";
+  const Spec spec = spec_of(yaml);
+  Result<GlobalBound> g = global_lower_bound(spec, 4, 4, 0);
+  REQUIRE(g.ok());
+  CHECK(g->heaviest_layer == 15);
+  CHECK(g->heaviest_layer_ms == doctest::Approx(111));
+  Result<ModelBound> mb = model_bound(spec);
+  REQUIRE(mb.ok());
+  CHECK(mb->bound_ms >= 111 - 1e-9);
+  const PlanOptimum plan = plan_optimum(spec, {{0, 4}, {5, 9}, {10, 14}, {15, 15}}, {0, 1, 2, 3});
+  CHECK(plan.lower_ms >= mb->bound_ms - 1e-6);
+  CAPTURE(plan.best_ms);
+  CHECK(plan.best_ms >= 111 - 1e-9);
 }
 
 TEST_CASE("offset packing: fractional floor, exact search, and an undecided search stays a bound") {
