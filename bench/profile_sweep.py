@@ -274,7 +274,10 @@ class Proc:
 def run(cmd: list[str], timeout: float) -> Proc:
     """Runs cmd in its own process group; past timeout seconds the whole group is killed (rc 124)."""
     t0 = time.monotonic()
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    except OSError as e:  # the CLI missing or not executable (being rebuilt): an exit failure, not a traceback
+        return Proc(127, "", f"cannot run {cmd[0]}: {e}", time.monotonic() - t0)
     try:
         out, err = p.communicate(timeout=timeout)
         rc = p.returncode
