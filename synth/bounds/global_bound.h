@@ -138,7 +138,7 @@ struct GlobalBound {
   int devices = 0;
   int microbatches = 0;
   double total_work_ms = 0;
-  double heaviest_layer_ms = 0;  // max_l a_l + M·c_l, or with the gradient chain below l (the "single layer" term)
+  double heaviest_layer_ms = 0;  // max_l a_l + M·c_l or with the chain below (the "single layer" term)
   int heaviest_layer = -1;       // the layer l reaching it
   double critical_path_ms = 0;
   double ramp_ms = 0;
