@@ -2,7 +2,7 @@
 (run bench/profile-sweep).
 
 The profiles are drawn from a seed (the same seed, the same profiles and shapes on any machine), in the
-regime of issue 49's unseen profiles: per-layer F / I / W costs given directly, free links (latency 0, a
+regime of the published comparisons: per-layer F / I / W costs given directly, free links (latency 0, a
 bandwidth no transfer notices), no memory cap (`--memory-limit-gb 0`). The kinds, dealt in turn so that a
 short sweep covers each of them:
 
