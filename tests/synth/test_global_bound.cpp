@@ -58,23 +58,34 @@ struct CostRanges {
   int f_lo = 1, f_span = 4, i_lo = 1, i_span = 4, w_lo = 0, w_span = 4;
 };
 
+// A layer chain in the bound's setting: `types` (each a `    X: {...}` line), the layer string, free
+// comm and no memory limit, P devices, M microbatches.
+std::string chain_yaml(const std::string& types, const std::string& layers, int P, int M) {
+  return fmt::format(
+      "schema: 1\nmodel:\n  name: chain\n  layer_types:\n{}  layers: \"{}\"\n"
+      "cluster: {{devices: {}, memory_gb: 0, link: {{bandwidth_gb_per_s: 100, latency_us: 0}}}}\n"
+      "pipeline: {{microbatches: {}, bytes_per_param: 1}}\n",
+      types, layers, P, M);
+}
+
+// A type line with F / I / W in ms (the other figures 1 MB of activations, nothing else).
+std::string type_line(char symbol, double f, double i, double w, const std::string& more = "") {
+  return fmt::format(
+      "    {}: {{forward_ms: {}, backward_input_ms: {}, backward_weight_ms: {}, activation_mb: 1, "
+      "wgrad_stash_mb: 0, output_mb: 0, params_m: 0{}}}\n",
+      symbol, f, i, w, more);
+}
+
 RandomModel random_model(Lcg& rng, int L, int P, int M, bool fused, int kinds, const CostRanges& c = {}) {
   RandomModel r{L, P, M, fused, {}};
   std::string types, layers;
   const int ntypes = kinds == 0 ? L : (kinds == 1 ? 2 : 1);
   for (int t = 0; t < ntypes; ++t) {
     const int f = c.f_lo + rng.below(c.f_span), i = c.i_lo + rng.below(c.i_span), w = c.w_lo + rng.below(c.w_span);
-    types += fmt::format(
-        "    {}: {{forward_ms: {}, backward_input_ms: {}, backward_weight_ms: {}, activation_mb: 1, "
-        "wgrad_stash_mb: 0, output_mb: 0, params_m: 0{}}}\n",
-        static_cast<char>('A' + t), f, i, w, fused ? ", split_backward: false" : "");
+    types += type_line(static_cast<char>('A' + t), f, i, w, fused ? ", split_backward: false" : "");
   }
   for (int l = 0; l < L; ++l) layers += static_cast<char>('A' + (kinds == 0 ? l : rng.below(ntypes)));
-  r.yaml = fmt::format(
-      "schema: 1\nmodel:\n  name: random\n  layer_types:\n{}  layers: \"{}\"\n"
-      "cluster: {{devices: {}, memory_gb: 0, link: {{bandwidth_gb_per_s: 100, latency_us: 0}}}}\n"
-      "pipeline: {{microbatches: {}, bytes_per_param: 1}}\n",
-      types, layers, P, M);
+  r.yaml = chain_yaml(types, layers, P, M);
   return r;
 }
 
@@ -402,14 +413,7 @@ TEST_CASE("global bound: the ramps with whole layers, on uniform layers at M = P
   // before 103 ms, and giving it 3 leaves 29 layers for 7 devices (one holds 5: 120 ms). Looped
   // placement of one layer per stage reaches 103 ms (bench: `pipesmith synth --placement
   // interleaved --stages-per-device 4`, proven optimal).
-  const std::string yaml =
-      "schema: 1\nmodel:\n  name: uniform32\n  layer_types:\n"
-      "    T: {forward_ms: 1, backward_input_ms: 1, backward_weight_ms: 1, activation_mb: 1, wgrad_stash_mb: 0, "
-      "output_mb: 0, params_m: 0}\n"
-      "  layers: \"" + std::string(32, 'T') + "\"\n"
-      "cluster: {devices: 8, memory_gb: 0, link: {bandwidth_gb_per_s: 100, latency_us: 0}}\n"
-      "pipeline: {microbatches: 8, bytes_per_param: 1}\n";
-  const Spec spec = spec_of(yaml);
+  const Spec spec = spec_of(chain_yaml(type_line('T', 1, 1, 1), std::string(32, 'T'), 8, 8));
   Result<GlobalBound> g = global_lower_bound(spec, 8, 8, 0);
   REQUIRE(g.ok());
   CHECK(g->total_work_ms == doctest::Approx(96));
@@ -445,14 +449,8 @@ TEST_CASE("global bound: a type that cannot split has its whole B on the gradien
   // 16 layers of F = I = W = 1 ms that only run B (I + W = 2 ms: no backward_ms given), P = 16, M = 1:
   // the microbatch goes forward through every layer and back through every B, 16 + 32 ms, which
   // one layer per device reaches.
-  const std::string yaml =
-      "schema: 1\nmodel:\n  name: fused16\n  layer_types:\n"
-      "    T: {forward_ms: 1, backward_input_ms: 1, backward_weight_ms: 1, activation_mb: 1, wgrad_stash_mb: 0, "
-      "output_mb: 0, params_m: 0, split_backward: false}\n"
-      "  layers: \"" + std::string(16, 'T') + "\"\n"
-      "cluster: {devices: 16, memory_gb: 0, link: {bandwidth_gb_per_s: 100, latency_us: 0}}\n"
-      "pipeline: {microbatches: 1, bytes_per_param: 1}\n";
-  const Spec spec = spec_of(yaml);
+  const Spec spec =
+      spec_of(chain_yaml(type_line('T', 1, 1, 1, ", split_backward: false"), std::string(16, 'T'), 16, 1));
   Result<GlobalBound> g = global_lower_bound(spec, 16, 1, 0);
   REQUIRE(g.ok());
   CHECK(g->critical_path_ms == doctest::Approx(48));
@@ -478,16 +476,8 @@ TEST_CASE("global bound: the heaviest layer's device, then the gradient chain be
   // gradient still goes through the 15 blocks' I and layer 0's W: 15 + 80 + 15 + 1 = 111 ms (without
   // the chain below: 95). The plan with the blocks 5 a device on devices 0-2 and the head alone on
   // device 3, solved exactly, lies at or above it.
-  const std::string yaml =
-      "schema: 1\nmodel:\n  name: heavy-head\n  layer_types:\n"
-      "    T: {forward_ms: 1, backward_input_ms: 1, backward_weight_ms: 1, activation_mb: 1, wgrad_stash_mb: 0, "
-      "output_mb: 0, params_m: 0}\n"
-      "    H: {forward_ms: 10, backward_input_ms: 10, backward_weight_ms: 0, activation_mb: 1, wgrad_stash_mb: 0, "
-      "output_mb: 0, params_m: 0}\n"
-      "  layers: \"" + std::string(15, 'T') + "H\"\n"
-      "cluster: {devices: 4, memory_gb: 0, link: {bandwidth_gb_per_s: 100, latency_us: 0}}\n"
-      "pipeline: {microbatches: 4, bytes_per_param: 1}\n";
-  const Spec spec = spec_of(yaml);
+  const Spec spec =
+      spec_of(chain_yaml(type_line('T', 1, 1, 1) + type_line('H', 10, 10, 0), std::string(15, 'T') + "H", 4, 4));
   Result<GlobalBound> g = global_lower_bound(spec, 4, 4, 0);
   REQUIRE(g.ok());
   CHECK(g->heaviest_layer == 15);
