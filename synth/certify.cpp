@@ -1,5 +1,6 @@
 #include "report/report.h"
 #include "synth/certify.h"
+#include "verify/certificate.h"
 #include "verify/digest.h"
 
 #include <fmt/format.h>
@@ -49,25 +50,25 @@ Result<CertifiedSchedule> certify_schedule(const Schedule& schedule, const Verif
   return out;
 }
 
-OptimalityClaim restate_optimality(Certificate& certificate, double makespan_ms) {
+bool meets_bound(double makespan_ms, double bound_ms) {
+  return makespan_ms <= bound_ms + verify_detail::kCertRelTol * std::max(makespan_ms, bound_ms) + 1e-9;
+}
+
+OptimalityClaim restate_optimality(Certificate& certificate, double makespan_ms, bool order_proven) {
   auto& extra = certificate.extra;
   extra.erase("optimal_up_to_ms");
   OptimalityClaim claim;
-  double proven_ms = -1;
   if (const auto it = extra.find("bound_proven_ms"); it != extra.end()) {
+    double proven_ms = -1;
     try {
       proven_ms = std::stod(it->second);
     } catch (const std::exception&) {
-      proven_ms = -1;  // not a number: no claim rests on it
+      // not a number: no claim rests on it
     }
-  }
-  const auto st = extra.find("solver_status");
-  const bool proof_status = st != extra.end() && (st->second == "optimal" || st->second == "heuristic meets bound" ||
-                                                  st->second == "destructive bound meets incumbent");
-  if (proven_ms >= 0) {
-    const double tol = 1e-6 * std::max(makespan_ms, proven_ms) + 1e-9;
-    claim.optimal = makespan_ms <= proven_ms + tol;
-    if (!claim.optimal && proof_status) claim.up_to_ms = makespan_ms - proven_ms;
+    if (proven_ms >= 0) {
+      claim.optimal = meets_bound(makespan_ms, proven_ms);
+      if (!claim.optimal && order_proven) claim.up_to_ms = makespan_ms - proven_ms;
+    }
   }
   extra["optimal"] = claim.optimal ? "true" : "false";
   if (claim.up_to_ms > 0) extra["optimal_up_to_ms"] = fmt::format("{:.6f}", claim.up_to_ms);

@@ -24,18 +24,21 @@ struct CertifiedSchedule {
 Result<CertifiedSchedule> certify_schedule(const Schedule& schedule,
                                            const VerifyOptions& options = {});
 
+// A makespan that meets a lower bound within the certificate's float tolerance (relative 1e-6, plus
+// 1e-9 ms; verify/certificate.h): what an `optimal: true` claim needs.
+bool meets_bound(double makespan_ms, double bound_ms);
+
 // The optimality claims of a synthesized certificate whose schedule was replaced by another order of
 // the same plan, `makespan_ms` long (the plan's bounds hold for every order of it). `optimal` is
-// true where bound_proven_ms reaches the makespan (within the checker's relative 1e-6); where it does
-// not but solver_status records a proof ("optimal", "heuristic meets bound", "destructive bound meets
-// incumbent": the replaced order proven optimal on the plan's integer op DAG, whose durations are
-// rounded down), the optimum lies between the bound and this order, and `optimal_up_to_ms` says how
-// far apart they are; otherwise neither is claimed. Writes both extras (optimal_up_to_ms only when
-// claimed) and returns {optimal, optimal_up_to_ms}.
+// true where bound_proven_ms meets the makespan; where it does not but the replaced order was
+// `order_proven` (optimal, or optimal up to the rounding of the plan's integer op DAG: its solver
+// status records the proof), the optimum lies between the bound and this order, and
+// `optimal_up_to_ms` says how far apart they are; otherwise neither is claimed. Writes both extras
+// (optimal_up_to_ms only when claimed) and returns them.
 struct OptimalityClaim {
   bool optimal = false;
   double up_to_ms = 0;
 };
-OptimalityClaim restate_optimality(Certificate& certificate, double makespan_ms);
+OptimalityClaim restate_optimality(Certificate& certificate, double makespan_ms, bool order_proven);
 
 }  // namespace ps

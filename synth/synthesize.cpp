@@ -772,11 +772,9 @@ void settle_bounds(const OpDag& dag, const SolveResult& fin, double checker_lb_m
   // Bounds summed in a different order than the simulation can exceed the makespan by float noise.
   if (out.bound_ms > out.makespan_ms && out.bound_ms <= out.makespan_ms * (1 + 1e-9)) out.bound_ms = out.makespan_ms;
   out.gap = out.bound_ms > 0 ? std::max(0.0, (out.makespan_ms - out.bound_ms) / out.bound_ms) : 0;
-  // Equal within the certificate's float tolerance (verify/certificate.h: 1e-6 relative): with
-  // inexact time units the DAG rounds durations down, so the proof is on a relaxation and the
-  // schedule's true makespan sits a few units above it.
-  const double tol = 1e-6 * std::max(out.makespan_ms, proven_ms) + 1e-9;
-  out.optimal = fin.optimal && out.makespan_ms <= proven_ms + tol;
+  // Equal within the certificate's float tolerance: with inexact time units the DAG rounds durations
+  // down, so the proof is on a relaxation and the schedule's true makespan sits a few units above it.
+  out.optimal = fin.optimal && meets_bound(out.makespan_ms, proven_ms);
   // Proven on the integer DAG but above the bound by more than the tolerance: with inexact time
   // units that is the rounding of this schedule's own durations; the optimum lies in between.
   if (fin.optimal && !out.optimal && !dag.time_exact) out.optimal_up_to_ms = out.makespan_ms - proven_ms;

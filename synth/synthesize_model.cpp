@@ -149,15 +149,17 @@ Status keep_faster_tuner_order(const TuneResult& tuned, SynthResult& res) {
   // hold for any order of the plan), less the claims about its own order.
   std::map<std::string, std::string> kept = res.schedule.certificate ? res.schedule.certificate->extra
                                                                      : std::map<std::string, std::string>{};
-  for (const char* claim : {"optimal_up_to_ms", "note", "output"}) kept.erase(claim);
+  for (const char* claim : {"note", "output"}) kept.erase(claim);
+  const bool order_proven = res.optimal || res.optimal_up_to_ms > 0;
   auto cert = certify_schedule(tuned.schedule, VerifyOptions{});
   if (!cert.ok()) return cert.status();
   res.schedule = std::move(cert->schedule);
   res.report = std::move(cert->report);
   for (auto& [key, value] : kept) res.schedule.certificate->extra.emplace(key, std::move(value));
   res.makespan_ms = res.report.sim ? res.report.sim->makespan_ms : tuned.simulated_ms;
-  // The solver block's proof, if any, was for synthesize()'s order; restated for this one.
-  const OptimalityClaim claim = restate_optimality(*res.schedule.certificate, res.makespan_ms);
+  // The solver block's proof, if any, was for synthesize()'s order; restated for this one
+  // (optimal_up_to_ms among them).
+  const OptimalityClaim claim = restate_optimality(*res.schedule.certificate, res.makespan_ms, order_proven);
   res.optimal = claim.optimal;
   res.optimal_up_to_ms = claim.up_to_ms;
   res.gap = res.bound_ms > 0 ? (res.makespan_ms - res.bound_ms) / res.bound_ms : 0;

@@ -538,15 +538,15 @@ TEST_CASE("restate_optimality: another order of the plan keeps only the claims t
   Schedule stale = with_block(below, "destructive bound meets incumbent");
   CHECK_FALSE(valid_after(stale));
   // Restated: the optimum lies between the bound and this order, optimal_up_to_ms apart.
-  OptimalityClaim claim = restate_optimality(*stale.certificate, mk);
+  OptimalityClaim claim = restate_optimality(*stale.certificate, mk, true);
   CHECK_FALSE(claim.optimal);
   CHECK(claim.up_to_ms == doctest::Approx(mk - std::stod(stale.certificate->extra.at("bound_proven_ms"))));
   CHECK(stale.certificate->extra.at("optimal") == "false");
   CHECK(stale.certificate->extra.count("optimal_up_to_ms") == 1);
   CHECK(valid_after(stale));
-  // A bound that reaches the makespan: optimal, whatever the status.
+  // A bound that reaches the makespan: optimal, whether or not the replaced order was proven.
   Schedule reached = with_block(mk, "windows: budget exhausted (3 windows, 0 improved the order)");
-  claim = restate_optimality(*reached.certificate, mk);
+  claim = restate_optimality(*reached.certificate, mk, false);
   CHECK(claim.optimal);
   CHECK(claim.up_to_ms == 0);
   CHECK(reached.certificate->extra.at("optimal") == "true");
@@ -555,7 +555,7 @@ TEST_CASE("restate_optimality: another order of the plan keeps only the claims t
   // No proof and a bound below: neither claim (an optimal_up_to_ms left from before is dropped).
   Schedule open = with_block(below, "no Z3 run");
   open.certificate->extra["optimal_up_to_ms"] = "0.5";
-  claim = restate_optimality(*open.certificate, mk);
+  claim = restate_optimality(*open.certificate, mk, false);
   CHECK_FALSE(claim.optimal);
   CHECK(claim.up_to_ms == 0);
   CHECK(open.certificate->extra.count("optimal_up_to_ms") == 0);
