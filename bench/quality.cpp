@@ -622,10 +622,6 @@ void print_summary(const Args& a, const std::vector<const Row*>& rows) {
 // over the global bound (any partition, placement and order) and over the plan's own bound (the
 // certificate's bound_ms), geometric mean and max. Where the first is high and the second low, the
 // plan or the global bound is what is loose; where both are high, the order (or the plan's bound).
-// The ratio to the global bound above which the shape table counts a case (pipesmith's own target:
-// no case above it, geometric mean at most 1.02).
-constexpr double kShapeAbove = 1.15;
-
 void print_shape_table(const std::vector<Row>& rows) {
   std::vector<ps::bench::ShapeCase> cases, before;
   for (const Row& r : rows) {
@@ -642,16 +638,16 @@ void print_shape_table(const std::vector<Row>& rows) {
   }
   // The same cases against the global bound without the backward and whole-layer ramps and the
   // forwards' release times: same classes, same order.
-  std::vector<ps::bench::ShapeClass> classes = ps::bench::shape_classes(cases, kShapeAbove);
-  std::vector<ps::bench::ShapeClass> earlier = ps::bench::shape_classes(before, kShapeAbove);
+  std::vector<ps::bench::ShapeClass> classes = ps::bench::shape_classes(cases);
+  std::vector<ps::bench::ShapeClass> earlier = ps::bench::shape_classes(before);
   if (classes.size() > 1) {  // the last row: every case as one class
-    classes.push_back(ps::bench::shape_all(cases, kShapeAbove));
-    earlier.push_back(ps::bench::shape_all(before, kShapeAbove));
+    classes.push_back(ps::bench::shape_all(cases));
+    earlier.push_back(ps::bench::shape_all(before));
   }
   std::printf("| P | M/P | cases | ours / global bound (geo. mean) | max | above %.2f | the same, bound without the "
               "backward and whole-layer ramps and the forwards' release times | max | ours / plan bound (geo. mean) | "
               "max |\n",
-              kShapeAbove);
+              ps::bench::kShapeAbove);
   std::printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   for (size_t i = 0; i < classes.size(); ++i) {
     const ps::bench::ShapeClass& k = classes[i];
@@ -793,7 +789,7 @@ int main(int argc, char** argv) {
   std::printf("\nPer shape class (P, M/P), every case with a schedule: pipesmith's iteration over the global lower "
               "bound (any partition, placement and order) and over its plan's certified bound (bound_ms); above %.2f: cases "
               "whose first ratio exceeds it; all: every case as one class.\n\n",
-              kShapeAbove);
+              ps::bench::kShapeAbove);
   if (a.settle_s > 0) {
     print_settle_table(a, rows);
     std::printf("\nEach plan chosen above (its partition and placement fixed), scheduled again by synthesize() with "

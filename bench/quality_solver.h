@@ -152,6 +152,10 @@ struct ShapeClass {
   int above = 0;
 };
 
+// The ratio to the global bound above which the shape table counts a case (pipesmith's own target
+// at M ≈ P: no case above it, geometric mean at most 1.02).
+inline constexpr double kShapeAbove = 1.15;
+
 // A ratio makespan / bound when both are positive numbers; NaN otherwise.
 inline double bound_ratio(double makespan_ms, double bound_ms) {
   return makespan_ms > 0 && bound_ms > 0 ? makespan_ms / bound_ms : kNoValue;
@@ -181,7 +185,8 @@ inline ShapeClass shape_summary(const std::vector<const ShapeCase*>& members, do
 }
 
 // The classes, sorted by P then M/P.
-inline std::vector<ShapeClass> shape_classes(const std::vector<ShapeCase>& cases, double above_ratio = 1.15) {
+inline std::vector<ShapeClass> shape_classes(const std::vector<ShapeCase>& cases,
+                                             double above_ratio = kShapeAbove) {
   std::map<std::pair<int, double>, std::vector<const ShapeCase*>> by_class;
   for (const ShapeCase& c : cases)
     if (c.P > 0) by_class[{c.P, static_cast<double>(c.M) / c.P}].push_back(&c);
@@ -196,7 +201,7 @@ inline std::vector<ShapeClass> shape_classes(const std::vector<ShapeCase>& cases
 }
 
 // Every case of `cases` as one class (P = 0, m_per_p = 0).
-inline ShapeClass shape_all(const std::vector<ShapeCase>& cases, double above_ratio = 1.15) {
+inline ShapeClass shape_all(const std::vector<ShapeCase>& cases, double above_ratio = kShapeAbove) {
   std::vector<const ShapeCase*> members;
   for (const ShapeCase& c : cases)
     if (c.P > 0) members.push_back(&c);
