@@ -57,12 +57,14 @@ import math
 import os
 import random
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # bench/: its shared helpers
+from bench_proc import communicate_group  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 KINDS = ["llama", "nemotron", "moe", "random", "single", "few", "long", "scales"]
@@ -278,14 +280,8 @@ def run(cmd: list[str], timeout: float) -> Proc:
         p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     except OSError as e:  # the CLI missing or not executable (being rebuilt): an exit failure, not a traceback
         return Proc(127, "", f"cannot run {cmd[0]}: {e}", time.monotonic() - t0)
-    try:
-        out, err = p.communicate(timeout=timeout)
-        rc = p.returncode
-    except subprocess.TimeoutExpired:
-        os.killpg(p.pid, signal.SIGKILL)
-        out, err = p.communicate()
-        rc = 124
-    return Proc(rc, out, err, time.monotonic() - t0)
+    rc, out, err = communicate_group(p, timeout)
+    return Proc(124 if rc is None else rc, out, err, time.monotonic() - t0)
 
 
 def read_certificate(path: str) -> tuple[float | None, dict[str, float]]:
