@@ -453,13 +453,16 @@ def main() -> int:
     if not os.access(exe, os.X_OK):
         print(f"bench/profile-sweep: no pipesmith CLI at {exe}", file=sys.stderr)
         return 2
-    work = a.keep or tempfile.mkdtemp(prefix="profile-sweep-")
-    os.makedirs(work, exist_ok=True)
-
     profiles = draw_profiles(a.seed, a.profiles, a.shapes)
     cases = [Case(p, P, M) for p in profiles for (P, M) in p.shapes]
     if a.case:
+        unmatched = [s for s in a.case if not any(s in c.ident for c in cases)]
+        if unmatched:
+            ap.error(f"--case {unmatched[0]!r} matches no case of seed {a.seed} "
+                     f"({a.profiles} profiles, {a.shapes} shapes each)")
         cases = [c for c in cases if any(s in c.ident for s in a.case)]
+    work = a.keep or tempfile.mkdtemp(prefix="profile-sweep-")
+    os.makedirs(work, exist_ok=True)
     n = len(cases)
     det_every = max(1, n // a.determinism) if a.determinism > 0 else 0
     for p in profiles:

@@ -7,7 +7,8 @@
 # - the refusal of fewer layers than devices is seen as one (a row `refused: layers < P`), and every other
 #   row is scheduled and deterministic;
 # - the sweep catches a bound above the iteration: with a CLI whose `bound --json` doubles its bound, the
-#   same case fails as `bound` and `mismatch` and the sweep exits 1.
+#   same case fails as `bound` and `mismatch` and the sweep exits 1;
+# - a --case that matches no case is refused by name (exit 2), not run as an empty sweep.
 # Usage: check_profile_sweep.sh BUILD_DIR
 set -euo pipefail
 build=$1
@@ -48,4 +49,8 @@ cat "$tmp/out2"
 [ "$rc" = 1 ] || { echo "the sweep did not fail on a bound above the iteration (exit $rc)"; cat "$tmp/err2"; exit 1; }
 grep -q '^| s5-000-llama | .* | FAIL bound,mismatch |$' "$tmp/out2" || { echo "no FAIL bound,mismatch row"; exit 1; }
 grep -q '^1 cases, 1 failed (by kind: bound 1, mismatch 1), ' "$tmp/out2" || { echo "summary does not count it"; exit 1; }
+rc=0
+PIPESMITH="$exe" "${sweep[@]}" --case 'no-such-case' >"$tmp/out3" 2>"$tmp/err3" || rc=$?
+[ "$rc" = 2 ] || { echo "an unmatched --case gave exit $rc, not 2"; cat "$tmp/out3"; exit 1; }
+grep -q "\-\-case 'no-such-case' matches no case" "$tmp/err3" || { echo "no message naming the --case"; cat "$tmp/err3"; exit 1; }
 echo "ok"
