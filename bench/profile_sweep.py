@@ -21,7 +21,8 @@ short sweep covers each of them:
   scales    types of 1e-3 ms and of 1e3 ms mixed in one model, or (one in four) every op between 1e-8
             and 1e-6 ms.
 
-Shapes: P in {1, 4, 8, 16}, M in {1, a count below P, P, 2P, 4P, 8P, one not a multiple of P}.
+Shapes: P in {1, 4, 8, 16} (--devices LIST: in LIST; the `few` kind draws a P above 1, the `single` kind
+mostly the least P), M in {1, a count below P, P, 2P, 4P, 8P, one not a multiple of P}.
 
 Per case (profile, P, M) the sweep runs `pipesmith bound --json`, `pipesmith synth --time-limit T -o
 out.yaml` and `pipesmith verify out.yaml`, and counts as a failure (the kind in brackets):
@@ -56,6 +57,7 @@ import json
 import math
 import os
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -70,6 +72,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 KINDS = ["llama", "nemotron", "moe", "random", "single", "few", "long", "scales"]
 FOUR_DECIMALS = 0.5e-4  # how far a figure written with 4 decimals may lie from the value it stands for
 CERT_BOUNDS = ["bound_ms", "bound_proven_ms", "bound_before_z3_ms", "global_lower_bound_ms"]
+DEVICES = [1, 4, 8, 16]               # the P values shapes are drawn from, unless --devices names others
+P_WEIGHTS = {1: 1, 4: 3, 8: 4, 16: 3}  # how often each P is drawn (a P not listed: 3)
 
 
 # ----------------------------------------------------------------------------------------------- profiles
@@ -232,29 +236,31 @@ def draw_profile(rng: random.Random, seed: int, idx: int) -> Profile:
     return Profile(name, kind, types, layers)
 
 
-def draw_shape(rng: random.Random, kind: str, n_layers: int) -> tuple[int, int]:
+def draw_shape(rng: random.Random, kind: str, n_layers: int, devices: list[int]) -> tuple[int, int]:
+    """A (P, M) for a profile of this kind and layer count, P from `devices` (ascending, distinct)."""
+    multi = [p for p in devices if p > 1] or devices
     if kind == "few":  # fewer layers than P, as many, or one or two more
-        P = rng.choice([4, 8, 16])
-    elif kind == "single":
-        P = rng.choice([1, 1, 4])
+        P = rng.choice(multi)
+    elif kind == "single":  # mostly the fewest devices (P = 1 by default); else the fewest above 1 (refused)
+        P = rng.choice([devices[0], devices[0], multi[0]])
     else:
-        P = rng.choices([1, 4, 8, 16], weights=[1, 3, 4, 3])[0]
+        P = rng.choices(devices, weights=[P_WEIGHTS.get(p, 3) for p in devices])[0]
         if P > n_layers and rng.random() < 0.8:
-            P = max(p for p in (1, 4, 8, 16) if p <= n_layers)
+            P = max((p for p in devices if p <= n_layers), default=P)
     m_kind = rng.choices(["one", "below", "P", "2P", "4P", "8P", "odd"], weights=[1, 1, 3, 2, 2, 1, 2])[0]
     M = {"one": 1, "below": max(1, P // 2 + (P > 2) * rng.randint(-1, 1)), "P": P, "2P": 2 * P, "4P": 4 * P,
          "8P": 8 * P, "odd": P + rng.randint(1, max(1, P - 1)) if P > 1 else rng.randint(2, 9)}[m_kind]
     return P, M
 
 
-def draw_profiles(seed: int, n: int, shapes: int) -> list[Profile]:
+def draw_profiles(seed: int, n: int, shapes: int, devices: list[int]) -> list[Profile]:
     out = []
     for idx in range(n):
         rng = random.Random(f"{seed}:{idx}")
         p = draw_profile(rng, seed, idx)
         seen: set[tuple[int, int]] = set()
         for _ in range(shapes * 4):
-            s = draw_shape(rng, p.kind, len(p.layers))
+            s = draw_shape(rng, p.kind, len(p.layers), devices)
             if s not in seen:
                 seen.add(s)
                 p.shapes.append(s)
@@ -425,6 +431,19 @@ def fmt(x: float | None, digits: int = 3) -> str:
     return f"{x:.{digits - 1}e}" if 0 < abs(x) < 0.01 else f"{x:.{digits}f}"
 
 
+def parse_devices(text: str) -> list[int] | str:
+    """--devices LIST as ascending distinct P values, or the message that refuses it."""
+    out: set[int] = set()
+    for item in text.split(","):
+        item = item.strip()
+        if not re.fullmatch(r"[+-]?[0-9]+", item):
+            return f"--devices {text!r}: {item!r} is not a whole number of devices"
+        if int(item) < 1:
+            return f"--devices {text!r}: {item!r} devices: a pipeline needs at least 1"
+        out.add(int(item))
+    return sorted(out)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(prog="bench/profile-sweep", description=__doc__.split("\n\n")[0])
     ap.add_argument("--seed", type=int, default=1, help="seed of the profiles and shapes (default 1)")
@@ -445,15 +464,20 @@ def main() -> int:
     ap.add_argument("--case", action="append", default=[],
                     help="run only the cases whose id (e.g. 's1-003-random P=8 M=16') contains this; repeatable")
     ap.add_argument("--keep", metavar="DIR", help="write the models and schedules here (kept) instead of a temp folder")
+    ap.add_argument("--devices", metavar="LIST", default=",".join(map(str, DEVICES)),
+                    help="the device counts P that shapes are drawn from, comma-separated (default 1,4,8,16)")
     a = ap.parse_args()
     if a.profiles < 1 or a.shapes < 1 or a.time_limit <= 0:
         ap.error("--profiles and --shapes must be >= 1 and --time-limit > 0")
+    devices = parse_devices(a.devices)
+    if isinstance(devices, str):
+        ap.error(devices)
 
     exe = os.environ.get("PIPESMITH") or os.path.join(ROOT, "build", "cli", "pipesmith")
     if not os.access(exe, os.X_OK):
         print(f"bench/profile-sweep: no pipesmith CLI at {exe}", file=sys.stderr)
         return 2
-    profiles = draw_profiles(a.seed, a.profiles, a.shapes)
+    profiles = draw_profiles(a.seed, a.profiles, a.shapes, devices)
     cases = [Case(p, P, M) for p in profiles for (P, M) in p.shapes]
     if a.case:
         unmatched = [s for s in a.case if not any(s in c.ident for c in cases)]
@@ -471,7 +495,8 @@ def main() -> int:
 
     mode = (f"--evaluations {a.evaluations} --rlimit {a.rlimit}" if a.evaluations
             else f"--time-limit {a.time_limit:g} (slack {a.slack:g} s)")
-    print(f"# bench/profile-sweep: seed {a.seed}, {len(profiles)} profiles, {n} cases; synth {mode}, "
+    print(f"# bench/profile-sweep: seed {a.seed}, {len(profiles)} profiles, {n} cases (P in "
+          f"{{{', '.join(map(str, devices))}}}); synth {mode}, "
           f"--threads {a.threads} --search-threads {a.search_threads}; free links, no memory cap\n")
     print("| profile | P | M | layers | iteration ms | bound ms | ratio | wall s | outcome |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---|")

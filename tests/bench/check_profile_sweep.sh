@@ -8,7 +8,9 @@
 #   row is scheduled and deterministic;
 # - the sweep catches a bound above the iteration: with a CLI whose `bound --json` doubles its bound, the
 #   same case fails as `bound` and `mismatch` and the sweep exits 1;
-# - a --case that matches no case is refused by name (exit 2), not run as an empty sweep.
+# - a --case that matches no case is refused by name (exit 2), not run as an empty sweep;
+# - --devices 3,5 draws P from those counts: two of seed 5's profiles at P = 3 and P = 5 (odd P, M = 4
+#   and 10) are scheduled, deterministic and fail nothing; --devices 0 and 2.5 are refused by name (exit 2).
 # Usage: check_profile_sweep.sh BUILD_DIR
 set -euo pipefail
 build=$1
@@ -53,4 +55,20 @@ rc=0
 PIPESMITH="$exe" "${sweep[@]}" --case 'no-such-case' >"$tmp/out3" 2>"$tmp/err3" || rc=$?
 [ "$rc" = 2 ] || { echo "an unmatched --case gave exit $rc, not 2"; cat "$tmp/out3"; exit 1; }
 grep -q "\-\-case 'no-such-case' matches no case" "$tmp/err3" || { echo "no message naming the --case"; cat "$tmp/err3"; exit 1; }
+
+# Shapes on device counts of the user's choosing.
+rc=0
+PIPESMITH="$exe" "${sweep[@]}" --devices 3,5 --case 's5-000-llama ' --case 's5-002-moe ' >"$tmp/out4" 2>"$tmp/err4" || rc=$?
+cat "$tmp/out4"
+[ "$rc" = 0 ] || { echo "the --devices 3,5 sweep failed (exit $rc):"; cat "$tmp/err4"; exit 1; }
+grep -q '^# bench/profile-sweep: seed 5, 10 profiles, 2 cases (P in {3, 5})' "$tmp/out4" || { echo "no header naming P in {3, 5}"; exit 1; }
+grep -q '^| s5-000-llama | 3 | 4 | .* | ok, deterministic |$' "$tmp/out4" || { echo "no scheduled P = 3 row"; exit 1; }
+grep -q '^| s5-002-moe | 5 | 10 | .* | ok, deterministic |$' "$tmp/out4" || { echo "no scheduled P = 5 row"; exit 1; }
+grep -q '^2 cases, 0 failed (by kind: none), ' "$tmp/out4" || { echo "summary line missing or not 0 failed"; exit 1; }
+for bad in 0 2.5; do
+  rc=0
+  PIPESMITH="$exe" "${sweep[@]}" --devices "4,$bad" >"$tmp/out5" 2>"$tmp/err5" || rc=$?
+  [ "$rc" = 2 ] || { echo "--devices 4,$bad gave exit $rc, not 2"; cat "$tmp/out5"; exit 1; }
+  grep -q "\-\-devices '4,$bad': '$bad' " "$tmp/err5" || { echo "no message naming --devices 4,$bad"; cat "$tmp/err5"; exit 1; }
+done
 echo "ok"
