@@ -214,7 +214,7 @@ Result<ModelSynthOptions> synth_options(const SynthArgs& a, const Spec& spec,
   if (a.quiet) return o;
   o.solver_progress = [](const SynthProgress& p) { std::fprintf(stderr, "synth: %s\n", synth_progress_line(p).c_str()); };
   o.search_progress = [](const TuneProgress& p) {
-    if (p.best_ms > 0) {
+    if (p.has_best) {
       std::fprintf(stderr, "synth: [%s] %d candidates (%d fit), best %.3f ms, bound %.3f ms, gap %.2f%%, %.1f s  %s\n",
                    p.phase.c_str(), p.evaluated, p.feasible, p.best_ms, p.lower_bound_ms, 100 * p.gap, p.elapsed_s,
                    p.best_desc.c_str());
@@ -230,7 +230,7 @@ Result<ModelSynthOptions> synth_options(const SynthArgs& a, const Spec& spec,
 std::string search_line(const TuneResult& t, double makespan_ms) {
   return fmt::format(
       "  global bound  {:.3f} ms  (any partition and placement; gap {:.2f}%)  search: {} candidates in {:.1f} s, {}{}{}{}\n",
-      t.lower_bound_ms, t.lower_bound_ms > 0 ? 100 * (makespan_ms / t.lower_bound_ms - 1) : 0.0, t.stats.evaluated,
+      t.lower_bound_ms, 100 * relative_gap(makespan_ms, t.lower_bound_ms), t.stats.evaluated,
       t.stats.total_s, search_stop_name(t.stats.stop_reason),
       t.stats.pruned > 0 ? fmt::format("; {} moves skipped by their plan floor", t.stats.pruned) : "",
       t.stats.floor_portfolios > 0 ? fmt::format("; {} low-floor plans given the search portfolio", t.stats.floor_portfolios)

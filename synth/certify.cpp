@@ -54,6 +54,11 @@ bool meets_bound(double makespan_ms, double bound_ms) {
   return makespan_ms <= bound_ms + verify_detail::kCertRelTol * std::max(makespan_ms, bound_ms) + 1e-9;
 }
 
+double relative_gap(double makespan_ms, double bound_ms) {
+  if (bound_ms <= 0 || meets_bound(makespan_ms, bound_ms)) return 0;
+  return (makespan_ms - bound_ms) / bound_ms;
+}
+
 OptimalityClaim restate_optimality(Certificate& certificate, double makespan_ms, bool order_proven) {
   auto& extra = certificate.extra;
   extra.erase("optimal_up_to_ms");

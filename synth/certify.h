@@ -28,6 +28,11 @@ Result<CertifiedSchedule> certify_schedule(const Schedule& schedule,
 // 1e-9 ms; verify/certificate.h): what an `optimal: true` claim needs.
 bool meets_bound(double makespan_ms, double bound_ms);
 
+// (makespan − bound) / bound, the gap a summary and a certificate state: 0 where the makespan meets the
+// bound (meets_bound) or the bound is not positive. Without the tolerance a makespan of float noise
+// over a bound of float noise (ops of no cost, transfers on free links) would read as a gap of 100 %.
+double relative_gap(double makespan_ms, double bound_ms);
+
 // The optimality claims of a synthesized certificate whose schedule was replaced by another order of
 // the same plan, `makespan_ms` long (the plan's bounds hold for every order of it). `optimal` is
 // true where bound_proven_ms meets the makespan; where it does not but the replaced order was

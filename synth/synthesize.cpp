@@ -771,7 +771,7 @@ void settle_bounds(const OpDag& dag, const SolveResult& fin, double checker_lb_m
   out.bound_ms = std::max({out.dag_bound_ms, checker_lb_ms, proven_ms, out.report.lower_bound_ms});
   // Bounds summed in a different order than the simulation can exceed the makespan by float noise.
   if (out.bound_ms > out.makespan_ms && out.bound_ms <= out.makespan_ms * (1 + 1e-9)) out.bound_ms = out.makespan_ms;
-  out.gap = out.bound_ms > 0 ? std::max(0.0, (out.makespan_ms - out.bound_ms) / out.bound_ms) : 0;
+  out.gap = relative_gap(out.makespan_ms, out.bound_ms);
   // Equal within the certificate's float tolerance: with inexact time units the DAG rounds durations
   // down, so the proof is on a relaxation and the schedule's true makespan sits a few units above it.
   out.optimal = fin.optimal && meets_bound(out.makespan_ms, proven_ms);

@@ -162,7 +162,7 @@ Status keep_faster_tuner_order(const TuneResult& tuned, SynthResult& res) {
   const OptimalityClaim claim = restate_optimality(*res.schedule.certificate, res.makespan_ms, order_proven);
   res.optimal = claim.optimal;
   res.optimal_up_to_ms = claim.up_to_ms;
-  res.gap = res.bound_ms > 0 ? (res.makespan_ms - res.bound_ms) / res.bound_ms : 0;
+  res.gap = relative_gap(res.makespan_ms, res.bound_ms);
   res.schedule.generator = "pipesmith synth (tuner order)";
   res.schedule.certificate->extra["gap"] = fmt::format("{:.6f}", res.gap);
   res.schedule.certificate->extra["schedule_method"] = "tuner";

@@ -151,9 +151,9 @@ nb::dict progress_dict(const TuneProgress& p) {
   d["phase"] = p.phase;
   d["evaluated"] = p.evaluated;
   d["feasible"] = p.feasible;
-  d["best_ms"] = p.best_ms > 0 ? nb::cast(p.best_ms) : nb::none();
+  d["best_ms"] = p.has_best ? nb::cast(p.best_ms) : nb::none();
   d["lower_bound_ms"] = p.lower_bound_ms;
-  d["gap"] = p.best_ms > 0 ? nb::cast(p.gap) : nb::none();
+  d["gap"] = p.has_best ? nb::cast(p.gap) : nb::none();
   d["elapsed_s"] = p.elapsed_s;
   d["best"] = p.best_desc;
   return d;

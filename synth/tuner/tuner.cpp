@@ -24,6 +24,7 @@
 #include "synth/plan/placement.h"
 #include "synth/z3/solve.h"
 #include "synth/bounds/packing_bound.h"
+#include "synth/certify.h"
 #include "synth/tuner/evaluate.h"
 #include "synth/tuner/moves.h"
 #include "synth/tuner/parallel_map.h"
@@ -400,8 +401,9 @@ void Tuner::report(const char* phase) {
   for (const Record& r : records_)
     if (r.eval.feasible && (!best || ranks_before(r, *best))) best = &r;
   if (best) {
+    p.has_best = true;
     p.best_ms = best->eval.makespan_ms;
-    p.gap = bound_ms_ > 0 ? best->eval.makespan_ms / bound_ms_ - 1 : 0;
+    p.gap = relative_gap(best->eval.makespan_ms, bound_ms_);
     p.best_desc = describe(*best, P_);
   }
   opt_.progress(p);

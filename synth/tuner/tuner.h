@@ -54,7 +54,8 @@ namespace ps {
 struct TuneProgress {
   int evaluated = 0;            // candidates evaluated so far
   int feasible = 0;             // of which fit the memory
-  double best_ms = 0;           // best makespan so far (op-DAG timing of the heuristic order); 0: none
+  bool has_best = false;        // some candidate fits the memory (best_ms and gap are set)
+  double best_ms = 0;           // best makespan so far (op-DAG timing of the heuristic order)
   double lower_bound_ms = 0;    // over all plans: max(synth/bounds/global_bound.h, synth/bounds/packing_bound.h)
   double gap = 0;               // best / bound − 1
   double elapsed_s = 0;

@@ -611,3 +611,14 @@ TEST_CASE(
   }
   CHECK(checked >= 6 * 5 * 6);
 }
+
+TEST_CASE("relative_gap: the quotient above the certificate's tolerance, 0 within it or without a bound") {
+  CHECK(relative_gap(110, 100) == doctest::Approx(0.1));
+  CHECK(relative_gap(100, 100) == 0);
+  CHECK(relative_gap(100 * (1 + 1e-7), 100) == 0);  // within the relative 1e-6
+  CHECK(relative_gap(4e-30, 2e-30) == 0);            // float noise over float noise: within 1e-9 ms
+  CHECK(relative_gap(3e-7, 1e-7) == doctest::Approx(2));  // small figures that differ are a gap
+  CHECK(relative_gap(5, 0) == 0);
+  CHECK(relative_gap(5, -1) == 0);
+  CHECK(relative_gap(99, 100) == 0);  // a makespan under the bound (float noise) is no gap
+}
