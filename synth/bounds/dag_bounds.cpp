@@ -303,8 +303,9 @@ void not_last(const Window& w, const Orders& o, Times& new_lct, uint64_t& work) 
 
 // Narrows op windows to a common fixpoint of the edge rule and the resource rules. It owns the
 // windows: est[i] (earliest start) and lct[i] (latest completion). Besides the DAG's edges it takes
-// precedences decided by a search, and records every change on a trail so that a search can undo
-// back to a mark.
+// precedences decided by a search, and records on a trail each window's first change after a mark,
+// so that a search can undo back to it (a window that propagation moves many times is recorded once:
+// the trail holds at most the ops times the marks under way).
 class Propagator {
  public:
   enum class Outcome { kFixpoint, kRefuted, kOutOfWork };
@@ -329,6 +330,9 @@ class Propagator {
     in_fwd_.assign(n, 0);
     in_bwd_.assign(n, 0);
     dirty_.assign(dag.num_resources(), 0);
+    saved_in_.assign(n, 0);
+    fwd_pops_.assign(n, {});
+    bwd_pops_.assign(n, {});
   }
 
   const std::vector<int>& resource_ops(int r) const { return res_ops_[r]; }
@@ -347,6 +351,7 @@ class Propagator {
     for (int i = 0; i < n; ++i) lct[i] = makespan - dag_.tail[i];
     work_ += 2 * static_cast<uint64_t>(n);
     trail_.clear();
+    ++epoch_;
     while (!decided_.empty()) pop_precedence();
     for (int i = 0; i < n; ++i)
       if (est[i] + dag_.ops[i].dur > lct[i]) return Outcome::kRefuted;
@@ -381,7 +386,12 @@ class Propagator {
     extra_pred_[to].pop_back();
   }
 
-  size_t mark() const { return trail_.size(); }
+  // A point to undo() back to. It opens an epoch: the first change of an op's window after it is
+  // put on the trail, the later ones in the epoch are not (undo restores the first's old window).
+  size_t mark() {
+    ++epoch_;
+    return trail_.size();
+  }
   void undo(size_t mark) {
     while (trail_.size() > mark) {
       const Change& c = trail_.back();
@@ -389,8 +399,11 @@ class Propagator {
       lct[c.op] = c.lct;
       trail_.pop_back();
     }
+    ++epoch_;  // the windows are as at the mark again: their next changes must be recorded
     work_ += 1;
   }
+  // The most window changes the trail has held at once (at most the ops times the marks under way).
+  size_t trail_peak() const { return trail_peak_; }
 
  private:
   struct Change {
@@ -409,10 +422,17 @@ class Propagator {
     const int k = dag_.resources_of(op, r);
     for (int j = 0; j < k; ++j) dirty_[r[j]] = 1;
   }
+  // Puts op's window on the trail unless it is there already for this epoch.
+  void save(int op) {
+    if (saved_in_[op] == epoch_) return;
+    saved_in_[op] = epoch_;
+    trail_.push_back({op, est[op], lct[op]});
+    trail_peak_ = std::max(trail_peak_, trail_.size());
+  }
   // est[v] >= t (lct[u] <= t); false when the window empties.
   bool raise(int v, int64_t t) {
     if (t <= est[v]) return true;
-    trail_.push_back({v, est[v], lct[v]});
+    save(v);
     est[v] = t;
     mark_resources(v);
     enqueue_fwd(v);
@@ -420,7 +440,7 @@ class Propagator {
   }
   bool lower(int u, int64_t t) {
     if (t >= lct[u]) return true;
-    trail_.push_back({u, est[u], lct[u]});
+    save(u);
     lct[u] = t;
     mark_resources(u);
     enqueue_bwd(u);
@@ -440,7 +460,7 @@ class Propagator {
   Outcome fixpoint_inner() {
     const int R = dag_.num_resources();
     for (;;) {
-      if (!propagate_edges()) return Outcome::kRefuted;
+      if (const Outcome o = propagate_edges(); o != Outcome::kFixpoint) return o;
       if (out_of_work()) return Outcome::kOutOfWork;
       bool any = false;
       for (int r = 0; r < R; ++r) {
@@ -456,34 +476,60 @@ class Propagator {
 
   // Earliest starts forwards and latest completions backwards along every edge and decided
   // precedence, from the queued ops (FIFO: a fresh start queues in topological order, so the DAG
-  // alone takes one sweep each way).
-  bool propagate_edges() {
+  // alone takes one sweep each way). kFixpoint: no edge moves a window any more.
+  //
+  // Decided precedences can close a cycle with the DAG's paths (the search orders pairs that the DAG
+  // leaves open, not their transitive effects). A cycle of positive length has no schedule, and here
+  // it would raise its windows by its length per lap until one empties: with 1 us ops in windows of
+  // seconds, millions of laps in one call. FIFO order pops an op at most once per pass, and without
+  // such a cycle a pass past the (n - 1)-th moves nothing (a longest path has at most n - 1 edges):
+  // an op popped more than n + 1 times in one call proves the cycle, refuted at once. The work cap
+  // and the interrupt are polled inside the call too.
+  Outcome propagate_edges() {
+    ++edge_call_;
+    const uint32_t max_pops = static_cast<uint32_t>(dag_.num_ops()) + 1;
+    uint32_t since_poll = 0;
     while (fwd_head_ < fwd_.size() || bwd_head_ < bwd_.size()) {
       while (fwd_head_ < fwd_.size()) {
         const int u = fwd_[fwd_head_++];
         in_fwd_[u] = 0;
+        if (count_pop(fwd_pops_[u]) > max_pops) return Outcome::kRefuted;
+        if (++since_poll == kPollEvery && (since_poll = 0, out_of_work())) return Outcome::kOutOfWork;
         const int64_t end = est[u] + dag_.ops[u].dur;
         work_ += 1 + dag_.succ[u].size() + extra_succ_[u].size();
         for (const DagEdge& e : dag_.succ[u])
-          if (!raise(e.op, end + e.delay)) return false;
+          if (!raise(e.op, end + e.delay)) return Outcome::kRefuted;
         for (int v : extra_succ_[u])
-          if (!raise(v, end)) return false;
+          if (!raise(v, end)) return Outcome::kRefuted;
       }
       while (bwd_head_ < bwd_.size()) {
         const int v = bwd_[bwd_head_++];
         in_bwd_[v] = 0;
+        if (count_pop(bwd_pops_[v]) > max_pops) return Outcome::kRefuted;
+        if (++since_poll == kPollEvery && (since_poll = 0, out_of_work())) return Outcome::kOutOfWork;
         const int64_t start = lct[v] - dag_.ops[v].dur;
         work_ += 1 + dag_.pred[v].size() + extra_pred_[v].size();
         for (const DagEdge& e : dag_.pred[v])
-          if (!lower(e.op, start - e.delay)) return false;
+          if (!lower(e.op, start - e.delay)) return Outcome::kRefuted;
         for (int u : extra_pred_[v])
-          if (!lower(u, start)) return false;
+          if (!lower(u, start)) return Outcome::kRefuted;
       }
       if (fwd_head_ == fwd_.size()) fwd_.clear(), fwd_head_ = 0;
       if (bwd_head_ == bwd_.size()) bwd_.clear(), bwd_head_ = 0;
     }
-    return true;
+    return Outcome::kFixpoint;
   }
+
+  // An op's pops in the current propagate_edges() call (the call it last counted in, and how many).
+  struct Pops {
+    uint64_t call = 0;
+    uint32_t count = 0;
+  };
+  uint32_t count_pop(Pops& p) {
+    if (p.call != edge_call_) p = {edge_call_, 0};
+    return ++p.count;
+  }
+  static constexpr uint32_t kPollEvery = 1024;  // pops between two polls of the cap and the interrupt
 
   // The disjunctive rules on one resource, both time directions, from one snapshot of its windows.
   bool filter_resource(int r) {
@@ -530,7 +576,14 @@ class Propagator {
   std::vector<Orders> orders_;  // per resource, kept between calls (see resort)
   std::vector<std::vector<int>> extra_succ_, extra_pred_;
   std::vector<std::pair<int, int>> decided_;
+  // Each op's first window change after the latest mark(), undo() or start() (an epoch; the
+  // propagation of one trial or one search decision can move a window many times).
   std::vector<Change> trail_;
+  std::vector<uint64_t> saved_in_;  // per op: the epoch in which its window was last put on the trail
+  std::vector<Pops> fwd_pops_, bwd_pops_;  // per op, the pops of propagate_edges() (cycle detection)
+  uint64_t edge_call_ = 0;
+  uint64_t epoch_ = 1;
+  size_t trail_peak_ = 0;
   std::vector<int> fwd_, bwd_;
   size_t fwd_head_ = 0, bwd_head_ = 0;
   std::vector<char> in_fwd_, in_bwd_, dirty_;
@@ -768,6 +821,7 @@ DestructiveBound destructive_lower_bound(const OpDag& dag, const DestructiveOpti
     }
     out.nodes = search.nodes;
   }
+  out.trail_peak = prop.trail_peak();
   if (how) {
     out.bound.units = refuted + 1;
     out.bound.device = -1;

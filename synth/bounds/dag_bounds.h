@@ -14,7 +14,9 @@
 //    makespan ≤ C can use, so an empty window (or an overloaded resource) proves that no schedule
 //    has makespan ≤ C: C + 1 is a lower bound. The rules:
 //      - edges: start(v) ≥ start(u) + dur(u) + delay, both ways (earliest starts forwards, latest
-//        completions backwards);
+//        completions backwards); a cycle of positive length through the edges and the search's
+//        decided precedences has no schedule and refutes at once (an op queued more than n + 1
+//        times in one propagation along the edges proves one);
 //      - per resource (each device, each comm stream; a transfer is on two), which runs one op at a
 //        time without preemption: the overload check (for every set Ω of its ops, est(Ω) + p(Ω) ≤
 //        lct(Ω) — Jackson's preemptive check with deadlines), edge finding, detectable precedences
@@ -81,6 +83,9 @@ struct DestructiveBound {
   int64_t nodes = 0;    // search nodes
   uint64_t work = 0;    // elementary steps used
   bool capped = false;  // a work cap stopped a trial (the bound is still valid)
+  // The most window changes held at once for the search to undo (24 bytes each): at most the DAG's
+  // ops times (1 + the search's depth).
+  size_t trail_peak = 0;
   // The best schedule the search found, timed by evaluate_order (valid on the DAG, within every
   // cap), when one beats `upper`.
   std::optional<TimedOrder> order;

@@ -266,6 +266,58 @@ TEST_CASE("destructive bound: deterministic, and a spent work cap still returns 
   CHECK(c.work < 1'000'000);
 }
 
+TEST_CASE("destructive bound: 1 us ops beside 1.7 s ops: positive cycles refuted at once, the caps kept, the trail small") {
+  // A plan synth chose for 20 layers of 1 us and 1.7 s ops (bench/profile-sweep, P = 6, M = 6, free
+  // links, no cap): device 4 holds three 1 us stages and a 1.7 s one. The search's decisions close
+  // cycles of a few microseconds through the DAG's paths, which edge propagation would go round a
+  // microsecond per lap until a window of seconds empties; it refutes them after n + 1 laps, keeps
+  // to its work caps, and its undo trail keeps one change per window and decision (a trail of every
+  // change held 65 M of them, 1.5 GB, and the laps took 214 M steps against a cap of 70 M).
+  struct Stage {
+    int device;
+    double f, i, w;
+  };
+  const std::vector<Stage> stages = {
+      {0, 1697.11, 1514.26, 84.9893}, {1, 1697.111, 1514.261796, 84.989436}, {2, 1697.11, 1514.26, 84.9893},
+      {3, 1698.30062, 1515.35271, 86.06768}, {4, 0.001, 0.001796, 0.000136191}, {4, 0.001, 0.001796, 0.000136191},
+      {0, 1698.30062, 1515.35271, 86.06768}, {1, 1698.30062, 1515.35271, 86.06768}, {2, 1697.111, 1514.261796, 84.989436},
+      {4, 0.001, 0.001796, 0.000136191}, {4, 1699.49124, 1516.44542, 87.14606}, {5, 1697.111, 1514.261796, 84.989436}};
+  Problem p;
+  p.name = "us-beside-s";
+  p.devices = 6;
+  p.microbatches = 6;
+  p.link.latency_us = 0;
+  p.link.bandwidth_gb_per_s = 1e30;
+  for (size_t s = 0; s < stages.size(); ++s) {
+    StageSpec st;
+    st.device = stages[s].device;
+    st.fwd_ms = stages[s].f;
+    st.bwd_input_ms = stages[s].i;
+    st.bwd_weight_ms = stages[s].w;
+    st.activation_mb = 100;
+    st.output_mb = s + 1 < stages.size() ? 8 : 0;
+    st.first_layer = st.last_layer = static_cast<int>(s);
+    p.stages.push_back(st);
+  }
+  Result<OpDag> dag = build_op_dag(p);
+  REQUIRE(dag.ok());
+  Result<HeuristicResult> h = heuristic_schedule(*dag);
+  REQUIRE(h.ok());
+  DestructiveOptions o;
+  o.upper = h->best.makespan;
+  o.search_work = 50'000'000;
+  const DestructiveBound b = destructive_lower_bound(*dag, o);
+  INFO("ops ", dag->num_ops(), ", search nodes ", b.nodes, ", steps ", b.work, ", trail peak ", b.trail_peak, ", bound ",
+       b.bound.units, " (", b.bound.reason, "), critical path / Jackson ", dag_lower_bound(*dag).units, ", upper ",
+       h->best.makespan);
+  CHECK(b.nodes > 0);
+  CHECK(b.bound.units > dag_lower_bound(*dag).units);
+  CHECK(b.bound.units <= h->best.makespan);
+  CHECK(b.trail_peak <= static_cast<size_t>(dag->num_ops()) * static_cast<size_t>(b.nodes + 1));
+  // The steps keep to the caps (propagation's and the search's), give or take one poll's worth.
+  CHECK(b.work <= o.work_cap + o.search_work + 1'000'000);
+}
+
 TEST_CASE("plans of 10^5 ops: no reachability table, the bound keeps to its work cap, solve() skips at once") {
   // 8 stages in a V over 4 devices × 3000 microbatches: 72,000 compute ops and 36,000 transfers
   // (the V's turn stays on device 3). Its reachability table would take 1.5 GB; at M = 8192 on a
