@@ -56,6 +56,21 @@ inline void check_refused(const std::string& args, const std::string& said) {
   CHECK(contains(r.output, said));
 }
 
+// `pipesmith synth SYNTH_ARGS -o OUT`, which must exit 0, then `pipesmith verify OUT`, which must say
+// VALID without a certificate finding; synth's result (its summary, for the caller's checks).
+inline CliResult synth_and_verify(const std::string& synth_args, const std::string& out) {
+  CliResult r = run_cli("synth " + synth_args + " -o " + out);
+  INFO(synth_args, "\n", r.output);
+  REQUIRE(r.exit_code == 0);
+  const CliResult v = run_cli("verify " + out);
+  INFO(v.output);
+  CHECK(v.exit_code == 0);
+  CHECK(contains(v.output, "VALID"));
+  CHECK_FALSE(contains(v.output, "INVALID"));
+  CHECK_FALSE(contains(v.output, "certificate."));
+  return r;
+}
+
 // `pipesmith ARGS` with at most 2 GB of address space (ulimit -v): a reader that held everything a
 // big file lists would die of std::bad_alloc (exit 4) or be killed instead of refusing the file
 // (exit 1). AddressSanitizer reserves terabytes of address space for its shadow memory and cannot
