@@ -10,6 +10,8 @@
 
 #include "ir/problem.h"
 #include "ir/schedule_io.h"
+#include "synth/bounds/dag_bounds.h"
+#include "synth/dag/list_scheduler.h"
 #include "synth/dag/op_dag.h"
 #include "synth/synthesize.h"
 #include "verify/verify.h"
@@ -31,6 +33,21 @@ struct HandProblem {
 
 // Plans small enough for brute force over all orders: 2 devices, 2 microbatches, heterogeneous
 // costs, with no cap and two caps, split and fused backward.
+// The destructive bound on `dag` with `search_work` steps of search, its trials capped by the list
+// scheduler's best order, whose makespan is `upper`.
+struct HeuristicCappedBound {
+  ps::DestructiveBound bound;
+  int64_t upper = 0;
+};
+inline HeuristicCappedBound heuristic_capped_bound(const ps::OpDag& dag, uint64_t search_work) {
+  ps::Result<ps::HeuristicResult> h = ps::heuristic_schedule(dag);
+  REQUIRE(h.ok());
+  ps::DestructiveOptions o;
+  o.upper = h->best.makespan;
+  o.search_work = search_work;
+  return {ps::destructive_lower_bound(dag, o), o.upper};
+}
+
 inline std::vector<HandProblem> brute_force_sized_problems() {
   std::vector<HandProblem> out;
   for (double cap : {0.0, 1.0, 1.5}) {

@@ -28,14 +28,7 @@ OpDag dag_of(const HandProblem& h) {
 }
 
 // The bound with a search budget far above what these small plans need, capped by the heuristic.
-DestructiveBound full_bound(const OpDag& dag) {
-  Result<HeuristicResult> h = heuristic_schedule(dag);
-  REQUIRE(h.ok());
-  DestructiveOptions o;
-  o.upper = h->best.makespan;
-  o.search_work = 2'000'000'000;
-  return destructive_lower_bound(dag, o);
-}
+DestructiveBound full_bound(const OpDag& dag) { return pstest::heuristic_capped_bound(dag, 2'000'000'000).bound; }
 
 // Z3's proven optimum on the DAG (symmetry, memory edges, memory sums).
 int64_t z3_optimum(const OpDag& dag) {
@@ -301,21 +294,18 @@ TEST_CASE("destructive bound: 1 us ops beside 1.7 s ops: positive cycles refuted
   }
   Result<OpDag> dag = build_op_dag(p);
   REQUIRE(dag.ok());
-  Result<HeuristicResult> h = heuristic_schedule(*dag);
-  REQUIRE(h.ok());
-  DestructiveOptions o;
-  o.upper = h->best.makespan;
-  o.search_work = 50'000'000;
-  const DestructiveBound b = destructive_lower_bound(*dag, o);
+  const uint64_t search_work = 50'000'000;
+  const pstest::HeuristicCappedBound capped = pstest::heuristic_capped_bound(*dag, search_work);
+  const DestructiveBound& b = capped.bound;
   INFO("ops ", dag->num_ops(), ", search nodes ", b.nodes, ", steps ", b.work, ", trail peak ", b.trail_peak, ", bound ",
        b.bound.units, " (", b.bound.reason, "), critical path / Jackson ", dag_lower_bound(*dag).units, ", upper ",
-       h->best.makespan);
+       capped.upper);
   CHECK(b.nodes > 0);
   CHECK(b.bound.units > dag_lower_bound(*dag).units);
-  CHECK(b.bound.units <= h->best.makespan);
+  CHECK(b.bound.units <= capped.upper);
   CHECK(b.trail_peak <= static_cast<size_t>(dag->num_ops()) * static_cast<size_t>(b.nodes + 1));
   // The steps keep to the caps (propagation's and the search's), give or take one poll's worth.
-  CHECK(b.work <= o.work_cap + o.search_work + 1'000'000);
+  CHECK(b.work <= DestructiveOptions{}.work_cap + search_work + 1'000'000);
 }
 
 TEST_CASE("plans of 10^5 ops: no reachability table, the bound keeps to its work cap, solve() skips at once") {

@@ -28,6 +28,7 @@
 #include "synth/bounds/packing_bound.h"
 #include "synth/dag/list_scheduler.h"
 #include "synth/dag/op_dag.h"
+#include "synth/synth_problems.h"
 #include "test_util.h"
 
 using namespace ps;
@@ -107,13 +108,9 @@ PlanOptimum plan_optimum(const Spec& spec, const Partition& partition, const std
   Result<OpDag> dag = build_op_dag(*pb);
   REQUIRE_MESSAGE(dag.ok(), dag.status().str());
   REQUIRE(dag->time_exact);
-  Result<HeuristicResult> h = heuristic_schedule(*dag);
-  REQUIRE(h.ok());
-  DestructiveOptions o;
-  o.upper = h->best.makespan;
-  o.search_work = 200'000'000;
-  const DestructiveBound b = destructive_lower_bound(*dag, o);
-  const int64_t best = b.order ? std::min(b.order->makespan, o.upper) : o.upper;
+  const pstest::HeuristicCappedBound capped = pstest::heuristic_capped_bound(*dag, 200'000'000);
+  const DestructiveBound& b = capped.bound;
+  const int64_t best = b.order ? std::min(b.order->makespan, capped.upper) : capped.upper;
   return {dag->to_ms(b.bound.units), dag->to_ms(best)};
 }
 
