@@ -430,8 +430,10 @@ def test_chain_profile_measures_the_split_w_walk_and_the_checker_reads_it(tmp_pa
     # is left out): a few parameter groups, so its walk is positive or 0 within the timing noise.
     head = spec.layers[-1].symbol
     assert walks[head] >= 0
+    # The walk is a difference of timings, 0 where it is not positive: on a loaded machine (the
+    # sanitizer tests beside) one type's can come out 0, so the check is that it is measured at all.
     inner = [s for s in walks if s not in ("E", head)]
-    assert inner and all(walks[s] > 0 for s in inner), walks
+    assert inner and all(walks[s] >= 0 for s in inner) and any(walks[s] > 0 for s in inner), walks
     out = tmp_path / "gpt-oss-profiled.yaml"
     write_atomic(str(out), profiled_yaml(model_path("gpt-oss-like"), result))
     lowered = {t["symbol"]: t for t in json.loads(cli("lower", str(out), "--json").stdout)["layer_types"]}
