@@ -229,7 +229,7 @@ Result<ModelSynthOptions> synth_options(const SynthArgs& a, const Spec& spec,
 // The search line of the summary: the global bound and what the search did.
 std::string search_line(const TuneResult& t, double makespan_ms) {
   return fmt::format(
-      "  global bound  {:.3f} ms  (any partition and placement; gap {:.2f}%)  search: {} candidates in {:.1f} s, {}{}{}{}\n",
+      "  global bound  {:.3f} ms  (any partition and placement; gap {:.2f}%)  search: {} candidates in {:.1f} s, {}{}{}{}{}\n",
       t.lower_bound_ms, 100 * relative_gap(makespan_ms, t.lower_bound_ms), t.stats.evaluated,
       t.stats.total_s, search_stop_name(t.stats.stop_reason),
       t.stats.pruned > 0 ? fmt::format("; {} moves skipped by their plan floor", t.stats.pruned) : "",
@@ -238,6 +238,10 @@ std::string search_line(const TuneResult& t, double makespan_ms) {
       t.stats.paced_seeds > 0
           ? fmt::format("; {} paced-front seeds, {}", t.stats.paced_seeds,
                         t.stats.paced_admitted ? "admitted as starts" : "not admitted (another seed started better)")
+          : "",
+      t.stats.wave_seeds > 0
+          ? fmt::format("; {} wave seeds, {}", t.stats.wave_seeds,
+                        t.stats.wave_admitted ? "searched from as well" : "not searched from (the other seeds started better)")
           : "");
 }
 

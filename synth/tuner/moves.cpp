@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <initializer_list>
+#include <iterator>
 #include <limits>
 #include <numeric>
 
@@ -1181,6 +1182,175 @@ std::vector<Candidate> paced_front_seeds(const SearchSpace& sp) {
     g_fwd[i] = range_sum(fwd, starts[i], starts[i + 1]);
   }
   add_packed_seeds(sp, g, starts, g_ramp, g_fwd, false, ", paced front", out);
+  return out;
+}
+
+namespace {
+
+// An op's busy interval on the wave seeds' ideal schedule, ms.
+struct Busy {
+  double start, end;
+};
+
+// The time two layers' ideal intervals overlap: each list sorted by start; `longest` bounds the
+// length of b's intervals (so b's intervals that end before x starts are skipped).
+double overlap_ms(const std::vector<Busy>& a, const std::vector<Busy>& b, double longest) {
+  double sum = 0;
+  size_t lo = 0;
+  for (const Busy& x : a) {
+    while (lo < b.size() && b[lo].start + longest <= x.start) ++lo;
+    for (size_t k = lo; k < b.size() && b[k].start < x.end; ++k)
+      sum += std::max(0.0, std::min(x.end, b[k].end) - std::max(x.start, b[k].start));
+  }
+  return sum;
+}
+
+// One wave placement (wave_seeds): per layer its device. `conflict` is the pairwise overlap matrix,
+// `work` each layer's ms over the microbatches.
+std::vector<int> wave_placement(const std::vector<std::vector<double>>& conflict, const std::vector<double>& work,
+                                int P, std::mt19937_64& rng) {
+  const int L = static_cast<int>(work.size());
+  const double target = std::accumulate(work.begin(), work.end(), 0.0) / P;
+  auto over = [&](double load) { return kWaveBalance * std::max(0.0, load - target); };
+  std::vector<int> dev(L, -1);
+  std::vector<double> load(P, 0.0);
+  // with[l][d]: l's overlap with the layers on d (l itself excluded).
+  std::vector<std::vector<double>> with(L, std::vector<double>(P, 0.0));
+  auto put = [&](int l, int d, double sign) {
+    for (int x = 0; x < L; ++x)
+      if (x != l) with[x][d] += sign * conflict[x][l];
+    load[d] += sign * work[l];
+  };
+  std::vector<int> order(L);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return work[a] > work[b] + kEps; });
+  for (int l : order) {
+    int best = 0;
+    double best_cost = std::numeric_limits<double>::infinity();
+    for (int d = 0; d < P; ++d) {
+      const double cost = with[l][d] + over(load[d] + work[l]) - over(load[d]);
+      if (cost < best_cost - kEps) {
+        best_cost = cost;
+        best = d;
+      }
+    }
+    dev[l] = best;
+    put(l, best, 1);
+  }
+  std::vector<int> count(P, 0);
+  for (int l = 0; l < L; ++l) ++count[dev[l]];
+  // A move of l to e, or a swap of x and y: the objective's change (a move that would leave a
+  // device empty is not made).
+  auto move_delta = [&](int l, int e) {
+    const int d = dev[l];
+    if (e == d || count[d] == 1) return std::numeric_limits<double>::infinity();
+    return with[l][e] - with[l][d] + over(load[e] + work[l]) - over(load[e]) + over(load[d] - work[l]) - over(load[d]);
+  };
+  auto swap_delta = [&](int x, int y) {
+    const int dx = dev[x], dy = dev[y];
+    if (dx == dy) return std::numeric_limits<double>::infinity();
+    const double dw = work[y] - work[x];
+    return (with[x][dy] - conflict[x][y] - with[x][dx]) + (with[y][dx] - conflict[x][y] - with[y][dy]) +
+           over(load[dx] + dw) - over(load[dx]) + over(load[dy] - dw) - over(load[dy]);
+  };
+  auto move = [&](int l, int e) {
+    put(l, dev[l], -1);
+    --count[dev[l]];
+    dev[l] = e;
+    put(l, e, 1);
+    ++count[e];
+  };
+  // Random moves and swaps, kept where the objective does not rise (plateaus are crossed), then
+  // every move and swap that lowers it until none does: the result is a local optimum.
+  for (int step = 0; step < kWaveSteps; ++step) {
+    if (rng() % 2 == 0) {
+      const int l = static_cast<int>(rng() % L), e = static_cast<int>(rng() % P);
+      if (move_delta(l, e) <= kEps) move(l, e);
+    } else {
+      const int x = static_cast<int>(rng() % L), y = static_cast<int>(rng() % L);
+      if (swap_delta(x, y) <= kEps) {
+        const int dx = dev[x], dy = dev[y];
+        move(x, dy);
+        move(y, dx);
+      }
+    }
+  }
+  for (bool improved = true; improved;) {
+    improved = false;
+    for (int l = 0; l < L; ++l)
+      for (int e = 0; e < P; ++e)
+        if (move_delta(l, e) < -kEps) {
+          move(l, e);
+          improved = true;
+        }
+    for (int x = 0; x < L; ++x)
+      for (int y = x + 1; y < L; ++y)
+        if (swap_delta(x, y) < -kEps) {
+          const int dx = dev[x], dy = dev[y];
+          move(x, dy);
+          move(y, dx);
+          improved = true;
+        }
+  }
+  return dev;
+}
+
+}  // namespace
+
+std::vector<Candidate> wave_seeds(const SearchSpace& sp, uint64_t seed) {
+  std::vector<Candidate> out;
+  const int P = sp.devices, L = sp.layers, M = sp.spec->pipeline.microbatches;
+  if (sp.fixed_partition || sp.fixed_placement || node_count(sp) != 1 || M < 1 || M > 2 * P || L <= P ||
+      L > kWaveMaxLayers)
+    return out;
+  // Per layer its forward and its input gradient (B where the backward does not split), one
+  // microbatch; the ideal starts of microbatch 0's (a: the forward prefix; c: the whole forward,
+  // then the input gradients of the layers above).
+  std::vector<double> f(L), b(L), a(L, 0.0), c(L, 0.0), work(L);
+  double longest = 0;
+  for (int l = 0; l < L; ++l) {
+    const LayerType& t = sp.spec->model.type_of(l);
+    f[l] = t.forward_ms;
+    b[l] = t.split_backward ? t.backward_input_ms : t.fused_backward_ms();
+    longest = std::max({longest, f[l], b[l]});
+    work[l] = M * sp.layer_ms[l];
+    if (l > 0) a[l] = a[l - 1] + f[l - 1];
+  }
+  if (!(longest > 0)) return out;
+  c[L - 1] = a[L - 1] + f[L - 1];
+  for (int l = L - 2; l >= 0; --l) c[l] = c[l + 1] + b[l + 1];
+  for (size_t fi = 0; fi < std::size(kWaveFactors); ++fi) {
+    const double delta = kWaveFactors[fi] * longest;
+    std::vector<std::vector<Busy>> busy(L);
+    for (int l = 0; l < L; ++l) {
+      for (int j = 0; j < M; ++j) {
+        busy[l].push_back({a[l] + j * delta, a[l] + j * delta + f[l]});
+        busy[l].push_back({c[l] + j * delta, c[l] + j * delta + b[l]});
+      }
+      std::sort(busy[l].begin(), busy[l].end(), [](const Busy& x, const Busy& y) {
+        return x.start < y.start || (x.start == y.start && x.end < y.end);
+      });
+    }
+    std::vector<std::vector<double>> conflict(L, std::vector<double>(L, 0.0));
+    for (int x = 0; x < L; ++x)
+      for (int y = x + 1; y < L; ++y) conflict[x][y] = conflict[y][x] = overlap_ms(busy[x], busy[y], longest);
+    for (int k = 0; k < kWaveSeedsPerFactor; ++k) {
+      std::mt19937_64 rng(seed * 0x9E3779B97F4A7C15ull + fi * 0x100 + k + 1);
+      const std::vector<int> dev = wave_placement(conflict, work, P, rng);
+      std::vector<int> cuts{0}, placement{dev[0]};
+      for (int l = 1; l < L; ++l) {
+        if (dev[l] == dev[l - 1]) continue;
+        cuts.push_back(l);
+        placement.push_back(dev[l]);
+      }
+      cuts.push_back(L);
+      const int S = static_cast<int>(placement.size());
+      if (S > sp.max_stages) continue;
+      Candidate cand = heuristic_candidate(std::move(cuts), std::move(placement), MoveKind::kSeed,
+                                           fmt::format("seed S={} wave x{:g} #{}", S, kWaveFactors[fi], k + 1));
+      if (finish_candidate(sp, cand)) out.push_back(std::move(cand));
+    }
+  }
   return out;
 }
 

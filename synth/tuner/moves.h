@@ -76,6 +76,28 @@ std::vector<Candidate> seed_candidates(const SearchSpace& space, const std::vect
 constexpr int kPacedFrontRounds = 3;
 std::vector<Candidate> paced_front_seeds(const SearchSpace& space);
 
+// Wave seeds (one node, M <= 2P; none with a fixed partition or placement). With few microbatches
+// the iteration is mostly warm-up and cool-down: the microbatches pass along the chain as a forward
+// wave and a backward wave, and a device idles wherever two of them need it at once. These seeds
+// time every layer's ops on an ideal schedule (microbatch j's forward of layer l at a_l + j·delta,
+// its input gradient at c_l + j·delta; a_l the forward prefix, c_l the whole forward plus the input
+// gradients above l; delta a multiple of the longest forward or input gradient, kWaveFactors) and
+// place the layers, one stage per run of layers on one device, so that the time two layers on one
+// device would need it at once (their overlap on that ideal schedule) plus kWaveBalance times each
+// device's work above the mean is small: heaviest layer first onto the device that adds least,
+// then moves and swaps of single layers (kWaveSteps, random, deterministic in `seed`) kept where
+// they lower it. The tuner gives them a search of their own beside the other seeds' (docs/tuner.md,
+// "Wave seeds").
+inline constexpr double kWaveFactors[] = {1.5, 1.6, 1.7};
+inline constexpr int kWaveSeedsPerFactor = 3;
+inline constexpr double kWaveBalance = 5.0;
+inline constexpr int kWaveSteps = 40000;
+inline constexpr int kWaveMaxLayers = 512;
+// The tuner searches from the wave seeds only where their best is within this fraction of the best
+// other seed's makespan (both screened alike; Tuner::try_wave_lineage).
+inline constexpr double kWaveLineageMargin = 0.03;
+std::vector<Candidate> wave_seeds(const SearchSpace& space, uint64_t seed);
+
 // Moves from `c` for its diagnosis; with `all_kinds`, moves of every kind (the escalation used when
 // a candidate's own kind of move found nothing better).
 std::vector<Candidate> bubble_moves(const SearchSpace& space, const Candidate& c, const Evaluation& e,

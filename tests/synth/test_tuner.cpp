@@ -8,7 +8,9 @@
 #include <cmath>
 #include <numeric>
 #include <set>
+#include <iterator>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ir/model.h"
@@ -672,6 +674,112 @@ TEST_CASE("tuner seeds: paced fronts give every device one front group of about 
   // One node: no paced seeds (the gate and the seeds are for multi-node plans).
   spec.cluster.devices_per_node = 4;
   CHECK(paced_front_seeds(sp).empty());
+}
+
+// The wave seeds' objective, recomputed here from its definition (moves.h): every layer's ops on
+// the ideal schedule (microbatch j's forward at a_l + j·delta, its input gradient at c_l + j·delta),
+// the time two layers on one device overlap there, plus kWaveBalance times each device's work
+// (M x F+I+W) above the mean.
+double wave_objective(const Spec& spec, const std::vector<int>& dev, int P, double delta) {
+  const int L = static_cast<int>(dev.size()), M = spec.pipeline.microbatches;
+  std::vector<double> f(L), b(L), a(L, 0.0), c(L, 0.0), load(P, 0.0);
+  double total = 0;
+  for (int l = 0; l < L; ++l) {
+    const LayerType& t = spec.model.type_of(l);
+    f[l] = t.forward_ms;
+    b[l] = t.backward_input_ms;
+    if (l > 0) a[l] = a[l - 1] + f[l - 1];
+    const double w = M * layer_time_ms(spec.model, LayerId{l});
+    load[dev[l]] += w;
+    total += w;
+  }
+  c[L - 1] = a[L - 1] + f[L - 1];
+  for (int l = L - 2; l >= 0; --l) c[l] = c[l + 1] + b[l + 1];
+  double obj = 0;
+  for (int x = 0; x < L; ++x)
+    for (int y = x + 1; y < L; ++y) {
+      if (dev[x] != dev[y]) continue;
+      for (int i = 0; i < M; ++i)
+        for (int j = 0; j < M; ++j)
+          for (const auto& [sx, lx] : {std::pair{a[x] + i * delta, f[x]}, std::pair{c[x] + i * delta, b[x]}})
+            for (const auto& [sy, ly] : {std::pair{a[y] + j * delta, f[y]}, std::pair{c[y] + j * delta, b[y]}})
+              obj += std::max(0.0, std::min(sx + lx, sy + ly) - std::max(sx, sy));
+    }
+  for (int d = 0; d < P; ++d) obj += tuner_detail::kWaveBalance * std::max(0.0, load[d] - total / P);
+  return obj;
+}
+
+TEST_CASE("tuner seeds: wave seeds place the layers where their ideal waves meet little, one node at M <= 2P") {
+  using namespace ps::tuner_detail;
+  Spec spec = tiny_spec();  // 11 layers, P = 4, M = 8
+  SearchSpace sp = tiny_space(spec);
+  sp.canonical = false;
+  const int P = sp.devices;
+  const std::vector<Candidate> seeds = wave_seeds(sp, 3);
+  REQUIRE(seeds.size() == std::size(kWaveFactors) * kWaveSeedsPerFactor);
+  double longest = 0;
+  for (int l = 0; l < sp.layers; ++l)
+    longest = std::max({longest, spec.model.type_of(l).forward_ms, spec.model.type_of(l).backward_input_ms});
+  for (size_t i = 0; i < seeds.size(); ++i) {
+    const Candidate& c = seeds[i];
+    CAPTURE(c.origin);
+    CHECK(c.origin.find("wave x") != std::string::npos);
+    // Neighbours on one device are one stage.
+    for (int s = 0; s + 1 < c.stages(); ++s) CHECK(c.placement[s] != c.placement[s + 1]);
+    std::vector<int> dev(sp.layers);
+    for (int s = 0; s < c.stages(); ++s)
+      for (int l = c.cuts[s]; l < c.cuts[s + 1]; ++l) dev[l] = c.placement[s];
+    // The local search ends where no single move or swap lowers the objective.
+    const double delta = kWaveFactors[i / kWaveSeedsPerFactor] * longest;
+    const double here = wave_objective(spec, dev, P, delta);
+    for (int l = 0; l < sp.layers; ++l) {
+      for (int d = 0; d < P; ++d) {
+        if (d == dev[l]) continue;
+        std::vector<int> moved = dev;
+        moved[l] = d;
+        if (std::set<int>(moved.begin(), moved.end()).size() < static_cast<size_t>(P)) continue;
+        CHECK_MESSAGE(wave_objective(spec, moved, P, delta) >= here - 1e-6, "layer ", l, " to device ", d);
+      }
+      for (int m = l + 1; m < sp.layers; ++m) {
+        if (dev[m] == dev[l]) continue;
+        std::vector<int> swapped = dev;
+        std::swap(swapped[l], swapped[m]);
+        CHECK_MESSAGE(wave_objective(spec, swapped, P, delta) >= here - 1e-6, "swap ", l, " and ", m);
+      }
+    }
+  }
+  // Deterministic in the seed.
+  const std::vector<Candidate> again = wave_seeds(sp, 3);
+  REQUIRE(again.size() == seeds.size());
+  for (size_t i = 0; i < seeds.size(); ++i) {
+    CHECK(again[i].cuts == seeds[i].cuts);
+    CHECK(again[i].placement == seeds[i].placement);
+  }
+  // None above M = 2P, on several nodes, or with the placement fixed.
+  spec.pipeline.microbatches = 2 * P + 1;
+  CHECK(wave_seeds(sp, 3).empty());
+  spec.pipeline.microbatches = 8;
+  spec.cluster.devices_per_node = 2;
+  CHECK(wave_seeds(sp, 3).empty());
+  spec.cluster.devices_per_node = 0;
+  sp.fixed_placement = true;
+  CHECK(wave_seeds(sp, 3).empty());
+}
+
+TEST_CASE("tuner: wave seeds are tried at M <= 2P on one node and the result stays certified") {
+  Spec spec = tiny_spec();
+  TuneOptions o = quick_options();
+  o.max_evaluations = 120;
+  Result<TuneResult> r = cooptimize(spec, o);
+  REQUIRE_MESSAGE(r.ok(), r.status().str());
+  CHECK(r->stats.wave_seeds > 0);  // the distinct ones (some seeds may coincide)
+  CHECK(check(r->schedule).valid);
+  CHECK(r->simulated_ms >= r->lower_bound_ms - 1e-6);
+  spec.pipeline.microbatches = 16;  // M = 4P: none
+  Result<TuneResult> long_run = cooptimize(spec, o);
+  REQUIRE_MESSAGE(long_run.ok(), long_run.status().str());
+  CHECK(long_run->stats.wave_seeds == 0);
+  CHECK_FALSE(long_run->stats.wave_admitted);
 }
 
 TEST_CASE("[slow] tuner: paced-front seeds start the search only when their best beats every other seed") {
