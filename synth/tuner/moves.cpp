@@ -1210,8 +1210,13 @@ double overlap_ms(const std::vector<Busy>& a, const std::vector<Busy>& b, double
 std::vector<int> wave_placement(const std::vector<std::vector<double>>& conflict, const std::vector<double>& work,
                                 int P, std::mt19937_64& rng) {
   const int L = static_cast<int>(work.size());
-  const double target = std::accumulate(work.begin(), work.end(), 0.0) / P;
+  const double total = std::accumulate(work.begin(), work.end(), 0.0), target = total / P;
   auto over = [&](double load) { return kWaveBalance * std::max(0.0, load - target); };
+  // Changes smaller than this are rounding (the sums run to 10^6 ms and more on large models): a
+  // move is an improvement only beyond it, so two moves cannot undo each other forever.
+  double scale = total;
+  for (const std::vector<double>& row : conflict) scale += std::accumulate(row.begin(), row.end(), 0.0);
+  const double tol = 1e-9 * std::max(1.0, scale);
   std::vector<int> dev(L, -1);
   std::vector<double> load(P, 0.0);
   // with[l][d]: l's overlap with the layers on d (l itself excluded).
@@ -1261,31 +1266,33 @@ std::vector<int> wave_placement(const std::vector<std::vector<double>>& conflict
     ++count[e];
   };
   // Random moves and swaps, kept where the objective does not rise (plateaus are crossed), then
-  // every move and swap that lowers it until none does: the result is a local optimum.
+  // every move and swap that lowers it until none does (a local optimum; at most
+  // kWaveDescentPasses passes over them, a bound the shipped models never reach).
+  int passes = 0;
   for (int step = 0; step < kWaveSteps; ++step) {
     if (rng() % 2 == 0) {
       const int l = static_cast<int>(rng() % L), e = static_cast<int>(rng() % P);
-      if (move_delta(l, e) <= kEps) move(l, e);
+      if (move_delta(l, e) <= tol) move(l, e);
     } else {
       const int x = static_cast<int>(rng() % L), y = static_cast<int>(rng() % L);
-      if (swap_delta(x, y) <= kEps) {
+      if (swap_delta(x, y) <= tol) {
         const int dx = dev[x], dy = dev[y];
         move(x, dy);
         move(y, dx);
       }
     }
   }
-  for (bool improved = true; improved;) {
+  for (bool improved = true; improved && passes < kWaveDescentPasses; ++passes) {
     improved = false;
     for (int l = 0; l < L; ++l)
       for (int e = 0; e < P; ++e)
-        if (move_delta(l, e) < -kEps) {
+        if (move_delta(l, e) < -tol) {
           move(l, e);
           improved = true;
         }
     for (int x = 0; x < L; ++x)
       for (int y = x + 1; y < L; ++y)
-        if (swap_delta(x, y) < -kEps) {
+        if (swap_delta(x, y) < -tol) {
           const int dx = dev[x], dy = dev[y];
           move(x, dy);
           move(y, dx);
@@ -1300,7 +1307,7 @@ std::vector<int> wave_placement(const std::vector<std::vector<double>>& conflict
 std::vector<Candidate> wave_seeds(const SearchSpace& sp, uint64_t seed) {
   std::vector<Candidate> out;
   const int P = sp.devices, L = sp.layers, M = sp.spec->pipeline.microbatches;
-  if (sp.fixed_partition || sp.fixed_placement || node_count(sp) != 1 || M < 1 || M > 2 * P || L <= P ||
+  if (sp.fixed_partition || sp.fixed_placement || node_count(sp) != 1 || P < 2 || M < 1 || M > 2 * P || L <= P ||
       L > kWaveMaxLayers)
     return out;
   // Per layer its forward and its input gradient (B where the backward does not split), one

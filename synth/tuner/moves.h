@@ -93,6 +93,7 @@ inline constexpr int kWaveSeedsPerFactor = 3;
 inline constexpr double kWaveBalance = 5.0;
 inline constexpr int kWaveSteps = 40000;
 inline constexpr int kWaveMaxLayers = 512;
+inline constexpr int kWaveDescentPasses = 1000;
 // The tuner searches from the wave seeds only where their best is within this fraction of the best
 // other seed's makespan (both screened alike; Tuner::try_wave_lineage).
 inline constexpr double kWaveLineageMargin = 0.03;
