@@ -516,6 +516,42 @@ pipeline: {microbatches: 16}
   CHECK(run_cli("verify " + out).exit_code == 0);
 }
 
+TEST_CASE("cli synth: on one node at M <= 2P the search reports its wave seeds and searches from them; at 4P there are none") {
+  const std::string model = temp_path("synth-wave.yaml");
+  std::ofstream(model) << R"(schema: 1
+model:
+  name: tiny-hetero
+  layer_types:
+    E: {name: embedding, forward_ms: 0.5, backward_input_ms: 0, backward_weight_ms: 0.2, activation_mb: 8, wgrad_stash_mb: 0, output_mb: 32, params_m: 100}
+    D: {name: dense, forward_ms: 2, backward_input_ms: 2, backward_weight_ms: 2, activation_mb: 400, wgrad_stash_mb: 200, output_mb: 32, params_m: 180}
+    X: {name: moe, forward_ms: 4, backward_input_ms: 4, backward_weight_ms: 3, activation_mb: 600, wgrad_stash_mb: 300, output_mb: 32, params_m: 600}
+    L: {name: head, forward_ms: 9, backward_input_ms: 9, backward_weight_ms: 8, activation_mb: 2000, wgrad_stash_mb: 30, output_mb: 0, params_m: 200}
+  layers: "EDDXXXXXXDL"
+cluster: {devices: 4, link: {bandwidth_gb_per_s: 100, latency_us: 10}}
+pipeline: {microbatches: 8}
+)";
+  // Bounded by candidates: the two searches split the budget the same way on any machine.
+  const std::string out = temp_path("synth-wave-out.yaml"), again = temp_path("synth-wave-again.yaml");
+  auto r = run_cli(fmt::format("synth {} --evaluations 100 --rlimit 2000000 -o {}", model, out));
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  const size_t at = r.output.find(" wave seeds, searched from as well");
+  REQUIRE(at != std::string::npos);
+  const size_t semi = r.output.rfind("; ", at);
+  REQUIRE(semi != std::string::npos);
+  CHECK(std::atoi(r.output.c_str() + semi + 2) > 0);
+  CHECK(run_cli("verify " + out).exit_code == 0);
+  // Two searches and the same budgets: the same file.
+  REQUIRE(run_cli(fmt::format("synth {} --evaluations 100 --rlimit 2000000 -o {}", model, again)).exit_code == 0);
+  CHECK(read_file(out) == read_file(again));
+  // M = 4P: no wave seeds, and the line does not mention them.
+  auto r4 = run_cli(fmt::format("synth {} --microbatches 16 --evaluations 100 -o {}", model, out));
+  INFO(r4.output);
+  REQUIRE(r4.exit_code == 0);
+  CHECK_FALSE(contains(r4.output, "wave seeds"));
+  CHECK(run_cli("verify " + out).exit_code == 0);
+}
+
 TEST_CASE("cli synth: a plan too large for the whole encoding gets Z3's share as windows of the order") {
   const std::string out = temp_path("synth-share.yaml");
   // Llama-2-7B on 8 devices, 16 microbatches, 22 GB, no recomputation: the whole encoding does not
