@@ -86,8 +86,8 @@ std::vector<Candidate> paced_front_seeds(const SearchSpace& space);
 // device would need it at once (their overlap on that ideal schedule) plus kWaveBalance times each
 // device's work above the mean is small: heaviest layer first onto the device that adds least,
 // then moves and swaps of single layers (kWaveSteps, random, deterministic in `seed`) kept where
-// they lower it. The tuner gives them a search of their own beside the other seeds' (not where its
-// search runs in two phases for recomputation; docs/tuner.md, "Wave seeds").
+// they lower it. The tuner gives them a search of their own beside the other seeds' (docs/tuner.md,
+// "Wave seeds").
 inline constexpr double kWaveFactors[] = {1.5, 1.6, 1.7};
 inline constexpr int kWaveSeedsPerFactor = 3;
 inline constexpr double kWaveBalance = 5.0;

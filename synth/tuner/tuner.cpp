@@ -846,11 +846,11 @@ void Tuner::polish() {
 
 // With RecomputeChoice::kSearch under a cap the search runs in two phases. First exactly the search
 // without recomputation (its evaluation budget; under the clock, half the search time where a seed's
-// memory binds, else all of it); then, only where some candidate's memory binds, the recompute seeds
-// and a second search with recompute moves (as many evaluations again, the rest of the time), from
-// everything the first one found. The first phase's best candidates are always among those the
-// checker compares, so the result is never slower than the plan the search without recomputation
-// would take.
+// memory binds, else all of it; the wave seeds' own search, where it runs, inside that share); then,
+// only where some candidate's memory binds, the recompute seeds and a second search with recompute
+// moves (as many evaluations again, the rest of the time), from everything the first one found.
+// The first phase's best candidates are always among those the checker compares, so the result is
+// never slower than the plan the search without recomputation would take.
 Result<TuneResult> Tuner::run() {
   PS_RETURN_IF_ERROR(prepare());
   evaluation_budget_ = opt_.max_evaluations;
@@ -863,15 +863,18 @@ Result<TuneResult> Tuner::run() {
   if (two_phase && opt_.max_evaluations <= 0 && std::any_of(records_.begin(), records_.end(), memory_binds))
     phase_share_ = 0.5;
   try_paced_fronts(search_deadline());
-  std::vector<int> wave;
-  if (!two_phase) wave = try_wave_lineage(search_deadline());
+  // In two phases the wave seeds' search is part of the first (without recomputation): the two
+  // searches split its share of the time.
+  const double first_share = phase_share_;
+  const std::vector<int> wave = try_wave_lineage(search_deadline());
   if (!wave.empty()) {
-    phase_share_ = 0.5;
+    phase_share_ = first_share / 2;
     if (opt_.max_evaluations > 0) evaluation_budget_ = stats_.evaluated + (opt_.max_evaluations - stats_.evaluated) / 2;
   }
   add_fused_seeds(search_deadline());
   report("seeds");
   search();
+  SearchStop stop = stats_.stop_reason;
   polish();
   if (!wave.empty() && !interrupted()) {
     // The wave seeds' own search: everything so far leaves the ranking (the best stay for the
@@ -886,9 +889,10 @@ Result<TuneResult> Tuner::run() {
       history_[records_[i].key] = i;
     }
     stats_.wave_admitted = true;
-    phase_share_ = 1;
+    phase_share_ = first_share;
     evaluation_budget_ = opt_.max_evaluations;
     search();
+    stop = binding_stop(stop, stats_.stop_reason);
     polish();
     for (Record& r : records_) r.hidden = false;
   }
@@ -904,9 +908,11 @@ Result<TuneResult> Tuner::run() {
       add_recompute_seeds(seeds, search_deadline());
       report("recompute seeds");
       search();
+      stop = binding_stop(stop, stats_.stop_reason);
       polish();
     }
   }
+  stats_.stop_reason = stop;
   stats_.search_s = elapsed();
   std::vector<int> rank = ranking();
   drop_orders(rank);
@@ -938,6 +944,21 @@ const char* search_stop_name(SearchStop s) {
     case SearchStop::kFixed: return "fixed";
   }
   return "unknown";
+}
+
+SearchStop binding_stop(SearchStop a, SearchStop b) {
+  auto rank = [](SearchStop s) {
+    switch (s) {
+      case SearchStop::kInterrupted: return 5;
+      case SearchStop::kTimeLimit: return 4;
+      case SearchStop::kEvaluationBudget: return 3;
+      case SearchStop::kReachedBound: return 2;
+      case SearchStop::kConverged: return 1;
+      case SearchStop::kFixed: return 0;
+    }
+    return 0;
+  };
+  return rank(a) >= rank(b) ? a : b;
 }
 
 Result<TuneResult> cooptimize(const Spec& spec, const TuneOptions& options) {

@@ -103,7 +103,8 @@ struct TuneOptions {
 };
 
 // Why the search stopped. search_stop_name gives the words the certificate (extra.search) and the
-// summaries print.
+// summaries print. Where several searches run (from the wave seeds, with recomputation), the one
+// that says most: interrupted, then time limit, evaluation budget, reached bound, converged.
 enum class SearchStop {
   kConverged,         // no improvement for `patience` rounds with every beam member expanded
   kReachedBound,      // the best is within 0.01 % of the lower bound
@@ -114,6 +115,9 @@ enum class SearchStop {
 };
 // "converged", "reached the lower bound", "time limit", "evaluation budget", "interrupted", "fixed".
 const char* search_stop_name(SearchStop s);
+// Of two searches' stops, the one reported: the earlier in the order above (the clock's makes the
+// plan depend on the machine's speed, so it outranks a budget, a bound or convergence).
+SearchStop binding_stop(SearchStop a, SearchStop b);
 
 struct TuneStats {
   int evaluated = 0;          // candidates timed by the heuristic (or a baseline order)

@@ -782,6 +782,42 @@ TEST_CASE("tuner: wave seeds are tried at M <= 2P on one node and the result sta
   CHECK_FALSE(long_run->stats.wave_admitted);
 }
 
+TEST_CASE("tuner: under a memory cap the wave seeds' search is part of the search without recomputation") {
+  // 35 GB on 4 devices: some plans need recomputation, so the search runs in two phases; the
+  // wave seeds get their search in the first, the recompute phase still runs after it.
+  const Spec spec = tiny_spec(35);
+  TuneOptions o = quick_options();
+  o.max_evaluations = 120;
+  Result<TuneResult> r = cooptimize(spec, o);
+  REQUIRE_MESSAGE(r.ok(), r.status().str());
+  CHECK(r->stats.wave_seeds > 0);
+  CHECK(r->stats.wave_admitted);
+  CHECK(r->stats.moves_recompute > 0);
+  // The first phase's budget, then as many evaluations again for the recompute phase.
+  CHECK(r->stats.evaluated > o.max_evaluations);
+  CHECK(r->stats.stop_reason == SearchStop::kEvaluationBudget);
+  const Report rep = check(r->schedule);
+  CHECK_MESSAGE(rep.valid, format_report(rep));
+  CHECK(rep.memory_limit_gb == 35);
+  CHECK(r->simulated_ms >= r->lower_bound_ms - 1e-6);
+  Result<TuneResult> again = cooptimize(spec, o);
+  REQUIRE(again.ok());
+  CHECK(again->simulated_ms == r->simulated_ms);
+  CHECK(again->stats.evaluated == r->stats.evaluated);
+}
+
+TEST_CASE("tuner: where several searches run, the stop reported is the one that says most") {
+  using S = SearchStop;
+  const S order[] = {S::kInterrupted, S::kTimeLimit, S::kEvaluationBudget, S::kReachedBound, S::kConverged,
+                     S::kFixed};
+  for (size_t i = 0; i < std::size(order); ++i)
+    for (size_t j = 0; j < std::size(order); ++j) {
+      CAPTURE(i);
+      CAPTURE(j);
+      CHECK(binding_stop(order[i], order[j]) == order[std::min(i, j)]);
+    }
+}
+
 TEST_CASE("[slow] tuner: paced-front seeds start the search only when their best beats every other seed") {
   // Nemotron-H on two nodes of 8 at M = 64: the lean portfolio ranks its best paced seed 1.5 %
   // ahead of the best plain one (docs/tuner.md), so they are admitted. An evaluation budget keeps
