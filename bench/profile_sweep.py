@@ -42,6 +42,12 @@ out.yaml` and `pipesmith verify out.yaml`, and counts as a failure (the kind in 
   [determinism] two runs of `synth --evaluations E --rlimit R` writing different bytes (on --determinism
                cases, spread over the sweep; with --evaluations every case is run so, twice).
 
+With --memory-fraction F each scheduled case runs `synth` once more with `--memory-limit-gb` at F times
+the largest per-device peak its uncapped schedule lists (the search then gives stages recomputation
+where memory binds): it must exit 0 with a schedule that `verify` finds VALID, whose peak keeps the
+limit and whose bounds lie at or below its iteration, or exit 2 with an error naming the memory (no plan
+fits); the same [exit], [crash], [hang], [time], [bound] and [verify] failures count.
+
 With --evaluations E (and --rlimit R) every synth is bounded by budgets instead of the clock: the table is
 then the same on any machine, and the time check is left out (the clock ends nothing then).
 
@@ -323,6 +329,7 @@ class Case:
     bound: float | None = None
     wall_s: float | None = None
     refused: bool = False
+    capped: str = ""                                    # --memory-fraction's run: its iteration and limit
     failures: list[str] = field(default_factory=list)   # kinds
     details: list[str] = field(default_factory=list)    # what failed, with the commands
 
@@ -404,6 +411,9 @@ def run_case(case: Case, a: argparse.Namespace, exe: str, model: str, work: str,
     elif vp.rc != 0 or not vp.out.startswith("VALID"):
         case.fail("verify", f"verify: exit {vp.rc}: {vp.out.strip()[:400]}", vcmd)
 
+    if a.memory_fraction:
+        run_capped(case, a, exe, model, work, out, budget, hang_s)
+
     if det:
         dbudget = budget or ["--evaluations", str(a.det_evaluations), "--rlimit", str(a.det_rlimit)]
         dtime = f"{a.time_limit:g}" if budget else "60"
@@ -422,6 +432,57 @@ def run_case(case: Case, a: argparse.Namespace, exe: str, model: str, work: str,
         with open(files[0], "rb") as x, open(files[1], "rb") as y:
             if x.read() != y.read():
                 case.fail("determinism", f"two runs wrote different files: diff {files[0]} {files[1]}", dcmd)
+
+
+def peak_memory_gb(path: str) -> float | None:
+    """The largest per-device peak the certificate's peak_memory_gb lists."""
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            key, _, val = line.strip().partition(":")
+            if key == "peak_memory_gb":
+                peaks = [float(x) for x in val.strip().strip("[]").split(",") if x.strip()]
+                return max(peaks) if peaks else None
+    return None
+
+
+def run_capped(case: Case, a: argparse.Namespace, exe: str, model: str, work: str, uncapped: str,
+               budget: list[str], hang_s: float) -> None:
+    """synth again with --memory-limit-gb at --memory-fraction of the uncapped plan's peak (the search
+    then runs with recomputation searched): exit 0 and a VALID schedule that keeps the limit, or exit 2
+    and an error that names the memory (no plan fits)."""
+    failed_before = len(case.details)
+    peak = peak_memory_gb(uncapped)
+    if not peak or peak <= 0:
+        case.capped = "no peak"
+        return
+    cap = f"{a.memory_fraction * peak:.6g}"
+    out = os.path.join(work, f"{case.profile.name}-P{case.P}-M{case.M}.capped.yaml")
+    cmd = [exe, "synth", model, "--devices", str(case.P), "--microbatches", str(case.M), "--memory-limit-gb", cap,
+           "--time-limit", f"{a.time_limit:g}", *budget, "--threads", str(a.threads),
+           "--search-threads", str(a.search_threads), "--quiet", "-o", out]
+    p = run(cmd, hang_s)
+    if not a.evaluations and p.rc != 124 and p.wall_s > a.time_limit + a.slack:
+        case.fail("time", f"capped synth took {p.wall_s:.2f} s, over --time-limit {a.time_limit:g} + {a.slack:g} s", cmd)
+    if p.rc == 2 and "pipesmith: error:" in p.err and "GB" in p.err:
+        case.capped = f"no fit at {cap} GB"
+        return
+    if exit_check(case, "capped synth", p, cmd, "") != "ok":
+        return
+    makespan, bounds = read_certificate(out)
+    if makespan is None:
+        case.fail("verify", "the capped schedule has no certificate makespan_ms", cmd)
+        return
+    for key, value in sorted(bounds.items()):
+        if value > makespan + FOUR_DECIMALS + 1e-9 * abs(makespan):
+            case.fail("bound", f"the capped certificate's {key} {value} ms is above its iteration {makespan} ms", cmd)
+    got = peak_memory_gb(out)
+    if got is None or got > float(cap) * (1 + 1e-9):
+        case.fail("verify", f"the capped schedule's peak {got} GB is above the limit {cap} GB", cmd)
+    vcmd = [exe, "verify", out]
+    vp = run(vcmd, hang_s)
+    if vp.rc != 0 or not vp.out.startswith("VALID"):
+        case.fail("verify", f"verify (capped): exit {vp.rc}: {vp.out.strip()[:400]}", vcmd)
+    case.capped = f"{fmt(makespan)} at {cap} GB" if len(case.details) == failed_before else "failed"
 
 
 # ----------------------------------------------------------------------------------------------- report
@@ -466,9 +527,14 @@ def main() -> int:
     ap.add_argument("--keep", metavar="DIR", help="write the models and schedules here (kept) instead of a temp folder")
     ap.add_argument("--devices", metavar="LIST", default=",".join(map(str, DEVICES)),
                     help="the device counts P that shapes are drawn from, comma-separated (default 1,4,8,16)")
+    ap.add_argument("--memory-fraction", type=float, default=0.0, metavar="F",
+                    help="also run each scheduled case's synth with --memory-limit-gb at F times its plan's "
+                         "peak memory (0 < F < 1; recomputation searched) and check that run (default: off)")
     a = ap.parse_args()
     if a.profiles < 1 or a.shapes < 1 or a.time_limit <= 0:
         ap.error("--profiles and --shapes must be >= 1 and --time-limit > 0")
+    if a.memory_fraction and not 0 < a.memory_fraction < 1:
+        ap.error(f"--memory-fraction {a.memory_fraction:g}: give a fraction above 0 and below 1")
     devices = parse_devices(a.devices)
     if isinstance(devices, str):
         ap.error(devices)
@@ -497,9 +563,12 @@ def main() -> int:
             else f"--time-limit {a.time_limit:g} (slack {a.slack:g} s)")
     print(f"# bench/profile-sweep: seed {a.seed}, {len(profiles)} profiles, {n} cases (P in "
           f"{{{', '.join(map(str, devices))}}}); synth {mode}, "
-          f"--threads {a.threads} --search-threads {a.search_threads}; free links, no memory cap\n")
-    print("| profile | P | M | layers | iteration ms | bound ms | ratio | wall s | outcome |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---|")
+          f"--threads {a.threads} --search-threads {a.search_threads}; free links, no memory cap"
+          + (f"; each case again capped at {a.memory_fraction:g} x its plan's peak memory" if a.memory_fraction else "")
+          + "\n")
+    capped_col = " capped: ms at GB |" if a.memory_fraction else ""
+    print(f"| profile | P | M | layers | iteration ms | bound ms | ratio | wall s | outcome |{capped_col}")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---|" + ("---|" if a.memory_fraction else ""))
     for k, c in enumerate(cases):
         det = bool(a.evaluations) or (det_every > 0 and k % det_every == det_every // 2)
         print(f"bench/profile-sweep: [{k + 1}/{n}] {c.ident}", file=sys.stderr, flush=True)
@@ -509,7 +578,8 @@ def main() -> int:
         if det and not c.failures and not c.refused:
             outcome += ", deterministic"
         print(f"| {c.profile.name} | {c.P} | {c.M} | {len(c.profile.layers)} | {fmt(c.iteration)} | {fmt(c.bound)} | "
-              f"{fmt(ratio, 4)} | {fmt(c.wall_s, 2)} | {outcome} |", flush=True)
+              f"{fmt(ratio, 4)} | {fmt(c.wall_s, 2)} | {outcome} |" + (f" {c.capped or '-'} |" if a.memory_fraction else ""),
+              flush=True)
         for d in c.details:
             print(f"bench/profile-sweep: {c.ident}: {d}", file=sys.stderr, flush=True)
 
@@ -524,6 +594,11 @@ def main() -> int:
     refused = sum(1 for c in cases if c.refused)
     print(f"\n{n} cases, {failed} failed (by kind: {kinds}), {refused} refused (layers < P); iteration / bound over "
           f"{len(ratios)} scheduled cases: geometric mean {fmt(geo, 4)}, max {fmt(max(ratios, default=None), 4)}")
+    if a.memory_fraction:
+        fit = sum(1 for c in cases if " GB" in c.capped and not c.capped.startswith("no fit"))
+        nofit = sum(1 for c in cases if c.capped.startswith("no fit"))
+        print(f"capped at {a.memory_fraction:g} x the plan's peak: {fit} scheduled within the limit, {nofit} refused "
+              f"(exit 2: no plan fits)")
     if not a.keep:
         if failed:
             print(f"bench/profile-sweep: the models and schedules are kept in {work}", file=sys.stderr)

@@ -10,7 +10,10 @@
 #   same case fails as `bound` and `mismatch` and the sweep exits 1;
 # - a --case that matches no case is refused by name (exit 2), not run as an empty sweep;
 # - --devices 3,5 draws P from those counts: two of seed 5's profiles at P = 3 and P = 5 (odd P, M = 4
-#   and 10) are scheduled, deterministic and fail nothing; --devices 0 and 2.5 are refused by name (exit 2).
+#   and 10) are scheduled, deterministic and fail nothing; --devices 0 and 2.5 are refused by name (exit 2);
+# - --memory-fraction 0.6 runs those two cases once more capped at 0.6 x their plans' peak memory: both
+#   scheduled within the limit; a CLI that drops --memory-limit-gb fails them as `verify` (the peak is
+#   above the limit); --memory-fraction 1.5 is refused by name (exit 2).
 # Usage: check_profile_sweep.sh BUILD_DIR
 set -euo pipefail
 build=$1
@@ -71,4 +74,38 @@ for bad in 0 2.5; do
   [ "$rc" = 2 ] || { echo "--devices 4,$bad gave exit $rc, not 2"; cat "$tmp/out5"; exit 1; }
   grep -q "\-\-devices '4,$bad': '$bad' " "$tmp/err5" || { echo "no message naming --devices 4,$bad"; cat "$tmp/err5"; exit 1; }
 done
+# The same two cases capped at 0.6 x their plans' peak memory.
+capped=("${sweep[@]}" --devices 3,5 --case 's5-000-llama ' --case 's5-002-moe ' --memory-fraction 0.6)
+rc=0
+PIPESMITH="$exe" "${capped[@]}" >"$tmp/out6" 2>"$tmp/err6" || rc=$?
+cat "$tmp/out6"
+[ "$rc" = 0 ] || { echo "the --memory-fraction sweep failed (exit $rc):"; cat "$tmp/err6"; exit 1; }
+[ "$(grep -cE '^\| s5-.* \| ok, deterministic \| [0-9.]+ at [0-9.e+-]+ GB \|$' "$tmp/out6")" = 2 ] ||
+  { echo "not two capped rows scheduled within their limits"; exit 1; }
+grep -q "^capped at 0.6 x the plan's peak: 2 scheduled within the limit, 0 refused" "$tmp/out6" ||
+  { echo "no capped summary line"; exit 1; }
+cat >"$tmp/uncapped-pipesmith" <<'EOS'
+#!/usr/bin/env bash
+# pipesmith, except that --memory-limit-gb is dropped (the model file's cluster has no cap).
+args=()
+while [ $# -gt 0 ]; do
+  if [ "$1" = --memory-limit-gb ]; then shift 2; continue; fi
+  args+=("$1"); shift
+done
+exec "$REAL_PIPESMITH" "${args[@]}"
+EOS
+chmod +x "$tmp/uncapped-pipesmith"
+rc=0
+REAL_PIPESMITH="$exe" PIPESMITH="$tmp/uncapped-pipesmith" "${capped[@]}" --keep "$tmp/keep7" >"$tmp/out7" 2>"$tmp/err7" || rc=$?
+cat "$tmp/out7"
+[ "$rc" = 1 ] || { echo "the sweep did not fail on a capped schedule above its limit (exit $rc)"; cat "$tmp/err7"; exit 1; }
+grep -q "^2 cases, 2 failed (by kind: verify 2), " "$tmp/out7" || { echo "summary does not count both as verify"; exit 1; }
+grep -q "the capped schedule's peak .* GB is above the limit" "$tmp/err7" || { echo "no message naming the limit"; exit 1; }
+[ "$(grep -c '^| s5-.* | FAIL verify | failed |$' "$tmp/out7")" = 2 ] || { echo "the capped column does not say failed"; exit 1; }
+grep -q "^capped at 0.6 x the plan's peak: 0 scheduled within the limit" "$tmp/out7" ||
+  { echo "the capped summary counts a failed run as scheduled"; exit 1; }
+rc=0
+PIPESMITH="$exe" "${sweep[@]}" --memory-fraction 1.5 >"$tmp/out8" 2>"$tmp/err8" || rc=$?
+[ "$rc" = 2 ] || { echo "--memory-fraction 1.5 gave exit $rc, not 2"; exit 1; }
+grep -q -- "--memory-fraction 1.5: give a fraction above 0 and below 1" "$tmp/err8" || { echo "no message naming --memory-fraction"; cat "$tmp/err8"; exit 1; }
 echo "ok"
