@@ -1208,7 +1208,8 @@ double overlap_ms(const std::vector<Busy>& a, const std::vector<Busy>& b, double
 // One wave placement (wave_seeds): per layer its device. `conflict` is the pairwise overlap matrix,
 // `work` each layer's ms over the microbatches.
 std::vector<int> wave_placement(const std::vector<std::vector<double>>& conflict, const std::vector<double>& work,
-                                int P, std::mt19937_64& rng) {
+                                int P, std::mt19937_64& rng, const std::vector<int>* node = nullptr,
+                                const std::vector<double>* cross = nullptr) {
   const int L = static_cast<int>(work.size());
   const double total = std::accumulate(work.begin(), work.end(), 0.0), target = total / P;
   auto over = [&](double load) { return kWaveBalance * std::max(0.0, load - target); };
@@ -1219,6 +1220,16 @@ std::vector<int> wave_placement(const std::vector<std::vector<double>>& conflict
   const double tol = 1e-9 * std::max(1.0, scale);
   std::vector<int> dev(L, -1);
   std::vector<double> load(P, 0.0);
+  // On several nodes: (*cross)[b] for each boundary b (layers b and b + 1) whose two layers sit on
+  // different nodes; a neighbour not placed yet costs nothing. `skip`: a neighbour left out (the
+  // other layer of a swap).
+  auto cross_cost = [&](int l, int d, int skip) {
+    if (!node) return 0.0;
+    double c = 0;
+    if (l > 0 && l - 1 != skip && dev[l - 1] >= 0 && (*node)[dev[l - 1]] != (*node)[d]) c += (*cross)[l - 1];
+    if (l + 1 < L && l + 1 != skip && dev[l + 1] >= 0 && (*node)[dev[l + 1]] != (*node)[d]) c += (*cross)[l];
+    return c;
+  };
   // with[l][d]: l's overlap with the layers on d (l itself excluded).
   std::vector<std::vector<double>> with(L, std::vector<double>(P, 0.0));
   auto put = [&](int l, int d, double sign) {
@@ -1233,7 +1244,7 @@ std::vector<int> wave_placement(const std::vector<std::vector<double>>& conflict
     int best = 0;
     double best_cost = std::numeric_limits<double>::infinity();
     for (int d = 0; d < P; ++d) {
-      const double cost = with[l][d] + over(load[d] + work[l]) - over(load[d]);
+      const double cost = with[l][d] + over(load[d] + work[l]) - over(load[d]) + cross_cost(l, d, -1);
       if (cost < best_cost - kEps) {
         best_cost = cost;
         best = d;
@@ -1249,14 +1260,16 @@ std::vector<int> wave_placement(const std::vector<std::vector<double>>& conflict
   auto move_delta = [&](int l, int e) {
     const int d = dev[l];
     if (e == d || count[d] == 1) return std::numeric_limits<double>::infinity();
-    return with[l][e] - with[l][d] + over(load[e] + work[l]) - over(load[e]) + over(load[d] - work[l]) - over(load[d]);
+    return with[l][e] - with[l][d] + over(load[e] + work[l]) - over(load[e]) + over(load[d] - work[l]) - over(load[d]) +
+           cross_cost(l, e, -1) - cross_cost(l, d, -1);
   };
   auto swap_delta = [&](int x, int y) {
     const int dx = dev[x], dy = dev[y];
     if (dx == dy) return std::numeric_limits<double>::infinity();
     const double dw = work[y] - work[x];
     return (with[x][dy] - conflict[x][y] - with[x][dx]) + (with[y][dx] - conflict[x][y] - with[y][dy]) +
-           over(load[dx] + dw) - over(load[dx]) + over(load[dy] - dw) - over(load[dy]);
+           over(load[dx] + dw) - over(load[dx]) + over(load[dy] - dw) - over(load[dy]) + cross_cost(x, dy, y) -
+           cross_cost(x, dx, y) + cross_cost(y, dx, x) - cross_cost(y, dy, x);
   };
   auto move = [&](int l, int e) {
     put(l, dev[l], -1);
@@ -1307,9 +1320,19 @@ std::vector<int> wave_placement(const std::vector<std::vector<double>>& conflict
 std::vector<Candidate> wave_seeds(const SearchSpace& sp, uint64_t seed) {
   std::vector<Candidate> out;
   const int P = sp.devices, L = sp.layers, M = sp.spec->pipeline.microbatches;
-  if (sp.fixed_partition || sp.fixed_placement || node_count(sp) != 1 || P < 2 || M < 1 || M > 2 * P || L <= P ||
-      L > kWaveMaxLayers)
+  if (sp.fixed_partition || sp.fixed_placement || P < 2 || M < 1 || M > 2 * P || L <= P || L > kWaveMaxLayers)
     return out;
+  // On several nodes a boundary whose layers sit on two nodes costs kWaveCrossWeight times its
+  // transfers on the inter-node link: M microbatches' activations forward and gradients back.
+  const int nodes = node_count(sp);
+  std::vector<int> node;
+  std::vector<double> cross;
+  if (nodes > 1) {
+    for (int d = 0; d < P; ++d) node.push_back(d / (P / nodes));
+    for (int l = 0; l + 1 < L; ++l)
+      cross.push_back(kWaveCrossWeight * 2 * M *
+                      sp.spec->cluster.inter_node_link.transfer_ms(sp.spec->model.type_of(l).output_mb));
+  }
   // Per layer its forward and its input gradient (B where the backward does not split), one
   // microbatch; the ideal starts of microbatch 0's (a: the forward prefix; c: the whole forward,
   // then the input gradients of the layers above).
@@ -1343,7 +1366,8 @@ std::vector<Candidate> wave_seeds(const SearchSpace& sp, uint64_t seed) {
       for (int y = x + 1; y < L; ++y) conflict[x][y] = conflict[y][x] = overlap_ms(busy[x], busy[y], longest);
     for (int k = 0; k < kWaveSeedsPerFactor; ++k) {
       std::mt19937_64 rng(seed * 0x9E3779B97F4A7C15ull + fi * 0x100 + k + 1);
-      const std::vector<int> dev = wave_placement(conflict, work, P, rng);
+      const std::vector<int> dev =
+          nodes > 1 ? wave_placement(conflict, work, P, rng, &node, &cross) : wave_placement(conflict, work, P, rng);
       std::vector<int> cuts{0}, placement{dev[0]};
       for (int l = 1; l < L; ++l) {
         if (dev[l] == dev[l - 1]) continue;

@@ -76,7 +76,7 @@ std::vector<Candidate> seed_candidates(const SearchSpace& space, const std::vect
 constexpr int kPacedFrontRounds = 3;
 std::vector<Candidate> paced_front_seeds(const SearchSpace& space);
 
-// Wave seeds (one node, M <= 2P; none with a fixed partition or placement). With few microbatches
+// Wave seeds (M <= 2P; none with a fixed partition or placement). With few microbatches
 // the iteration is mostly warm-up and cool-down: the microbatches pass along the chain as a forward
 // wave and a backward wave, and a device idles wherever two of them need it at once. These seeds
 // time every layer's ops on an ideal schedule (microbatch j's forward of layer l at a_l + j·delta,
@@ -86,14 +86,17 @@ std::vector<Candidate> paced_front_seeds(const SearchSpace& space);
 // device would need it at once (their overlap on that ideal schedule) plus kWaveBalance times each
 // device's work above the mean is small: heaviest layer first onto the device that adds least,
 // then moves and swaps of single layers (kWaveSteps, random, deterministic in `seed`) kept where
-// they lower it. The tuner gives them a search of their own beside the other seeds' (docs/tuner.md,
-// "Wave seeds").
+// they lower it. On several nodes each boundary between two layers on different nodes adds
+// kWaveCrossWeight times its transfers on the inter-node link (M activations and M gradients), so the
+// chain crosses the slow link at few boundaries. The tuner gives them a search of their own beside
+// the other seeds' (docs/tuner.md, "Wave seeds").
 inline constexpr double kWaveFactors[] = {1.5, 1.6, 1.7};
 inline constexpr int kWaveSeedsPerFactor = 3;
 inline constexpr double kWaveBalance = 5.0;
 inline constexpr int kWaveSteps = 40000;
 inline constexpr int kWaveMaxLayers = 512;
 inline constexpr int kWaveDescentPasses = 1000;
+inline constexpr double kWaveCrossWeight = 10.0;
 // The tuner searches from the wave seeds only where their best is within this fraction of the best
 // other seed's makespan (both screened alike; Tuner::try_wave_lineage).
 inline constexpr double kWaveLineageMargin = 0.03;

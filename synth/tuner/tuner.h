@@ -8,7 +8,7 @@
 //     their own orders — so the result is never worse than any of them.
 //     Where some stage's fused backward B is cheaper than its I + W (a measured backward_ms, or the
 //     cluster's op_overhead_ms), the best seeds again with B on every such stage.
-//     On one node at M <= 2P, wave seeds (moves.h): where the best of them is near the best other
+//     At M <= 2P, wave seeds (moves.h): where the best of them is near the best other
 //     seed, the search runs twice, from the other seeds (half the time or budget), then from them.
 //  2. Bubble-aware local search over a beam of the best candidates, driven by each candidate's
 //     timeline (OctoPipe, arXiv 2509.23722): per device, boundary idle (warm-up + cool-down) vs
@@ -131,7 +131,7 @@ struct TuneStats {
   int floor_portfolios = 0;   // lean- or whole-portfolio evaluations asked for by a low plan floor
   int paced_seeds = 0;        // paced-front seeds evaluated (several nodes only; moves.h)
   bool paced_admitted = false;  // ... and kept as starts: their best beat every other seed
-  int wave_seeds = 0;         // wave seeds evaluated (one node, M <= 2P; moves.h)
+  int wave_seeds = 0;         // wave seeds evaluated (M <= 2P; moves.h)
   bool wave_admitted = false;  // ... and given a search of their own (their best was near the other seeds')
   int pruned = 0;             // moves skipped because their plan floor could not beat the beam
   int widenings = 0;          // times the beam was widened after an early convergence

@@ -516,7 +516,7 @@ pipeline: {microbatches: 16}
   CHECK(run_cli("verify " + out).exit_code == 0);
 }
 
-TEST_CASE("cli synth: on one node at M <= 2P the search reports its wave seeds and searches from them; at 4P there are none") {
+TEST_CASE("cli synth: at M <= 2P the search reports its wave seeds and searches from them (one node, two nodes, a memory cap); at 4P there are none") {
   const std::string model = temp_path("synth-wave.yaml");
   std::ofstream(model) << R"(schema: 1
 model:
@@ -550,6 +550,24 @@ pipeline: {microbatches: 8}
   REQUIRE(r4.exit_code == 0);
   CHECK_FALSE(contains(r4.output, "wave seeds"));
   CHECK(run_cli("verify " + out).exit_code == 0);
+  // Two nodes of two devices with a slow link between them, and one node under a 35 GB cap (the
+  // search then runs in two phases, recomputation searched): wave seeds too, and the file verifies.
+  for (const std::string& flags : {std::string("--cluster ") + temp_path("synth-wave-nodes.yaml"),
+                                   std::string("--memory-limit-gb 35")}) {
+    std::ofstream(temp_path("synth-wave-nodes.yaml"))
+        << "schema: 1\ncluster: {devices: 4, devices_per_node: 2, link: {bandwidth_gb_per_s: 100, latency_us: 10}, "
+           "inter_node_link: {bandwidth_gb_per_s: 5, latency_us: 20}}\n";
+    auto rn = run_cli(fmt::format("synth {} {} --evaluations 100 --rlimit 2000000 -o {}", model, flags, out));
+    INFO(flags);
+    INFO(rn.output);
+    REQUIRE(rn.exit_code == 0);
+    const size_t w = rn.output.find(" wave seeds, ");
+    REQUIRE(w != std::string::npos);
+    const size_t sc = rn.output.rfind("; ", w);
+    REQUIRE(sc != std::string::npos);
+    CHECK(std::atoi(rn.output.c_str() + sc + 2) > 0);
+    CHECK(run_cli("verify " + out).exit_code == 0);
+  }
 }
 
 TEST_CASE("cli synth: a plan too large for the whole encoding gets Z3's share as windows of the order") {

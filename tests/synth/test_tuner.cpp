@@ -679,8 +679,9 @@ TEST_CASE("tuner seeds: paced fronts give every device one front group of about 
 // The wave seeds' objective, recomputed here from its definition (moves.h): every layer's ops on
 // the ideal schedule (microbatch j's forward at a_l + j·delta, its input gradient at c_l + j·delta),
 // the time two layers on one device overlap there, plus kWaveBalance times each device's work
-// (M x F+I+W) above the mean.
-double wave_objective(const Spec& spec, const std::vector<int>& dev, int P, double delta) {
+// (M x F+I+W) above the mean; on nodes of `per_node` devices (> 0), plus kWaveCrossWeight times the
+// inter-node transfers (M forward, M back) of each boundary whose two layers sit on two nodes.
+double wave_objective(const Spec& spec, const std::vector<int>& dev, int P, double delta, int per_node = 0) {
   const int L = static_cast<int>(dev.size()), M = spec.pipeline.microbatches;
   std::vector<double> f(L), b(L), a(L, 0.0), c(L, 0.0), load(P, 0.0);
   double total = 0;
@@ -706,15 +707,25 @@ double wave_objective(const Spec& spec, const std::vector<int>& dev, int P, doub
               obj += std::max(0.0, std::min(sx + lx, sy + ly) - std::max(sx, sy));
     }
   for (int d = 0; d < P; ++d) obj += tuner_detail::kWaveBalance * std::max(0.0, load[d] - total / P);
+  if (per_node > 0)
+    for (int l = 0; l + 1 < L; ++l)
+      if (dev[l] / per_node != dev[l + 1] / per_node)
+        obj += tuner_detail::kWaveCrossWeight * 2 * M *
+               spec.cluster.inter_node_link.transfer_ms(spec.model.type_of(l).output_mb);
   return obj;
 }
 
-TEST_CASE("tuner seeds: wave seeds place the layers where their ideal waves meet little, one node at M <= 2P") {
+TEST_CASE("tuner seeds: wave seeds place the layers where their ideal waves meet little at M <= 2P") {
   using namespace ps::tuner_detail;
   Spec spec = tiny_spec();  // 11 layers, P = 4, M = 8
   SearchSpace sp = tiny_space(spec);
   sp.canonical = false;
   const int P = sp.devices;
+  // One node, and two of two devices whose link is slow (the chain should cross it rarely).
+  for (int per_node : {0, 2}) {
+  CAPTURE(per_node);
+  spec.cluster.devices_per_node = per_node;
+  spec.cluster.inter_node_link = LinkModel{5, 20};
   const std::vector<Candidate> seeds = wave_seeds(sp, 3);
   REQUIRE(seeds.size() == std::size(kWaveFactors) * kWaveSeedsPerFactor);
   double longest = 0;
@@ -731,21 +742,27 @@ TEST_CASE("tuner seeds: wave seeds place the layers where their ideal waves meet
       for (int l = c.cuts[s]; l < c.cuts[s + 1]; ++l) dev[l] = c.placement[s];
     // The local search ends where no single move or swap lowers the objective.
     const double delta = kWaveFactors[i / kWaveSeedsPerFactor] * longest;
-    const double here = wave_objective(spec, dev, P, delta);
+    const double here = wave_objective(spec, dev, P, delta, per_node);
     for (int l = 0; l < sp.layers; ++l) {
       for (int d = 0; d < P; ++d) {
         if (d == dev[l]) continue;
         std::vector<int> moved = dev;
         moved[l] = d;
         if (std::set<int>(moved.begin(), moved.end()).size() < static_cast<size_t>(P)) continue;
-        CHECK_MESSAGE(wave_objective(spec, moved, P, delta) >= here - 1e-6, "layer ", l, " to device ", d);
+        CHECK_MESSAGE(wave_objective(spec, moved, P, delta, per_node) >= here - 1e-6, "layer ", l, " to device ", d);
       }
       for (int m = l + 1; m < sp.layers; ++m) {
         if (dev[m] == dev[l]) continue;
         std::vector<int> swapped = dev;
         std::swap(swapped[l], swapped[m]);
-        CHECK_MESSAGE(wave_objective(spec, swapped, P, delta) >= here - 1e-6, "swap ", l, " and ", m);
+        CHECK_MESSAGE(wave_objective(spec, swapped, P, delta, per_node) >= here - 1e-6, "swap ", l, " and ", m);
       }
+    }
+    if (per_node > 0) {
+      int crossings = 0;
+      for (int l = 0; l + 1 < sp.layers; ++l) crossings += dev[l] / per_node != dev[l + 1] / per_node;
+      CHECK(crossings >= 1);
+      CHECK(crossings <= 2);
     }
   }
   // Deterministic in the seed.
@@ -755,13 +772,12 @@ TEST_CASE("tuner seeds: wave seeds place the layers where their ideal waves meet
     CHECK(again[i].cuts == seeds[i].cuts);
     CHECK(again[i].placement == seeds[i].placement);
   }
-  // None above M = 2P, on several nodes, or with the placement fixed.
+  }
+  spec.cluster.devices_per_node = 0;
+  // None above M = 2P or with the placement fixed.
   spec.pipeline.microbatches = 2 * P + 1;
   CHECK(wave_seeds(sp, 3).empty());
   spec.pipeline.microbatches = 8;
-  spec.cluster.devices_per_node = 2;
-  CHECK(wave_seeds(sp, 3).empty());
-  spec.cluster.devices_per_node = 0;
   sp.fixed_placement = true;
   CHECK(wave_seeds(sp, 3).empty());
 }
