@@ -1208,8 +1208,8 @@ double overlap_ms(const std::vector<Busy>& a, const std::vector<Busy>& b, double
 // One wave placement (wave_seeds): per layer its device. `conflict` is the pairwise overlap matrix,
 // `work` each layer's ms over the microbatches.
 std::vector<int> wave_placement(const std::vector<std::vector<double>>& conflict, const std::vector<double>& work,
-                                int P, std::mt19937_64& rng, const std::vector<int>* node = nullptr,
-                                const std::vector<double>* cross = nullptr) {
+                                int P, std::mt19937_64& rng, const std::vector<int>* node, const std::vector<double>* cross,
+                                double stage_cost) {
   const int L = static_cast<int>(work.size());
   const double total = std::accumulate(work.begin(), work.end(), 0.0), target = total / P;
   auto over = [&](double load) { return kWaveBalance * std::max(0.0, load - target); };
@@ -1220,14 +1220,20 @@ std::vector<int> wave_placement(const std::vector<std::vector<double>>& conflict
   const double tol = 1e-9 * std::max(1.0, scale);
   std::vector<int> dev(L, -1);
   std::vector<double> load(P, 0.0);
-  // On several nodes: (*cross)[b] for each boundary b (layers b and b + 1) whose two layers sit on
-  // different nodes; a neighbour not placed yet costs nothing. `skip`: a neighbour left out (the
-  // other layer of a swap).
+  // What l's boundaries cost with l on d: stage_cost for each neighbour on another device (a stage
+  // boundary) and, on several nodes (`node` set), (*cross)[b] for each boundary b (layers b and
+  // b + 1) whose two layers sit on different nodes. A neighbour not placed yet costs nothing; `skip`
+  // is a neighbour left out (the other layer of a swap, whose boundary with l keeps its cost).
   auto cross_cost = [&](int l, int d, int skip) {
-    if (!node) return 0.0;
+    if (!node && stage_cost <= 0) return 0.0;
     double c = 0;
-    if (l > 0 && l - 1 != skip && dev[l - 1] >= 0 && (*node)[dev[l - 1]] != (*node)[d]) c += (*cross)[l - 1];
-    if (l + 1 < L && l + 1 != skip && dev[l + 1] >= 0 && (*node)[dev[l + 1]] != (*node)[d]) c += (*cross)[l];
+    auto edge = [&](int nb, int b) {
+      if (nb == skip || dev[nb] < 0) return;
+      if (dev[nb] != d) c += stage_cost;
+      if (node && (*node)[dev[nb]] != (*node)[d]) c += (*cross)[b];
+    };
+    if (l > 0) edge(l - 1, l - 1);
+    if (l + 1 < L) edge(l + 1, l);
     return c;
   };
   // with[l][d]: l's overlap with the layers on d (l itself excluded).
@@ -1365,9 +1371,19 @@ std::vector<Candidate> wave_seeds(const SearchSpace& sp, uint64_t seed) {
     for (int x = 0; x < L; ++x)
       for (int y = x + 1; y < L; ++y) conflict[x][y] = conflict[y][x] = overlap_ms(busy[x], busy[y], longest);
     for (int k = 0; k < kWaveSeedsPerFactor; ++k) {
-      std::mt19937_64 rng(seed * 0x9E3779B97F4A7C15ull + fi * 0x100 + k + 1);
-      const std::vector<int> dev =
-          nodes > 1 ? wave_placement(conflict, work, P, rng, &node, &cross) : wave_placement(conflict, work, P, rng);
+      // Where the dealing has more stages than the search allows (many layers per device), again
+      // with each stage boundary costing stage_cost, doubled until it fits.
+      std::vector<int> dev;
+      double stage_cost = 0;
+      for (int tries = 0;; ++tries) {
+        std::mt19937_64 rng(seed * 0x9E3779B97F4A7C15ull + fi * 0x100 + k + 1);
+        dev = wave_placement(conflict, work, P, rng, nodes > 1 ? &node : nullptr, nodes > 1 ? &cross : nullptr,
+                             stage_cost);
+        int runs = 1;
+        for (int l = 1; l < L; ++l) runs += dev[l] != dev[l - 1];
+        if (runs <= sp.max_stages || tries >= kWaveStageCostDoublings) break;
+        stage_cost = stage_cost > 0 ? 2 * stage_cost : longest;
+      }
       std::vector<int> cuts{0}, placement{dev[0]};
       for (int l = 1; l < L; ++l) {
         if (dev[l] == dev[l - 1]) continue;

@@ -97,6 +97,9 @@ inline constexpr int kWaveSteps = 40000;
 inline constexpr int kWaveMaxLayers = 512;
 inline constexpr int kWaveDescentPasses = 1000;
 inline constexpr double kWaveCrossWeight = 10.0;
+// A dealing with more stages than the search allows is dealt again with a cost per stage boundary
+// (the longest op, doubled up to this many times) until it fits.
+inline constexpr int kWaveStageCostDoublings = 12;
 // The tuner searches from the wave seeds only where their best is within this fraction of the best
 // other seed's makespan (both screened alike; Tuner::try_wave_lineage).
 inline constexpr double kWaveLineageMargin = 0.03;

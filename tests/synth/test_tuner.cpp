@@ -681,7 +681,8 @@ TEST_CASE("tuner seeds: paced fronts give every device one front group of about 
 // the time two layers on one device overlap there, plus kWaveBalance times each device's work
 // (M x F+I+W) above the mean; on nodes of `per_node` devices (> 0), plus kWaveCrossWeight times the
 // inter-node transfers (M forward, M back) of each boundary whose two layers sit on two nodes.
-double wave_objective(const Spec& spec, const std::vector<int>& dev, int P, double delta, int per_node = 0) {
+double wave_objective(const Spec& spec, const std::vector<int>& dev, int P, double delta, int per_node = 0,
+                      double stage_cost = 0) {
   const int L = static_cast<int>(dev.size()), M = spec.pipeline.microbatches;
   std::vector<double> f(L), b(L), a(L, 0.0), c(L, 0.0), load(P, 0.0);
   double total = 0;
@@ -707,6 +708,7 @@ double wave_objective(const Spec& spec, const std::vector<int>& dev, int P, doub
               obj += std::max(0.0, std::min(sx + lx, sy + ly) - std::max(sx, sy));
     }
   for (int d = 0; d < P; ++d) obj += tuner_detail::kWaveBalance * std::max(0.0, load[d] - total / P);
+  for (int l = 0; l + 1 < L; ++l) obj += dev[l] != dev[l + 1] ? stage_cost : 0;
   if (per_node > 0)
     for (int l = 0; l + 1 < L; ++l)
       if (dev[l] / per_node != dev[l + 1] / per_node)
@@ -774,6 +776,39 @@ TEST_CASE("tuner seeds: wave seeds place the layers where their ideal waves meet
   }
   }
   spec.cluster.devices_per_node = 0;
+  // Room for 5 stages only: dealt again with a cost per stage boundary (the longest op, doubled),
+  // so every seed fits, and each is a local optimum of the objective with one of those costs.
+  sp.max_stages = 5;
+  double longest = 0;
+  for (int l = 0; l < sp.layers; ++l)
+    longest = std::max({longest, spec.model.type_of(l).forward_ms, spec.model.type_of(l).backward_input_ms});
+  const std::vector<Candidate> few = wave_seeds(sp, 3);
+  CHECK(few.size() == std::size(kWaveFactors) * kWaveSeedsPerFactor);
+  for (size_t i = 0; i < few.size(); ++i) {
+    const Candidate& c = few[i];
+    CAPTURE(c.origin);
+    CHECK(c.stages() <= 5);
+    std::vector<int> dev(sp.layers);
+    for (int s = 0; s < c.stages(); ++s)
+      for (int l = c.cuts[s]; l < c.cuts[s + 1]; ++l) dev[l] = c.placement[s];
+    CHECK(std::set<int>(dev.begin(), dev.end()).size() == static_cast<size_t>(P));
+    const double delta = kWaveFactors[i / kWaveSeedsPerFactor] * longest;
+    bool some_cost = false;
+    for (int t = 1; t <= kWaveStageCostDoublings && !some_cost; ++t) {
+      const double cost = longest * std::pow(2.0, t - 1);
+      const double here = wave_objective(spec, dev, P, delta, 0, cost);
+      bool local = true;
+      for (int l = 0; l < sp.layers && local; ++l)
+        for (int m = l + 1; m < sp.layers && local; ++m) {
+          std::vector<int> swapped = dev;
+          std::swap(swapped[l], swapped[m]);
+          local = dev[l] == dev[m] || wave_objective(spec, swapped, P, delta, 0, cost) >= here - 1e-6;
+        }
+      some_cost = local;
+    }
+    CHECK(some_cost);
+  }
+  sp.max_stages = 11;
   // None above M = 2P or with the placement fixed.
   spec.pipeline.microbatches = 2 * P + 1;
   CHECK(wave_seeds(sp, 3).empty());
