@@ -72,12 +72,11 @@ import time
 from dataclasses import dataclass, field
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # bench/: its shared helpers
-from bench_proc import communicate_group  # noqa: E402
+from bench_proc import communicate_group, read_certificate  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 KINDS = ["llama", "nemotron", "moe", "random", "single", "few", "long", "scales"]
 FOUR_DECIMALS = 0.5e-4  # how far a figure written with 4 decimals may lie from the value it stands for
-CERT_BOUNDS = ["bound_ms", "bound_proven_ms", "bound_before_z3_ms", "global_lower_bound_ms"]
 DEVICES = [1, 4, 8, 16]               # the P values shapes are drawn from, unless --devices names others
 P_WEIGHTS = {1: 1, 4: 3, 8: 4, 16: 3}  # how often each P is drawn (a P not listed: 3)
 
@@ -294,30 +293,6 @@ def run(cmd: list[str], timeout: float) -> Proc:
         return Proc(127, "", f"cannot run {cmd[0]}: {e}", time.monotonic() - t0)
     rc, out, err = communicate_group(p, timeout)
     return Proc(124 if rc is None else rc, out, err, time.monotonic() - t0)
-
-
-def read_certificate(path: str) -> tuple[float | None, dict[str, float]]:
-    """The certificate's makespan_ms and its bounds (lower_bound_ms and the extras in CERT_BOUNDS), read
-    from the schedule YAML's `certificate:` block as written (one `key: value` a line)."""
-    makespan = None
-    bounds: dict[str, float] = {}
-    in_cert = False
-    with open(path, encoding="utf-8") as fh:
-        for line in fh:
-            if line.startswith("certificate:"):
-                in_cert = True
-                continue
-            if in_cert and line and not line[0].isspace():
-                break
-            if not in_cert or ":" not in line:
-                continue
-            key, _, val = line.strip().partition(":")
-            val = val.strip().strip('"')
-            if key == "makespan_ms":
-                makespan = float(val)
-            elif key == "lower_bound_ms" or key in CERT_BOUNDS:
-                bounds[key] = float(val)
-    return makespan, bounds
 
 
 @dataclass

@@ -23,24 +23,11 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # bench/: its shared helpers
-from bench_proc import run_group  # noqa: E402
+from bench_proc import read_certificate, run_group  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MODELS = ["deepseek-like", "gemma-like", "gpt-oss-like", "llama2-7b", "minimax-like", "nemotron-h-like"]
 MOVED = 5e-4  # a ratio further than this from 1 counts as a change
-
-
-def makespan_ms(path: str) -> float | None:
-    """The certificate's makespan_ms in a written schedule."""
-    in_cert = False
-    with open(path, encoding="utf-8") as fh:
-        for line in fh:
-            if line.startswith("certificate:"):
-                in_cert = True
-                continue
-            if in_cert and line.strip().startswith("makespan_ms:"):
-                return float(line.split(":", 1)[1])
-    return None
 
 
 def search_tail(out: str) -> str:
@@ -121,7 +108,7 @@ def main() -> int:
             t0 = time.monotonic()
             rc, text = run_group([exe, "synth", os.path.join(ROOT, "configs", "models", m + ".yaml"), *flags,
                                   "-o", out], ROOT, 10 * a.time_limit + 120 if not a.evaluations else 3600)
-            ms = makespan_ms(out) if rc == 0 and os.path.exists(out) else None
+            ms = read_certificate(out)[0] if rc == 0 and os.path.exists(out) else None
             if ms is None:
                 got[name] = f"exit {rc}"
                 print(f"bench/versus: {m} P={P} M={M} {name}: exit {rc} after {time.monotonic() - t0:.1f} s:\n"

@@ -530,16 +530,18 @@ model:
 cluster: {devices: 4, link: {bandwidth_gb_per_s: 100, latency_us: 10}}
 pipeline: {microbatches: 8}
 )";
+  // The N of the search line's "; N wave seeds, <what became of them>" (-1: not there).
+  auto wave_count = [](const std::string& output, const std::string& what) {
+    const size_t at = output.find(" wave seeds, " + what);
+    const size_t semi = at == std::string::npos ? at : output.rfind("; ", at);
+    return semi == std::string::npos ? -1 : std::atoi(output.c_str() + semi + 2);
+  };
   // Bounded by candidates: the two searches split the budget the same way on any machine.
   const std::string out = temp_path("synth-wave-out.yaml"), again = temp_path("synth-wave-again.yaml");
   auto r = run_cli(fmt::format("synth {} --evaluations 100 --rlimit 2000000 -o {}", model, out));
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
-  const size_t at = r.output.find(" wave seeds, searched from as well");
-  REQUIRE(at != std::string::npos);
-  const size_t semi = r.output.rfind("; ", at);
-  REQUIRE(semi != std::string::npos);
-  CHECK(std::atoi(r.output.c_str() + semi + 2) > 0);
+  CHECK(wave_count(r.output, "searched from as well") > 0);
   CHECK(run_cli("verify " + out).exit_code == 0);
   // Two searches and the same budgets: the same file.
   REQUIRE(run_cli(fmt::format("synth {} --evaluations 100 --rlimit 2000000 -o {}", model, again)).exit_code == 0);
@@ -561,11 +563,7 @@ pipeline: {microbatches: 8}
     INFO(flags);
     INFO(rn.output);
     REQUIRE(rn.exit_code == 0);
-    const size_t w = rn.output.find(" wave seeds, ");
-    REQUIRE(w != std::string::npos);
-    const size_t sc = rn.output.rfind("; ", w);
-    REQUIRE(sc != std::string::npos);
-    CHECK(std::atoi(rn.output.c_str() + sc + 2) > 0);
+    CHECK(wave_count(rn.output, "") > 0);
     CHECK(run_cli("verify " + out).exit_code == 0);
   }
 }
