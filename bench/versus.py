@@ -77,6 +77,9 @@ def main() -> int:
             ap.error(f"{name} {exe!r} is not an executable pipesmith CLI")
     if a.cluster and not os.path.exists(a.cluster):
         ap.error(f"--cluster {a.cluster!r}: no such file")
+    # The runs start in the repository root: paths given relative to where the command was typed.
+    old_exe, new_exe = os.path.abspath(a.old), os.path.abspath(a.new)
+    cluster_file = os.path.abspath(a.cluster) if a.cluster else None
 
     mode = (f"--evaluations {a.evaluations} --rlimit {a.rlimit}" if a.evaluations
             else f"--time-limit {a.time_limit:g}")
@@ -90,7 +93,7 @@ def main() -> int:
     work = tempfile.mkdtemp(prefix="bench-versus-")
     cases = [(m, P, f * P) for P in devices for f in factors for m in models]
     for k, (m, P, M) in enumerate(cases):
-        cluster = a.cluster or os.path.join(ROOT, "configs", "clusters",
+        cluster = cluster_file or os.path.join(ROOT, "configs", "clusters",
                                             "8xh100-80gb.yaml" if P <= 8 else "2x8-h100.yaml")
         flags = ["--cluster", cluster, "--devices", str(P), "--microbatches", str(M), "--seed", str(a.seed),
                  "--time-limit", f"{a.time_limit:g}"]
@@ -100,7 +103,7 @@ def main() -> int:
             flags += ["--memory-limit-gb", f"{a.memory_limit_gb:g}"]
         got: dict[str, float | str] = {}
         tail = ""
-        for name, exe in (("old", a.old), ("new", a.new)):
+        for name, exe in (("old", old_exe), ("new", new_exe)):
             print(f"bench/versus: [{k + 1}/{len(cases)}] {m} P={P} M={M} {name}", file=sys.stderr, flush=True)
             out = os.path.join(work, f"{name}.yaml")
             if os.path.exists(out):

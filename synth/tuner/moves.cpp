@@ -1224,7 +1224,7 @@ std::vector<int> wave_placement(const std::vector<std::vector<double>>& conflict
   // boundary) and, on several nodes (`node` set), (*cross)[b] for each boundary b (layers b and
   // b + 1) whose two layers sit on different nodes. A neighbour not placed yet costs nothing; `skip`
   // is a neighbour left out (the other layer of a swap, whose boundary with l keeps its cost).
-  auto cross_cost = [&](int l, int d, int skip) {
+  auto boundary_cost = [&](int l, int d, int skip) {
     if (!node && stage_cost <= 0) return 0.0;
     double c = 0;
     auto edge = [&](int nb, int b) {
@@ -1250,7 +1250,7 @@ std::vector<int> wave_placement(const std::vector<std::vector<double>>& conflict
     int best = 0;
     double best_cost = std::numeric_limits<double>::infinity();
     for (int d = 0; d < P; ++d) {
-      const double cost = with[l][d] + over(load[d] + work[l]) - over(load[d]) + cross_cost(l, d, -1);
+      const double cost = with[l][d] + over(load[d] + work[l]) - over(load[d]) + boundary_cost(l, d, -1);
       if (cost < best_cost - kEps) {
         best_cost = cost;
         best = d;
@@ -1267,15 +1267,15 @@ std::vector<int> wave_placement(const std::vector<std::vector<double>>& conflict
     const int d = dev[l];
     if (e == d || count[d] == 1) return std::numeric_limits<double>::infinity();
     return with[l][e] - with[l][d] + over(load[e] + work[l]) - over(load[e]) + over(load[d] - work[l]) - over(load[d]) +
-           cross_cost(l, e, -1) - cross_cost(l, d, -1);
+           boundary_cost(l, e, -1) - boundary_cost(l, d, -1);
   };
   auto swap_delta = [&](int x, int y) {
     const int dx = dev[x], dy = dev[y];
     if (dx == dy) return std::numeric_limits<double>::infinity();
     const double dw = work[y] - work[x];
     return (with[x][dy] - conflict[x][y] - with[x][dx]) + (with[y][dx] - conflict[x][y] - with[y][dy]) +
-           over(load[dx] + dw) - over(load[dx]) + over(load[dy] - dw) - over(load[dy]) + cross_cost(x, dy, y) -
-           cross_cost(x, dx, y) + cross_cost(y, dx, x) - cross_cost(y, dy, x);
+           over(load[dx] + dw) - over(load[dx]) + over(load[dy] - dw) - over(load[dy]) + boundary_cost(x, dy, y) -
+           boundary_cost(x, dx, y) + boundary_cost(y, dx, x) - boundary_cost(y, dy, x);
   };
   auto move = [&](int l, int e) {
     put(l, dev[l], -1);

@@ -6,6 +6,7 @@
 # - a NEW that recomputes every stage (a stand-in passing --recompute full): its row is slower (ratio
 #   above 1) and the summary counts one case longer;
 # - a NEW that fails (exit 3): its row says so, the summary counts it, and the command exits 1;
+# - CLIs and a cluster file named relative to the build folder, the command typed there;
 # - a model that is not shipped and a missing CLI are refused by name (exit 2).
 # Usage: check_versus.sh BUILD_DIR
 set -euo pipefail
@@ -40,6 +41,13 @@ cat "$tmp/out3"
 grep -q '^| llama2-7b | 4 | 4 | [0-9.]* | exit 3 | - |' "$tmp/out3" || { echo "no row saying exit 3"; exit 1; }
 grep -q '1 cases, none compared; 1 without a schedule' "$tmp/out3" || { echo "summary does not count it"; exit 1; }
 grep -q 'broken build' "$tmp/err3" || { echo "its output is not shown"; exit 1; }
+
+root=$(pwd)
+build=$(cd "$1" && pwd)
+cl=$(realpath --relative-to="$build" configs/clusters/8xh100-80gb.yaml)
+(cd "$build" && bash "$root/bench/versus" cli/pipesmith cli/pipesmith "${args[@]}" --cluster "$cl") >"$tmp/out9" 2>"$tmp/err9" ||
+  { echo "relative paths from the build folder failed:"; cat "$tmp/out9" "$tmp/err9"; exit 1; }
+grep -q '^1 cases, 1 compared: new / old geometric mean 1.0000' "$tmp/out9" || { echo "relative paths: no comparison"; exit 1; }
 
 rc=0
 bash bench/versus "$exe" "$exe" --models no-such-model >"$tmp/out4" 2>"$tmp/err4" || rc=$?

@@ -443,22 +443,9 @@ TEST_CASE("cli synth: the search reports the moves its plan floor skipped") {
 }
 
 TEST_CASE("[slow] cli synth: the search reports the low-floor plans it gave the search portfolio") {
-  // 11 heterogeneous layers (embedding, dense, MoE, a head 4.5x a dense layer) on 4 devices: the
-  // search converges in well under a second, and some plans better balanced than the best ranked
-  // only by the screening policies get the search portfolio.
-  const std::string model = temp_path("synth-hetero.yaml");
-  std::ofstream(model) << R"(schema: 1
-model:
-  name: tiny-hetero
-  layer_types:
-    E: {name: embedding, forward_ms: 0.5, backward_input_ms: 0, backward_weight_ms: 0.2, activation_mb: 8, wgrad_stash_mb: 0, output_mb: 32, params_m: 100}
-    D: {name: dense, forward_ms: 2, backward_input_ms: 2, backward_weight_ms: 2, activation_mb: 400, wgrad_stash_mb: 200, output_mb: 32, params_m: 180}
-    X: {name: moe, forward_ms: 4, backward_input_ms: 4, backward_weight_ms: 3, activation_mb: 600, wgrad_stash_mb: 300, output_mb: 32, params_m: 600}
-    L: {name: head, forward_ms: 9, backward_input_ms: 9, backward_weight_ms: 8, activation_mb: 2000, wgrad_stash_mb: 30, output_mb: 0, params_m: 500}
-  layers: "EDDXXXXXXDL"
-cluster: {devices: 4, link: {bandwidth_gb_per_s: 100, latency_us: 10}}
-pipeline: {microbatches: 8}
-)";
+  // tiny-hetero: the search converges in well under a second, and some plans better balanced than
+  // the best ranked only by the screening policies get the search portfolio.
+  const std::string model = pstest::data_path("synth/tiny-hetero.yaml");
   const std::string out = temp_path("synth-floor.yaml");
   auto r = run_cli(fmt::format("synth {} --time-limit 10 -o {}", model, out));
   INFO(r.output);
@@ -517,19 +504,7 @@ pipeline: {microbatches: 16}
 }
 
 TEST_CASE("cli synth: at M <= 2P the search reports its wave seeds and searches from them (one node, two nodes, a memory cap); at 4P there are none") {
-  const std::string model = temp_path("synth-wave.yaml");
-  std::ofstream(model) << R"(schema: 1
-model:
-  name: tiny-hetero
-  layer_types:
-    E: {name: embedding, forward_ms: 0.5, backward_input_ms: 0, backward_weight_ms: 0.2, activation_mb: 8, wgrad_stash_mb: 0, output_mb: 32, params_m: 100}
-    D: {name: dense, forward_ms: 2, backward_input_ms: 2, backward_weight_ms: 2, activation_mb: 400, wgrad_stash_mb: 200, output_mb: 32, params_m: 180}
-    X: {name: moe, forward_ms: 4, backward_input_ms: 4, backward_weight_ms: 3, activation_mb: 600, wgrad_stash_mb: 300, output_mb: 32, params_m: 600}
-    L: {name: head, forward_ms: 9, backward_input_ms: 9, backward_weight_ms: 8, activation_mb: 2000, wgrad_stash_mb: 30, output_mb: 0, params_m: 200}
-  layers: "EDDXXXXXXDL"
-cluster: {devices: 4, link: {bandwidth_gb_per_s: 100, latency_us: 10}}
-pipeline: {microbatches: 8}
-)";
+  const std::string model = pstest::data_path("synth/tiny-hetero.yaml");
   // The N of the search line's "; N wave seeds, <what became of them>" (-1: not there).
   auto wave_count = [](const std::string& output, const std::string& what) {
     const size_t at = output.find(" wave seeds, " + what);

@@ -27,28 +27,17 @@
 #include "synth/tuner/evaluate.h"
 #include "synth/tuner/moves.h"
 #include "verify/verify.h"
+#include "test_util.h"
 
 using namespace ps;
 
 namespace {
 
-// 11 layers: embedding, dense, MoE (memory-heavy), and a head 4x a dense layer. Model states:
-// 85.3 GB in all (18 bytes/param).
-const char* kModel = R"(schema: 1
-model:
-  name: tiny-hetero
-  layer_types:
-    E: {name: embedding, forward_ms: 0.5, backward_input_ms: 0, backward_weight_ms: 0.2, activation_mb: 8, wgrad_stash_mb: 0, output_mb: 32, params_m: 100}
-    D: {name: dense, forward_ms: 2, backward_input_ms: 2, backward_weight_ms: 2, activation_mb: 400, wgrad_stash_mb: 200, output_mb: 32, params_m: 180}
-    X: {name: moe, forward_ms: 4, backward_input_ms: 4, backward_weight_ms: 3, activation_mb: 600, wgrad_stash_mb: 300, output_mb: 32, params_m: 600}
-    L: {name: head, forward_ms: 9, backward_input_ms: 9, backward_weight_ms: 8, activation_mb: 2000, wgrad_stash_mb: 30, output_mb: 0, params_m: 500}
-  layers: "EDDXXXXXXDL"
-cluster: {devices: 4, link: {bandwidth_gb_per_s: 100, latency_us: 10}}
-pipeline: {microbatches: 8}
-)";
-
+// tests/data/synth/tiny-hetero.yaml: 11 layers (embedding, dense, MoE, a head 4.5x a dense layer),
+// P = 4, M = 8; model states 85.3 GB in all.
 Spec tiny_spec(double memory_gb = 0) {
-  Result<Spec> s = parse_spec(kModel, "tiny.yaml");
+  const std::string path = pstest::data_path("synth/tiny-hetero.yaml");
+  Result<Spec> s = parse_spec(pstest::read_file(path), path);
   REQUIRE_MESSAGE(s.ok(), s.status().str());
   s->cluster.memory_gb = memory_gb;
   return *s;
