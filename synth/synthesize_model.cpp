@@ -361,7 +361,9 @@ Result<ModelSynthesis> synthesize_model(const Spec& spec, const ModelSynthOption
   a.interrupt = stop.flag();
   // A search that ended past the limit leaves Z3 no time: it does not start.
   const bool searched_past_limit = out.tuned && a.evaluations == 0 && seconds_since(*a.start) >= a.time_limit_s;
-  out.z3_skipped = a.interrupt->load() || searched_past_limit;
+  // The caller's interrupt is read here too: the watcher copies it into the flag only every 10 ms, and
+  // a search it stopped can return sooner.
+  out.z3_skipped = a.interrupt->load() || stop.caller_interrupted() || searched_past_limit;
   if (out.z3_skipped && !stop.caller_interrupted())
     out.time_limit_reached = out.tuned ? TimeLimitReached::kInSearch : TimeLimitReached::kInRefinement;
   if (out.z3_skipped) {
