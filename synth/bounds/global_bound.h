@@ -97,6 +97,21 @@
 //                   where devices hold one or two layers: at P = M = 32, 866.84 ms on GPT-OSS-like
 //                   against 832.37 ms (the heaviest layer). At P ≤ 16 on the shipped models it
 //                   proves nothing above the other terms (docs/baselines.md says why).
+//   heavy_pairs     one layer alone, or two heavy layers, on one device, with the ops' release times
+//                   and tails of window_packing: J(S), Jackson's preemptive one-machine bound on the
+//                   ops of a set S of layers (the exact optimum of that relaxation: the released op
+//                   with the longest tail runs, preempted by a release; the largest end + tail), is
+//                   at most the iteration of any plan whose device holds S. A capacity C is refuted
+//                   when some layer has J({l}) > C, or when the heavy layers — the most layers,
+//                   heaviest first, of which any three hold more than C of work (the last three do),
+//                   so at most two per device — number H > Q and the graph of the pairs with
+//                   J({x, y}) ≤ C has no matching of H − Q edges (at least H − Q devices hold two
+//                   of them, disjoint pairs). A maximum matching (Edmonds, Boost.Graph) decides it;
+//                   bisection (the refutation only grows harder with C) gives the term. It binds
+//                   where coarse layers outnumber the devices at M ≈ P: on GPT-OSS-like at
+//                   P = M = 16, 24 MoE layers and 4 head shards on 16 devices, 730.16 ms against
+//                   701.30 ms. J's ops are counted against a budget; past it a set's J is taken as
+//                   its work (below J, so the term stays a bound).
 // The device view behind the ramps, valid for every contiguous partition, every stage → device map
 // (several stages per device, non-adjacent, included) and every order. Sort the devices that hold
 // layers by the lowest layer they hold: the k-th one's lowest layer is at least k (distinct devices,
@@ -148,6 +163,7 @@ struct GlobalBound {
   double forward_release_ms = 0;        // the forwards' release times before a_L
   double release_packing_ms = 0;        // the same with whole layers: the work left after T packed
   double window_packing_ms = 0;         // each device on its own: its work inside windows (r, q), whole layers
+  double heavy_pairs_ms = 0;            // layers heavier than C / 3, two to a device where their pair allows
   bool ramp_packing_decided = true;     // false: a packing search ran out of work (still a bound)
   double bound_ms = 0;  // max of the terms above
   std::string binding;  // name of the term that gives bound_ms: "total_work", ...

@@ -69,6 +69,7 @@ std::string format_model_bound_json(const Spec& spec, const ModelBound& b) {
                    {"forward_release", b.global.forward_release_ms},
                    {"release_packing", b.global.release_packing_ms},
                    {"window_packing", b.global.window_packing_ms},
+                   {"heavy_pairs", b.global.heavy_pairs_ms},
                    {"layer_packing", b.packing_ms}};
   j["heaviest_layer"] = b.global.heaviest_layer;
   j["model_state_gb"] = b.global.model_state_gb;
