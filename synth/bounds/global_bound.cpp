@@ -8,9 +8,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <initializer_list>
 #include <limits>
 #include <numeric>
-#include <queue>
 #include <utility>
 #include <vector>
 
@@ -134,9 +134,9 @@ double left_after(double e, double x, double s, double M) {
   return std::clamp(sum, 0.0, M * e);
 }
 
-// The ops heavy_pairs may run through Jackson's schedule in all (about 0.1 s); past it a layer's or a
-// pair's bound is its work.
-constexpr int64_t kHeavyPairsBudget = 5'000'000;
+// The ops heavy_pairs may run through Jackson's schedule in all (a few hundredths of a second); past it
+// a layer's or a pair's bound is estimated from below (its work, its layers' own bounds).
+constexpr int64_t kHeavyPairsBudget = 2'000'000;
 
 // One layer's ops as release times, lengths and tails (global_bound.h, window_packing): its M
 // forwards, the parts of its M backwards on the gradient chain (I), and the rest (W).
@@ -325,45 +325,51 @@ double window_packing_ms(const std::vector<LayerOps>& ops, const std::vector<int
 
 // Jackson's preemptive one-machine bound on the ops of `layers` on one device (global_bound.h,
 // heavy_pairs): at each moment the released op with the longest tail runs, preempted by a release;
-// the largest end + tail. Counts its ops against `budget`; returns -1 where the budget cannot pay for
-// them (nothing is then proven).
-double jackson_ms(const std::vector<LayerOps>& ops, const std::vector<int>& layers, int M, int64_t& budget) {
-  struct Op {
-    double release, length, tail;
+// the largest end + tail. A layer's forwards, gradient parts and the rest each form a sequence of
+// M ops of one length and one tail, released at first + j·step, so the schedule keeps per sequence
+// how many are released and done. Counts the ops against `budget`; returns -1 where the budget
+// cannot pay for them.
+double jackson_ms(const std::vector<LayerOps>& ops, std::initializer_list<int> layers, int M, int64_t& budget) {
+  struct Seq {
+    double first, step, length, tail, left;
+    int released, done;
   };
-  std::vector<Op> all;
   const int64_t count = 3LL * M * static_cast<int64_t>(layers.size());
   if (count > budget) return -1;
   budget -= count;
-  all.reserve(static_cast<size_t>(count));
+  std::vector<Seq> seq;
   for (int l : layers) {
     const LayerOps& o = ops[l];
-    for (int j = 0; j < M; ++j) {
-      if (o.f > 0) all.push_back({o.f_first + j * o.f_step, o.f, o.f_tail});
-      if (o.g > 0) all.push_back({o.g_first + j * o.g_step, o.g, o.g_tail});
-      if (o.w > 0) all.push_back({o.g_first + o.g + j * o.g_step, o.w, 0.0});
-    }
+    for (const Seq& x : {Seq{o.f_first, o.f_step, o.f, o.f_tail, o.f, 0, 0},
+                         Seq{o.g_first, o.g_step, o.g, o.g_tail, o.g, 0, 0},
+                         Seq{o.g_first + o.g, o.g_step, o.w, 0.0, o.w, 0, 0}})
+      if (x.length > 0) seq.push_back(x);
   }
-  std::stable_sort(all.begin(), all.end(), [](const Op& x, const Op& y) { return x.release < y.release; });
-  // (tail, length left), the longest tail on top.
-  std::priority_queue<std::pair<double, double>> ready;
+  constexpr double kNever = std::numeric_limits<double>::infinity();
   double t = 0, best = 0;
-  size_t next = 0;
-  while (next < all.size() || !ready.empty()) {
-    if (ready.empty()) t = std::max(t, all[next].release);
-    while (next < all.size() && all[next].release <= t) {
-      ready.emplace(all[next].tail, all[next].length);
-      ++next;
+  for (;;) {
+    double next = kNever;  // the next release after t
+    int run = -1;          // the sequence with a released op left and the longest tail
+    for (int k = 0; k < static_cast<int>(seq.size()); ++k) {
+      Seq& x = seq[k];
+      while (x.released < M && x.first + x.released * x.step <= t) ++x.released;
+      if (x.released < M) next = std::min(next, x.first + x.released * x.step);
+      if (x.done < x.released && (run < 0 || x.tail > seq[run].tail)) run = k;
     }
-    auto [tail, left] = ready.top();
-    ready.pop();
-    const double until = next < all.size() ? all[next].release : std::numeric_limits<double>::infinity();
-    if (t + left <= until) {
-      t += left;
-      best = std::max(best, t + tail);
+    if (run < 0) {
+      if (next == kNever) break;
+      t = next;
+      continue;
+    }
+    Seq& x = seq[run];
+    if (t + x.left <= next) {
+      t += x.left;
+      x.left = x.length;
+      ++x.done;
+      best = std::max(best, t + x.tail);
     } else {
-      ready.emplace(tail, left - (until - t));
-      t = until;
+      x.left -= next - t;
+      t = next;
     }
   }
   return best;
@@ -378,8 +384,8 @@ double heavy_pairs_ms(const std::vector<LayerOps>& ops, const std::vector<double
                       double floor_ms) {
   const int L = static_cast<int>(ops.size());
   if (!(floor_ms > 0)) return 0;
-  // Where the budget runs out, a layer's or a pair's bound is taken as its work alone (below its
-  // Jackson bound: fewer layers refute C, the matching allows more pairs, and what it proves holds).
+  // Where the budget runs out, a layer's or a pair's bound is estimated from below (its work, its
+  // layers' own bounds): fewer layers refute C, the matching allows more pairs, what it proves holds.
   int64_t budget = kHeavyPairsBudget;
   double single_top = 0;
   std::vector<double> single(L);
@@ -403,33 +409,49 @@ double heavy_pairs_ms(const std::vector<LayerOps>& ops, const std::vector<double
   const int H = heavy_count(floor_ms);
   const std::vector<int> heavy(by_work.begin(), by_work.begin() + H);
   if (H <= Q) return single_top > floor_ms ? single_top : 0;
-  // Each pair's bound: Jackson's where the two layers' work is at most `top` (above it no three
-  // layers are heavy, so only Q = 1 asks for a pair there), else their work.
+  // Each pair's bound, known (`exact`) or from below: at first the larger of the two layers' own
+  // bounds and their work together. A pair's Jackson bound is computed only when a matching uses
+  // the pair (memoised; none where the two layers' work is above `top`, where at most two layers are
+  // heavy and only Q = 1 asks for a pair, nor past the budget).
   double top = single_top;
   if (L >= 3) top = std::max(top, work[by_work[0]] + work[by_work[1]] + work[by_work[2]]);
   std::vector<std::vector<double>> pair(H, std::vector<double>(H, 0.0));
+  std::vector<std::vector<char>> exact(H, std::vector<char>(H, 0));
   for (int i = 0; i < H; ++i)
     for (int k = i + 1; k < H; ++k) {
       const double both = work[heavy[i]] + work[heavy[k]];
-      const double v = both > top ? -1 : jackson_ms(ops, {heavy[i], heavy[k]}, M, budget);
-      pair[i][k] = pair[k][i] = v < 0 ? both : v;
+      pair[i][k] = pair[k][i] = std::max({both, single[heavy[i]], single[heavy[k]]});
+      exact[i][k] = exact[k][i] = both > top;
     }
   // No plan ends by C: some layer's own bound is above C, or the heavy layers (at most two per
   // device) need more pairs on one device than a matching of the pairs whose bound is at most C
-  // gives.
+  // gives. A maximum matching on the pairs not known to exceed C; where it uses a pair whose bound
+  // is not known yet, that bound is computed, and the matching found again if one exceeds C.
+  using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::undirectedS>;
   auto refuted = [&](double C) {
     if (single_top > C) return true;
     const int in = heavy_count(C);  // heavy[0 .. in)
     const int need = in - Q;
     if (need <= 0) return false;
-    using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::undirectedS>;
-    Graph g(in);
-    for (int x = 0; x < in; ++x)
-      for (int y = x + 1; y < in; ++y)
-        if (pair[x][y] <= C) boost::add_edge(x, y, g);
-    std::vector<boost::graph_traits<Graph>::vertex_descriptor> mate(in);
-    boost::edmonds_maximum_cardinality_matching(g, &mate[0]);
-    return static_cast<int>(boost::matching_size(g, &mate[0])) < need;
+    for (;;) {
+      Graph g(in);
+      for (int x = 0; x < in; ++x)
+        for (int y = x + 1; y < in; ++y)
+          if (pair[x][y] <= C) boost::add_edge(x, y, g);
+      std::vector<boost::graph_traits<Graph>::vertex_descriptor> mate(in);
+      boost::edmonds_maximum_cardinality_matching(g, &mate[0]);
+      if (static_cast<int>(boost::matching_size(g, &mate[0])) < need) return true;
+      bool dropped = false;
+      for (int x = 0; x < in; ++x) {
+        const auto y = static_cast<int>(mate[x]);
+        if (mate[x] == boost::graph_traits<Graph>::null_vertex() || y < x || exact[x][y]) continue;
+        const double v = jackson_ms(ops, {heavy[x], heavy[y]}, M, budget);
+        exact[x][y] = exact[y][x] = 1;
+        if (v >= 0) pair[x][y] = pair[y][x] = std::max(pair[x][y], v);
+        dropped = dropped || pair[x][y] > C;
+      }
+      if (!dropped) return false;
+    }
   };
   if (!refuted(floor_ms * (1 + 1e-9))) return 0;
   // Every C refuted is a bound; the refutation grows no easier with C, so bisect up to 2 × top (at

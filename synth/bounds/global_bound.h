@@ -110,8 +110,9 @@
 //                   bisection (the refutation only grows harder with C) gives the term. It binds
 //                   where coarse layers outnumber the devices at M ≈ P: on GPT-OSS-like at
 //                   P = M = 16, 24 MoE layers and 4 head shards on 16 devices, 730.16 ms against
-//                   701.30 ms. J's ops are counted against a budget; past it a set's J is taken as
-//                   its work (below J, so the term stays a bound).
+//                   701.30 ms. A pair's J is computed only when a matching uses the pair; J's ops
+//                   are counted against a budget, past which a set's J is estimated from below (its
+//                   work, its layers' own J), so the term stays a bound.
 // The device view behind the ramps, valid for every contiguous partition, every stage → device map
 // (several stages per device, non-adjacent, included) and every order. Sort the devices that hold
 // layers by the lowest layer they hold: the k-th one's lowest layer is at least k (distinct devices,
