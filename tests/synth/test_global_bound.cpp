@@ -165,6 +165,20 @@ std::string run_cli(const std::string& args) {
   return out;
 }
 
+// `pipesmith bound` on a shipped model at P devices and M microbatches: its --json output, parsed, and
+// its text.
+struct BoundOutput {
+  nlohmann::json json;
+  std::string text;
+};
+BoundOutput run_bound(const std::string& model, int P, int M) {
+  const std::string args =
+      fmt::format("bound {}/configs/models/{}.yaml --devices {} --microbatches {}", PIPESMITH_SOURCE_DIR, model, P, M);
+  const std::string js = run_cli(args + " --json");
+  INFO(js);
+  return {nlohmann::json::parse(js), run_cli(args)};
+}
+
 // The best iteration over every plan of a random model (each plan's order searched to its proven
 // optimum where the work cap allows), and the least proven lower bound of the plans it left open.
 struct OverPlans {
@@ -774,22 +788,18 @@ TEST_CASE("pipesmith bound: each device's windows with whole layers on GPT-OSS-l
   // after an earlier window; no single window (release_packing: 832.37 ms) sees both. The K-window
   // packing proves 866.84 ms (4.1 % more). One MoE layer alone, its ops' release times and tails
   // through Jackson's schedule, proves 870.40 ms (heavy_pairs; no two MoE layers need to share).
-  const std::string js = run_cli(fmt::format(
-      "bound {}/configs/models/gpt-oss-like.yaml --devices 32 --microbatches 32 --json", PIPESMITH_SOURCE_DIR));
-  INFO(js);
-  auto j = nlohmann::json::parse(js);
-  const auto& t = j["terms_ms"];
-  CHECK(j["binding"] == "heavy_pairs");
+  const BoundOutput out = run_bound("gpt-oss-like", 32, 32);
+  INFO(out.json.dump());
+  INFO(out.text);
+  const auto& t = out.json["terms_ms"];
+  CHECK(out.json["binding"] == "heavy_pairs");
   CHECK(t["window_packing"].get<double>() == doctest::Approx(866.843).epsilon(1e-5));
   CHECK(t["heavy_pairs"].get<double>() == doctest::Approx(870.402).epsilon(1e-5));
-  CHECK(j["bound_ms"].get<double>() == doctest::Approx(t["heavy_pairs"].get<double>()));
+  CHECK(out.json["bound_ms"].get<double>() == doctest::Approx(t["heavy_pairs"].get<double>()));
   for (const auto& [name, v] : t.items())
     if (name != "window_packing" && name != "heavy_pairs") CHECK(v.get<double>() + 30 < t["window_packing"].get<double>());
-  const std::string text = run_cli(
-      fmt::format("bound {}/configs/models/gpt-oss-like.yaml --devices 32 --microbatches 32", PIPESMITH_SOURCE_DIR));
-  INFO(text);
-  CHECK(text.find("each device's windows, whole") != std::string::npos);
-  CHECK(text.find("(heavy_pairs)") != std::string::npos);
+  CHECK(out.text.find("each device's windows, whole") != std::string::npos);
+  CHECK(out.text.find("(heavy_pairs)") != std::string::npos);
 }
 
 TEST_CASE("pipesmith bound: two heavy layers to a device bind on GPT-OSS-like at P = M = 16") {
@@ -798,19 +808,15 @@ TEST_CASE("pipesmith bound: two heavy layers to a device bind on GPT-OSS-like at
   // the pairs whose Jackson bound (their ops' release times and tails on one device) is at most C has
   // fewer than 12 edges below 730.16 ms: heavy_pairs proves it, 4.1 % above every other term (the
   // release times with whole layers: 701.30 ms).
-  const std::string js = run_cli(fmt::format(
-      "bound {}/configs/models/gpt-oss-like.yaml --devices 16 --microbatches 16 --json", PIPESMITH_SOURCE_DIR));
-  INFO(js);
-  auto j = nlohmann::json::parse(js);
-  const auto& t = j["terms_ms"];
-  CHECK(j["binding"] == "heavy_pairs");
+  const BoundOutput out = run_bound("gpt-oss-like", 16, 16);
+  INFO(out.json.dump());
+  INFO(out.text);
+  const auto& t = out.json["terms_ms"];
+  CHECK(out.json["binding"] == "heavy_pairs");
   CHECK(t["heavy_pairs"].get<double>() == doctest::Approx(730.161).epsilon(1e-5));
-  CHECK(j["bound_ms"].get<double>() == doctest::Approx(t["heavy_pairs"].get<double>()));
+  CHECK(out.json["bound_ms"].get<double>() == doctest::Approx(t["heavy_pairs"].get<double>()));
   for (const auto& [name, v] : t.items())
     if (name != "heavy_pairs") CHECK(v.get<double>() < 701.31);
-  const std::string text = run_cli(
-      fmt::format("bound {}/configs/models/gpt-oss-like.yaml --devices 16 --microbatches 16", PIPESMITH_SOURCE_DIR));
-  INFO(text);
-  CHECK(text.find("heavy layers two to a device") != std::string::npos);
-  CHECK(text.find("(heavy_pairs)") != std::string::npos);
+  CHECK(out.text.find("heavy layers two to a device") != std::string::npos);
+  CHECK(out.text.find("(heavy_pairs)") != std::string::npos);
 }
