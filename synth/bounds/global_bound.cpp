@@ -137,6 +137,10 @@ double left_after(double e, double x, double s, double M) {
 // The ops heavy_pairs may run through Jackson's schedule in all (a few hundredths of a second); past it
 // a layer's or a pair's bound is estimated from below (its work, its layers' own bounds).
 constexpr int64_t kHeavyPairsBudget = 2'000'000;
+// heavy_pairs works on at most this many heavy layers (the heaviest: any subset of them is heavy too),
+// and finds at most this many maximum matchings in all; past that it refutes nothing more.
+constexpr int kHeavyPairsMaxLayers = 96;
+constexpr int kHeavyPairsMatchings = 2'000;
 
 // One layer's ops as release times, lengths and tails (global_bound.h, window_packing): its M
 // forwards, the parts of its M backwards on the gradient chain (I), and the rest (W).
@@ -406,7 +410,8 @@ double heavy_pairs_ms(const std::vector<LayerOps>& ops, const std::vector<double
     while (k < L && work[by_work[k - 2]] + work[by_work[k - 1]] + work[by_work[k]] > C) ++k;
     return k;
   };
-  const int H = heavy_count(floor_ms);
+  auto heavy_count_capped = [&](double C) { return std::min(heavy_count(C), kHeavyPairsMaxLayers); };
+  const int H = heavy_count_capped(floor_ms);
   const std::vector<int> heavy(by_work.begin(), by_work.begin() + H);
   if (H <= Q) return single_top > floor_ms ? single_top : 0;
   // Each pair's bound, known (`exact`) or from below: at first the larger of the two layers' own
@@ -428,12 +433,13 @@ double heavy_pairs_ms(const std::vector<LayerOps>& ops, const std::vector<double
   // gives. A maximum matching on the pairs not known to exceed C; where it uses a pair whose bound
   // is not known yet, that bound is computed, and the matching found again if one exceeds C.
   using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::undirectedS>;
+  int matchings = kHeavyPairsMatchings;
   auto refuted = [&](double C) {
     if (single_top > C) return true;
-    const int in = heavy_count(C);  // heavy[0 .. in)
+    const int in = heavy_count_capped(C);  // heavy[0 .. in)
     const int need = in - Q;
     if (need <= 0) return false;
-    for (;;) {
+    while (matchings-- > 0) {
       Graph g(in);
       for (int x = 0; x < in; ++x)
         for (int y = x + 1; y < in; ++y)
@@ -452,6 +458,7 @@ double heavy_pairs_ms(const std::vector<LayerOps>& ops, const std::vector<double
       }
       if (!dropped) return false;
     }
+    return false;
   };
   if (!refuted(floor_ms * (1 + 1e-9))) return 0;
   // Every C refuted is a bound; the refutation grows no easier with C, so bisect up to 2 × top (at

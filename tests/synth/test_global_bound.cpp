@@ -782,6 +782,21 @@ TEST_CASE("global bound: each device's windows and two heavy layers to a device 
   }
 }
 
+TEST_CASE("global bound: heavy layers two to a device on thousands of heavy layers") {
+  // 3000 layers of 1 ms of work (W; F and I 10 µs) on 2000 devices, M = 1: every layer is heavy (any
+  // three hold more than the 2 ms some device must hold), 1000 devices hold two. The term keeps to the
+  // 96 heaviest, fewer than the devices, so it proves nothing there and returns at once (without the
+  // cap it built 3000 × 3000 pairs and ran a matching of them per bisection step).
+  const std::string yaml = chain_yaml(type_line('A', 0.00001, 0.00001, 1), std::string(3000, 'A'), 2000, 1);
+  Result<ModelBound> mb = model_bound(spec_of(yaml));
+  REQUIRE(mb.ok());
+  CHECK(mb->global.heavy_pairs_ms == 0);
+  // Two layers' W on one device: 2 ms; a plan of neighbours in pairs ends within 2.06 ms (the
+  // 30 µs forward chain, the gradients down to the pair, then its two W).
+  CHECK(mb->bound_ms >= 2.0);
+  CHECK(mb->bound_ms <= 2.06);
+}
+
 TEST_CASE("pipesmith bound: each device's windows with whole layers on GPT-OSS-like at P = M = 32") {
   // 53 layers on 32 devices: most devices hold one or two layers, and a device that holds a late MoE
   // layer is held up by its forwards' release times, one that holds two early ones by their work
