@@ -165,7 +165,7 @@ struct GlobalBound {
   double forward_release_ms = 0;        // the forwards' release times before a_L
   double release_packing_ms = 0;        // the same with whole layers: the work left after T packed
   double window_packing_ms = 0;         // each device on its own: its work inside windows (r, q), whole layers
-  double heavy_pairs_ms = 0;            // layers heavier than C / 3, two to a device where their pair allows
+  double heavy_pairs_ms = 0;            // one layer alone, or heavy layers two to a device where their pair allows
   bool ramp_packing_decided = true;     // false: a packing search ran out of work (still a bound)
   double bound_ms = 0;  // max of the terms above
   std::string binding;  // name of the term that gives bound_ms: "total_work", ...
