@@ -116,7 +116,9 @@ struct Driver {
   Driver(const OpDag& d, const SolveOptions& o) : dag(d), opt(o) {}
 
   double elapsed() const { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-  double wall_left() const { return opt.time_limit_s - elapsed(); }
+  // The time limit less what destroying the encodings will take (kTeardownPerLoad; 0 before they exist).
+  double teardown_s = 0;
+  double wall_left() const { return opt.time_limit_s - teardown_s - elapsed(); }
   bool interrupted() const { return opt.interrupt && opt.interrupt->load(); }
   bool out_of_time() const { return wall_left() <= 0.01 || budget == 0 || interrupted(); }
   int live_count() const { return static_cast<int>(std::count(live.begin(), live.end(), true)); }
@@ -283,8 +285,7 @@ struct Driver {
   }
 
   // Why no encoding is built when its open pairs take longer to load than the budget, or "" when not.
-  std::string too_large_by_pairs(const DeviceReach& reach, int K) const {
-    const int64_t size = encoding_size(dag, reach);
+  std::string too_large_by_pairs(int64_t size, int K) const {
     const uint64_t need = kLoadRlimitPerUnit * static_cast<uint64_t>(size);
     if (budget / static_cast<uint64_t>(K) >= need) return "";
     return fmt::format("skipped: an encoding of {} open pairs needs about {} s to load, more than the "
@@ -458,9 +459,12 @@ struct Driver {
       if (const std::string why = too_large_by_ops(K); !why.empty()) return skip(why);
     }
     DeviceReach reach(dag);
+    const int64_t size = encoding_size(dag, reach);
     if (needed) {
-      if (const std::string why = too_large_by_pairs(reach, K); !why.empty()) return skip(why);
+      if (const std::string why = too_large_by_pairs(size, K); !why.empty()) return skip(why);
     }
+    teardown_s = kTeardownPerLoad * K * static_cast<double>(kLoadRlimitPerUnit) * static_cast<double>(size) /
+                 static_cast<double>(rlimit_per_second());
     PS_RETURN_IF_ERROR(build_encodings(reach, K));
     if (!needed) return Status::ok();
     const uint64_t total = budget;

@@ -72,6 +72,12 @@ bool warm_start_available();
 // (docs/synth.md, "Which Z3").
 inline constexpr uint64_t kLoadRlimitPerUnit = 150;
 
+// Destroying the encodings (Z3 freeing their terms) cannot be interrupted either, and on a large plan
+// it takes seconds after the last check: 1.9 s for two contexts whose load was estimated at 30 s each
+// (48 stages x 32 microbatches on 16 devices, 7,616 ops). solve() keeps this share of the contexts'
+// load estimates back from its time limit for it, so that it returns by the limit.
+inline constexpr double kTeardownPerLoad = 1.0 / 16;
+
 struct SolveResult {
   TimedOrder best;
   int64_t bound = 0;       // proven lower bound, units

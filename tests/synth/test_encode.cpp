@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -306,4 +307,43 @@ TEST_CASE("solve: a device hint (compute orders of a better order) is taken up i
   CHECK(std::find(phases.begin(), phases.end(), "hint") != phases.end());
   CHECK(r->best.makespan < heur->best.makespan);
   REQUIRE(evaluate_order(*dag, r->best.order).ok());
+}
+
+TEST_CASE("[slow] solve: on a large encoding it returns by its time limit, the encodings' teardown included") {
+  // Z3 frees a large encoding's terms in seconds, after the last check and uninterruptibly: solve()
+  // keeps kTeardownPerLoad of the contexts' load estimates back from its limit for it. The plan grows
+  // (V-shape on 8 devices, more microbatches) until one context's load estimate is 8 s or more, where
+  // the teardown of two contexts takes about half a second; the limit then leaves the guided check
+  // its time and ends the descent at the clock (no proof comes: the starting bound is 0).
+  HandProblem hp;
+  hp.devices = 8;
+  hp.stages_per_device = 2;
+  hp.heterogeneous = true;
+  hp.comm_ms = 0;
+  std::optional<OpDag> dag;
+  double load_s = 0;
+  for (hp.microbatches = 16; hp.microbatches <= 96 && load_s < 8; hp.microbatches += 8) {
+    Result<OpDag> d = build_op_dag(make_hand_problem(hp));
+    REQUIRE(d.ok());
+    load_s = encoding_load_seconds(*d);
+    dag = std::move(*d);
+  }
+  REQUIRE(load_s >= 8);
+  Result<HeuristicResult> heur = heuristic_schedule(*dag);
+  REQUIRE(heur.ok());
+  SolveOptions so;
+  so.contexts = 2;
+  so.time_limit_s = 2 * load_s + 2;
+  so.rlimit = 1'000'000'000'000ull;  // the clock ends it
+  const auto t0 = std::chrono::steady_clock::now();
+  Result<SolveResult> r = solve(*dag, heur->best, 0, so);
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  REQUIRE(r.ok());
+  CAPTURE(load_s);
+  CAPTURE(r->status);
+  CAPTURE(wall);
+  CHECK(r->checks >= 2);             // loaded, and the descent under way at the limit
+  CHECK(r->status == "time limit");  // ended by the clock, not by the budget or a proof
+  CHECK(wall <= so.time_limit_s + 0.3);
+  CHECK(r->best.makespan <= heur->best.makespan);
 }
