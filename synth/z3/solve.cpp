@@ -14,7 +14,9 @@
 #include <chrono>
 #include <fstream>
 #include <limits>
+#include <list>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <thread>
 #include <vector>
@@ -62,6 +64,46 @@ int64_t encoding_size(const OpDag& dag, const DeviceReach& reach) {
 }
 
 using Clock = std::chrono::steady_clock;
+
+// Frees encodings on threads of its own. Z3 frees a large encoding's terms for seconds and cannot be
+// interrupted there; after an interrupt the caller has a schedule to check and write first (the CLI
+// gives that under a second past a signal). The threads are joined as later ones are added, and at
+// exit, before Z3's own statics go (this one is built later, on first use).
+class Reaper {
+ public:
+  static Reaper& instance() {
+    static Reaper r;
+    return r;
+  }
+  void take(std::vector<std::unique_ptr<Encoding>> encs) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto it = jobs_.begin(); it != jobs_.end();) {
+      if (it->done->load()) {
+        it->thread.join();
+        it = jobs_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    auto done = std::make_shared<std::atomic<bool>>(false);
+    jobs_.push_back({std::thread([e = std::move(encs), done]() mutable {
+                       e.clear();
+                       done->store(true);
+                     }),
+                     done});
+  }
+  ~Reaper() {
+    for (Job& j : jobs_) j.thread.join();
+  }
+
+ private:
+  struct Job {
+    std::thread thread;
+    std::shared_ptr<std::atomic<bool>> done;
+  };
+  std::mutex mu_;
+  std::list<Job> jobs_;
+};
 
 enum class Outcome { kSat, kUnsat, kUnknown };
 
@@ -487,6 +529,9 @@ Result<SolveResult> solve(const OpDag& dag, const TimedOrder& incumbent, int64_t
   Driver drv(dag, options);
   Status st = drv.run(incumbent, lower_bound);
   drv.res.seconds = drv.elapsed();
+  // Interrupted (a signal, the caller's time limit): the encodings are freed beside what the caller
+  // does next rather than before it.
+  if (drv.interrupted() && !drv.encs.empty()) Reaper::instance().take(std::move(drv.encs));
   if (!drv.proofs() && drv.res.bound > lower_bound) {
     // UNSATs under caps stricter than the exact ones: the search is over, nothing is proven.
     drv.res.bound = std::min(lower_bound, drv.res.best.makespan);

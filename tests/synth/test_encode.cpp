@@ -309,12 +309,14 @@ TEST_CASE("solve: a device hint (compute orders of a better order) is taken up i
   REQUIRE(evaluate_order(*dag, r->best.order).ok());
 }
 
-TEST_CASE("[slow] solve: on a large encoding it returns by its time limit, the encodings' teardown included") {
+TEST_CASE("[slow] solve: on a large encoding it returns by its time limit and at once after an interrupt, "
+          "the encodings' teardown included") {
   // Z3 frees a large encoding's terms in seconds, after the last check and uninterruptibly: solve()
-  // keeps kTeardownPerLoad of the contexts' load estimates back from its limit for it. The plan grows
-  // (V-shape on 8 devices, more microbatches) until one context's load estimate is 8 s or more, where
-  // the teardown of two contexts takes about half a second; the limit then leaves the guided check
-  // its time and ends the descent at the clock (no proof comes: the starting bound is 0).
+  // keeps kTeardownPerLoad of the contexts' load estimates back from its limit for it, and after an
+  // interrupt frees them on a thread of their own. The plan grows (V-shape on 8 devices, more
+  // microbatches) until one context's load estimate is 8 s or more, where the teardown of two
+  // contexts takes about half a second; the limit then leaves the guided check its time and ends the
+  // descent at the clock (no proof comes: the starting bound is 0).
   HandProblem hp;
   hp.devices = 8;
   hp.stages_per_device = 2;
@@ -346,4 +348,23 @@ TEST_CASE("[slow] solve: on a large encoding it returns by its time limit, the e
   CHECK(r->status == "time limit");  // ended by the clock, not by the budget or a proof
   CHECK(wall <= so.time_limit_s + 0.3);
   CHECK(r->best.makespan <= heur->best.makespan);
+
+  // An interrupt during the descent: solve() returns within the check's own stop, not after freeing.
+  std::atomic<bool> stop{false};
+  so.interrupt = &stop;
+  std::chrono::steady_clock::time_point stopped_at;
+  std::thread timer([&] {
+    std::this_thread::sleep_for(std::chrono::duration<double>(1.4 * load_s + 1));
+    stopped_at = std::chrono::steady_clock::now();
+    stop.store(true);
+  });
+  Result<SolveResult> ri = solve(*dag, heur->best, 0, so);
+  const auto returned_at = std::chrono::steady_clock::now();
+  timer.join();
+  REQUIRE(ri.ok());
+  CAPTURE(ri->status);
+  CHECK(ri->status == "stopped: interrupted");
+  CHECK(ri->checks >= 2);
+  CHECK(std::chrono::duration<double>(returned_at - stopped_at).count() <= 0.3);
+  CHECK(ri->best.makespan <= heur->best.makespan);
 }
