@@ -515,6 +515,10 @@ struct Driver {
     });
     Result<bool> over = guided_check(total, K);
     if (!over.ok() || *over) return over.status();
+    if (interrupted()) {  // nothing more to ask: not even the new bound (asserting it takes a while)
+      res.status = "stopped: interrupted";
+      return Status::ok();
+    }
     PS_RETURN_IF_ERROR(tighten());
     over = hint_check(total, K);
     if (!over.ok() || *over) return over.status();
