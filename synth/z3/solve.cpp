@@ -63,6 +63,11 @@ int64_t encoding_size(const OpDag& dag, const DeviceReach& reach) {
   return n + 4ll * dag.num_ops();
 }
 
+// Seconds of one context that loading an encoding of `size` units takes (kLoadRlimitPerUnit each).
+double load_seconds(int64_t size) {
+  return static_cast<double>(kLoadRlimitPerUnit) * static_cast<double>(size) / static_cast<double>(rlimit_per_second());
+}
+
 using Clock = std::chrono::steady_clock;
 
 // Frees encodings on threads of its own. Z3 frees a large encoding's terms for seconds and cannot be
@@ -505,8 +510,7 @@ struct Driver {
     if (needed) {
       if (const std::string why = too_large_by_pairs(size, K); !why.empty()) return skip(why);
     }
-    teardown_s = kTeardownPerLoad * K * static_cast<double>(kLoadRlimitPerUnit) * static_cast<double>(size) /
-                 static_cast<double>(rlimit_per_second());
+    teardown_s = kTeardownPerLoad * K * load_seconds(size);
     PS_RETURN_IF_ERROR(build_encodings(reach, K));
     if (!needed) return Status::ok();
     const uint64_t total = budget;
@@ -557,8 +561,7 @@ Result<SolveResult> solve(const OpDag& dag, const TimedOrder& incumbent, int64_t
 double encoding_load_seconds(const OpDag& dag) {
   if (!DeviceReach::affordable(dag)) return std::numeric_limits<double>::infinity();
   const DeviceReach reach(dag);
-  return static_cast<double>(kLoadRlimitPerUnit) * static_cast<double>(encoding_size(dag, reach)) /
-         static_cast<double>(rlimit_per_second());
+  return load_seconds(encoding_size(dag, reach));
 }
 
 }  // namespace ps
