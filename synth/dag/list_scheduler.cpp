@@ -39,8 +39,14 @@ struct Scheduler {
     int64_t ready = 0;                     // max over scheduled preds of end + delay
     int missing = 0;                       // predecessors not yet scheduled
     int home = 0;                          // its device, or -1 for a transfer
+    int pos = 0;                           // while available on a device: its index in avail[home]
   };
   std::vector<OpState> st;
+  // The DAG's successor lists in one array (OpDag::succ_flat; built here for a DAG without them).
+  const int* succ_begin = nullptr;
+  const DagEdge* succ_flat = nullptr;
+  std::vector<int> own_begin;
+  std::vector<DagEdge> own_flat;
   std::vector<std::vector<int>> avail;     // per device: compute ops whose predecessors are all scheduled
                                            // (any order: every choice below is a minimum)
   struct AvailTransfer {
@@ -288,7 +294,13 @@ struct Scheduler {
     }
     const int d = o.device;
     mark_stale(d);
-    remove_one(avail[d], [op](int x) { return x == op; });
+    {
+      std::vector<int>& a = avail[d];
+      const int i = st[op].pos, last = a.back();
+      a[i] = last;
+      st[last].pos = i;
+      a.pop_back();
+    }
     out.order[d].push_back(op);
     free_at[d] = end;
     // Later ops of d start at or after `end`: the makespan is at least end + the work d has left.
@@ -315,7 +327,8 @@ struct Scheduler {
   }
 
   void release_successors(int op, int64_t end) {
-    for (const DagEdge& e : dag.succ[op]) {
+    for (int k = succ_begin[op]; k < succ_begin[op + 1]; ++k) {
+      const DagEdge& e = succ_flat[k];
       st[e.op].ready = std::max(st[e.op].ready, end + e.delay);
       if (--st[e.op].missing > 0) {
         if (!has_r) continue;
@@ -335,6 +348,7 @@ struct Scheduler {
         // was placed (stale_x): then the new transfer only has to beat that choice.
         if (!stale_x) offer_transfer(avail_x.back());
       } else {
+        st[e.op].pos = static_cast<int>(avail[d].size());
         avail[d].push_back(e.op);
         if (incremental && !stale[d]) offer(d, e.op);
         else mark_stale(d);
@@ -363,6 +377,20 @@ struct Scheduler {
   Result<TimedOrder> run() {
     n = dag.num_ops();
     st.assign(n, {});
+    if (dag.succ_begin.size() == static_cast<size_t>(n) + 1) {
+      succ_begin = dag.succ_begin.data();
+      succ_flat = dag.succ_flat.data();
+    } else {
+      own_begin.assign(n + 1, 0);
+      own_flat.clear();
+      for (int i = 0; i < n; ++i) {
+        own_begin[i] = static_cast<int>(own_flat.size());
+        own_flat.insert(own_flat.end(), dag.succ[i].begin(), dag.succ[i].end());
+      }
+      own_begin[n] = static_cast<int>(own_flat.size());
+      succ_begin = own_begin.data();
+      succ_flat = own_flat.data();
+    }
     avail.assign(dag.devices, {});
     avail_x.clear();
     free_at.assign(dag.num_resources(), 0);
@@ -420,7 +448,10 @@ struct Scheduler {
     }
     for (int i = 0; i < n; ++i) {
       st[i].missing = static_cast<int>(dag.pred[i].size());
-      if (st[i].missing == 0) avail[dag.ops[i].device].push_back(i);  // transfers always have a producer
+      if (st[i].missing == 0) {  // transfers always have a producer
+        st[i].pos = static_cast<int>(avail[dag.ops[i].device].size());
+        avail[dag.ops[i].device].push_back(i);
+      }
     }
     stale.assign(dag.devices, 0);
     stale_list.clear();
@@ -483,7 +514,11 @@ struct Scheduler {
         return Status::error(ErrorCode::kBadInput,
                              fmt::format("policy {}: op start times beyond {} time units", pol.name(), max_start));
       }
-      if (flat) tree[1] = *std::min_element(tree.begin() + leaves, tree.begin() + leaves + dag.devices + 1);
+      if (flat) {
+        int64_t least = tree[leaves];
+        for (int i = leaves + 1; i <= leaves + dag.devices; ++i) least = std::min(least, tree[i]);
+        tree[1] = least;
+      }
       if (tree[1] == kNone) {
         return Status::error(ErrorCode::kInfeasible,
                              fmt::format("policy {} got stuck after {} of {} ops", pol.name(), placed, n));

@@ -113,6 +113,7 @@ int OpDag::resources_of(int op, int r[2]) const {
 }
 
 void OpDag::add_edge(int from, int to, int64_t delay, EdgeKind kind) {
+  succ_begin.clear();
   for (DagEdge& e : succ[from]) {
     if (e.op == to) {
       if (delay > e.delay) {
@@ -123,8 +124,8 @@ void OpDag::add_edge(int from, int to, int64_t delay, EdgeKind kind) {
       return;
     }
   }
-  succ[from].push_back({to, delay, kind});
-  pred[to].push_back({from, delay, kind});
+  succ[from].push_back({.op = to, .kind = kind, .delay = delay});
+  pred[to].push_back({.op = from, .kind = kind, .delay = delay});
 }
 
 Status OpDag::recompute_paths() {
@@ -164,6 +165,13 @@ Status OpDag::recompute_paths() {
       }
     }
   }
+  succ_begin.resize(n + 1);
+  succ_flat.clear();
+  for (int i = 0; i < n; ++i) {
+    succ_begin[i] = static_cast<int>(succ_flat.size());
+    succ_flat.insert(succ_flat.end(), succ[i].begin(), succ[i].end());
+  }
+  succ_begin[n] = static_cast<int>(succ_flat.size());
   head.assign(n, 0);
   tail.assign(n, 0);
   for (int u : topo)
@@ -447,6 +455,7 @@ Status rebuild_op_dag(OpDag& dag, const Problem& p, const DagOptions& options) {
   // Every field below is set again; the lists only keep their capacity.
   dag.ops.clear();
   dag.topo.clear();
+  dag.succ_begin.clear();
   dag.devices = p.devices;
   dag.stages = p.num_stages();
   dag.microbatches = p.microbatches;

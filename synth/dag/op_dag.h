@@ -63,10 +63,11 @@ struct DagOp {
 
 enum class EdgeKind : unsigned char { kData, kSymmetry, kMemory };
 
+// 16 bytes: the list scheduler walks these lists once per op placed.
 struct DagEdge {
   int op = 0;         // the other end (successor in succ, predecessor in pred)
-  int64_t delay = 0;  // time units between the end of the predecessor and the start of the successor
   EdgeKind kind = EdgeKind::kData;
+  int64_t delay = 0;  // time units between the end of the predecessor and the start of the successor
 };
 
 // How memory numbers that are not whole units are rounded (see the header comment).
@@ -97,6 +98,10 @@ struct OpDag {
   std::vector<std::vector<DagEdge>> succ, pred;
   std::vector<std::vector<int>> device_ops;    // compute op ids of each device, ascending
   std::vector<std::vector<int>> resource_ops;  // per resource (devices, then comm streams), ascending
+  // The successor lists in one array: succ[u] is succ_flat[succ_begin[u] .. succ_begin[u + 1]) (the
+  // list scheduler's inner loop reads them so). Built by recompute_paths(), cleared by add_edge().
+  std::vector<int> succ_begin;
+  std::vector<DagEdge> succ_flat;
   std::vector<int> topo;                     // a topological order (deterministic)
   std::vector<int64_t> head, tail;           // longest paths (units)
 

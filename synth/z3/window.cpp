@@ -224,8 +224,8 @@ Result<std::unique_ptr<OpDag>> window_dag(const Incumbent& inc, Window& w, const
     const int i = w.sub_of[op];
     for (const DagEdge& e : dag.succ[op]) {
       if (w.sub_of[e.op] < 0) continue;
-      sub->succ[i].push_back({w.sub_of[e.op], e.delay, e.kind});
-      sub->pred[w.sub_of[e.op]].push_back({i, e.delay, e.kind});
+      sub->succ[i].push_back({.op = w.sub_of[e.op], .kind = e.kind, .delay = e.delay});
+      sub->pred[w.sub_of[e.op]].push_back({.op = i, .kind = e.kind, .delay = e.delay});
     }
     if (!sub->ops[i].is_transfer()) sub->device_ops[sub->ops[i].device].push_back(i);
     int rs[2];

@@ -201,6 +201,19 @@ void check_paths(const OpDag& dag) {
     for (const DagEdge& e : dag.succ[*it]) tail[*it] = std::max(tail[*it], e.delay + dag.ops[e.op].dur + tail[e.op]);
   CHECK(dag.head == head);
   CHECK(dag.tail == tail);
+  // The flat successor lists hold succ[u], in its order, for every u.
+  REQUIRE(dag.succ_begin.size() == static_cast<size_t>(n) + 1);
+  CHECK(dag.succ_begin[n] == static_cast<int>(dag.succ_flat.size()));
+  bool flat_same = true;
+  for (int u = 0; u < n; ++u) {
+    const auto& list = dag.succ[u];
+    flat_same = flat_same && dag.succ_begin[u + 1] - dag.succ_begin[u] == static_cast<int>(list.size());
+    for (size_t j = 0; flat_same && j < list.size(); ++j) {
+      const DagEdge& e = dag.succ_flat[dag.succ_begin[u] + j];
+      flat_same = e.op == list[j].op && e.delay == list[j].delay && e.kind == list[j].kind;
+    }
+  }
+  CHECK(flat_same);
 }
 
 }  // namespace
@@ -306,6 +319,12 @@ TEST_CASE("list_schedule: comparing a released op with its device's choice gives
     CAPTURE(k);
     Result<OpDag> r = random_dag(rng, k);
     if (!r.ok()) continue;
+    // The same DAG without its flat successor lists (an edge added after recompute_paths() drops
+    // them; a non-edge keeps the DAG as it is): the scheduler flattens them itself.
+    OpDag unflat = *r;
+    REQUIRE_FALSE(unflat.succ[0].empty());
+    unflat.add_edge(0, unflat.succ[0][0].op, 0, unflat.succ[0][0].kind);
+    REQUIRE(unflat.succ_begin.empty());
     std::vector<ListPolicy> pols = heuristic_policies(*r);
     for (size_t i = 0, n = pols.size(); i < n; i += 2) {
       ListPolicy noisy = pols[i];
@@ -322,6 +341,10 @@ TEST_CASE("list_schedule: comparing a released op with its device's choice gives
       CHECK(fast->order == slow->order);
       CHECK(fast->start == slow->start);
       CHECK(fast->makespan == slow->makespan);
+      Result<TimedOrder> own = list_schedule(unflat, pol);
+      REQUIRE(own.ok());
+      CHECK(own->order == fast->order);
+      CHECK(own->start == fast->start);
       ++compared;
     }
   }
