@@ -94,7 +94,7 @@ std::vector<std::vector<int>> justify_once(const OpDag& dag, const TimedOrder& i
   int r[2] = {0, 0};
   for (int i : ops) {
     int64_t end = in.makespan;
-    for (const DagEdge& e : dag.succ[i]) end = std::min(end, right[e.op] - e.delay);
+    for (const DagEdge& e : dag.successors(i)) end = std::min(end, right[e.op] - e.delay);
     const int k = dag.resources_of(i, r);
     const int64_t mirrored_start = earliest_start(busy, r, k, dag.ops[i].dur, -end);
     end = -mirrored_start;

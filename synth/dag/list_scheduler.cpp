@@ -42,11 +42,6 @@ struct Scheduler {
     int pos = 0;                           // while available on a device: its index in avail[home]
   };
   std::vector<OpState> st;
-  // The DAG's successor lists in one array (OpDag::succ_flat; built here for a DAG without them).
-  const int* succ_begin = nullptr;
-  const DagEdge* succ_flat = nullptr;
-  std::vector<int> own_begin;
-  std::vector<DagEdge> own_flat;
   std::vector<std::vector<int>> avail;     // per device: compute ops whose predecessors are all scheduled
                                            // (any order: every choice below is a minimum)
   struct AvailTransfer {
@@ -327,8 +322,7 @@ struct Scheduler {
   }
 
   void release_successors(int op, int64_t end) {
-    for (int k = succ_begin[op]; k < succ_begin[op + 1]; ++k) {
-      const DagEdge& e = succ_flat[k];
+    for (const DagEdge& e : dag.successors(op)) {
       st[e.op].ready = std::max(st[e.op].ready, end + e.delay);
       if (--st[e.op].missing > 0) {
         if (!has_r) continue;
@@ -377,20 +371,6 @@ struct Scheduler {
   Result<TimedOrder> run() {
     n = dag.num_ops();
     st.assign(n, {});
-    if (dag.succ_begin.size() == static_cast<size_t>(n) + 1) {
-      succ_begin = dag.succ_begin.data();
-      succ_flat = dag.succ_flat.data();
-    } else {
-      own_begin.assign(n + 1, 0);
-      own_flat.clear();
-      for (int i = 0; i < n; ++i) {
-        own_begin[i] = static_cast<int>(own_flat.size());
-        own_flat.insert(own_flat.end(), dag.succ[i].begin(), dag.succ[i].end());
-      }
-      own_begin[n] = static_cast<int>(own_flat.size());
-      succ_begin = own_begin.data();
-      succ_flat = own_flat.data();
-    }
     avail.assign(dag.devices, {});
     avail_x.clear();
     free_at.assign(dag.num_resources(), 0);

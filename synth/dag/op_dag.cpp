@@ -133,6 +133,13 @@ Status OpDag::recompute_paths() {
   // Kahn's algorithm, always taking the ready op of lowest id: deterministic. The ready ops are bits
   // of a bitset; `low` is a word below which none is set (the lowest id is found by scanning up
   // from it, and an op made ready below it moves it down).
+  succ_begin.resize(n + 1);
+  succ_flat.clear();
+  for (int i = 0; i < n; ++i) {
+    succ_begin[i] = static_cast<int>(succ_flat.size());
+    succ_flat.insert(succ_flat.end(), succ[i].begin(), succ[i].end());
+  }
+  succ_begin[n] = static_cast<int>(succ_flat.size());
   std::vector<int> indeg(n, 0);
   for (int i = 0; i < n; ++i) indeg[i] = static_cast<int>(pred[i].size());
   const size_t words = (static_cast<size_t>(n) + 63) / 64;
@@ -149,7 +156,7 @@ Status OpDag::recompute_paths() {
     const int u = static_cast<int>(low * 64) + std::countr_zero(ready[low]);
     ready[low] &= ready[low] - 1;
     topo.push_back(u);
-    for (const DagEdge& e : succ[u]) {
+    for (const DagEdge& e : successors(u)) {
       if (--indeg[e.op] == 0) {
         make_ready(e.op);
         low = std::min(low, static_cast<size_t>(e.op) / 64);
@@ -165,20 +172,13 @@ Status OpDag::recompute_paths() {
       }
     }
   }
-  succ_begin.resize(n + 1);
-  succ_flat.clear();
-  for (int i = 0; i < n; ++i) {
-    succ_begin[i] = static_cast<int>(succ_flat.size());
-    succ_flat.insert(succ_flat.end(), succ[i].begin(), succ[i].end());
-  }
-  succ_begin[n] = static_cast<int>(succ_flat.size());
   head.assign(n, 0);
   tail.assign(n, 0);
   for (int u : topo)
-    for (const DagEdge& e : succ[u]) head[e.op] = std::max(head[e.op], head[u] + ops[u].dur + e.delay);
+    for (const DagEdge& e : successors(u)) head[e.op] = std::max(head[e.op], head[u] + ops[u].dur + e.delay);
   for (auto it = topo.rbegin(); it != topo.rend(); ++it) {
     int u = *it;
-    for (const DagEdge& e : succ[u]) tail[u] = std::max(tail[u], e.delay + ops[e.op].dur + tail[e.op]);
+    for (const DagEdge& e : successors(u)) tail[u] = std::max(tail[u], e.delay + ops[e.op].dur + tail[e.op]);
   }
   return Status::ok();
 }
@@ -711,7 +711,7 @@ Result<TimedOrder> evaluate_order(const OpDag& dag, std::vector<std::vector<int>
       }
     }
     ++done;
-    for (const DagEdge& e : dag.succ[best]) {
+    for (const DagEdge& e : dag.successors(best)) {
       if (edges == EdgeSet::kDataOnly && e.kind != EdgeKind::kData) continue;
       ready[e.op] = std::max(ready[e.op], end + e.delay);
       if (--missing[e.op] == 0) offer(e.op);

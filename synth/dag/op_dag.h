@@ -39,6 +39,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -102,6 +103,12 @@ struct OpDag {
   // list scheduler's inner loop reads them so). Built by recompute_paths(), cleared by add_edge().
   std::vector<int> succ_begin;
   std::vector<DagEdge> succ_flat;
+  // succ[u], read from the one array where it is built.
+  std::span<const DagEdge> successors(int u) const {
+    if (succ_begin.size() == ops.size() + 1)
+      return {succ_flat.data() + succ_begin[u], succ_flat.data() + succ_begin[u + 1]};
+    return succ[u];
+  }
   std::vector<int> topo;                     // a topological order (deterministic)
   std::vector<int64_t> head, tail;           // longest paths (units)
 

@@ -319,8 +319,8 @@ TEST_CASE("list_schedule: comparing a released op with its device's choice gives
     CAPTURE(k);
     Result<OpDag> r = random_dag(rng, k);
     if (!r.ok()) continue;
-    // The same DAG without its flat successor lists (an edge added after recompute_paths() drops
-    // them; a non-edge keeps the DAG as it is): the scheduler flattens them itself.
+    // The same DAG without its flat successor lists (adding an edge it has drops them and changes
+    // nothing else): successors() reads succ then.
     OpDag unflat = *r;
     REQUIRE_FALSE(unflat.succ[0].empty());
     unflat.add_edge(0, unflat.succ[0][0].op, 0, unflat.succ[0][0].kind);
