@@ -99,11 +99,13 @@ struct OpDag {
   std::vector<std::vector<DagEdge>> succ, pred;
   std::vector<std::vector<int>> device_ops;    // compute op ids of each device, ascending
   std::vector<std::vector<int>> resource_ops;  // per resource (devices, then comm streams), ascending
-  // The successor lists in one array: succ[u] is succ_flat[succ_begin[u] .. succ_begin[u + 1]) (the
-  // list scheduler's inner loop reads them so). Built by recompute_paths(), cleared by add_edge().
+  // The successor lists in one array: succ[u] is succ_flat[succ_begin[u] .. succ_begin[u + 1]).
+  // Built by recompute_paths(), cleared by add_edge() (code that edits succ in place rebuilds it
+  // with recompute_paths(), as it must for topo, head and tail).
   std::vector<int> succ_begin;
   std::vector<DagEdge> succ_flat;
-  // succ[u], read from the one array where it is built.
+  // succ[u], read from the one array where it is built (the list scheduler, evaluate_order and
+  // justification walk successors so, one op after another in no order of ids).
   std::span<const DagEdge> successors(int u) const {
     if (succ_begin.size() == ops.size() + 1)
       return {succ_flat.data() + succ_begin[u], succ_flat.data() + succ_begin[u + 1]};
