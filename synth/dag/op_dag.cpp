@@ -131,8 +131,9 @@ void OpDag::add_edge(int from, int to, int64_t delay, EdgeKind kind) {
 Status OpDag::recompute_paths() {
   const int n = num_ops();
   // Kahn's algorithm, always taking the ready op of lowest id: deterministic. The ready ops are bits
-  // of a bitset; `low` is a word below which none is set (the lowest id is found by scanning up
-  // from it, and an op made ready below it moves it down).
+  // of a bitset, and the words that hold one are bits of a second, smaller one; `low` is a word of
+  // the second below which none is set (the lowest id is found by scanning up from it, and an op
+  // made ready below it moves it down).
   succ_begin.resize(n + 1);
   succ_flat.clear();
   for (int i = 0; i < n; ++i) {
@@ -143,25 +144,29 @@ Status OpDag::recompute_paths() {
   std::vector<int> indeg(n, 0);
   for (int i = 0; i < n; ++i) indeg[i] = static_cast<int>(pred[i].size());
   const size_t words = (static_cast<size_t>(n) + 63) / 64;
-  std::vector<uint64_t> ready(words, 0);
-  auto make_ready = [&](int i) { ready[static_cast<size_t>(i) / 64] |= uint64_t{1} << (i % 64); };
+  const size_t groups = (words + 63) / 64;
+  std::vector<uint64_t> ready(words, 0), nonzero(groups, 0);
+  size_t low = groups;
+  auto make_ready = [&](int i) {
+    const size_t w = static_cast<size_t>(i) / 64;
+    ready[w] |= uint64_t{1} << (i % 64);
+    nonzero[w / 64] |= uint64_t{1} << (w % 64);
+    low = std::min(low, w / 64);
+  };
   for (int i = 0; i < n; ++i)
     if (indeg[i] == 0) make_ready(i);
   topo.clear();
   topo.reserve(n);
-  size_t low = 0;
   for (;;) {
-    while (low < words && ready[low] == 0) ++low;
-    if (low == words) break;
-    const int u = static_cast<int>(low * 64) + std::countr_zero(ready[low]);
-    ready[low] &= ready[low] - 1;
+    while (low < groups && nonzero[low] == 0) ++low;
+    if (low == groups) break;
+    const size_t w = low * 64 + static_cast<size_t>(std::countr_zero(nonzero[low]));
+    const int u = static_cast<int>(w * 64) + std::countr_zero(ready[w]);
+    ready[w] &= ready[w] - 1;
+    if (ready[w] == 0) nonzero[low] &= nonzero[low] - 1;  // w is the lowest set bit of nonzero[low]
     topo.push_back(u);
-    for (const DagEdge& e : successors(u)) {
-      if (--indeg[e.op] == 0) {
-        make_ready(e.op);
-        low = std::min(low, static_cast<size_t>(e.op) / 64);
-      }
-    }
+    for (const DagEdge& e : successors(u))
+      if (--indeg[e.op] == 0) make_ready(e.op);
   }
   if (static_cast<int>(topo.size()) != n) {
     for (int i = 0; i < n; ++i) {
