@@ -130,10 +130,7 @@ void OpDag::add_edge(int from, int to, int64_t delay, EdgeKind kind) {
 
 Status OpDag::recompute_paths() {
   const int n = num_ops();
-  // Kahn's algorithm, always taking the ready op of lowest id: deterministic. The ready ops are bits
-  // of a bitset, and the words that hold one are bits of a second, smaller one; `low` is a word of
-  // the second below which none is set (the lowest id is found by scanning up from it, and an op
-  // made ready below it moves it down).
+  // The successor lists in one array first: everything below reads them through successors().
   succ_begin.resize(n + 1);
   succ_flat.clear();
   for (int i = 0; i < n; ++i) {
@@ -141,6 +138,10 @@ Status OpDag::recompute_paths() {
     succ_flat.insert(succ_flat.end(), succ[i].begin(), succ[i].end());
   }
   succ_begin[n] = static_cast<int>(succ_flat.size());
+  // Kahn's algorithm, always taking the ready op of lowest id: deterministic. The ready ops are bits
+  // of a bitset, and the words that hold one are bits of a second, smaller one; `low` is a word of
+  // the second below which none is set (the lowest id is found by scanning up from it, and an op
+  // made ready below it moves it down).
   std::vector<int> indeg(n, 0);
   for (int i = 0; i < n; ++i) indeg[i] = static_cast<int>(pred[i].size());
   const size_t words = (static_cast<size_t>(n) + 63) / 64;
