@@ -17,6 +17,7 @@ from __future__ import annotations
 import concurrent.futures
 import json
 import os
+import re
 import sys
 
 # layout: (ranks, stage -> rank, microbatches)
@@ -213,7 +214,10 @@ def run_all(cli, torchrun, out_dir: str, model: str, jobs: int = 3):
         for k, f in futs.items():
             rc, out = f.result()
             P = LAYOUTS[dirs[k][1]][0]
-            hung = rc != 0 and all(f"rank {r}: TIMEOUT in " in out for r in range(P))
+            # Every rank's watchdog fired inside the schedule: each names an action it had started, so
+            # the job hung in the pipeline's own steps, not in its setup.
+            hung = rc != 0 and all(re.search(rf"^rank {r}: TIMEOUT in .*: last action started: time step \d+: ",
+                                             out, re.M) for r in range(P))
             outcome[k] = ("hung (watchdog)" if hung else f"exit {rc}", rc, out)
     return verdicts, outcome
 
