@@ -64,6 +64,7 @@ int run_bound(const BoundArgs& a) {
     s += fmt::format("  forwards' release times       {:12.3f} ms\n", g->forward_release_ms);
     s += fmt::format("  release times, whole layers   {:12.3f} ms\n", g->release_packing_ms);
     s += fmt::format("  each device's windows, whole  {:12.3f} ms\n", g->window_packing_ms);
+    s += fmt::format("  every window at once (LP)     {:12.3f} ms\n", g->window_lp_ms);
     s += fmt::format("  heavy layers two to a device  {:12.3f} ms\n", g->heavy_pairs_ms);
     s += fmt::format("  whole layers on {:>3} devices   {:12.3f} ms  (M x the best packing's busiest device)\n", P,
                      packing_ms);

@@ -125,7 +125,7 @@ Result<Resolved> resolve(const std::string& model_path, const std::string& clust
 // never ranks a mesh below it (a layer that cannot split, the head at many microbatches, binds
 // where the even spread of the work does not).
 void bound(Resolved& r) {
-  Result<ModelBound> b = model_bound(r.spec);
+  Result<ModelBound> b = model_bound(r.spec, std::nullopt, 0);
   if (!b.ok()) return;
   r.row.bound_ms = b->bound_ms;
   r.row.estimate_ms = std::max(r.row.estimate_ms, b->bound_ms);

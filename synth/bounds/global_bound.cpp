@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "synth/bounds/packing_bound.h"
+#include "synth/bounds/packing_lp.h"
 #include "synth/plan/partition.h"
 
 namespace ps {
@@ -255,39 +256,59 @@ Dealt deal_layers(const std::vector<double>& work, const std::vector<double>& of
   return out;
 }
 
-// The per-device single-machine bound with whole layers (global_bound.h, window_packing): candidate
-// windows (r, q) on a grid, a few sets of K = 3 of them, and for each set the vector packing of the
-// layers' work inside the windows decided by packing_bound.h's search; the best set gives the term.
-double window_packing_ms(const std::vector<LayerOps>& ops, const std::vector<int>& kind, double M, int Q,
-                         double floor_ms) {
+// The windows (r, q) of window_packing and window_lp (global_bound.h): r on a grid of 32 points of
+// [0, the last release of any op], q = 0 or the least forward tail; each layer's work inside each.
+struct WindowGrid {
+  std::vector<std::pair<double, double>> windows;
+  std::vector<double> offset;  // r + q, per window
+  std::vector<double> work;    // L × G, row-major
+  double last = 0;
+  int G = 0;
+};
+// Empty (G = 0) where the work matrix and the dealing would cost more than 10⁷ steps (L·Q·G): the
+// terms are not tried there (their searches could not decide so many layers anyway).
+WindowGrid window_grid(const std::vector<LayerOps>& ops, double M, int Q) {
+  WindowGrid w;
   const int L = static_cast<int>(ops.size());
-  // The candidates: r = last·i / 32 (the last release of any op), q = 0 or the least forward tail.
-  double last = 0, q_forward = std::numeric_limits<double>::infinity();
+  double q_forward = std::numeric_limits<double>::infinity();
   for (const LayerOps& o : ops) {
-    last = std::max({last, o.f_first + (M - 1) * o.f_step, o.g_first + o.g + (M - 1) * o.g_step});
+    w.last = std::max({w.last, o.f_first + (M - 1) * o.f_step, o.g_first + o.g + (M - 1) * o.g_step});
     q_forward = std::min(q_forward, o.f_tail);
   }
-  constexpr int kGrid = 32, kWindows = 3;
-  std::vector<double> offset;
-  std::vector<std::pair<double, double>> windows;
+  constexpr int kGrid = 32;
   for (double q : {0.0, q_forward})
     for (int i = 0; i < kGrid; ++i) {
-      windows.emplace_back(last * i / kGrid, q);
-      offset.push_back(windows.back().first + q);
+      w.windows.emplace_back(w.last * i / kGrid, q);
+      w.offset.push_back(w.windows.back().first + q);
     }
-  const int G = static_cast<int>(windows.size());
-  // The work matrix (L × G) and the dealing cost about L·Q·G steps and more: past 10⁷ the term is
-  // not tried (the search could not decide so many layers anyway).
-  if (static_cast<double>(L) * Q * G > 1e7) return 0;
-  std::vector<double> work(static_cast<size_t>(L) * G);
+  const int G = static_cast<int>(w.windows.size());
+  if (static_cast<double>(L) * Q * G > 1e7) return WindowGrid{};
+  w.G = G;
+  w.work.resize(static_cast<size_t>(L) * G);
   for (int l = 0; l < L; ++l)
-    for (int k = 0; k < G; ++k) work[l * G + k] = ops[l].window_ms(windows[k].first, windows[k].second, M);
+    for (int k = 0; k < G; ++k) w.work[l * G + k] = ops[l].window_ms(w.windows[k].first, w.windows[k].second, M);
+  return w;
+}
+
+// The per-device single-machine bound with whole layers (global_bound.h, window_packing): a few sets
+// of K = 3 of the grid's windows, and for each set the vector packing of the layers' work inside the
+// windows decided by packing_bound.h's search; the best set gives the term. `dealt`: a good dealing
+// of the layers over the whole grid (deal_layers), whose busiest devices' windows form one set.
+double window_packing_ms(const WindowGrid& grid, const Dealt& dealt, const std::vector<int>& kind, int Q,
+                         double floor_ms) {
+  const int L = static_cast<int>(kind.size());
+  const int G = grid.G;
+  if (G == 0) return 0;
+  constexpr int kGrid = 32, kWindows = 3;
+  const auto& windows = grid.windows;
+  const auto& offset = grid.offset;
+  const auto& work = grid.work;
+  const double last = grid.last;
   // The sets: the binding windows of the busiest devices of a good dealing, at least last / 10 apart;
   // and triples r − d, r, r + d (q = 0) for d a quarter and an eighth of the range, r every fourth
   // grid point.
   std::vector<std::vector<int>> sets;
   {
-    const Dealt dealt = deal_layers(work, offset, L, Q, 2e7);
     std::vector<int> chosen;
     for (const auto& [v, k] : dealt.device) {
       bool apart = true;
@@ -325,6 +346,16 @@ double window_packing_ms(const std::vector<LayerOps>& ops, const std::vector<int
   }
   if (winner >= 0) best = std::max(best, run(sets[winner], best * (1 + 1e-9), kFinal));
   return best;
+}
+
+// Every device's windows over the whole grid at once, with whole layers (global_bound.h, window_lp):
+// the configuration LP of the vector packing (packing_lp.h), bisected between the terms before it
+// and the dealing's value (a packing that fits, so no capacity at or above it is refuted).
+double window_lp_ms(const WindowGrid& grid, const Dealt& dealt, int L, int Q, double floor_ms, int64_t budget) {
+  if (grid.G == 0 || dealt.device.empty() || Q < 2 || budget <= 0) return 0;
+  const double ceiling = dealt.device.front().first;
+  if (!(ceiling > floor_ms * (1 + 1e-6))) return 0;
+  return vector_packing_lp_bound(grid.work, L, grid.offset, Q, floor_ms, ceiling, budget).bound_ms;
 }
 
 // Jackson's preemptive one-machine bound on the ops of `layers` on one device (global_bound.h,
@@ -474,7 +505,7 @@ double heavy_pairs_ms(const std::vector<LayerOps>& ops, const std::vector<double
 }  // namespace
 
 Result<GlobalBound> global_lower_bound(const Spec& spec, int devices, int microbatches,
-                                       double memory_limit_gb) {
+                                       double memory_limit_gb, const GlobalBoundOptions& options) {
   const Model& model = spec.model;
   int L = static_cast<int>(model.layers.size());
   if (devices < 1)
@@ -596,8 +627,15 @@ Result<GlobalBound> global_lower_bound(const Spec& spec, int devices, int microb
     }
   }
   const double before_windows_ms = std::max(others_ms, g.release_packing_ms);
-  g.window_packing_ms = window_packing_ms(ops, kind, M, Q, before_windows_ms);
-  g.heavy_pairs_ms = heavy_pairs_ms(ops, work, microbatches, Q, std::max(before_windows_ms, g.window_packing_ms));
+  const WindowGrid grid = window_grid(ops, M, Q);
+  if (grid.G > 0) {
+    const Dealt dealt = deal_layers(grid.work, grid.offset, L, Q, 2e7);
+    g.window_packing_ms = window_packing_ms(grid, dealt, kind, Q, before_windows_ms);
+    g.window_lp_ms = window_lp_ms(grid, dealt, L, Q, std::max(before_windows_ms, g.window_packing_ms),
+                                  options.window_lp_budget);
+  }
+  g.heavy_pairs_ms = heavy_pairs_ms(ops, work, microbatches, Q,
+                                    std::max({before_windows_ms, g.window_packing_ms, g.window_lp_ms}));
 
   g.bound_ms = g.total_work_ms;
   g.binding = "total_work";
@@ -626,6 +664,12 @@ Result<GlobalBound> global_lower_bound(const Spec& spec, int devices, int microb
     take(g.window_packing_ms, "window_packing");
   else
     g.bound_ms = std::max(g.bound_ms, g.window_packing_ms);
+  // Its bisection stops within 1e-4 relative, above the terms before it: named where it raises the
+  // bound by more than 1e-6.
+  if (g.window_lp_ms > g.bound_ms * (1 + 1e-6))
+    take(g.window_lp_ms, "window_lp");
+  else
+    g.bound_ms = std::max(g.bound_ms, g.window_lp_ms);
   // Its bisection stops within 1e-7 relative: named only where it raises the bound by more than 1e-6.
   if (g.heavy_pairs_ms > g.bound_ms * (1 + 1e-6))
     take(g.heavy_pairs_ms, "heavy_pairs");

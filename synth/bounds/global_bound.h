@@ -97,6 +97,20 @@
 //                   where devices hold one or two layers: at P = M = 32, 866.84 ms on GPT-OSS-like
 //                   against 832.37 ms (the heaviest layer). At P ≤ 16 on the shipped models it
 //                   proves nothing above the other terms (docs/baselines.md says why).
+//   window_lp       every window of the grid at once (64 dimensions: r on the 32 points, q = 0 or the
+//                   least forward tail), the layers' work in them as they are: the least C that the
+//                   vector packing's configuration LP (packing_lp.h) cannot refute. Weights y on the
+//                   layers such that no set of layers that fits one device at C weighs more than 1,
+//                   with Σ y > Q, prove that no dealing fits C; a revised simplex finds them, its
+//                   columns (the sets that fit) from greedy orders and a branch and bound, and each
+//                   proof is checked by the exact knapsack. Bisected between the terms before it and
+//                   a dealing's value, within a fixed budget (GlobalBoundOptions; about a second), each
+//                   capacity with an eighth of it; computed by `pipesmith bound` and for the tuner's
+//                   result, not for the many bounds of `pipesmith plan`'s meshes or the baselines. It
+//                   binds at P = 16 with M ≈ P on some shipped models: Gemma-like at P = M = 16,
+//                   325.79 ms against 321.19 ms; GPT-OSS-like at P = 16, M = 32, 1369.75 against
+//                   1349.61 ms; and where devices hold one or two layers (P = 32, M = 128 on
+//                   GPT-OSS-like: 2894.49 against 2890.37 ms).
 //   heavy_pairs     one layer alone, or two heavy layers, on one device, with the ops' release times
 //                   and tails of window_packing: J(S), Jackson's preemptive one-machine bound on the
 //                   ops of a set S of layers (the exact optimum of that relaxation: the released op
@@ -144,6 +158,7 @@
 // fit one device. When even P devices cannot, the problem is infeasible.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "ir/model.h"
@@ -165,6 +180,7 @@ struct GlobalBound {
   double forward_release_ms = 0;        // the forwards' release times before a_L
   double release_packing_ms = 0;        // the same with whole layers: the work left after T packed
   double window_packing_ms = 0;         // each device on its own: its work inside windows (r, q), whole layers
+  double window_lp_ms = 0;              // every device's windows over the whole grid: the packing's configuration LP
   double heavy_pairs_ms = 0;            // one layer alone, or heavy layers two to a device where their pair allows
   bool ramp_packing_decided = true;     // false: a packing search ran out of work (still a bound)
   double bound_ms = 0;  // max of the terms above
@@ -177,10 +193,19 @@ struct GlobalBound {
   std::string memory_reason;  // why it is infeasible (empty when feasible)
 };
 
+// window_lp's budget (pivots and search nodes, weighted): about a second of one core at M ≈ P on the
+// shipped models. The term is computed only where a caller gives it a budget: `pipesmith bound`
+// (model_bound) and the tuner's result do; the many bounds of `pipesmith plan`'s meshes and of the
+// baselines do not.
+inline constexpr int64_t kWindowLpBudget = 150'000'000;
+struct GlobalBoundOptions {
+  int64_t window_lp_budget = 0;  // 0: window_lp is not computed (window_lp_ms stays 0)
+};
+
 // Never fails on a validated Spec with devices, microbatches >= 1; returns kBadInput otherwise.
 // memory_limit_gb = 0 means unlimited. Infeasibility is reported in the result, not as an error,
 // so that callers can print the time bound too.
 Result<GlobalBound> global_lower_bound(const Spec& spec, int devices, int microbatches,
-                                       double memory_limit_gb);
+                                       double memory_limit_gb, const GlobalBoundOptions& options = {});
 
 }  // namespace ps

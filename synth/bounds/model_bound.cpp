@@ -31,9 +31,10 @@ Result<PlanBound> bound_of_plan(const Spec& spec, const PlanBoundRequest& reques
 
 }  // namespace
 
-Result<ModelBound> model_bound(const Spec& spec, const std::optional<PlanBoundRequest>& plan) {
+Result<ModelBound> model_bound(const Spec& spec, const std::optional<PlanBoundRequest>& plan,
+                               int64_t window_lp_budget) {
   const int P = spec.cluster.devices, M = spec.pipeline.microbatches;
-  auto g = global_lower_bound(spec, P, M, spec.cluster.memory_gb);
+  auto g = global_lower_bound(spec, P, M, spec.cluster.memory_gb, GlobalBoundOptions{window_lp_budget});
   if (!g.ok()) return g.status();
   ModelBound b;
   b.global = *g;
@@ -69,6 +70,7 @@ std::string format_model_bound_json(const Spec& spec, const ModelBound& b) {
                    {"forward_release", b.global.forward_release_ms},
                    {"release_packing", b.global.release_packing_ms},
                    {"window_packing", b.global.window_packing_ms},
+                   {"window_lp", b.global.window_lp_ms},
                    {"heavy_pairs", b.global.heavy_pairs_ms},
                    {"layer_packing", b.packing_ms}};
   j["heaviest_layer"] = b.global.heaviest_layer;

@@ -41,7 +41,9 @@ struct ModelBound {
   std::optional<PlanBound> plan;  // when a plan was asked for
 };
 
-Result<ModelBound> model_bound(const Spec& spec, const std::optional<PlanBoundRequest>& plan = std::nullopt);
+// window_lp_budget: global_bound.h's window_lp term (0 leaves it out: `pipesmith plan` bounds many meshes).
+Result<ModelBound> model_bound(const Spec& spec, const std::optional<PlanBoundRequest>& plan = std::nullopt,
+                               int64_t window_lp_budget = kWindowLpBudget);
 
 // The bound as JSON (`pipesmith bound --json`; keys: model, devices, microbatches, bound_ms, binding,
 // terms_ms, heaviest_layer, model_state_gb, memory_limit_gb, min_devices_for_memory,

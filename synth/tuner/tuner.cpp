@@ -161,6 +161,7 @@ class Tuner {
   std::vector<int> fixed_cuts_, fixed_placement_;
   GlobalBound gb_;
   double bound_ms_ = 0;  // max(global bound, layer-packing bound)
+  bool window_lp_done_ = false;  // the global bound's LP term has been added (verify_and_choose)
   // The search in two phases where memory binds (RecomputeChoice::kSearch; see run()): the
   // evaluations the current phase may reach, and its share of the search time.
   int evaluation_budget_ = 0;
@@ -586,6 +587,17 @@ Result<TuneResult> Tuner::verify_and_choose(const std::vector<int>& rank) {
     return Status::error(ErrorCode::kRuntime,
                          fmt::format("internal error: the checker rejected every tuned schedule; first ({}): {}",
                                      describe(r, P_), checked[0].error));
+  }
+  // The global bound's LP term (global_bound.h, window_lp) takes up to a second or two, so it is
+  // computed once, for the result, after the search (which used the other terms).
+  if (!window_lp_done_) {
+    window_lp_done_ = true;
+    if (Result<GlobalBound> g = global_lower_bound(spec_, P_, M_, spec_.cluster.memory_gb,
+                                                   GlobalBoundOptions{kWindowLpBudget});
+        g.ok() && g->bound_ms > gb_.bound_ms) {
+      gb_ = *g;
+      bound_ms_ = std::max(bound_ms_, gb_.bound_ms);
+    }
   }
   const Record& r = records_[picks[best]];
   Checked& c = checked[best];

@@ -142,12 +142,14 @@ def test_bound_is_the_commands_json():
 
 def test_bound_names_two_heavy_layers_to_a_device_on_gpt_oss_like():
     # 24 MoE layers and 4 head shards on 16 devices at M = 16: the pairs that may share a device
-    # prove 730.16 ms, above every other term (docs/baselines.md, heavy_pairs).
+    # prove 730.16 ms, above every other term (docs/baselines.md, heavy_pairs); every window at once,
+    # the configuration LP, comes close (730.00 ms), the others stay below 701.31 ms.
     spec = pipesmith.load_spec(model_path("gpt-oss-like"), devices=16, microbatches=16)
     got = pipesmith.bound(spec)
     assert got["binding"] == "heavy_pairs"
     assert got["bound_ms"] == pytest.approx(730.161, rel=1e-5)
-    assert max(v for k, v in got["terms_ms"].items() if k != "heavy_pairs") < 701.31
+    assert 725 < got["terms_ms"]["window_lp"] < got["bound_ms"]
+    assert max(v for k, v in got["terms_ms"].items() if k not in ("heavy_pairs", "window_lp")) < 701.31
 
 
 def test_bound_refuses_fewer_layers_than_devices_as_synthesize_does():
