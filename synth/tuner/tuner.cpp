@@ -589,8 +589,9 @@ Result<TuneResult> Tuner::verify_and_choose(const std::vector<int>& rank) {
                                      describe(r, P_), checked[0].error));
   }
   // The global bound's LP term (global_bound.h, window_lp) takes up to a second or two, so it is
-  // computed once, for the result, after the search (which used the other terms).
-  if (!window_lp_done_) {
+  // computed once, for the result, after the search (which used the other terms), and only where the
+  // chosen schedule is more than 1 % above the other terms' bound (there is a gap to prove).
+  if (!window_lp_done_ && checked[best].simulated_ms > bound_ms_ * 1.01) {
     window_lp_done_ = true;
     if (Result<GlobalBound> g = global_lower_bound(spec_, P_, M_, spec_.cluster.memory_gb,
                                                    GlobalBoundOptions{kWindowLpBudget});

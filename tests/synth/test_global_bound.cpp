@@ -692,43 +692,68 @@ TEST_CASE("pipesmith bound prints the ramps with whole layers and names the bind
   }
 }
 
+namespace {
+
+// A random vector packing — 2 or 3 bins, 3 to 8 items with sizes in 1 to 3 dimensions (0, or 1 to 6;
+// a kind 0–2 each), offsets 0–4 — and its optimum: the least C at which every bin's load in every
+// dimension is 0 or within C − offset, by trying every assignment. `x`: the generator's state.
+struct RandomPacking {
+  int bins = 0;
+  std::vector<std::vector<double>> items;  // items × dimensions
+  std::vector<int> kind;
+  std::vector<double> offset;
+  double optimum = 1e300;
+};
+RandomPacking random_packing(uint64_t& x) {
+  auto next = [&] {
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    return static_cast<int>(x >> 33);
+  };
+  RandomPacking r;
+  r.bins = 2 + next() % 2;
+  const int n = 3 + next() % 6, dims = 1 + next() % 3;
+  r.items.assign(n, std::vector<double>(dims));
+  r.kind.resize(n);
+  r.offset.resize(dims);
+  for (int k = 0; k < dims; ++k) r.offset[k] = next() % 5;
+  for (int i = 0; i < n; ++i) {
+    r.kind[i] = next() % 3;
+    for (int k = 0; k < dims; ++k) r.items[i][k] = next() % 4 == 0 ? 0.0 : 1 + next() % 6;
+  }
+  std::vector<int> at(n, 0);
+  for (;;) {
+    double worst = 0;
+    for (int b = 0; b < r.bins; ++b)
+      for (int k = 0; k < dims; ++k) {
+        double load = 0;
+        for (int i = 0; i < n; ++i)
+          if (at[i] == b) load += r.items[i][k];
+        if (load > 0) worst = std::max(worst, r.offset[k] + load);
+      }
+    r.optimum = std::min(r.optimum, worst);
+    int i = 0;
+    while (i < n && ++at[i] == r.bins) at[i++] = 0;
+    if (i == n) break;
+  }
+  return r;
+}
+
+}  // namespace
+
 TEST_CASE("vector packing: never above the optimum, exact where the items are few, a bound when asked too little") {
   // Random items with sizes in 1 to 3 dimensions (some 0) onto 2 or 3 bins with offsets per
   // dimension; the optimum — the least C at which every bin's load in every dimension is 0 or within
   // C − offset — by trying every assignment. With at most 8 items each can be its own type, so the
   // search decides exactly (to its bisection's 1e-6) when asked about a capacity below the optimum.
   uint64_t x = 4242;
-  auto next = [&] {
-    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
-    return static_cast<int>(x >> 33);
-  };
   int raised = 0;
   for (int trial = 0; trial < 80; ++trial) {
-    const int bins = 2 + next() % 2, n = 3 + next() % 6, dims = 1 + next() % 3;
-    std::vector<std::vector<double>> items(n, std::vector<double>(dims));
-    std::vector<int> kind(n);
-    std::vector<double> offset(dims);
-    for (int k = 0; k < dims; ++k) offset[k] = next() % 5;
-    for (int i = 0; i < n; ++i) {
-      kind[i] = next() % 3;
-      for (int k = 0; k < dims; ++k) items[i][k] = next() % 4 == 0 ? 0.0 : 1 + next() % 6;
-    }
-    double optimum = 1e300;
-    std::vector<int> at(n, 0);
-    for (;;) {
-      double worst = 0;
-      for (int b = 0; b < bins; ++b)
-        for (int k = 0; k < dims; ++k) {
-          double load = 0;
-          for (int i = 0; i < n; ++i)
-            if (at[i] == b) load += items[i][k];
-          if (load > 0) worst = std::max(worst, offset[k] + load);
-        }
-      optimum = std::min(optimum, worst);
-      int i = 0;
-      while (i < n && ++at[i] == bins) at[i++] = 0;
-      if (i == n) break;
-    }
+    const RandomPacking r = random_packing(x);
+    const int bins = r.bins;
+    const auto& items = r.items;
+    const auto& kind = r.kind;
+    const auto& offset = r.offset;
+    const double optimum = r.optimum;
     CAPTURE(trial);
     CAPTURE(optimum);
     int64_t none = 0;
@@ -757,41 +782,23 @@ TEST_CASE("vector packing LP: never above the optimum, and above every dimension
   // (three configurations for three items, more than two bins) — the LP proves 1.2 where the mean
   // load says 0.9.
   uint64_t x = 777;
-  auto next = [&] {
-    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
-    return static_cast<int>(x >> 33);
-  };
   int raised = 0;
   for (int trial = 0; trial < 120; ++trial) {
-    const int bins = 2 + next() % 2, n = 3 + next() % 6, dims = 1 + next() % 3;
-    std::vector<double> items(static_cast<size_t>(n) * dims), offset(dims);
-    for (int k = 0; k < dims; ++k) offset[k] = next() % 5;
-    for (double& v : items) v = next() % 4 == 0 ? 0.0 : 1 + next() % 6;
-    double optimum = 1e300, mean = 0;
+    const RandomPacking r = random_packing(x);
+    const int n = static_cast<int>(r.items.size()), dims = static_cast<int>(r.offset.size());
+    std::vector<double> items;
+    for (const auto& item : r.items) items.insert(items.end(), item.begin(), item.end());
+    double mean = 0;
     for (int k = 0; k < dims; ++k) {
       double total = 0;
       for (int i = 0; i < n; ++i) total += items[i * dims + k];
-      if (total > 0) mean = std::max(mean, offset[k] + total / bins);
+      if (total > 0) mean = std::max(mean, r.offset[k] + total / r.bins);
     }
-    std::vector<int> at(n, 0);
-    for (;;) {
-      double worst = 0;
-      for (int b = 0; b < bins; ++b)
-        for (int k = 0; k < dims; ++k) {
-          double load = 0;
-          for (int i = 0; i < n; ++i)
-            if (at[i] == b) load += items[i * dims + k];
-          if (load > 0) worst = std::max(worst, offset[k] + load);
-        }
-      optimum = std::min(optimum, worst);
-      int i = 0;
-      while (i < n && ++at[i] == bins) at[i++] = 0;
-      if (i == n) break;
-    }
+    const double optimum = r.optimum;
     CAPTURE(trial);
     CAPTURE(optimum);
     int64_t budget = 50'000'000;
-    const PackingLpBound lp = vector_packing_lp_bound(items, n, offset, bins, 0.5, optimum * 2 + 1, budget);
+    const PackingLpBound lp = vector_packing_lp_bound(items, n, r.offset, r.bins, 0.5, optimum * 2 + 1, budget);
     CAPTURE(lp.bound_ms);
     CHECK(lp.bound_ms <= optimum + 1e-9);
     CHECK(lp.decided);
