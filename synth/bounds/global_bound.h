@@ -106,7 +106,8 @@
 //                   proof is checked by the exact knapsack. Bisected between the terms before it and
 //                   a dealing's value, within a fixed budget (GlobalBoundOptions; about a second), each
 //                   capacity with an eighth of it; computed by `pipesmith bound` and for the tuner's
-//                   result, not for the many bounds of `pipesmith plan`'s meshes or the baselines. It
+//                   result where it is more than 1 % above the other terms, not for the many bounds
+//                   of `pipesmith plan`'s meshes or the baselines. It
 //                   binds at P = 16 with M ≈ P on some shipped models: Gemma-like at P = M = 16,
 //                   325.79 ms against 321.19 ms; GPT-OSS-like at P = 16, M = 32, 1369.75 against
 //                   1349.61 ms; and where devices hold one or two layers (P = 32, M = 128 on
@@ -195,8 +196,8 @@ struct GlobalBound {
 
 // window_lp's budget (pivots and search nodes, weighted): about a second of one core at M ≈ P on the
 // shipped models. The term is computed only where a caller gives it a budget: `pipesmith bound`
-// (model_bound) and the tuner's result do; the many bounds of `pipesmith plan`'s meshes and of the
-// baselines do not.
+// (model_bound) and the tuner's result (where the chosen schedule is more than 1 % above the other
+// terms) do; the many bounds of `pipesmith plan`'s meshes and of the baselines do not.
 inline constexpr int64_t kWindowLpBudget = 150'000'000;
 struct GlobalBoundOptions {
   int64_t window_lp_budget = 0;  // 0: window_lp is not computed (window_lp_ms stays 0)
