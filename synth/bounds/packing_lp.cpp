@@ -41,7 +41,8 @@ struct Instance {
 // The heaviest set under the weights y (items with y_i > 0) that fits one bin, searched only for sets
 // heavier than `bar`: depth first over the items by decreasing weight, each taken (where it fits) then
 // left, a node pruned when its weight plus what the undecided items can add is at most the best so
-// far (`bar` at first). What they can add is bounded by their total weight and, for each of a few
+// far (`bar` at first). What they can add is bounded by the weight of the heaviest `count` of them,
+// where no dimension has room for more than `count` of the smallest items, and, for each of a few
 // tight dimensions, by the fractional knapsack of that dimension alone (items by weight per size): a
 // set that fits every dimension fits each one, so both are valid.
 class Knapsack {
