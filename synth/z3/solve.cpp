@@ -71,8 +71,8 @@ double load_seconds(int64_t size) {
 using Clock = std::chrono::steady_clock;
 
 // Frees encodings on threads of its own. Z3 frees a large encoding's terms for seconds and cannot be
-// interrupted there; after an interrupt the caller has a schedule to check and write first (the CLI
-// gives that under a second past a signal). The threads are joined as later ones are added, and at
+// interrupted there; after an interrupt or at the time limit the caller has a schedule to check and
+// write first (the CLI gives that under a second past a signal). The threads are joined as later ones are added, and at
 // exit, before Z3's own statics go (this one is built later, on first use).
 class Reaper {
  public:
@@ -537,9 +537,11 @@ Result<SolveResult> solve(const OpDag& dag, const TimedOrder& incumbent, int64_t
   Driver drv(dag, options);
   Status st = drv.run(incumbent, lower_bound);
   drv.res.seconds = drv.elapsed();
-  // Interrupted (a signal, the caller's time limit): the encodings are freed beside what the caller
-  // does next rather than before it.
-  if (drv.interrupted() && !drv.encs.empty()) Reaper::instance().take(std::move(drv.encs));
+  // Interrupted (a signal, the caller's time limit) or out of time: the encodings are freed beside
+  // what the caller does next rather than before it (on a loaded machine freeing them can take
+  // longer than the margin the time limit keeps for it).
+  if ((drv.interrupted() || drv.wall_left() <= 0.01) && !drv.encs.empty())
+    Reaper::instance().take(std::move(drv.encs));
   if (!drv.proofs() && drv.res.bound > lower_bound) {
     // UNSATs under caps stricter than the exact ones: the search is over, nothing is proven.
     drv.res.bound = std::min(lower_bound, drv.res.best.makespan);
