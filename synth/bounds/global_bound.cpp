@@ -256,8 +256,9 @@ Dealt deal_layers(const std::vector<double>& work, const std::vector<double>& of
   return out;
 }
 
-// The windows (r, q) of window_packing and window_lp (global_bound.h): r on a grid of 32 points of
+// The windows (r, q) of window_packing and window_lp (global_bound.h): r on a grid of kGrid points of
 // [0, the last release of any op], q = 0 or the least forward tail; each layer's work inside each.
+constexpr int kGrid = 32;
 struct WindowGrid {
   std::vector<std::pair<double, double>> windows;
   std::vector<double> offset;  // r + q, per window
@@ -275,7 +276,6 @@ WindowGrid window_grid(const std::vector<LayerOps>& ops, double M, int Q) {
     w.last = std::max({w.last, o.f_first + (M - 1) * o.f_step, o.g_first + o.g + (M - 1) * o.g_step});
     q_forward = std::min(q_forward, o.f_tail);
   }
-  constexpr int kGrid = 32;
   for (double q : {0.0, q_forward})
     for (int i = 0; i < kGrid; ++i) {
       w.windows.emplace_back(w.last * i / kGrid, q);
@@ -299,7 +299,7 @@ double window_packing_ms(const WindowGrid& grid, const Dealt& dealt, const std::
   const int L = static_cast<int>(kind.size());
   const int G = grid.G;
   if (G == 0) return 0;
-  constexpr int kGrid = 32, kWindows = 3;
+  constexpr int kWindows = 3;
   const auto& windows = grid.windows;
   const auto& offset = grid.offset;
   const auto& work = grid.work;

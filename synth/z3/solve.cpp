@@ -72,8 +72,8 @@ using Clock = std::chrono::steady_clock;
 
 // Frees encodings on threads of its own. Z3 frees a large encoding's terms for seconds and cannot be
 // interrupted there; after an interrupt or at the time limit the caller has a schedule to check and
-// write first (the CLI gives that under a second past a signal). The threads are joined as later ones are added, and at
-// exit, before Z3's own statics go (this one is built later, on first use).
+// write first (the CLI gives that under a second past a signal). The threads are joined as later
+// ones are added, and at exit, before Z3's own statics go (this one is built later, on first use).
 class Reaper {
  public:
   static Reaper& instance() {
