@@ -396,6 +396,25 @@ TEST_CASE("[slow] global bound: heavy layers two to a device, never above the op
   CHECK(binds >= models / 10);
 }
 
+// `pipesmith synth` on a model YAML (written to a temporary file) with a small budget of candidates:
+// its text output, and the figure of one of its summary lines ("iteration", "global bound").
+std::string synth_small(const std::string& yaml, const std::string& name) {
+  const std::string path = pstest::temp_path(name);
+  {
+    std::ofstream f(path);
+    f << yaml;
+  }
+  const std::string out =
+      run_cli(fmt::format("synth {} --evaluations 400 --threads 1 --search-threads 1 --seed 0 --quiet", path));
+  std::remove(path.c_str());
+  return out;
+}
+double summary_ms(const std::string& out, const std::string& label) {
+  const size_t at = out.find("  " + label + " ");
+  REQUIRE_MESSAGE(at != std::string::npos, label);
+  return std::stod(out.substr(out.find_first_not_of(' ', at + 2 + label.size())));
+}
+
 // The mini models of the cases below: whole-unit F / I / W in Gemma-like's ratios for its local
 // attention (S), its MLP (F) and a head shard (L), `layers` a string of them, P devices, M = P.
 std::string mini_yaml(const std::string& layers, int P) {
@@ -453,18 +472,9 @@ TEST_CASE("[slow] global bound: a Gemma-like model small enough to try every pla
   int solved = 0;
   const double optimum = optimum_over_every_plan(spec, 3, 3, solved);
   CHECK(mb->bound_ms <= optimum + 1e-6);
-  const std::string path = pstest::temp_path("mini-gemma.yaml");
-  {
-    std::ofstream f(path);
-    f << yaml;
-  }
-  const std::string out =
-      run_cli(fmt::format("synth {} --evaluations 400 --threads 1 --search-threads 1 --seed 0 --quiet", path));
-  std::remove(path.c_str());
+  const std::string out = synth_small(yaml, "mini-gemma.yaml");
   INFO(out);
-  const size_t at = out.find("iteration     ");
-  REQUIRE(at != std::string::npos);
-  const double iteration = std::stod(out.substr(at + 14));
+  const double iteration = summary_ms(out, "iteration");
   MESSAGE(fmt::format("{} plans solved; optimum over every plan {} ms, the search's {} ms, the global bound {} ms",
                       solved, optimum, iteration, mb->bound_ms));
   CHECK(iteration == doctest::Approx(optimum).epsilon(1e-9));
@@ -893,21 +903,10 @@ TEST_CASE("global bound: each device's windows and two heavy layers to a device 
     if (pairs > 0) continue;
     // `pipesmith synth` states the same global bound, window_lp included: its plan (the optimum, 81 ms)
     // is more than 1 % above the other terms (79 ms), so the tuner computes the term for its result.
-    const std::string path = pstest::temp_path("mini-gemma-lp.yaml");
-    {
-      std::ofstream f(path);
-      f << yaml;
-    }
-    const std::string out =
-        run_cli(fmt::format("synth {} --evaluations 400 --threads 1 --search-threads 1 --seed 0 --quiet", path));
-    std::remove(path.c_str());
+    const std::string out = synth_small(yaml, "mini-gemma-lp.yaml");
     INFO(out);
-    const size_t at = out.find("global bound  ");
-    REQUIRE(at != std::string::npos);
-    CHECK(std::stod(out.substr(at + 14)) == doctest::Approx(mb->bound_ms).epsilon(1e-5));
-    const size_t it = out.find("iteration     ");
-    REQUIRE(it != std::string::npos);
-    CHECK(std::stod(out.substr(it + 14)) == doctest::Approx(81).epsilon(1e-9));
+    CHECK(summary_ms(out, "global bound") == doctest::Approx(mb->bound_ms).epsilon(1e-5));
+    CHECK(summary_ms(out, "iteration") == doctest::Approx(81).epsilon(1e-9));
   }
 }
 
