@@ -13,8 +13,8 @@ of its dense peak), rounded:
   T   a decoder block (attention + MoE): F 1.941, I 2.219, W 1.572
   A   its attention sublayer: F 0.591, I 0.869, W 0.313
   X   its MoE sublayer: F 1.350, I 1.350, W 1.259
-  L   one of 4 vocabulary shards of the head: F 1.567, I 1.567, W 1.289
   H   the whole head, one layer: F 6.268, I 6.268, W 5.156
+  L   one of K vocabulary shards of the head (--shards, default 4): H's costs / K
 
 A Markdown table on stdout, progress on stderr; exit 1 when a run fails.
 """
@@ -36,28 +36,27 @@ TYPES = {
     "T": (1.941, 2.219, 1.572),
     "A": (0.591, 0.869, 0.313),
     "X": (1.350, 1.350, 1.259),
-    "L": (1.567, 1.567, 1.289),
     "H": (6.268, 6.268, 5.156),
 }
 # The symbol each type has in the model YAML's layer string (one character each).
 SYMBOL = {"T1": "U", "T": "T", "A": "A", "X": "X", "L": "L", "H": "H"}
 
-# (name, the layers as (type, count) runs, repeated `blocks` times where the run says so)
+# (name, the layers as (type, count) runs for `b` blocks and K head shards)
 CASES = [
-    ("equal F, I, W", lambda b: [("T1", b)]),
-    ("decoder blocks", lambda b: [("T", b)]),
-    ("decoder blocks + 4 head shards", lambda b: [("T", b), ("L", 4)]),
-    ("attention / MoE sublayers", lambda b: [("A", 1), ("X", 1)] * b),
-    ("sublayers + one head layer", lambda b: [("A", 1), ("X", 1)] * b + [("H", 1)]),
-    ("sublayers + 4 head shards", lambda b: [("A", 1), ("X", 1)] * b + [("L", 4)]),
+    ("equal F, I, W", lambda b, k: [("T1", b)]),
+    ("decoder blocks", lambda b, k: [("T", b)]),
+    ("decoder blocks + {k} head shards", lambda b, k: [("T", b), ("L", k)]),
+    ("attention / MoE sublayers", lambda b, k: [("A", 1), ("X", 1)] * b),
+    ("sublayers + one head layer", lambda b, k: [("A", 1), ("X", 1)] * b + [("H", 1)]),
+    ("sublayers + {k} head shards", lambda b, k: [("A", 1), ("X", 1)] * b + [("L", k)]),
 ]
 
 
-def model_yaml(name: str, runs: list[tuple[str, int]], devices: int, microbatches: int) -> str:
+def model_yaml(name: str, runs: list[tuple[str, int]], devices: int, microbatches: int, shards: int) -> str:
     used = sorted({t for t, _ in runs})
     lines = ["schema: 1", "model:", f"  name: {name}", "  layer_types:"]
     for t in used:
-        f, i, w = TYPES[t]
+        f, i, w = TYPES[t] if t != "L" else tuple(round(v / shards, 6) for v in TYPES["H"])
         lines.append(f"    {SYMBOL[t]}: {{forward_ms: {f}, backward_input_ms: {i}, backward_weight_ms: {w}, "
                      "activation_mb: 1, wgrad_stash_mb: 0, output_mb: 0, params_m: 0}")
     lines.append('  layers: "' + "".join(SYMBOL[t] * n for t, n in runs) + '"')
@@ -81,10 +80,11 @@ def main() -> int:
     ap.add_argument("--time-limit", type=float, default=20, help="seconds per synth run (default 20)")
     ap.add_argument("--evaluations", type=int, default=0,
                     help="bound the search by N candidates instead of the clock (the same table on any machine)")
+    ap.add_argument("--shards", type=int, default=4, help="vocabulary shards of the head in cases 3 and 6 (default 4)")
     ap.add_argument("--cases", default="", help="comma-separated case numbers (1-based; default all)")
     args = ap.parse_args()
-    if args.devices < 2 or args.blocks < 1 or args.time_limit <= 0 or args.evaluations < 0:
-        ap.error("--devices must be at least 2, --blocks at least 1, --time-limit positive")
+    if args.devices < 2 or args.blocks < 1 or args.time_limit <= 0 or args.evaluations < 0 or args.shards < 1:
+        ap.error("--devices must be at least 2, --blocks and --shards at least 1, --time-limit positive")
     picked = list(range(len(CASES)))
     if args.cases:
         try:
@@ -104,11 +104,12 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="pipesmith-gap-") as tmp:
         for c in picked:
             name, make = CASES[c]
-            runs = make(args.blocks)
+            name = name.format(k=args.shards)
+            runs = make(args.blocks, args.shards)
             layers = sum(n for _, n in runs)
             path = os.path.join(tmp, f"case{c + 1}.yaml")
             with open(path, "w", encoding="utf-8") as fh:
-                fh.write(model_yaml(f"case{c + 1}", runs, P, M))
+                fh.write(model_yaml(f"case{c + 1}", runs, P, M, args.shards))
             print(f"gap-anatomy: case {c + 1} ({name}), {layers} layers", file=sys.stderr, flush=True)
             synth = [exe, "synth", path, "--time-limit", f"{args.time_limit:g}", "-o",
                      os.path.join(tmp, f"case{c + 1}.schedule.yaml"), "--quiet"]

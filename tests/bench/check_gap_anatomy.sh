@@ -4,7 +4,8 @@
 # - two cases picked by number: exit 0, their two rows; blocks of equal F, I and W meet the global
 #   bound (ratio 1.0000, the plan's bound too), and sublayers with 4 head shards are never below it;
 # - a CLI that fails (exit 3): its row says so and the command exits 1;
-# - a case number out of range is refused (exit 2).
+# - --shards: the head cut into 2 shards, its row named so;
+# - a case number out of range, and --shards 0, are refused (exit 2).
 # Usage: check_gap_anatomy.sh BUILD_DIR
 set -euo pipefail
 exe="$(cd "$1" && pwd)/cli/pipesmith"
@@ -21,6 +22,11 @@ grep -qE '^\| 1 \| equal F, I, W \| 8 \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| [a-z_]
 ratio=$(grep '^| 6 | sublayers + 4 head shards | 20 |' "$tmp/out" | awk -F'|' '{gsub(/ /, "", $9); print $9}')
 awk -v r="$ratio" 'BEGIN { exit !(r >= 1) }' || { echo "case 6: ours / global bound '$ratio'"; exit 1; }
 
+# --shards: the head cut into 2 shards (8 blocks of two sublayers and 2 shards: 18 layers).
+PIPESMITH="$exe" bash bench/gap-anatomy "${args[@]}" --cases 6 --shards 2 >"$tmp/out1" 2>"$tmp/err1" ||
+  { echo "--shards 2 failed:"; cat "$tmp/out1" "$tmp/err1"; exit 1; }
+grep -q '^| 6 | sublayers + 2 head shards | 18 | ' "$tmp/out1" || { echo "no 2-shard row"; cat "$tmp/out1"; exit 1; }
+
 printf '#!/usr/bin/env bash\necho "broken build" >&2\nexit 3\n' >"$tmp/broken"
 chmod +x "$tmp/broken"
 rc=0
@@ -31,4 +37,7 @@ grep -q '^| 1 | equal F, I, W | 8 | failed (synth exit 3, bound exit 3)' "$tmp/o
 rc=0
 PIPESMITH="$exe" bash bench/gap-anatomy --cases 9 >"$tmp/out3" 2>"$tmp/err3" || rc=$?
 [ "$rc" = 2 ] && grep -q -- '--cases: numbers run from 1 to 6' "$tmp/err3" || { echo "--cases 9 gave exit $rc"; cat "$tmp/err3"; exit 1; }
+rc=0
+PIPESMITH="$exe" bash bench/gap-anatomy --shards 0 >"$tmp/out4" 2>"$tmp/err4" || rc=$?
+[ "$rc" = 2 ] && grep -q -- '--shards at least 1' "$tmp/err4" || { echo "--shards 0 gave exit $rc"; cat "$tmp/err4"; exit 1; }
 echo "ok"
