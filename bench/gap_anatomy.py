@@ -29,7 +29,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_proc import run_group  # noqa: E402
+from bench_proc import read_certificate, run_group  # noqa: E402
 
 TYPES = {
     "T1": (1.0, 1.0, 1.0),
@@ -94,6 +94,8 @@ def main() -> int:
         if any(c < 0 or c >= len(CASES) for c in picked):
             ap.error(f"--cases: numbers run from 1 to {len(CASES)}")
     exe = os.environ.get("PIPESMITH", "pipesmith")
+    if os.path.dirname(exe):
+        exe = os.path.abspath(exe)  # the runs' working folder is a temporary one
     P = M = args.devices
     print(f"P = M = {P}, {args.blocks} blocks, free links, no memory cap, "
           + (f"{args.evaluations} candidates" if args.evaluations else f"{args.time_limit:g} s") + " per synth run\n")
@@ -111,13 +113,15 @@ def main() -> int:
             with open(path, "w", encoding="utf-8") as fh:
                 fh.write(model_yaml(f"case{c + 1}", runs, P, M, args.shards))
             print(f"gap-anatomy: case {c + 1} ({name}), {layers} layers", file=sys.stderr, flush=True)
-            synth = [exe, "synth", path, "--time-limit", f"{args.time_limit:g}", "-o",
-                     os.path.join(tmp, f"case{c + 1}.schedule.yaml"), "--quiet"]
+            schedule = os.path.join(tmp, f"case{c + 1}.schedule.yaml")
+            synth = [exe, "synth", path, "--time-limit", f"{args.time_limit:g}", "-o", schedule, "--quiet"]
             if args.evaluations:
                 synth += ["--evaluations", str(args.evaluations)]
             rc, out = run_group(synth, tmp, timeout=args.time_limit * 3 + 60)
             rb, bout = run_group([exe, "bound", path, "--json"], tmp, timeout=120)
-            ours, plan = field(out, "iteration"), field(out, "lower bound")
+            # The iteration as the certificate holds it (not rounded); the plan's bound as synth states it.
+            ours = read_certificate(schedule)[0] if rc == 0 and os.path.exists(schedule) else None
+            plan = field(out, "lower bound")
             try:
                 bound = json.loads(bout) if rb == 0 else None
             except json.JSONDecodeError:
